@@ -1,0 +1,123 @@
+// Package model is ovnbgp's vendor-neutral vocabulary: the networks read from
+// OVN, the advertisements planned for peers, and the state of BGP sessions and
+// learned paths. The packages that talk to external systems (ovn, bgp)
+// translate to and from these types, so no gobgp, libovsdb or netlink type
+// crosses a package boundary.
+package model
+
+import (
+	"net/netip"
+	"time"
+)
+
+// DefaultNetwork is the name of OVN-Kubernetes' cluster default network.
+const DefaultNetwork = "default"
+
+// Network is one OVN-Kubernetes network as seen from this node.
+type Network struct {
+	// Name is "default" or the value of external_ids:k8s.ovn.org/network
+	// (a UDN is "<namespace>_<name>", a CUDN "cluster_udn_<name>").
+	Name string `json:"name"`
+	// Topology is layer3, layer2 or localnet.
+	Topology string `json:"topology"`
+	// Role is primary or secondary ("" when OVN does not say).
+	Role string `json:"role,omitempty"`
+	// Subnets are this node's pod subnets in the network.
+	Subnets []Subnet `json:"subnets"`
+}
+
+// Subnet is a pod subnet and the OVN object it was read from.
+type Subnet struct {
+	Prefix netip.Prefix `json:"prefix"`
+	// Source names the NB row and column, e.g.
+	// "Logical_Switch blue_node1 other_config:subnet".
+	Source string `json:"source"`
+}
+
+// Snapshot is what the OVN Northbound DB says about this node.
+type Snapshot struct {
+	Node     string    `json:"node"`
+	Networks []Network `json:"networks"`
+}
+
+// PathAttrs are the BGP attributes ovnbgp sets on an advertised prefix.
+type PathAttrs struct {
+	Communities      []string `json:"communities,omitempty"`
+	LargeCommunities []string `json:"largeCommunities,omitempty"`
+	LocalPreference  uint32   `json:"localPreference,omitempty"`
+	MED              uint32   `json:"med,omitempty"`
+	ASPathPrepend    uint8    `json:"asPathPrepend,omitempty"`
+}
+
+// Advertisement is one prefix sent to one peer. Rule, Network and Source
+// explain why; the BGP layer uses only Peer, Prefix and Attrs.
+type Advertisement struct {
+	Peer    string       `json:"peer"`
+	Prefix  netip.Prefix `json:"prefix"`
+	Attrs   PathAttrs    `json:"attrs"`
+	Rule    string       `json:"rule,omitempty"`
+	Network string       `json:"network,omitempty"`
+	Source  string       `json:"source,omitempty"`
+}
+
+// Key identifies an advertisement: one prefix to one peer.
+type Key struct {
+	Peer   string
+	Prefix netip.Prefix
+}
+
+// Key returns the advertisement's identity.
+func (a Advertisement) Key() Key { return Key{Peer: a.Peer, Prefix: a.Prefix} }
+
+// SessionState is a BGP finite-state-machine state (RFC 4271 8.2.2).
+type SessionState string
+
+// The BGP session states.
+const (
+	StateUnknown     SessionState = "unknown"
+	StateIdle        SessionState = "idle"
+	StateConnect     SessionState = "connect"
+	StateActive      SessionState = "active"
+	StateOpenSent    SessionState = "opensent"
+	StateOpenConfirm SessionState = "openconfirm"
+	StateEstablished SessionState = "established"
+)
+
+// FamilyCounts counts paths of one address family on a session.
+type FamilyCounts struct {
+	Family     string `json:"family"`
+	Received   int    `json:"received"`
+	Accepted   int    `json:"accepted"`
+	Advertised int    `json:"advertised"`
+}
+
+// PeerStatus is the live state of one configured peer.
+type PeerStatus struct {
+	Name         string         `json:"name"`
+	Address      netip.Addr     `json:"address"`
+	ASN          uint32         `json:"asn"`
+	State        SessionState   `json:"state"`
+	Since        time.Time      `json:"since,omitzero"` // entered State
+	RouterID     netip.Addr     `json:"routerID,omitzero"`
+	LocalAddress netip.Addr     `json:"localAddress,omitzero"`
+	Families     []FamilyCounts `json:"families"`
+	// LastError is the last NOTIFICATION or transport error, "" if none.
+	LastError string `json:"lastError,omitempty"`
+}
+
+// LearnedPath is a path a peer sent us (its Adj-RIB-In), before import policy.
+type LearnedPath struct {
+	Peer        string       `json:"peer"`
+	Prefix      netip.Prefix `json:"prefix"`
+	NextHop     netip.Addr   `json:"nextHop"`
+	ASPath      []uint32     `json:"asPath"`
+	Origin      string       `json:"origin"`
+	MED         uint32       `json:"med,omitempty"`
+	LocalPref   uint32       `json:"localPreference,omitempty"`
+	Communities []string     `json:"communities,omitempty"`
+	Age         time.Time    `json:"age,omitzero"`
+	// Accepted is true when an import rule accepts the path; Reason says
+	// which rule, or why not.
+	Accepted bool   `json:"accepted"`
+	Reason   string `json:"reason,omitempty"`
+}
