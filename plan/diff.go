@@ -1,0 +1,64 @@
+package plan
+
+import (
+	"slices"
+
+	"github.com/ovnbgp/ovnbgp/model"
+)
+
+// AdvertDiff is what must change for the advertised set to become the
+// desired one. Changed holds advertisements whose prefix a peer keeps but
+// whose attributes differ (the peer gets an implicit-withdraw UPDATE).
+type AdvertDiff struct {
+	Announce []model.Advertisement `json:"announce,omitempty"`
+	Change   []model.Advertisement `json:"change,omitempty"`
+	Withdraw []model.Advertisement `json:"withdraw,omitempty"`
+}
+
+// Empty reports whether nothing changes.
+func (d AdvertDiff) Empty() bool {
+	return len(d.Announce) == 0 && len(d.Change) == 0 && len(d.Withdraw) == 0
+}
+
+// DiffAdvertisements compares desired with current, keyed by (peer, prefix).
+// Rule, network and source are explanations, not state: they never make an
+// advertisement "changed". Each list is sorted by peer, then prefix.
+func DiffAdvertisements(desired, current []model.Advertisement) AdvertDiff {
+	cur := make(map[model.Key]model.Advertisement, len(current))
+	for _, a := range current {
+		cur[a.Key()] = a
+	}
+	var d AdvertDiff
+	for _, a := range desired {
+		old, ok := cur[a.Key()]
+		switch {
+		case !ok:
+			d.Announce = append(d.Announce, a)
+		case !SameAttrs(old.Attrs, a.Attrs):
+			d.Change = append(d.Change, a)
+		}
+		delete(cur, a.Key())
+	}
+	for _, a := range cur {
+		d.Withdraw = append(d.Withdraw, a)
+	}
+	SortAdvertisements(d.Announce)
+	SortAdvertisements(d.Change)
+	SortAdvertisements(d.Withdraw)
+	return d
+}
+
+// SameAttrs reports whether two attribute sets put the same bytes on the
+// wire: community lists compare as sets.
+func SameAttrs(a, b model.PathAttrs) bool {
+	return a.LocalPreference == b.LocalPreference && a.MED == b.MED &&
+		a.ASPathPrepend == b.ASPathPrepend &&
+		sameSet(a.Communities, b.Communities) && sameSet(a.LargeCommunities, b.LargeCommunities)
+}
+
+func sameSet(a, b []string) bool {
+	x, y := slices.Clone(a), slices.Clone(b)
+	slices.Sort(x)
+	slices.Sort(y)
+	return slices.Equal(slices.Compact(x), slices.Compact(y))
+}
