@@ -1,7 +1,93 @@
-// Package cmd holds ovnbgp's cobra commands, one file per noun.
+// Package cmd holds ovnbgp's command line: one file per noun, cobra
+// commands built from an options struct that is passed down (no global flag
+// state). Every read-only verb talks to the daemon over its control socket.
 package cmd
 
-import "os"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// version is stamped at link time: -ldflags "-X github.com/ovnbgp/ovnbgp/cmd.version=v1.2.3".
+// It is never written at run time.
+var version = ""
+
+// options are the global flags, shared by every command.
+type options struct {
+	configPath string
+	socket     string
+	output     string
+	stdout     io.Writer
+}
+
+// Default paths of the CLI contract.
+const (
+	DefaultConfig = "/etc/ovnbgp/config.yaml"
+	DefaultSocket = "/run/ovnbgp/ovnbgp.sock"
+)
 
 // Execute runs the command line and exits non-zero on error.
-func Execute() { os.Exit(0) }
+func Execute() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := NewRootCommand(os.Stdout).ExecuteContext(ctx)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "ovnbgp:", err)
+		var ee exitError
+		if errors.As(err, &ee) {
+			os.Exit(ee.code)
+		}
+		os.Exit(1)
+	}
+}
+
+// exitError carries a specific exit code.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e exitError) Error() string { return e.err.Error() }
+func (e exitError) Unwrap() error { return e.err }
+
+// NewRootCommand builds the ovnbgp command tree writing to stdout.
+func NewRootCommand(stdout io.Writer) *cobra.Command {
+	o := &options{stdout: stdout}
+	root := &cobra.Command{
+		Use:   "ovnbgp",
+		Short: "BGP for OVN-Kubernetes nodes: advertise pod subnets, import provider routes, explain it all",
+		Long: `ovnbgp runs on every OVN-Kubernetes node. It advertises what the cluster owns on the node
+(pod subnets of the default network and of User Defined Networks) to the provider's BGP
+routers, learned from the OVN Northbound DB, and shows what it does and why.
+
+Start with 'ovnbgp lab' for a self-contained demo.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			return checkOutput(o.output)
+		},
+	}
+	pf := root.PersistentFlags()
+	pf.StringVar(&o.configPath, "config", DefaultConfig, "config file")
+	pf.StringVar(&o.socket, "socket", DefaultSocket, "daemon control socket")
+	pf.StringVarP(&o.output, "output", "o", "table", "output format: table, json or yaml")
+	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"table", "json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))
+
+	root.AddCommand(
+		newDaemonCommand(o),
+		newPeersCommand(o),
+		newRoutesCommand(o),
+		newStatusCommand(o),
+		newConfigCommand(o),
+		newVersionCommand(o),
+		newLabCommand(o),
+	)
+	return root
+}

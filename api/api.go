@@ -1,0 +1,69 @@
+// Package api is the control API between the ovnbgp daemon and its CLI: JSON
+// over HTTP on a unix socket, so it is curl-able:
+//
+//	curl --unix-socket /run/ovnbgp/ovnbgp.sock http://ovnbgp/v1/peers
+//
+// It holds the paths, the response types and a Client. The server side lives
+// in package daemon.
+package api
+
+import (
+	"time"
+
+	"github.com/ovnbgp/ovnbgp/model"
+)
+
+// The endpoints. All are GET unless noted.
+const (
+	PathStatus     = "/v1/status"
+	PathPeers      = "/v1/peers"
+	PathAdvertised = "/v1/routes/advertised" // ?peer=NAME
+	PathLearned    = "/v1/routes/learned"    // ?peer=NAME&rejected=true
+	PathConfig     = "/v1/config"            // effective config, secrets redacted
+	PathNetworks   = "/v1/networks"          // this node's networks as read from OVN
+)
+
+// Error is the body of every non-2xx response.
+type Error struct {
+	Error string `json:"error"`
+}
+
+// Status is the daemon's health: what it runs, and the state of its sources.
+type Status struct {
+	Version    string    `json:"version"`
+	Node       string    `json:"node"`
+	ConfigFile string    `json:"configFile"`
+	StartedAt  time.Time `json:"startedAt"`
+	// Ready is true once the first reconcile with OVN data has run.
+	Ready bool     `json:"ready"`
+	NB    NBStatus `json:"northbound"`
+	// Reconciles counts reconcile passes; LastReconcile is when the last
+	// one ended and LastError what it reported ("" = all applied).
+	Reconciles    uint64    `json:"reconciles"`
+	LastReconcile time.Time `json:"lastReconcile,omitzero"`
+	LastError     string    `json:"lastError,omitempty"`
+	// ConfigError is the last failed reload ("" if the running config is
+	// the file's content).
+	ConfigError string `json:"configError,omitempty"`
+}
+
+// NBStatus is the state of the OVN Northbound connection.
+type NBStatus struct {
+	Endpoint  string    `json:"endpoint"`
+	Connected bool      `json:"connected"`
+	Synced    bool      `json:"synced"`
+	Since     time.Time `json:"since,omitzero"`
+	LastError string    `json:"lastError,omitempty"`
+	// Problems lists NB rows of unexpected shape that were skipped.
+	Problems []string `json:"problems,omitempty"`
+}
+
+// LearnedRoute is a path a peer sent, with the import verdict.
+type LearnedRoute = model.LearnedPath
+
+// Peer is a peer's live status.
+type Peer = model.PeerStatus
+
+// Advertised is one prefix advertised to one peer, with the rule and OVN
+// object behind it.
+type Advertised = model.Advertisement

@@ -1,0 +1,68 @@
+package cmd
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ovnbgp/ovnbgp/api"
+	"github.com/ovnbgp/ovnbgp/config"
+)
+
+func newConfigCommand(o *options) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "config",
+		Short: "Validate or show the config",
+	}
+	validate := &cobra.Command{
+		Use:   "validate [FILE]",
+		Short: "Check a config file and list every problem with its key and line",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			path := o.configPath
+			if len(args) == 1 {
+				path = args[0]
+			}
+			cfg, err := config.Load(path)
+			if err != nil {
+				return exitError{code: 1, err: fmt.Errorf("%s is not valid:\n%w", path, err)}
+			}
+			_, err = fmt.Fprintf(o.stdout, "%s: valid (node %s, AS %d, %d peers, %d advertise rules)\n",
+				path, cfg.Node.Name, cfg.BGP.ASN, len(cfg.BGP.Peers), len(cfg.Advertise))
+			return err
+		},
+	}
+	var running bool
+	show := &cobra.Command{
+		Use:   "show",
+		Short: "Print the effective config with defaults filled in, secrets redacted",
+		Long: `Print the effective config: the --config file with every default filled in, or with
+--running the config the daemon runs now. Secrets (TCP MD5 passwords) are never printed.
+The table format prints YAML.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var v any
+			if running {
+				raw, err := api.NewClient(o.socket).Config(cmd.Context())
+				if err != nil {
+					return err
+				}
+				v = raw
+			} else {
+				cfg, err := config.Load(o.configPath)
+				if err != nil {
+					return exitError{code: 1, err: fmt.Errorf("%s is not valid:\n%w", o.configPath, err)}
+				}
+				v = cfg.Redacted()
+			}
+			format := o.output
+			if format == "table" {
+				format = "yaml"
+			}
+			return render(o.stdout, format, v, nil)
+		},
+	}
+	show.Flags().BoolVar(&running, "running", false, "show the daemon's running config (over --socket)")
+	c.AddCommand(validate, show)
+	return c
+}

@@ -1,0 +1,41 @@
+package cmd
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ovnbgp/ovnbgp/api"
+	"github.com/ovnbgp/ovnbgp/model"
+)
+
+func newPeersCommand(o *options) *cobra.Command {
+	return &cobra.Command{
+		Use:   "peers",
+		Short: "Show BGP peers: state, uptime, prefix counts, last error",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			peers, err := api.NewClient(o.socket).Peers(cmd.Context())
+			if err != nil {
+				return err
+			}
+			return render(o.stdout, o.output, peers, func(w *tabwriter.Writer) { peersTable(w, peers) })
+		},
+	}
+}
+
+func peersTable(w *tabwriter.Writer, peers []model.PeerStatus) {
+	row(w, "PEER", "ADDRESS", "ASN", "STATE", "FOR", "RECEIVED", "ACCEPTED", "ADVERTISED", "LAST ERROR")
+	for _, p := range peers {
+		var rcv, acc, adv []string
+		for _, f := range p.Families {
+			rcv = append(rcv, fmt.Sprintf("%s:%d", f.Family, f.Received))
+			acc = append(acc, fmt.Sprintf("%s:%d", f.Family, f.Accepted))
+			adv = append(adv, fmt.Sprintf("%s:%d", f.Family, f.Advertised))
+		}
+		row(w, p.Name, p.Address, p.ASN, p.State, ago(p.Since), dash(strings.Join(rcv, " ")),
+			dash(strings.Join(acc, " ")), dash(strings.Join(adv, " ")), dash(p.LastError))
+	}
+}

@@ -1,0 +1,45 @@
+package cmd
+
+import (
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ovnbgp/ovnbgp/api"
+)
+
+func newStatusCommand(o *options) *cobra.Command {
+	return &cobra.Command{
+		Use:   "status",
+		Short: "Show the daemon's health: OVN Northbound connection, reconciles, config errors",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			st, err := api.NewClient(o.socket).Status(cmd.Context())
+			if err != nil {
+				return err
+			}
+			return render(o.stdout, o.output, st, func(w *tabwriter.Writer) {
+				row(w, "version", st.Version)
+				row(w, "node", st.Node)
+				row(w, "config", st.ConfigFile)
+				row(w, "up for", ago(st.StartedAt))
+				row(w, "ready", st.Ready)
+				conn := "disconnected"
+				if st.NB.Connected {
+					conn = "connected"
+				}
+				row(w, "northbound", fmt.Sprintf("%s %s for %s (synced: %v)", st.NB.Endpoint, conn, ago(st.NB.Since), st.NB.Synced))
+				if st.NB.LastError != "" {
+					row(w, "northbound error", st.NB.LastError)
+				}
+				for _, p := range st.NB.Problems {
+					row(w, "skipped NB row", p)
+				}
+				row(w, "reconciles", fmt.Sprintf("%d, last %s ago", st.Reconciles, ago(st.LastReconcile)))
+				row(w, "last error", dash(st.LastError))
+				row(w, "config error", dash(st.ConfigError))
+			})
+		},
+	}
+}

@@ -1,0 +1,435 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	sd "github.com/coreos/go-systemd/v22/daemon"
+	"go.uber.org/zap"
+
+	"github.com/ovnbgp/ovnbgp/api"
+	"github.com/ovnbgp/ovnbgp/config"
+	"github.com/ovnbgp/ovnbgp/model"
+	"github.com/ovnbgp/ovnbgp/plan"
+)
+
+// Options configure Run.
+type Options struct {
+	// ConfigPath is the YAML file; SIGHUP re-reads it.
+	ConfigPath string
+	// Version is reported by the status API and the metrics.
+	Version string
+	// Logger, when set, is used instead of one built from the config's
+	// log section (whose level then cannot change on reload).
+	Logger *zap.Logger
+	// Deps replaces the external systems (zero value: the real ones).
+	Deps Deps
+	// OnReady is called once, when the first reconcile has run.
+	OnReady func()
+}
+
+const (
+	// resyncInterval bounds how long a missed event can go unnoticed.
+	resyncInterval = 60 * time.Second
+	// readyGrace is how long startup waits for the first NB sync before
+	// telling systemd it is ready anyway (a missing NB must not make
+	// systemd kill and restart us in a loop; BGP sessions are up).
+	readyGrace = 15 * time.Second
+	// stopTimeout bounds the clean shutdown.
+	stopTimeout = 10 * time.Second
+)
+
+// Daemon is one running ovnbgp. Its loop goroutine is the only one that
+// changes the speaker, the NB client or the config; the control API reads
+// through the mutex.
+type Daemon struct {
+	opts   Options
+	deps   Deps
+	log    *zap.Logger
+	logs   *logging
+	signal chan struct{} // size 1: "reconcile now"
+	reload chan struct{} // size 1: "re-read the config file"
+
+	mu         sync.Mutex
+	cfg        *config.Config
+	speaker    Speaker
+	nb         Northbound
+	snapshot   model.Snapshot
+	synced     bool
+	desired    []model.Advertisement
+	ready      bool
+	startedAt  time.Time
+	reconciles uint64
+	lastRun    time.Time
+	lastErr    string
+	cfgErr     string
+}
+
+// Run loads the config and runs the daemon until ctx ends or SIGTERM/SIGINT
+// arrives; SIGHUP reloads the config. A config that does not load is the only
+// startup error: an unreachable NB or peer is retried, never fatal.
+func Run(ctx context.Context, opts Options) error {
+	cfg, err := config.Load(opts.ConfigPath)
+	if err != nil {
+		return err
+	}
+	logs, err := newLogging(cfg.Log, opts.Logger)
+	if err != nil {
+		return err
+	}
+	defer logs.sync()
+	d := &Daemon{
+		opts:      opts,
+		deps:      opts.Deps.withDefaults(),
+		log:       logs.logger,
+		logs:      logs,
+		signal:    make(chan struct{}, 1),
+		reload:    make(chan struct{}, 1),
+		cfg:       cfg,
+		startedAt: time.Now(),
+	}
+	return d.run(ctx)
+}
+
+// poke asks the loop for a reconcile; any number of pokes fold into one.
+func (d *Daemon) poke() {
+	select {
+	case d.signal <- struct{}{}:
+	default:
+	}
+}
+
+func (d *Daemon) run(ctx context.Context) error {
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+
+	cfg := d.config()
+	d.log.Info("starting", zap.String("version", d.opts.Version), zap.String("node", cfg.Node.Name),
+		zap.String("config", d.opts.ConfigPath), zap.Uint32("asn", cfg.BGP.ASN),
+		zap.Stringer("routerID", cfg.BGP.RouterID), zap.Int("peers", len(cfg.BGP.Peers)))
+
+	ctl, err := d.serveControl(cfg.Control.Socket)
+	if err != nil {
+		return err
+	}
+	defer ctl.close()
+	if cfg.Metrics.Address != "" {
+		m, err := d.serveMetrics(cfg.Metrics.Address)
+		if err != nil {
+			return err
+		}
+		defer m.close()
+	}
+
+	if err := d.startSpeaker(ctx, cfg); err != nil {
+		return err
+	}
+	nb, err := d.deps.DialNB(ctx, cfg.OVN, d.log.Named("ovn"), d.poke)
+	if err != nil {
+		d.stopSpeaker(false)
+		return fmt.Errorf("ovn: %w", err)
+	}
+	d.mu.Lock()
+	d.nb = nb
+	d.mu.Unlock()
+
+	err = d.loop(ctx, hup)
+
+	d.log.Info("stopping", zap.Bool("gracefulRestart", d.config().BGP.GracefulRestart.Enabled))
+	_, _ = sd.SdNotify(false, sd.SdNotifyStopping)
+	d.mu.Lock()
+	nb = d.nb
+	d.mu.Unlock()
+	nb.Close()
+	// With graceful restart, stopping sends no NOTIFICATION: peers keep
+	// our routes (stale) until we are back, as a restart should.
+	d.stopSpeaker(d.config().BGP.GracefulRestart.Enabled)
+	d.log.Info("stopped")
+	return err
+}
+
+func (d *Daemon) loop(ctx context.Context, hup <-chan os.Signal) error {
+	resync := time.NewTicker(resyncInterval)
+	defer resync.Stop()
+	grace := time.NewTimer(readyGrace)
+	defer grace.Stop()
+	var watchdog <-chan time.Time
+	if wd, err := sd.SdWatchdogEnabled(false); err == nil && wd > 0 {
+		t := time.NewTicker(wd / 2)
+		defer t.Stop()
+		watchdog = t.C
+	}
+	retry := newBackoff(time.Second, 30*time.Second)
+	var retryC <-chan time.Time
+
+	d.poke()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-hup:
+			d.reloadConfig(ctx)
+			continue
+		case <-d.reload:
+			d.reloadConfig(ctx)
+			continue
+		case <-watchdog:
+			_, _ = sd.SdNotify(false, sd.SdNotifyWatchdog)
+			continue
+		case <-grace.C:
+			d.markReady("OVN Northbound not synced yet; advertising nothing until it is")
+			continue
+		case <-d.signal:
+		case <-resync.C:
+		case <-retryC:
+		}
+		if err := d.reconcile(ctx); err != nil {
+			wait := retry.next()
+			d.log.Warn("reconcile incomplete; retrying", zap.Error(err), zap.Duration("in", wait))
+			retryC = time.After(wait)
+		} else {
+			retry.reset()
+			retryC = nil
+		}
+	}
+}
+
+// reconcile makes the advertised set match what the config selects from the
+// current OVN snapshot.
+func (d *Daemon) reconcile(ctx context.Context) error {
+	start := time.Now()
+	d.mu.Lock()
+	cfg, speaker, nb := d.cfg, d.speaker, d.nb
+	d.mu.Unlock()
+
+	snap, ok := nb.Snapshot(cfg.Node.Name)
+	if !ok {
+		// Nothing known yet: advertise nothing new and withdraw nothing.
+		return nil
+	}
+	desired := plan.Advertisements(cfg, snap)
+	diff := plan.DiffAdvertisements(desired, speaker.Advertised())
+	err := speaker.Set(ctx, desired)
+	d.logDiff(diff, err)
+
+	d.mu.Lock()
+	d.snapshot, d.synced, d.desired = snap, true, desired
+	d.reconciles++
+	d.lastRun = time.Now()
+	d.lastErr = ""
+	if err != nil {
+		d.lastErr = err.Error()
+	}
+	d.mu.Unlock()
+	d.log.Debug("reconciled", zap.Int("advertisements", len(desired)), zap.Duration("took", time.Since(start)))
+	d.markReady(fmt.Sprintf("advertising %d routes", len(desired)))
+	return err
+}
+
+func (d *Daemon) logDiff(diff plan.AdvertDiff, err error) {
+	for _, list := range []struct {
+		op   string
+		advs []model.Advertisement
+	}{{"announce", diff.Announce}, {"change", diff.Change}, {"withdraw", diff.Withdraw}} {
+		for _, a := range list.advs {
+			d.log.Info("advertisement", zap.String("op", list.op), zap.String("peer", a.Peer),
+				zap.Stringer("prefix", a.Prefix), zap.String("rule", a.Rule), zap.String("network", a.Network))
+		}
+	}
+	if err != nil {
+		d.log.Warn("some advertisements were not applied", zap.Error(err))
+	}
+}
+
+func (d *Daemon) markReady(status string) {
+	d.mu.Lock()
+	first := !d.ready
+	d.ready = true
+	d.mu.Unlock()
+	_, _ = sd.SdNotify(false, "STATUS="+status)
+	if !first {
+		return
+	}
+	_, _ = sd.SdNotify(false, sd.SdNotifyReady)
+	d.log.Info("ready", zap.String("status", status))
+	if d.opts.OnReady != nil {
+		d.opts.OnReady()
+	}
+}
+
+// reloadConfig re-reads the config file. A config that does not load is
+// logged and the running one kept.
+func (d *Daemon) reloadConfig(ctx context.Context) {
+	next, err := config.Load(d.opts.ConfigPath)
+	if err != nil {
+		d.log.Error("reload failed; keeping the running config", zap.String("config", d.opts.ConfigPath), zap.Error(err))
+		d.mu.Lock()
+		d.cfgErr = err.Error()
+		d.mu.Unlock()
+		return
+	}
+	old := d.config()
+	for _, k := range restartOnly(old, next) {
+		d.log.Warn("config change needs a restart to take effect; keeping the running value", zap.String("key", k))
+	}
+	next.Control, next.Metrics = old.Control, old.Metrics
+
+	if next.SpeakerChanged(old) {
+		d.log.Info("bgp asn, routerID or listenPort changed: restarting the speaker (sessions reset)")
+		d.stopSpeaker(false)
+		if err := d.startSpeaker(ctx, next); err != nil {
+			d.log.Error("new bgp settings failed; going back to the running ones", zap.Error(err))
+			if err2 := d.startSpeaker(ctx, old); err2 != nil {
+				d.log.Error("restoring the speaker failed", zap.Error(err2))
+			}
+			d.mu.Lock()
+			d.cfgErr = err.Error()
+			d.mu.Unlock()
+			return
+		}
+	} else if err := d.currentSpeaker().SetPeers(ctx, next.BGP.Peers); err != nil {
+		d.log.Warn("some peer changes were not applied", zap.Error(err))
+	}
+	if next.OVN != old.OVN {
+		d.log.Info("ovn settings changed: reconnecting")
+		nb, err := d.deps.DialNB(ctx, next.OVN, d.log.Named("ovn"), d.poke)
+		if err != nil {
+			d.log.Error("new ovn settings failed; keeping the running ones", zap.Error(err))
+			next.OVN = old.OVN
+		} else {
+			d.mu.Lock()
+			oldNB := d.nb
+			d.nb = nb
+			d.mu.Unlock()
+			oldNB.Close()
+		}
+	}
+	if err := d.logs.setLevel(next.Log.Level); err != nil {
+		d.log.Warn("log level not changed", zap.Error(err))
+	}
+	d.mu.Lock()
+	d.cfg = next
+	d.cfgErr = ""
+	d.mu.Unlock()
+	d.log.Info("config reloaded", zap.String("config", d.opts.ConfigPath))
+	d.poke()
+}
+
+// restartOnly lists changed keys that only take effect on restart.
+func restartOnly(old, next *config.Config) []string {
+	var keys []string
+	if old.Control != next.Control {
+		keys = append(keys, "control")
+	}
+	if old.Metrics != next.Metrics {
+		keys = append(keys, "metrics")
+	}
+	return keys
+}
+
+func (d *Daemon) startSpeaker(ctx context.Context, cfg *config.Config) error {
+	sp, err := d.deps.NewSpeaker(ctx, cfg.BGP, d.log.Named("bgp"), d.poke)
+	if err != nil {
+		return fmt.Errorf("bgp: %w", err)
+	}
+	if err := sp.SetPeers(ctx, cfg.BGP.Peers); err != nil {
+		// A peer that cannot be added is reported and retried on reload;
+		// the others run.
+		d.log.Warn("some peers were not added", zap.Error(err))
+	}
+	d.mu.Lock()
+	d.speaker = sp
+	d.mu.Unlock()
+	return nil
+}
+
+func (d *Daemon) stopSpeaker(graceful bool) {
+	sp := d.currentSpeaker()
+	if sp == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+	defer cancel()
+	if err := sp.Stop(ctx, graceful); err != nil {
+		d.log.Warn("bgp stop", zap.Error(err))
+	}
+}
+
+func (d *Daemon) config() *config.Config {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.cfg
+}
+
+func (d *Daemon) currentSpeaker() Speaker {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.speaker
+}
+
+// advertised joins what the speaker has in effect with the explanation
+// (rule, network, OVN object) of the last plan.
+func (d *Daemon) advertised(peer string) []model.Advertisement {
+	d.mu.Lock()
+	why := make(map[model.Key]model.Advertisement, len(d.desired))
+	for _, a := range d.desired {
+		why[a.Key()] = a
+	}
+	sp := d.speaker
+	d.mu.Unlock()
+	var out []model.Advertisement
+	for _, a := range sp.Advertised() {
+		if peer != "" && a.Peer != peer {
+			continue
+		}
+		if w, ok := why[a.Key()]; ok {
+			a.Rule, a.Network, a.Source = w.Rule, w.Network, w.Source
+		}
+		out = append(out, a)
+	}
+	plan.SortAdvertisements(out)
+	return out
+}
+
+func (d *Daemon) status() api.Status {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	nb := api.NBStatus{}
+	if d.nb != nil {
+		nb = d.nb.Status()
+	}
+	nb.Synced = d.synced
+	return api.Status{
+		Version: d.opts.Version, Node: d.cfg.Node.Name, ConfigFile: d.opts.ConfigPath,
+		StartedAt: d.startedAt, Ready: d.ready, NB: nb,
+		Reconciles: d.reconciles, LastReconcile: d.lastRun, LastError: d.lastErr, ConfigError: d.cfgErr,
+	}
+}
+
+// errNoPeer is returned for a --peer that is not configured.
+var errNoPeer = errors.New("no such peer")
+
+func (d *Daemon) checkPeer(name string) error {
+	if name == "" {
+		return nil
+	}
+	cfg := d.config()
+	if slices.ContainsFunc(cfg.BGP.Peers, func(p config.Peer) bool { return p.Name == name }) {
+		return nil
+	}
+	names := make([]string, 0, len(cfg.BGP.Peers))
+	for _, p := range cfg.BGP.Peers {
+		names = append(names, p.Name)
+	}
+	return fmt.Errorf("%w %q (configured: %v)", errNoPeer, name, names)
+}

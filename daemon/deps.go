@@ -1,0 +1,53 @@
+package daemon
+
+import (
+	"context"
+
+	"go.uber.org/zap"
+
+	"github.com/ovnbgp/ovnbgp/api"
+	"github.com/ovnbgp/ovnbgp/config"
+	"github.com/ovnbgp/ovnbgp/model"
+)
+
+// Speaker is the BGP side as the daemon uses it (package bgp implements it).
+type Speaker interface {
+	SetPeers(ctx context.Context, peers []config.Peer) error
+	// Set makes the advertised set equal to advs; nil withdraws everything.
+	Set(ctx context.Context, advs []model.Advertisement) error
+	// Advertised is what is in effect now.
+	Advertised() []model.Advertisement
+	Peers(ctx context.Context) ([]model.PeerStatus, error)
+	Learned(ctx context.Context, peer string) ([]model.LearnedPath, error)
+	// Stop ends every session; graceful sends no NOTIFICATION so that
+	// peers with graceful restart keep our routes.
+	Stop(ctx context.Context, graceful bool) error
+}
+
+// Northbound is the OVN side as the daemon uses it (package ovn implements
+// it).
+type Northbound interface {
+	// Snapshot is this node's networks; ok is false until the first sync.
+	// After a sync it keeps returning the last good snapshot while the DB
+	// is away.
+	Snapshot(node string) (model.Snapshot, bool)
+	Status() api.NBStatus
+	Close()
+}
+
+// Deps builds the external systems. The zero value uses the real ones;
+// tests and the lab may replace them.
+type Deps struct {
+	NewSpeaker func(ctx context.Context, cfg config.BGP, log *zap.Logger, notify func()) (Speaker, error)
+	DialNB     func(ctx context.Context, cfg config.OVN, log *zap.Logger, notify func()) (Northbound, error)
+}
+
+func (d Deps) withDefaults() Deps {
+	if d.NewSpeaker == nil {
+		d.NewSpeaker = newBGPSpeaker
+	}
+	if d.DialNB == nil {
+		d.DialNB = dialOVN
+	}
+	return d
+}

@@ -1,0 +1,132 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/zap"
+
+	"github.com/ovnbgp/ovnbgp/model"
+)
+
+// collector reads the daemon's live state at scrape time, so no counter can
+// drift from what `ovnbgp peers` shows.
+type collector struct {
+	d *Daemon
+
+	info, up, peerState, peerSince, prefixes, advertised, nbConnected,
+	reconciles, lastReconcile, reconcileFailing *prometheus.Desc
+}
+
+func newCollector(d *Daemon) *collector {
+	n := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc("ovnbgp_"+name, help, labels, nil)
+	}
+	return &collector{
+		d:                d,
+		info:             n("build_info", "ovnbgp version and node.", "version", "node"),
+		up:               n("peer_established", "1 when the BGP session is Established.", "peer"),
+		peerState:        n("peer_state", "BGP FSM state: 1 idle, 2 connect, 3 active, 4 opensent, 5 openconfirm, 6 established.", "peer"),
+		peerSince:        n("peer_state_since_seconds", "Unix time the peer entered its state.", "peer"),
+		prefixes:         n("peer_prefixes", "Paths per peer and family: received, accepted or advertised.", "peer", "family", "kind"),
+		advertised:       n("advertisements", "Prefixes ovnbgp advertises, per peer.", "peer"),
+		nbConnected:      n("northbound_connected", "1 when connected to the OVN Northbound DB."),
+		reconciles:       n("reconciles_total", "Reconcile passes run."),
+		lastReconcile:    n("last_reconcile_seconds", "Unix time of the last reconcile."),
+		reconcileFailing: n("reconcile_failing", "1 when the last reconcile left changes unapplied."),
+	}
+}
+
+func (c *collector) Describe(ch chan<- *prometheus.Desc) { prometheus.DescribeByCollect(c, ch) }
+
+func stateNumber(s model.SessionState) float64 {
+	switch s {
+	case model.StateIdle:
+		return 1
+	case model.StateConnect:
+		return 2
+	case model.StateActive:
+		return 3
+	case model.StateOpenSent:
+		return 4
+	case model.StateOpenConfirm:
+		return 5
+	case model.StateEstablished:
+		return 6
+	}
+	return 0
+}
+
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	g := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	st := c.d.status()
+	g(c.info, 1, st.Version, st.Node)
+	g(c.nbConnected, b2f(st.NB.Connected))
+	ch <- prometheus.MustNewConstMetric(c.reconciles, prometheus.CounterValue, float64(st.Reconciles))
+	if !st.LastReconcile.IsZero() {
+		g(c.lastReconcile, float64(st.LastReconcile.Unix()))
+	}
+	g(c.reconcileFailing, b2f(st.LastError != ""))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if sp := c.d.currentSpeaker(); sp != nil {
+		peers, _ := sp.Peers(ctx)
+		for _, p := range peers {
+			g(c.up, b2f(p.State == model.StateEstablished), p.Name)
+			g(c.peerState, stateNumber(p.State), p.Name)
+			if !p.Since.IsZero() {
+				g(c.peerSince, float64(p.Since.Unix()), p.Name)
+			}
+			for _, f := range p.Families {
+				g(c.prefixes, float64(f.Received), p.Name, f.Family, "received")
+				g(c.prefixes, float64(f.Accepted), p.Name, f.Family, "accepted")
+				g(c.prefixes, float64(f.Advertised), p.Name, f.Family, "advertised")
+			}
+		}
+		count := map[string]int{}
+		for _, a := range sp.Advertised() {
+			count[a.Peer]++
+		}
+		for peer, n := range count {
+			g(c.advertised, float64(n), peer)
+		}
+	}
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// serveMetrics serves Prometheus /metrics on addr.
+func (d *Daemon) serveMetrics(addr string) (*server, error) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(newCollector(d), collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("metrics.address %s: %w (set metrics.address: \"\" to turn metrics off)", addr, err)
+	}
+	s := &server{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}, ln: ln}
+	go func() {
+		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			d.log.Error("metrics server stopped", zap.Error(err))
+		}
+	}()
+	d.log.Info("metrics listening", zap.String("address", ln.Addr().String()))
+	return s, nil
+}
