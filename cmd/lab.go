@@ -1,0 +1,279 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.uber.org/zap"
+
+	"github.com/ovnbgp/ovnbgp/api"
+	"github.com/ovnbgp/ovnbgp/bgp"
+	"github.com/ovnbgp/ovnbgp/config"
+	"github.com/ovnbgp/ovnbgp/daemon"
+	"github.com/ovnbgp/ovnbgp/model"
+	"github.com/ovnbgp/ovnbgp/ovn"
+)
+
+// The lab's fixed numbers: documentation ASNs and addresses (RFC 5398, 5737).
+const (
+	labNode        = "node1"
+	labNodeASN     = 64512
+	labProviderASN = 65001
+)
+
+type labOptions struct {
+	node    string
+	timeout time.Duration
+}
+
+func newLabCommand(o *options) *cobra.Command {
+	lo := labOptions{node: labNode, timeout: 30 * time.Second}
+	c := &cobra.Command{
+		Use:   "lab",
+		Short: "Run the embedded demo: an in-process OVN NB and provider router, and the daemon between them",
+		Long: `Run a self-contained ovnbgp: libovsdb's in-memory OVSDB server loaded with a small
+OVN-Kubernetes topology (the default network and a layer3 User Defined Network "blue"), an
+in-process BGP "provider router" on loopback, and the daemon wired to both. It prints the
+peers and the advertised and learned routes, and the commands to try against its socket,
+then runs until Ctrl-C. It needs no root, no OVN and no FRR, and picks free ports.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runLab(cmd.Context(), o.stdout, lo)
+		},
+	}
+	c.Flags().StringVar(&lo.node, "node", lo.node, "node name of the demo")
+	c.Flags().DurationVar(&lo.timeout, "timeout", lo.timeout, "how long to wait for the session to come up")
+	return c
+}
+
+// runLab runs the demo until ctx ends. Everything lives in a temporary
+// directory that is removed at the end.
+func runLab(ctx context.Context, out io.Writer, lo labOptions) error {
+	dir, err := os.MkdirTemp("", "ovnbgp-lab-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	logPath := filepath.Join(dir, "ovnbgp.log")
+	log, err := fileLogger(logPath)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = log.Sync() }()
+
+	nb, err := ovn.NewMemoryServer(log.Named("nb-server"), filepath.Join(dir, "nb.sock"))
+	if err != nil {
+		return fmt.Errorf("lab: in-memory OVN NB: %w", err)
+	}
+	defer nb.Close()
+	if err := ovn.LabTopology(ctx, nb.Endpoint(), lo.node, log.Named("nb-topology")); err != nil {
+		return fmt.Errorf("lab: OVN topology: %w", err)
+	}
+
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	provider, err := startProvider(ctx, port, log.Named("provider"))
+	if err != nil {
+		return err
+	}
+	defer func() { _ = provider.Stop(context.Background(), false) }()
+
+	cfgPath := filepath.Join(dir, "config.yaml")
+	sock := filepath.Join(dir, "ovnbgp.sock")
+	if err := os.WriteFile(cfgPath, []byte(labConfig(lo.node, port, nb.Endpoint(), sock)), 0o600); err != nil {
+		return err
+	}
+
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	done := make(chan error, 1)
+	go func() {
+		done <- daemon.Run(runCtx, daemon.Options{ConfigPath: cfgPath, Version: versionString(), Logger: log.Named("daemon")})
+	}()
+
+	client := api.NewClient(sock)
+	if err := waitEstablished(ctx, client, lo.timeout, done); err != nil {
+		return fmt.Errorf("lab: %w (log: %s)", err, logPath)
+	}
+	if err := printLab(ctx, out, client, provider, labFiles{cfg: cfgPath, sock: sock, log: logPath, nb: nb.Endpoint()}); err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+		stop()
+		return <-done
+	case err := <-done:
+		return err
+	}
+}
+
+// startProvider is the lab's "provider router": a second speaker that waits
+// for the node on loopback and originates two prefixes of its own.
+func startProvider(ctx context.Context, port int, log *zap.Logger) (*bgp.Speaker, error) {
+	sp, err := bgp.New(ctx, config.BGP{
+		ASN: labProviderASN, RouterID: netip.MustParseAddr("192.0.2.1"), ListenPort: port,
+	}, log, func() {})
+	if err != nil {
+		return nil, fmt.Errorf("lab: provider speaker: %w", err)
+	}
+	node := config.Peer{
+		Name: "node1", Address: netip.MustParseAddr("127.0.0.1"), ASN: labNodeASN, Port: 179, Passive: true,
+		HoldTime: 9 * time.Second, KeepaliveTime: 3 * time.Second, ConnectRetry: time.Second,
+		Families: []config.Family{config.IPv4},
+	}
+	if err := sp.SetPeers(ctx, []config.Peer{node}); err != nil {
+		_ = sp.Stop(ctx, false)
+		return nil, fmt.Errorf("lab: provider peer: %w", err)
+	}
+	if err := sp.Set(ctx, []model.Advertisement{
+		{Peer: "node1", Prefix: netip.MustParsePrefix("203.0.113.0/24")},
+		{Peer: "node1", Prefix: netip.MustParsePrefix("198.51.100.0/24")},
+	}); err != nil {
+		_ = sp.Stop(ctx, false)
+		return nil, fmt.Errorf("lab: provider routes: %w", err)
+	}
+	return sp, nil
+}
+
+func labConfig(node string, port int, nb, sock string) string {
+	return fmt.Sprintf(`# ovnbgp lab: written by 'ovnbgp lab', removed when it stops.
+node:
+  name: %s
+bgp:
+  asn: %d
+  routerID: 192.0.2.10
+  listenPort: -1
+  peers:
+    - name: provider
+      address: 127.0.0.1
+      port: %d
+      asn: %d
+      holdTime: 9s
+      keepaliveTime: 3s
+      connectRetry: 1s
+      families: [ipv4]
+ovn:
+  northbound: %s
+advertise:
+  - name: pods
+    kind: podNetwork
+    networks: [default]
+  - name: udn
+    kind: podNetwork
+    networks: ["*"]
+    communities: ["%d:100"]
+control:
+  socket: %s
+metrics:
+  address: ""
+log:
+  level: debug
+`, node, labNodeASN, port, labProviderASN, nb, labNodeASN, sock)
+}
+
+func waitEstablished(ctx context.Context, c *api.Client, timeout time.Duration, done <-chan error) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		peers, err := c.Peers(ctx)
+		if err == nil && len(peers) > 0 && peers[0].State == model.StateEstablished {
+			advs, err := c.Advertised(ctx, "")
+			if err == nil && len(advs) > 0 {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the BGP session did not come up in %s", timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case err := <-done:
+			return fmt.Errorf("daemon stopped: %v", err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// labFiles are the paths and endpoints the demo tells the user about.
+type labFiles struct{ cfg, sock, log, nb string }
+
+func printLab(ctx context.Context, out io.Writer, c *api.Client, provider *bgp.Speaker, f labFiles) error {
+	peers, err := c.Peers(ctx)
+	if err != nil {
+		return err
+	}
+	advs, err := c.Advertised(ctx, "")
+	if err != nil {
+		return err
+	}
+	learned, err := c.Learned(ctx, "", false)
+	if err != nil {
+		return err
+	}
+	seen, err := provider.Learned(ctx, "")
+	if err != nil {
+		return err
+	}
+	section := func(title string, table func(*tabwriter.Writer)) {
+		fmt.Fprintf(out, "\n== %s\n", title)
+		_ = render(out, "table", nil, table)
+	}
+	fmt.Fprintln(out, "ovnbgp lab: in-memory OVN NB + in-process provider router (AS 65001) + ovnbgp (AS 64512)")
+	section("peers", func(w *tabwriter.Writer) { peersTable(w, peers) })
+	section("advertised (ovnbgp routes advertised)", func(w *tabwriter.Writer) { advertisedTable(w, advs) })
+	section("what the provider router received", func(w *tabwriter.Writer) { learnedTable(w, seen) })
+	section("learned from the provider (ovnbgp routes learned)", func(w *tabwriter.Writer) { learnedTable(w, learned) })
+	self, _ := os.Executable()
+	cli := "ovnbgp"
+	if self != "" {
+		cli = self
+	}
+	fmt.Fprintf(out, `
+Try, in another terminal:
+  %[1]s --socket %[2]s peers
+  %[1]s --socket %[2]s routes advertised -o yaml
+  %[1]s --socket %[2]s routes learned --rejected
+  %[1]s --socket %[2]s status
+  %[1]s --socket %[2]s config show --running
+  curl -s --unix-socket %[2]s http://ovnbgp/v1/peers
+With OVN's tools installed, change the topology and watch the routes follow:
+  ovn-nbctl --db=%[5]s ls-add green_node1 -- set logical_switch green_node1 \
+     other_config:subnet=10.210.0.0/24 external_ids:k8s.ovn.org/network=green \
+     external_ids:k8s.ovn.org/topology=layer3
+config: %[3]s
+log:    %[4]s
+Ctrl-C to stop.
+`, cli, f.sock, f.cfg, f.log, f.nb)
+	return nil
+}
+
+// fileLogger writes debug JSON logs to path, so the demo's terminal shows
+// only the demo.
+func fileLogger(path string) (*zap.Logger, error) {
+	zc := zap.NewProductionConfig()
+	zc.Level = zap.NewAtomicLevelAt(zap.DebugLevel)
+	zc.OutputPaths = []string{path}
+	zc.ErrorOutputPaths = []string{path}
+	zc.Sampling = nil
+	return zc.Build()
+}
+
+// freePort asks the kernel for a free TCP port on loopback.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("lab: find a free port: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}

@@ -1,0 +1,37 @@
+package daemon
+
+import (
+	"context"
+
+	"go.uber.org/zap"
+
+	"github.com/ovnbgp/ovnbgp/api"
+	"github.com/ovnbgp/ovnbgp/bgp"
+	"github.com/ovnbgp/ovnbgp/config"
+	"github.com/ovnbgp/ovnbgp/ovn"
+)
+
+// newBGPSpeaker is the real Speaker: package bgp over gobgp.
+func newBGPSpeaker(ctx context.Context, cfg config.BGP, log *zap.Logger, notify func()) (Speaker, error) {
+	return bgp.New(ctx, cfg, log, notify)
+}
+
+// dialOVN is the real Northbound: package ovn over libovsdb.
+func dialOVN(ctx context.Context, cfg config.OVN, log *zap.Logger, notify func()) (Northbound, error) {
+	c, err := ovn.Dial(ctx, cfg, log, notify)
+	if err != nil {
+		return nil, err
+	}
+	return nbClient{c}, nil
+}
+
+// nbClient reports ovn.Status in the control API's terms.
+type nbClient struct{ *ovn.Client }
+
+func (c nbClient) Status() api.NBStatus {
+	s := c.Client.Status()
+	return api.NBStatus{
+		Endpoint: s.Endpoint, Connected: s.Connected, Synced: s.Synced, Since: s.Since,
+		LastError: s.LastError, Problems: s.Problems,
+	}
+}
