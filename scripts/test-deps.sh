@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# test-deps.sh - install the system packages ovnbgp's tests need, when missing.
+#
+# The end-to-end suite (test/e2e) runs a real OVN Northbound ovsdb-server and
+# FRR in network namespaces. This script installs them on Debian/Ubuntu:
+#   frr                  zebra, bgpd, staticd, vtysh (the "ToR" BGP peer)
+#   ovn-central          /usr/share/ovn/ovn-nb.ovsschema
+#   ovn-common           ovn-nbctl
+#   openvswitch-common   ovsdb-server, ovsdb-tool
+#   iproute2             ip (netns, veth), nstat
+#   file
+#
+# Idempotent and quiet: when everything is present it only checks and exits.
+# apt-get update runs only when something must be installed. Not root: it
+# installs nothing and says so (the e2e tests then skip, unless CI=true).
+# No daemon is started: a /usr/sbin/policy-rc.d that exits 101 is created if
+# absent, so package postinst scripts do not start frr or ovn services.
+set -euo pipefail
+
+# package -> a file it ships that the tests use
+declare -A probe=(
+  [frr]=/usr/lib/frr/bgpd
+  [ovn-central]=/usr/share/ovn/ovn-nb.ovsschema
+  [ovn-common]=/usr/bin/ovn-nbctl
+  [openvswitch-common]=/usr/sbin/ovsdb-server
+  [iproute2]=/usr/sbin/ip
+  [file]=/usr/bin/file
+)
+need=()
+for pkg in frr ovn-central ovn-common openvswitch-common iproute2 file; do
+  [ -e "${probe[$pkg]}" ] || need+=("$pkg")
+done
+[ ${#need[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" != 0 ]; then
+  echo "test-deps: missing packages: ${need[*]} (not root: not installing; e2e tests will skip)" >&2
+  exit 0
+fi
+if ! command -v apt-get >/dev/null; then
+  echo "test-deps: missing packages: ${need[*]} and no apt-get: install them by hand" >&2
+  exit 1
+fi
+
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+  printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
+  chmod 0755 /usr/sbin/policy-rc.d
+fi
+echo "test-deps: installing ${need[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq >/dev/null
+apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null

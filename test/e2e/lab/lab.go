@@ -1,0 +1,220 @@
+package lab
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The addresses of the link between the node and the tor. Every lab uses the
+// same ones: each lives in its own pair of namespaces.
+var (
+	NodeIPv4 = netip.MustParseAddr("192.0.2.0")
+	TorIPv4  = netip.MustParseAddr("192.0.2.1")
+	NodeIPv6 = netip.MustParseAddr("2001:db8:100::")
+	TorIPv6  = netip.MustParseAddr("2001:db8:100::1")
+)
+
+// Interface names inside the namespaces.
+const (
+	NodeLink = "veth-node"
+	TorLink  = "veth-tor"
+)
+
+// NamePrefix starts the name of every namespace and directory a lab creates.
+const NamePrefix = "ovnbgp-e2e-"
+
+// Lab is one test's world: a directory and two network namespaces, node and
+// tor, joined by a veth with 192.0.2.0/31 - 192.0.2.1/31 and
+// 2001:db8:100::/127 - 2001:db8:100::1/127.
+type Lab struct {
+	T testing.TB
+	// ID is random; it names the namespaces and the directory.
+	ID string
+	// Dir is the lab's directory (mode 0755: FRR's user must reach its part).
+	Dir string
+	// Node and Tor are the network namespace names.
+	Node, Tor string
+}
+
+// New checks the prerequisites (see Require) and builds a lab. Everything is
+// removed at the end of the test.
+func New(t testing.TB) *Lab {
+	t.Helper()
+	Require(t)
+	id := randomID()
+	l := &Lab{T: t, ID: id, Node: NamePrefix + id + "-node", Tor: NamePrefix + id + "-tor"}
+	dir, err := os.MkdirTemp("", NamePrefix+id+"-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Dir = dir
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if os.Getenv("OVNBGP_E2E_KEEP") != "" {
+			t.Logf("OVNBGP_E2E_KEEP set: keeping %s", dir)
+			return
+		}
+		_ = os.RemoveAll(dir)
+	})
+	for _, ns := range []string{l.Tor, l.Node} {
+		if out, err := run("ip", "netns", "add", ns); err != nil {
+			t.Fatalf("ip netns add %s: %v: %s", ns, err, out)
+		}
+		t.Cleanup(func() { deleteNetns(t, ns) })
+	}
+	l.setupLink()
+	t.Logf("lab %s: netns %s (node) and %s (tor), dir %s", id, l.Node, l.Tor, dir)
+	return l
+}
+
+func (l *Lab) setupLink() {
+	t := l.T
+	t.Helper()
+	// accept_dad=0 everywhere and nodad on the addresses: IPv6 BGP must not
+	// start while addresses are tentative (FRR resets the session then).
+	dad := "echo 0 >/proc/sys/net/ipv6/conf/all/accept_dad; echo 0 >/proc/sys/net/ipv6/conf/default/accept_dad"
+	steps := [][]string{
+		{"ip", "netns", "exec", l.Node, "sh", "-c", dad},
+		{"ip", "netns", "exec", l.Tor, "sh", "-c", dad},
+		{"ip", "-n", l.Node, "link", "add", NodeLink, "type", "veth", "peer", "name", TorLink, "netns", l.Tor},
+		{"ip", "netns", "exec", l.Node, "sh", "-c", "echo 0 >/proc/sys/net/ipv6/conf/" + NodeLink + "/accept_dad"},
+		{"ip", "netns", "exec", l.Tor, "sh", "-c", "echo 0 >/proc/sys/net/ipv6/conf/" + TorLink + "/accept_dad"},
+		{"ip", "-n", l.Node, "link", "set", "lo", "up"},
+		{"ip", "-n", l.Tor, "link", "set", "lo", "up"},
+		{"ip", "-n", l.Node, "addr", "add", NodeIPv4.String() + "/31", "dev", NodeLink},
+		{"ip", "-n", l.Tor, "addr", "add", TorIPv4.String() + "/31", "dev", TorLink},
+		{"ip", "-n", l.Node, "addr", "add", NodeIPv6.String() + "/127", "dev", NodeLink, "nodad"},
+		{"ip", "-n", l.Tor, "addr", "add", TorIPv6.String() + "/127", "dev", TorLink, "nodad"},
+		{"ip", "-n", l.Node, "link", "set", NodeLink, "up"},
+		{"ip", "-n", l.Tor, "link", "set", TorLink, "up"},
+	}
+	for _, s := range steps {
+		if out, err := run(s[0], s[1:]...); err != nil {
+			t.Fatalf("%s: %v: %s", strings.Join(s, " "), err, out)
+		}
+	}
+	// Wait for the link-local addresses, without which FRR's IPv6 next hop
+	// is not set.
+	Eventually(t, 10*time.Second, 50*time.Millisecond, "IPv6 link-local addresses", func() error {
+		for _, side := range [][2]string{{l.Node, NodeLink}, {l.Tor, TorLink}} {
+			out, err := run("ip", "-n", side[0], "-6", "addr", "show", "dev", side[1], "scope", "link")
+			if err != nil {
+				return fmt.Errorf("%v: %s", err, out)
+			}
+			if !strings.Contains(out, "inet6 fe80") || strings.Contains(out, "tentative") {
+				return fmt.Errorf("%s in %s: %q", side[1], side[0], out)
+			}
+		}
+		return nil
+	})
+}
+
+// Exec runs a command inside namespace ns and returns its combined output.
+func (l *Lab) Exec(ns string, args ...string) (string, error) {
+	return run("ip", append([]string{"netns", "exec", ns}, args...)...)
+}
+
+// TCPExtCounter reads a TcpExt counter (e.g. "TCPMD5Failure") of namespace
+// ns from /proc/net/netstat.
+func (l *Lab) TCPExtCounter(ns, name string) (uint64, error) {
+	out, err := l.Exec(ns, "cat", "/proc/net/netstat")
+	if err != nil {
+		return 0, fmt.Errorf("%v: %s", err, out)
+	}
+	lines := strings.Split(out, "\n")
+	for i := 0; i+1 < len(lines); i++ {
+		names, values := strings.Fields(lines[i]), strings.Fields(lines[i+1])
+		if len(names) == 0 || names[0] != "TcpExt:" || len(values) != len(names) {
+			continue
+		}
+		for j, n := range names {
+			if n == name {
+				return strconv.ParseUint(values[j], 10, 64)
+			}
+		}
+	}
+	return 0, fmt.Errorf("TcpExt %s not in /proc/net/netstat", name)
+}
+
+// PIDs lists the live processes inside namespace ns.
+func (l *Lab) PIDs(ns string) ([]int, error) {
+	out, err := run("ip", "netns", "pids", ns)
+	if err != nil {
+		return nil, fmt.Errorf("ip netns pids %s: %v: %s", ns, err, out)
+	}
+	var pids []int
+	for _, f := range strings.Fields(out) {
+		if pid, err := strconv.Atoi(f); err == nil && Alive(pid) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids, nil
+}
+
+// deleteNetns ends every process inside ns (a namespace this test created,
+// so they are ours), by PID, then deletes it. `ip netns del` alone would leave
+// them running, holding sockets and ports.
+func deleteNetns(t testing.TB, ns string) {
+	for attempt := 0; attempt < 3; attempt++ {
+		out, err := run("ip", "netns", "pids", ns)
+		if err != nil {
+			break
+		}
+		pids := strings.Fields(out)
+		if len(pids) == 0 {
+			break
+		}
+		for _, p := range pids {
+			pid, err := strconv.Atoi(p)
+			if err != nil {
+				continue
+			}
+			if err := StopPID(pid, 5*time.Second); err != nil {
+				t.Logf("netns %s: %v", ns, err)
+			}
+		}
+	}
+	if out, err := run("ip", "netns", "del", ns); err != nil {
+		t.Errorf("ip netns del %s: %v: %s", ns, err, out)
+	}
+}
+
+func run(name string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return strings.TrimSpace(out.String()), err
+}
+
+func randomID() string {
+	b := make([]byte, 3)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+// Mkdir creates a subdirectory of the lab directory.
+func (l *Lab) Mkdir(name string) string {
+	l.T.Helper()
+	d := l.Dir + "/" + name
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		l.T.Fatal(err)
+	}
+	return d
+}
