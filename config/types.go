@@ -8,42 +8,56 @@ import (
 // Config is the whole of /etc/ovnbgp/config.yaml, typed. The YAML keys are
 // the contract of ARCHITECTURE.md ("Config contract"); Load fills defaults and
 // Validate reports every problem with its key path.
+//
+// The json tags repeat the YAML keys so that `-o json` and `-o yaml` print the
+// same names. Durations marshal as Go duration strings ("90s") and netip
+// values as text in both encodings; a password is never marshalled.
 type Config struct {
-	Node              Node            `yaml:"node"`
-	BGP               BGP             `yaml:"bgp"`
-	OVN               OVN             `yaml:"ovn"`
-	Advertise         []AdvertiseRule `yaml:"advertise"`
-	Import            []ImportRule    `yaml:"import"`
-	ProtectedPrefixes []netip.Prefix  `yaml:"protectedPrefixes"`
-	Kernel            Kernel          `yaml:"kernel"`
-	Control           Control         `yaml:"control"`
-	Metrics           Metrics         `yaml:"metrics"`
-	Log               Log             `yaml:"log"`
+	Node Node `yaml:"node" json:"node"`
+	BGP  BGP  `yaml:"bgp" json:"bgp"`
+	OVN  OVN  `yaml:"ovn" json:"ovn"`
+	// Advertise rules select what this node advertises; nothing is
+	// advertised unless a rule selects it.
+	Advertise []AdvertiseRule `yaml:"advertise" json:"advertise"`
+	// Import rules accept learned routes (not supported yet: Validate
+	// rejects any rule, but they are parsed in full).
+	Import []ImportRule `yaml:"import" json:"import"`
+	// ProtectedPrefixes are never imported, on top of the discovered ones
+	// (not supported yet, like Import).
+	ProtectedPrefixes []netip.Prefix `yaml:"protectedPrefixes" json:"protectedPrefixes"`
+	Kernel            Kernel         `yaml:"kernel" json:"kernel"`
+	Control           Control        `yaml:"control" json:"control"`
+	Metrics           Metrics        `yaml:"metrics" json:"metrics"`
+	Log               Log            `yaml:"log" json:"log"`
 }
 
 // Node names the OVN-Kubernetes node this daemon runs on.
 type Node struct {
-	// Name is the OVN-Kubernetes node name; default: the hostname.
-	Name string `yaml:"name"`
+	// Name is the OVN-Kubernetes node name; default: the short hostname.
+	Name string `yaml:"name" json:"name"`
 }
 
 // BGP is the local speaker and its peers.
 type BGP struct {
 	// ASN is the local autonomous system number (4-byte allowed).
-	ASN uint32 `yaml:"asn"`
+	ASN uint32 `yaml:"asn" json:"asn"`
 	// RouterID defaults to the node's first global IPv4 address.
-	RouterID netip.Addr `yaml:"routerID"`
-	// ListenPort is the TCP port for incoming sessions; -1 = never listen.
-	ListenPort int `yaml:"listenPort"`
+	RouterID netip.Addr `yaml:"routerID" json:"routerID"`
+	// ListenPort is the TCP port for incoming sessions (default 179);
+	// -1 = never listen.
+	ListenPort int `yaml:"listenPort" json:"listenPort"`
 	// GracefulRestart (RFC 4724): peers keep our routes while we restart.
-	GracefulRestart GracefulRestart `yaml:"gracefulRestart"`
-	Peers           []Peer          `yaml:"peers"`
+	GracefulRestart GracefulRestart `yaml:"gracefulRestart" json:"gracefulRestart"`
+	// Peers are the BGP neighbours; at least one is required.
+	Peers []Peer `yaml:"peers" json:"peers"`
 }
 
 // GracefulRestart configures RFC 4724 graceful restart.
 type GracefulRestart struct {
-	Enabled     bool          `yaml:"enabled"`
-	RestartTime time.Duration `yaml:"restartTime"`
+	// Enabled advertises the graceful restart capability (default false).
+	Enabled bool `yaml:"enabled" json:"enabled"`
+	// RestartTime is how long peers keep our routes (default 120s, 1s..4095s).
+	RestartTime time.Duration `yaml:"restartTime" json:"restartTime"`
 }
 
 // Family is an address family of a BGP session.
@@ -58,56 +72,76 @@ const (
 // Peer is one BGP neighbour.
 type Peer struct {
 	// Name is unique and used everywhere else (rules, CLI, metrics).
-	Name    string     `yaml:"name"`
-	Address netip.Addr `yaml:"address"`
-	ASN     uint32     `yaml:"asn"`
+	Name string `yaml:"name" json:"name"`
+	// Address is the peer's IPv4 or IPv6 address.
+	Address netip.Addr `yaml:"address" json:"address"`
+	// ASN is the peer's AS; equal to bgp.asn makes an iBGP session.
+	ASN uint32 `yaml:"asn" json:"asn"`
 	// Port is the peer's TCP port (default 179).
-	Port int `yaml:"port"`
+	Port int `yaml:"port" json:"port"`
 	// SourceAddress is the local address to dial from (optional).
-	SourceAddress netip.Addr `yaml:"sourceAddress"`
+	SourceAddress netip.Addr `yaml:"sourceAddress" json:"sourceAddress"`
 	// Interface binds the session to a device (optional).
-	Interface string `yaml:"interface"`
+	Interface string `yaml:"interface" json:"interface"`
 	// Passive: never dial, only accept.
-	Passive bool `yaml:"passive"`
+	Passive bool `yaml:"passive" json:"passive"`
 	// EBGPMultihop is the TTL for non-directly-connected eBGP; 0 = off.
-	EBGPMultihop uint8 `yaml:"ebgpMultihop"`
+	EBGPMultihop uint8 `yaml:"ebgpMultihop" json:"ebgpMultihop"`
 	// TTLSecurity enables GTSM (RFC 5082).
-	TTLSecurity bool `yaml:"ttlSecurity"`
-	// PasswordFile holds the TCP MD5 secret. Password is read from it by
-	// Load and is never printed.
-	PasswordFile  string        `yaml:"passwordFile"`
-	Password      string        `yaml:"-"`
-	HoldTime      time.Duration `yaml:"holdTime"`
-	KeepaliveTime time.Duration `yaml:"keepaliveTime"`
-	ConnectRetry  time.Duration `yaml:"connectRetry"`
-	BFD           BFD           `yaml:"bfd"`
-	Families      []Family      `yaml:"families"`
+	TTLSecurity bool `yaml:"ttlSecurity" json:"ttlSecurity"`
+	// PasswordFile holds the TCP MD5 secret ("credential:NAME" reads
+	// $CREDENTIALS_DIRECTORY/NAME). Password is read from it by Load and
+	// is never printed nor marshalled.
+	PasswordFile string `yaml:"passwordFile" json:"passwordFile"`
+	// Password is the TCP MD5 secret read from PasswordFile.
+	Password string `yaml:"-" json:"-"`
+	// PasswordRedacted is set by Redacted on peers whose Password it
+	// cleared; marshalled output then shows `password: (redacted)`.
+	PasswordRedacted bool `yaml:"-" json:"-"`
+	// HoldTime (default 90s) is 0 (no keepalives) or 3s..65535s.
+	HoldTime time.Duration `yaml:"holdTime" json:"holdTime"`
+	// KeepaliveTime defaults to HoldTime/3.
+	KeepaliveTime time.Duration `yaml:"keepaliveTime" json:"keepaliveTime"`
+	// ConnectRetry is the wait between dial attempts (default 5s).
+	ConnectRetry time.Duration `yaml:"connectRetry" json:"connectRetry"`
+	// BFD is fast failure detection (not supported yet when enabled).
+	BFD BFD `yaml:"bfd" json:"bfd"`
+	// Families default to the address family of Address.
+	Families []Family `yaml:"families" json:"families"`
 	// MaxPrefixes is the per-family session backstop (the session resets
 	// above it); 0 = no limit.
-	MaxPrefixes uint32 `yaml:"maxPrefixes"`
+	MaxPrefixes uint32 `yaml:"maxPrefixes" json:"maxPrefixes"`
 }
 
 // BFD configures RFC 5880 fast failure detection for a peer.
 type BFD struct {
-	Enabled    bool          `yaml:"enabled"`
-	MinTx      time.Duration `yaml:"minTx"`
-	MinRx      time.Duration `yaml:"minRx"`
-	Multiplier uint8         `yaml:"multiplier"`
+	// Enabled turns BFD on (not supported yet).
+	Enabled bool `yaml:"enabled" json:"enabled"`
+	// MinTx is the desired minimum transmit interval (default 300ms).
+	MinTx time.Duration `yaml:"minTx" json:"minTx"`
+	// MinRx is the required minimum receive interval (default 300ms).
+	MinRx time.Duration `yaml:"minRx" json:"minRx"`
+	// Multiplier is the detection multiplier (default 3).
+	Multiplier uint8 `yaml:"multiplier" json:"multiplier"`
 }
 
 // OVN is how to reach the OVN Northbound database.
 type OVN struct {
 	// Northbound is unix:PATH, tcp:HOST:PORT or ssl:HOST:PORT; several may
 	// be given separated by commas (clustered NB).
-	Northbound string `yaml:"northbound"`
-	TLS        TLS    `yaml:"tls"`
+	Northbound string `yaml:"northbound" json:"northbound"`
+	// TLS files are required with, and only with, an ssl: endpoint.
+	TLS TLS `yaml:"tls" json:"tls"`
 }
 
 // TLS files for ssl: NB connections.
 type TLS struct {
-	CAFile   string `yaml:"caFile"`
-	CertFile string `yaml:"certFile"`
-	KeyFile  string `yaml:"keyFile"`
+	// CAFile verifies the NB server's certificate.
+	CAFile string `yaml:"caFile" json:"caFile"`
+	// CertFile is our client certificate.
+	CertFile string `yaml:"certFile" json:"certFile"`
+	// KeyFile is the private key of CertFile.
+	KeyFile string `yaml:"keyFile" json:"keyFile"`
 }
 
 // AdvertiseKind says what an advertise rule selects.
@@ -122,73 +156,103 @@ const (
 
 // AdvertiseRule selects what this node advertises, and to which peers.
 type AdvertiseRule struct {
-	Name string        `yaml:"name"`
-	Kind AdvertiseKind `yaml:"kind"`
+	// Name is unique among advertise rules.
+	Name string `yaml:"name" json:"name"`
+	// Kind is podNetwork (egressIP and loadBalancerIP: not supported yet).
+	Kind AdvertiseKind `yaml:"kind" json:"kind"`
 	// Networks are OVN network name globs ("default" = cluster default).
-	Networks           []string `yaml:"networks"`
-	Namespaces         []string `yaml:"namespaces"`
-	Services           []string `yaml:"services"`
-	LocalEndpointsOnly bool     `yaml:"localEndpointsOnly"`
+	Networks []string `yaml:"networks" json:"networks"`
+	// Namespaces are namespace globs (egressIP, loadBalancerIP); empty = all.
+	Namespaces []string `yaml:"namespaces" json:"namespaces"`
+	// Services are "namespace/name" globs (loadBalancerIP); empty = all.
+	Services []string `yaml:"services" json:"services"`
+	// LocalEndpointsOnly advertises a service only if a backend runs on
+	// this node (loadBalancerIP).
+	LocalEndpointsOnly bool `yaml:"localEndpointsOnly" json:"localEndpointsOnly"`
 	// Peers are peer names; empty = all peers.
-	Peers            []string `yaml:"peers"`
-	Communities      []string `yaml:"communities"`
-	LargeCommunities []string `yaml:"largeCommunities"`
-	LocalPreference  uint32   `yaml:"localPreference"`
-	MED              uint32   `yaml:"med"`
-	ASPathPrepend    uint8    `yaml:"asPathPrepend"`
+	Peers []string `yaml:"peers" json:"peers"`
+	// Communities are "ASN:VALUE" (16 bits each) or well-known names.
+	Communities []string `yaml:"communities" json:"communities"`
+	// LargeCommunities are "A:B:C" (32 bits each, RFC 8092).
+	LargeCommunities []string `yaml:"largeCommunities" json:"largeCommunities"`
+	// LocalPreference is sent to iBGP peers only; 0 = not set.
+	LocalPreference uint32 `yaml:"localPreference" json:"localPreference"`
+	// MED is the multi-exit discriminator; 0 = not set.
+	MED uint32 `yaml:"med" json:"med"`
+	// ASPathPrepend repeats the local ASN this many extra times (0..10).
+	ASPathPrepend uint8 `yaml:"asPathPrepend" json:"asPathPrepend"`
 }
 
 // ImportRule accepts routes learned from peers into OVN and the host.
 type ImportRule struct {
-	Name              string        `yaml:"name"`
-	Peers             []string      `yaml:"peers"`
-	Network           string        `yaml:"network"`
-	Accept            []PrefixMatch `yaml:"accept"`
-	AllowDefaultRoute bool          `yaml:"allowDefaultRoute"`
-	MaxRoutes         int           `yaml:"maxRoutes"`
-	Mode              string        `yaml:"mode"`
-	Targets           ImportTargets `yaml:"targets"`
+	// Name is unique among import rules.
+	Name string `yaml:"name" json:"name"`
+	// Peers are the peer names whose routes this rule considers.
+	Peers []string `yaml:"peers" json:"peers"`
+	// Network is the OVN network whose gateway router receives the routes.
+	Network string `yaml:"network" json:"network"`
+	// Accept lists the prefixes accepted; anything else is rejected.
+	Accept []PrefixMatch `yaml:"accept" json:"accept"`
+	// AllowDefaultRoute lets 0.0.0.0/0 and ::/0 through.
+	AllowDefaultRoute bool `yaml:"allowDefaultRoute" json:"allowDefaultRoute"`
+	// MaxRoutes is the import cap: above it nothing new is imported.
+	MaxRoutes int `yaml:"maxRoutes" json:"maxRoutes"`
+	// Mode is auto (default) or manual (plan only).
+	Mode string `yaml:"mode" json:"mode"`
+	// Targets say where imported routes are programmed.
+	Targets ImportTargets `yaml:"targets" json:"targets"`
 }
 
 // PrefixMatch matches prefixes inside Prefix whose length is in
 // [MinLength, MaxLength].
 type PrefixMatch struct {
-	Prefix    netip.Prefix `yaml:"prefix"`
-	MinLength int          `yaml:"minLength"`
-	MaxLength int          `yaml:"maxLength"`
+	// Prefix is the covering prefix.
+	Prefix netip.Prefix `yaml:"prefix" json:"prefix"`
+	// MinLength is the shortest accepted length (0 = Prefix's own length).
+	MinLength int `yaml:"minLength" json:"minLength"`
+	// MaxLength is the longest accepted length (0 = Prefix's own length).
+	MaxLength int `yaml:"maxLength" json:"maxLength"`
 }
 
 // ImportTargets says where imported routes are programmed.
 type ImportTargets struct {
-	OVN    bool         `yaml:"ovn"`
-	Kernel KernelTarget `yaml:"kernel"`
+	// OVN adds static routes on the network's gateway router (default true).
+	OVN bool `yaml:"ovn" json:"ovn"`
+	// Kernel is a host table and/or VRF.
+	Kernel KernelTarget `yaml:"kernel" json:"kernel"`
 }
 
 // KernelTarget is a host routing table and/or VRF; 0/"" = none.
 type KernelTarget struct {
-	Table int    `yaml:"table"`
-	VRF   string `yaml:"vrf"`
+	// Table is a host routing table id; 0 = none.
+	Table int `yaml:"table" json:"table"`
+	// VRF is a VRF device name; "" = none.
+	VRF string `yaml:"vrf" json:"vrf"`
 }
 
 // Kernel settings for routes ovnbgp programs in the host.
 type Kernel struct {
-	// RouteProtocol marks our kernel routes (rtnetlink protocol number).
-	RouteProtocol int `yaml:"routeProtocol"`
+	// RouteProtocol marks our kernel routes (rtnetlink protocol number);
+	// 0 = DefaultRouteProtocol, which Load fills in.
+	RouteProtocol int `yaml:"routeProtocol" json:"routeProtocol"`
 }
 
 // Control is the CLI's unix socket.
 type Control struct {
-	Socket string `yaml:"socket"`
+	// Socket is the absolute path of the control socket.
+	Socket string `yaml:"socket" json:"socket"`
 }
 
 // Metrics is the Prometheus endpoint.
 type Metrics struct {
 	// Address is host:port for /metrics; "" = off.
-	Address string `yaml:"address"`
+	Address string `yaml:"address" json:"address"`
 }
 
 // Log configures logging.
 type Log struct {
-	Level  string `yaml:"level"`  // debug | info | warn | error
-	Format string `yaml:"format"` // json | console
+	// Level is debug, info (default), warn or error.
+	Level string `yaml:"level" json:"level"`
+	// Format is json (default) or console.
+	Format string `yaml:"format" json:"format"`
 }

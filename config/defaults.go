@@ -1,0 +1,112 @@
+package config
+
+import (
+	"net"
+	"net/netip"
+	"strings"
+	"time"
+)
+
+// Defaults filled in by Load and Parse for keys that are absent.
+const (
+	DefaultListenPort     = 179
+	DefaultRestartTime    = 120 * time.Second
+	DefaultPeerPort       = 179
+	DefaultHoldTime       = 90 * time.Second
+	DefaultConnectRetry   = 5 * time.Second
+	DefaultBFDInterval    = 300 * time.Millisecond
+	DefaultBFDMultiplier  = 3
+	DefaultNorthbound     = "unix:/var/run/ovn/ovnnb_db.sock"
+	DefaultControlSocket  = "/run/ovnbgp/ovnbgp.sock"
+	DefaultMetricsAddress = "127.0.0.1:9479"
+	DefaultLogLevel       = "info"
+	DefaultLogFormat      = "json"
+	DefaultImportMode     = "auto"
+	// DefaultRouteProtocol marks ovnbgp's kernel routes when
+	// kernel.routeProtocol is 0 or absent. It is outside FRR's 186–198,
+	// outside iproute2's rt_protos, and not OVN's 84 nor OVN-Kubernetes' 85.
+	DefaultRouteProtocol = 200
+)
+
+// setDefaults fills the defaults that do not depend on other keys or on
+// the host; the decoder then overwrites what the file sets.
+func (c *Config) setDefaults() {
+	c.BGP.ListenPort = DefaultListenPort
+	c.BGP.GracefulRestart.RestartTime = DefaultRestartTime
+	c.OVN.Northbound = DefaultNorthbound
+	c.Control.Socket = DefaultControlSocket
+	c.Metrics.Address = DefaultMetricsAddress
+	c.Log.Level = DefaultLogLevel
+	c.Log.Format = DefaultLogFormat
+}
+
+func (p *Peer) setDefaults() {
+	p.Port = DefaultPeerPort
+	p.HoldTime = DefaultHoldTime
+	p.ConnectRetry = DefaultConnectRetry
+	p.BFD.setDefaults()
+}
+
+func (b *BFD) setDefaults() {
+	b.MinTx = DefaultBFDInterval
+	b.MinRx = DefaultBFDInterval
+	b.Multiplier = DefaultBFDMultiplier
+}
+
+func (r *ImportRule) setDefaults() {
+	r.Mode = DefaultImportMode
+	r.Targets.OVN = true
+}
+
+// deriveDefaults fills, after decoding, the defaults that depend on other
+// keys or on the host. What cannot be derived stays unset for Validate to
+// report.
+func (c *Config) deriveDefaults(h host) {
+	if c.Node.Name == "" && h.hostname != nil {
+		if name, err := h.hostname(); err == nil {
+			c.Node.Name, _, _ = strings.Cut(name, ".")
+		}
+	}
+	if !c.BGP.RouterID.IsValid() && h.interfaceAddrs != nil {
+		if addrs, err := h.interfaceAddrs(); err == nil {
+			c.BGP.RouterID = firstGlobalIPv4(addrs)
+		}
+	}
+	for i := range c.BGP.Peers {
+		p := &c.BGP.Peers[i]
+		if len(p.Families) == 0 {
+			switch {
+			case p.Address.Is4():
+				p.Families = []Family{IPv4}
+			case p.Address.Is6():
+				p.Families = []Family{IPv6}
+			}
+		}
+		if p.KeepaliveTime == 0 {
+			p.KeepaliveTime = (p.HoldTime / 3).Truncate(time.Second)
+		}
+	}
+	if c.Kernel.RouteProtocol == 0 {
+		c.Kernel.RouteProtocol = DefaultRouteProtocol
+	}
+}
+
+// firstGlobalIPv4 is the first global unicast IPv4 address in addrs, or the
+// zero Addr.
+func firstGlobalIPv4(addrs []net.Addr) netip.Addr {
+	for _, a := range addrs {
+		var ip net.IP
+		switch a := a.(type) {
+		case *net.IPNet:
+			ip = a.IP
+		case *net.IPAddr:
+			ip = a.IP
+		}
+		if addr, ok := netip.AddrFromSlice(ip); ok {
+			if addr = addr.Unmap(); addr.Is4() && addr.IsGlobalUnicast() {
+				return addr
+			}
+		}
+	}
+	return netip.Addr{}
+}

@@ -1,0 +1,232 @@
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"slices"
+	"strconv"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Peer returns the peer called name.
+func (c *Config) Peer(name string) (Peer, bool) {
+	for _, p := range c.BGP.Peers {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return Peer{}, false
+}
+
+// SpeakerChanged reports whether going from old to c needs the BGP speaker
+// to restart: the ASN, router ID or listen port differ (or there is no old
+// config). Everything else is applied to the running speaker.
+func (c *Config) SpeakerChanged(old *Config) bool {
+	if old == nil {
+		return true
+	}
+	return c.BGP.ASN != old.BGP.ASN ||
+		c.BGP.RouterID != old.BGP.RouterID ||
+		c.BGP.ListenPort != old.BGP.ListenPort
+}
+
+// RedactedPassword stands for a password in printed configurations.
+const RedactedPassword = "(redacted)"
+
+// Redacted returns a deep copy that is safe to print: every Password is
+// cleared and its peer marked PasswordRedacted (passwordFile paths stay), so marshalled
+// output shows `password: (redacted)`.
+func (c *Config) Redacted() *Config {
+	if c == nil {
+		return nil
+	}
+	r := c.clone()
+	for i := range r.BGP.Peers {
+		if p := &r.BGP.Peers[i]; p.Password != "" {
+			p.Password = ""
+			p.PasswordRedacted = true
+		}
+	}
+	return r
+}
+
+// clone deep-copies c: no slice is shared with the original.
+func (c *Config) clone() *Config {
+	r := *c
+	r.BGP.Peers = slices.Clone(c.BGP.Peers)
+	for i := range r.BGP.Peers {
+		r.BGP.Peers[i].Families = slices.Clone(r.BGP.Peers[i].Families)
+	}
+	r.Advertise = slices.Clone(c.Advertise)
+	for i := range r.Advertise {
+		a := &r.Advertise[i]
+		a.Networks = slices.Clone(a.Networks)
+		a.Namespaces = slices.Clone(a.Namespaces)
+		a.Services = slices.Clone(a.Services)
+		a.Peers = slices.Clone(a.Peers)
+		a.Communities = slices.Clone(a.Communities)
+		a.LargeCommunities = slices.Clone(a.LargeCommunities)
+	}
+	r.Import = slices.Clone(c.Import)
+	for i := range r.Import {
+		r.Import[i].Peers = slices.Clone(r.Import[i].Peers)
+		r.Import[i].Accept = slices.Clone(r.Import[i].Accept)
+	}
+	r.ProtectedPrefixes = slices.Clone(c.ProtectedPrefixes)
+	return &r
+}
+
+// passwordMarker is what marshalled output shows for the password: the
+// marker if the peer has (or had, before Redacted) one, else nothing.
+func (p Peer) passwordMarker() string {
+	if p.Password != "" || p.PasswordRedacted {
+		return RedactedPassword
+	}
+	return ""
+}
+
+// Format prints a Peer for the fmt verbs (%v, %+v, %s, ...) with its
+// password replaced by RedactedPassword, so that logging a Peer or a Config
+// never shows the secret.
+func (p Peer) Format(f fmt.State, verb rune) {
+	type plain Peer // no methods: no recursion
+	q := plain(p)
+	if q.Password != "" {
+		q.Password = RedactedPassword
+	}
+	fmt.Fprintf(f, fmt.FormatString(f, verb), q)
+}
+
+// MarshalYAML writes durations as "90s" and, in place of the password,
+// `password: (redacted)` when the peer has one.
+func (p Peer) MarshalYAML() (any, error) {
+	type plain Peer
+	n, err := textNode(plain(p))
+	if err != nil {
+		return nil, err
+	}
+	if m := p.passwordMarker(); m != "" {
+		n.Content = append(n.Content,
+			&yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: "password"},
+			&yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: m})
+	}
+	return n, nil
+}
+
+// MarshalJSON is MarshalYAML's output as JSON: same keys, same order.
+func (p Peer) MarshalJSON() ([]byte, error) { return jsonOf(p) }
+
+// MarshalYAML writes durations as "300ms".
+func (b BFD) MarshalYAML() (any, error) {
+	type plain BFD
+	return textNode(plain(b))
+}
+
+// MarshalJSON is MarshalYAML's output as JSON.
+func (b BFD) MarshalJSON() ([]byte, error) { return jsonOf(b) }
+
+// MarshalYAML writes the restart time as "120s".
+func (g GracefulRestart) MarshalYAML() (any, error) {
+	type plain GracefulRestart
+	return textNode(plain(g))
+}
+
+// MarshalJSON is MarshalYAML's output as JSON.
+func (g GracefulRestart) MarshalJSON() ([]byte, error) { return jsonOf(g) }
+
+// textNode encodes struct v as a YAML mapping whose time.Duration fields
+// read as they are written in the file ("90s", "300ms") rather than
+// time.Duration.String's "1m30s".
+func textNode(v any) (*yaml.Node, error) {
+	var n yaml.Node
+	if err := n.Encode(v); err != nil {
+		return nil, err
+	}
+	rv := reflect.ValueOf(v)
+	for _, f := range yamlFields(rv.Type()) {
+		if rv.Field(f.index).Type() != durationType {
+			continue
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == f.key {
+				d := time.Duration(rv.Field(f.index).Int())
+				n.Content[i+1] = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: durationText(d)}
+			}
+		}
+	}
+	return &n, nil
+}
+
+// durationText writes d in the largest of s and ms that is exact.
+func durationText(d time.Duration) string {
+	switch {
+	case d%time.Second == 0:
+		return strconv.FormatInt(int64(d/time.Second), 10) + "s"
+	case d%time.Millisecond == 0:
+		return strconv.FormatInt(int64(d/time.Millisecond), 10) + "ms"
+	}
+	return d.String()
+}
+
+// jsonOf marshals v's MarshalYAML node as JSON, so both encodings agree.
+func jsonOf(v yaml.Marshaler) ([]byte, error) {
+	n, err := v.MarshalYAML()
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	if err := writeJSON(&b, n.(*yaml.Node)); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// writeJSON writes a YAML node tree made by yaml.Node.Encode as JSON.
+func writeJSON(b *bytes.Buffer, n *yaml.Node) error {
+	switch n.Kind {
+	case yaml.DocumentNode:
+		return writeJSON(b, n.Content[0])
+	case yaml.MappingNode:
+		b.WriteByte('{')
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			k, _ := json.Marshal(n.Content[i].Value)
+			b.Write(k)
+			b.WriteByte(':')
+			if err := writeJSON(b, n.Content[i+1]); err != nil {
+				return err
+			}
+		}
+		b.WriteByte('}')
+	case yaml.SequenceNode:
+		b.WriteByte('[')
+		for i, e := range n.Content {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			if err := writeJSON(b, e); err != nil {
+				return err
+			}
+		}
+		b.WriteByte(']')
+	case yaml.ScalarNode:
+		switch n.ShortTag() {
+		case "!!int", "!!float", "!!bool":
+			b.WriteString(n.Value)
+		case "!!null":
+			b.WriteString("null")
+		default:
+			s, _ := json.Marshal(n.Value)
+			b.Write(s)
+		}
+	default:
+		return fmt.Errorf("cannot write YAML node kind %d as JSON", n.Kind)
+	}
+	return nil
+}

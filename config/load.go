@@ -1,0 +1,209 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// host is what Load reads from the machine besides the config file: the
+// hostname and addresses for defaults, secret and TLS files. Tests fake it.
+type host struct {
+	hostname       func() (string, error)
+	interfaceAddrs func() ([]net.Addr, error)
+	getenv         func(string) string
+	readFile       func(string) ([]byte, error)
+	stat           func(string) (fs.FileInfo, error)
+}
+
+// systemHost reads the real machine.
+func systemHost() host {
+	return host{
+		hostname:       os.Hostname,
+		interfaceAddrs: net.InterfaceAddrs,
+		getenv:         os.Getenv,
+		readFile:       os.ReadFile,
+		stat:           os.Stat,
+	}
+}
+
+// Load reads the configuration file at path; see Parse.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	return Parse(data, path)
+}
+
+// Parse decodes a configuration document, fills defaults, reads each peer's
+// passwordFile into Password and validates the result. name (usually the
+// file's path) prefixes error messages. On any problem it returns a nil
+// Config and Errors listing every problem with its key path and line.
+func Parse(data []byte, name string) (*Config, error) {
+	return parse(data, name, systemHost())
+}
+
+func parse(data []byte, name string, h host) (*Config, error) {
+	root, err := parseYAML(data)
+	if err != nil {
+		return nil, Errors{fieldErrorOf(name, err)}
+	}
+	c := &Config{}
+	c.setDefaults()
+	d := newDecoder()
+	if root != nil {
+		d.decode(root, reflect.ValueOf(c).Elem(), "")
+	}
+	c.deriveDefaults(h)
+
+	errs := d.errs
+	skip := d.failed
+	secrets := c.readSecrets(h)
+	for _, e := range secrets {
+		skip[e.Path] = true
+	}
+	errs = append(errs, secrets...)
+	for _, e := range c.validate(h) {
+		if !failedUnder(skip, e.Path) {
+			errs = append(errs, e)
+		}
+	}
+	if len(errs) == 0 {
+		return c, nil
+	}
+	for i := range errs {
+		errs[i].File = name
+		if errs[i].Line == 0 {
+			errs[i].Line = lineOf(d.lines, errs[i].Path)
+		}
+	}
+	errs.sort()
+	return nil, errs
+}
+
+// parseYAML parses one YAML document into its root node; nil for an empty
+// document.
+func parseYAML(data []byte) (*yaml.Node, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	var next yaml.Node
+	if err := dec.Decode(&next); err == nil {
+		return nil, fmt.Errorf("yaml: line %d: only one YAML document is allowed (remove the \"---\")", next.Line-1)
+	}
+	if len(doc.Content) == 0 {
+		return nil, nil
+	}
+	return doc.Content[0], nil
+}
+
+// fieldErrorOf turns a YAML syntax error ("yaml: line 3: ...") into a
+// FieldError with that line.
+func fieldErrorOf(name string, err error) FieldError {
+	msg, _ := strings.CutPrefix(err.Error(), "yaml: ")
+	if rest, ok := strings.CutPrefix(msg, "line "); ok {
+		if num, text, ok := strings.Cut(rest, ": "); ok {
+			if line, err := strconv.Atoi(num); err == nil {
+				return FieldError{File: name, Line: line, Msg: "invalid YAML: " + text}
+			}
+		}
+	}
+	return FieldError{File: name, Msg: "invalid YAML: " + msg}
+}
+
+// failedUnder reports whether path is at or inside a path that failed.
+func failedUnder(failed map[string]bool, path string) bool {
+	for p := path; ; p = parentPath(p) {
+		if failed[p] {
+			return true
+		}
+		if p == "" {
+			return false
+		}
+	}
+}
+
+// lineOf is the line of path, or of its nearest ancestor present in the
+// document (a missing key is reported where its parent is).
+func lineOf(lines map[string]int, path string) int {
+	for p := path; p != ""; p = parentPath(p) {
+		if l, ok := lines[p]; ok {
+			return l
+		}
+	}
+	return 0
+}
+
+// readSecrets reads each peer's passwordFile into Password.
+func (c *Config) readSecrets(h host) Errors {
+	var r report
+	for i := range c.BGP.Peers {
+		p := &c.BGP.Peers[i]
+		if p.PasswordFile == "" {
+			continue
+		}
+		secret, err := readSecret(h, p.PasswordFile)
+		if err != nil {
+			r.add(key(index("bgp.peers", i), "passwordFile"), "%v", err)
+			continue
+		}
+		p.Password = secret
+	}
+	return r.errs
+}
+
+// maxMD5KeyLen is the kernel's TCP_MD5SIG_MAXKEYLEN.
+const maxMD5KeyLen = 80
+
+// credentialPrefix marks a passwordFile that names a systemd credential.
+const credentialPrefix = "credential:"
+
+// readSecret reads a TCP MD5 secret from file, or from
+// $CREDENTIALS_DIRECTORY/NAME for "credential:NAME" (systemd's
+// LoadCredential=), without its trailing newline. Its errors name the file
+// but never the secret.
+func readSecret(h host, file string) (string, error) {
+	path := file
+	if name, ok := strings.CutPrefix(file, credentialPrefix); ok {
+		if name == "" || strings.ContainsRune(name, '/') || name == "." || name == ".." {
+			return "", fmt.Errorf("%q: a credential name is a plain file name, e.g. credential:tor-a-md5", file)
+		}
+		dir := h.getenv("CREDENTIALS_DIRECTORY")
+		if dir == "" {
+			return "", fmt.Errorf("%q: $CREDENTIALS_DIRECTORY is not set (run under systemd with LoadCredential=%s:PATH)", file, name)
+		}
+		path = filepath.Join(dir, name)
+	}
+	data, err := h.readFile(path)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return "", fmt.Errorf("cannot read %q: %v", path, err)
+	}
+	secret := strings.TrimRight(string(data), "\r\n")
+	switch {
+	case secret == "":
+		return "", fmt.Errorf("%q is empty", path)
+	case len(secret) > maxMD5KeyLen:
+		return "", fmt.Errorf("the secret in %q is %d bytes long; TCP MD5 allows at most %d", path, len(secret), maxMD5KeyLen)
+	}
+	return secret, nil
+}

@@ -1,0 +1,601 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/netip"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Validate checks the configuration and returns Errors listing every
+// problem with its key path, or nil. It does not fill defaults (Load and
+// Parse do, before validating); a passwordFile whose Password was not read
+// yet is checked for being readable and non-empty.
+func (c *Config) Validate() error {
+	errs := c.validate(systemHost())
+	if len(errs) == 0 {
+		return nil
+	}
+	errs.sort()
+	return errs
+}
+
+// validator holds what the checks need while they collect problems.
+type validator struct {
+	report
+	c *Config
+	h host
+}
+
+func (c *Config) validate(h host) Errors {
+	v := &validator{c: c, h: h}
+	v.node()
+	v.bgp()
+	v.ovn()
+	v.advertise()
+	v.imports()
+	v.kernel()
+	v.control()
+	v.metrics()
+	v.log()
+	return v.errs
+}
+
+// notSupported is the message for keys parsed today but acted upon in a
+// later release.
+const notSupported = "not supported yet"
+
+func (v *validator) node() {
+	if v.c.Node.Name == "" {
+		v.add("node.name", "required: the hostname could not be read, set node.name to the OVN-Kubernetes node name")
+	}
+}
+
+func (v *validator) bgp() {
+	b := &v.c.BGP
+	v.asn("bgp.asn", b.ASN)
+	switch id := b.RouterID; {
+	case !id.IsValid():
+		v.add("bgp.routerID", "not set and this node has no global unicast IPv4 address: set bgp.routerID")
+	case !id.Is4():
+		v.add("bgp.routerID", "%s is not an IPv4 address (a BGP identifier is 32 bits)", id)
+	case id.IsUnspecified():
+		v.add("bgp.routerID", "0.0.0.0 is not a valid BGP identifier")
+	}
+	switch p := b.ListenPort; {
+	case p == 0:
+		v.add("bgp.listenPort", "0 is not a port: use -1 to never listen")
+	case p != -1 && (p < 1 || p > 65535):
+		v.add("bgp.listenPort", "%d is out of range (1..65535, or -1 to never listen)", p)
+	}
+	if rt := b.GracefulRestart.RestartTime; rt < time.Second || rt > 4095*time.Second {
+		v.add("bgp.gracefulRestart.restartTime", "%s is out of range (1s..4095s, RFC 4724's 12-bit field)", rt)
+	} else {
+		v.wholeSeconds("bgp.gracefulRestart.restartTime", rt)
+	}
+	if len(b.Peers) == 0 {
+		v.add("bgp.peers", "at least one peer is required")
+	}
+	names := map[string]int{}
+	addrs := map[netip.Addr]int{}
+	for i := range b.Peers {
+		v.peer(index("bgp.peers", i), &b.Peers[i])
+		p := &b.Peers[i]
+		if j, dup := names[p.Name]; dup && p.Name != "" {
+			v.add(key(index("bgp.peers", i), "name"), "%q is also the name of bgp.peers[%d]", p.Name, j)
+		} else {
+			names[p.Name] = i
+		}
+		if j, dup := addrs[p.Address]; dup && p.Address.IsValid() {
+			v.add(key(index("bgp.peers", i), "address"), "%s is also the address of bgp.peers[%d]", p.Address, j)
+		} else {
+			addrs[p.Address] = i
+		}
+	}
+}
+
+// asn checks an AS number: 1..4294967294, not AS_TRANS.
+func (v *validator) asn(path string, asn uint32) {
+	switch asn {
+	case 0:
+		v.add(path, "required (1..4294967294)")
+	case 23456:
+		v.add(path, "23456 is AS_TRANS (RFC 6793), not a real AS number")
+	case 4294967295:
+		v.add(path, "4294967295 is reserved (RFC 7300)")
+	}
+}
+
+// wholeSeconds checks a timer BGP carries in seconds.
+func (v *validator) wholeSeconds(path string, d time.Duration) {
+	if d%time.Second != 0 {
+		v.add(path, "%s is not a whole number of seconds", d)
+	}
+}
+
+func (v *validator) peer(p string, peer *Peer) {
+	if peer.Name == "" {
+		v.add(key(p, "name"), "required")
+	} else if !isName(peer.Name) {
+		v.add(key(p, "name"), "%q is not a valid name: use lower-case letters, digits, '-', '_' and '.', starting and ending with a letter or digit", peer.Name)
+	}
+	a := peer.Address
+	switch {
+	case !a.IsValid():
+		v.add(key(p, "address"), "required")
+	case a.IsUnspecified() || a.IsMulticast():
+		v.add(key(p, "address"), "%s is not a unicast address", a)
+	}
+	v.asn(key(p, "asn"), peer.ASN)
+	if peer.Port < 1 || peer.Port > 65535 {
+		v.add(key(p, "port"), "%d is out of range (1..65535)", peer.Port)
+	}
+	if s := peer.SourceAddress; s.IsValid() && a.IsValid() && s.Is4() != a.Is4() {
+		v.add(key(p, "sourceAddress"), "%s is not of the same address family as address %s", s, a)
+	}
+	if n := peer.Interface; n != "" && (len(n) > 15 || strings.ContainsAny(n, "/ \t\n:")) {
+		v.add(key(p, "interface"), "%q is not a valid interface name (at most 15 characters, no '/', ':' or spaces)", n)
+	}
+	if peer.EBGPMultihop > 0 && peer.TTLSecurity {
+		v.add(key(p, "ttlSecurity"), "cannot be combined with ebgpMultihop (FRR rejects this combination too): GTSM expects a directly connected peer")
+	}
+	if peer.PasswordFile != "" && peer.Password == "" {
+		if _, err := readSecret(v.h, peer.PasswordFile); err != nil {
+			v.add(key(p, "passwordFile"), "%v", err)
+		}
+	}
+	v.timers(p, peer)
+	v.bfd(key(p, "bfd"), &peer.BFD)
+	seen := map[Family]bool{}
+	for j, f := range peer.Families {
+		fp := index(key(p, "families"), j)
+		switch {
+		case f != IPv4 && f != IPv6:
+			v.add(fp, "unknown family %q (ipv4 or ipv6)", f)
+		case seen[f]:
+			v.add(fp, "%s is listed twice", f)
+		}
+		seen[f] = true
+	}
+	if len(peer.Families) == 0 && a.IsValid() {
+		v.add(key(p, "families"), "at least one family is required (ipv4, ipv6)")
+	}
+}
+
+// timers checks hold, keepalive and connect-retry timers.
+func (v *validator) timers(p string, peer *Peer) {
+	hold, keep := peer.HoldTime, peer.KeepaliveTime
+	holdOK := hold == 0 || hold >= 3*time.Second && hold <= 65535*time.Second
+	if !holdOK {
+		v.add(key(p, "holdTime"), "%s is out of range (0, or 3s..65535s)", hold)
+	} else {
+		v.wholeSeconds(key(p, "holdTime"), hold)
+	}
+	switch {
+	case keep < 0:
+		v.add(key(p, "keepaliveTime"), "%s is negative", keep)
+	case hold == 0 && keep != 0:
+		v.add(key(p, "keepaliveTime"), "must be 0 when holdTime is 0 (no keepalives)")
+	case holdOK && hold > 0 && keep >= hold:
+		v.add(key(p, "keepaliveTime"), "%s must be shorter than holdTime %s (usually holdTime/3)", keep, hold)
+	default:
+		v.wholeSeconds(key(p, "keepaliveTime"), keep)
+	}
+	if r := peer.ConnectRetry; r < time.Second {
+		v.add(key(p, "connectRetry"), "%s is too short (at least 1s)", r)
+	} else {
+		v.wholeSeconds(key(p, "connectRetry"), r)
+	}
+}
+
+func (v *validator) bfd(p string, b *BFD) {
+	if b.Enabled {
+		v.add(key(p, "enabled"), "%s (BFD arrives in a later release; set enabled: false)", notSupported)
+	}
+	for _, t := range []struct {
+		key string
+		d   time.Duration
+	}{{"minTx", b.MinTx}, {"minRx", b.MinRx}} {
+		if t.d < 10*time.Millisecond || t.d > 60*time.Second {
+			v.add(key(p, t.key), "%s is out of range (10ms..60s)", t.d)
+		}
+	}
+	if b.Multiplier < 1 {
+		v.add(key(p, "multiplier"), "%d is out of range (1..255)", b.Multiplier)
+	}
+}
+
+// isName reports whether s is a DNS-label-like name:
+// [a-z0-9]([-a-z0-9_.]*[a-z0-9])?, at most 63 characters.
+func isName(s string) bool {
+	if s == "" || len(s) > 63 {
+		return false
+	}
+	alnum := func(c byte) bool { return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' }
+	if !alnum(s[0]) || !alnum(s[len(s)-1]) {
+		return false
+	}
+	for i := range len(s) {
+		if c := s[i]; !alnum(c) && c != '-' && c != '_' && c != '.' {
+			return false
+		}
+	}
+	return true
+}
+
+func (v *validator) ovn() {
+	o := &v.c.OVN
+	ssl := false
+	if strings.TrimSpace(o.Northbound) == "" {
+		v.add("ovn.northbound", "required (e.g. %s)", DefaultNorthbound)
+	}
+	for ep := range strings.SplitSeq(o.Northbound, ",") {
+		ep = strings.TrimSpace(ep)
+		if ep == "" {
+			continue
+		}
+		proto, rest, _ := strings.Cut(ep, ":")
+		switch proto {
+		case "unix":
+			if rest == "" {
+				v.add("ovn.northbound", "%q: unix: needs a socket path", ep)
+			}
+		case "tcp", "ssl":
+			ssl = ssl || proto == "ssl"
+			if err := checkHostPort(rest, false); err != nil {
+				v.add("ovn.northbound", "%q: %v (write %s:HOST:PORT)", ep, err, proto)
+			}
+		default:
+			v.add("ovn.northbound", "%q is not unix:PATH, tcp:HOST:PORT or ssl:HOST:PORT", ep)
+		}
+	}
+	files := []struct{ key, file string }{
+		{"caFile", o.TLS.CAFile}, {"certFile", o.TLS.CertFile}, {"keyFile", o.TLS.KeyFile},
+	}
+	for _, f := range files {
+		p := key("ovn.tls", f.key)
+		switch {
+		case !ssl && f.file != "":
+			v.add(p, "only used with an ssl: northbound endpoint, and ovn.northbound has none")
+		case ssl && f.file == "":
+			v.add(p, "required with an ssl: northbound endpoint")
+		case ssl:
+			v.regularFile(p, f.file)
+		}
+	}
+}
+
+// regularFile checks that file exists and is a regular file.
+func (v *validator) regularFile(p, file string) {
+	fi, err := v.h.stat(file)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		v.add(p, "%q: %v", file, err)
+		return
+	}
+	if !fi.Mode().IsRegular() {
+		v.add(p, "%q is not a regular file", file)
+	}
+}
+
+// checkHostPort checks "HOST:PORT" (IPv6 hosts in brackets); an empty host
+// is allowed only if emptyHost.
+func checkHostPort(hp string, emptyHost bool) error {
+	h, port, err := net.SplitHostPort(hp)
+	if err != nil {
+		return fmt.Errorf("%q is not HOST:PORT", hp)
+	}
+	if h == "" && !emptyHost {
+		return errors.New("the host is missing")
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("port %q is not a number in 1..65535", port)
+	}
+	return nil
+}
+
+func (v *validator) advertise() {
+	names := map[string]int{}
+	for i := range v.c.Advertise {
+		p := index("advertise", i)
+		r := &v.c.Advertise[i]
+		switch j, dup := names[r.Name]; {
+		case r.Name == "":
+			v.add(key(p, "name"), "required")
+		case dup:
+			v.add(key(p, "name"), "%q is also the name of advertise[%d]", r.Name, j)
+		default:
+			names[r.Name] = i
+		}
+		v.kind(key(p, "kind"), r.Kind)
+		if r.Kind == KindPodNetwork && len(r.Networks) == 0 {
+			v.add(key(p, "networks"), `list the networks to advertise, e.g. [default] or ["*"]`)
+		}
+		v.globs(key(p, "networks"), r.Networks)
+		if r.Kind == KindPodNetwork && len(r.Namespaces) > 0 {
+			v.add(key(p, "namespaces"), "only for kind egressIP/loadBalancerIP")
+		}
+		v.globs(key(p, "namespaces"), r.Namespaces)
+		if r.Kind != KindLoadBalancerIP {
+			if len(r.Services) > 0 {
+				v.add(key(p, "services"), "only for kind loadBalancerIP")
+			}
+			if r.LocalEndpointsOnly {
+				v.add(key(p, "localEndpointsOnly"), "only for kind loadBalancerIP")
+			}
+		}
+		for j, s := range r.Services {
+			ns, name, ok := strings.Cut(s, "/")
+			if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+				v.add(index(key(p, "services"), j), "%q is not NAMESPACE/NAME (globs allowed, e.g. \"web/*\")", s)
+				continue
+			}
+			v.globs(index(key(p, "services"), j), []string{ns, name})
+		}
+		v.peerNames(key(p, "peers"), r.Peers)
+		for j, cm := range r.Communities {
+			if err := checkCommunity(cm); err != nil {
+				v.add(index(key(p, "communities"), j), "%v", err)
+			}
+		}
+		for j, cm := range r.LargeCommunities {
+			if err := checkLargeCommunity(cm); err != nil {
+				v.add(index(key(p, "largeCommunities"), j), "%v", err)
+			}
+		}
+		if r.LocalPreference != 0 {
+			if ebgp, ok := v.firstEBGP(r.Peers); ok {
+				v.add(key(p, "localPreference"), "only meaningful for iBGP, but the rule selects eBGP peer %q (asn %d, bgp.asn %d): remove it or list only iBGP peers", ebgp.Name, ebgp.ASN, v.c.BGP.ASN)
+			}
+		}
+		if r.ASPathPrepend > 10 {
+			v.add(key(p, "asPathPrepend"), "%d is out of range (0..10)", r.ASPathPrepend)
+		}
+	}
+}
+
+func (v *validator) kind(p string, k AdvertiseKind) {
+	kinds := []AdvertiseKind{KindPodNetwork, KindEgressIP, KindLoadBalancerIP}
+	switch k {
+	case KindPodNetwork:
+	case KindEgressIP, KindLoadBalancerIP:
+		v.add(p, "%s: %s (it arrives in a later release; use kind podNetwork)", k, notSupported)
+	case "":
+		v.add(p, "required (podNetwork, egressIP or loadBalancerIP)")
+	default:
+		for _, known := range kinds {
+			if strings.EqualFold(string(k), string(known)) {
+				v.add(p, "unknown kind %q (did you mean %q?)", k, known)
+				return
+			}
+		}
+		v.add(p, "unknown kind %q (podNetwork, egressIP or loadBalancerIP)", k)
+	}
+}
+
+// globs checks path.Match patterns.
+func (v *validator) globs(p string, globs []string) {
+	for j, g := range globs {
+		if g == "" {
+			v.add(index(p, j), "empty pattern")
+			continue
+		}
+		if _, err := path.Match(g, ""); err != nil {
+			v.add(index(p, j), "%q is not a valid glob: %v", g, err)
+		}
+	}
+}
+
+// peerNames checks that every name is a configured peer, once.
+func (v *validator) peerNames(p string, names []string) {
+	seen := map[string]bool{}
+	for j, n := range names {
+		if _, ok := v.c.Peer(n); !ok {
+			v.add(index(p, j), "no peer is named %q in bgp.peers", n)
+		} else if seen[n] {
+			v.add(index(p, j), "%q is listed twice", n)
+		}
+		seen[n] = true
+	}
+}
+
+// firstEBGP is the first peer selected by names (empty = all) whose AS
+// differs from ours.
+func (v *validator) firstEBGP(names []string) (Peer, bool) {
+	for _, p := range v.c.BGP.Peers {
+		if (len(names) == 0 || slices.Contains(names, p.Name)) && p.ASN != v.c.BGP.ASN {
+			return p, true
+		}
+	}
+	return Peer{}, false
+}
+
+// isWellKnownCommunity reports whether name is a well-known community name
+// (RFC 1997, 7999, 8326, 7611, 9494).
+func isWellKnownCommunity(name string) bool {
+	switch name {
+	case "no-export", "no-advertise", "no-export-subconfed", "blackhole",
+		"graceful-shutdown", "accept-own", "llgr-stale", "no-llgr", "no-peer":
+		return true
+	}
+	return false
+}
+
+// checkCommunity checks "ASN:VALUE" (16 bits each) or a well-known name.
+func checkCommunity(s string) error {
+	if isWellKnownCommunity(s) {
+		return nil
+	}
+	parts := strings.Split(s, ":")
+	if len(parts) == 2 && isUint(parts[0], 16) && isUint(parts[1], 16) {
+		return nil
+	}
+	return fmt.Errorf("%q is not a community: write ASN:VALUE (0..65535 each, e.g. \"65001:100\") or a well-known name (no-export, no-advertise, no-export-subconfed, blackhole, graceful-shutdown, accept-own, llgr-stale, no-llgr, no-peer)", s)
+}
+
+// checkLargeCommunity checks "A:B:C" (32 bits each).
+func checkLargeCommunity(s string) error {
+	parts := strings.Split(s, ":")
+	if len(parts) == 3 && isUint(parts[0], 32) && isUint(parts[1], 32) && isUint(parts[2], 32) {
+		return nil
+	}
+	return fmt.Errorf("%q is not a large community: write A:B:C (0..4294967295 each, e.g. \"64512:1:100\")", s)
+}
+
+// isUint reports whether s is a decimal unsigned number of at most bits.
+func isUint(s string, bits int) bool {
+	_, err := strconv.ParseUint(s, 10, bits)
+	return err == nil && s != "" && s[0] != '+'
+}
+
+// imports rejects import rules and protected prefixes, which are parsed but
+// not supported yet, and checks them so that lifting the restriction is all
+// a later release has to do.
+func (v *validator) imports() {
+	if len(v.c.Import) > 0 {
+		v.add("import", "%s (route import arrives in a later release; remove the key)", notSupported)
+	}
+	if len(v.c.ProtectedPrefixes) > 0 {
+		v.add("protectedPrefixes", "%s (it matters only for route import, which arrives in a later release; remove the key)", notSupported)
+	}
+	names := map[string]int{}
+	for i := range v.c.Import {
+		p := index("import", i)
+		r := &v.c.Import[i]
+		switch j, dup := names[r.Name]; {
+		case r.Name == "":
+			v.add(key(p, "name"), "required")
+		case dup:
+			v.add(key(p, "name"), "%q is also the name of import[%d]", r.Name, j)
+		default:
+			names[r.Name] = i
+		}
+		if len(r.Peers) == 0 {
+			v.add(key(p, "peers"), "list the peers whose routes this rule imports")
+		}
+		v.peerNames(key(p, "peers"), r.Peers)
+		if r.Network == "" {
+			v.add(key(p, "network"), "required (the OVN network, e.g. default)")
+		}
+		if len(r.Accept) == 0 {
+			v.add(key(p, "accept"), "list the prefixes to accept (nothing is imported otherwise)")
+		}
+		for j, m := range r.Accept {
+			v.prefixMatch(index(key(p, "accept"), j), m)
+		}
+		if r.MaxRoutes < 0 {
+			v.add(key(p, "maxRoutes"), "%d is negative", r.MaxRoutes)
+		}
+		if r.Mode != "auto" && r.Mode != "manual" {
+			v.add(key(p, "mode"), "%q is not auto or manual", r.Mode)
+		}
+		k := r.Targets.Kernel
+		switch t := k.Table; {
+		case t < 0 || int64(t) > 0xFFFFFFFF:
+			v.add(key(p, "targets.kernel.table"), "%d is out of range (1..4294967295, 0 = none)", t)
+		case t >= 253 && t <= 255:
+			v.add(key(p, "targets.kernel.table"), "%d is a table of the kernel (default, main, local)", t)
+		}
+		if len(k.VRF) > 15 || strings.ContainsAny(k.VRF, "/ \t\n:") {
+			v.add(key(p, "targets.kernel.vrf"), "%q is not a valid device name", k.VRF)
+		}
+		if !r.Targets.OVN && k.Table == 0 && k.VRF == "" {
+			v.add(key(p, "targets"), "no target: set ovn: true and/or a kernel table or vrf")
+		}
+	}
+}
+
+func (v *validator) prefixMatch(p string, m PrefixMatch) {
+	if !m.Prefix.IsValid() {
+		v.add(key(p, "prefix"), "required")
+		return
+	}
+	bits, maxBits := m.Prefix.Bits(), m.Prefix.Addr().BitLen()
+	lo, hi := m.MinLength, m.MaxLength
+	if lo == 0 {
+		lo = bits
+	}
+	if hi == 0 {
+		hi = bits
+	}
+	if lo < bits || lo > maxBits {
+		v.add(key(p, "minLength"), "%d is out of range (%d..%d)", m.MinLength, bits, maxBits)
+	}
+	if hi < lo || hi > maxBits {
+		v.add(key(p, "maxLength"), "%d is out of range (%d..%d)", m.MaxLength, lo, maxBits)
+	}
+}
+
+func (v *validator) kernel() {
+	n := v.c.Kernel.RouteProtocol
+	if n == 0 {
+		return // DefaultRouteProtocol
+	}
+	if n < 0 || n > 255 {
+		v.add("kernel.routeProtocol", "%d is out of range (1..255; 0 = ovnbgp's default %d)", n, DefaultRouteProtocol)
+		return
+	}
+	if owner := routeProtocolOwner(n); owner != "" {
+		v.add("kernel.routeProtocol", "%d belongs to %s: pick another number (default %d)", n, owner, DefaultRouteProtocol)
+	}
+}
+
+// routeProtocolOwner names who uses rtnetlink protocol n, or "".
+func routeProtocolOwner(n int) string {
+	switch {
+	case n <= 4:
+		return "the kernel (reserved: unspec, redirect, kernel, boot, static)"
+	case n == 84:
+		return "OVN"
+	case n == 85:
+		return "OVN-Kubernetes"
+	case n >= 186 && n <= 198:
+		return "FRR (/etc/iproute2/rt_protos.d/frr.conf)"
+	}
+	switch n {
+	case 8, 9, 10, 11, 12, 13, 14, 15, 16, 18, 42, 99:
+		return "another routing daemon (/etc/iproute2/rt_protos)"
+	}
+	return ""
+}
+
+func (v *validator) control() {
+	s := v.c.Control.Socket
+	switch {
+	case s == "":
+		v.add("control.socket", "required (default %s)", DefaultControlSocket)
+	case !filepath.IsAbs(s):
+		v.add("control.socket", "%q is not an absolute path", s)
+	}
+}
+
+func (v *validator) metrics() {
+	if a := v.c.Metrics.Address; a != "" {
+		if err := checkHostPort(a, true); err != nil {
+			v.add("metrics.address", "%v (write HOST:PORT, e.g. %s, or \"\" to turn metrics off)", err, DefaultMetricsAddress)
+		}
+	}
+}
+
+func (v *validator) log() {
+	switch v.c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		v.add("log.level", "%q is not debug, info, warn or error", v.c.Log.Level)
+	}
+	switch v.c.Log.Format {
+	case "json", "console":
+	default:
+		v.add("log.format", "%q is not json or console", v.c.Log.Format)
+	}
+}
