@@ -1,0 +1,95 @@
+package lab
+
+import (
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ovnbgp/ovnbgp/config"
+)
+
+// The configs the harness writes are valid for ovnbgp's own loader: a
+// contract change shows up here, without root, rather than as a daemon that
+// will not start in every end-to-end test.
+func TestDaemonConfigLoads(t *testing.T) {
+	dir := t.TempDir()
+	pw := filepath.Join(dir, "tor.password")
+	if err := os.WriteFile(pw, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base := DaemonConfig{Node: "node1", ASN: 65010, RouterID: NodeIPv4, ListenPort: -1,
+		Peers:      []Peer{DefaultTor()},
+		Advertise:  `  - {name: pods, kind: podNetwork, networks: ["*"]}`,
+		Northbound: "unix:" + filepath.Join(dir, "nb.sock"), Socket: filepath.Join(dir, "ovnbgp.sock")}
+	v6 := base
+	v6.Peers = []Peer{{Name: "tor6", Address: TorIPv6, ASN: 65001, Families: []string{"ipv6"}}}
+	md5 := base
+	md5.ListenPort = 179
+	md5.Peers = []Peer{{Name: "tor", Address: TorIPv4, ASN: 65001, Passive: true, PasswordFile: pw, Families: []string{"ipv4"}}}
+
+	for name, c := range map[string]DaemonConfig{"ipv4": base, "ipv6": v6, "md5-passive": md5} {
+		t.Run(name, func(t *testing.T) {
+			text, err := c.Render()
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := filepath.Join(dir, name+".yaml")
+			if err := os.WriteFile(f, []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := config.Load(f)
+			if err != nil {
+				t.Fatalf("%v\n%s", err, text)
+			}
+			if len(cfg.BGP.Peers) != 1 || cfg.BGP.Peers[0].Address != c.Peers[0].Address || cfg.BGP.ListenPort != c.ListenPort {
+				t.Errorf("loaded %+v from\n%s", cfg.BGP, text)
+			}
+			if c.Peers[0].PasswordFile != "" && cfg.BGP.Peers[0].Password != "s3cret" {
+				t.Errorf("password not read from passwordFile")
+			}
+		})
+	}
+}
+
+// FRR's own parser accepts the bgpd.conf the harness renders (bgpd -C
+// checks a config and exits; it reports errors only in its output).
+func TestFRRConfigParses(t *testing.T) {
+	Require(t) // bgpd drops privileges to user frr: root, and the frr package
+	bgpd := filepath.Join(FRRDir, "bgpd")
+	c := FRRConfig{Neighbors: []FRRNeighbor{
+		{Address: NodeIPv4, ASN: 65010, Passive: true, Password: "pw"},
+		{Address: NodeIPv6, ASN: 65010},
+	}, Originate: []netip.Prefix{netip.MustParsePrefix("203.0.113.0/24")}}
+	// not t.TempDir(): its parent is 0700 and bgpd reads the file as frr
+	dir, err := os.MkdirTemp("", NamePrefix+"frrcheck-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	text, err := c.Render("tor", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"neighbor 192.0.2.0 passive", "neighbor 192.0.2.0 password pw", "neighbor 2001:db8:100:: activate", "network 203.0.113.0/24"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("bgpd.conf lacks %q:\n%s", want, text)
+		}
+	}
+	f := filepath.Join(dir, "bgpd.conf")
+	if err := os.WriteFile(f, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := chownFRR(dir); err != nil {
+		t.Fatal(err)
+	}
+	// bgpd -C exits 0 even on errors: it only prints them
+	out, err := run(bgpd, "-C", "-u", "frr", "-g", "frr", "-f", f, "--vty_socket", dir, "-z", filepath.Join(dir, "zserv.api"))
+	if err != nil || strings.Contains(out, "config line") || strings.Contains(out, "[EC ") {
+		t.Fatalf("bgpd -C: %v: %s\n%s", err, out, text)
+	}
+}
