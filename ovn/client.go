@@ -1,0 +1,451 @@
+package ovn
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/zapr"
+	"github.com/ovn-org/libovsdb/cache"
+	"github.com/ovn-org/libovsdb/client"
+	libmodel "github.com/ovn-org/libovsdb/model"
+	"go.uber.org/zap"
+
+	"github.com/ovnbgp/ovnbgp/config"
+	"github.com/ovnbgp/ovnbgp/model"
+	"github.com/ovnbgp/ovnbgp/ovn/nbdb"
+)
+
+// Timings of the connection loop.
+const (
+	backoffMin = 250 * time.Millisecond
+	backoffMax = 30 * time.Second
+	// connectTimeout bounds one attempt: dial, TLS, list_dbs, get_schema
+	// and the initial monitor reply.
+	connectTimeout = 30 * time.Second
+	// checkInterval is how often a live session checks that libovsdb still
+	// has a connection (its disconnect notification can be missed).
+	checkInterval = time.Second
+	// echoInterval is how often a live session probes the server, to notice
+	// a peer that vanished without closing the connection.
+	echoInterval = 10 * time.Second
+	echoTimeout  = 5 * time.Second
+	// resyncInterval re-reads the cache even without an event, in case
+	// libovsdb dropped one (its event buffer is bounded).
+	resyncInterval = 30 * time.Second
+)
+
+// Client reads the OVN Northbound database. It is safe for concurrent use.
+// It never writes.
+type Client struct {
+	log       *zap.Logger
+	endpoint  string   // as configured
+	endpoints []string // parsed
+	tls       *tls.Config
+	notify    func()
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+	once   sync.Once
+	// changed is poked by libovsdb's cache event handler; the session
+	// goroutine then re-reads the rows.
+	changed chan struct{}
+
+	mu        sync.Mutex
+	connected bool
+	synced    bool       // a first full sync has happened
+	rows      []switchRow // last good rows; replaced, never mutated
+	current   string      // endpoint of the live session
+	since     time.Time   // when connected last changed
+	lastErr   string
+	attempts  int    // failed attempts since the last successful connect
+	logged    string // last connection state logged: "", "connected", "disconnected"
+	problems  []string
+}
+
+// Status describes the connection to NB, for `ovnbgp` status output.
+type Status struct {
+	// Endpoint is the configured endpoint list.
+	Endpoint string `json:"endpoint"`
+	// Current is the endpoint of the live connection, "" when disconnected.
+	Current string `json:"current,omitempty"`
+	// Connected is true while a monitor session is live.
+	Connected bool `json:"connected"`
+	// Synced is true once a first full sync has happened; from then on
+	// Snapshot serves the last good data even while disconnected.
+	Synced bool `json:"synced"`
+	// Since is when Connected last changed (or when Dial was called).
+	Since time.Time `json:"since"`
+	// LastError is the last connection error, "" if none since Dial.
+	LastError string `json:"lastError,omitempty"`
+	// Attempts counts failed connection attempts since the last success.
+	Attempts int `json:"attempts"`
+	// Problems are the NB rows the last Snapshot skipped, and why.
+	Problems []string `json:"problems,omitempty"`
+}
+
+// Dial returns a Client at once; it connects in the background and keeps
+// reconnecting with exponential backoff (250ms doubling to 30s) while the
+// database is away. notify is called on every change of the monitored rows
+// and on every connect and disconnect; it must not block (the daemon pokes a
+// size-1 channel). notify may be nil.
+//
+// Dial fails only for a configuration that can never work: endpoint syntax,
+// or TLS files that cannot be read. The client lives until Close or until ctx
+// is done.
+func Dial(ctx context.Context, cfg config.OVN, log *zap.Logger, notify func()) (*Client, error) {
+	eps, needTLS, err := parseEndpoints(cfg.Northbound)
+	if err != nil {
+		return nil, err
+	}
+	var tc *tls.Config
+	if needTLS {
+		if tc, err = tlsConfig(cfg.TLS); err != nil {
+			return nil, err
+		}
+	}
+	if log == nil {
+		log = zap.NewNop()
+	}
+	if notify == nil {
+		notify = func() {}
+	}
+	c := &Client{
+		log:       log,
+		endpoint:  strings.Join(eps, ","),
+		endpoints: eps,
+		tls:       tc,
+		notify:    notify,
+		done:      make(chan struct{}),
+		changed:   make(chan struct{}, 1),
+		since:     time.Now(),
+	}
+	c.ctx, c.cancel = context.WithCancel(ctx)
+	go c.run()
+	return c, nil
+}
+
+// Snapshot builds node's networks from the rows last read from NB.
+//
+// ok is false until a first full sync has happened. After that, while the
+// database is disconnected, Snapshot keeps returning the last good data with
+// ok=true: the daemon must not withdraw routes because NB went away. Use
+// Connected or Status to tell whether the data is live.
+//
+// Rows of unexpected shape are skipped; each distinct problem is logged once
+// when it appears and is listed in Status().Problems.
+func (c *Client) Snapshot(node string) (snap model.Snapshot, ok bool) {
+	c.mu.Lock()
+	rows, synced := c.rows, c.synced
+	c.mu.Unlock()
+	if !synced {
+		return model.Snapshot{Node: node, Networks: []model.Network{}}, false
+	}
+	res := build(rows, node)
+	c.setProblems(res.Problems)
+	return res.Snapshot, true
+}
+
+// ClusterSubnets returns every pod subnet of every network on every node,
+// the prefixes ovnbgp must never import (ARCHITECTURE.md, safety rule 2).
+// It follows Snapshot's rules: ok=false before the first sync, the last good
+// data while disconnected. Malformed prefixes are left out (Snapshot
+// reports them).
+func (c *Client) ClusterSubnets() (subnets []model.Subnet, ok bool) {
+	c.mu.Lock()
+	rows, synced := c.rows, c.synced
+	c.mu.Unlock()
+	if !synced {
+		return []model.Subnet{}, false
+	}
+	return build(rows, "").Cluster, true
+}
+
+// Connected reports whether a monitor session with NB is live.
+func (c *Client) Connected() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.connected
+}
+
+// Status describes the connection and the current row problems.
+func (c *Client) Status() Status {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return Status{
+		Endpoint:  c.endpoint,
+		Current:   c.current,
+		Connected: c.connected,
+		Synced:    c.synced,
+		Since:     c.since,
+		LastError: c.lastErr,
+		Attempts:  c.attempts,
+		Problems:  slices.Clone(c.problems),
+	}
+}
+
+// Close stops the client and waits for its goroutine. The last good data
+// stays readable.
+func (c *Client) Close() {
+	c.once.Do(c.cancel)
+	<-c.done
+}
+
+// run is the connection loop: one session at a time, exponential backoff
+// between failed attempts, reset after a session that got connected.
+func (c *Client) run() {
+	defer close(c.done)
+	wait := backoffMin
+	for {
+		connected, err := c.session()
+		if c.ctx.Err() != nil {
+			c.setDown(nil)
+			return
+		}
+		if connected {
+			wait = backoffMin
+		}
+		c.setDown(err)
+		// Jitter ±20% so that many nodes do not hammer a restarted NB in step.
+		d := time.Duration(float64(wait) * (0.8 + 0.4*rand.Float64()))
+		c.log.Debug("nb retry scheduled", zap.String("endpoint", c.endpoint), zap.Duration("in", d), zap.Error(err))
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-time.After(d):
+		}
+		wait = min(wait*2, backoffMax)
+	}
+}
+
+// session connects, monitors and serves until the connection is lost or
+// the client is closed. connected says whether it got as far as a full sync.
+func (c *Client) session() (connected bool, err error) {
+	dbModel, err := nbdb.FullDatabaseModel()
+	if err != nil {
+		return false, fmt.Errorf("nb model: %w", err)
+	}
+	opts := []client.Option{
+		// Always pass a logger: without one libovsdb sets stdr's verbosity
+		// to 5 process-wide.
+		client.WithLogger(newLogr(c.log)),
+		// Any member of a clustered NB serves reads; do not insist on the
+		// leader.
+		client.WithLeaderOnly(false),
+	}
+	for _, ep := range c.endpoints {
+		opts = append(opts, client.WithEndpoint(ep))
+	}
+	if c.tls != nil {
+		opts = append(opts, client.WithTLSConfig(c.tls))
+	}
+	// No client.WithReconnect: each session is a fresh libovsdb client, so
+	// the cache is rebuilt from a full monitor reply after every reconnect,
+	// the first connection is retried like any other, and the loop, not
+	// libovsdb, owns backoff, logging and status.
+	cli, err := client.NewOVSDBClient(dbModel, opts...)
+	if err != nil {
+		return false, fmt.Errorf("nb client: %w", err)
+	}
+	defer cli.Close()
+
+	ctx, cancel := context.WithTimeout(c.ctx, connectTimeout)
+	defer cancel()
+	if err := cli.Connect(ctx); err != nil {
+		return false, fmt.Errorf("connect: %w", err)
+	}
+	cli.Cache().AddEventHandler(&cache.EventHandlerFuncs{
+		AddFunc:    func(string, libmodel.Model) { c.poke() },
+		UpdateFunc: func(string, libmodel.Model, libmodel.Model) { c.poke() },
+		DeleteFunc: func(string, libmodel.Model) { c.poke() },
+	})
+	ls := &nbdb.LogicalSwitch{}
+	mon := cli.NewMonitor(client.WithTable(ls, &ls.Name, &ls.ExternalIDs, &ls.OtherConfig))
+	if _, err := cli.Monitor(ctx, mon); err != nil {
+		return false, fmt.Errorf("monitor %s: %w", nbdb.LogicalSwitchTable, err)
+	}
+	rows, err := readRows(ctx, cli)
+	if err != nil {
+		return false, err
+	}
+	c.setUp(cli.CurrentEndpoint(), rows)
+
+	check := time.NewTicker(checkInterval)
+	defer check.Stop()
+	lastEcho, lastResync := time.Now(), time.Now()
+	for {
+		select {
+		case <-c.ctx.Done():
+			return true, nil
+		case <-cli.DisconnectNotify():
+			return true, errors.New("connection closed")
+		case <-c.changed:
+			if err := c.refresh(cli); err != nil {
+				return true, err
+			}
+		case now := <-check.C:
+			if cli.CurrentEndpoint() == "" {
+				return true, errors.New("connection closed")
+			}
+			if now.Sub(lastEcho) >= echoInterval {
+				lastEcho = now
+				ectx, ecancel := context.WithTimeout(c.ctx, echoTimeout)
+				err := cli.Echo(ectx)
+				ecancel()
+				if err != nil && c.ctx.Err() == nil {
+					return true, fmt.Errorf("echo: %w", err)
+				}
+			}
+			if now.Sub(lastResync) >= resyncInterval {
+				lastResync = now
+				if err := c.refresh(cli); err != nil {
+					return true, err
+				}
+			}
+		}
+	}
+}
+
+// poke tells the session goroutine that the cache changed. It never
+// blocks: libovsdb calls it from its cache event loop.
+func (c *Client) poke() {
+	select {
+	case c.changed <- struct{}{}:
+	default:
+	}
+}
+
+// refresh re-reads the rows and notifies if they changed.
+func (c *Client) refresh(cli client.Client) error {
+	ctx, cancel := context.WithTimeout(c.ctx, echoTimeout)
+	defer cancel()
+	rows, err := readRows(ctx, cli)
+	if err != nil {
+		if c.ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	c.mu.Lock()
+	same := slices.Equal(rows, c.rows)
+	if !same {
+		c.rows = rows
+	}
+	c.mu.Unlock()
+	if !same {
+		c.notify()
+	}
+	return nil
+}
+
+// readRows copies the monitored Logical_Switch rows out of the cache,
+// keeping only the keys ovnbgp reads.
+func readRows(ctx context.Context, cli client.Client) ([]switchRow, error) {
+	var sws []nbdb.LogicalSwitch
+	if err := cli.List(ctx, &sws); err != nil {
+		return nil, fmt.Errorf("list %s: %w", nbdb.LogicalSwitchTable, err)
+	}
+	rows := make([]switchRow, 0, len(sws))
+	for _, s := range sws {
+		rows = append(rows, switchRow{
+			UUID:       s.UUID,
+			Name:       s.Name,
+			Network:    s.ExternalIDs[extIDNetwork],
+			Topology:   s.ExternalIDs[extIDTopology],
+			Role:       s.ExternalIDs[extIDRole],
+			Subnet:     s.OtherConfig[cfgSubnet],
+			IPv6Prefix: s.OtherConfig[cfgIPv6Prefix],
+		})
+	}
+	slices.SortFunc(rows, func(a, b switchRow) int {
+		if a.Name != b.Name {
+			return strings.Compare(a.Name, b.Name)
+		}
+		return strings.Compare(a.UUID, b.UUID)
+	})
+	return rows, nil
+}
+
+// setUp records a live, fully synced session and says so once.
+func (c *Client) setUp(endpoint string, rows []switchRow) {
+	c.mu.Lock()
+	c.connected, c.synced, c.rows = true, true, rows
+	c.current, c.since, c.attempts = endpoint, time.Now(), 0
+	changed := c.logged != "connected"
+	c.logged = "connected"
+	c.mu.Unlock()
+	if changed {
+		c.log.Info("nb connected", zap.String("endpoint", endpoint), zap.Int("switches", len(rows)))
+	}
+	c.notify()
+}
+
+// setDown records the end of a session or a failed attempt. The state
+// change is logged once; further failures only at debug level.
+func (c *Client) setDown(err error) {
+	c.mu.Lock()
+	wasUp := c.connected
+	c.connected, c.current = false, ""
+	if wasUp {
+		c.since = time.Now()
+	}
+	if err != nil {
+		c.lastErr = err.Error()
+		if !wasUp {
+			// A lost session is not a failed attempt; a failed connect is.
+			c.attempts++
+		}
+	}
+	changed := c.logged != "disconnected" && c.ctx.Err() == nil
+	if changed {
+		c.logged = "disconnected"
+	}
+	synced := c.synced
+	c.mu.Unlock()
+	if changed {
+		c.log.Info("nb disconnected", zap.String("endpoint", c.endpoint), zap.Error(err),
+			zap.Bool("servingLastGood", synced))
+	} else if err != nil && c.ctx.Err() == nil {
+		c.log.Debug("nb connect failed", zap.String("endpoint", c.endpoint), zap.Error(err))
+	}
+	if wasUp {
+		c.notify()
+	}
+}
+
+// setProblems records the current row problems and logs each change once.
+func (c *Client) setProblems(p []string) {
+	c.mu.Lock()
+	old := c.problems
+	if slices.Equal(old, p) {
+		c.mu.Unlock()
+		return
+	}
+	c.problems = slices.Clone(p)
+	c.mu.Unlock()
+	for _, s := range p {
+		if !slices.Contains(old, s) {
+			c.log.Warn("nb row skipped", zap.String("problem", s))
+		}
+	}
+	for _, s := range old {
+		if !slices.Contains(p, s) {
+			c.log.Info("nb row problem resolved", zap.String("problem", s))
+		}
+	}
+}
+
+// newLogr adapts zap for libovsdb. Its V(n) levels map to zap levels
+// below debug, so only its errors and V(0) messages get through.
+func newLogr(log *zap.Logger) *logr.Logger {
+	l := zapr.NewLogger(log.Named("libovsdb"))
+	return &l
+}

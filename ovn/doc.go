@@ -1,0 +1,28 @@
+// Package ovn is ovnbgp's only door to the OVN Northbound database and the
+// only package that imports libovsdb. No libovsdb type crosses its API: it
+// hands out model.Snapshot and plain Go values.
+//
+// Reading. Dial returns a Client that connects in the background, keeps a
+// libovsdb monitor on the few Logical_Switch columns ovnbgp needs
+// (name, external_ids, other_config) and reconnects with exponential backoff
+// (250ms doubling to 30s) while the database is away. Every change of the
+// monitored rows and every connect or disconnect calls the caller's notify
+// function; the caller re-reads with Snapshot, which builds this node's
+// networks from the rows (see build for the OpenShift/OVN-Kubernetes naming
+// rules it follows).
+//
+// Fail static. Once a first full sync has happened, Snapshot keeps
+// returning the last good view with ok=true while the database is
+// disconnected, so the daemon never withdraws routes just because NB went
+// away; Connected and Status say whether the view is live.
+//
+// Bad rows. A row of unexpected shape (a CIDR that does not parse, host bits
+// set, a node switch without a subnet, two rows with one name) is skipped and
+// never breaks the rest of the snapshot. Each distinct problem is logged once
+// when it appears and once when it goes away, and the current list is in
+// Status().Problems.
+//
+// The production client is read-only. MemoryServer, LabTopology and the
+// Lab* helpers write, for `ovnbgp lab` and tests only; the ovsdbtest
+// sub-package runs a real ovsdb-server for tests.
+package ovn
