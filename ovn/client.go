@@ -61,7 +61,7 @@ type Client struct {
 
 	mu        sync.Mutex
 	connected bool
-	synced    bool       // a first full sync has happened
+	synced    bool        // a first full sync has happened
 	rows      []switchRow // last good rows; replaced, never mutated
 	current   string      // endpoint of the live session
 	since     time.Time   // when connected last changed
