@@ -252,6 +252,10 @@ func (d *decoder) list(n *yaml.Node, v reflect.Value, path string) {
 		d.fail(path, n, "expected a list, got %s", describe(n))
 		return
 	}
+	if len(n.Content) == 0 {
+		v.SetZero() // [] is nil, like an absent key
+		return
+	}
 	s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
 	for i, e := range n.Content {
 		p := index(path, i)

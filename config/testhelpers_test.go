@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 // baseDoc is a small valid configuration the tests edit: tor-a is eBGP,
@@ -144,3 +145,12 @@ func checkErrors(t *testing.T, errs Errors, wants ...want) {
 
 // typeOf is reflect.TypeFor, short.
 func typeOf[T any]() reflect.Type { return reflect.TypeFor[T]() }
+
+func mustDuration(t *testing.T, s string) time.Duration {
+	t.Helper()
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}

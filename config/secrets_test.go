@@ -1,0 +1,161 @@
+package config
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+)
+
+const secret = "s3cr3t-md5"
+
+// writeSecret writes content to a new file in dir and returns its path.
+func writeSecret(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func withPasswordFile(t *testing.T, file string) string {
+	return edit(t, afterTorA, afterTorA+"      passwordFile: "+file+"\n")
+}
+
+func TestPasswordFile(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name, content, want string
+	}{
+		{"newline", secret + "\n", secret},
+		{"crlf", secret + "\r\n", secret},
+		{"no newline", secret, secret},
+		{"inner spaces kept", " a b \n", " a b "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := writeSecret(t, dir, strings.ReplaceAll(tt.name, " ", "-"), tt.content)
+			c := mustParse(t, withPasswordFile(t, f))
+			if got := c.BGP.Peers[0].Password; got != tt.want {
+				t.Errorf("Password = %q, want %q", got, tt.want)
+			}
+			if c.BGP.Peers[0].PasswordFile != f {
+				t.Errorf("PasswordFile = %q, want %q", c.BGP.Peers[0].PasswordFile, f)
+			}
+		})
+	}
+}
+
+func TestPasswordFileProblems(t *testing.T) {
+	dir := t.TempDir()
+	empty := writeSecret(t, dir, "empty", "\n")
+	long := writeSecret(t, dir, "long", strings.Repeat("x", 81))
+	unreadable := writeSecret(t, dir, "unreadable", secret)
+	if err := os.Chmod(unreadable, 0); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, file string
+		env        map[string]string
+		want       want
+		skipRoot   bool
+	}{
+		{name: "missing", file: filepath.Join(dir, "nope"),
+			want: want{"bgp.peers[0].passwordFile", fmt.Sprintf("cannot read %q: no such file or directory", filepath.Join(dir, "nope")), 10}},
+		{name: "empty", file: empty, want: want{"bgp.peers[0].passwordFile", fmt.Sprintf("%q is empty", empty), 10}},
+		{name: "too long", file: long, want: want{"bgp.peers[0].passwordFile", "81 bytes long; TCP MD5 allows at most 80", 10}},
+		{name: "unreadable", file: unreadable, skipRoot: true,
+			want: want{"bgp.peers[0].passwordFile", "permission denied", 10}},
+		{name: "credential without systemd", file: "credential:tor-a",
+			want: want{"bgp.peers[0].passwordFile", "$CREDENTIALS_DIRECTORY is not set", 10}},
+		{name: "credential with a path", file: "credential:../etc/shadow", env: map[string]string{"CREDENTIALS_DIRECTORY": dir},
+			want: want{"bgp.peers[0].passwordFile", "a credential name is a plain file name", 10}},
+		{name: "credential missing", file: "credential:tor-z", env: map[string]string{"CREDENTIALS_DIRECTORY": dir},
+			want: want{"bgp.peers[0].passwordFile", filepath.Join(dir, "tor-z"), 10}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.skipRoot && os.Geteuid() == 0 {
+				t.Skip("root reads files whatever their mode")
+			}
+			errs := parseErrors(t, withPasswordFile(t, tt.file), fakeHost(tt.env))
+			checkErrors(t, errs, tt.want)
+			if strings.Contains(errs.Error(), secret) {
+				t.Errorf("an error shows the secret: %v", errs)
+			}
+		})
+	}
+}
+
+func TestPasswordCredential(t *testing.T) {
+	dir := t.TempDir()
+	writeSecret(t, dir, "tor-a-md5", secret+"\n")
+	c, err := parse([]byte(withPasswordFile(t, "credential:tor-a-md5")), "config.yaml",
+		fakeHost(map[string]string{"CREDENTIALS_DIRECTORY": dir}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.BGP.Peers[0].Password; got != secret {
+		t.Errorf("Password = %q, want %q", got, secret)
+	}
+
+	// Parse reads the real environment.
+	t.Setenv("CREDENTIALS_DIRECTORY", dir)
+	c, err = Parse([]byte(withPasswordFile(t, "credential:tor-a-md5")), "config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.BGP.Peers[0].Password; got != secret {
+		t.Errorf("Parse: Password = %q, want %q", got, secret)
+	}
+}
+
+// TestPasswordNeverPrinted marshals and prints a config holding a password
+// every way the daemon and CLI do.
+func TestPasswordNeverPrinted(t *testing.T) {
+	f := writeSecret(t, t.TempDir(), "md5", secret+"\n")
+	c := mustParse(t, withPasswordFile(t, f))
+	if c.BGP.Peers[0].Password != secret {
+		t.Fatalf("password not read")
+	}
+	r := c.Redacted()
+	if r.BGP.Peers[0].Password != "" || !r.BGP.Peers[0].PasswordRedacted {
+		t.Errorf("Redacted peer: Password %q, PasswordRedacted %v; want \"\", true", r.BGP.Peers[0].Password, r.BGP.Peers[0].PasswordRedacted)
+	}
+	if r.BGP.Peers[0].PasswordFile != f {
+		t.Errorf("Redacted dropped passwordFile")
+	}
+	if c.BGP.Peers[0].Password != secret {
+		t.Errorf("Redacted changed the original")
+	}
+	for _, cfg := range []struct {
+		name string
+		c    *Config
+	}{{"original", c}, {"redacted", r}} {
+		outputs := map[string]func() (string, error){
+			"json": func() (string, error) { b, err := json.Marshal(cfg.c); return string(b), err },
+			"yaml": func() (string, error) { b, err := yaml.Marshal(cfg.c); return string(b), err },
+			"%v":   func() (string, error) { return fmt.Sprintf("%v", cfg.c), nil },
+			"%+v":  func() (string, error) { return fmt.Sprintf("%+v", *cfg.c), nil },
+			"%#v":  func() (string, error) { return fmt.Sprintf("%#v", cfg.c.BGP.Peers), nil },
+			"%s":   func() (string, error) { return fmt.Sprintf("%s", cfg.c.BGP.Peers[0]), nil },
+		}
+		for how, out := range outputs {
+			s, err := out()
+			if err != nil {
+				t.Fatalf("%s %s: %v", cfg.name, how, err)
+			}
+			if strings.Contains(s, secret) {
+				t.Errorf("%s config printed with %s shows the password:\n%s", cfg.name, how, s)
+			}
+			if (how == "json" || how == "yaml") && !strings.Contains(s, RedactedPassword) {
+				t.Errorf("%s config printed with %s does not show that a password is set:\n%s", cfg.name, how, s)
+			}
+		}
+	}
+}
