@@ -134,7 +134,7 @@ func TestDocumentProblems(t *testing.T) {
 		{name: "tab indentation", doc: "bgp:\n\tasn: 1\n",
 			wants: []want{{"", "invalid YAML", 2}}},
 		{name: "two documents", doc: baseDoc + "---\nnode: {name: n2}\n",
-			wants: []want{{"", "only one YAML document", 0}}},
+			wants: []want{{"", "only one YAML document", 17}}},
 		{name: "empty document", doc: "# nothing yet\n",
 			wants: []want{{"bgp.asn", "required", 0}, {"bgp.peers", "at least one peer", 0}}},
 		{name: "list at the top", doc: "- bgp\n",

@@ -105,7 +105,7 @@ func parseYAML(data []byte) (*yaml.Node, error) {
 	}
 	var next yaml.Node
 	if err := dec.Decode(&next); err == nil {
-		return nil, fmt.Errorf("yaml: line %d: only one YAML document is allowed (remove the \"---\")", next.Line-1)
+		return nil, fmt.Errorf("yaml: line %d: only one YAML document is allowed (remove the \"---\")", next.Line)
 	}
 	if len(doc.Content) == 0 {
 		return nil, nil

@@ -342,3 +342,17 @@ func TestMergeKeys(t *testing.T) {
 		t.Errorf("got tor-a asn %d holdTime %v, tor-b asn %d holdTime %v; want 65001 9s, 64512 9s", a.ASN, a.HoldTime, b.ASN, b.HoldTime)
 	}
 }
+
+func TestLoad(t *testing.T) {
+	if _, err := Load(filepath.Join(t.TempDir(), "missing.yaml")); err == nil || !strings.Contains(err.Error(), "read config") {
+		t.Errorf("Load(missing) = %v, want a read error", err)
+	}
+	f := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(f, []byte("bgp: {asn: 0}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(f)
+	if err == nil || !strings.HasPrefix(err.Error(), f+":1: bgp.asn: required") {
+		t.Errorf("Load(bad) = %v, want problems prefixed with the file name and line", err)
+	}
+}

@@ -172,7 +172,7 @@ func (v *validator) peer(p string, peer *Peer) {
 // timers checks hold, keepalive and connect-retry timers.
 func (v *validator) timers(p string, peer *Peer) {
 	hold, keep := peer.HoldTime, peer.KeepaliveTime
-	holdOK := hold == 0 || hold >= 3*time.Second && hold <= 65535*time.Second
+	holdOK := hold == 0 || (hold >= 3*time.Second && hold <= 65535*time.Second)
 	if !holdOK {
 		v.add(key(p, "holdTime"), "%s is out of range (0, or 3s..65535s)", hold)
 	} else {
