@@ -50,6 +50,9 @@ func Load(path string) (*Config, error) {
 // passwordFile into Password and validates the result. name (usually the
 // file's path) prefixes error messages. On any problem it returns a nil
 // Config and Errors listing every problem with its key path and line.
+//
+// The document is decoded from the yaml.v3 node tree, not through viper:
+// see the comment at the top of decode.go for why.
 func Parse(data []byte, name string) (*Config, error) {
 	return parse(data, name, systemHost())
 }
