@@ -290,7 +290,7 @@ func TestControlAPI(t *testing.T) {
 }
 
 func TestPartialApplyIsRetried(t *testing.T) {
-	h := start(t, "*")
+	h := start(t, `"*"`)
 	h.sp.mu.Lock()
 	h.sp.failPrefix = netip.MustParsePrefix("10.200.0.0/24")
 	h.sp.mu.Unlock()
