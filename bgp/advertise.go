@@ -1,0 +1,669 @@
+package bgp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/osrg/gobgp/v4/api"
+	"github.com/osrg/gobgp/v4/pkg/apiutil"
+	bgppkt "github.com/osrg/gobgp/v4/pkg/packet/bgp"
+	"go.uber.org/zap"
+
+	"github.com/ovnbgp/ovnbgp/config"
+	"github.com/ovnbgp/ovnbgp/model"
+)
+
+// groupID identifies one export statement: the prefixes sent to one peer,
+// in one family, with one attribute set.
+type groupID struct {
+	peer   string
+	family config.Family
+	attrs  string // normAttrs.key()
+}
+
+// group is an export statement and its prefix defined-set (same name) as
+// installed in gobgp.
+type group struct {
+	name     string
+	attrs    model.PathAttrs
+	prefixes map[netip.Prefix]struct{}
+}
+
+// advState is what Set has installed in gobgp.
+type advState struct {
+	// rib holds the prefixes with a local path in the global RIB.
+	rib map[netip.Prefix]struct{}
+	// groups mirror the export statements and their prefix sets.
+	groups map[groupID]*group
+	// member is the group each wanted advertisement was put in; advs is
+	// that advertisement as given (Rule, Network and Source included).
+	member map[model.Key]groupID
+	advs   map[model.Key]model.Advertisement
+	// nbr is the address in each peer's neighbor set.
+	nbr map[string]netip.Addr
+	// unsynced are advertisements whose peer has not re-evaluated its
+	// export policy since they changed (a failed soft reset); resets
+	// lists those peers, retried on the next Set.
+	unsynced map[model.Key]bool
+	resets   map[string]bool
+}
+
+func newAdvState() advState {
+	return advState{
+		rib:      map[netip.Prefix]struct{}{},
+		groups:   map[groupID]*group{},
+		member:   map[model.Key]groupID{},
+		advs:     map[model.Key]model.Advertisement{},
+		nbr:      map[string]netip.Addr{},
+		unsynced: map[model.Key]bool{},
+		resets:   map[string]bool{},
+	}
+}
+
+// Set makes the advertised set equal to advs: each prefix to each named
+// peer with its attributes. It is declarative and may be called with the
+// same set any number of times: only the differences reach gobgp, and only
+// the peers concerned see an UPDATE. nil withdraws everything. It keeps
+// going on per-item errors (unknown peer, family not enabled on the peer,
+// bad community, a gobgp refusal) and returns them joined; Advertised then
+// tells what is in effect.
+func (s *Speaker) Set(ctx context.Context, advs []model.Advertisement) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return errors.New("set advertisements: speaker is stopped")
+	}
+	s.desired = slices.Clone(advs)
+	return s.reconcile(ctx, advs)
+}
+
+// Advertised returns the advertisements in effect, sorted by peer and
+// prefix: those whose prefix is in the RIB, whose peer's export policy
+// selects it with the given attributes, and whose peer has re-evaluated its
+// export policy since.
+func (s *Speaker) Advertised() []model.Advertisement {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := &s.adv
+	inEffect := map[model.Key]model.Advertisement{}
+	for gid, g := range a.groups {
+		for p := range g.prefixes {
+			k := model.Key{Peer: gid.peer, Prefix: p}
+			if _, in := a.rib[p]; !in || a.unsynced[k] {
+				continue
+			}
+			if a.member[k] == gid {
+				inEffect[k] = a.advs[k]
+			} else if _, ok := inEffect[k]; !ok {
+				// Left over from a failed removal: gobgp still sends it.
+				inEffect[k] = model.Advertisement{Peer: gid.peer, Prefix: p, Attrs: g.attrs}
+			}
+		}
+	}
+	out := make([]model.Advertisement, 0, len(inEffect))
+	for _, adv := range inEffect {
+		out = append(out, adv)
+	}
+	sort.Slice(out, func(i, j int) bool { return lessKey(out[i].Key(), out[j].Key()) })
+	return out
+}
+
+// wanted is a validated advertisement.
+type wanted struct {
+	adv   model.Advertisement
+	gid   groupID
+	attrs normAttrs
+}
+
+// reconcile brings gobgp from s.adv to want. The order keeps every peer
+// correct at every step: export statements grow before the paths they
+// select are added; paths are withdrawn before statements shrink; a peer
+// whose selection changed for a path that stays in the RIB gets a soft
+// reset OUT (gobgp re-runs its export policy and sends the differences,
+// withdrawals included) and no other peer is touched.
+func (s *Speaker) reconcile(ctx context.Context, want []model.Advertisement) error {
+	a := &s.adv
+	var errs []error
+	fail := func(k model.Key, err error) {
+		errs = append(errs, fmt.Errorf("advertise %v to peer %q: %w", k.Prefix, k.Peer, err))
+	}
+
+	desired := make(map[model.Key]wanted, len(want))
+	for _, adv := range want {
+		k := adv.Key()
+		w, err := s.validate(adv)
+		if err != nil {
+			fail(k, err)
+			continue
+		}
+		if prev, dup := desired[k]; dup {
+			if prev.gid != w.gid {
+				fail(k, fmt.Errorf("conflicting attributes %+v and %+v; keeping the first", prev.adv.Attrs, adv.Attrs))
+			}
+			continue
+		}
+		desired[k] = w
+	}
+	keys := make([]model.Key, 0, len(desired))
+	for k := range desired {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return lessKey(keys[i], keys[j]) })
+
+	ribBefore := make(map[netip.Prefix]struct{}, len(a.rib))
+	for p := range a.rib {
+		ribBefore[p] = struct{}{}
+	}
+	reset := map[string]bool{}
+	for p := range a.resets {
+		reset[p] = true
+	}
+
+	// 1. Each peer's neighbor set: the condition every statement of the
+	// peer uses to match it.
+	badPeer := map[string]bool{}
+	for _, k := range keys {
+		if _, done := badPeer[k.Peer]; done {
+			continue
+		}
+		err := s.ensureNeighborSet(ctx, k.Peer, s.peers[k.Peer].Address, reset)
+		badPeer[k.Peer] = err != nil
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+
+	// 2. Grow: put every wanted (peer, prefix) in its statement's set.
+	added := 0
+	for _, k := range keys {
+		w := desired[k]
+		if badPeer[k.Peer] {
+			continue
+		}
+		if cur, had := a.member[k]; had && cur == w.gid {
+			a.advs[k] = w.adv
+			continue
+		}
+		if err := s.addToGroup(ctx, w.gid, w.attrs, k.Prefix); err != nil {
+			fail(k, err)
+			continue
+		}
+		a.member[k] = w.gid
+		a.advs[k] = w.adv
+		added++
+		if _, in := ribBefore[k.Prefix]; in {
+			// The path is already in the RIB: only a soft reset makes
+			// gobgp send it to this peer (or with the new attributes).
+			reset[k.Peer] = true
+			a.unsynced[k] = true
+		}
+	}
+	// Intents that are gone: the shrink step removes them from gobgp.
+	for k := range a.member {
+		if _, ok := desired[k]; !ok {
+			delete(a.member, k)
+			delete(a.advs, k)
+		}
+	}
+
+	// 3. Add the paths that are wanted by at least one peer and not yet in
+	// the RIB. gobgp runs each peer's export policy on them: only the
+	// selected peers get an UPDATE.
+	inRIB := map[netip.Prefix]bool{}
+	for k := range a.member {
+		inRIB[k.Prefix] = true
+	}
+	var toAdd []netip.Prefix
+	for p := range inRIB {
+		if _, ok := a.rib[p]; !ok {
+			toAdd = append(toAdd, p)
+		}
+	}
+	slices.SortFunc(toAdd, comparePrefix)
+	if err := s.addPaths(toAdd); err != nil {
+		errs = append(errs, err)
+	}
+
+	// 4. Withdraw the paths no peer wants any more. (gobgp sends the
+	// WITHDRAW to every established peer, also to those that never had
+	// it; RFC 4271 allows that.)
+	var toDelete []netip.Prefix
+	for p := range a.rib {
+		if !inRIB[p] {
+			toDelete = append(toDelete, p)
+		}
+	}
+	slices.SortFunc(toDelete, comparePrefix)
+	if err := s.deletePaths(toDelete); err != nil {
+		errs = append(errs, err)
+	}
+
+	// 5. Shrink: remove from the sets what no intent holds, then the
+	// statements, sets and neighbor sets left empty.
+	removed := 0
+	for _, gid := range sortedGroups(a.groups) {
+		g := a.groups[gid]
+		var drop []netip.Prefix
+		for p := range g.prefixes {
+			if a.member[model.Key{Peer: gid.peer, Prefix: p}] != gid {
+				drop = append(drop, p)
+			}
+		}
+		if len(drop) == 0 {
+			continue
+		}
+		slices.SortFunc(drop, comparePrefix)
+		if err := s.removeFromGroup(ctx, g, drop); err != nil {
+			errs = append(errs, fmt.Errorf("withdraw %v from peer %q: %w", drop, gid.peer, err))
+			continue
+		}
+		removed += len(drop)
+		for _, p := range drop {
+			if _, in := a.rib[p]; in {
+				reset[gid.peer] = true
+			}
+		}
+	}
+	for _, gid := range sortedGroups(a.groups) {
+		g := a.groups[gid]
+		if len(g.prefixes) > 0 {
+			continue
+		}
+		if err := s.deleteGroup(ctx, g); err != nil {
+			errs = append(errs, fmt.Errorf("peer %q: delete export statement %s: %w", gid.peer, g.name, err))
+			continue
+		}
+		delete(a.groups, gid)
+	}
+	for _, peer := range sortedKeys(a.nbr) {
+		inUse := false
+		for gid := range a.groups {
+			inUse = inUse || gid.peer == peer
+		}
+		if inUse {
+			continue
+		}
+		if err := s.deleteDefinedSet(ctx, neighborSet(peer, a.nbr[peer]), true); err != nil {
+			errs = append(errs, fmt.Errorf("peer %q: delete neighbor set: %w", peer, err))
+			continue
+		}
+		delete(a.nbr, peer)
+	}
+
+	// 6. Let each peer whose selection changed for a path that stayed in
+	// the RIB re-run its export policy.
+	for _, peer := range sortedKeys(reset) {
+		p, ok := s.peers[peer]
+		if !ok {
+			// Gone: nothing to re-evaluate.
+			delete(a.resets, peer)
+			s.clearUnsynced(peer)
+			continue
+		}
+		err := s.bgp.ResetPeer(ctx, &api.ResetPeerRequest{
+			Address:   p.Address.String(),
+			Soft:      true,
+			Direction: api.ResetPeerRequest_DIRECTION_OUT,
+		})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("peer %q: soft reset out: %w", peer, err))
+			a.resets[peer] = true
+			continue
+		}
+		delete(a.resets, peer)
+		s.clearUnsynced(peer)
+	}
+	for k := range a.unsynced {
+		if _, ok := a.member[k]; !ok {
+			delete(a.unsynced, k)
+		}
+	}
+
+	if added > 0 || removed > 0 || len(toAdd) > 0 || len(toDelete) > 0 {
+		s.log.Debug("advertisements reconciled",
+			zap.Int("selected", added), zap.Int("deselected", removed),
+			zap.Int("pathsAdded", len(toAdd)), zap.Int("pathsWithdrawn", len(toDelete)),
+			zap.Strings("softResetOut", sortedKeys(reset)), zap.Int("errors", len(errs)))
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Speaker) clearUnsynced(peer string) {
+	for k := range s.adv.unsynced {
+		if k.Peer == peer {
+			delete(s.adv.unsynced, k)
+		}
+	}
+}
+
+// validate checks adv against the configured peers and parses its
+// attributes.
+func (s *Speaker) validate(adv model.Advertisement) (wanted, error) {
+	p, ok := s.peers[adv.Peer]
+	if !ok {
+		return wanted{}, errors.New("peer is not configured")
+	}
+	pfx := adv.Prefix
+	if !pfx.IsValid() {
+		return wanted{}, errors.New("prefix is not valid")
+	}
+	if pfx.Addr().Is4In6() {
+		return wanted{}, errors.New("prefix is an IPv4-mapped IPv6 prefix")
+	}
+	if pfx.Addr().Zone() != "" {
+		return wanted{}, errors.New("prefix has a zone")
+	}
+	if pfx != pfx.Masked() {
+		return wanted{}, fmt.Errorf("prefix has host bits set (want %v)", pfx.Masked())
+	}
+	fam := config.IPv4
+	if pfx.Addr().Is6() {
+		fam = config.IPv6
+	}
+	if !slices.Contains(p.Families, fam) {
+		return wanted{}, fmt.Errorf("family %s is not enabled on the peer", fam)
+	}
+	n, err := normalize(adv.Attrs)
+	if err != nil {
+		return wanted{}, err
+	}
+	return wanted{adv: adv, gid: groupID{peer: adv.Peer, family: fam, attrs: n.key()}, attrs: n}, nil
+}
+
+// ensureNeighborSet makes the peer's neighbor set hold addr. A set is
+// never left empty: gobgp treats an empty neighbor set as matching every
+// peer.
+func (s *Speaker) ensureNeighborSet(ctx context.Context, peer string, addr netip.Addr, reset map[string]bool) error {
+	cur, ok := s.adv.nbr[peer]
+	if ok && cur == addr {
+		return nil
+	}
+	if err := s.bgp.AddDefinedSet(ctx, &api.AddDefinedSetRequest{DefinedSet: neighborSet(peer, addr)}); err != nil {
+		return fmt.Errorf("peer %q: add neighbor set: %w", peer, err)
+	}
+	s.adv.nbr[peer] = addr
+	if ok {
+		reset[peer] = true
+		if err := s.deleteDefinedSet(ctx, neighborSet(peer, cur), false); err != nil {
+			return fmt.Errorf("peer %q: remove old address %v from its neighbor set: %w", peer, cur, err)
+		}
+	}
+	return nil
+}
+
+// addToGroup adds prefix to the group's prefix set, creating the set and
+// its statement first if needed. Sets are always changed in place (append
+// and remove): gobgp binds a statement to the set object when the
+// statement is added, so replacing a set (AddDefinedSet with Replace)
+// would leave the statement matching the old one.
+func (s *Speaker) addToGroup(ctx context.Context, gid groupID, n normAttrs, prefix netip.Prefix) error {
+	a := &s.adv
+	g := a.groups[gid]
+	if g != nil {
+		if err := s.bgp.AddDefinedSet(ctx, &api.AddDefinedSetRequest{DefinedSet: prefixSet(g.name, prefix)}); err != nil {
+			return fmt.Errorf("add to prefix set %s: %w", g.name, err)
+		}
+		g.prefixes[prefix] = struct{}{}
+		return nil
+	}
+	name := fmt.Sprintf("ovnbgp:%s:%s:%s", gid.peer, gid.family, shortHash(gid.attrs))
+	if err := s.bgp.AddDefinedSet(ctx, &api.AddDefinedSetRequest{DefinedSet: prefixSet(name, prefix)}); err != nil {
+		return fmt.Errorf("add prefix set %s: %w", name, err)
+	}
+	st := s.statement(name, gid.peer, n)
+	if err := s.bgp.AddPolicy(ctx, &api.AddPolicyRequest{Policy: &api.Policy{Name: exportPolicy, Statements: []*api.Statement{st}}}); err != nil {
+		if derr := s.deleteDefinedSet(ctx, prefixSet(name), true); derr != nil {
+			err = errors.Join(err, fmt.Errorf("clean up prefix set %s: %w", name, derr))
+		}
+		return fmt.Errorf("add export statement %s: %w", name, err)
+	}
+	a.groups[gid] = &group{name: name, attrs: n.attrs(), prefixes: map[netip.Prefix]struct{}{prefix: {}}}
+	return nil
+}
+
+func (s *Speaker) removeFromGroup(ctx context.Context, g *group, prefixes []netip.Prefix) error {
+	if err := s.deleteDefinedSet(ctx, prefixSet(g.name, prefixes...), false); err != nil {
+		return fmt.Errorf("remove from prefix set %s: %w", g.name, err)
+	}
+	for _, p := range prefixes {
+		delete(g.prefixes, p)
+	}
+	return nil
+}
+
+// deleteGroup removes an empty group's statement from the export policy,
+// then the statement (gobgp's DeletePolicy does not delete the statements
+// it removes from a policy, whatever PreserveStatements says), then its
+// prefix set.
+func (s *Speaker) deleteGroup(ctx context.Context, g *group) error {
+	if err := s.bgp.DeletePolicy(ctx, &api.DeletePolicyRequest{
+		Policy:             &api.Policy{Name: exportPolicy, Statements: []*api.Statement{{Name: g.name}}},
+		PreserveStatements: true,
+	}); err != nil {
+		return fmt.Errorf("remove from export policy: %w", err)
+	}
+	if err := s.bgp.DeleteStatement(ctx, &api.DeleteStatementRequest{Statement: &api.Statement{Name: g.name}, All: true}); err != nil {
+		return fmt.Errorf("delete statement: %w", err)
+	}
+	if err := s.deleteDefinedSet(ctx, prefixSet(g.name), true); err != nil {
+		return fmt.Errorf("delete prefix set: %w", err)
+	}
+	return nil
+}
+
+func (s *Speaker) deleteDefinedSet(ctx context.Context, ds *api.DefinedSet, all bool) error {
+	return s.bgp.DeleteDefinedSet(ctx, &api.DeleteDefinedSetRequest{DefinedSet: ds, All: all})
+}
+
+// statement accepts the group's prefixes towards its peer and sets its
+// attributes.
+func (s *Speaker) statement(name, peer string, n normAttrs) *api.Statement {
+	act := &api.Actions{RouteAction: api.RouteAction_ROUTE_ACTION_ACCEPT}
+	if len(n.communities) > 0 {
+		act.Community = &api.CommunityAction{Type: api.CommunityAction_TYPE_ADD, Communities: n.communityStrings()}
+	}
+	if len(n.large) > 0 {
+		act.LargeCommunity = &api.CommunityAction{Type: api.CommunityAction_TYPE_ADD, Communities: n.largeStrings()}
+	}
+	if n.med > 0 {
+		act.Med = &api.MedAction{Type: api.MedAction_TYPE_REPLACE, Value: int64(n.med)}
+	}
+	if n.localPref > 0 {
+		// gobgp strips LOCAL_PREF towards eBGP peers after export policy.
+		act.LocalPref = &api.LocalPrefAction{Value: n.localPref}
+	}
+	if n.prepend > 0 {
+		// On top of the ASN gobgp prepends itself towards eBGP peers.
+		act.AsPrepend = &api.AsPrependAction{Asn: s.global.ASN, Repeat: uint32(n.prepend)}
+	}
+	return &api.Statement{
+		Name: name,
+		Conditions: &api.Conditions{
+			PrefixSet:   &api.MatchSet{Type: api.MatchSet_TYPE_ANY, Name: name},
+			NeighborSet: &api.MatchSet{Type: api.MatchSet_TYPE_ANY, Name: neighborSetName(peer)},
+		},
+		Actions: act,
+	}
+}
+
+func neighborSetName(peer string) string { return "ovnbgp:peer:" + peer }
+
+func neighborSet(peer string, addr netip.Addr) *api.DefinedSet {
+	return &api.DefinedSet{
+		DefinedType: api.DefinedType_DEFINED_TYPE_NEIGHBOR,
+		Name:        neighborSetName(peer),
+		List:        []string{netip.PrefixFrom(addr, addr.BitLen()).String()},
+	}
+}
+
+// prefixSet matches exactly the given prefixes (no longer ones).
+func prefixSet(name string, prefixes ...netip.Prefix) *api.DefinedSet {
+	ds := &api.DefinedSet{DefinedType: api.DefinedType_DEFINED_TYPE_PREFIX, Name: name}
+	for _, p := range prefixes {
+		ds.Prefixes = append(ds.Prefixes, &api.Prefix{
+			IpPrefix:      p.String(),
+			MaskLengthMin: uint32(p.Bits()),
+			MaskLengthMax: uint32(p.Bits()),
+		})
+	}
+	return ds
+}
+
+// addPaths originates the prefixes as local paths, next hop self. gobgp
+// takes them in one batch and answers per path.
+func (s *Speaker) addPaths(prefixes []netip.Prefix) error {
+	if len(prefixes) == 0 {
+		return nil
+	}
+	var errs []error
+	paths := make([]*apiutil.Path, 0, len(prefixes))
+	ok := make([]netip.Prefix, 0, len(prefixes))
+	for _, p := range prefixes {
+		lp, err := localPath(p)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("add path %v: %w", p, err))
+			continue
+		}
+		paths = append(paths, lp)
+		ok = append(ok, p)
+	}
+	if len(paths) == 0 {
+		return errors.Join(errs...)
+	}
+	resps, err := s.bgp.AddPath(apiutil.AddPathRequest{Paths: paths})
+	if len(resps) != len(paths) {
+		// gobgp answers per path unless the whole call failed.
+		if err == nil {
+			err = fmt.Errorf("gobgp answered %d of %d paths", len(resps), len(paths))
+		}
+		// Per-path answers are lost; find out what went in.
+		s.syncRIB(ok)
+		return errors.Join(append(errs, fmt.Errorf("add paths: %w", err))...)
+	}
+	for i, r := range resps {
+		if r.Error != nil {
+			errs = append(errs, fmt.Errorf("add path %v: %w", ok[i], r.Error))
+			continue
+		}
+		s.adv.rib[ok[i]] = struct{}{}
+	}
+	return errors.Join(errs...)
+}
+
+// deletePaths withdraws the prefixes' local paths, in one batch, or one by
+// one when the batch fails, so that each error names its prefix.
+func (s *Speaker) deletePaths(prefixes []netip.Prefix) error {
+	if len(prefixes) == 0 {
+		return nil
+	}
+	build := func(ps []netip.Prefix) ([]*apiutil.Path, []error) {
+		var errs []error
+		var out []*apiutil.Path
+		for _, p := range ps {
+			lp, err := localPath(p)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("withdraw path %v: %w", p, err))
+				continue
+			}
+			out = append(out, lp)
+		}
+		return out, errs
+	}
+	paths, errs := build(prefixes)
+	if len(errs) == 0 {
+		if err := s.bgp.DeletePath(apiutil.DeletePathRequest{Paths: paths}); err == nil {
+			for _, p := range prefixes {
+				delete(s.adv.rib, p)
+			}
+			return nil
+		}
+	}
+	errs = nil
+	for _, p := range prefixes {
+		one, berrs := build([]netip.Prefix{p})
+		if len(berrs) > 0 {
+			errs = append(errs, berrs...)
+			continue
+		}
+		if err := s.bgp.DeletePath(apiutil.DeletePathRequest{Paths: one}); err != nil {
+			errs = append(errs, fmt.Errorf("withdraw path %v: %w", p, err))
+			continue
+		}
+		delete(s.adv.rib, p)
+	}
+	return errors.Join(errs...)
+}
+
+// syncRIB reads back which of the prefixes have a path in the global RIB.
+// With the import policy rejecting everything, only local paths are there.
+func (s *Speaker) syncRIB(prefixes []netip.Prefix) {
+	for _, fam := range []bgppkt.Family{bgppkt.RF_IPv4_UC, bgppkt.RF_IPv6_UC} {
+		_ = s.bgp.ListPath(apiutil.ListPathRequest{TableType: api.TableType_TABLE_TYPE_GLOBAL, Family: fam},
+			func(nlri bgppkt.NLRI, paths []*apiutil.Path) {
+				if p, ok := nlriPrefix(nlri); ok && len(paths) > 0 && slices.Contains(prefixes, p) {
+					s.adv.rib[p] = struct{}{}
+				}
+			})
+	}
+}
+
+// localPath is prefix as a locally originated path: origin IGP, next hop
+// unspecified (gobgp puts its session address, next hop self).
+func localPath(prefix netip.Prefix) (*apiutil.Path, error) {
+	nlri, err := bgppkt.NewIPAddrPrefix(prefix)
+	if err != nil {
+		return nil, err
+	}
+	attrs := []bgppkt.PathAttributeInterface{bgppkt.NewPathAttributeOrigin(bgppkt.BGP_ORIGIN_ATTR_TYPE_IGP)}
+	family := bgppkt.RF_IPv4_UC
+	if prefix.Addr().Is4() {
+		nh, err := bgppkt.NewPathAttributeNextHop(netip.IPv4Unspecified())
+		if err != nil {
+			return nil, err
+		}
+		attrs = append(attrs, nh)
+	} else {
+		family = bgppkt.RF_IPv6_UC
+		mp, err := bgppkt.NewPathAttributeMpReachNLRI(family, []bgppkt.PathNLRI{{NLRI: nlri}}, netip.IPv6Unspecified())
+		if err != nil {
+			return nil, err
+		}
+		attrs = append(attrs, mp)
+	}
+	return &apiutil.Path{Family: family, Nlri: nlri, Attrs: attrs, Age: time.Now().Unix()}, nil
+}
+
+func nlriPrefix(n bgppkt.NLRI) (netip.Prefix, bool) {
+	if p, ok := n.(*bgppkt.IPAddrPrefix); ok && p.Prefix.IsValid() {
+		return p.Prefix, true
+	}
+	return netip.Prefix{}, false
+}
+
+func comparePrefix(a, b netip.Prefix) int {
+	if c := a.Addr().Compare(b.Addr()); c != 0 {
+		return c
+	}
+	return a.Bits() - b.Bits()
+}
+
+func lessKey(a, b model.Key) bool {
+	if a.Peer != b.Peer {
+		return a.Peer < b.Peer
+	}
+	return comparePrefix(a.Prefix, b.Prefix) < 0
+}
+
+func sortedGroups(m map[groupID]*group) []groupID {
+	out := make([]groupID, 0, len(m))
+	for gid := range m {
+		out = append(out, gid)
+	}
+	sort.Slice(out, func(i, j int) bool { return m[out[i]].name < m[out[j]].name })
+	return out
+}

@@ -1,0 +1,207 @@
+package bgp
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ovnbgp/ovnbgp/config"
+	"github.com/ovnbgp/ovnbgp/model"
+)
+
+// TestAdvertiseAttributes: IPv4 and IPv6 prefixes reach the provider with
+// the attributes the advertisement asked for.
+func TestAdvertiseAttributes(t *testing.T) {
+	t.Parallel()
+	l := newLab(t, 11)
+	port := freePort(t)
+	prov := l.provider(3, port, provASN, false, "")
+	node := l.node(false, l.peerOf("tor", 3, port, provASN))
+
+	v4 := adv("tor", "10.11.0.0/24", model.PathAttrs{
+		Communities:      []string{"65001:100", "no-export"},
+		LargeCommunities: []string{"64512:1:2"},
+		MED:              50,
+		ASPathPrepend:    2,
+	})
+	v6 := adv("tor", "fd00:11::/64", model.PathAttrs{MED: 7, Communities: []string{"65001:600"}})
+	set(t, node, v4, v6)
+
+	waitEstablished(t, node, "tor")
+	got := waitLearned(t, prov, "node", v4.Prefix, v6.Prefix)
+
+	p4 := got[v4.Prefix]
+	if want := []uint32{nodeASN, nodeASN, nodeASN}; !slices.Equal(p4.ASPath, want) {
+		t.Errorf("as path of %v = %v, want %v (own ASN + 2 prepends)", v4.Prefix, p4.ASPath, want)
+	}
+	if p4.MED != 50 {
+		t.Errorf("med of %v = %d, want 50", v4.Prefix, p4.MED)
+	}
+	wantComms := []string{"65001:100", "no-export", "64512:1:2"}
+	if !sameSet(p4.Communities, wantComms) {
+		t.Errorf("communities of %v = %v, want %v", v4.Prefix, p4.Communities, wantComms)
+	}
+	if p4.NextHop != l.addr(2) {
+		t.Errorf("next hop of %v = %v, want %v (next hop self)", v4.Prefix, p4.NextHop, l.addr(2))
+	}
+	if p4.Origin != "igp" || p4.Accepted || p4.Reason != ReasonDefaultDeny {
+		t.Errorf("%v: origin %q accepted %v reason %q", v4.Prefix, p4.Origin, p4.Accepted, p4.Reason)
+	}
+
+	p6 := got[v6.Prefix]
+	if want := []uint32{nodeASN}; !slices.Equal(p6.ASPath, want) {
+		t.Errorf("as path of %v = %v, want %v", v6.Prefix, p6.ASPath, want)
+	}
+	if p6.MED != 7 || !sameSet(p6.Communities, []string{"65001:600"}) {
+		t.Errorf("%v: med %d communities %v, want 7 [65001:600]", v6.Prefix, p6.MED, p6.Communities)
+	}
+
+	if diff := cmp.Diff([]model.Advertisement{v4, v6}, node.Advertised(), cmpOpts); diff != "" {
+		t.Errorf("Advertised() (-want +got):\n%s", diff)
+	}
+
+	// Counters and session details, both sides.
+	eventually(t, routeTimeout, "provider counts 2 received from node", func() (bool, string) {
+		st := peerState(t, prov, "node")
+		return countsOf(st, "ipv4").Received == 1 && countsOf(st, "ipv6").Received == 1, fmt.Sprintf("%+v", st.Families)
+	})
+	eventually(t, routeTimeout, "node counts 2 advertised to tor", func() (bool, string) {
+		st := peerState(t, node, "tor")
+		return countsOf(st, "ipv4").Advertised == 1 && countsOf(st, "ipv6").Advertised == 1, fmt.Sprintf("%+v", st.Families)
+	})
+	st := peerState(t, node, "tor")
+	if st.LocalAddress != l.addr(2) || st.RouterID != l.addr(3) || st.ASN != provASN || st.Since.IsZero() {
+		t.Errorf("node's view of tor: %+v", st)
+	}
+}
+
+func countsOf(st model.PeerStatus, fam string) model.FamilyCounts {
+	for _, f := range st.Families {
+		if f.Family == fam {
+			return f
+		}
+	}
+	return model.FamilyCounts{Family: fam, Received: -1, Advertised: -1}
+}
+
+func sameSet(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
+}
+
+// TestPerPeerSelection: each prefix goes only to the peers that name it;
+// moving it withdraws it from one and sends it to the other; changing the
+// set for one peer sends nothing to another; the same set twice changes
+// nothing; nil withdraws everything.
+func TestPerPeerSelection(t *testing.T) {
+	t.Parallel()
+	l := newLab(t, 12)
+	portA, portB := freePort(t), freePort(t)
+	provA := l.provider(3, portA, provASN, false, "")
+	provB := l.provider(4, portB, provASN+1, false, "")
+	node := l.node(false, l.peerOf("a", 3, portA, provASN), l.peerOf("b", 4, portB, provASN+1))
+	waitEstablished(t, node, "a")
+	waitEstablished(t, node, "b")
+
+	x, y := pfx("10.12.1.0/24"), pfx("10.12.2.0/24")
+	ya := adv("a", "10.12.2.0/24", model.PathAttrs{})
+	yb := adv("b", "10.12.2.0/24", model.PathAttrs{})
+
+	// Both get Y.
+	set(t, node, ya, yb)
+	waitLearned(t, provA, "node", y)
+	baseB := waitLearned(t, provB, "node", y)
+	// Path ages are in whole seconds: let one pass so a resend would show.
+	time.Sleep(1100 * time.Millisecond)
+
+	// X to A only: B sees neither X nor a resend of Y.
+	set(t, node, ya, yb, adv("a", "10.12.1.0/24", model.PathAttrs{}))
+	waitLearned(t, provA, "node", x, y)
+	never(t, 2*time.Second, "B learns X or Y is resent to B", func() (bool, string) {
+		m := learned(t, provB, "node")
+		_, hasX := m[x]
+		return hasX || m[y].Age != baseB[y].Age, fmt.Sprintf("%s, age of Y %v (was %v)", prefixesOf(m), m[y].Age, baseB[y].Age)
+	})
+
+	// Move X from A to B.
+	xb := adv("b", "10.12.1.0/24", model.PathAttrs{})
+	set(t, node, ya, yb, xb)
+	waitLearned(t, provA, "node", y)
+	waitLearned(t, provB, "node", x, y)
+	if diff := cmp.Diff([]model.Advertisement{ya, xb, yb}, node.Advertised(), cmpOpts); diff != "" {
+		t.Errorf("Advertised() after the move (-want +got):\n%s", diff)
+	}
+
+	// The same set again changes nothing on either provider.
+	time.Sleep(1100 * time.Millisecond)
+	beforeA, beforeB := learned(t, provA, "node"), learned(t, provB, "node")
+	set(t, node, ya, yb, xb)
+	set(t, node, yb, xb, ya) // order does not matter
+	never(t, 2*time.Second, "a repeated Set changes a provider's view", func() (bool, string) {
+		a, b := learned(t, provA, "node"), learned(t, provB, "node")
+		dA, dB := cmp.Diff(beforeA, a, cmpOpts), cmp.Diff(beforeB, b, cmpOpts)
+		return dA != "" || dB != "", dA + dB
+	})
+
+	// New attributes for X towards B: only B's view changes.
+	xb.Attrs = model.PathAttrs{MED: 10, Communities: []string{"65001:10"}}
+	set(t, node, ya, yb, xb)
+	eventually(t, routeTimeout, "B learns X with MED 10", func() (bool, string) {
+		p := learned(t, provB, "node")[x]
+		return p.MED == 10 && sameSet(p.Communities, []string{"65001:10"}), fmt.Sprintf("%+v", p)
+	})
+	if got := learned(t, provA, "node"); cmp.Diff(beforeA, got, cmpOpts) != "" {
+		t.Errorf("A's view changed with B's attributes: %s", cmp.Diff(beforeA, got, cmpOpts))
+	}
+
+	// nil withdraws everything.
+	if err := node.Set(context.Background(), nil); err != nil {
+		t.Fatalf("set nil: %v", err)
+	}
+	waitLearned(t, provA, "node")
+	waitLearned(t, provB, "node")
+	if got := node.Advertised(); len(got) != 0 {
+		t.Errorf("Advertised() after Set(nil) = %v", got)
+	}
+	// Nothing of ours is left in gobgp's policy.
+	if n := len(node.adv.groups) + len(node.adv.nbr) + len(node.adv.rib); n != 0 {
+		t.Errorf("state left after Set(nil): %d groups/neighbor sets/paths", n)
+	}
+}
+
+// TestSetErrors: bad items are reported and skipped; the rest applies.
+func TestSetErrors(t *testing.T) {
+	t.Parallel()
+	l := newLab(t, 13)
+	port := freePort(t)
+	prov := l.provider(3, port, provASN, false, "")
+	p := l.peerOf("tor", 3, port, provASN)
+	p.Families = []config.Family{config.IPv4}
+	node := l.node(false, p)
+
+	good := adv("tor", "10.13.0.0/24", model.PathAttrs{})
+	err := node.Set(context.Background(), []model.Advertisement{
+		good,
+		adv("nobody", "10.13.1.0/24", model.PathAttrs{}),
+		adv("tor", "fd00:13::/64", model.PathAttrs{}),                                  // ipv6 not enabled
+		adv("tor", "10.13.2.0/24", model.PathAttrs{Communities: []string{"bad"}}),      // bad community
+		adv("tor", "10.13.3.0/24", model.PathAttrs{LargeCommunities: []string{"1:2"}}), // bad large community
+		{Peer: "tor", Prefix: netip.MustParsePrefix("10.13.4.1/24")},                   // host bits
+	})
+	if err == nil {
+		t.Fatal("Set with bad items returned no error")
+	}
+	t.Logf("Set errors: %v", err)
+	if diff := cmp.Diff([]model.Advertisement{good}, node.Advertised(), cmpOpts); diff != "" {
+		t.Errorf("Advertised() (-want +got):\n%s", diff)
+	}
+	waitEstablished(t, node, "tor")
+	waitLearned(t, prov, "node", good.Prefix)
+}

@@ -1,0 +1,72 @@
+// Package bgp is ovnbgp's BGP speaker: an embedded gobgp v4 server driven in
+// ovnbgp's own types (config.BGP, config.Peer, model.Advertisement,
+// model.PeerStatus, model.LearnedPath). It is the only package that imports
+// gobgp, and no gobgp type crosses its API. Every gobgp call goes through
+// the public methods of *server.BgpServer, which serializes them itself.
+//
+// # Import: default deny
+//
+// The global import policy rejects everything (RFC 8212). Nothing a peer
+// sends enters the Loc-RIB, so nothing learned is ever re-advertised to
+// another peer; Learned reads each peer's Adj-RIB-In, before policy, and
+// ovnbgp's own import rules decide what to program elsewhere.
+//
+// # Export: one local path per prefix, one statement per peer and attributes
+//
+// Set takes the full desired set of (peer, prefix, attributes) every time.
+// Each distinct prefix is one local path in the global RIB, next hop self
+// (0.0.0.0, or :: in MP_REACH_NLRI for IPv6), carrying no attributes of
+// its own. Which peer receives it, and with which attributes, is decided by
+// the global export policy "ovnbgp-export", whose default action is REJECT:
+//
+//   - per peer, a neighbor set "ovnbgp:peer:<name>" holding the peer's
+//     address;
+//   - per peer, family and distinct attribute set, a prefix set and a
+//     statement of the same name "ovnbgp:<peer>:<family>:<hash>", matching
+//     that prefix set and that neighbor set, setting the communities, large
+//     communities, MED, local preference and AS-path prepend, and accepting.
+//
+// gobgp v4 has per-peer policies only for route-server clients, whose
+// semantics (no own-ASN prepend, a separate RIB per client) are not what a
+// node wants, hence one global policy whose statements match the target
+// peer with a neighbor set: gobgp evaluates the global export policy once
+// per target peer with that peer as the neighbor.
+//
+// Only changes go out. Adding a prefix first extends the statement sets,
+// then adds the path: gobgp runs every peer's export policy on the new path
+// and only the selected peers get an UPDATE. Removing a prefix deletes the
+// path first (gobgp sends a WITHDRAW to every established peer, including
+// those that never had it) and then shrinks the sets. When a prefix stays
+// in the RIB but its peers or attributes change, only the peers concerned
+// get a soft reset OUT: gobgp re-runs their export policy, withdraws what
+// it now rejects and re-sends what it accepts (their whole selection, not
+// only the changed prefix). Sets are always changed in place, because
+// gobgp binds statements to set objects when they are added.
+//
+// Set keeps going on per-item errors and returns them joined; Advertised
+// returns what is in effect, so that the caller retries only the rest.
+//
+// # Sessions and events
+//
+// SetPeers diffs peers by name. A peer whose session-relevant config
+// changed is deleted and re-added (its session resets); a change of
+// maxPrefixes alone is applied in place. gobgp's peer-state events and
+// every change of an Adj-RIB-In (UPDATEs received, paths dropped on session
+// loss or graceful-restart expiry, End-of-RIB) call the notify function
+// given to New; the daemon coalesces them.
+//
+// Stop(graceful=true) uses gobgp's StopBgp{AllowGracefulRestart}: no
+// NOTIFICATION to peers that negotiated graceful restart, which then keep
+// our routes stale for the restart time.
+//
+// # gobgp v4.8.0 behaviour worth knowing
+//
+//   - The first dial comes about 2 s after AddPeer (connect-retry has a
+//     2 s floor), and after a session drop gobgp stays Idle for 5 s.
+//   - Timers are whole seconds; a holdTime of 0 cannot be expressed through
+//     gobgp's API (it becomes 90 s).
+//   - An empty neighbor set matches every peer; this package never leaves
+//     one empty.
+//   - DeletePolicy does not delete the statements it removes from a policy;
+//     this package deletes them itself.
+package bgp

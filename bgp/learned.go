@@ -1,0 +1,138 @@
+package bgp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/osrg/gobgp/v4/api"
+	"github.com/osrg/gobgp/v4/pkg/apiutil"
+	bgppkt "github.com/osrg/gobgp/v4/pkg/packet/bgp"
+
+	"github.com/ovnbgp/ovnbgp/config"
+	"github.com/ovnbgp/ovnbgp/model"
+)
+
+// ReasonDefaultDeny is the Reason of every learned path: gobgp's import
+// policy rejects everything; ovnbgp's own import rules decide later.
+const ReasonDefaultDeny = "no import rule accepts it (default deny, RFC 8212)"
+
+// Learned returns the Adj-RIB-In of the named peer ("" = every peer), before
+// any policy, sorted by peer and prefix. Every path is reported with
+// Accepted false: nothing a peer sends enters gobgp's Loc-RIB. A path whose
+// AS path holds our own ASN (a peer reflecting our routes back) is reported
+// as gobgp keeps it, with a Reason saying so.
+func (s *Speaker) Learned(ctx context.Context, peer string) ([]model.LearnedPath, error) {
+	s.mu.Lock()
+	var peers []config.Peer
+	if peer == "" {
+		for _, name := range sortedKeys(s.peers) {
+			peers = append(peers, s.peers[name])
+		}
+	} else if p, ok := s.peers[peer]; ok {
+		peers = append(peers, p)
+	}
+	stopped := s.stopped
+	s.mu.Unlock()
+	if stopped {
+		return nil, errors.New("list learned paths: speaker is stopped")
+	}
+	if peer != "" && len(peers) == 0 {
+		return nil, fmt.Errorf("list learned paths: peer %q is not configured", peer)
+	}
+
+	var out []model.LearnedPath
+	var errs []error
+	for _, p := range peers {
+		for _, f := range p.Families {
+			if err := ctx.Err(); err != nil {
+				return out, err
+			}
+			err := s.bgp.ListPath(apiutil.ListPathRequest{
+				TableType: api.TableType_TABLE_TYPE_ADJ_IN,
+				Name:      p.Address.String(),
+				Family:    pktFamily(f),
+			}, func(nlri bgppkt.NLRI, paths []*apiutil.Path) {
+				prefix, ok := nlriPrefix(nlri)
+				if !ok {
+					return
+				}
+				for _, path := range paths {
+					if path.Withdrawal {
+						continue
+					}
+					out = append(out, s.learnedPath(p.Name, prefix, path))
+				}
+			})
+			if err != nil {
+				errs = append(errs, fmt.Errorf("list learned %s paths of peer %q: %w", f, p.Name, err))
+			}
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		return lessKey(model.Key{Peer: out[i].Peer, Prefix: out[i].Prefix}, model.Key{Peer: out[j].Peer, Prefix: out[j].Prefix})
+	})
+	return out, errors.Join(errs...)
+}
+
+func (s *Speaker) learnedPath(peer string, prefix netip.Prefix, p *apiutil.Path) model.LearnedPath {
+	lp := model.LearnedPath{
+		Peer:   peer,
+		Prefix: prefix,
+		ASPath: []uint32{},
+		Reason: ReasonDefaultDeny,
+	}
+	if p.Age > 0 {
+		lp.Age = time.Unix(p.Age, 0)
+	}
+	for _, a := range p.Attrs {
+		switch a := a.(type) {
+		case *bgppkt.PathAttributeOrigin:
+			lp.Origin = originName(a.Value)
+		case *bgppkt.PathAttributeAsPath:
+			for _, seg := range a.Value {
+				lp.ASPath = append(lp.ASPath, seg.GetAS()...)
+			}
+		case *bgppkt.PathAttributeNextHop:
+			lp.NextHop = a.Value
+		case *bgppkt.PathAttributeMpReachNLRI:
+			if !lp.NextHop.IsValid() || lp.NextHop.IsUnspecified() {
+				lp.NextHop = a.Nexthop
+			}
+		case *bgppkt.PathAttributeMultiExitDisc:
+			lp.MED = a.Value
+		case *bgppkt.PathAttributeLocalPref:
+			lp.LocalPref = a.Value
+		case *bgppkt.PathAttributeCommunities:
+			for _, c := range a.Value {
+				lp.Communities = append(lp.Communities, formatCommunity(c))
+			}
+		case *bgppkt.PathAttributeLargeCommunities:
+			// model.LearnedPath has one list: large communities are the
+			// ones with three parts.
+			for _, c := range a.Values {
+				lp.Communities = append(lp.Communities, fmt.Sprintf("%d:%d:%d", c.ASN, c.LocalData1, c.LocalData2))
+			}
+		}
+	}
+	if slices.Contains(lp.ASPath, s.global.ASN) {
+		lp.Reason = fmt.Sprintf("AS path contains our own ASN %d (loop, RFC 4271 9.1.2); %s", s.global.ASN, ReasonDefaultDeny)
+	}
+	return lp
+}
+
+func originName(v uint8) string {
+	switch v {
+	case bgppkt.BGP_ORIGIN_ATTR_TYPE_IGP:
+		return "igp"
+	case bgppkt.BGP_ORIGIN_ATTR_TYPE_EGP:
+		return "egp"
+	case bgppkt.BGP_ORIGIN_ATTR_TYPE_INCOMPLETE:
+		return "incomplete"
+	}
+	return fmt.Sprintf("unknown(%d)", v)
+}

@@ -1,0 +1,462 @@
+package bgp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/osrg/gobgp/v4/api"
+	bgppkt "github.com/osrg/gobgp/v4/pkg/packet/bgp"
+	"go.uber.org/zap"
+
+	"github.com/ovnbgp/ovnbgp/config"
+	"github.com/ovnbgp/ovnbgp/model"
+)
+
+// SetPeers makes gobgp's peers equal to peers (by name): it adds the new
+// ones, deletes the gone ones and updates the changed ones. Only a peer whose
+// session-relevant config changed is reset (the log says which keys
+// changed); a change of maxPrefixes alone is applied without a reset. It
+// keeps going on per-peer errors and returns them joined; Peers reports the
+// peers that could not be configured. The advertisements of the last Set are
+// then re-applied, so a new peer gets its routes without waiting for the
+// next Set.
+func (s *Speaker) SetPeers(ctx context.Context, peers []config.Peer) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return errors.New("set peers: speaker is stopped")
+	}
+
+	var errs []error
+	want := make(map[string]config.Peer, len(peers))
+	wantAddr := make(map[netip.Addr]string, len(peers))
+	peerErrs := map[string]string{}
+	for _, p := range peers {
+		p = withPeerDefaults(p)
+		err := s.checkPeer(p)
+		if err == nil {
+			if _, dup := want[p.Name]; dup {
+				err = errors.New("duplicate peer name")
+			} else if other, dup := wantAddr[p.Address]; dup {
+				err = fmt.Errorf("address %v is already used by peer %q", p.Address, other)
+			}
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("peer %q: %w", p.Name, err))
+			peerErrs[p.Name] = err.Error()
+			if old, ok := s.peers[p.Name]; ok {
+				// Bad input changes nothing that was working.
+				want[p.Name] = old
+				wantAddr[old.Address] = p.Name
+			}
+			continue
+		}
+		want[p.Name] = p
+		wantAddr[p.Address] = p.Name
+	}
+
+	// Deletions first: a new or changed peer may reuse a deleted address.
+	for _, name := range sortedKeys(s.peers) {
+		old := s.peers[name]
+		if _, ok := want[name]; ok {
+			continue
+		}
+		if err := s.deletePeer(ctx, old); err != nil {
+			errs = append(errs, err)
+			peerErrs[name] = err.Error()
+			continue
+		}
+		s.log.Info("peer deleted", zap.String("peer", name), zap.Stringer("address", old.Address))
+	}
+	for _, name := range sortedKeys(want) {
+		p := want[name]
+		old, exists := s.peers[name]
+		if !exists {
+			continue
+		}
+		changed := peerChanges(old, p)
+		switch {
+		case len(changed) == 0:
+			s.peers[name] = p // e.g. a new passwordFile holding the same secret
+		case slices.Equal(changed, []string{"maxPrefixes"}):
+			if _, err := s.bgp.UpdatePeer(ctx, &api.UpdatePeerRequest{Peer: s.apiPeer(p)}); err != nil {
+				err = fmt.Errorf("peer %q: update max prefixes: %w", name, err)
+				errs = append(errs, err)
+				peerErrs[name] = err.Error()
+				continue
+			}
+			s.peers[name] = p
+			s.log.Info("peer updated without a session reset", zap.String("peer", name), zap.Strings("changed", changed))
+		default:
+			s.log.Info("peer config changed, resetting its session", zap.String("peer", name), zap.Strings("changed", changed))
+			if err := s.deletePeer(ctx, old); err != nil {
+				errs = append(errs, err)
+				peerErrs[name] = err.Error()
+				continue
+			}
+			if err := s.addPeer(ctx, p); err != nil {
+				errs = append(errs, err)
+				peerErrs[name] = err.Error()
+			}
+		}
+	}
+	for _, name := range sortedKeys(want) {
+		p := want[name]
+		if _, exists := s.peers[name]; exists {
+			continue
+		}
+		if _, failed := peerErrs[name]; failed {
+			continue // a changed peer whose re-add failed
+		}
+		if err := s.addPeer(ctx, p); err != nil {
+			errs = append(errs, err)
+			peerErrs[name] = err.Error()
+			continue
+		}
+		s.log.Info("peer added", zap.String("peer", name), zap.Stringer("address", p.Address), zap.Uint32("asn", p.ASN))
+	}
+	s.peerErrs = peerErrs
+
+	// Advertisements follow the peers: drop those of peers that are gone
+	// (silently: the daemon's next Set will not name them) and give the
+	// new ones theirs.
+	keep := make([]model.Advertisement, 0, len(s.desired))
+	for _, a := range s.desired {
+		if _, ok := s.peers[a.Peer]; ok {
+			keep = append(keep, a)
+		}
+	}
+	if err := s.reconcile(ctx, keep); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Speaker) addPeer(ctx context.Context, p config.Peer) error {
+	s.st.Lock()
+	s.byAddr[p.Address] = p.Name
+	s.sessions[p.Address] = &session{since: time.Now()}
+	s.st.Unlock()
+	if err := s.bgp.AddPeer(ctx, &api.AddPeerRequest{Peer: s.apiPeer(p)}); err != nil {
+		s.st.Lock()
+		delete(s.byAddr, p.Address)
+		delete(s.sessions, p.Address)
+		s.st.Unlock()
+		return fmt.Errorf("peer %q: add %v: %w", p.Name, p.Address, err)
+	}
+	s.peers[p.Name] = p
+	return nil
+}
+
+func (s *Speaker) deletePeer(ctx context.Context, p config.Peer) error {
+	if err := s.bgp.DeletePeer(ctx, &api.DeletePeerRequest{Address: p.Address.String()}); err != nil {
+		return fmt.Errorf("peer %q: delete %v: %w", p.Name, p.Address, err)
+	}
+	delete(s.peers, p.Name)
+	s.st.Lock()
+	delete(s.byAddr, p.Address)
+	delete(s.sessions, p.Address)
+	s.st.Unlock()
+	return nil
+}
+
+// checkPeer rejects what gobgp would refuse or silently misread.
+func (s *Speaker) checkPeer(p config.Peer) error {
+	switch {
+	case p.Name == "":
+		return errors.New("name is empty")
+	case !p.Address.IsValid():
+		return errors.New("address is not set")
+	case p.ASN == 0:
+		return errors.New("asn is not set")
+	case p.Passive && listenPort(s.global.ListenPort) < 0:
+		return errors.New("passive peer can never connect: bgp.listenPort is -1")
+	case p.Port < 0 || p.Port > 65535:
+		return fmt.Errorf("port %d is out of range", p.Port)
+	case p.SourceAddress.IsValid() && p.SourceAddress.Is4() != p.Address.Is4():
+		return fmt.Errorf("source address %v and address %v are of different families", p.SourceAddress, p.Address)
+	}
+	for _, f := range p.Families {
+		if f != config.IPv4 && f != config.IPv6 {
+			return fmt.Errorf("unknown family %q", f)
+		}
+	}
+	return nil
+}
+
+// withPeerDefaults fills what config defaulting would, for callers that
+// construct config.Peer literally.
+func withPeerDefaults(p config.Peer) config.Peer {
+	p.Address = p.Address.Unmap()
+	if len(p.Families) == 0 {
+		if p.Address.Is6() {
+			p.Families = []config.Family{config.IPv6}
+		} else {
+			p.Families = []config.Family{config.IPv4}
+		}
+	}
+	fams := slices.Clone(p.Families)
+	slices.Sort(fams)
+	p.Families = slices.Compact(fams)
+	return p
+}
+
+// peerChanges names the config keys that differ between a and b, as
+// they are spelled in config.yaml. The password is compared, never shown.
+func peerChanges(a, b config.Peer) []string {
+	var c []string
+	add := func(changed bool, key string) {
+		if changed {
+			c = append(c, key)
+		}
+	}
+	add(a.Address != b.Address, "address")
+	add(a.ASN != b.ASN, "asn")
+	add(a.Port != b.Port, "port")
+	add(a.SourceAddress != b.SourceAddress, "sourceAddress")
+	add(a.Interface != b.Interface, "interface")
+	add(a.Passive != b.Passive, "passive")
+	add(a.EBGPMultihop != b.EBGPMultihop, "ebgpMultihop")
+	add(a.TTLSecurity != b.TTLSecurity, "ttlSecurity")
+	add(a.Password != b.Password, "password")
+	add(a.HoldTime != b.HoldTime, "holdTime")
+	add(a.KeepaliveTime != b.KeepaliveTime, "keepaliveTime")
+	add(a.ConnectRetry != b.ConnectRetry, "connectRetry")
+	add(!slices.Equal(a.Families, b.Families), "families")
+	add(a.MaxPrefixes != b.MaxPrefixes, "maxPrefixes")
+	return c
+}
+
+// apiPeer is p as gobgp's AddPeer/UpdatePeer want it.
+func (s *Speaker) apiPeer(p config.Peer) *api.Peer {
+	ap := &api.Peer{
+		Conf: &api.PeerConf{
+			NeighborAddress: p.Address.String(),
+			PeerAsn:         p.ASN,
+			AuthPassword:    p.Password,
+			Description:     p.Name,
+		},
+		Timers: &api.Timers{Config: &api.TimersConfig{
+			ConnectRetry:      seconds(p.ConnectRetry),
+			HoldTime:          seconds(p.HoldTime),
+			KeepaliveInterval: seconds(p.KeepaliveTime),
+		}},
+		Transport: &api.Transport{
+			PassiveMode:   p.Passive,
+			RemotePort:    uint32(p.Port),
+			BindInterface: p.Interface,
+		},
+	}
+	if p.SourceAddress.IsValid() {
+		ap.Transport.LocalAddress = p.SourceAddress.String()
+	}
+	switch {
+	case p.TTLSecurity:
+		// GTSM (RFC 5082): send with TTL 255, accept only what arrives
+		// from at most ebgpMultihop hops away (1 when directly connected).
+		hops := max(int(p.EBGPMultihop), 1)
+		ap.TtlSecurity = &api.TtlSecurity{Enabled: true, TtlMin: uint32(256 - hops)}
+	case p.EBGPMultihop > 0:
+		ap.EbgpMultihop = &api.EbgpMultihop{Enabled: true, MultihopTtl: uint32(p.EBGPMultihop)}
+	}
+	gr := s.global.GracefulRestart
+	if gr.Enabled {
+		rt := seconds(gr.RestartTime)
+		if rt == 0 {
+			rt = uint64(config.DefaultRestartTime / time.Second)
+		}
+		rt = min(rt, 4095) // 12 bits in the capability
+		ap.GracefulRestart = &api.GracefulRestart{
+			Enabled:     true,
+			RestartTime: uint32(rt),
+			// Only used when gobgp itself restarts with LocalRestarting,
+			// which ovnbgp does not set; gobgp's default is 360 s.
+			DeferralTime: uint32(rt),
+		}
+	}
+	for _, f := range p.Families {
+		fam := apiFamily(f)
+		as := &api.AfiSafi{Config: &api.AfiSafiConfig{Family: fam, Enabled: true}}
+		if gr.Enabled {
+			// Without this the capability lists no family and peers keep
+			// nothing stale.
+			as.MpGracefulRestart = &api.MpGracefulRestart{Config: &api.MpGracefulRestartConfig{Enabled: true}}
+		}
+		if p.MaxPrefixes > 0 {
+			as.PrefixLimits = &api.PrefixLimit{Family: fam, MaxPrefixes: p.MaxPrefixes}
+		}
+		ap.AfiSafis = append(ap.AfiSafis, as)
+	}
+	return ap
+}
+
+// Peers returns the live state of every configured peer, sorted by name,
+// including those gobgp refused (state unknown, LastError saying why).
+// Accepted counts are 0: gobgp's import policy rejects everything (RFC 8212
+// default deny) and acceptance by ovnbgp's import rules is the daemon's.
+func (s *Speaker) Peers(ctx context.Context) ([]model.PeerStatus, error) {
+	s.mu.Lock()
+	cfg := make(map[netip.Addr]config.Peer, len(s.peers))
+	for _, p := range s.peers {
+		cfg[p.Address] = p
+	}
+	var out []model.PeerStatus
+	for name, e := range s.peerErrs {
+		if _, ok := s.peers[name]; !ok {
+			out = append(out, model.PeerStatus{Name: name, State: model.StateUnknown, LastError: e})
+		}
+	}
+	stopped := s.stopped
+	s.mu.Unlock()
+	if stopped {
+		return nil, errors.New("list peers: speaker is stopped")
+	}
+
+	var listed []*api.Peer
+	err := s.bgp.ListPeer(ctx, &api.ListPeerRequest{EnableAdvertised: true}, func(p *api.Peer) {
+		listed = append(listed, p)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list peers: %w", err)
+	}
+	seen := map[netip.Addr]bool{}
+	for _, p := range listed {
+		addr, err := netip.ParseAddr(p.GetState().GetNeighborAddress())
+		if err != nil {
+			addr, _ = netip.ParseAddr(p.GetConf().GetNeighborAddress())
+		}
+		c, ok := cfg[addr]
+		if !ok {
+			continue // deleted meanwhile
+		}
+		seen[addr] = true
+		out = append(out, s.peerStatus(c, p))
+	}
+	for addr, c := range cfg {
+		if !seen[addr] {
+			out = append(out, model.PeerStatus{Name: c.Name, Address: addr, ASN: c.ASN, State: model.StateUnknown,
+				LastError: "not known to gobgp"})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+func (s *Speaker) peerStatus(c config.Peer, p *api.Peer) model.PeerStatus {
+	st := p.GetState()
+	ps := model.PeerStatus{
+		Name:    c.Name,
+		Address: c.Address,
+		ASN:     c.ASN,
+		State:   apiState(st.GetSessionState()),
+	}
+	if id, err := netip.ParseAddr(st.GetRouterId()); err == nil && !id.IsUnspecified() {
+		ps.RouterID = id
+	}
+	if ps.State == model.StateEstablished {
+		if la, err := netip.ParseAddr(p.GetTransport().GetLocalAddress()); err == nil && !la.IsUnspecified() {
+			ps.LocalAddress = la
+		}
+	}
+	timers := p.GetTimers().GetState()
+	s.st.Lock()
+	if ss := s.sessions[c.Address]; ss != nil {
+		ps.Since = ss.since
+		ps.LastError = ss.lastError
+	}
+	s.st.Unlock()
+	if ps.State == model.StateEstablished && timers.GetUptime() != nil && timers.GetUptime().GetSeconds() > 0 {
+		// gobgp's uptime is to the second; keep the event's finer time
+		// when both agree.
+		if up := timers.GetUptime().AsTime(); ps.Since.IsZero() || ps.Since.Before(up.Add(-time.Second)) {
+			ps.Since = up
+		}
+	}
+	for _, f := range c.Families {
+		fc := model.FamilyCounts{Family: string(f)}
+		want := apiFamily(f)
+		for _, as := range p.GetAfiSafis() {
+			fam := as.GetState().GetFamily()
+			if fam == nil || fam.Afi != want.Afi || fam.Safi != want.Safi {
+				continue
+			}
+			fc.Received = int(as.GetState().GetReceived())
+			fc.Advertised = int(as.GetState().GetAdvertised())
+		}
+		ps.Families = append(ps.Families, fc)
+	}
+	return ps
+}
+
+func apiFamily(f config.Family) *api.Family {
+	if f == config.IPv6 {
+		return &api.Family{Afi: api.Family_AFI_IP6, Safi: api.Family_SAFI_UNICAST}
+	}
+	return &api.Family{Afi: api.Family_AFI_IP, Safi: api.Family_SAFI_UNICAST}
+}
+
+func pktFamily(f config.Family) bgppkt.Family {
+	if f == config.IPv6 {
+		return bgppkt.RF_IPv6_UC
+	}
+	return bgppkt.RF_IPv4_UC
+}
+
+func apiState(st api.PeerState_SessionState) model.SessionState {
+	switch st {
+	case api.PeerState_SESSION_STATE_IDLE:
+		return model.StateIdle
+	case api.PeerState_SESSION_STATE_CONNECT:
+		return model.StateConnect
+	case api.PeerState_SESSION_STATE_ACTIVE:
+		return model.StateActive
+	case api.PeerState_SESSION_STATE_OPENSENT:
+		return model.StateOpenSent
+	case api.PeerState_SESSION_STATE_OPENCONFIRM:
+		return model.StateOpenConfirm
+	case api.PeerState_SESSION_STATE_ESTABLISHED:
+		return model.StateEstablished
+	}
+	return model.StateUnknown
+}
+
+func fsmState(st bgppkt.FSMState) model.SessionState {
+	switch st {
+	case bgppkt.BGP_FSM_IDLE:
+		return model.StateIdle
+	case bgppkt.BGP_FSM_CONNECT:
+		return model.StateConnect
+	case bgppkt.BGP_FSM_ACTIVE:
+		return model.StateActive
+	case bgppkt.BGP_FSM_OPENSENT:
+		return model.StateOpenSent
+	case bgppkt.BGP_FSM_OPENCONFIRM:
+		return model.StateOpenConfirm
+	case bgppkt.BGP_FSM_ESTABLISHED:
+		return model.StateEstablished
+	}
+	return model.StateUnknown
+}
+
+// seconds rounds d up to whole seconds (gobgp's timer unit); 0 stays 0,
+// which gobgp reads as its default.
+func seconds(d time.Duration) uint64 {
+	if d <= 0 {
+		return 0
+	}
+	return uint64((d + time.Second - 1) / time.Second)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,307 @@
+package bgp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/osrg/gobgp/v4/api"
+	"github.com/osrg/gobgp/v4/pkg/apiutil"
+	"github.com/osrg/gobgp/v4/pkg/server"
+	"go.uber.org/zap"
+	"go.uber.org/zap/exp/zapslog"
+
+	"github.com/ovnbgp/ovnbgp/config"
+	"github.com/ovnbgp/ovnbgp/model"
+)
+
+// The global policies (see doc.go): exportPolicy holds every per-peer
+// statement; importPolicy accepts only our own local paths.
+const (
+	exportPolicy = "ovnbgp-export"
+	importPolicy = "ovnbgp-import"
+)
+
+// Speaker is an embedded gobgp speaker driven in ovnbgp's own types. Its
+// methods may be called from any goroutine; mutations (SetPeers, Set, Stop)
+// are serialized.
+type Speaker struct {
+	bgp    *server.BgpServer
+	global config.BGP
+	log    *zap.Logger
+	notify func()
+	// gobgpLevel is the level gobgp's own slog records must reach.
+	gobgpLevel  *slog.LevelVar
+	cancelWatch context.CancelFunc
+
+	// mu serializes SetPeers, Set and Stop and guards the fields below.
+	mu      sync.Mutex
+	stopped bool
+	// peers are the peers configured in gobgp, by name.
+	peers map[string]config.Peer
+	// peerErrs are the peers that could not be configured, with why.
+	peerErrs map[string]string
+	// desired is the last Set input, re-applied when peers change.
+	desired []model.Advertisement
+	adv     advState
+
+	// st guards the session bookkeeping fed by gobgp's event goroutine.
+	st       sync.Mutex
+	byAddr   map[netip.Addr]string
+	sessions map[netip.Addr]*session
+}
+
+// session is what gobgp's peer events tell us and ListPeer does not.
+type session struct {
+	since     time.Time
+	lastError string
+}
+
+// New starts a gobgp server with the global config, adds global.Peers and
+// returns. log receives ovnbgp's messages; gobgp's own slog records are
+// bridged to log.Named("gobgp"), from Warn up unless log is enabled at
+// Debug (then from Info up). notify is called, without blocking, whenever a
+// peer changes state or a peer's Adj-RIB-In changes; it may be called often
+// and from another goroutine.
+func New(ctx context.Context, global config.BGP, log *zap.Logger, notify func()) (*Speaker, error) {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	if notify == nil {
+		notify = func() {}
+	}
+	if global.ASN == 0 {
+		return nil, errors.New("start bgp: asn is not set")
+	}
+	if !global.RouterID.Is4() {
+		return nil, fmt.Errorf("start bgp: router id %v is not an IPv4 address", global.RouterID)
+	}
+
+	lvl := new(slog.LevelVar)
+	lvl.Set(slog.LevelWarn)
+	if log.Core().Enabled(zap.DebugLevel) {
+		lvl.Set(slog.LevelInfo)
+	}
+	gl := log.Named("gobgp")
+	h := levelHandler{Handler: zapslog.NewHandler(gl.Core(), zapslog.WithName(gl.Name())), level: lvl}
+	srv := server.NewBgpServer(server.LoggerOption(slog.New(h), lvl))
+	go srv.Serve()
+
+	s := &Speaker{
+		bgp:        srv,
+		global:     global,
+		log:        log,
+		notify:     notify,
+		gobgpLevel: lvl,
+		peers:      map[string]config.Peer{},
+		peerErrs:   map[string]string{},
+		adv:        newAdvState(),
+		byAddr:     map[netip.Addr]string{},
+		sessions:   map[netip.Addr]*session{},
+	}
+	if err := s.start(ctx); err != nil {
+		s.shutdown(false)
+		return nil, err
+	}
+	log.Info("bgp speaker started", zap.Uint32("asn", global.ASN),
+		zap.Stringer("routerID", global.RouterID), zap.Int("listenPort", listenPort(global.ListenPort)))
+	if err := s.SetPeers(ctx, global.Peers); err != nil {
+		// The speaker runs; the peers that failed are reported by Peers.
+		return s, err
+	}
+	return s, nil
+}
+
+// start configures the global speaker, the default-deny policies and the
+// event watch.
+func (s *Speaker) start(ctx context.Context) error {
+	g := &api.Global{
+		Asn:        s.global.ASN,
+		RouterId:   s.global.RouterID.String(),
+		ListenPort: int32(listenPort(s.global.ListenPort)),
+	}
+	if g.ListenPort > 0 && !ipv6Available() {
+		// gobgp listens on 0.0.0.0 and :: by default; the latter fails on
+		// hosts booted with ipv6.disable=1.
+		g.ListenAddresses = []string{"0.0.0.0"}
+	}
+	if err := s.bgp.StartBgp(ctx, &api.StartBgpRequest{Global: g}); err != nil {
+		return fmt.Errorf("start bgp (asn %d, router id %v, port %d): %w", s.global.ASN, s.global.RouterID, g.ListenPort, err)
+	}
+	// RFC 8212: nothing a peer sends enters the Loc-RIB, so nothing learned
+	// is ever re-advertised; ovnbgp imports from the Adj-RIB-In itself.
+	// gobgp runs the global import policy on locally originated paths too
+	// (AddPath): accept those, and only those.
+	if err := s.bgp.AddPolicy(ctx, &api.AddPolicyRequest{Policy: &api.Policy{
+		Name: importPolicy,
+		Statements: []*api.Statement{{
+			Name:       importPolicy + ":local",
+			Conditions: &api.Conditions{RouteType: api.Conditions_ROUTE_TYPE_LOCAL},
+			Actions:    &api.Actions{RouteAction: api.RouteAction_ROUTE_ACTION_ACCEPT},
+		}},
+	}}); err != nil {
+		return fmt.Errorf("add import policy: %w", err)
+	}
+	if err := s.bgp.SetPolicyAssignment(ctx, &api.SetPolicyAssignmentRequest{Assignment: &api.PolicyAssignment{
+		Direction:     api.PolicyDirection_POLICY_DIRECTION_IMPORT,
+		Policies:      []*api.Policy{{Name: importPolicy}},
+		DefaultAction: api.RouteAction_ROUTE_ACTION_REJECT,
+	}}); err != nil {
+		return fmt.Errorf("set default-deny import policy: %w", err)
+	}
+	// Export: only what a per-peer statement accepts goes out.
+	if err := s.bgp.AddPolicy(ctx, &api.AddPolicyRequest{Policy: &api.Policy{Name: exportPolicy}}); err != nil {
+		return fmt.Errorf("add export policy: %w", err)
+	}
+	if err := s.bgp.SetPolicyAssignment(ctx, &api.SetPolicyAssignmentRequest{Assignment: &api.PolicyAssignment{
+		Direction:     api.PolicyDirection_POLICY_DIRECTION_EXPORT,
+		Policies:      []*api.Policy{{Name: exportPolicy}},
+		DefaultAction: api.RouteAction_ROUTE_ACTION_REJECT,
+	}}); err != nil {
+		return fmt.Errorf("set default-deny export policy: %w", err)
+	}
+
+	wctx, cancel := context.WithCancel(context.Background())
+	s.cancelWatch = cancel
+	err := s.bgp.WatchEvent(wctx, server.WatchEventMessageCallbacks{
+		OnPeerUpdate: s.onPeerEvent,
+		OnPathUpdate: func([]*apiutil.Path, time.Time) { s.notify() },
+		OnPathEor:    func(*apiutil.Path, time.Time) { s.notify() },
+	},
+		server.WatchPeer(),
+		// Every UPDATE a peer sends (pre-policy: the Adj-RIB-In).
+		server.WatchUpdate(false, "", ""),
+		// Adj-RIB-In paths gobgp drops itself: session down, GR expiry.
+		server.WatchAdjInWithdraw(),
+		server.WatchEor(false),
+	)
+	if err != nil {
+		return fmt.Errorf("watch bgp events: %w", err)
+	}
+	return nil
+}
+
+// Stop ends every session and the speaker. With graceful, gobgp sends no
+// NOTIFICATION to peers that negotiated graceful restart, so they keep our
+// routes (stale) for the restart time; without it, or to peers without
+// graceful restart, it sends a Cease and they withdraw our routes at once.
+// Stop is idempotent.
+func (s *Speaker) Stop(ctx context.Context, graceful bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return nil
+	}
+	err := s.shutdown(graceful)
+	s.log.Info("bgp speaker stopped", zap.Bool("graceful", graceful))
+	return err
+}
+
+// shutdown stops gobgp; the caller holds mu or owns s exclusively.
+func (s *Speaker) shutdown(graceful bool) error {
+	s.stopped = true
+	var err error
+	if e := s.bgp.StopBgp(context.Background(), &api.StopBgpRequest{AllowGracefulRestart: graceful}); e != nil {
+		err = fmt.Errorf("stop bgp: %w", e)
+	}
+	// BgpServer.Stop also stops the BFD server, which StopBgp leaves
+	// running, but first repeats StopBgp and logs its "not running" failure
+	// at Error: silence gobgp for that call.
+	s.gobgpLevel.Set(slog.LevelError + 4)
+	s.bgp.Stop()
+	if s.cancelWatch != nil {
+		s.cancelWatch()
+	}
+	return err
+}
+
+// onPeerEvent records state changes and disconnect reasons, logs them and
+// pokes the daemon.
+func (s *Speaker) onPeerEvent(ev *apiutil.WatchEventMessage_PeerEvent, ts time.Time) {
+	if ev == nil || ev.Type != apiutil.PEER_EVENT_STATE {
+		return
+	}
+	addr := ev.Peer.State.NeighborAddress
+	state := fsmState(ev.Peer.State.SessionState)
+	reason := ""
+	switch ev.Peer.State.DisconnectReason {
+	case api.PeerState_DISCONNECT_REASON_UNSPECIFIED,
+		api.PeerState_DISCONNECT_REASON_IDLE_TIMER_EXPIRED,
+		api.PeerState_DISCONNECT_REASON_DECONFIGURED:
+	default:
+		reason = ev.Peer.State.DisconnectMessage
+	}
+	if ts.IsZero() {
+		ts = time.Now()
+	}
+
+	s.st.Lock()
+	name := s.byAddr[addr]
+	ss := s.sessions[addr]
+	if ss == nil {
+		ss = &session{}
+		s.sessions[addr] = ss
+	}
+	ss.since = ts
+	if reason != "" {
+		ss.lastError = reason
+	}
+	s.st.Unlock()
+
+	fields := []zap.Field{zap.String("peer", name), zap.Stringer("address", addr), zap.String("state", string(state))}
+	if reason != "" {
+		fields = append(fields, zap.String("reason", reason))
+	}
+	if state == model.StateEstablished || reason != "" {
+		s.log.Info("peer state changed", fields...)
+	} else {
+		s.log.Debug("peer state changed", fields...)
+	}
+	s.notify()
+}
+
+// levelHandler drops records below level before they reach the zap core,
+// so that gobgp's SetLogLevel and our own quiet default both work.
+type levelHandler struct {
+	slog.Handler
+	level *slog.LevelVar
+}
+
+func (h levelHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.level.Level() && h.Handler.Enabled(ctx, l)
+}
+
+func (h levelHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return levelHandler{Handler: h.Handler.WithAttrs(attrs), level: h.level}
+}
+
+func (h levelHandler) WithGroup(name string) slog.Handler {
+	return levelHandler{Handler: h.Handler.WithGroup(name), level: h.level}
+}
+
+// listenPort maps the config's port to gobgp's: -1 never listens, 0 is
+// the default 179.
+func listenPort(p int) int {
+	switch {
+	case p < 0:
+		return -1
+	case p == 0:
+		return 179
+	}
+	return p
+}
+
+// ipv6Available reports whether an IPv6 socket can be bound.
+func ipv6Available() bool {
+	l, err := net.Listen("tcp6", "[::1]:0")
+	if err != nil {
+		return false
+	}
+	l.Close()
+	return true
+}
