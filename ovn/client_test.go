@@ -1,0 +1,303 @@
+package ovn_test
+
+import (
+	"context"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/ovnbgp/ovnbgp/config"
+	"github.com/ovnbgp/ovnbgp/model"
+	"github.com/ovnbgp/ovnbgp/ovn"
+)
+
+// diff is cmp.Diff that compares netip values by ==.
+func diff(want, got any) string {
+	return cmp.Diff(want, got,
+		cmp.Comparer(func(a, b netip.Prefix) bool { return a == b }),
+		cmp.Comparer(func(a, b netip.Addr) bool { return a == b }))
+}
+
+func sub(prefix, source string) model.Subnet {
+	return model.Subnet{Prefix: netip.MustParsePrefix(prefix), Source: source}
+}
+
+// labSnapshot is what LabTopology(node1) gives node1.
+func labSnapshot() model.Snapshot {
+	return model.Snapshot{Node: "node1", Networks: []model.Network{
+		{Name: "default", Topology: "layer3", Subnets: []model.Subnet{
+			sub("10.128.0.0/23", "Logical_Switch node1 other_config:subnet"),
+			sub("fd00:10:128:1::/64", "Logical_Switch node1 other_config:ipv6_prefix"),
+		}},
+		{Name: "blue", Topology: "layer3", Role: "primary", Subnets: []model.Subnet{
+			sub("10.200.0.0/24", "Logical_Switch blue_node1 other_config:subnet"),
+		}},
+	}}
+}
+
+// shortDir is a temporary directory with a short path, for unix sockets.
+func shortDir(t *testing.T) string {
+	t.Helper()
+	d, err := os.MkdirTemp("", "ovntest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
+
+// poker is the daemon's side of notify: a size-1 channel.
+type poker chan struct{}
+
+func (p poker) notify() {
+	select {
+	case p <- struct{}{}:
+	default:
+	}
+}
+
+// drain empties the channel.
+func (p poker) drain() {
+	for {
+		select {
+		case <-p:
+		default:
+			return
+		}
+	}
+}
+
+// wait waits for a poke.
+func (p poker) wait(t *testing.T, what string) {
+	t.Helper()
+	select {
+	case <-p:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no notify after %s", what)
+	}
+}
+
+// eventually polls cond until it is true, or fails with its last message.
+func eventually(t *testing.T, d time.Duration, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		ok, msg := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: %s", d, msg)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// snapshotIs returns a condition: the client's snapshot for node1 equals want.
+func snapshotIs(c *ovn.Client, want model.Snapshot) func() (bool, string) {
+	return func() (bool, string) {
+		got, ok := c.Snapshot("node1")
+		if !ok {
+			return false, "snapshot not ok"
+		}
+		if d := diff(want, got); d != "" {
+			return false, "snapshot (-want +got):\n" + d
+		}
+		return true, ""
+	}
+}
+
+func dial(t *testing.T, endpoint string, log *zap.Logger) (*ovn.Client, poker) {
+	t.Helper()
+	p := make(poker, 1)
+	c, err := ovn.Dial(context.Background(), config.OVN{Northbound: endpoint}, log, p.notify)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c, p
+}
+
+func TestMemoryServer(t *testing.T) {
+	log := zaptest.NewLogger(t)
+	ctx := context.Background()
+	dir := shortDir(t)
+	sock := filepath.Join(dir, "nb.sock")
+	srv, err := ovn.NewMemoryServer(log, sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { srv.Close() }()
+	if got, want := srv.Endpoint(), "unix:"+sock; got != want {
+		t.Fatalf("Endpoint() = %q, want %q", got, want)
+	}
+
+	c, p := dial(t, srv.Endpoint(), log)
+
+	// An empty NB syncs: ok, no networks, and a hint about the node name.
+	eventually(t, 10*time.Second, func() (bool, string) {
+		snap, ok := c.Snapshot("node1")
+		return ok && c.Connected() && len(snap.Networks) == 0, "not synced"
+	})
+	if st := c.Status(); !st.Connected || !st.Synced || st.Current != srv.Endpoint() || len(st.Problems) != 1 ||
+		!strings.Contains(st.Problems[0], `no switch for node "node1"`) {
+		t.Fatalf("status of an empty NB = %+v", st)
+	}
+
+	p.drain()
+	if err := ovn.LabTopology(ctx, srv.Endpoint(), "node1", log); err != nil {
+		t.Fatal(err)
+	}
+	p.wait(t, "LabTopology")
+	eventually(t, 10*time.Second, snapshotIs(c, labSnapshot()))
+	if st := c.Status(); len(st.Problems) != 0 {
+		t.Errorf("problems after LabTopology: %q", st.Problems)
+	}
+	if err := ovn.LabTopology(ctx, srv.Endpoint(), "node1", log); err == nil {
+		t.Error("LabTopology twice: no error")
+	}
+
+	// Every node's subnets, for the never-import list.
+	cluster, ok := c.ClusterSubnets()
+	if !ok {
+		t.Fatal("ClusterSubnets not ok")
+	}
+	var prefixes []string
+	for _, s := range cluster {
+		prefixes = append(prefixes, s.Prefix.String())
+	}
+	wantCluster := []string{"10.128.0.0/23", "10.128.2.0/23", "10.200.0.0/24", "10.200.1.0/24", "fd00:10:128:1::/64", "fd00:10:128:2::/64"}
+	if !slices.Equal(prefixes, wantCluster) {
+		t.Errorf("ClusterSubnets = %v, want %v", prefixes, wantCluster)
+	}
+
+	// A new layer3 UDN switch for this node: notify, then it appears.
+	red := ovn.LabSwitch{Network: "ns1_red-net", Topology: "layer3", Role: "primary", Node: "node1",
+		Subnets: []netip.Prefix{netip.MustParsePrefix("10.201.0.0/24"), netip.MustParsePrefix("fd01:0:0:7::/64")}}
+	p.drain()
+	name, err := ovn.AddLabSwitch(ctx, srv.Endpoint(), red, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if name != "ns1_red.net_node1" {
+		t.Errorf("AddLabSwitch name = %q", name)
+	}
+	p.wait(t, "AddLabSwitch")
+	withRed := labSnapshot()
+	withRed.Networks = append(withRed.Networks, model.Network{Name: "ns1_red-net", Topology: "layer3", Role: "primary",
+		Subnets: []model.Subnet{
+			sub("10.201.0.0/24", "Logical_Switch ns1_red.net_node1 other_config:subnet"),
+			sub("fd01:0:0:7::/64", "Logical_Switch ns1_red.net_node1 other_config:ipv6_prefix"),
+		}})
+	eventually(t, 5*time.Second, snapshotIs(c, withRed))
+	if _, err := ovn.AddLabSwitch(ctx, srv.Endpoint(), red, log); err == nil {
+		t.Error("AddLabSwitch of an existing switch: no error")
+	}
+
+	// Deleting it removes it.
+	p.drain()
+	if err := ovn.DeleteLabSwitch(ctx, srv.Endpoint(), name, log); err != nil {
+		t.Fatal(err)
+	}
+	p.wait(t, "DeleteLabSwitch")
+	eventually(t, 5*time.Second, snapshotIs(c, labSnapshot()))
+	if err := ovn.DeleteLabSwitch(ctx, srv.Endpoint(), name, log); err == nil {
+		t.Error("DeleteLabSwitch of a missing switch: no error")
+	}
+
+	// The server goes away: disconnected, but the last good snapshot stays.
+	p.drain()
+	srv.Close()
+	p.wait(t, "server close")
+	eventually(t, 10*time.Second, func() (bool, string) { return !c.Connected(), "still connected" })
+	if snap, ok := c.Snapshot("node1"); !ok || diff(labSnapshot(), snap) != "" {
+		t.Fatalf("snapshot while disconnected: ok=%v\n%s", ok, diff(labSnapshot(), snap))
+	}
+	if st := c.Status(); st.Connected || !st.Synced || st.Current != "" || st.LastError == "" {
+		t.Errorf("status while disconnected = %+v", st)
+	}
+
+	// A new server with other content on the same socket: reconnect and
+	// converge to it.
+	srv, err = ovn.NewMemoryServer(log, sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	green := ovn.LabSwitch{Network: "green", Topology: "layer2", Subnets: []netip.Prefix{netip.MustParsePrefix("10.30.0.0/16")}}
+	if _, err := ovn.AddLabSwitch(ctx, srv.Endpoint(), ovn.LabSwitch{Node: "node1",
+		Subnets: []netip.Prefix{netip.MustParsePrefix("10.128.8.0/23")}}, log); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ovn.AddLabSwitch(ctx, srv.Endpoint(), green, log); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 15*time.Second, snapshotIs(c, model.Snapshot{Node: "node1", Networks: []model.Network{
+		{Name: "default", Topology: "layer3", Subnets: []model.Subnet{sub("10.128.8.0/23", "Logical_Switch node1 other_config:subnet")}},
+		{Name: "green", Topology: "layer2", Subnets: []model.Subnet{sub("10.30.0.0/16", "Logical_Switch green_ovn_layer2_switch other_config:subnet")}},
+	}}))
+	if !c.Connected() {
+		t.Error("converged but not connected")
+	}
+}
+
+func TestDialNeverConnects(t *testing.T) {
+	dir := shortDir(t)
+	c, _ := dial(t, "unix:"+filepath.Join(dir, "nothing.sock"), zaptest.NewLogger(t))
+	eventually(t, 5*time.Second, func() (bool, string) {
+		st := c.Status()
+		return st.Attempts >= 2 && st.LastError != "", "no failed attempts recorded"
+	})
+	if snap, ok := c.Snapshot("node1"); ok || len(snap.Networks) != 0 {
+		t.Errorf("Snapshot before any sync = %+v, %v; want empty, false", snap, ok)
+	}
+	if _, ok := c.ClusterSubnets(); ok {
+		t.Error("ClusterSubnets before any sync: ok")
+	}
+	if c.Connected() {
+		t.Error("Connected to nothing")
+	}
+	done := make(chan struct{})
+	go func() { c.Close(); c.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close hangs")
+	}
+}
+
+func TestDialConfigErrors(t *testing.T) {
+	dir := shortDir(t)
+	for _, cfg := range []config.OVN{
+		{Northbound: ""},
+		{Northbound: "/var/run/ovn/ovnnb_db.sock"},
+		{Northbound: "tcp:localhost"},
+		{Northbound: "ssl:127.0.0.1:9641"},
+		{Northbound: "ssl:127.0.0.1:9641", TLS: config.TLS{CAFile: filepath.Join(dir, "missing.pem")}},
+	} {
+		if c, err := ovn.Dial(context.Background(), cfg, nil, nil); err == nil {
+			c.Close()
+			t.Errorf("Dial(%+v): no error", cfg)
+		}
+	}
+}
+
+func TestMemoryServerSocketInUse(t *testing.T) {
+	sock := filepath.Join(shortDir(t), "nb.sock")
+	srv, err := ovn.NewMemoryServer(nil, sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	if s2, err := ovn.NewMemoryServer(nil, sock); err == nil {
+		s2.Close()
+		t.Fatal("second server on a live socket: no error")
+	}
+}
