@@ -17,6 +17,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,19 +31,37 @@ import (
 // DefaultSchema is where Debian's ovn-common installs the NB schema.
 const DefaultSchema = "/usr/share/ovn/ovn-nb.ovsschema"
 
-// Server is one ovsdb-server serving an NB database on a unix socket.
+// Server is one ovsdb-server serving an NB database on a unix socket (and,
+// with WithSSL, on an ssl port of 127.0.0.1).
 type Server struct {
 	t      testing.TB
 	dir    string
 	schema string
 	pid    int
+	ssl    *sslFiles
+}
+
+type sslFiles struct {
+	key, cert, ca string
+	port          int
+}
+
+// Option changes how Start runs the server.
+type Option func(*Server)
+
+// WithSSL makes the server also listen for ssl connections on a free port
+// of 127.0.0.1 (see SSLEndpoint), with the given PEM files: its private key,
+// its certificate, and the CA that signs clients' certificates (ovsdb-server
+// requires a client certificate).
+func WithSSL(keyFile, certFile, caFile string) Option {
+	return func(s *Server) { s.ssl = &sslFiles{key: keyFile, cert: certFile, ca: caFile} }
 }
 
 // Start creates a fresh NB database from schemaPath (DefaultSchema if
 // empty), starts ovsdb-server on a unix socket in a new temporary directory,
 // runs `ovn-nbctl init`, and registers Stop and the directory's removal with
 // t.Cleanup.
-func Start(t testing.TB, schemaPath string) *Server {
+func Start(t testing.TB, schemaPath string, opts ...Option) *Server {
 	t.Helper()
 	if schemaPath == "" {
 		schemaPath = DefaultSchema
@@ -68,6 +87,16 @@ func Start(t testing.TB, schemaPath string) *Server {
 		t.Fatalf("ovsdbtest: %v", err)
 	}
 	s := &Server{t: t, dir: dir, schema: schemaPath}
+	for _, o := range opts {
+		o(s)
+	}
+	if s.ssl != nil {
+		port, err := freePort()
+		if err != nil {
+			t.Fatalf("ovsdbtest: %v", err)
+		}
+		s.ssl.port = port
+	}
 	t.Cleanup(func() {
 		s.Stop()
 		os.RemoveAll(dir)
@@ -86,6 +115,15 @@ func Start(t testing.TB, schemaPath string) *Server {
 
 // Endpoint is the server's address in OVSDB form, "unix:/path".
 func (s *Server) Endpoint() string { return "unix:" + s.sock() }
+
+// SSLEndpoint is the ssl address, "ssl:127.0.0.1:PORT", or "" without
+// WithSSL.
+func (s *Server) SSLEndpoint() string {
+	if s.ssl == nil {
+		return ""
+	}
+	return "ssl:127.0.0.1:" + strconv.Itoa(s.ssl.port)
+}
 
 // DBPath is the database file. While the server is stopped, tests may
 // change it with `ovsdb-tool transact`.
@@ -155,13 +193,19 @@ func (s *Server) pidfile() string { return filepath.Join(s.dir, "ovsdb-server.pi
 func (s *Server) start() error {
 	_ = os.Remove(s.sock())
 	_ = os.Remove(s.pidfile())
-	out, err := run("ovsdb-server", s.DBPath(),
+	args := []string{s.DBPath(),
 		"--detach", "--no-chdir",
-		"--pidfile="+s.pidfile(),
-		"--log-file="+filepath.Join(s.dir, "ovsdb-server.log"),
-		"--unixctl="+filepath.Join(s.dir, "ovsdb-server.ctl"),
-		"--remote=punix:"+s.sock(),
-	)
+		"--pidfile=" + s.pidfile(),
+		"--log-file=" + filepath.Join(s.dir, "ovsdb-server.log"),
+		"--unixctl=" + filepath.Join(s.dir, "ovsdb-server.ctl"),
+		"--remote=punix:" + s.sock(),
+	}
+	if s.ssl != nil {
+		args = append(args,
+			"--private-key="+s.ssl.key, "--certificate="+s.ssl.cert, "--ca-cert="+s.ssl.ca,
+			fmt.Sprintf("--remote=pssl:%d:127.0.0.1", s.ssl.port))
+	}
+	out, err := run("ovsdb-server", args...)
 	if err != nil {
 		return fmt.Errorf("ovsdb-server: %w: %s", err, out)
 	}
@@ -239,6 +283,16 @@ func lookPath(tool string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("%s: %w", tool, exec.ErrNotFound)
+}
+
+// freePort finds a TCP port of 127.0.0.1 that is free right now.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 func run(tool string, args ...string) (string, error) {
