@@ -8,6 +8,8 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -231,7 +233,7 @@ func printLab(ctx context.Context, out io.Writer, c *api.Client, provider *bgp.S
 	fmt.Fprintln(out, "ovnbgp lab: in-memory OVN NB + in-process provider router (AS 65001) + ovnbgp (AS 64512)")
 	section("peers", func(w *tabwriter.Writer) { peersTable(w, peers) })
 	section("advertised (ovnbgp routes advertised)", func(w *tabwriter.Writer) { advertisedTable(w, advs) })
-	section("what the provider router received", func(w *tabwriter.Writer) { learnedTable(w, seen) })
+	section("what the provider router received from ovnbgp", func(w *tabwriter.Writer) { receivedTable(w, seen) })
 	section("learned from the provider (ovnbgp routes learned)", func(w *tabwriter.Writer) { learnedTable(w, learned) })
 	self, _ := os.Executable()
 	cli := "ovnbgp"
@@ -255,6 +257,19 @@ log:    %[4]s
 Ctrl-C to stop.
 `, cli, f.sock, f.cfg, f.log, f.nb)
 	return nil
+}
+
+// receivedTable shows paths as the provider router sees them: the import
+// verdict is the provider's business, the attributes are ours.
+func receivedTable(w *tabwriter.Writer, paths []model.LearnedPath) {
+	row(w, "FROM", "PREFIX", "NEXT HOP", "AS PATH", "COMMUNITIES")
+	for _, p := range paths {
+		as := make([]string, len(p.ASPath))
+		for i, n := range p.ASPath {
+			as[i] = strconv.FormatUint(uint64(n), 10)
+		}
+		row(w, p.Peer, p.Prefix, p.NextHop, dash(strings.Join(as, " ")), dash(strings.Join(p.Communities, " ")))
+	}
 }
 
 // fileLogger writes debug JSON logs to path, so the demo's terminal shows

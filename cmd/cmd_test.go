@@ -1,0 +1,123 @@
+package cmd
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// syncBuffer is a bytes.Buffer safe for one writer and one poller.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestLab runs the whole product in-process, as `make lab` does: the
+// in-memory NB, the provider speaker and the daemon, and checks that the
+// session comes up and both networks' subnets reach the provider.
+func TestLab(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out syncBuffer
+	done := make(chan error, 1)
+	go func() { done <- runLab(ctx, &out, labOptions{node: labNode, timeout: 60 * time.Second}) }()
+
+	deadline := time.After(90 * time.Second)
+	for !strings.Contains(out.String(), "Ctrl-C to stop.") {
+		select {
+		case err := <-done:
+			t.Fatalf("lab ended early: %v\n%s", err, out.String())
+		case <-deadline:
+			t.Fatalf("lab printed no summary in 90 s:\n%s", out.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	got := out.String()
+	for _, want := range []string{
+		"provider  127.0.0.1  65001  established",
+		"provider  10.128.0.0/23  default  pods",
+		"provider  10.200.0.0/24  blue     udn   communities=64512:100",
+		"node1  10.200.0.0/24  127.0.0.1  64512    64512:100", // the provider got the community
+		"203.0.113.0/24",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("lab output lacks %q:\n%s", want, got)
+		}
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("lab stop: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("lab did not stop")
+	}
+}
+
+func run(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var out bytes.Buffer
+	root := NewRootCommand(&out)
+	root.SetArgs(args)
+	root.SetErr(&out)
+	err := root.ExecuteContext(context.Background())
+	return out.String(), err
+}
+
+func TestConfigValidate(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.yaml")
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(good, []byte("node: {name: n1}\nbgp:\n  asn: 64512\n  routerID: 192.0.2.10\n  peers:\n    - {name: tor, address: 192.0.2.1, asn: 65001}\n"), 0o600)
+	os.WriteFile(bad, []byte("node: {name: n1}\nbgp:\n  asn: 64512\n  routerID: 192.0.2.10\n  peers:\n    - {name: tor, address: 192.0.2.300, asn: 65001}\n    - {name: tor, address: 192.0.2.3, asn: 65001, pasword: x}\n"), 0o600)
+
+	out, err := run(t, "config", "validate", good)
+	if err != nil || !strings.Contains(out, "valid (node n1, AS 64512, 1 peers, 0 advertise rules)") {
+		t.Fatalf("validate good: %q, %v", out, err)
+	}
+	_, err = run(t, "config", "validate", bad)
+	if err == nil {
+		t.Fatal("validate bad: no error")
+	}
+	for _, want := range []string{
+		`bad.yaml:6: bgp.peers[0].address: "192.0.2.300" is not an IP address`,
+		`bad.yaml:7: bgp.peers[1].pasword: unknown key`,
+		`bgp.peers[1].name`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("validate bad: error lacks %q:\n%v", want, err)
+		}
+	}
+	if _, err := run(t, "-o", "xml", "version"); err == nil || !strings.Contains(err.Error(), `unknown output format`) {
+		t.Errorf("-o xml: %v", err)
+	}
+	out, err = run(t, "--config", good, "config", "show", "-o", "json")
+	if err != nil || !strings.Contains(out, `"asn": 64512`) || !strings.Contains(out, `"holdTime": "1m30s"`) && !strings.Contains(out, `"holdTime": "90s"`) {
+		t.Fatalf("config show: %q, %v", out, err)
+	}
+}
+
+func TestNoDaemon(t *testing.T) {
+	_, err := run(t, "--socket", filepath.Join(t.TempDir(), "none.sock"), "peers")
+	if err == nil || !strings.Contains(err.Error(), "no ovnbgp daemon is listening") {
+		t.Fatalf("peers without a daemon: %v", err)
+	}
+}
