@@ -1,0 +1,272 @@
+package bgp
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/osrg/gobgp/v4/pkg/apiutil"
+	bgppkt "github.com/osrg/gobgp/v4/pkg/packet/bgp"
+	"golang.org/x/sys/unix"
+
+	"github.com/ovnbgp/ovnbgp/config"
+	"github.com/ovnbgp/ovnbgp/model"
+)
+
+// TestSetPeers: adding a peer gives it the advertisements already asked
+// for; changing one peer's holdTime resets that session only; removing a
+// peer ends its session and its advertisements.
+func TestSetPeers(t *testing.T) {
+	t.Parallel()
+	l := newLab(t, 21)
+	portA, portB := freePort(t), freePort(t)
+	provA := l.provider(3, portA, provASN, false, "")
+	provB := l.provider(4, portB, provASN+1, false, "")
+	a, b := l.peerOf("a", 3, portA, provASN), l.peerOf("b", 4, portB, provASN+1)
+	node := l.node(false, a)
+	ctx := context.Background()
+
+	// B is not configured yet: its advertisement is refused, A's applies.
+	ya, yb := adv("a", "10.21.0.0/24", model.PathAttrs{}), adv("b", "10.21.0.0/24", model.PathAttrs{})
+	if err := node.Set(ctx, []model.Advertisement{ya, yb}); err == nil || !strings.Contains(err.Error(), "not configured") {
+		t.Fatalf("Set to an unknown peer: err = %v, want 'not configured'", err)
+	}
+	if diff := cmp.Diff([]model.Advertisement{ya}, node.Advertised(), cmpOpts); diff != "" {
+		t.Errorf("Advertised() before B exists (-want +got):\n%s", diff)
+	}
+
+	// Adding B applies the pending advertisement.
+	if err := node.SetPeers(ctx, []config.Peer{a, b}); err != nil {
+		t.Fatalf("add peer b: %v", err)
+	}
+	if diff := cmp.Diff([]model.Advertisement{ya, yb}, node.Advertised(), cmpOpts); diff != "" {
+		t.Errorf("Advertised() after adding B (-want +got):\n%s", diff)
+	}
+	sinceA := waitEstablished(t, node, "a").Since
+	sinceB := waitEstablished(t, node, "b").Since
+	waitLearned(t, provA, "node", ya.Prefix)
+	waitLearned(t, provB, "node", yb.Prefix)
+
+	// The same peers again change nothing.
+	if err := node.SetPeers(ctx, []config.Peer{a, b}); err != nil {
+		t.Fatalf("same peers: %v", err)
+	}
+	provSinceA := peerState(t, provA, "node").Since
+
+	// B's hold time changes: B's session resets, A's does not.
+	b2 := b
+	b2.HoldTime = 60 * time.Second
+	b2.KeepaliveTime = 20 * time.Second
+	if err := node.SetPeers(ctx, []config.Peer{a, b2}); err != nil {
+		t.Fatalf("change b's hold time: %v", err)
+	}
+	eventually(t, sessionTimeout, "b re-established after its reset", func() (bool, string) {
+		st := peerState(t, node, "b")
+		return st.State == model.StateEstablished && st.Since.After(sinceB), fmt.Sprintf("%s since %v", st.State, st.Since)
+	})
+	waitLearned(t, provB, "node", yb.Prefix)
+	if st := peerState(t, node, "a"); st.State != model.StateEstablished || !st.Since.Equal(sinceA) {
+		t.Errorf("a was disturbed by b's change: %s since %v (was %v)", st.State, st.Since, sinceA)
+	}
+	if st := peerState(t, provA, "node"); !st.Since.Equal(provSinceA) {
+		t.Errorf("provider a saw a session change: since %v, was %v", st.Since, provSinceA)
+	}
+
+	// Removing B ends its session; its advertisement goes away.
+	if err := node.SetPeers(ctx, []config.Peer{a}); err != nil {
+		t.Fatalf("remove peer b: %v", err)
+	}
+	eventually(t, sessionTimeout, "provider b sees the session down", func() (bool, string) {
+		st := peerState(t, provB, "node")
+		return st.State != model.StateEstablished, string(st.State)
+	})
+	waitLearned(t, provB, "node")
+	ps, err := node.Peers(ctx)
+	if err != nil || len(ps) != 1 || ps[0].Name != "a" {
+		t.Errorf("Peers() after removing b = %+v, %v", ps, err)
+	}
+	if diff := cmp.Diff([]model.Advertisement{ya}, node.Advertised(), cmpOpts); diff != "" {
+		t.Errorf("Advertised() after removing B (-want +got):\n%s", diff)
+	}
+	if _, err := node.Learned(ctx, "b"); err == nil {
+		t.Error("Learned of a removed peer returned no error")
+	}
+}
+
+// TestLearnedDefaultDeny: what a peer sends is reported, rejected by the
+// default deny, and never re-advertised to another peer.
+func TestLearnedDefaultDeny(t *testing.T) {
+	t.Parallel()
+	l := newLab(t, 22)
+	portA, portB := freePort(t), freePort(t)
+	provA := l.provider(3, portA, provASN, false, "")
+	provB := l.provider(4, portB, provASN+1, false, "")
+	node := l.node(false, l.peerOf("a", 3, portA, provASN), l.peerOf("b", 4, portB, provASN+1))
+
+	z, z6 := pfx("192.0.2.0/24"), pfx("2001:db8:22::/48")
+	set(t, provA,
+		adv("node", z.String(), model.PathAttrs{Communities: []string{"65001:1"}}),
+		adv("node", z6.String(), model.PathAttrs{}))
+	// The node advertises something to B, so that B's view is not empty by
+	// construction.
+	mine := adv("b", "10.22.0.0/24", model.PathAttrs{})
+	set(t, node, mine)
+
+	got := waitLearned(t, node, "a", z, z6)
+	p := got[z]
+	want := model.LearnedPath{
+		Peer: "a", Prefix: z, NextHop: l.addr(3), ASPath: []uint32{provASN}, Origin: "igp",
+		Communities: []string{"65001:1"}, Age: p.Age, Accepted: false, Reason: ReasonDefaultDeny,
+	}
+	if diff := cmp.Diff(want, p, cmpOpts); diff != "" {
+		t.Errorf("learned path (-want +got):\n%s", diff)
+	}
+	all, err := node.Learned(context.Background(), "")
+	if err != nil || len(all) != 2 {
+		t.Errorf(`Learned("") = %d paths, %v; want 2`, len(all), err)
+	}
+	eventually(t, routeTimeout, "node counts 2 received from a", func() (bool, string) {
+		st := peerState(t, node, "a")
+		return countsOf(st, "ipv4").Received == 1 && countsOf(st, "ipv6").Received == 1 &&
+			countsOf(st, "ipv4").Accepted == 0, fmt.Sprintf("%+v", st.Families)
+	})
+
+	waitLearned(t, provB, "node", mine.Prefix)
+	never(t, 2*time.Second, "B learns what A sent", func() (bool, string) {
+		m := learned(t, provB, "node")
+		return len(m) != 1, prefixesOf(m)
+	})
+	if got := node.Advertised(); len(got) != 1 {
+		t.Errorf("Advertised() = %v, want only %v", got, mine)
+	}
+}
+
+// TestOwnASNReason: a path reflected back with our ASN in its AS path says
+// so.
+func TestOwnASNReason(t *testing.T) {
+	s := &Speaker{global: config.BGP{ASN: nodeASN}}
+	lp := s.learnedPath("tor", pfx("10.0.0.0/24"), pathWithASPath(t, provASN, nodeASN))
+	if lp.Accepted || !strings.Contains(lp.Reason, "own ASN 64512") || !strings.Contains(lp.Reason, ReasonDefaultDeny) {
+		t.Errorf("reason = %q, accepted = %v", lp.Reason, lp.Accepted)
+	}
+	lp = s.learnedPath("tor", pfx("10.0.0.0/24"), pathWithASPath(t, provASN))
+	if lp.Reason != ReasonDefaultDeny {
+		t.Errorf("reason = %q, want %q", lp.Reason, ReasonDefaultDeny)
+	}
+}
+
+// TestMD5: the same TCP MD5 secret on both sides establishes; a wrong one
+// never does.
+func TestMD5(t *testing.T) {
+	t.Parallel()
+	if err := probeTCPMD5(); err != nil {
+		t.Skipf("the kernel refuses TCP_MD5SIG here (%v); MD5 sessions cannot be tested", err)
+	}
+	l := newLab(t, 23)
+	good, bad := freePort(t), freePort(t)
+	l.provider(3, good, provASN, false, "s3cret")
+	l.provider(4, bad, provASN, false, "s3cret")
+	pg, pb := l.peerOf("good", 3, good, provASN), l.peerOf("bad", 4, bad, provASN)
+	pg.Password, pb.Password = "s3cret", "wrong"
+	node := l.node(false, pg, pb)
+
+	waitEstablished(t, node, "good")
+	never(t, 10*time.Second, "a session with a wrong MD5 password establishes", func() (bool, string) {
+		st := peerState(t, node, "bad")
+		return st.State == model.StateEstablished, string(st.State)
+	})
+	// The password is never given back.
+	ps, err := node.Peers(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := fmt.Sprintf("%+v", ps); strings.Contains(s, "s3cret") || strings.Contains(s, "wrong") {
+		t.Errorf("Peers() shows a password: %s", s)
+	}
+}
+
+// probeTCPMD5 sets a TCP MD5 key on a fresh socket.
+func probeTCPMD5() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	sig := unix.TCPMD5Sig{Keylen: 4}
+	sig.Addr.Family = unix.AF_INET
+	binary.BigEndian.PutUint16(sig.Addr.Data[0:2], 0)
+	copy(sig.Addr.Data[2:6], netip.MustParseAddr("127.0.0.1").AsSlice())
+	copy(sig.Key[:], "test")
+	err = unix.SetsockoptTCPMD5Sig(fd, unix.IPPROTO_TCP, unix.TCP_MD5SIG, &sig)
+	if errors.Is(err, syscall.ENOENT) {
+		return nil
+	}
+	return err
+}
+
+// TestGracefulStop: with graceful restart, Stop(graceful) leaves the
+// provider holding our routes (stale); a plain Stop withdraws them.
+func TestGracefulStop(t *testing.T) {
+	t.Parallel()
+	l := newLab(t, 24)
+	grPort, hardPort := freePort(t), freePort(t)
+	grProv := l.provider(3, grPort, provASN, true, "")
+	gr := adv("gr", "10.24.1.0/24", model.PathAttrs{})
+	hard := adv("hard", "10.24.2.0/24", model.PathAttrs{})
+
+	grNode := l.node(true, l.peerOf("gr", 3, grPort, provASN))
+	// The plain-stop pair lives on its own addresses.
+	hl := newLab(t, 25)
+	hardProv := hl.provider(4, hardPort, provASN+1, true, "")
+	hardNode := hl.node(true, hl.peerOf("hard", 4, hardPort, provASN+1))
+
+	set(t, grNode, gr)
+	set(t, hardNode, hard)
+	waitLearned(t, grProv, "node", gr.Prefix)
+	waitLearned(t, hardProv, "node", hard.Prefix)
+
+	if err := grNode.Stop(context.Background(), true); err != nil {
+		t.Fatalf("graceful stop: %v", err)
+	}
+	if err := hardNode.Stop(context.Background(), false); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	eventually(t, sessionTimeout, "both providers see their session down", func() (bool, string) {
+		g, h := peerState(t, grProv, "node"), peerState(t, hardProv, "node")
+		return g.State != model.StateEstablished && h.State != model.StateEstablished, fmt.Sprintf("gr %s, hard %s", g.State, h.State)
+	})
+	waitLearned(t, hardProv, "node")
+	never(t, 3*time.Second, "the provider drops the gracefully stopped node's routes", func() (bool, string) {
+		m := learned(t, grProv, "node")
+		_, ok := m[gr.Prefix]
+		return !ok, prefixesOf(m)
+	})
+	// Stop is idempotent.
+	if err := grNode.Stop(context.Background(), true); err != nil {
+		t.Errorf("second Stop: %v", err)
+	}
+}
+
+func pathWithASPath(t *testing.T, asns ...uint32) *apiutil.Path {
+	t.Helper()
+	nlri, err := bgppkt.NewIPAddrPrefix(pfx("10.0.0.0/24"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nh, err := bgppkt.NewPathAttributeNextHop(netip.MustParseAddr("192.0.2.1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &apiutil.Path{Family: bgppkt.RF_IPv4_UC, Nlri: nlri, Attrs: []bgppkt.PathAttributeInterface{
+		bgppkt.NewPathAttributeOrigin(0),
+		bgppkt.NewPathAttributeAsPath([]bgppkt.AsPathParamInterface{bgppkt.NewAs4PathParam(bgppkt.BGP_ASPATH_ATTR_TYPE_SEQ, asns)}),
+		nh,
+	}}
+}
