@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/ovnbgp/ovnbgp/config"
 	"github.com/ovnbgp/ovnbgp/model"
@@ -299,5 +300,64 @@ func TestMemoryServerSocketInUse(t *testing.T) {
 	if s2, err := ovn.NewMemoryServer(nil, sock); err == nil {
 		s2.Close()
 		t.Fatal("second server on a live socket: no error")
+	}
+}
+
+// TestLogsOncePerStateChange: a row problem is logged once however often
+// Snapshot runs, and a disconnect once however many retries fail.
+func TestLogsOncePerStateChange(t *testing.T) {
+	core, logs := observer.New(zap.DebugLevel)
+	log := zap.New(core)
+	ctx := context.Background()
+	sock := filepath.Join(shortDir(t), "nb.sock")
+	srv, err := ovn.NewMemoryServer(log, sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sw := range []ovn.LabSwitch{
+		{Node: "node1", Subnets: []netip.Prefix{netip.MustParsePrefix("10.128.0.0/23")}},
+		{Network: "bad", Node: "node1", Subnets: []netip.Prefix{netip.PrefixFrom(netip.MustParseAddr("10.9.0.1"), 24)}},
+	} {
+		if _, err := ovn.AddLabSwitch(ctx, srv.Endpoint(), sw, log); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, _ := dial(t, srv.Endpoint(), log)
+	eventually(t, 10*time.Second, func() (bool, string) {
+		snap, ok := c.Snapshot("node1")
+		return ok && len(snap.Networks) == 1, "not synced"
+	})
+	for range 5 {
+		c.Snapshot("node1")
+	}
+	count := func(msg string) int { return logs.FilterMessage(msg).Len() }
+	if n := count("nb row skipped"); n != 1 {
+		t.Errorf("%d 'nb row skipped' logs, want 1", n)
+	}
+	if st := c.Status(); len(st.Problems) != 1 || !strings.Contains(st.Problems[0], "bad_node1") {
+		t.Errorf("problems = %q", st.Problems)
+	}
+
+	srv.Close()
+	eventually(t, 10*time.Second, func() (bool, string) {
+		return c.Status().Attempts >= 3, "fewer than 3 failed attempts"
+	})
+	if n := count("nb disconnected"); n != 1 {
+		t.Errorf("%d 'nb disconnected' logs after several failed retries, want 1", n)
+	}
+	srv, err = ovn.NewMemoryServer(log, sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	eventually(t, 15*time.Second, func() (bool, string) { return c.Connected(), "not reconnected" })
+	if n := count("nb connected"); n != 2 {
+		t.Errorf("%d 'nb connected' logs, want 2", n)
+	}
+	// The new server is empty: the problem goes away (logged once), and
+	// the node switch is missing (a new problem).
+	c.Snapshot("node1")
+	if n := count("nb row problem resolved"); n != 1 {
+		t.Errorf("%d 'nb row problem resolved' logs, want 1", n)
 	}
 }
