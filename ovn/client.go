@@ -257,22 +257,7 @@ func (c *Client) session() (connected bool, err error) {
 	}
 	defer cli.Close()
 
-	ctx, cancel := context.WithTimeout(c.ctx, connectTimeout)
-	defer cancel()
-	if err := cli.Connect(ctx); err != nil {
-		return false, fmt.Errorf("connect: %w", err)
-	}
-	cli.Cache().AddEventHandler(&cache.EventHandlerFuncs{
-		AddFunc:    func(string, libmodel.Model) { c.poke() },
-		UpdateFunc: func(string, libmodel.Model, libmodel.Model) { c.poke() },
-		DeleteFunc: func(string, libmodel.Model) { c.poke() },
-	})
-	ls := &nbdb.LogicalSwitch{}
-	mon := cli.NewMonitor(client.WithTable(ls, &ls.Name, &ls.ExternalIDs, &ls.OtherConfig))
-	if _, err := cli.Monitor(ctx, mon); err != nil {
-		return false, fmt.Errorf("monitor %s: %w", nbdb.LogicalSwitchTable, err)
-	}
-	rows, err := readRows(ctx, cli)
+	rows, err := c.start(cli)
 	if err != nil {
 		return false, err
 	}
@@ -312,6 +297,29 @@ func (c *Client) session() (connected bool, err error) {
 			}
 		}
 	}
+}
+
+// start connects cli, starts the monitor and reads the first full copy of
+// the rows, within connectTimeout.
+func (c *Client) start(cli client.Client) ([]switchRow, error) {
+	ctx, cancel := context.WithTimeout(c.ctx, connectTimeout)
+	defer cancel()
+	if err := cli.Connect(ctx); err != nil {
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	cli.Cache().AddEventHandler(&cache.EventHandlerFuncs{
+		AddFunc:    func(string, libmodel.Model) { c.poke() },
+		UpdateFunc: func(string, libmodel.Model, libmodel.Model) { c.poke() },
+		DeleteFunc: func(string, libmodel.Model) { c.poke() },
+	})
+	// Only the columns the snapshot reads: on a big cluster the other
+	// Logical_Switch columns (ports, ACLs, QoS...) are most of the data.
+	ls := &nbdb.LogicalSwitch{}
+	mon := cli.NewMonitor(client.WithTable(ls, &ls.Name, &ls.ExternalIDs, &ls.OtherConfig))
+	if _, err := cli.Monitor(ctx, mon); err != nil {
+		return nil, fmt.Errorf("monitor %s: %w", nbdb.LogicalSwitchTable, err)
+	}
+	return readRows(ctx, cli)
 }
 
 // poke tells the session goroutine that the cache changed. It never
