@@ -90,6 +90,12 @@ func (s LabSwitch) row(uuid string) *nbdb.LogicalSwitch {
 // tests only.
 func AddLabSwitch(ctx context.Context, endpoint string, sw LabSwitch, log *zap.Logger) (string, error) {
 	name := sw.Name()
+	switch t := sw.topology(); {
+	case t != TopologyLayer3 && t != TopologyLayer2 && t != TopologyLocalnet:
+		return "", fmt.Errorf("add lab switch: unknown topology %q", t)
+	case t == TopologyLayer3 && sw.Node == "":
+		return "", fmt.Errorf("add lab switch: a layer3 switch needs a node")
+	}
 	err := withWriter(ctx, endpoint, log, func(ctx context.Context, cli client.Client) error {
 		if err := mustNotExist(ctx, cli, name); err != nil {
 			return err
