@@ -49,11 +49,15 @@ type Status struct {
 
 // NBStatus is the state of the OVN Northbound connection.
 type NBStatus struct {
-	Endpoint  string    `json:"endpoint"`
+	Endpoint string `json:"endpoint"`
+	// Current is the member of a clustered NB in use ("" = Endpoint).
+	Current   string    `json:"current,omitempty"`
 	Connected bool      `json:"connected"`
 	Synced    bool      `json:"synced"`
 	Since     time.Time `json:"since,omitzero"`
 	LastError string    `json:"lastError,omitempty"`
+	// Attempts counts connection attempts since the last success.
+	Attempts int `json:"attempts,omitempty"`
 	// Problems lists NB rows of unexpected shape that were skipped.
 	Problems []string `json:"problems,omitempty"`
 }

@@ -56,6 +56,8 @@ func TestLab(t *testing.T) {
 		"provider  10.200.0.0/24  blue     udn   communities=64512:100",
 		"node1  10.200.0.0/24  127.0.0.1  64512    64512:100", // the provider got the community
 		"203.0.113.0/24",
+		"NB commit → provider router has 10.210.0.0/24:",
+		"switch deleted → withdrawn from the provider router:",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("lab output lacks %q:\n%s", want, got)

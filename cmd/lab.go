@@ -107,9 +107,13 @@ func runLab(ctx context.Context, out io.Writer, lo labOptions) error {
 	if err := waitEstablished(ctx, client, lo.timeout, done); err != nil {
 		return fmt.Errorf("lab: %w (log: %s)", err, logPath)
 	}
-	if err := printLab(ctx, out, client, provider, labFiles{cfg: cfgPath, sock: sock, log: logPath, nb: nb.Endpoint()}); err != nil {
+	if err := printLab(ctx, out, client, provider, labFiles{cfg: cfgPath, sock: sock, log: logPath}); err != nil {
 		return err
 	}
+	if err := demoChange(ctx, out, nb.Endpoint(), lo.node, provider, log.Named("nb-change")); err != nil {
+		return fmt.Errorf("lab: %w (log: %s)", err, logPath)
+	}
+	fmt.Fprintln(out, "\nCtrl-C to stop.")
 	select {
 	case <-ctx.Done():
 		stop()
@@ -207,7 +211,7 @@ func waitEstablished(ctx context.Context, c *api.Client, timeout time.Duration, 
 }
 
 // labFiles are the paths and endpoints the demo tells the user about.
-type labFiles struct{ cfg, sock, log, nb string }
+type labFiles struct{ cfg, sock, log string }
 
 func printLab(ctx context.Context, out io.Writer, c *api.Client, provider *bgp.Speaker, f labFiles) error {
 	peers, err := c.Peers(ctx)
@@ -248,14 +252,60 @@ Try, in another terminal:
   %[1]s --socket %[2]s status
   %[1]s --socket %[2]s config show --running
   curl -s --unix-socket %[2]s http://ovnbgp/v1/peers
-With OVN's tools installed, change the topology and watch the routes follow:
-  ovn-nbctl --db=%[5]s ls-add green_node1 -- set logical_switch green_node1 \
-     other_config:subnet=10.210.0.0/24 external_ids:k8s.ovn.org/network=green \
-     external_ids:k8s.ovn.org/topology=layer3
 config: %[3]s
 log:    %[4]s
-Ctrl-C to stop.
-`, cli, f.sock, f.cfg, f.log, f.nb)
+`, cli, f.sock, f.cfg, f.log)
+	return nil
+}
+
+// demoChange adds a User Defined Network's node switch to the NB, as
+// OVN-Kubernetes does when a UDN is created, and measures how long until the
+// provider router has the subnet; then deletes it and measures the
+// withdrawal.
+func demoChange(ctx context.Context, out io.Writer, endpoint, node string, provider *bgp.Speaker, log *zap.Logger) error {
+	green := netip.MustParsePrefix("10.210.0.0/24")
+	sw := ovn.LabSwitch{Network: "green", Topology: ovn.TopologyLayer3, Role: "primary", Node: node,
+		Subnets: []netip.Prefix{green}}
+	has := func() (bool, error) {
+		paths, err := provider.Learned(ctx, "")
+		for _, p := range paths {
+			if p.Prefix == green {
+				return true, err
+			}
+		}
+		return false, err
+	}
+	wait := func(want bool) (time.Duration, error) {
+		start := time.Now()
+		for time.Since(start) < 10*time.Second {
+			got, err := has()
+			if err != nil {
+				return 0, err
+			}
+			if got == want {
+				return time.Since(start), nil
+			}
+			time.Sleep(200 * time.Microsecond)
+		}
+		return 0, fmt.Errorf("the provider did not see %s change in 10 s", green)
+	}
+	fmt.Fprintf(out, "\n== a live change: a UDN \"green\" appears on %s in OVN NB (switch %s, %s)\n", node, sw.Name(), green)
+	name, err := ovn.AddLabSwitch(ctx, endpoint, sw, log)
+	if err != nil {
+		return err
+	}
+	took, err := wait(true)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "NB commit → provider router has %s: %s\n", green, took.Round(10*time.Microsecond))
+	if err := ovn.DeleteLabSwitch(ctx, endpoint, name, log); err != nil {
+		return err
+	}
+	if took, err = wait(false); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "switch deleted → withdrawn from the provider router: %s\n", took.Round(10*time.Microsecond))
 	return nil
 }
 

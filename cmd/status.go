@@ -31,7 +31,7 @@ func newStatusCommand(o *options) *cobra.Command {
 				}
 				row(w, "northbound", fmt.Sprintf("%s %s for %s (synced: %v)", st.NB.Endpoint, conn, ago(st.NB.Since), st.NB.Synced))
 				if st.NB.LastError != "" {
-					row(w, "northbound error", st.NB.LastError)
+					row(w, "northbound error", fmt.Sprintf("%s (%d attempts)", st.NB.LastError, st.NB.Attempts))
 				}
 				for _, p := range st.NB.Problems {
 					row(w, "skipped NB row", p)

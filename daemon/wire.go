@@ -31,7 +31,7 @@ type nbClient struct{ *ovn.Client }
 func (c nbClient) Status() api.NBStatus {
 	s := c.Client.Status()
 	return api.NBStatus{
-		Endpoint: s.Endpoint, Connected: s.Connected, Synced: s.Synced, Since: s.Since,
-		LastError: s.LastError, Problems: s.Problems,
+		Endpoint: s.Endpoint, Current: s.Current, Connected: s.Connected, Synced: s.Synced, Since: s.Since,
+		LastError: s.LastError, Attempts: s.Attempts, Problems: s.Problems,
 	}
 }
