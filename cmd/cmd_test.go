@@ -123,3 +123,15 @@ func TestNoDaemon(t *testing.T) {
 		t.Fatalf("peers without a daemon: %v", err)
 	}
 }
+
+func TestSocketFromEnv(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "env.sock")
+	t.Setenv("OVNBGP_SOCKET", sock)
+	if _, err := run(t, "peers"); err == nil || !strings.Contains(err.Error(), sock) {
+		t.Fatalf("OVNBGP_SOCKET ignored: %v", err)
+	}
+	flag := filepath.Join(t.TempDir(), "flag.sock")
+	if _, err := run(t, "--socket", flag, "peers"); err == nil || !strings.Contains(err.Error(), flag) {
+		t.Fatalf("--socket does not win over OVNBGP_SOCKET: %v", err)
+	}
+}

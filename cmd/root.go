@@ -13,6 +13,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
 )
 
 // version is stamped at link time: -ldflags "-X github.com/ovnbgp/ovnbgp/cmd.version=v1.2.3".
@@ -32,6 +34,22 @@ const (
 	DefaultConfig = "/etc/ovnbgp/config.yaml"
 	DefaultSocket = "/run/ovnbgp/ovnbgp.sock"
 )
+
+// fromEnv lets OVNBGP_CONFIG, OVNBGP_SOCKET and OVNBGP_OUTPUT stand in for
+// flags that were not given (a flag on the command line wins). The viper
+// instance is local: nothing outlives the command.
+func (o *options) fromEnv(flags *pflag.FlagSet) error {
+	v := viper.New()
+	v.SetEnvPrefix("OVNBGP")
+	v.AutomaticEnv()
+	for _, name := range []string{"config", "socket", "output"} {
+		if err := v.BindPFlag(name, flags.Lookup(name)); err != nil {
+			return err
+		}
+	}
+	o.configPath, o.socket, o.output = v.GetString("config"), v.GetString("socket"), v.GetString("output")
+	return nil
+}
 
 // Execute runs the command line and exits non-zero on error.
 func Execute() {
@@ -71,13 +89,16 @@ Start with 'ovnbgp lab' for a self-contained demo.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.fromEnv(cmd.Root().PersistentFlags()); err != nil {
+				return err
+			}
 			return checkOutput(o.output)
 		},
 	}
 	pf := root.PersistentFlags()
-	pf.StringVar(&o.configPath, "config", DefaultConfig, "config file")
-	pf.StringVar(&o.socket, "socket", DefaultSocket, "daemon control socket")
-	pf.StringVarP(&o.output, "output", "o", "table", "output format: table, json or yaml")
+	pf.StringVar(&o.configPath, "config", DefaultConfig, "config file (env OVNBGP_CONFIG)")
+	pf.StringVar(&o.socket, "socket", DefaultSocket, "daemon control socket (env OVNBGP_SOCKET)")
+	pf.StringVarP(&o.output, "output", "o", "table", "output format: table, json or yaml (env OVNBGP_OUTPUT)")
 	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"table", "json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))
 
 	root.AddCommand(
