@@ -17,7 +17,7 @@ import (
 // TestAdvertiseAttributes: IPv4 and IPv6 prefixes reach the provider with
 // the attributes the advertisement asked for.
 func TestAdvertiseAttributes(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	l := newLab(t, 11)
 	port := freePort(t)
 	prov := l.provider(3, port, provASN, false, "")
@@ -101,7 +101,7 @@ func sameSet(a, b []string) bool {
 // set for one peer sends nothing to another; the same set twice changes
 // nothing; nil withdraws everything.
 func TestPerPeerSelection(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	l := newLab(t, 12)
 	portA, portB := freePort(t), freePort(t)
 	provA := l.provider(3, portA, provASN, false, "")
@@ -178,7 +178,7 @@ func TestPerPeerSelection(t *testing.T) {
 
 // TestSetErrors: bad items are reported and skipped; the rest applies.
 func TestSetErrors(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	l := newLab(t, 13)
 	port := freePort(t)
 	prov := l.provider(3, port, provASN, false, "")

@@ -118,7 +118,9 @@ func (n normAttrs) attrs() model.PathAttrs {
 	for _, c := range n.communities {
 		a.Communities = append(a.Communities, formatCommunity(c))
 	}
-	a.LargeCommunities = n.largeStrings()
+	if len(n.large) > 0 {
+		a.LargeCommunities = n.largeStrings()
+	}
 	return a
 }
 

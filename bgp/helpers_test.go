@@ -80,6 +80,18 @@ func (l *lab) addr(host int) netip.Addr {
 	return netip.AddrFrom4([4]byte{127, 0, byte(l.n), byte(host)})
 }
 
+// parallel runs the test in parallel with the others, except under the
+// race detector: gobgp v4.8.0's StartBgp writes package-level variables
+// (table.SelectionOptions, table.UseMultiplePaths) that every server reads,
+// so two servers starting while a third propagates paths is a data race
+// inside gobgp (benign: they all write the same defaults; a daemon runs one
+// server at a time).
+func parallel(t *testing.T) {
+	if !raceEnabled {
+		t.Parallel()
+	}
+}
+
 // freePort returns a TCP port that is free on every address (gobgp
 // listens on 0.0.0.0 and ::).
 func freePort(t *testing.T) int {

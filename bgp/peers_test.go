@@ -24,7 +24,7 @@ import (
 // for; changing one peer's holdTime resets that session only; removing a
 // peer ends its session and its advertisements.
 func TestSetPeers(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	l := newLab(t, 21)
 	portA, portB := freePort(t), freePort(t)
 	provA := l.provider(3, portA, provASN, false, "")
@@ -103,7 +103,7 @@ func TestSetPeers(t *testing.T) {
 // TestLearnedDefaultDeny: what a peer sends is reported, rejected by the
 // default deny, and never re-advertised to another peer.
 func TestLearnedDefaultDeny(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	l := newLab(t, 22)
 	portA, portB := freePort(t), freePort(t)
 	provA := l.provider(3, portA, provASN, false, "")
@@ -165,7 +165,7 @@ func TestOwnASNReason(t *testing.T) {
 // TestMD5: the same TCP MD5 secret on both sides establishes; a wrong one
 // never does.
 func TestMD5(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	if err := probeTCPMD5(); err != nil {
 		t.Skipf("the kernel refuses TCP_MD5SIG here (%v); MD5 sessions cannot be tested", err)
 	}
@@ -214,7 +214,7 @@ func probeTCPMD5() error {
 // TestGracefulStop: with graceful restart, Stop(graceful) leaves the
 // provider holding our routes (stale); a plain Stop withdraws them.
 func TestGracefulStop(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	l := newLab(t, 24)
 	grPort, hardPort := freePort(t), freePort(t)
 	grProv := l.provider(3, grPort, provASN, true, "")

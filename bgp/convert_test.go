@@ -1,0 +1,121 @@
+package bgp
+
+import (
+	"net/netip"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ovnbgp/ovnbgp/config"
+	"github.com/ovnbgp/ovnbgp/model"
+)
+
+func TestNormalize(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		in      model.PathAttrs
+		key     string
+		out     model.PathAttrs
+		wantErr bool
+	}{
+		{name: "empty", key: "c=;l=;lp=0;med=0;pp=0"},
+		{
+			name: "order and spelling do not matter",
+			in: model.PathAttrs{
+				Communities:      []string{"65001:200", " NO-EXPORT", "65001:100", "65001:200"},
+				LargeCommunities: []string{"64512:2:1", "64512:1:2"},
+				MED:              5, LocalPreference: 200, ASPathPrepend: 3,
+			},
+			key: "c=65001:100,65001:200,65535:65281;l=64512:1:2,64512:2:1;lp=200;med=5;pp=3",
+			out: model.PathAttrs{
+				Communities:      []string{"65001:100", "65001:200", "no-export"},
+				LargeCommunities: []string{"64512:1:2", "64512:2:1"},
+				MED:              5, LocalPreference: 200, ASPathPrepend: 3,
+			},
+		},
+		{name: "plain number", in: model.PathAttrs{Communities: []string{"65537"}}, key: "c=1:1;l=;lp=0;med=0;pp=0",
+			out: model.PathAttrs{Communities: []string{"1:1"}}},
+		{name: "community out of range", in: model.PathAttrs{Communities: []string{"65536:1"}}, wantErr: true},
+		{name: "unknown name", in: model.PathAttrs{Communities: []string{"no-such"}}, wantErr: true},
+		{name: "short large community", in: model.PathAttrs{LargeCommunities: []string{"1:2"}}, wantErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n, err := normalize(tc.in)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("normalize(%+v) error = %v, want error %v", tc.in, err, tc.wantErr)
+			}
+			if err != nil {
+				return
+			}
+			if got := n.key(); got != tc.key {
+				t.Errorf("key = %q, want %q", got, tc.key)
+			}
+			if diff := cmp.Diff(tc.out, n.attrs()); diff != "" && tc.name != "empty" {
+				t.Errorf("attrs (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestPeerChanges(t *testing.T) {
+	base := config.Peer{Name: "tor", Address: netip.MustParseAddr("192.0.2.1"), ASN: 65001, Port: 179,
+		HoldTime: 90 * time.Second, Password: "x", Families: []config.Family{config.IPv4}}
+	same := base
+	same.PasswordFile = "/other/file" // same secret
+	if c := peerChanges(base, same); len(c) != 0 {
+		t.Errorf("changes = %v, want none", c)
+	}
+	other := base
+	other.Password = "y"
+	other.HoldTime = 30 * time.Second
+	other.MaxPrefixes = 10
+	if c, want := peerChanges(base, other), []string{"password", "holdTime", "maxPrefixes"}; !slices.Equal(c, want) {
+		t.Errorf("changes = %v, want %v", c, want)
+	}
+}
+
+// TestAPIPeer checks the gobgp traps: per-family graceful restart, a short
+// deferral time, GTSM, seconds.
+func TestAPIPeer(t *testing.T) {
+	s := &Speaker{global: config.BGP{ASN: 64512, GracefulRestart: config.GracefulRestart{Enabled: true, RestartTime: 90 * time.Second}}}
+	p := withPeerDefaults(config.Peer{
+		Name: "tor", Address: netip.MustParseAddr("2001:db8::1"), ASN: 65001, Port: 1179, Passive: true,
+		TTLSecurity: true, Password: "x", HoldTime: 1500 * time.Millisecond, MaxPrefixes: 100,
+		Families: []config.Family{config.IPv6, config.IPv4, config.IPv6},
+	})
+	ap := s.apiPeer(p)
+	if gr := ap.GracefulRestart; gr == nil || !gr.Enabled || gr.RestartTime != 90 || gr.DeferralTime != 90 {
+		t.Errorf("graceful restart = %+v", gr)
+	}
+	if len(ap.AfiSafis) != 2 {
+		t.Fatalf("afi-safis = %v, want ipv4 and ipv6 once each", ap.AfiSafis)
+	}
+	for _, as := range ap.AfiSafis {
+		if !as.GetMpGracefulRestart().GetConfig().GetEnabled() {
+			t.Errorf("%v: per-family graceful restart not enabled", as.Config.Family)
+		}
+		if as.GetPrefixLimits().GetMaxPrefixes() != 100 {
+			t.Errorf("%v: prefix limit = %v", as.Config.Family, as.PrefixLimits)
+		}
+	}
+	if ts := ap.TtlSecurity; ts == nil || !ts.Enabled || ts.TtlMin != 255 {
+		t.Errorf("ttl security = %+v", ts)
+	}
+	if ap.Timers.Config.HoldTime != 2 || !ap.Transport.PassiveMode || ap.Transport.RemotePort != 1179 ||
+		ap.Conf.AuthPassword != "x" {
+		t.Errorf("peer = %+v", ap)
+	}
+
+	// Without graceful restart nothing of it is sent.
+	s.global.GracefulRestart.Enabled = false
+	if ap := s.apiPeer(p); ap.GracefulRestart != nil || ap.AfiSafis[0].MpGracefulRestart != nil {
+		t.Errorf("graceful restart without it enabled: %+v %+v", ap.GracefulRestart, ap.AfiSafis[0].MpGracefulRestart)
+	}
+	// Multihop eBGP.
+	p.TTLSecurity, p.EBGPMultihop = false, 3
+	if mh := s.apiPeer(p).EbgpMultihop; mh == nil || !mh.Enabled || mh.MultihopTtl != 3 {
+		t.Errorf("ebgp multihop = %+v", mh)
+	}
+}

@@ -1,0 +1,6 @@
+//go:build !race
+
+package bgp
+
+// raceEnabled: see parallel.
+const raceEnabled = false
