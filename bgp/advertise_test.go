@@ -54,6 +54,7 @@ func TestAdvertiseAttributes(t *testing.T) {
 	}
 
 	p6 := got[v6.Prefix]
+	t.Logf("ipv6 next hop over an IPv4 session: %v", p6.NextHop)
 	if want := []uint32{nodeASN}; !slices.Equal(p6.ASPath, want) {
 		t.Errorf("as path of %v = %v, want %v", v6.Prefix, p6.ASPath, want)
 	}

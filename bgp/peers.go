@@ -306,9 +306,12 @@ func (s *Speaker) Peers(ctx context.Context) ([]model.PeerStatus, error) {
 		cfg[p.Address] = p
 	}
 	var out []model.PeerStatus
+	cfgErrs := make(map[string]string, len(s.peerErrs))
 	for name, e := range s.peerErrs {
 		if _, ok := s.peers[name]; !ok {
-			out = append(out, model.PeerStatus{Name: name, State: model.StateUnknown, LastError: e})
+			out = append(out, model.PeerStatus{Name: name, State: model.StateUnknown, LastError: "not configured: " + e})
+		} else {
+			cfgErrs[name] = "last config change not applied: " + e
 		}
 	}
 	stopped := s.stopped
@@ -335,7 +338,11 @@ func (s *Speaker) Peers(ctx context.Context) ([]model.PeerStatus, error) {
 			continue // deleted meanwhile
 		}
 		seen[addr] = true
-		out = append(out, s.peerStatus(c, p))
+		ps := s.peerStatus(c, p)
+		if e, ok := cfgErrs[c.Name]; ok {
+			ps.LastError = e
+		}
+		out = append(out, ps)
 	}
 	for addr, c := range cfg {
 		if !seen[addr] {

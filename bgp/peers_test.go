@@ -98,6 +98,34 @@ func TestSetPeers(t *testing.T) {
 	if _, err := node.Learned(ctx, "b"); err == nil {
 		t.Error("Learned of a removed peer returned no error")
 	}
+
+	// Bad input changes nothing that was working.
+	bad := a
+	bad.ASN = 0
+	if err := node.SetPeers(ctx, []config.Peer{bad}); err == nil {
+		t.Error("SetPeers with a peer without ASN returned no error")
+	}
+	st := peerState(t, node, "a")
+	if st.State != model.StateEstablished || !st.Since.Equal(sinceA) || !strings.Contains(st.LastError, "asn is not set") {
+		t.Errorf("a after a bad update: %s since %v (was %v), last error %q", st.State, st.Since, sinceA, st.LastError)
+	}
+}
+
+// TestNewWithBadPeer: a peer that cannot work does not stop the speaker;
+// Peers says why.
+func TestNewWithBadPeer(t *testing.T) {
+	parallel(t)
+	l := newLab(t, 26)
+	p := l.peerOf("tor", 3, 179, provASN)
+	p.Passive = true // and the node never listens
+	node := l.node(false, p)
+	st := peerState(t, node, "tor")
+	if st.State != model.StateUnknown || !strings.Contains(st.LastError, "listenPort is -1") {
+		t.Errorf("peer that can never connect: %+v", st)
+	}
+	if err := node.SetPeers(context.Background(), []config.Peer{p}); err == nil {
+		t.Error("SetPeers with the same bad peer returned no error")
+	}
 }
 
 // TestLearnedDefaultDeny: what a peer sends is reported, rejected by the

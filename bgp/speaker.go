@@ -63,11 +63,15 @@ type session struct {
 }
 
 // New starts a gobgp server with the global config, adds global.Peers and
-// returns. log receives ovnbgp's messages; gobgp's own slog records are
-// bridged to log.Named("gobgp"), from Warn up unless log is enabled at
-// Debug (then from Info up). notify is called, without blocking, whenever a
-// peer changes state or a peer's Adj-RIB-In changes; it may be called often
-// and from another goroutine.
+// returns. It fails only when the speaker cannot start (bad ASN or router
+// ID, listen port in use); a peer that cannot be added is logged, reported
+// by Peers and retried by the next SetPeers.
+//
+// log receives ovnbgp's messages; gobgp's own slog records go to
+// log.Named("gobgp"), from Warn up, or from Info up when log is enabled at
+// Debug. notify is called whenever a peer changes state or a peer's
+// Adj-RIB-In changes, possibly often and from gobgp's event goroutine: it
+// must not block.
 func New(ctx context.Context, global config.BGP, log *zap.Logger, notify func()) (*Speaker, error) {
 	if log == nil {
 		log = zap.NewNop()
@@ -111,8 +115,9 @@ func New(ctx context.Context, global config.BGP, log *zap.Logger, notify func())
 	log.Info("bgp speaker started", zap.Uint32("asn", global.ASN),
 		zap.Stringer("routerID", global.RouterID), zap.Int("listenPort", listenPort(global.ListenPort)))
 	if err := s.SetPeers(ctx, global.Peers); err != nil {
-		// The speaker runs; the peers that failed are reported by Peers.
-		return s, err
+		// The speaker runs: the peers that failed are reported by Peers,
+		// retried and returned again by the next SetPeers.
+		log.Warn("some peers were not added", zap.Error(err))
 	}
 	return s, nil
 }
