@@ -6,10 +6,13 @@
 //
 // # Import: default deny
 //
-// The global import policy rejects everything (RFC 8212). Nothing a peer
-// sends enters the Loc-RIB, so nothing learned is ever re-advertised to
-// another peer; Learned reads each peer's Adj-RIB-In, before policy, and
-// ovnbgp's own import rules decide what to program elsewhere.
+// The global import policy "ovnbgp-import" rejects everything a peer sends
+// (RFC 8212). Nothing learned enters the Loc-RIB, so nothing learned is ever
+// re-advertised to another peer; Learned reads each peer's Adj-RIB-In,
+// before policy, and ovnbgp's own import rules decide what to program
+// elsewhere. Its only statement accepts locally originated paths: gobgp runs
+// the global import policy on the paths of AddPath too, and a bare default
+// REJECT would keep our own prefixes out of the RIB.
 //
 // # Export: one local path per prefix, one statement per peer and attributes
 //

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -38,6 +39,8 @@ type lab struct {
 	t   *testing.T
 	n   int
 	log *zap.Logger
+	// pokes counts each speaker's notify calls, by speaker name.
+	pokes map[string]*atomic.Int64
 }
 
 // newLab also collects the speakers' logs, printed if the test fails
@@ -46,7 +49,7 @@ func newLab(t *testing.T, n int) *lab {
 	t.Helper()
 	buf := &syncBuffer{}
 	enc := zapcore.NewConsoleEncoder(zap.NewDevelopmentEncoderConfig())
-	l := &lab{t: t, n: n, log: zap.New(zapcore.NewCore(enc, buf, zap.InfoLevel))}
+	l := &lab{t: t, n: n, log: zap.New(zapcore.NewCore(enc, buf, zap.InfoLevel)), pokes: map[string]*atomic.Int64{}}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("speaker logs:\n%s", buf.String())
@@ -110,7 +113,9 @@ func (l *lab) speaker(name string, global config.BGP) *Speaker {
 	log := l.logger().Named(name)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	s, err := New(ctx, global, log, func() {})
+	pokes := new(atomic.Int64)
+	l.pokes[name] = pokes
+	s, err := New(ctx, global, log, func() { pokes.Add(1) })
 	if err != nil {
 		l.t.Fatalf("start speaker %s: %v", name, err)
 	}

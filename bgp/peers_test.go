@@ -139,6 +139,12 @@ func TestLearnedDefaultDeny(t *testing.T) {
 	node := l.node(false, l.peerOf("a", 3, portA, provASN), l.peerOf("b", 4, portB, provASN+1))
 
 	z, z6 := pfx("192.0.2.0/24"), pfx("2001:db8:22::/48")
+	waitEstablished(t, node, "a")
+	waitEstablished(t, node, "b")
+	if l.pokes["node"].Load() == 0 {
+		t.Error("no notify for the sessions coming up")
+	}
+	pokes := l.pokes["node"].Load()
 	set(t, provA,
 		adv("node", z.String(), model.PathAttrs{Communities: []string{"65001:1"}}),
 		adv("node", z6.String(), model.PathAttrs{}))
@@ -148,6 +154,10 @@ func TestLearnedDefaultDeny(t *testing.T) {
 	set(t, node, mine)
 
 	got := waitLearned(t, node, "a", z, z6)
+	eventually(t, routeTimeout, "notify for the paths a sent", func() (bool, string) {
+		n := l.pokes["node"].Load()
+		return n > pokes, fmt.Sprintf("%d pokes, %d before", n, pokes)
+	})
 	p := got[z]
 	want := model.LearnedPath{
 		Peer: "a", Prefix: z, NextHop: l.addr(3), ASPath: []uint32{provASN}, Origin: "igp",

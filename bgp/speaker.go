@@ -109,7 +109,7 @@ func New(ctx context.Context, global config.BGP, log *zap.Logger, notify func())
 		sessions:   map[netip.Addr]*session{},
 	}
 	if err := s.start(ctx); err != nil {
-		s.shutdown(false)
+		_ = s.shutdown(ctx, false)
 		return nil, err
 	}
 	log.Info("bgp speaker started", zap.Uint32("asn", global.ASN),
@@ -202,16 +202,16 @@ func (s *Speaker) Stop(ctx context.Context, graceful bool) error {
 	if s.stopped {
 		return nil
 	}
-	err := s.shutdown(graceful)
+	err := s.shutdown(ctx, graceful)
 	s.log.Info("bgp speaker stopped", zap.Bool("graceful", graceful))
 	return err
 }
 
 // shutdown stops gobgp; the caller holds mu or owns s exclusively.
-func (s *Speaker) shutdown(graceful bool) error {
+func (s *Speaker) shutdown(ctx context.Context, graceful bool) error {
 	s.stopped = true
 	var err error
-	if e := s.bgp.StopBgp(context.Background(), &api.StopBgpRequest{AllowGracefulRestart: graceful}); e != nil {
+	if e := s.bgp.StopBgp(ctx, &api.StopBgpRequest{AllowGracefulRestart: graceful}); e != nil {
 		err = fmt.Errorf("stop bgp: %w", e)
 	}
 	// BgpServer.Stop also stops the BFD server, which StopBgp leaves
