@@ -70,7 +70,8 @@ func (w *world) bestFrom(family string, peer netip.Addr) ([]netip.Prefix, error)
 	return w.frr.BestFrom(family, peer)
 }
 
-// hasAll / hasNone are conditions on FRR's best paths from peer.
+// rib is a condition: FRR has best paths from peer for every prefix of want
+// and for none of absent.
 func (w *world) rib(family string, peer netip.Addr, want, absent []netip.Prefix) func() error {
 	return func() error {
 		got, err := w.bestFrom(family, peer)
