@@ -17,7 +17,7 @@ build:
 
 ## test: install test packages (as root), vet, build, unit and end-to-end tests
 test: deps vet build
-	$(GO) test -count=1 -timeout 25m ./...
+	OVNBGP_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 25m ./...
 
 ## unit: only the tests that need no root and no packages
 unit:
@@ -25,7 +25,7 @@ unit:
 
 ## e2e: only the end-to-end tests (root; real ovsdb-server and FRR in netns)
 e2e: deps build
-	$(GO) test -count=1 -timeout 25m -v ./test/e2e/
+	OVNBGP_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 25m -v ./test/e2e/
 
 vet:
 	$(GO) vet ./...
