@@ -252,18 +252,22 @@ func probeTCPMD5() error {
 // TestGracefulStop: with graceful restart, Stop(graceful) leaves the
 // provider holding our routes (stale); a plain Stop withdraws them.
 func TestGracefulStop(t *testing.T) {
+	if raceEnabled {
+		t.Skip("gobgp v4.8.0 races on a path's stale flag when a graceful-restart peer goes down " +
+			"while an event watcher converts its paths (fixed upstream by osrg/gobgp#3658, not yet released)")
+	}
 	parallel(t)
 	l := newLab(t, 24)
 	grPort, hardPort := freePort(t), freePort(t)
-	grProv := l.provider(3, grPort, provASN, true, "")
-	gr := adv("gr", "10.24.1.0/24", model.PathAttrs{})
-	hard := adv("hard", "10.24.2.0/24", model.PathAttrs{})
-
-	grNode := l.node(true, l.peerOf("gr", 3, grPort, provASN))
-	// The plain-stop pair lives on its own addresses.
+	// The plain-stop pair lives on its own addresses. All four servers
+	// start before any session comes up (see parallel).
 	hl := newLab(t, 25)
+	grProv := l.provider(3, grPort, provASN, true, "")
 	hardProv := hl.provider(4, hardPort, provASN+1, true, "")
+	grNode := l.node(true, l.peerOf("gr", 3, grPort, provASN))
 	hardNode := hl.node(true, hl.peerOf("hard", 4, hardPort, provASN+1))
+	gr := adv("gr", "10.24.1.0/24", model.PathAttrs{})
+	hard := adv("hard", "10.25.2.0/24", model.PathAttrs{})
 
 	set(t, grNode, gr)
 	set(t, hardNode, hard)
