@@ -196,6 +196,8 @@ func (s *Speaker) reconcile(ctx context.Context, want []model.Advertisement) err
 		a.member[k] = w.gid
 		a.advs[k] = w.adv
 		added++
+		s.log.Debug("prefix selected for peer", zap.String("op", "select"), zap.String("peer", k.Peer),
+			zap.Stringer("prefix", k.Prefix), zap.Any("attrs", w.adv.Attrs))
 		if _, in := ribBefore[k.Prefix]; in {
 			// The path is already in the RIB: only a soft reset makes
 			// gobgp send it to this peer (or with the new attributes).
@@ -264,6 +266,8 @@ func (s *Speaker) reconcile(ctx context.Context, want []model.Advertisement) err
 		}
 		removed += len(drop)
 		for _, p := range drop {
+			s.log.Debug("prefix deselected for peer", zap.String("op", "deselect"), zap.String("peer", gid.peer),
+				zap.Stringer("prefix", p))
 			if _, in := a.rib[p]; in {
 				reset[gid.peer] = true
 			}

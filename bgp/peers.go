@@ -49,7 +49,7 @@ func (s *Speaker) SetPeers(ctx context.Context, peers []config.Peer) error {
 		if err != nil {
 			errs = append(errs, fmt.Errorf("peer %q: %w", p.Name, err))
 			peerErrs[p.Name] = err.Error()
-			if old, ok := s.peers[p.Name]; ok {
+			if old, ok := s.peers[p.Name]; ok && want[p.Name].Name == "" {
 				// Bad input changes nothing that was working.
 				want[p.Name] = old
 				wantAddr[old.Address] = p.Name
@@ -61,6 +61,7 @@ func (s *Speaker) SetPeers(ctx context.Context, peers []config.Peer) error {
 	}
 
 	// Deletions first: a new or changed peer may reuse a deleted address.
+	reset := map[string]bool{}
 	for _, name := range sortedKeys(s.peers) {
 		old := s.peers[name]
 		if _, ok := want[name]; ok {
@@ -93,16 +94,15 @@ func (s *Speaker) SetPeers(ctx context.Context, peers []config.Peer) error {
 			s.peers[name] = p
 			s.log.Info("peer updated without a session reset", zap.String("peer", name), zap.Strings("changed", changed))
 		default:
+			// Deleted now, added back below with the new peers, so that
+			// two peers may swap addresses.
 			s.log.Info("peer config changed, resetting its session", zap.String("peer", name), zap.Strings("changed", changed))
 			if err := s.deletePeer(ctx, old); err != nil {
 				errs = append(errs, err)
 				peerErrs[name] = err.Error()
 				continue
 			}
-			if err := s.addPeer(ctx, p); err != nil {
-				errs = append(errs, err)
-				peerErrs[name] = err.Error()
-			}
+			reset[name] = true
 		}
 	}
 	for _, name := range sortedKeys(want) {
@@ -110,15 +110,14 @@ func (s *Speaker) SetPeers(ctx context.Context, peers []config.Peer) error {
 		if _, exists := s.peers[name]; exists {
 			continue
 		}
-		if _, failed := peerErrs[name]; failed {
-			continue // a changed peer whose re-add failed
-		}
 		if err := s.addPeer(ctx, p); err != nil {
 			errs = append(errs, err)
 			peerErrs[name] = err.Error()
 			continue
 		}
-		s.log.Info("peer added", zap.String("peer", name), zap.Stringer("address", p.Address), zap.Uint32("asn", p.ASN))
+		if !reset[name] {
+			s.log.Info("peer added", zap.String("peer", name), zap.Stringer("address", p.Address), zap.Uint32("asn", p.ASN))
+		}
 	}
 	s.peerErrs = peerErrs
 
