@@ -72,4 +72,12 @@
 //     one empty.
 //   - DeletePolicy does not delete the statements it removes from a policy;
 //     this package deletes them itself.
+//   - An IPv6 prefix sent over an IPv4 session gets the IPv4-mapped session
+//     address (::ffff:a.b.c.d) as next hop: give IPv6 prefixes IPv6 peers.
+//   - A peer reset by the other side dials back during gobgp's idle hold
+//     time; gobgp refuses it and warns "Closed an accepted connection".
+//   - gobgp's StartBgp writes package-level variables, and its event
+//     watcher races with graceful-restart stale marking (osrg/gobgp#3658):
+//     harmless in a daemon running one speaker at a time, but visible to
+//     the race detector in tests that run several.
 package bgp
