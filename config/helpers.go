@@ -23,15 +23,18 @@ func (c *Config) Peer(name string) (Peer, bool) {
 }
 
 // SpeakerChanged reports whether going from old to c needs the BGP speaker
-// to restart: the ASN, router ID or listen port differ (or there is no old
-// config). Everything else is applied to the running speaker.
+// to restart: the ASN, router ID, listen port or graceful-restart settings
+// differ (or there is no old config); gobgp negotiates graceful restart per
+// session from the global settings, so a change reaches peers only through
+// new sessions. Everything else is applied to the running speaker.
 func (c *Config) SpeakerChanged(old *Config) bool {
 	if old == nil {
 		return true
 	}
 	return c.BGP.ASN != old.BGP.ASN ||
 		c.BGP.RouterID != old.BGP.RouterID ||
-		c.BGP.ListenPort != old.BGP.ListenPort
+		c.BGP.ListenPort != old.BGP.ListenPort ||
+		c.BGP.GracefulRestart != old.BGP.GracefulRestart
 }
 
 // RedactedPassword stands for a password in printed configurations.

@@ -35,6 +35,7 @@ func TestSpeakerChanged(t *testing.T) {
 		{"asn", []string{"  asn: 64512\n", "  asn: 64513\n", afterTorB, "      asn: 64513\n"}, true},
 		{"router id", []string{"routerID: 192.0.2.10", "routerID: 192.0.2.11"}, true},
 		{"listen port", []string{afterBGP, afterBGP + "  listenPort: -1\n"}, true},
+		{"graceful restart", []string{afterBGP, afterBGP + "  gracefulRestart: {enabled: true}\n"}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -65,6 +65,7 @@ type Daemon struct {
 	synced     bool
 	desired    []model.Advertisement
 	ready      bool
+	peersUp    bool // peers added to the speaker (after the first plan)
 	startedAt  time.Time
 	reconciles uint64
 	lastRun    time.Time
@@ -131,7 +132,10 @@ func (d *Daemon) run(ctx context.Context) error {
 		defer m.close()
 	}
 
-	if err := d.startSpeaker(ctx, cfg); err != nil {
+	// Peers are added with the first plan (or at the ready grace), so a
+	// session starts with the whole table and End-of-RIB follows it: a
+	// graceful-restart helper never takes our restart for "no routes".
+	if err := d.startSpeaker(ctx, cfg, false); err != nil {
 		return err
 	}
 	nb, err := d.deps.DialNB(ctx, cfg.OVN, d.log.Named("ovn"), d.poke)
@@ -187,6 +191,7 @@ func (d *Daemon) loop(ctx context.Context, hup <-chan os.Signal) error {
 			_, _ = sd.SdNotify(false, sd.SdNotifyWatchdog)
 			continue
 		case <-grace.C:
+			d.addPeers(ctx, "OVN Northbound not synced yet")
 			d.markReady("OVN Northbound not synced yet; advertising nothing until it is")
 			continue
 		case <-d.signal:
@@ -218,6 +223,10 @@ func (d *Daemon) reconcile(ctx context.Context) error {
 		return nil
 	}
 	desired := plan.Advertisements(cfg, snap)
+	// Peers are added right before the first Set: their sessions need
+	// an OPEN exchange (and gobgp's first dial waits ~2 s), so the first
+	// UPDATEs carry the whole table and End-of-RIB follows it.
+	d.addPeers(ctx, "first plan ready")
 	diff := plan.DiffAdvertisements(desired, speaker.Advertised())
 	err := speaker.Set(ctx, desired)
 	d.logDiff(diff, err)
@@ -285,11 +294,11 @@ func (d *Daemon) reloadConfig(ctx context.Context) {
 	next.Control, next.Metrics = old.Control, old.Metrics
 
 	if next.SpeakerChanged(old) {
-		d.log.Info("bgp asn, routerID or listenPort changed: restarting the speaker (sessions reset)")
+		d.log.Info("bgp asn, routerID, listenPort or gracefulRestart changed: restarting the speaker (sessions reset)")
 		d.stopSpeaker(false)
-		if err := d.startSpeaker(ctx, next); err != nil {
+		if err := d.startSpeaker(ctx, next, d.peersAdded()); err != nil {
 			d.log.Error("new bgp settings failed; going back to the running ones", zap.Error(err))
-			if err2 := d.startSpeaker(ctx, old); err2 != nil {
+			if err2 := d.startSpeaker(ctx, old, d.peersAdded()); err2 != nil {
 				d.log.Error("restoring the speaker failed", zap.Error(err2))
 			}
 			d.mu.Lock()
@@ -297,8 +306,10 @@ func (d *Daemon) reloadConfig(ctx context.Context) {
 			d.mu.Unlock()
 			return
 		}
-	} else if err := d.currentSpeaker().SetPeers(ctx, next.BGP.Peers); err != nil {
-		d.log.Warn("some peer changes were not applied", zap.Error(err))
+	} else if d.peersAdded() {
+		if err := d.currentSpeaker().SetPeers(ctx, next.BGP.Peers); err != nil {
+			d.log.Warn("some peer changes were not applied", zap.Error(err))
+		}
 	}
 	if next.OVN != old.OVN {
 		d.log.Info("ovn settings changed: reconnecting")
@@ -337,20 +348,47 @@ func restartOnly(old, next *config.Config) []string {
 	return keys
 }
 
-func (d *Daemon) startSpeaker(ctx context.Context, cfg *config.Config) error {
+// startSpeaker starts a speaker for cfg, with its peers when withPeers.
+func (d *Daemon) startSpeaker(ctx context.Context, cfg *config.Config, withPeers bool) error {
 	sp, err := d.deps.NewSpeaker(ctx, cfg.BGP, d.log.Named("bgp"), d.poke)
 	if err != nil {
 		return fmt.Errorf("bgp: %w", err)
 	}
-	if err := sp.SetPeers(ctx, cfg.BGP.Peers); err != nil {
-		// A peer that cannot be added is reported and retried on reload;
-		// the others run.
-		d.log.Warn("some peers were not added", zap.Error(err))
-	}
 	d.mu.Lock()
 	d.speaker = sp
 	d.mu.Unlock()
+	if withPeers {
+		d.setPeers(ctx, sp, cfg)
+	}
 	return nil
+}
+
+// addPeers adds the configured peers to the speaker, once.
+func (d *Daemon) addPeers(ctx context.Context, why string) {
+	d.mu.Lock()
+	if d.peersUp {
+		d.mu.Unlock()
+		return
+	}
+	d.peersUp = true
+	sp, cfg := d.speaker, d.cfg
+	d.mu.Unlock()
+	d.log.Info("starting bgp sessions", zap.String("reason", why), zap.Int("peers", len(cfg.BGP.Peers)))
+	d.setPeers(ctx, sp, cfg)
+}
+
+func (d *Daemon) setPeers(ctx context.Context, sp Speaker, cfg *config.Config) {
+	if err := sp.SetPeers(ctx, cfg.BGP.Peers); err != nil {
+		// A peer that cannot be added is reported (ovnbgp peers) and
+		// retried on reload; the others run.
+		d.log.Warn("some peers were not added", zap.Error(err))
+	}
+}
+
+func (d *Daemon) peersAdded() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.peersUp
 }
 
 func (d *Daemon) stopSpeaker(graceful bool) {

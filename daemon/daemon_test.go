@@ -21,7 +21,8 @@ import (
 )
 
 // fakeSpeaker keeps the advertised set in memory, as package bgp does with
-// gobgp's RIB; failPrefix makes Set refuse one prefix.
+// gobgp's RIB, and like it refuses prefixes for peers it does not have;
+// failPrefix makes Set refuse one prefix.
 type fakeSpeaker struct {
 	mu         sync.Mutex
 	advs       []model.Advertisement
@@ -46,6 +47,11 @@ func (f *fakeSpeaker) Set(_ context.Context, advs []model.Advertisement) error {
 	var err error
 	f.advs = nil
 	for _, a := range advs {
+		// Like package bgp: a prefix for a peer not added is refused.
+		if !slices.ContainsFunc(f.peers, func(p config.Peer) bool { return p.Name == a.Peer }) {
+			err = errors.New("unknown peer " + a.Peer)
+			continue
+		}
 		if a.Prefix == f.failPrefix {
 			err = errors.New("refused " + a.Prefix.String())
 			continue
@@ -244,8 +250,14 @@ func TestNothingBeforeFirstSync(t *testing.T) {
 	if got := h.sp.prefixes(); len(got) != 0 {
 		t.Fatalf("advertised %v before the NB synced", got)
 	}
+	if peers, _ := h.sp.Peers(context.Background()); len(peers) != 0 {
+		t.Fatalf("sessions started before the first plan: %v", peers)
+	}
 	h.nb.set(true, network("default", "10.128.0.0/23"))
 	h.wantPrefixes("tor 10.128.0.0/23")
+	if peers, _ := h.sp.Peers(context.Background()); len(peers) != 1 {
+		t.Fatalf("peers = %v after the first plan, want tor", peers)
+	}
 }
 
 func TestFollowsSnapshot(t *testing.T) {
