@@ -57,7 +57,7 @@ func TestDefaults(t *testing.T) {
 func TestExplicitValues(t *testing.T) {
 	c := mustParse(t, edit(t,
 		afterBGP, afterBGP+"  listenPort: -1\n",
-		afterTorA, afterTorA+"      holdTime: 0\n      families: [ipv4, ipv6]\n",
+		afterTorA, afterTorA+"      holdTime: 0\n      families: [ipv4]\n",
 		afterTorB, afterTorB+"      holdTime: 10s\n      port: 1790\n      bfd: {minTx: 1s}\n",
 	)+"metrics:\n  address: \"\"\nkernel:\n  routeProtocol: 0\n")
 	a, b := c.BGP.Peers[0], c.BGP.Peers[1]
@@ -68,7 +68,7 @@ func TestExplicitValues(t *testing.T) {
 		{"listenPort", c.BGP.ListenPort, -1},
 		{"tor-a holdTime", a.HoldTime, time.Duration(0)},
 		{"tor-a keepaliveTime", a.KeepaliveTime, time.Duration(0)},
-		{"tor-a families", a.Families, []Family{IPv4, IPv6}},
+		{"tor-a families", a.Families, []Family{IPv4}},
 		{"tor-b holdTime", b.HoldTime, 10 * time.Second},
 		{"tor-b keepaliveTime (holdTime/3 in whole seconds)", b.KeepaliveTime, 3 * time.Second},
 		{"tor-b port", b.Port, 1790},
@@ -183,6 +183,8 @@ func TestProblems(t *testing.T) {
 			wants: []want{{"bgp.peers[0].connectRetry", "at least 1s", 10}}},
 		{name: "family unknown and twice", edits: []string{afterTorA, afterTorA + "      families: [ipv4, ipv5, ipv4]\n"},
 			wants: []want{{"bgp.peers[0].families[1]", `unknown family "ipv5"`, 10}, {"bgp.peers[0].families[2]", "listed twice", 10}}},
+		{name: "family of the other address", edits: []string{afterTorA, afterTorA + "      families: [ipv4, ipv6]\n"},
+			wants: []want{{"bgp.peers[0].families[1]", "ipv6 over an ipv4 session is not supported yet", 10}}},
 		{name: "bfd enabled", edits: []string{afterTorA, afterTorA + "      bfd:\n        enabled: true\n"},
 			wants: []want{{"bgp.peers[0].bfd.enabled", "not supported yet", 11}}},
 		{name: "bfd ranges", edits: []string{afterTorA, afterTorA + "      bfd: {minTx: 5ms, minRx: 61s, multiplier: 0}\n"},

@@ -161,6 +161,10 @@ func (v *validator) peer(p string, peer *Peer) {
 			v.add(fp, "unknown family %q (ipv4 or ipv6)", f)
 		case seen[f]:
 			v.add(fp, "%s is listed twice", f)
+		case a.IsValid() && f != familyOf(a):
+			// gobgp would send an IPv4-mapped next hop (::ffff:a.b.c.d)
+			// or none at all: routes no router can use.
+			v.add(fp, "%s over an %s session is not supported yet (no usable next hop without RFC 8950); add a peer on the router's %s address", f, familyOf(a), f)
 		}
 		seen[f] = true
 	}
@@ -598,4 +602,12 @@ func (v *validator) log() {
 	default:
 		v.add("log.format", "%q is not json or console", v.c.Log.Format)
 	}
+}
+
+// familyOf is the address family of a.
+func familyOf(a netip.Addr) Family {
+	if a.Is4() {
+		return IPv4
+	}
+	return IPv6
 }
