@@ -3,6 +3,8 @@ package daemon
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -352,5 +354,37 @@ func TestStopIsGracefulOnlyWithGR(t *testing.T) {
 	}
 	if _, err := os.Stat(h.sock); !os.IsNotExist(err) {
 		t.Fatalf("control socket left behind: %v", err)
+	}
+}
+
+func TestMetrics(t *testing.T) {
+	h := start(t, "default")
+	h.nb.set(true, network("default", "10.128.0.0/23"))
+	h.wantPrefixes("tor 10.128.0.0/23")
+	m, err := h.d.serveMetrics("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.close()
+	resp, err := http.Get("http://" + m.ln.Addr().String() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for _, want := range []string{
+		`ovnbgp_peer_established{peer="tor"} 1`,
+		`ovnbgp_peer_state{peer="tor"} 6`,
+		`ovnbgp_advertisements{peer="tor"} 1`,
+		`ovnbgp_northbound_connected 1`,
+		`ovnbgp_reconcile_failing 0`,
+		`ovnbgp_build_info{node="node1",version="test"} 1`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+	if _, err := h.d.serveMetrics(m.ln.Addr().String()); err == nil || !strings.Contains(err.Error(), `metrics.address: ""`) {
+		t.Errorf("port in use: err = %v, want advice to turn metrics off", err)
 	}
 }
