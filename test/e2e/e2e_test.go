@@ -70,11 +70,23 @@ func (w *world) bestFrom(family string, peer netip.Addr) ([]netip.Prefix, error)
 	return w.frr.BestFrom(family, peer)
 }
 
-// rib is a condition: FRR has best paths from peer for every prefix of want
-// and for none of absent.
+// rib is a condition: the daemon runs, and FRR has best paths from peer for
+// every prefix of want and for none of absent.
 func (w *world) rib(family string, peer netip.Addr, want, absent []netip.Prefix) func() error {
+	frr := w.frrRIB(family, peer, want, absent)
 	return func() error {
-		got, err := w.bestFrom(family, peer)
+		if err := w.d.Exited(); err != nil {
+			return err
+		}
+		return frr()
+	}
+}
+
+// frrRIB is rib for when the daemon is meant to be stopped: it only looks
+// at FRR.
+func (w *world) frrRIB(family string, peer netip.Addr, want, absent []netip.Prefix) func() error {
+	return func() error {
+		got, err := w.frr.BestFrom(family, peer)
 		if err != nil {
 			return err
 		}

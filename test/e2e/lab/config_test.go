@@ -1,11 +1,13 @@
 package lab
 
 import (
+	"cmp"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ovnbgp/ovnbgp/config"
 )
@@ -29,7 +31,11 @@ func TestDaemonConfigLoads(t *testing.T) {
 	md5.ListenPort = 179
 	md5.Peers = []Peer{{Name: "tor", Address: TorIPv4, ASN: 65001, Passive: true, PasswordFile: pw, Families: []string{"ipv4"}}}
 
-	for name, c := range map[string]DaemonConfig{"ipv4": base, "ipv6": v6, "md5-passive": md5} {
+	gr := base
+	gr.GracefulRestart, gr.RestartTime = true, 120*time.Second
+	gr.Peers = []Peer{DefaultTor(), {Name: "dead", Address: netip.MustParseAddr("198.51.100.1"), ASN: 65002, Port: 1790}}
+
+	for name, c := range map[string]DaemonConfig{"ipv4": base, "ipv6": v6, "md5-passive": md5, "gr-two-peers": gr} {
 		t.Run(name, func(t *testing.T) {
 			text, err := c.Render()
 			if err != nil {
@@ -43,8 +49,16 @@ func TestDaemonConfigLoads(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%v\n%s", err, text)
 			}
-			if len(cfg.BGP.Peers) != 1 || cfg.BGP.Peers[0].Address != c.Peers[0].Address || cfg.BGP.ListenPort != c.ListenPort {
+			if len(cfg.BGP.Peers) != len(c.Peers) || cfg.BGP.Peers[0].Address != c.Peers[0].Address || cfg.BGP.ListenPort != c.ListenPort {
 				t.Errorf("loaded %+v from\n%s", cfg.BGP, text)
+			}
+			for i, p := range c.Peers {
+				if want := cmp.Or(p.Port, 179); cfg.BGP.Peers[i].Port != want {
+					t.Errorf("peer %s: port %d, want %d", p.Name, cfg.BGP.Peers[i].Port, want)
+				}
+			}
+			if g := cfg.BGP.GracefulRestart; g.Enabled != c.GracefulRestart || (c.RestartTime != 0 && g.RestartTime != c.RestartTime) {
+				t.Errorf("gracefulRestart %+v, want enabled %v, restart time %v", g, c.GracefulRestart, c.RestartTime)
 			}
 			if c.Peers[0].PasswordFile != "" && cfg.BGP.Peers[0].Password != "s3cret" {
 				t.Errorf("password not read from passwordFile")
@@ -61,7 +75,7 @@ func TestFRRConfigParses(t *testing.T) {
 	c := FRRConfig{Neighbors: []FRRNeighbor{
 		{Address: NodeIPv4, ASN: 65010, Passive: true, Password: "pw"},
 		{Address: NodeIPv6, ASN: 65010},
-	}, Originate: []netip.Prefix{netip.MustParsePrefix("203.0.113.0/24")}}
+	}, Originate: []netip.Prefix{netip.MustParsePrefix("203.0.113.0/24")}, GracefulRestart: true}
 	// not t.TempDir(): its parent is 0700 and bgpd reads the file as frr
 	dir, err := os.MkdirTemp("", NamePrefix+"frrcheck-")
 	if err != nil {
@@ -75,7 +89,7 @@ func TestFRRConfigParses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"neighbor 192.0.2.0 passive", "neighbor 192.0.2.0 password pw", "neighbor 2001:db8:100:: activate", "network 203.0.113.0/24"} {
+	for _, want := range []string{"neighbor 192.0.2.0 passive", "neighbor 192.0.2.0 password pw", "neighbor 2001:db8:100:: activate", "network 203.0.113.0/24", "bgp graceful-restart"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("bgpd.conf lacks %q:\n%s", want, text)
 		}

@@ -11,11 +11,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"text/template"
 	"time"
 
+	"github.com/ovnbgp/ovnbgp/api"
 	"github.com/ovnbgp/ovnbgp/model"
 )
 
@@ -24,6 +26,8 @@ type Peer struct {
 	Name    string
 	Address netip.Addr
 	ASN     uint32
+	// Port is the peer's TCP port; 0 = the daemon's default (179).
+	Port    int
 	Passive bool
 	// Password, when set, is written to a 0600 file named by passwordFile.
 	Password string
@@ -48,6 +52,10 @@ type DaemonConfig struct {
 	// Advertise is the YAML list of advertise rules; default: one rule
 	// "pods" of kind podNetwork for every network.
 	Advertise string
+	// GracefulRestart turns on bgp.gracefulRestart with RestartTime (0 =
+	// the daemon's default, 120 s).
+	GracefulRestart bool
+	RestartTime     time.Duration
 
 	Northbound string // filled by StartDaemon
 	Socket     string // filled by StartDaemon
@@ -61,11 +69,17 @@ bgp:
   asn: {{.ASN}}
   routerID: {{.RouterID}}
   listenPort: {{.ListenPort}}
+{{- if .GracefulRestart}}
+  gracefulRestart: {enabled: true{{if .RestartTime}}, restartTime: {{.RestartTime}}{{end}}}
+{{- end}}
   peers:
 {{- range .Peers}}
     - name: {{.Name}}
       address: "{{.Address}}"
       asn: {{.ASN}}
+{{- if .Port}}
+      port: {{.Port}}
+{{- end}}
       holdTime: 9s
       keepaliveTime: 3s
       connectRetry: 2s
@@ -97,27 +111,32 @@ func (c DaemonConfig) Render() (string, error) {
 // Daemon is `ovnbgp daemon` running in the lab's node namespace.
 type Daemon struct {
 	t      testing.TB
+	lab    *Lab
 	Bin    string
 	Dir    string
 	Config string // path of config.yaml
 	Socket string // control socket
-	Log    string // stderr and stdout
-	// Started is when the process was started.
+	Log    string // stderr and stdout, of every run (Restart appends)
+	// Cfg is the configuration as written, with every default filled in:
+	// copy it, change it and pass it to Reload.
+	Cfg DaemonConfig
+	// Started is when the process was last started.
 	Started time.Time
 
+	mu   sync.Mutex
+	proc *process // the current (or last) run
+}
+
+// process is one run of the daemon.
+type process struct {
 	cmd  *exec.Cmd
 	done chan struct{}
 	err  error // Wait's result, valid after done
 }
 
-// StartDaemon writes the config and starts `ovnbgp daemon --config F` in the
-// node namespace, connected to nb. At the end of the test it is stopped with
-// SIGTERM (by PID), and on failure the last 100 lines of its log are printed.
-func (l *Lab) StartDaemon(nb *NB, cfg DaemonConfig) *Daemon {
-	t := l.T
-	t.Helper()
-	bin := Binary(t)
-	dir := l.Mkdir("ovnbgp")
+// fill sets the defaults StartDaemon documents; nb may be nil when the
+// test sets Northbound itself.
+func (cfg DaemonConfig) fill(dir string, nb *NB) DaemonConfig {
 	if cfg.Node == "" {
 		cfg.Node = "node1"
 	}
@@ -136,59 +155,153 @@ func (l *Lab) StartDaemon(nb *NB, cfg DaemonConfig) *Daemon {
 	if cfg.Advertise == "" {
 		cfg.Advertise = `  - {name: pods, kind: podNetwork, networks: ["*"]}`
 	}
-	cfg.Northbound = nb.Endpoint()
+	if nb != nil {
+		cfg.Northbound = nb.Endpoint()
+	}
 	cfg.Socket = filepath.Join(dir, "ovnbgp.sock")
 	cfg.Peers = append([]Peer(nil), cfg.Peers...)
-	for i := range cfg.Peers {
-		p := &cfg.Peers[i]
-		if p.Password != "" {
-			p.PasswordFile = filepath.Join(dir, p.Name+".password")
-			if err := os.WriteFile(p.PasswordFile, []byte(p.Password+"\n"), 0o600); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	text, err := cfg.Render()
-	if err != nil {
+	return cfg
+}
+
+// StartDaemon writes the config and starts `ovnbgp daemon --config F` in the
+// node namespace, connected to nb (which need not be running yet). At the
+// end of the test it is stopped with SIGTERM (by PID), and on failure the
+// last 100 lines of its log are printed.
+func (l *Lab) StartDaemon(nb *NB, cfg DaemonConfig) *Daemon {
+	t := l.T
+	t.Helper()
+	bin := Binary(t)
+	dir := l.Mkdir("ovnbgp")
+	d := &Daemon{t: t, lab: l, Bin: bin, Dir: dir, Config: filepath.Join(dir, "config.yaml"),
+		Log: filepath.Join(dir, "ovnbgp.log")}
+	if err := d.writeConfig(cfg.fill(dir, nb)); err != nil {
 		t.Fatal(err)
 	}
-	d := &Daemon{t: t, Bin: bin, Dir: dir, Config: filepath.Join(dir, "config.yaml"),
-		Socket: cfg.Socket, Log: filepath.Join(dir, "ovnbgp.log"), done: make(chan struct{})}
-	if err := os.WriteFile(d.Config, []byte(text), 0o644); err != nil {
+	d.Socket = d.Cfg.Socket
+	if err := os.WriteFile(d.Log, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	logf, err := os.Create(d.Log)
-	if err != nil {
+	if err := d.start(); err != nil {
 		t.Fatal(err)
 	}
-	defer logf.Close()
-	// `ip netns exec` execs the daemon: cmd's PID is the daemon's PID.
-	d.cmd = exec.Command("ip", "netns", "exec", l.Node, bin, "daemon", "--config", d.Config)
-	d.cmd.Stdout, d.cmd.Stderr = logf, logf
-	d.Started = time.Now()
-	if err := d.cmd.Start(); err != nil {
-		t.Fatalf("start ovnbgp daemon: %v", err)
-	}
-	go func() { d.err = d.cmd.Wait(); close(d.done) }()
 	t.Cleanup(func() {
 		if _, _, err := d.Stop(10 * time.Second); err != nil {
 			t.Errorf("stopping ovnbgp daemon: %v", err)
 		}
 		if t.Failed() {
+			text, _ := os.ReadFile(d.Config)
 			t.Logf("--- ovnbgp config\n%s--- ovnbgp daemon log (last 100 lines)\n%s", text, tail(d.Log, 100))
 		}
 	})
 	return d
 }
 
-// PID is the daemon's process id.
-func (d *Daemon) PID() int { return d.cmd.Process.Pid }
+// writeConfig renders cfg (already filled) to the config file, with the
+// password files of its peers.
+func (d *Daemon) writeConfig(cfg DaemonConfig) error {
+	for i := range cfg.Peers {
+		p := &cfg.Peers[i]
+		if p.Password != "" {
+			p.PasswordFile = filepath.Join(d.Dir, p.Name+".password")
+			if err := os.WriteFile(p.PasswordFile, []byte(p.Password+"\n"), 0o600); err != nil {
+				return err
+			}
+		}
+	}
+	text, err := cfg.Render()
+	if err != nil {
+		return err
+	}
+	if err := WriteFileAtomic(d.Config, []byte(text)); err != nil {
+		return err
+	}
+	d.Cfg = cfg
+	return nil
+}
+
+// WriteFileAtomic replaces path with data by renaming a temporary file over
+// it, as an editor or a config-management tool would: a reader never sees
+// half a file.
+func WriteFileAtomic(path string, data []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// start starts one run of the daemon, its output appended to the log.
+func (d *Daemon) start() error {
+	logf, err := os.OpenFile(d.Log, os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	// `ip netns exec` execs the daemon: cmd's PID is the daemon's PID.
+	p := &process{done: make(chan struct{})}
+	p.cmd = exec.Command("ip", "netns", "exec", d.lab.Node, d.Bin, "daemon", "--config", d.Config)
+	p.cmd.Stdout, p.cmd.Stderr = logf, logf
+	started := time.Now()
+	if err := p.cmd.Start(); err != nil {
+		return fmt.Errorf("start ovnbgp daemon: %w", err)
+	}
+	go func() { p.err = p.cmd.Wait(); close(p.done) }()
+	d.mu.Lock()
+	d.proc, d.Started = p, started
+	d.mu.Unlock()
+	return nil
+}
+
+// Restart starts the daemon again, with the config file as it is, after
+// it exited (Stop). Its log goes on in the same file.
+func (d *Daemon) Restart() error {
+	if d.Exited() == nil {
+		return fmt.Errorf("ovnbgp daemon (pid %d) is still running", d.PID())
+	}
+	return d.start()
+}
+
+// Reload writes cfg (as Render makes it; fill in from d.Cfg) over the config
+// file and sends SIGHUP.
+func (d *Daemon) Reload(cfg DaemonConfig) error {
+	if err := d.writeConfig(cfg); err != nil {
+		return err
+	}
+	return d.Signal(syscall.SIGHUP)
+}
+
+// ReloadText writes text over the config file and sends SIGHUP: for configs
+// DaemonConfig cannot express, such as invalid ones.
+func (d *Daemon) ReloadText(text string) error {
+	if err := WriteFileAtomic(d.Config, []byte(text)); err != nil {
+		return err
+	}
+	return d.Signal(syscall.SIGHUP)
+}
+
+// Signal sends sig to the running daemon.
+func (d *Daemon) Signal(sig syscall.Signal) error {
+	if err := d.Exited(); err != nil {
+		return err
+	}
+	return d.current().cmd.Process.Signal(sig)
+}
+
+func (d *Daemon) current() *process {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.proc
+}
+
+// PID is the daemon's process id (of the current or last run).
+func (d *Daemon) PID() int { return d.current().cmd.Process.Pid }
 
 // Exited returns a non-nil error if the daemon is no longer running.
 func (d *Daemon) Exited() error {
+	p := d.current()
 	select {
-	case <-d.done:
-		return fmt.Errorf("ovnbgp daemon exited: %v", d.err)
+	case <-p.done:
+		return fmt.Errorf("ovnbgp daemon exited: %v", p.err)
 	default:
 		return nil
 	}
@@ -199,22 +312,23 @@ func (d *Daemon) Exited() error {
 // the daemon took to exit after SIGTERM. Calling it again returns the first
 // result with took = 0.
 func (d *Daemon) Stop(grace time.Duration) (code int, took time.Duration, err error) {
+	p := d.current()
 	select {
-	case <-d.done:
-		return exitCode(d.err), 0, nil
+	case <-p.done:
+		return exitCode(p.err), 0, nil
 	default:
 	}
 	start := time.Now()
-	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		return -1, 0, err
 	}
 	select {
-	case <-d.done:
-		return exitCode(d.err), time.Since(start), nil
+	case <-p.done:
+		return exitCode(p.err), time.Since(start), nil
 	case <-time.After(grace):
-		_ = d.cmd.Process.Kill()
-		<-d.done
-		return exitCode(d.err), time.Since(start), fmt.Errorf("ovnbgp daemon still running %v after SIGTERM: killed", grace)
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		return exitCode(p.err), time.Since(start), fmt.Errorf("ovnbgp daemon still running %v after SIGTERM: killed", grace)
 	}
 }
 
@@ -261,6 +375,32 @@ func (d *Daemon) Peer(name string) (model.PeerStatus, error) {
 		}
 	}
 	return model.PeerStatus{}, fmt.Errorf("no peer %q in ovnbgp peers: %+v", name, peers)
+}
+
+// Status returns `ovnbgp status -o json`.
+func (d *Daemon) Status() (api.Status, error) {
+	var res api.Status
+	return res, d.cliJSON(&res, "status", "-o", "json")
+}
+
+// LogLines returns the daemon's JSON log lines (of every run) whose "msg"
+// is msg, decoded.
+func (d *Daemon) LogLines(msg string) ([]map[string]any, error) {
+	b, err := os.ReadFile(d.Log)
+	if err != nil {
+		return nil, err
+	}
+	var res []map[string]any
+	for _, line := range strings.Split(string(b), "\n") {
+		if !strings.Contains(line, msg) {
+			continue
+		}
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) == nil && m["msg"] == msg {
+			res = append(res, m)
+		}
+	}
+	return res, nil
 }
 
 // Advertised returns `ovnbgp routes advertised -o json`.

@@ -40,6 +40,9 @@ type FRRConfig struct {
 	// Originate are prefixes FRR announces to every neighbor of their
 	// family (`network` with import-check off: no RIB route needed).
 	Originate []netip.Prefix
+	// GracefulRestart sets `bgp graceful-restart` (FRR restarting and
+	// helper; FRR 8.4 is a helper even without it).
+	GracefulRestart bool
 }
 
 var bgpdTemplate = template.Must(template.New("bgpd.conf").Parse(`hostname {{.Hostname}}
@@ -52,6 +55,9 @@ router bgp {{.ASN}}
  no bgp default ipv4-unicast
  no bgp network import-check
  timers bgp 3 9
+{{- if .GracefulRestart}}
+ bgp graceful-restart
+{{- end}}
 {{- range .Neighbors}}
  neighbor {{.Address}} remote-as {{.ASN}}
  neighbor {{.Address}} timers connect 2
@@ -112,7 +118,7 @@ func (c FRRConfig) Render(hostname, dir string) (string, error) {
 	var b bytes.Buffer
 	err := bgpdTemplate.Execute(&b, map[string]any{
 		"Hostname": hostname, "Dir": dir, "ASN": c.ASN, "RouterID": c.RouterID,
-		"Neighbors": c.Neighbors, "Families": used,
+		"Neighbors": c.Neighbors, "Families": used, "GracefulRestart": c.GracefulRestart,
 	})
 	return b.String(), err
 }
@@ -286,12 +292,15 @@ type Path struct {
 	ASPath string
 	Valid  bool
 	Best   bool
+	// Stale: FRR keeps the path for a neighbor in graceful restart.
+	Stale bool
 }
 
 type frrRIB struct {
 	Routes map[string][]struct {
 		Valid    bool   `json:"valid"`
 		Bestpath bool   `json:"bestpath"`
+		Stale    bool   `json:"stale"`
 		PeerID   string `json:"peerId"`
 		Path     string `json:"path"`
 		Nexthops []struct {
@@ -319,7 +328,7 @@ func (f *FRR) RIB(family string) (map[netip.Prefix][]Path, error) {
 			return nil, fmt.Errorf("FRR route %q: %w", p, err)
 		}
 		for _, rp := range paths {
-			path := Path{Prefix: pfx, PeerID: rp.PeerID, ASPath: rp.Path, Valid: rp.Valid, Best: rp.Bestpath}
+			path := Path{Prefix: pfx, PeerID: rp.PeerID, ASPath: rp.Path, Valid: rp.Valid, Best: rp.Bestpath, Stale: rp.Stale}
 			for _, nh := range rp.Nexthops {
 				if a, err := netip.ParseAddr(nh.IP); err == nil && nh.Scope != "link-local" && !a.IsUnspecified() {
 					path.NextHop = a
@@ -372,11 +381,50 @@ type Neighbor struct {
 	RemoteAS               uint32 `json:"remoteAs"`
 	State                  string `json:"bgpState"`
 	ConnectionsEstablished int    `json:"connectionsEstablished"`
+	ConnectionsDropped     int    `json:"connectionsDropped"`
 	LastReset              string `json:"lastResetDueTo"`
+	// UpSince is when the session was last Established (Unix seconds),
+	// bgpTimerUpEstablishedEpoch; 0 while it is not.
+	UpSince int64 `json:"bgpTimerUpEstablishedEpoch"`
+	// Messages counts BGP messages on the session, over every connection.
+	Messages struct {
+		NotificationsSent int `json:"notificationsSent"`
+		NotificationsRecv int `json:"notificationsRecv"`
+		OpensRecv         int `json:"opensRecv"`
+	} `json:"messageStats"`
+	// LastNotification is the last NOTIFICATION's code/subcode, e.g.
+	// "Cease/Peer De-configured" (FRR sets it when one reset the session).
+	LastNotification string `json:"lastNotificationReason"`
+	Capabilities     struct {
+		// FRR 8.4 names the key gracefulRestart when both sides sent the
+		// capability ("advertisedAndReceived") and gracefulRestartCapability
+		// when only one did ("advertised", "received"). Present while
+		// Established. See GRCapability.
+		GracefulRestart           string `json:"gracefulRestart"`
+		GracefulRestartCapability string `json:"gracefulRestartCapability"`
+	} `json:"neighborCapabilities"`
+	GracefulRestartInfo struct {
+		// RemoteMode is the neighbor's GR mode ("Restart", "Helper",
+		// "NotApplicable"...).
+		RemoteMode string `json:"remoteGrMode"`
+		// RestartTimerMsecs counts down while FRR keeps a restarting
+		// neighbor's routes stale.
+		RestartTimerMsecs int `json:"gracefulRestartTimerMsecs"`
+	} `json:"gracefulRestartInfo"`
 	// PortLocal and PortForeign are the session's TCP ports (FRR's and the
 	// neighbor's) while it is up.
 	PortLocal   int `json:"portLocal"`
 	PortForeign int `json:"portForeign"`
+}
+
+// GRCapability is the graceful restart capability exchange while
+// Established: "advertisedAndReceived", "advertised" (by FRR only),
+// "received" or "" (neither).
+func (n Neighbor) GRCapability() string {
+	if n.Capabilities.GracefulRestart != "" {
+		return n.Capabilities.GracefulRestart
+	}
+	return n.Capabilities.GracefulRestartCapability
 }
 
 // Neighbors returns FRR's sessions by neighbor address, from

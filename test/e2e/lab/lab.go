@@ -11,6 +11,8 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -129,14 +131,26 @@ func (l *Lab) Exec(ns string, args ...string) (string, error) {
 // TCPExtCounter reads a TcpExt counter (e.g. "TCPMD5Failure") of namespace
 // ns from /proc/net/netstat.
 func (l *Lab) TCPExtCounter(ns, name string) (uint64, error) {
-	out, err := l.Exec(ns, "cat", "/proc/net/netstat")
+	return l.counter(ns, "/proc/net/netstat", "TcpExt:", name)
+}
+
+// TCPCounter reads a Tcp counter (e.g. "OutRsts", "ActiveOpens") of
+// namespace ns from /proc/net/snmp.
+func (l *Lab) TCPCounter(ns, name string) (uint64, error) {
+	return l.counter(ns, "/proc/net/snmp", "Tcp:", name)
+}
+
+// counter reads counter name of the "group" lines (a line of names, then a
+// line of values) of a /proc/net file, in namespace ns.
+func (l *Lab) counter(ns, file, group, name string) (uint64, error) {
+	out, err := l.Exec(ns, "cat", file)
 	if err != nil {
 		return 0, fmt.Errorf("%v: %s", err, out)
 	}
 	lines := strings.Split(out, "\n")
 	for i := 0; i+1 < len(lines); i++ {
 		names, values := strings.Fields(lines[i]), strings.Fields(lines[i+1])
-		if len(names) == 0 || names[0] != "TcpExt:" || len(values) != len(names) {
+		if len(names) == 0 || names[0] != group || len(values) != len(names) || values[0] != group {
 			continue
 		}
 		for j, n := range names {
@@ -145,7 +159,87 @@ func (l *Lab) TCPExtCounter(ns, name string) (uint64, error) {
 			}
 		}
 	}
-	return 0, fmt.Errorf("TcpExt %s not in /proc/net/netstat", name)
+	return 0, fmt.Errorf("%s %s not in %s", strings.TrimSuffix(group, ":"), name, file)
+}
+
+// AddTorAddress gives the tor namespace a second address a (on its
+// loopback) and the node namespace a host route to it via the link: an
+// address of the tor's that is not FRR's session address, e.g. for a peer
+// nobody answers.
+func (l *Lab) AddTorAddress(a netip.Addr) {
+	l.T.Helper()
+	via, bits := TorIPv4, 32
+	if a.Is6() {
+		via, bits = TorIPv6, 128
+	}
+	host := netip.PrefixFrom(a, bits).String()
+	for _, s := range [][]string{
+		{"ip", "-n", l.Tor, "addr", "add", host, "dev", "lo", "nodad"},
+		{"ip", "-n", l.Node, "route", "add", host, "via", via.String()},
+	} {
+		if a.Is4() && s[len(s)-1] == "nodad" {
+			s = s[:len(s)-1]
+		}
+		if out, err := run(s[0], s[1:]...); err != nil {
+			l.T.Fatalf("%s: %v: %s", strings.Join(s, " "), err, out)
+		}
+	}
+}
+
+// RouteMonitor records `ip monitor route` in a namespace: every change of
+// its kernel routing tables, as it happens.
+type RouteMonitor struct {
+	cmd  *exec.Cmd
+	out  *lockedBuffer
+	done chan struct{}
+}
+
+// MonitorRoutes starts `ip monitor route` in namespace ns. Stop it with
+// Stop; it is also ended at the end of the test.
+func (l *Lab) MonitorRoutes(ns string) *RouteMonitor {
+	l.T.Helper()
+	m := &RouteMonitor{out: &lockedBuffer{}, done: make(chan struct{})}
+	m.cmd = exec.Command("ip", "netns", "exec", ns, "ip", "monitor", "route")
+	m.cmd.Stdout, m.cmd.Stderr = m.out, m.out
+	if err := m.cmd.Start(); err != nil {
+		l.T.Fatalf("ip monitor route in %s: %v", ns, err)
+	}
+	go func() { _ = m.cmd.Wait(); close(m.done) }()
+	l.T.Cleanup(func() { m.Stop() })
+	return m
+}
+
+// Stop ends the monitor (by PID) and returns everything it printed.
+func (m *RouteMonitor) Stop() string {
+	select {
+	case <-m.done:
+	default:
+		_ = m.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-m.done:
+		case <-time.After(5 * time.Second):
+			_ = m.cmd.Process.Kill()
+			<-m.done
+		}
+	}
+	return m.out.String()
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }
 
 // PIDs lists the live processes inside namespace ns.

@@ -35,6 +35,22 @@ type NB struct {
 func (l *Lab) StartNB() *NB {
 	t := l.T
 	t.Helper()
+	nb := l.NewNB()
+	if err := nb.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := nb.Init(); err != nil {
+		t.Fatal(err)
+	}
+	return nb
+}
+
+// NewNB creates a fresh NB database from NBSchema but starts no server:
+// nothing listens on Sock until Start. Call Init after the first Start.
+// The server, once started, is stopped at the end of the test.
+func (l *Lab) NewNB() *NB {
+	t := l.T
+	t.Helper()
 	dir := l.Mkdir("nb")
 	nb := &NB{t: t, Dir: dir, DBFile: filepath.Join(dir, "nb.db"), Sock: filepath.Join(dir, "nb.sock")}
 	if out, err := run("ovsdb-tool", "create", nb.DBFile, NBSchema); err != nil {
@@ -48,13 +64,15 @@ func (l *Lab) StartNB() *NB {
 			t.Log(err)
 		}
 	})
-	if err := nb.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := nb.NBCtl("init"); err != nil {
-		t.Fatalf("ovn-nbctl init: %v: %s", err, out)
-	}
 	return nb
+}
+
+// Init initializes a fresh database (`ovn-nbctl init`).
+func (nb *NB) Init() error {
+	if out, err := nb.NBCtl("init"); err != nil {
+		return fmt.Errorf("ovn-nbctl init: %v: %s", err, out)
+	}
+	return nil
 }
 
 // Endpoint is the OVSDB address of the server, "unix:PATH".
