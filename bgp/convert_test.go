@@ -3,6 +3,7 @@ package bgp
 import (
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -117,5 +118,34 @@ func TestAPIPeer(t *testing.T) {
 	p.TTLSecurity, p.EBGPMultihop = false, 3
 	if mh := s.apiPeer(p).EbgpMultihop; mh == nil || !mh.Enabled || mh.MultihopTtl != 3 {
 		t.Errorf("ebgp multihop = %+v", mh)
+	}
+}
+
+func TestSilentFailure(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	p := config.Peer{Name: "tor", Address: netip.MustParseAddr("192.0.2.1"), Port: 179, ConnectRetry: 5 * time.Second, Password: "s3cret"}
+	tests := []struct {
+		name string
+		peer config.Peer
+		down time.Time
+		want string // substring; "" = no hint
+	}{
+		{"never down", p, time.Time{}, ""},
+		{"not long enough", p, now.Add(-10 * time.Second), ""},
+		{"dialing", p, now.Add(-20 * time.Second), "no session for 20s: 192.0.2.1:179 gets no BGP answer; check the address and port, that the peer has this node as a neighbor, and TCP MD5 passwords on both sides (a mismatch is silent)"},
+		{"passive", func() config.Peer { q := p; q.Passive = true; return q }(), now.Add(-time.Minute), "the peer has not connected to us (passive)"},
+		{"no password", func() config.Peer { q := p; q.Password = ""; return q }(), now.Add(-time.Minute), "that the peer expects no TCP MD5 password"},
+		{"slow retry waits longer", func() config.Peer { q := p; q.ConnectRetry = 30 * time.Second; return q }(), now.Add(-60 * time.Second), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := silentFailure(tt.peer, tt.down, now)
+			if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
+				t.Errorf("silentFailure = %q, want %q", got, tt.want)
+			}
+			if strings.Contains(got, "s3cret") {
+				t.Errorf("hint leaks the password: %q", got)
+			}
+		})
 	}
 }

@@ -374,6 +374,9 @@ func (s *Speaker) peerStatus(c config.Peer, p *api.Peer) model.PeerStatus {
 	if ss := s.sessions[c.Address]; ss != nil {
 		ps.Since = ss.since
 		ps.LastError = ss.lastError
+		if ps.State != model.StateEstablished && ps.LastError == "" {
+			ps.LastError = silentFailure(c, ss.down, time.Now())
+		}
 	}
 	s.st.Unlock()
 	if ps.State == model.StateEstablished && timers.GetUptime() != nil && timers.GetUptime().GetSeconds() > 0 {
@@ -404,6 +407,30 @@ func apiFamily(f config.Family) *api.Family {
 		return &api.Family{Afi: api.Family_AFI_IP6, Safi: api.Family_SAFI_UNICAST}
 	}
 	return &api.Family{Afi: api.Family_AFI_IP, Safi: api.Family_SAFI_UNICAST}
+}
+
+// silentFailure explains a session that has not come up for a while and
+// got no NOTIFICATION: the peer never answers. A TCP MD5 mismatch looks
+// exactly like this (the kernel drops the segments), so say so.
+func silentFailure(c config.Peer, down, now time.Time) string {
+	wait := max(3*c.ConnectRetry, 15*time.Second)
+	if down.IsZero() || now.Sub(down) < wait {
+		return ""
+	}
+	for_ := now.Sub(down).Round(time.Second)
+	md5 := "TCP MD5 passwords on both sides (a mismatch is silent)"
+	if c.Password == "" {
+		md5 = "that the peer expects no TCP MD5 password"
+	}
+	if c.Passive {
+		return fmt.Sprintf("no session for %s: the peer has not connected to us (passive); check its neighbor config for this node and %s", for_, md5)
+	}
+	port := c.Port
+	if port == 0 {
+		port = 179
+	}
+	return fmt.Sprintf("no session for %s: %s gets no BGP answer; check the address and port, that the peer has this node as a neighbor, and %s",
+		for_, netip.AddrPortFrom(c.Address, uint16(port)), md5)
 }
 
 func pktFamily(f config.Family) bgppkt.Family {

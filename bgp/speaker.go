@@ -60,6 +60,9 @@ type Speaker struct {
 type session struct {
 	since     time.Time
 	lastError string
+	// down is when the session was last seen leave Established, or first
+	// seen without it; zero while Established.
+	down time.Time
 }
 
 // New starts a gobgp server with the global config, adds global.Peers and
@@ -255,6 +258,12 @@ func (s *Speaker) onPeerEvent(ev *apiutil.WatchEventMessage_PeerEvent, ts time.T
 	ss.since = ts
 	if reason != "" {
 		ss.lastError = reason
+	}
+	switch {
+	case state == model.StateEstablished:
+		ss.down = time.Time{}
+	case ss.down.IsZero():
+		ss.down = ts
 	}
 	s.st.Unlock()
 
