@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/netip"
 	"os"
@@ -386,5 +387,55 @@ func TestMetrics(t *testing.T) {
 	}
 	if _, err := h.d.serveMetrics(m.ln.Addr().String()); err == nil || !strings.Contains(err.Error(), `metrics.address: ""`) {
 		t.Errorf("port in use: err = %v, want advice to turn metrics off", err)
+	}
+}
+
+// TestSdNotify: systemd hears READY=1 only after the first reconcile with
+// NB data, then STOPPING=1 on the way out.
+func TestSdNotify(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "notify.sock")
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	t.Setenv("NOTIFY_SOCKET", path)
+	msgs := make(chan string, 16)
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := conn.Read(buf)
+			if err != nil {
+				return
+			}
+			msgs <- string(buf[:n])
+		}
+	}()
+	next := func() string {
+		select {
+		case m := <-msgs:
+			return m
+		case <-time.After(10 * time.Second):
+			return "(nothing)"
+		}
+	}
+	h := start(t, "default")
+	select {
+	case m := <-msgs:
+		t.Fatalf("systemd told %q before the NB synced", m)
+	case <-time.After(200 * time.Millisecond):
+	}
+	h.nb.set(true, network("default", "10.128.0.0/23"))
+	if m := next(); m != "STATUS=advertising 1 routes" {
+		t.Fatalf("first message %q, want the status", m)
+	}
+	if m := next(); m != "READY=1" {
+		t.Fatalf("second message %q, want READY=1", m)
+	}
+	h.stop()
+	for m := next(); m != "STOPPING=1"; m = next() {
+		if m == "(nothing)" {
+			t.Fatal("no STOPPING=1")
+		}
 	}
 }
