@@ -586,3 +586,60 @@ func TestNBUnreachableAtStart(t *testing.T) {
 		t.Errorf("daemon log has %d 'nb connected' lines, want 1", len(conn))
 	}
 }
+
+// TestGracefulRestartNBDown: the daemon restarts (graceful restart) while
+// OVN NB is unreachable. Until its first plan it must not open sessions (an
+// empty table and End-of-RIB would tell FRR to drop the stale routes), so
+// FRR keeps the node's routes stale; when NB is back they are refreshed,
+// never withdrawn.
+func TestGracefulRestartNBDown(t *testing.T) {
+	t.Parallel()
+	w := setup(t,
+		&lab.FRRConfig{GracefulRestart: true, Neighbors: []lab.FRRNeighbor{{Address: lab.NodeIPv4, ASN: 65010, Passive: true}}},
+		lab.DaemonConfig{GracefulRestart: true, RestartTime: 120 * time.Second})
+	waitRIB(t, generous, w.d.Started, "initial convergence", w.rib("ipv4", lab.NodeIPv4, nodeSubnets4, notOurs))
+	lab.Eventually(t, generous, 100*time.Millisecond, "fresh paths, graceful restart negotiated", func() error {
+		if c := w.neighbor(t).GRCapability(); c != "advertisedAndReceived" {
+			return fmt.Errorf("graceful restart capability %q", c)
+		}
+		return w.staleness(nodeSubnets4, false)()
+	})
+	if code, _, err := w.d.Stop(15 * time.Second); err != nil || code != 0 {
+		t.Fatalf("SIGTERM: exit %d, %v", code, err)
+	}
+	if err := w.nb.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.d.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	restarted := w.d.Started
+	// The daemon waits up to 15 s for NB before it opens sessions anyway.
+	const nbAway = 8 * time.Second
+	lab.Consistently(t, nbAway, 50*time.Millisecond, "FRR keeps the stale routes while the restarted daemon has no NB", func() error {
+		if err := w.d.Exited(); err != nil {
+			return err
+		}
+		return w.staleness(nodeSubnets4, true)()
+	})
+	if err := w.nb.Start(); err != nil {
+		t.Fatal(err)
+	}
+	nbUp := time.Now()
+	_, err := lab.Poll(generous, 20*time.Millisecond, func() error {
+		if err := w.d.Exited(); err != nil {
+			return err
+		}
+		if err := w.staleness(nodeSubnets4, false)(); err != nil {
+			if _, err2 := w.paths(nodeSubnets4); err2 != nil {
+				t.Fatalf("withdrawn %v after NB came back: %v", time.Since(nbUp).Round(time.Millisecond), err2)
+			}
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("daemon restart -> NB up %v later -> fresh paths after %v", nbUp.Sub(restarted).Round(time.Millisecond), time.Since(nbUp).Round(time.Millisecond))
+}
