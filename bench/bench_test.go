@@ -1,0 +1,246 @@
+package bench
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// How the ToR is watched. A query costs ~0.3 ms (single prefix) to a few
+// ms (the count over thousands of routes); the instant recorded is when the
+// first answer showing the change arrived, so it is up to one interval plus
+// one query late, for every contender alike.
+const (
+	singleInterval = time.Millisecond
+	singleTimeout  = 60 * time.Second
+	bulkInterval   = 5 * time.Millisecond
+	bulkTimeout    = 10 * time.Minute
+)
+
+// sample is one change, timed.
+type sample struct {
+	fromCommit time.Duration // commit -> ToR RIB (best paths)
+	received   time.Duration // commit -> ToR has received it (not yet selected)
+	fromStart  time.Duration // command start -> ToR RIB
+	command    time.Duration // the command's own run time
+}
+
+// measure makes the change (announce or withdraw ps) and polls the ToR
+// with cond until it reflects it.
+func (w *world) measure(add bool, ps []netip.Prefix, interval, timeout time.Duration, cond func() (progress, error)) (sample, op, error) {
+	do := w.c.withdraw
+	if add {
+		do = w.c.announce
+	}
+	o, err := do(ps)
+	if err != nil {
+		return sample{}, o, err
+	}
+	at, err := waitFor(o.start, interval, timeout, w.c.alive, cond)
+	if err != nil {
+		return sample{}, o, fmt.Errorf("the ToR never reflected the change (%v after it was issued): %w", at.done.Round(time.Millisecond), err)
+	}
+	commit := o.commit.Sub(o.start)
+	return sample{fromCommit: at.done - commit, received: at.received - commit, fromStart: at.done, command: o.end.Sub(o.start)}, o, nil
+}
+
+// BenchmarkSingleChange: one /24 is added, then withdrawn, N times
+// (OVNBGP_BENCH_ROUNDS, 20), after a warm-up that is not counted.
+// ovnbgp gets it as a new UDN node switch in NB (one OVSDB transaction),
+// FRR as a `network` statement (vtysh), or in a rewritten frr.conf
+// (frr-reload.py). Reported: p50/p90/max from the commit to the ToR's RIB,
+// p50 from the commit to the ToR having received it (before its best-path
+// hold), and p50 from the start of the command.
+func BenchmarkSingleChange(b *testing.B) {
+	gate(b)
+	for _, c := range contenders {
+		b.Run(c.id, func(b *testing.B) { benchSingle(b, c.id, c.name) })
+	}
+}
+
+func benchSingle(b *testing.B, id, name string) {
+	n := rounds(b)
+	w := newWorld(b, id, name)
+	var adds, dels []sample
+	for i := 0; i < n; i++ {
+		p := netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 201, byte(i), 0}), 24)
+		ps := []netip.Prefix{p}
+		add, _, err := w.measure(true, ps, singleInterval, singleTimeout, func() (progress, error) {
+			received, selected, err := w.tor.fromNode(p)
+			return progress{received: received, done: selected}, err
+		})
+		if err != nil {
+			b.Fatalf("%s: add %s: %v", name, p, err)
+		}
+		del, _, err := w.measure(false, ps, singleInterval, singleTimeout, func() (progress, error) {
+			received, selected, err := w.tor.fromNode(p)
+			return progress{received: !received, done: !received && !selected}, err
+		})
+		if err != nil {
+			b.Fatalf("%s: withdraw %s: %v", name, p, err)
+		}
+		adds, dels = append(adds, add), append(dels, del)
+	}
+	for _, x := range []struct {
+		what string
+		s    []sample
+	}{{"add", adds}, {"withdraw", dels}} {
+		commit := field(x.s, func(s sample) time.Duration { return s.fromCommit })
+		received := field(x.s, func(s sample) time.Duration { return s.received })
+		start := field(x.s, func(s sample) time.Duration { return s.fromStart })
+		cmd := field(x.s, func(s sample) time.Duration { return s.command })
+		job := x.what + " one /24"
+		for _, q := range []struct {
+			label string
+			v     time.Duration
+		}{{"p50", percentile(commit, 50)}, {"p90", percentile(commit, 90)}, {"max", percentile(commit, 100)}} {
+			summary.record(job+", commit→RIB "+q.label, "ms", false, name, ms(q.v))
+			b.ReportMetric(ms(q.v), x.what+"-"+q.label+"-ms")
+		}
+		if x.what == "add" {
+			summary.record(job+", commit→ToR received p50", "ms", false, name, ms(percentile(received, 50)))
+			b.ReportMetric(ms(percentile(received, 50)), x.what+"-received-p50-ms")
+		}
+		summary.record(job+", command start→RIB p50", "ms", false, name, ms(percentile(start, 50)))
+		b.ReportMetric(ms(percentile(start, 50)), x.what+"-fromstart-p50-ms")
+		b.Logf("%s %s, %d rounds: commit→ToR RIB p50 %v p90 %v max %v; commit→ToR received p50 %v; "+
+			"command start→ToR RIB p50 %v p90 %v max %v; command p50 %v\n  commit→RIB, in order: %s\n  commit→received, in order: %s",
+			name, job, len(x.s),
+			r(percentile(commit, 50)), r(percentile(commit, 90)), r(percentile(commit, 100)), r(percentile(received, 50)),
+			r(percentile(start, 50)), r(percentile(start, 90)), r(percentile(start, 100)),
+			r(percentile(cmd, 50)), list(commit), list(received))
+	}
+	b.ReportMetric(0, "ns/op")
+}
+
+// BenchmarkBulk: N /24s (OVNBGP_BENCH_BULK, 1000; e.g. "1000,5000") are
+// added in one operation (one NB transaction of N UDN node switches; one
+// vtysh with N `network` statements; one frr.conf with N of them,
+// reloaded), then withdrawn the same way. Reported: the time until the ToR
+// has all N as best paths (and none after the withdraw), routes/s, and the
+// node-side daemons' memory and CPU.
+func BenchmarkBulk(b *testing.B) {
+	gate(b)
+	for _, c := range contenders {
+		b.Run(c.id, func(b *testing.B) { benchBulk(b, c.id, c.name) })
+	}
+}
+
+func benchBulk(b *testing.B, id, name string) {
+	sizes := bulkSizes(b)
+	w := newWorld(b, id, name)
+	for _, n := range sizes {
+		ps := bulkPrefixes(n)
+		before, err := usageOf(w.c.daemons())
+		if err != nil {
+			b.Fatal(err)
+		}
+		want := w.base + n
+		add, o, err := w.measure(true, ps, bulkInterval, bulkTimeout, func() (progress, error) {
+			received, selected, err := w.tor.counts()
+			return progress{received: received == want, done: selected == want}, err
+		})
+		if err != nil {
+			b.Fatalf("%s: bulk add of %d: %v", name, n, err)
+		}
+		after, err := usageOf(w.c.daemons())
+		if err != nil {
+			b.Fatal(err)
+		}
+		// Untimed: the count is right, now check that it counts the right
+		// prefixes.
+		best, err := w.tor.frr.BestFrom("ipv4", w.tor.from)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, p := range ps {
+			if _, found := slices.BinarySearchFunc(best, p, comparePrefix); !found {
+				b.Fatalf("%s: the ToR has %d best paths from the node but not %s", name, len(best), p)
+			}
+		}
+		del, _, err := w.measure(false, ps, bulkInterval, bulkTimeout, func() (progress, error) {
+			received, selected, err := w.tor.counts()
+			return progress{received: received == w.base, done: selected == w.base}, err
+		})
+		if err != nil {
+			b.Fatalf("%s: bulk withdraw of %d: %v", name, n, err)
+		}
+
+		job := fmt.Sprintf("bulk add %d /24", n)
+		rate := float64(n) / add.fromStart.Seconds()
+		daemonCPU := after.cpu - before.cpu
+		summary.record(job+", commit→all received by the ToR", "ms", false, name, ms(add.received))
+		summary.record(job+", commit→all in RIB", "ms", false, name, ms(add.fromCommit))
+		summary.record(job+", command start→all in RIB", "ms", false, name, ms(add.fromStart))
+		summary.record(job+", routes/s from command start", "routes/s", true, name, rate)
+		summary.record(fmt.Sprintf("bulk withdraw %d /24, command start→none in RIB", n), "ms", false, name, ms(del.fromStart))
+		summary.record(job+", node daemons' CPU", "ms", false, name, ms(daemonCPU))
+		if o.cpu > 0 {
+			summary.record(job+", command's CPU (vtysh, frr-reload.py)", "ms", false, name, ms(o.cpu))
+		}
+		summary.record(job+", node daemons' RSS after", "MiB", false, name, mib(after.mem.rss))
+		sfx := fmt.Sprintf("-%d", n)
+		b.ReportMetric(ms(add.fromStart), "add"+sfx+"-ms")
+		b.ReportMetric(rate, "add"+sfx+"-routes/s")
+		b.ReportMetric(ms(del.fromStart), "withdraw"+sfx+"-ms")
+		b.ReportMetric(mib(after.mem.rss), "rss"+sfx+"-MiB")
+		b.Logf("%s %s: command %v (CPU %v), commit→all received by the ToR %v, commit→all in ToR RIB %v, command start→all %v (%.0f routes/s); "+
+			"withdraw: command %v, start→none %v; node daemons %s: CPU %v during the add, RSS %.1f MiB (peak %.1f MiB), before %.1f MiB",
+			name, job, r(add.command), r(o.cpu), r(add.received), r(add.fromCommit), r(add.fromStart), rate,
+			r(del.command), r(del.fromStart), names(w.c.daemons()), r(daemonCPU),
+			mib(after.mem.rss), mib(after.mem.peak), mib(before.mem.rss))
+	}
+	b.ReportMetric(0, "ns/op")
+}
+
+// bulkPrefixes are the first n /24s of 10.0.0.0/10, in address order.
+func bulkPrefixes(n int) []netip.Prefix {
+	ps := make([]netip.Prefix, n)
+	for i := range ps {
+		ps[i] = netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(i >> 8), byte(i), 0}), 24)
+	}
+	return ps
+}
+
+func comparePrefix(a, b netip.Prefix) int {
+	if c := a.Addr().Compare(b.Addr()); c != 0 {
+		return c
+	}
+	return a.Bits() - b.Bits()
+}
+
+func field(s []sample, f func(sample) time.Duration) []time.Duration {
+	ds := make([]time.Duration, len(s))
+	for i, x := range s {
+		ds[i] = f(x)
+	}
+	return ds
+}
+
+// r rounds d for logs: 0.1 ms below a second, 1 ms above.
+func r(d time.Duration) time.Duration {
+	if d < time.Second {
+		return d.Round(100 * time.Microsecond)
+	}
+	return d.Round(time.Millisecond)
+}
+
+func list(ds []time.Duration) string {
+	s := make([]string, len(ds))
+	for i, d := range ds {
+		s[i] = r(d).String()
+	}
+	return strings.Join(s, " ")
+}
+
+func names(m map[string]int) string {
+	var s []string
+	for n, pid := range m {
+		s = append(s, fmt.Sprintf("%s(%d)", n, pid))
+	}
+	slices.Sort(s)
+	return strings.Join(s, "+")
+}

@@ -1,0 +1,112 @@
+package bench
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/ovnbgp/ovnbgp/test/e2e/lab"
+)
+
+// The knobs, from the environment (bench/run.sh passes them through).
+const (
+	// envGate must be "1" for any benchmark here to run: `go test -bench .
+	// ./...` must not start network namespaces and daemons by surprise.
+	envGate = "OVNBGP_BENCH"
+	// envRounds is the number of measured rounds of the single-change job
+	// (default 20).
+	envRounds = "OVNBGP_BENCH_ROUNDS"
+	// envBulk lists the sizes of the bulk job, e.g. "1000,5000" (default
+	// 1000).
+	envBulk = "OVNBGP_BENCH_BULK"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if t := summary.table(); t != "" {
+		fmt.Printf("\n=== ovnbgp vs FRR, same ToR (FRR 8.4 bgpd in a netns); ratio = how many times better ovnbgp is (<1: worse)\n%s", t)
+	}
+	lab.Cleanup()
+	os.Exit(code)
+}
+
+// gate skips the benchmark unless OVNBGP_BENCH=1, saying how to run it.
+func gate(b *testing.B) {
+	b.Helper()
+	if os.Getenv(envGate) != "1" {
+		b.Skipf("ovnbgp-vs-FRR benchmarks run only with %s=1 (root, frr and ovn-central needed): "+
+			"sudo bench/run.sh  (or: sudo %s=1 go test -run '^$' -bench . -benchtime 1x ./bench/)", envGate, envGate)
+	}
+}
+
+// maxRounds: each round uses its own /24 of 10.201.0.0/16.
+const maxRounds = 256
+
+func rounds(b *testing.B) int {
+	b.Helper()
+	v := os.Getenv(envRounds)
+	if v == "" {
+		return 20
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > maxRounds {
+		b.Fatalf("%s=%q: want 1 to %d", envRounds, v, maxRounds)
+	}
+	return n
+}
+
+// maxBulk is the most switches the bulk job can create: 10.0.0.0/10 holds
+// 16384 /24s and overlaps nothing else the lab advertises.
+const maxBulk = 16384
+
+func bulkSizes(b *testing.B) []int {
+	b.Helper()
+	v := os.Getenv(envBulk)
+	if v == "" {
+		return []int{1000}
+	}
+	var sizes []int
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 || n > maxBulk {
+			b.Fatalf("%s=%q: want sizes between 1 and %d, comma-separated", envBulk, v, maxBulk)
+		}
+		sizes = append(sizes, n)
+	}
+	return sizes
+}
+
+// results collects what the benchmarks measured, for the table TestMain
+// prints at the end.
+type results struct {
+	mu   sync.Mutex
+	rows []row
+}
+
+var summary results
+
+// record sets contender c's value of the row named job (created in the
+// order rows are first recorded).
+func (r *results) record(job, unit string, higherIsBetter bool, c string, v float64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	i := slices.IndexFunc(r.rows, func(x row) bool { return x.job == job && x.unit == unit })
+	if i < 0 {
+		r.rows = append(r.rows, row{job: job, unit: unit, higherIsBetter: higherIsBetter, values: map[string]float64{}})
+		i = len(r.rows) - 1
+	}
+	r.rows[i].values[c] = v
+}
+
+func (r *results) table() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.rows) == 0 {
+		return ""
+	}
+	return renderTable(r.rows)
+}

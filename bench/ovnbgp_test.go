@@ -1,0 +1,191 @@
+package bench
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ovnbgp/ovnbgp/test/e2e/lab"
+)
+
+// daemon is `ovnbgp daemon` in the lab's node namespace. It is the harness's
+// lab.StartDaemon with one change: info-level logs, as in production (the
+// harness logs at debug level, one line per prefix and per reconcile more
+// than a deployment would write).
+type daemon struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error // Wait's result, valid after done
+}
+
+// startOvnbgp starts the daemon for node1, AS 65010, with the usual tor peer
+// and one rule advertising the pod subnets of every network. It is stopped
+// by PID at the end of the benchmark.
+func startOvnbgp(b testing.TB, l *lab.Lab, nb *lab.NB) *daemon {
+	b.Helper()
+	bin := lab.Binary(b)
+	dir := l.Mkdir("ovnbgp")
+	cfg := lab.DaemonConfig{
+		Node: "node1", ASN: 65010, RouterID: lab.NodeIPv4, ListenPort: -1,
+		Peers:      []lab.Peer{lab.DefaultTor()},
+		Advertise:  `  - {name: pods, kind: podNetwork, networks: ["*"]}`,
+		Northbound: nb.Endpoint(),
+		Socket:     filepath.Join(dir, "ovnbgp.sock"),
+	}
+	text, err := cfg.Render()
+	if err != nil {
+		b.Fatal(err)
+	}
+	const debug, info = "log: {level: debug, format: json}", "log: {level: info, format: json}"
+	if !strings.Contains(text, debug) {
+		b.Fatalf("the harness's daemon config no longer has %q: update startOvnbgp\n%s", debug, text)
+	}
+	text = strings.Replace(text, debug, info, 1)
+	conf, logPath := filepath.Join(dir, "config.yaml"), filepath.Join(dir, "ovnbgp.log")
+	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	logf, err := os.Create(logPath)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer logf.Close()
+	d := &daemon{done: make(chan struct{})}
+	// `ip netns exec` execs the daemon: cmd's PID is the daemon's PID.
+	d.cmd = exec.Command("ip", "netns", "exec", l.Node, bin, "daemon", "--config", conf)
+	d.cmd.Stdout, d.cmd.Stderr = logf, logf
+	if err := d.cmd.Start(); err != nil {
+		b.Fatalf("start ovnbgp daemon: %v", err)
+	}
+	go func() { d.err = d.cmd.Wait(); close(d.done) }()
+	b.Cleanup(func() {
+		_ = d.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-d.done:
+		case <-time.After(10 * time.Second):
+			b.Errorf("ovnbgp daemon (pid %d) still running 10 s after SIGTERM: killing it", d.cmd.Process.Pid)
+			_ = d.cmd.Process.Kill()
+			<-d.done
+		}
+		if b.Failed() {
+			b.Logf("--- ovnbgp config\n%s--- ovnbgp daemon log (last 40 lines)\n%s", text, tailFile(logPath, 40))
+		}
+	})
+	return d
+}
+
+func (d *daemon) pid() int { return d.cmd.Process.Pid }
+
+// exited returns an error once the daemon is no longer running.
+func (d *daemon) exited() error {
+	select {
+	case <-d.done:
+		return fmt.Errorf("ovnbgp daemon exited: %v", d.err)
+	default:
+		return nil
+	}
+}
+
+// udn is the layer3 primary UDN whose node1 switch has subnet p: its name is
+// derived from p, so every prefix has its own network and switch.
+func udn(p netip.Prefix) lab.Network {
+	return lab.Network{Name: "bench-" + strings.NewReplacer(".", "-", "/", "-").Replace(p.String()),
+		Node: "node1", Subnet: p}
+}
+
+// nbTransact commits one OVSDB transaction (RFC 7047 "transact") of ops on
+// the OVN_Northbound database served on the unix socket sock, and returns
+// when the server has replied: the change is then committed. It speaks
+// JSON-RPC itself: no process to start, and no command line to outgrow
+// (ovn-nbctl and ovsdb-client take the whole transaction there, and 5000
+// switches do not fit).
+func nbTransact(sock string, ops []any) error {
+	c, err := net.DialTimeout("unix", sock, 5*time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Minute))
+	req := map[string]any{"id": 1, "method": "transact", "params": append([]any{"OVN_Northbound"}, ops...)}
+	if err := json.NewEncoder(c).Encode(req); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(c)
+	for {
+		var msg struct {
+			ID     json.RawMessage   `json:"id"`
+			Method string            `json:"method"`
+			Params json.RawMessage   `json:"params"`
+			Result []json.RawMessage `json:"result"`
+			Error  json.RawMessage   `json:"error"`
+		}
+		if err := dec.Decode(&msg); err != nil {
+			return fmt.Errorf("OVSDB transact reply: %w", err)
+		}
+		if msg.Method == "echo" { // the server checks we are alive
+			if err := json.NewEncoder(c).Encode(map[string]any{"id": msg.ID, "result": msg.Params, "error": nil}); err != nil {
+				return err
+			}
+			continue
+		}
+		if string(msg.ID) != "1" {
+			continue
+		}
+		if len(msg.Error) > 0 && string(msg.Error) != "null" {
+			return fmt.Errorf("OVSDB transact: %s", msg.Error)
+		}
+		// One result per operation; a failed one carries "error" (and the
+		// transaction was not committed).
+		for i, r := range msg.Result {
+			var res struct {
+				Error   string `json:"error"`
+				Details string `json:"details"`
+			}
+			if json.Unmarshal(r, &res) == nil && res.Error != "" {
+				return fmt.Errorf("OVSDB transact: operation %d: %s: %s", i, res.Error, res.Details)
+			}
+		}
+		if len(msg.Result) < len(ops) {
+			return errors.New("OVSDB transact: fewer results than operations")
+		}
+		return nil
+	}
+}
+
+// insertSwitch is the OVSDB insert of n's node switch, as OVN-Kubernetes
+// writes it for a layer3 primary UDN: the row `ovn-nbctl ls-add S -- set
+// logical_switch S other_config:subnet=... external_ids:...` (the
+// harness's Network.NBCtlArgs) creates.
+func insertSwitch(n lab.Network) any {
+	return map[string]any{"op": "insert", "table": "Logical_Switch", "row": map[string]any{
+		"name":         n.Switch(),
+		"other_config": []any{"map", [][]string{{"subnet", n.Subnet.String()}}},
+		"external_ids": []any{"map", [][]string{
+			{"k8s.ovn.org/network", n.Name}, {"k8s.ovn.org/topology", "layer3"}, {"k8s.ovn.org/role", "primary"}}},
+	}}
+}
+
+func deleteSwitch(n lab.Network) any {
+	return map[string]any{"op": "delete", "table": "Logical_Switch", "where": []any{[]any{"name", "==", n.Switch()}}}
+}
+
+func tailFile(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Sprintf("(%v)", err)
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
