@@ -181,6 +181,7 @@ func benchBulk(b *testing.B, id, name string) {
 		if o.cpu > 0 {
 			summary.record(job+", command's CPU (vtysh, frr-reload.py)", "ms", false, name, ms(o.cpu))
 		}
+		summary.record(fmt.Sprintf("node daemons' RSS before bulk add %d", n), "MiB", false, name, mib(before.mem.rss))
 		summary.record(job+", node daemons' RSS after", "MiB", false, name, mib(after.mem.rss))
 		sfx := fmt.Sprintf("-%d", n)
 		b.ReportMetric(ms(add.fromStart), "add"+sfx+"-ms")
