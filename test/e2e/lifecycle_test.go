@@ -607,6 +607,7 @@ func TestGracefulRestartNBDown(t *testing.T) {
 	if code, _, err := w.d.Stop(15 * time.Second); err != nil || code != 0 {
 		t.Fatalf("SIGTERM: exit %d, %v", code, err)
 	}
+	lab.Eventually(t, generous, 20*time.Millisecond, "FRR marks the node's routes stale", w.staleness(nodeSubnets4, true))
 	if err := w.nb.Stop(); err != nil {
 		t.Fatal(err)
 	}
