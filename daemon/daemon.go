@@ -167,6 +167,8 @@ func (d *Daemon) loop(ctx context.Context, hup <-chan os.Signal) error {
 	defer resync.Stop()
 	grace := time.NewTimer(readyGrace)
 	defer grace.Stop()
+	peerGrace := time.NewTimer(peerWait(d.config()))
+	defer peerGrace.Stop()
 	var watchdog <-chan time.Time
 	if wd, err := sd.SdWatchdogEnabled(false); err == nil && wd > 0 {
 		t := time.NewTicker(wd / 2)
@@ -191,8 +193,10 @@ func (d *Daemon) loop(ctx context.Context, hup <-chan os.Signal) error {
 			_, _ = sd.SdNotify(false, sd.SdNotifyWatchdog)
 			continue
 		case <-grace.C:
-			d.addPeers(ctx, "OVN Northbound not synced yet")
 			d.markReady("OVN Northbound not synced yet; advertising nothing until it is")
+			continue
+		case <-peerGrace.C:
+			d.addPeers(ctx, "OVN Northbound not synced yet")
 			continue
 		case <-d.signal:
 		case <-resync.C:
@@ -336,6 +340,17 @@ func (d *Daemon) reloadConfig(ctx context.Context) {
 	d.poke()
 }
 
+// peerWait is how long the sessions wait for the first NB sync. With
+// graceful restart on, peers keep our routes (stale) for restartTime, and a
+// session opened with an empty table would make them drop those routes at
+// once: better to keep them stale for as long as the peer allows.
+func peerWait(cfg *config.Config) time.Duration {
+	if gr := cfg.BGP.GracefulRestart; gr.Enabled && gr.RestartTime > readyGrace {
+		return gr.RestartTime
+	}
+	return readyGrace
+}
+
 // restartOnly lists changed keys that only take effect on restart.
 func restartOnly(old, next *config.Config) []string {
 	var keys []string
@@ -350,7 +365,9 @@ func restartOnly(old, next *config.Config) []string {
 
 // startSpeaker starts a speaker for cfg, with its peers when withPeers.
 func (d *Daemon) startSpeaker(ctx context.Context, cfg *config.Config, withPeers bool) error {
-	sp, err := d.deps.NewSpeaker(ctx, cfg.BGP, d.log.Named("bgp"), d.poke)
+	global := cfg.BGP
+	global.Peers = nil // the speaker would add them itself; setPeers does, when it is time
+	sp, err := d.deps.NewSpeaker(ctx, global, d.log.Named("bgp"), d.poke)
 	if err != nil {
 		return fmt.Errorf("bgp: %w", err)
 	}

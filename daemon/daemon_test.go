@@ -195,7 +195,10 @@ func start(t *testing.T, networks string) *harness {
 	h.d = &Daemon{
 		opts: Options{ConfigPath: h.cfgPath, Version: "test"},
 		deps: Deps{
-			NewSpeaker: func(context.Context, config.BGP, *zap.Logger, func()) (Speaker, error) { return h.sp, nil },
+			NewSpeaker: func(_ context.Context, cfg config.BGP, _ *zap.Logger, _ func()) (Speaker, error) {
+				// Like bgp.New: the peers of the global config are added.
+				return h.sp, h.sp.SetPeers(context.Background(), cfg.Peers)
+			},
 			DialNB: func(_ context.Context, _ config.OVN, _ *zap.Logger, notify func()) (Northbound, error) {
 				h.nb.mu.Lock()
 				h.nb.notify = notify
@@ -436,6 +439,22 @@ func TestSdNotify(t *testing.T) {
 	for m := next(); m != "STOPPING=1"; m = next() {
 		if m == "(nothing)" {
 			t.Fatal("no STOPPING=1")
+		}
+	}
+}
+
+func TestPeerWait(t *testing.T) {
+	for _, tt := range []struct {
+		gr   config.GracefulRestart
+		want time.Duration
+	}{
+		{config.GracefulRestart{}, readyGrace},
+		{config.GracefulRestart{Enabled: false, RestartTime: 120 * time.Second}, readyGrace},
+		{config.GracefulRestart{Enabled: true, RestartTime: 120 * time.Second}, 120 * time.Second},
+		{config.GracefulRestart{Enabled: true, RestartTime: 5 * time.Second}, readyGrace},
+	} {
+		if got := peerWait(&config.Config{BGP: config.BGP{GracefulRestart: tt.gr}}); got != tt.want {
+			t.Errorf("peerWait(%+v) = %v, want %v", tt.gr, got, tt.want)
 		}
 	}
 }
