@@ -132,7 +132,7 @@ func TestSilentFailure(t *testing.T) {
 	}{
 		{"never down", p, time.Time{}, ""},
 		{"not long enough", p, now.Add(-10 * time.Second), ""},
-		{"dialing", p, now.Add(-20 * time.Second), "no session for 20s: 192.0.2.1:179 gets no BGP answer; check the address and port, that the peer has this node as a neighbor, and TCP MD5 passwords on both sides (a mismatch is silent)"},
+		{"dialing", p, now.Add(-20 * time.Second), "no session for 20s: connecting to 192.0.2.1:179 is refused or gets no answer; check the address and port, that the peer has this node as a neighbor, and TCP MD5 passwords on both sides (a mismatch is silent)"},
 		{"passive", func() config.Peer { q := p; q.Passive = true; return q }(), now.Add(-time.Minute), "the peer has not connected to us (passive)"},
 		{"no password", func() config.Peer { q := p; q.Password = ""; return q }(), now.Add(-time.Minute), "that the peer expects no TCP MD5 password"},
 		{"slow retry waits longer", func() config.Peer { q := p; q.ConnectRetry = 30 * time.Second; return q }(), now.Add(-60 * time.Second), ""},

@@ -429,7 +429,7 @@ func silentFailure(c config.Peer, down, now time.Time) string {
 	if port == 0 {
 		port = 179
 	}
-	return fmt.Sprintf("no session for %s: %s gets no BGP answer; check the address and port, that the peer has this node as a neighbor, and %s",
+	return fmt.Sprintf("no session for %s: connecting to %s is refused or gets no answer; check the address and port, that the peer has this node as a neighbor, and %s",
 		for_, netip.AddrPortFrom(c.Address, uint16(port)), md5)
 }
 
