@@ -45,8 +45,24 @@ func newRoutesCommand(o *options) *cobra.Command {
 	}
 	learned.Flags().StringVar(&peer, "peer", "", "only this peer")
 	learned.Flags().BoolVar(&rejected, "rejected", false, "only paths that no import rule accepts")
+	for _, c := range []*cobra.Command{advertised, learned} {
+		_ = c.RegisterFlagCompletionFunc("peer", o.completePeers)
+	}
 	routes.AddCommand(advertised, learned)
 	return routes
+}
+
+// completePeers offers the running daemon's peer names.
+func (o *options) completePeers(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
+	peers, err := api.NewClient(o.socket).Peers(cmd.Context())
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveError
+	}
+	names := make([]string, 0, len(peers))
+	for _, p := range peers {
+		names = append(names, p.Name+"\t"+p.Address.String())
+	}
+	return names, cobra.ShellCompDirectiveNoFileComp
 }
 
 func advertisedTable(w *tabwriter.Writer, advs []model.Advertisement) {
