@@ -35,7 +35,12 @@ func TestDaemonConfigLoads(t *testing.T) {
 	gr.GracefulRestart, gr.RestartTime = true, 120*time.Second
 	gr.Peers = []Peer{DefaultTor(), {Name: "dead", Address: netip.MustParseAddr("198.51.100.1"), ASN: 65002, Port: 1790}}
 
-	for name, c := range map[string]DaemonConfig{"ipv4": base, "ipv6": v6, "md5-passive": md5, "gr-two-peers": gr} {
+	opts := base
+	opts.Peers = []Peer{{Name: "tor", Address: TorIPv4, ASN: 65001, SourceAddress: netip.MustParseAddr("198.51.100.10"),
+		Interface: NodeLink, EBGPMultihop: 2, MaxPrefixes: 3, HoldTime: 30 * time.Second, KeepaliveTime: 10 * time.Second},
+		{Name: "gtsm", Address: netip.MustParseAddr("198.51.100.1"), ASN: 65002, TTLSecurity: true}}
+
+	for name, c := range map[string]DaemonConfig{"ipv4": base, "ipv6": v6, "md5-passive": md5, "gr-two-peers": gr, "peer-options": opts} {
 		t.Run(name, func(t *testing.T) {
 			text, err := c.Render()
 			if err != nil {
@@ -59,6 +64,14 @@ func TestDaemonConfigLoads(t *testing.T) {
 			}
 			if g := cfg.BGP.GracefulRestart; g.Enabled != c.GracefulRestart || (c.RestartTime != 0 && g.RestartTime != c.RestartTime) {
 				t.Errorf("gracefulRestart %+v, want enabled %v, restart time %v", g, c.GracefulRestart, c.RestartTime)
+			}
+			for i, p := range c.Peers {
+				got := cfg.BGP.Peers[i]
+				wantHold, wantKeep := cmp.Or(p.HoldTime, 9*time.Second), cmp.Or(p.KeepaliveTime, 3*time.Second)
+				if got.SourceAddress != p.SourceAddress || got.Interface != p.Interface || int(got.EBGPMultihop) != p.EBGPMultihop ||
+					got.TTLSecurity != p.TTLSecurity || int(got.MaxPrefixes) != p.MaxPrefixes || got.HoldTime != wantHold || got.KeepaliveTime != wantKeep {
+					t.Errorf("peer %s loaded as %+v from\n%s", p.Name, got, text)
+				}
 			}
 			if c.Peers[0].PasswordFile != "" && cfg.BGP.Peers[0].Password != "s3cret" {
 				t.Errorf("password not read from passwordFile")

@@ -33,6 +33,16 @@ type Peer struct {
 	Password string
 	// Families: empty = the daemon's default.
 	Families []string
+	// HoldTime and KeepaliveTime default to 9s and 3s (0 = those), so that
+	// a dead session is noticed quickly.
+	HoldTime, KeepaliveTime time.Duration
+	// SourceAddress, Interface, EBGPMultihop, TTLSecurity and MaxPrefixes
+	// are written only when set (the daemon's defaults otherwise).
+	SourceAddress netip.Addr
+	Interface     string
+	EBGPMultihop  int
+	TTLSecurity   bool
+	MaxPrefixes   int
 
 	PasswordFile string // filled by StartDaemon
 }
@@ -80,9 +90,24 @@ bgp:
 {{- if .Port}}
       port: {{.Port}}
 {{- end}}
-      holdTime: 9s
-      keepaliveTime: 3s
+      holdTime: {{if .HoldTime}}{{.HoldTime}}{{else}}9s{{end}}
+      keepaliveTime: {{if .KeepaliveTime}}{{.KeepaliveTime}}{{else}}3s{{end}}
       connectRetry: 2s
+{{- if .SourceAddress.IsValid}}
+      sourceAddress: "{{.SourceAddress}}"
+{{- end}}
+{{- if .Interface}}
+      interface: {{.Interface}}
+{{- end}}
+{{- if .EBGPMultihop}}
+      ebgpMultihop: {{.EBGPMultihop}}
+{{- end}}
+{{- if .TTLSecurity}}
+      ttlSecurity: true
+{{- end}}
+{{- if .MaxPrefixes}}
+      maxPrefixes: {{.MaxPrefixes}}
+{{- end}}
 {{- if .Passive}}
       passive: true
 {{- end}}

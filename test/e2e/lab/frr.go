@@ -26,6 +26,19 @@ type FRRNeighbor struct {
 	Password string
 	// Passive: FRR never dials, it waits for the neighbor.
 	Passive bool
+	// TTLSecurityHops > 0 sets `ttl-security hops N` (GTSM, RFC 5082: FRR
+	// accepts only packets with TTL >= 256-N and sends with TTL 255).
+	TTLSecurityHops int
+	// EBGPMultihop > 0 sets `ebgp-multihop N`.
+	EBGPMultihop int
+	// UpdateSource sets `update-source` (an address or interface name).
+	UpdateSource string
+	// DisableConnectedCheck sets `disable-connected-check`: a single-hop
+	// eBGP neighbor whose address is not on a connected subnet.
+	DisableConnectedCheck bool
+	// Keepalive and HoldTime (seconds) set `timers KEEPALIVE HOLD` for this
+	// neighbor; 0 keeps the router's `timers bgp 3 9`.
+	Keepalive, HoldTime int
 }
 
 // FRRConfig is FRR's bgpd configuration. The zero value of a field takes
@@ -66,6 +79,21 @@ router bgp {{.ASN}}
 {{- end}}
 {{- if .Passive}}
  neighbor {{.Address}} passive
+{{- end}}
+{{- if .TTLSecurityHops}}
+ neighbor {{.Address}} ttl-security hops {{.TTLSecurityHops}}
+{{- end}}
+{{- if .EBGPMultihop}}
+ neighbor {{.Address}} ebgp-multihop {{.EBGPMultihop}}
+{{- end}}
+{{- if .UpdateSource}}
+ neighbor {{.Address}} update-source {{.UpdateSource}}
+{{- end}}
+{{- if .DisableConnectedCheck}}
+ neighbor {{.Address}} disable-connected-check
+{{- end}}
+{{- if .HoldTime}}
+ neighbor {{.Address}} timers {{.Keepalive}} {{.HoldTime}}
 {{- end}}
 {{- end}}
 {{- range $af := .Families}}
@@ -391,6 +419,8 @@ type Neighbor struct {
 		NotificationsSent int `json:"notificationsSent"`
 		NotificationsRecv int `json:"notificationsRecv"`
 		OpensRecv         int `json:"opensRecv"`
+		KeepalivesRecv    int `json:"keepalivesRecv"`
+		UpdatesRecv       int `json:"updatesRecv"`
 	} `json:"messageStats"`
 	// LastNotification is the last NOTIFICATION's code/subcode, e.g.
 	// "Cease/Peer De-configured" (FRR sets it when one reset the session).
@@ -415,6 +445,19 @@ type Neighbor struct {
 	// neighbor's) while it is up.
 	PortLocal   int `json:"portLocal"`
 	PortForeign int `json:"portForeign"`
+	// HostLocal and HostForeign are the session's addresses (FRR's and the
+	// neighbor's) while it is up.
+	HostLocal   string `json:"hostLocal"`
+	HostForeign string `json:"hostForeign"`
+	// HoldTimeMsecs and KeepaliveMsecs are the timers in use: negotiated
+	// (the smaller hold time of both OPENs) while Established.
+	HoldTimeMsecs  int `json:"bgpTimerHoldTimeMsecs"`
+	KeepaliveMsecs int `json:"bgpTimerKeepAliveIntervalMsecs"`
+	// ConfiguredHoldTimeMsecs is FRR's own configured hold time.
+	ConfiguredHoldTimeMsecs int `json:"bgpTimerConfiguredHoldTimeMsecs"`
+	// ExternalHops is externalBgpNbrMaxHopsAway: the hops of ttl-security
+	// or of ebgp-multihop, absent (0) for a plain single-hop eBGP neighbor.
+	ExternalHops int `json:"externalBgpNbrMaxHopsAway"`
 }
 
 // GRCapability is the graceful restart capability exchange while

@@ -140,6 +140,12 @@ func (l *Lab) TCPCounter(ns, name string) (uint64, error) {
 	return l.counter(ns, "/proc/net/snmp", "Tcp:", name)
 }
 
+// ICMPCounter reads an Icmp counter (e.g. "OutTimeExcds") of namespace ns
+// from /proc/net/snmp.
+func (l *Lab) ICMPCounter(ns, name string) (uint64, error) {
+	return l.counter(ns, "/proc/net/snmp", "Icmp:", name)
+}
+
 // counter reads counter name of the "group" lines (a line of names, then a
 // line of values) of a /proc/net file, in namespace ns.
 func (l *Lab) counter(ns, file, group, name string) (uint64, error) {
@@ -184,6 +190,89 @@ func (l *Lab) AddTorAddress(a netip.Addr) {
 			l.T.Fatalf("%s: %v: %s", strings.Join(s, " "), err, out)
 		}
 	}
+}
+
+// AddNodeAddress gives the node namespace a second address a (a host
+// route on its loopback) and the tor namespace a route to it via the link:
+// a node address that is not on the link, e.g. for a session dialed from a
+// chosen source address.
+func (l *Lab) AddNodeAddress(a netip.Addr) {
+	l.T.Helper()
+	via, bits := NodeIPv4, 32
+	if a.Is6() {
+		via, bits = NodeIPv6, 128
+	}
+	host := netip.PrefixFrom(a, bits).String()
+	for _, s := range [][]string{
+		{"ip", "-n", l.Node, "addr", "add", host, "dev", "lo"},
+		{"ip", "-n", l.Tor, "route", "add", host, "via", via.String()},
+	} {
+		if out, err := run(s[0], s[1:]...); err != nil {
+			l.T.Fatalf("%s: %v: %s", strings.Join(s, " "), err, out)
+		}
+	}
+}
+
+// The addresses of the routed path of AddRoutedTorAddress: node - router
+// on 198.18.0.0/31, router - tor on 198.18.0.2/31.
+var (
+	NodeRouted = netip.MustParseAddr("198.18.0.0") // the node's end of the path
+	RouterNode = netip.MustParseAddr("198.18.0.1") // the router, node side
+	RouterTor  = netip.MustParseAddr("198.18.0.2") // the router, tor side
+	TorRouted  = netip.MustParseAddr("198.18.0.3") // the tor's end of the path
+)
+
+// Interface names of the routed path.
+const (
+	NodeRouterLink = "veth-node-rtr"
+	TorRouterLink  = "veth-tor-rtr"
+)
+
+// AddRoutedTorAddress makes a third namespace, a router (IPv4 forwarding
+// on), joined to the node by NodeRouterLink (NodeRouted - RouterNode, /31)
+// and to the tor by TorRouterLink (RouterTor - TorRouted, /31), and gives
+// the tor address a on its loopback, reachable from the node only through
+// the router: one real forwarding hop, which decrements the TTL. (A second
+// address on the tor's own loopback, as AddTorAddress makes, is no hop: a
+// packet with TTL 1 reaches it.) The node reaches a from NodeRouted, and
+// the tor routes NodeRouted back via the router. It returns the router's
+// namespace, which is removed at the end of the test like the others.
+func (l *Lab) AddRoutedTorAddress(a netip.Addr) string {
+	t := l.T
+	t.Helper()
+	if !a.Is4() {
+		t.Fatalf("AddRoutedTorAddress: %s: only IPv4", a)
+	}
+	rtr := NamePrefix + l.ID + "-rtr"
+	if out, err := run("ip", "netns", "add", rtr); err != nil {
+		t.Fatalf("ip netns add %s: %v: %s", rtr, err, out)
+	}
+	t.Cleanup(func() { deleteNetns(t, rtr) })
+	host := netip.PrefixFrom(a, 32).String()
+	steps := [][]string{
+		{"ip", "-n", rtr, "link", "set", "lo", "up"},
+		{"ip", "netns", "exec", rtr, "sh", "-c", "echo 1 >/proc/sys/net/ipv4/ip_forward"},
+		{"ip", "-n", l.Node, "link", "add", NodeRouterLink, "type", "veth", "peer", "name", "rtr-node", "netns", rtr},
+		{"ip", "-n", l.Tor, "link", "add", TorRouterLink, "type", "veth", "peer", "name", "rtr-tor", "netns", rtr},
+		{"ip", "-n", l.Node, "addr", "add", NodeRouted.String() + "/31", "dev", NodeRouterLink},
+		{"ip", "-n", rtr, "addr", "add", RouterNode.String() + "/31", "dev", "rtr-node"},
+		{"ip", "-n", rtr, "addr", "add", RouterTor.String() + "/31", "dev", "rtr-tor"},
+		{"ip", "-n", l.Tor, "addr", "add", TorRouted.String() + "/31", "dev", TorRouterLink},
+		{"ip", "-n", l.Node, "link", "set", NodeRouterLink, "up"},
+		{"ip", "-n", rtr, "link", "set", "rtr-node", "up"},
+		{"ip", "-n", rtr, "link", "set", "rtr-tor", "up"},
+		{"ip", "-n", l.Tor, "link", "set", TorRouterLink, "up"},
+		{"ip", "-n", l.Tor, "addr", "add", host, "dev", "lo"},
+		{"ip", "-n", rtr, "route", "add", host, "via", TorRouted.String()},
+		{"ip", "-n", l.Node, "route", "add", host, "via", RouterNode.String()},
+		{"ip", "-n", l.Tor, "route", "add", NodeRouted.String() + "/32", "via", RouterTor.String()},
+	}
+	for _, s := range steps {
+		if out, err := run(s[0], s[1:]...); err != nil {
+			t.Fatalf("%s: %v: %s", strings.Join(s, " "), err, out)
+		}
+	}
+	return rtr
 }
 
 // RouteMonitor records `ip monitor route` in a namespace: every change of
