@@ -418,6 +418,17 @@ func TestPeerMaxPrefixes(t *testing.T) {
 		if err != nil {
 			t.Fatalf("the session tripped by maxPrefixes 3 does not come back after a reload with maxPrefixes 10: %v", err)
 		}
+		lab.Eventually(t, generous, 200*time.Millisecond, "ovnbgp receives FRR's 5 prefixes under the raised limit", func() error {
+			p, err := w.d.Peer("tor")
+			if err != nil {
+				return err
+			}
+			i := slices.IndexFunc(p.Families, func(f model.FamilyCounts) bool { return f.Family == "ipv4" })
+			if p.State != model.StateEstablished || i < 0 || p.Families[i].Received != len(torPrefixes) {
+				return fmt.Errorf("ovnbgp peers: tor is %s, families %+v; want established, ipv4 received %d", p.State, p.Families, len(torPrefixes))
+			}
+			return nil
+		})
 	})
 	t.Run("below", func(t *testing.T) {
 		t.Parallel()
