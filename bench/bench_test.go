@@ -9,10 +9,11 @@ import (
 	"time"
 )
 
-// How the ToR is watched. A query costs ~0.3 ms (single prefix) to a few
-// ms (the count over thousands of routes); the instant recorded is when the
-// first answer showing the change arrived, so it is up to one interval plus
-// one query late, for every contender alike.
+// How the ToR is watched, from the start of the command. A query costs
+// ~0.3 ms (single prefix) to a few ms (the count over thousands of routes);
+// the instant recorded is when the first answer showing the change arrived,
+// so it is up to one interval plus one query late, for every contender
+// alike.
 const (
 	singleInterval = time.Millisecond
 	singleTimeout  = 60 * time.Second
@@ -20,7 +21,11 @@ const (
 	bulkTimeout    = 10 * time.Minute
 )
 
-// sample is one change, timed.
+// sample is one change, timed. The ToR is watched while the command
+// runs, so a change that reaches it before the command returns (frr-reload.py
+// goes on after applying it) is timed when it arrived; then fromCommit may
+// even be negative, when the commit instant is only known as the command's
+// return.
 type sample struct {
 	fromCommit time.Duration // commit -> ToR RIB (best paths)
 	received   time.Duration // commit -> ToR has received it (not yet selected)
@@ -29,22 +34,45 @@ type sample struct {
 }
 
 // measure makes the change (announce or withdraw ps) and polls the ToR
-// with cond until it reflects it.
+// with cond, from the moment the command starts, until it reflects it.
 func (w *world) measure(add bool, ps []netip.Prefix, interval, timeout time.Duration, cond func() (progress, error)) (sample, op, error) {
 	do := w.c.withdraw
 	if add {
 		do = w.c.announce
 	}
-	o, err := do(ps)
-	if err != nil {
-		return sample{}, o, err
+	var o op
+	var cmdErr error
+	finished := make(chan struct{})
+	// The command runs beside the polls; cond never holds before it starts.
+	polled := time.Now()
+	go func() {
+		defer close(finished)
+		o, cmdErr = do(ps)
+	}()
+	at, err := waitFor(polled, interval, timeout, func() error {
+		select {
+		case <-finished:
+			if cmdErr != nil {
+				return cmdErr
+			}
+		default:
+		}
+		return w.c.alive()
+	}, cond)
+	<-finished
+	if cmdErr != nil {
+		return sample{}, o, cmdErr
 	}
-	at, err := waitFor(o.start, interval, timeout, w.c.alive, cond)
 	if err != nil {
 		return sample{}, o, fmt.Errorf("the ToR never reflected the change (%v after it was issued): %w", at.done.Round(time.Millisecond), err)
 	}
-	commit := o.commit.Sub(o.start)
-	return sample{fromCommit: at.done - commit, received: at.received - commit, fromStart: at.done, command: o.end.Sub(o.start)}, o, nil
+	done, received := polled.Add(at.done), polled.Add(at.received)
+	return sample{
+		fromCommit: done.Sub(o.commit),
+		received:   received.Sub(o.commit),
+		fromStart:  done.Sub(o.start),
+		command:    o.end.Sub(o.start),
+	}, o, nil
 }
 
 // BenchmarkSingleChange: one /24 is added, then withdrawn, N times
