@@ -135,6 +135,7 @@ func TestSilentFailure(t *testing.T) {
 		{"dialing", p, now.Add(-20 * time.Second), "no session for 20s: connecting to 192.0.2.1:179 is refused or gets no answer; check the address and port, that the peer has this node as a neighbor, and TCP MD5 passwords on both sides (a mismatch is silent)"},
 		{"passive", func() config.Peer { q := p; q.Passive = true; return q }(), now.Add(-time.Minute), "the peer has not connected to us (passive)"},
 		{"no password", func() config.Peer { q := p; q.Password = ""; return q }(), now.Add(-time.Minute), "that the peer expects no TCP MD5 password"},
+		{"bound to a device", func() config.Peer { q := p; q.Interface = "eth1"; return q }(), now.Add(-time.Minute), "check the address and port, that it is reachable through interface eth1, that the peer"},
 		{"slow retry waits longer", func() config.Peer { q := p; q.ConnectRetry = 30 * time.Second; return q }(), now.Add(-60 * time.Second), ""},
 	}
 	for _, tt := range tests {

@@ -41,7 +41,11 @@ type lab struct {
 	log *zap.Logger
 	// pokes counts each speaker's notify calls, by speaker name.
 	pokes map[string]*atomic.Int64
+	buf   *syncBuffer
 }
+
+// logs is what the speakers logged so far.
+func (l *lab) logs() string { return l.buf.String() }
 
 // newLab also collects the speakers' logs, printed if the test fails
 // (gobgp goroutines may still log after the test, so not through t.Log).
@@ -49,7 +53,7 @@ func newLab(t *testing.T, n int) *lab {
 	t.Helper()
 	buf := &syncBuffer{}
 	enc := zapcore.NewConsoleEncoder(zap.NewDevelopmentEncoderConfig())
-	l := &lab{t: t, n: n, log: zap.New(zapcore.NewCore(enc, buf, zap.InfoLevel)), pokes: map[string]*atomic.Int64{}}
+	l := &lab{t: t, n: n, log: zap.New(zapcore.NewCore(enc, buf, zap.InfoLevel)), pokes: map[string]*atomic.Int64{}, buf: buf}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("speaker logs:\n%s", buf.String())

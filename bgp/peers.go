@@ -93,6 +93,7 @@ func (s *Speaker) SetPeers(ctx context.Context, peers []config.Peer) error {
 			}
 			s.peers[name] = p
 			s.log.Info("peer updated without a session reset", zap.String("peer", name), zap.Strings("changed", changed))
+			s.reenableNow(ctx, p)
 		default:
 			// Deleted now, added back below with the new peers, so that
 			// two peers may swap addresses.
@@ -158,6 +159,9 @@ func (s *Speaker) deletePeer(ctx context.Context, p config.Peer) error {
 	}
 	delete(s.peers, p.Name)
 	s.st.Lock()
+	if ss := s.sessions[p.Address]; ss != nil && ss.reenable != nil {
+		ss.reenable.Stop() // a new peer on this address starts enabled
+	}
 	delete(s.byAddr, p.Address)
 	delete(s.sessions, p.Address)
 	s.st.Unlock()
@@ -409,6 +413,28 @@ func apiFamily(f config.Family) *api.Family {
 	return &api.Family{Afi: api.Family_AFI_IP, Safi: api.Family_SAFI_UNICAST}
 }
 
+// reenableNow brings a session held down by its prefix limit back at once
+// (its limit just changed); the caller holds mu. If the peer still sends too
+// much, gobgp takes it down again.
+func (s *Speaker) reenableNow(ctx context.Context, p config.Peer) {
+	s.st.Lock()
+	ss := s.sessions[p.Address]
+	held := ss != nil && ss.reenable != nil
+	if held {
+		ss.reenable.Stop()
+		ss.reenable = nil
+	}
+	s.st.Unlock()
+	if !held {
+		return
+	}
+	if err := s.bgp.EnablePeer(ctx, &api.EnablePeerRequest{Address: p.Address.String()}); err != nil {
+		s.log.Warn("re-enabling a peer after its prefix limit changed failed", zap.String("peer", p.Name), zap.Error(err))
+		return
+	}
+	s.log.Info("peer re-enabled: its prefix limit changed", zap.String("peer", p.Name))
+}
+
 // silentFailure explains a session that has not come up for a while and
 // got no NOTIFICATION: the peer never answers. A TCP MD5 mismatch looks
 // exactly like this (the kernel drops the segments), so say so.
@@ -429,8 +455,17 @@ func silentFailure(c config.Peer, down, now time.Time) string {
 	if port == 0 {
 		port = 179
 	}
-	return fmt.Sprintf("no session for %s: connecting to %s is refused or gets no answer; check the address and port, that the peer has this node as a neighbor, and %s",
-		for_, netip.AddrPortFrom(c.Address, uint16(port)), md5)
+	via := ""
+	switch {
+	case c.Interface != "" && c.SourceAddress.IsValid():
+		via = fmt.Sprintf(", that it is reachable through interface %s from %s", c.Interface, c.SourceAddress)
+	case c.Interface != "":
+		via = fmt.Sprintf(", that it is reachable through interface %s", c.Interface)
+	case c.SourceAddress.IsValid():
+		via = fmt.Sprintf(", that it routes back to %s", c.SourceAddress)
+	}
+	return fmt.Sprintf("no session for %s: connecting to %s is refused or gets no answer; check the address and port%s, that the peer has this node as a neighbor, and %s",
+		for_, netip.AddrPortFrom(c.Address, uint16(port)), via, md5)
 }
 
 func pktFamily(f config.Family) bgppkt.Family {

@@ -312,3 +312,58 @@ func pathWithASPath(t *testing.T, asns ...uint32) *apiutil.Path {
 		nh,
 	}}
 }
+
+// TestMaxPrefixes: a peer that sends more than maxPrefixes loses its
+// session with a lastError saying why, comes back after the hold, and
+// comes back at once when the limit is raised.
+func TestMaxPrefixes(t *testing.T) {
+	parallel(t)
+	l := newLab(t, 27)
+	port := freePort(t)
+	prov := l.provider(3, port, provASN, false, "")
+	limited := l.peerOf("a", 3, port, provASN)
+	limited.MaxPrefixes = 2
+	node := l.node(false)
+	node.prefixHold = 3 * time.Second
+	if err := node.SetPeers(context.Background(), []config.Peer{limited}); err != nil {
+		t.Fatal(err)
+	}
+	waitEstablished(t, node, "a")
+	set(t, prov, adv("node", "192.0.2.0/24", model.PathAttrs{}), adv("node", "198.51.100.0/24", model.PathAttrs{}),
+		adv("node", "203.0.113.0/24", model.PathAttrs{}))
+
+	eventually(t, 30*time.Second, "the prefix limit resets the session", func() (bool, string) {
+		st := peerState(t, node, "a")
+		return st.State != model.StateEstablished && strings.Contains(st.LastError, "maxPrefixes"), fmt.Sprintf("%s (%s)", st.State, st.LastError)
+	})
+	// After the hold the session comes back (and trips again: the
+	// provider still sends three).
+	eventually(t, 30*time.Second, "the session comes back after the hold", func() (bool, string) {
+		return strings.Contains(l.logs(), "peer re-enabled after its prefix limit"), "no re-enable in the log"
+	})
+	eventually(t, 30*time.Second, "the node's session to a is established again", func() (bool, string) {
+		n := 0
+		for _, line := range strings.Split(l.logs(), "\n") {
+			if strings.Contains(line, `"peer": "a"`) && strings.Contains(line, `"state": "established"`) {
+				n++
+			}
+		}
+		return n >= 2, fmt.Sprintf("established %d times", n)
+	})
+
+	// Raising the limit brings it back at once, for good.
+	raised := limited
+	raised.MaxPrefixes = 10
+	eventually(t, 30*time.Second, "the session is held down again", func() (bool, string) {
+		st := peerState(t, node, "a")
+		return st.State != model.StateEstablished, string(st.State)
+	})
+	if err := node.SetPeers(context.Background(), []config.Peer{raised}); err != nil {
+		t.Fatal(err)
+	}
+	waitLearned(t, node, "a", pfx("192.0.2.0/24"), pfx("198.51.100.0/24"), pfx("203.0.113.0/24"))
+	never(t, 5*time.Second, "the raised limit trips", func() (bool, string) {
+		st := peerState(t, node, "a")
+		return st.State != model.StateEstablished, string(st.State)
+	})
+}

@@ -38,6 +38,9 @@ type Speaker struct {
 	// gobgpLevel is the level gobgp's own slog records must reach.
 	gobgpLevel  *slog.LevelVar
 	cancelWatch context.CancelFunc
+	// prefixHold is how long a session torn down by maxPrefixes stays
+	// down before ovnbgp re-enables it (FRR's "maximum-prefix N restart").
+	prefixHold time.Duration
 
 	// mu serializes SetPeers, Set and Stop and guards the fields below.
 	mu      sync.Mutex
@@ -63,6 +66,8 @@ type session struct {
 	// down is when the session was last seen leave Established, or first
 	// seen without it; zero while Established.
 	down time.Time
+	// reenable is pending while the session is held down by maxPrefixes.
+	reenable *time.Timer
 }
 
 // New starts a gobgp server with the global config, adds global.Peers and
@@ -110,6 +115,7 @@ func New(ctx context.Context, global config.BGP, log *zap.Logger, notify func())
 		adv:        newAdvState(),
 		byAddr:     map[netip.Addr]string{},
 		sessions:   map[netip.Addr]*session{},
+		prefixHold: defaultPrefixHold,
 	}
 	if err := s.start(ctx); err != nil {
 		_ = s.shutdown(ctx, false)
@@ -225,6 +231,14 @@ func (s *Speaker) shutdown(ctx context.Context, graceful bool) error {
 	if s.cancelWatch != nil {
 		s.cancelWatch()
 	}
+	s.st.Lock()
+	for _, ss := range s.sessions {
+		if ss.reenable != nil {
+			ss.reenable.Stop()
+			ss.reenable = nil
+		}
+	}
+	s.st.Unlock()
 	return err
 }
 
@@ -247,6 +261,7 @@ func (s *Speaker) onPeerEvent(ev *apiutil.WatchEventMessage_PeerEvent, ts time.T
 	if ts.IsZero() {
 		ts = time.Now()
 	}
+	tripped := ev.Peer.State.AdminState == api.PeerState_ADMIN_STATE_PFX_CT && state != model.StateEstablished
 
 	s.st.Lock()
 	name := s.byAddr[addr]
@@ -265,6 +280,15 @@ func (s *Speaker) onPeerEvent(ev *apiutil.WatchEventMessage_PeerEvent, ts time.T
 	case ss.down.IsZero():
 		ss.down = ts
 	}
+	if tripped && ss.reenable == nil {
+		// gobgp sent Cease/Maximum Number of Prefixes Reached and keeps
+		// the peer administratively down; bring it back after a hold,
+		// so that a flood costs the peer a minute, not the session for
+		// good.
+		reason = fmt.Sprintf("the peer sent more prefixes than maxPrefixes allows: session reset (Cease); ovnbgp re-enables it in %s", s.prefixHold)
+		ss.lastError = reason
+		ss.reenable = time.AfterFunc(s.prefixHold, func() { s.reenablePeer(addr) })
+	}
 	s.st.Unlock()
 
 	fields := []zap.Field{zap.String("peer", name), zap.Stringer("address", addr), zap.String("state", string(state))}
@@ -277,6 +301,32 @@ func (s *Speaker) onPeerEvent(ev *apiutil.WatchEventMessage_PeerEvent, ts time.T
 		s.log.Debug("peer state changed", fields...)
 	}
 	s.notify()
+}
+
+// defaultPrefixHold is how long maxPrefixes keeps a session down.
+const defaultPrefixHold = time.Minute
+
+// reenablePeer brings back a session that maxPrefixes took down.
+func (s *Speaker) reenablePeer(addr netip.Addr) {
+	s.st.Lock()
+	if ss := s.sessions[addr]; ss != nil {
+		ss.reenable = nil
+	}
+	name := s.byAddr[addr]
+	s.st.Unlock()
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.bgp.EnablePeer(ctx, &api.EnablePeerRequest{Address: addr.String()}); err != nil {
+		s.log.Warn("re-enabling a peer after its prefix limit failed", zap.String("peer", name), zap.Error(err))
+		return
+	}
+	s.log.Info("peer re-enabled after its prefix limit", zap.String("peer", name), zap.Stringer("address", addr))
 }
 
 // levelHandler drops records below level before they reach the zap core,

@@ -317,14 +317,9 @@ var torPrefixes = []netip.Prefix{
 // says so. Raising the limit to 10 by a reload brings the session back.
 // With maxPrefixes 10 from the start the session comes up and stays.
 //
-// KNOWN BUGS, both fail today (ovnbgp at f770074, gobgp v4.8.0):
-//   - exceeded: `ovnbgp peers` shows lastError "read-failed" (gobgp's
-//     disconnect reason: it closes the connection after sending the Cease)
-//     instead of saying that the prefix limit tore the session down.
-//   - raised: gobgp keeps a tripped peer in admin state PFX_CT (Idle, never
-//     dialing again), and ovnbgp applies a maxPrefixes-only change with
-//     UpdatePeer, which does not take it out of that state: the session
-//     stays down until the daemon restarts or another peer option changes.
+// gobgp keeps a tripped peer administratively down (PFX_CT); ovnbgp says why
+// in lastError, re-enables it after a hold (a minute) and at once when its
+// limit changes.
 func TestPeerMaxPrefixes(t *testing.T) {
 	t.Parallel()
 	frr := lab.FRRConfig{Neighbors: []lab.FRRNeighbor{{Address: lab.NodeIPv4, ASN: 65010, Passive: true}}, Originate: torPrefixes}
