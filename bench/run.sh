@@ -3,10 +3,10 @@
 # bulk convergence. Prints each benchmark's numbers, then one table with the
 # ratios. See bench/README.md.
 #
-#   sudo bench/run.sh                              # everything (~4 min)
+#   sudo bench/run.sh                              # everything (~2 min)
 #   sudo bench/run.sh -bench 'SingleChange'        # one job
 #   sudo bench/run.sh -bench 'Bulk/ovnbgp'         # one job, one contender
-#   sudo OVNBGP_BENCH_BULK=1000,5000 bench/run.sh  # also 5000 switches (FRR(reload)'s withdraw: ~10 min more)
+#   sudo OVNBGP_BENCH_BULK=1000,5000 bench/run.sh  # also 5000 switches (~5 min more: FRR(reload)'s withdraw)
 #   sudo OVNBGP_BIN=bin/ovnbgp bench/run.sh        # a given binary (default: go build of this tree)
 #
 # Needs root (network namespaces) and frr + ovn-central: scripts/test-deps.sh
