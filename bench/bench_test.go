@@ -137,9 +137,9 @@ func benchSingle(b *testing.B, id, name string) {
 		b.Logf("%s %s, %d rounds: commit→ToR RIB p50 %v p90 %v max %v; commit→ToR received p50 %v; "+
 			"command start→ToR RIB p50 %v p90 %v max %v; command p50 %v\n  commit→RIB, in order: %s\n  commit→received, in order: %s",
 			name, job, len(x.s),
-			r(percentile(commit, 50)), r(percentile(commit, 90)), r(percentile(commit, 100)), r(percentile(received, 50)),
-			r(percentile(start, 50)), r(percentile(start, 90)), r(percentile(start, 100)),
-			r(percentile(cmd, 50)), list(commit), list(received))
+			pretty(percentile(commit, 50)), pretty(percentile(commit, 90)), pretty(percentile(commit, 100)), pretty(percentile(received, 50)),
+			pretty(percentile(start, 50)), pretty(percentile(start, 90)), pretty(percentile(start, 100)),
+			pretty(percentile(cmd, 50)), list(commit), list(received))
 	}
 	b.ReportMetric(0, "ns/op")
 }
@@ -218,8 +218,8 @@ func benchBulk(b *testing.B, id, name string) {
 		b.ReportMetric(mib(after.mem.rss), "rss"+sfx+"-MiB")
 		b.Logf("%s %s: command %v (CPU %v), commit→all received by the ToR %v, commit→all in ToR RIB %v, command start→all %v (%.0f routes/s); "+
 			"withdraw: command %v, start→none %v; node daemons %s: CPU %v during the add, RSS %.1f MiB (peak %.1f MiB), before %.1f MiB",
-			name, job, r(add.command), r(o.cpu), r(add.received), r(add.fromCommit), r(add.fromStart), rate,
-			r(del.command), r(del.fromStart), names(w.c.daemons()), r(daemonCPU),
+			name, job, pretty(add.command), pretty(o.cpu), pretty(add.received), pretty(add.fromCommit), pretty(add.fromStart), rate,
+			pretty(del.command), pretty(del.fromStart), names(w.c.daemons()), pretty(daemonCPU),
 			mib(after.mem.rss), mib(after.mem.peak), mib(before.mem.rss))
 	}
 	b.ReportMetric(0, "ns/op")
@@ -249,8 +249,8 @@ func field(s []sample, f func(sample) time.Duration) []time.Duration {
 	return ds
 }
 
-// r rounds d for logs: 0.1 ms below a second, 1 ms above.
-func r(d time.Duration) time.Duration {
+// pretty rounds d for logs: 0.1 ms below a second, 1 ms above.
+func pretty(d time.Duration) time.Duration {
 	if d < time.Second {
 		return d.Round(100 * time.Microsecond)
 	}
@@ -260,7 +260,7 @@ func r(d time.Duration) time.Duration {
 func list(ds []time.Duration) string {
 	s := make([]string, len(ds))
 	for i, d := range ds {
-		s[i] = r(d).String()
+		s[i] = pretty(d).String()
 	}
 	return strings.Join(s, " ")
 }

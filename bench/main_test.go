@@ -28,7 +28,7 @@ const (
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if t := summary.table(); t != "" {
-		fmt.Printf("\n=== ovnbgp vs FRR, same ToR (FRR 8.4 bgpd in a netns); ratio = how many times better ovnbgp is (<1: worse)\n%s", t)
+		fmt.Printf("\n=== ovnbgp vs FRR, same ToR (FRR bgpd in a netns); ratio = how many times better ovnbgp is (<1: worse)\n%s", t)
 	}
 	lab.Cleanup()
 	os.Exit(code)
