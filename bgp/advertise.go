@@ -178,8 +178,12 @@ func (s *Speaker) reconcile(ctx context.Context, want []model.Advertisement) err
 		}
 	}
 
-	// 2. Grow: put every wanted (peer, prefix) in its statement's set.
+	// 2. Grow: put every wanted (peer, prefix) in its statement's set,
+	// one gobgp call per set (a thousand new UDNs are one call, not a
+	// thousand).
 	added := 0
+	grow := map[groupID][]model.Key{}
+	var growOrder []groupID
 	for _, k := range keys {
 		w := desired[k]
 		if badPeer[k.Peer] {
@@ -189,20 +193,26 @@ func (s *Speaker) reconcile(ctx context.Context, want []model.Advertisement) err
 			a.advs[k] = w.adv
 			continue
 		}
-		if err := s.addToGroup(ctx, w.gid, w.attrs, k.Prefix); err != nil {
-			fail(k, err)
-			continue
+		if _, ok := grow[w.gid]; !ok {
+			growOrder = append(growOrder, w.gid)
 		}
-		a.member[k] = w.gid
-		a.advs[k] = w.adv
-		added++
-		s.log.Debug("prefix selected for peer", zap.String("op", "select"), zap.String("peer", k.Peer),
-			zap.Stringer("prefix", k.Prefix), zap.Any("attrs", w.adv.Attrs))
-		if _, in := ribBefore[k.Prefix]; in {
-			// The path is already in the RIB: only a soft reset makes
-			// gobgp send it to this peer (or with the new attributes).
-			reset[k.Peer] = true
-			a.unsynced[k] = true
+		grow[w.gid] = append(grow[w.gid], k)
+	}
+	for _, gid := range growOrder {
+		ks := grow[gid]
+		for _, k := range s.growGroup(ctx, gid, desired[ks[0]].attrs, ks, fail) {
+			w := desired[k]
+			a.member[k] = w.gid
+			a.advs[k] = w.adv
+			added++
+			s.log.Debug("prefix selected for peer", zap.String("op", "select"), zap.String("peer", k.Peer),
+				zap.Stringer("prefix", k.Prefix), zap.Any("attrs", w.adv.Attrs))
+			if _, in := ribBefore[k.Prefix]; in {
+				// The path is already in the RIB: only a soft reset makes
+				// gobgp send it to this peer (or with the new attributes).
+				reset[k.Peer] = true
+				a.unsynced[k] = true
+			}
 		}
 	}
 	// Intents that are gone: the shrink step removes them from gobgp.
@@ -400,23 +410,52 @@ func (s *Speaker) ensureNeighborSet(ctx context.Context, peer string, addr netip
 	return nil
 }
 
-// addToGroup adds prefix to the group's prefix set, creating the set and
+// growGroup adds the keys' prefixes to one group in one call; when that
+// fails, it adds them one by one so that each error names its prefix. It
+// returns the keys that went in.
+func (s *Speaker) growGroup(ctx context.Context, gid groupID, n normAttrs, ks []model.Key, fail func(model.Key, error)) []model.Key {
+	prefixes := make([]netip.Prefix, len(ks))
+	for i, k := range ks {
+		prefixes[i] = k.Prefix
+	}
+	err := s.addToGroup(ctx, gid, n, prefixes...)
+	if err == nil {
+		return ks
+	}
+	if len(ks) == 1 {
+		fail(ks[0], err)
+		return nil
+	}
+	var ok []model.Key
+	for _, k := range ks {
+		if err := s.addToGroup(ctx, gid, n, k.Prefix); err != nil {
+			fail(k, err)
+			continue
+		}
+		ok = append(ok, k)
+	}
+	return ok
+}
+
+// addToGroup adds prefixes to the group's prefix set, creating the set and
 // its statement first if needed. Sets are always changed in place (append
 // and remove): gobgp binds a statement to the set object when the
 // statement is added, so replacing a set (AddDefinedSet with Replace)
 // would leave the statement matching the old one.
-func (s *Speaker) addToGroup(ctx context.Context, gid groupID, n normAttrs, prefix netip.Prefix) error {
+func (s *Speaker) addToGroup(ctx context.Context, gid groupID, n normAttrs, prefixes ...netip.Prefix) error {
 	a := &s.adv
 	g := a.groups[gid]
 	if g != nil {
-		if err := s.bgp.AddDefinedSet(ctx, &api.AddDefinedSetRequest{DefinedSet: prefixSet(g.name, prefix)}); err != nil {
+		if err := s.bgp.AddDefinedSet(ctx, &api.AddDefinedSetRequest{DefinedSet: prefixSet(g.name, prefixes...)}); err != nil {
 			return fmt.Errorf("add to prefix set %s: %w", g.name, err)
 		}
-		g.prefixes[prefix] = struct{}{}
+		for _, p := range prefixes {
+			g.prefixes[p] = struct{}{}
+		}
 		return nil
 	}
 	name := fmt.Sprintf("ovnbgp:%s:%s:%s", gid.peer, gid.family, shortHash(gid.attrs))
-	if err := s.bgp.AddDefinedSet(ctx, &api.AddDefinedSetRequest{DefinedSet: prefixSet(name, prefix)}); err != nil {
+	if err := s.bgp.AddDefinedSet(ctx, &api.AddDefinedSetRequest{DefinedSet: prefixSet(name, prefixes...)}); err != nil {
 		return fmt.Errorf("add prefix set %s: %w", name, err)
 	}
 	st := s.statement(name, gid.peer, n)
@@ -426,7 +465,11 @@ func (s *Speaker) addToGroup(ctx context.Context, gid groupID, n normAttrs, pref
 		}
 		return fmt.Errorf("add export statement %s: %w", name, err)
 	}
-	a.groups[gid] = &group{name: name, attrs: n.attrs(), prefixes: map[netip.Prefix]struct{}{prefix: {}}}
+	g = &group{name: name, attrs: n.attrs(), prefixes: make(map[netip.Prefix]struct{}, len(prefixes))}
+	for _, p := range prefixes {
+		g.prefixes[p] = struct{}{}
+	}
+	a.groups[gid] = g
 	return nil
 }
 
