@@ -36,7 +36,7 @@ const (
 // lab is one test's loopback addresses: the node speaker on .2 dials
 // providers on .3, .4, … of 127.0.<n>.0/24.
 type lab struct {
-	t   *testing.T
+	t   testing.TB
 	n   int
 	log *zap.Logger
 	// pokes counts each speaker's notify calls, by speaker name.
@@ -49,7 +49,7 @@ func (l *lab) logs() string { return l.buf.String() }
 
 // newLab also collects the speakers' logs, printed if the test fails
 // (gobgp goroutines may still log after the test, so not through t.Log).
-func newLab(t *testing.T, n int) *lab {
+func newLab(t testing.TB, n int) *lab {
 	t.Helper()
 	buf := &syncBuffer{}
 	enc := zapcore.NewConsoleEncoder(zap.NewDevelopmentEncoderConfig())
@@ -101,7 +101,7 @@ func parallel(t *testing.T) {
 
 // freePort returns a TCP port that is free on every address (gobgp
 // listens on 0.0.0.0 and ::).
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	ln, err := net.Listen("tcp", ":0")
 	if err != nil {
@@ -164,7 +164,7 @@ func (l *lab) peerOf(name string, host, port int, asn uint32) config.Peer {
 
 // eventually polls cond until it holds or timeout passes; cond returns
 // what it saw, for the failure message.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
+func eventually(t testing.TB, timeout time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	var saw string
@@ -182,7 +182,7 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() (b
 }
 
 // never checks that cond stays false during d.
-func never(t *testing.T, d time.Duration, what string, cond func() (bool, string)) {
+func never(t testing.TB, d time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for time.Now().Before(deadline) {
@@ -193,7 +193,7 @@ func never(t *testing.T, d time.Duration, what string, cond func() (bool, string
 	}
 }
 
-func peerState(t *testing.T, s *Speaker, peer string) model.PeerStatus {
+func peerState(t testing.TB, s *Speaker, peer string) model.PeerStatus {
 	t.Helper()
 	ps, err := s.Peers(context.Background())
 	if err != nil {
@@ -207,7 +207,7 @@ func peerState(t *testing.T, s *Speaker, peer string) model.PeerStatus {
 	return model.PeerStatus{Name: peer, State: "absent"}
 }
 
-func waitEstablished(t *testing.T, s *Speaker, peer string) model.PeerStatus {
+func waitEstablished(t testing.TB, s *Speaker, peer string) model.PeerStatus {
 	t.Helper()
 	var st model.PeerStatus
 	eventually(t, sessionTimeout, "peer "+peer+" established", func() (bool, string) {
@@ -218,7 +218,7 @@ func waitEstablished(t *testing.T, s *Speaker, peer string) model.PeerStatus {
 }
 
 // learned is what s learned from peer, by prefix.
-func learned(t *testing.T, s *Speaker, peer string) map[netip.Prefix]model.LearnedPath {
+func learned(t testing.TB, s *Speaker, peer string) map[netip.Prefix]model.LearnedPath {
 	t.Helper()
 	ps, err := s.Learned(context.Background(), peer)
 	if err != nil {
@@ -241,7 +241,7 @@ func prefixesOf(m map[netip.Prefix]model.LearnedPath) string {
 }
 
 // waitLearned waits until s has learned exactly prefixes from peer.
-func waitLearned(t *testing.T, s *Speaker, peer string, prefixes ...netip.Prefix) map[netip.Prefix]model.LearnedPath {
+func waitLearned(t testing.TB, s *Speaker, peer string, prefixes ...netip.Prefix) map[netip.Prefix]model.LearnedPath {
 	t.Helper()
 	var m map[netip.Prefix]model.LearnedPath
 	eventually(t, routeTimeout, fmt.Sprintf("learned %v from %s", prefixes, peer), func() (bool, string) {
@@ -259,7 +259,7 @@ func waitLearned(t *testing.T, s *Speaker, peer string, prefixes ...netip.Prefix
 	return m
 }
 
-func set(t *testing.T, s *Speaker, advs ...model.Advertisement) {
+func set(t testing.TB, s *Speaker, advs ...model.Advertisement) {
 	t.Helper()
 	if err := s.Set(context.Background(), advs); err != nil {
 		t.Fatalf("set %v: %v", advs, err)

@@ -249,19 +249,43 @@ func (d *Daemon) reconcile(ctx context.Context) error {
 	return err
 }
 
+// logDiff logs each change at Debug and a summary at Info: a thousand new
+// UDNs are one Info line, not a thousand.
 func (d *Daemon) logDiff(diff plan.AdvertDiff, err error) {
+	if diff.Empty() && err == nil {
+		return
+	}
 	for _, list := range []struct {
 		op   string
 		advs []model.Advertisement
 	}{{"announce", diff.Announce}, {"change", diff.Change}, {"withdraw", diff.Withdraw}} {
 		for _, a := range list.advs {
-			d.log.Info("advertisement", zap.String("op", list.op), zap.String("peer", a.Peer),
+			d.log.Debug("advertisement", zap.String("op", list.op), zap.String("peer", a.Peer),
 				zap.Stringer("prefix", a.Prefix), zap.String("rule", a.Rule), zap.String("network", a.Network))
 		}
 	}
-	if err != nil {
-		d.log.Warn("some advertisements were not applied", zap.Error(err))
+	fields := []zap.Field{zap.Int("announce", len(diff.Announce)), zap.Int("change", len(diff.Change)),
+		zap.Int("withdraw", len(diff.Withdraw))}
+	// A few prefixes are worth naming at Info too.
+	const named = 8
+	if n := len(diff.Announce) + len(diff.Change) + len(diff.Withdraw); n <= named {
+		var what []string
+		for _, a := range diff.Announce {
+			what = append(what, "+"+a.Prefix.String()+"→"+a.Peer)
+		}
+		for _, a := range diff.Change {
+			what = append(what, "~"+a.Prefix.String()+"→"+a.Peer)
+		}
+		for _, a := range diff.Withdraw {
+			what = append(what, "-"+a.Prefix.String()+"→"+a.Peer)
+		}
+		fields = append(fields, zap.Strings("prefixes", what))
 	}
+	if err != nil {
+		d.log.Warn("advertisements changed, some not applied", append(fields, zap.Error(err))...)
+		return
+	}
+	d.log.Info("advertisements changed", fields...)
 }
 
 func (d *Daemon) markReady(status string) {

@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -17,10 +18,12 @@ import (
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/ovnbgp/ovnbgp/api"
 	"github.com/ovnbgp/ovnbgp/config"
 	"github.com/ovnbgp/ovnbgp/model"
+	"github.com/ovnbgp/ovnbgp/plan"
 )
 
 // fakeSpeaker keeps the advertised set in memory, as package bgp does with
@@ -456,5 +459,27 @@ func TestPeerWait(t *testing.T) {
 		if got := peerWait(&config.Config{BGP: config.BGP{GracefulRestart: tt.gr}}); got != tt.want {
 			t.Errorf("peerWait(%+v) = %v, want %v", tt.gr, got, tt.want)
 		}
+	}
+}
+
+func TestLogDiffSummarizes(t *testing.T) {
+	core, logs := observer.New(zap.InfoLevel)
+	d := &Daemon{log: zap.New(core)}
+	var many []model.Advertisement
+	for i := range 1000 {
+		many = append(many, model.Advertisement{Peer: "tor", Prefix: netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(i >> 8), byte(i), 0}), 24)})
+	}
+	d.logDiff(plan.AdvertDiff{Announce: many}, nil)
+	if got := logs.TakeAll(); len(got) != 1 || got[0].ContextMap()["announce"] != int64(1000) || got[0].ContextMap()["prefixes"] != nil {
+		t.Fatalf("1000 announcements logged as %d Info lines: %+v; want one summary without the list", len(got), got)
+	}
+	d.logDiff(plan.AdvertDiff{Withdraw: many[:1]}, nil)
+	got := logs.TakeAll()
+	if len(got) != 1 || fmt.Sprint(got[0].ContextMap()["prefixes"]) != "[-10.0.0.0/24→tor]" {
+		t.Fatalf("one withdrawal logged as %+v; want it named", got)
+	}
+	d.logDiff(plan.AdvertDiff{}, nil)
+	if n := logs.Len(); n != 0 {
+		t.Fatalf("no change logged %d lines", n)
 	}
 }
