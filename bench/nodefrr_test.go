@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -75,12 +74,12 @@ func startNodeFRR(b testing.TB, l *lab.Lab) *nodeFRR {
 	if err := os.MkdirAll(filepath.Join(n.Dir, "run"), 0o755); err != nil {
 		b.Fatal(err)
 	}
-	if err := chownFRR(n.Dir); err != nil {
+	if err := lab.ChownFRR(n.Dir); err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() {
 		if b.Failed() {
-			b.Logf("--- node FRR log (last 40 lines)\n%s", tailFile(filepath.Join(n.Dir, "frr.log"), 40))
+			b.Logf("--- node FRR log (last 40 lines)\n%s", lab.Tail(filepath.Join(n.Dir, "frr.log"), 40))
 		}
 		for _, d := range []string{"bgpd", "zebra"} {
 			if pid := n.pid(d); pid > 0 {
@@ -165,19 +164,4 @@ func abbrev(args []string) string {
 		return strings.Join(args[:12], " ") + fmt.Sprintf(" ... (%d more)", len(args)-12)
 	}
 	return strings.Join(args, " ")
-}
-
-func chownFRR(dir string) error {
-	u, err := user.Lookup("frr")
-	if err != nil {
-		return err
-	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	return filepath.Walk(dir, func(p string, _ os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		return os.Chown(p, uid, gid)
-	})
 }

@@ -77,7 +77,7 @@ func startOvnbgp(b testing.TB, l *lab.Lab, nb *lab.NB) *daemon {
 			<-d.done
 		}
 		if b.Failed() {
-			b.Logf("--- ovnbgp config\n%s--- ovnbgp daemon log (last 40 lines)\n%s", text, tailFile(logPath, 40))
+			b.Logf("--- ovnbgp config\n%s--- ovnbgp daemon log (last 40 lines)\n%s", text, lab.Tail(logPath, 40))
 		}
 	})
 	return d
@@ -176,16 +176,4 @@ func insertSwitch(n lab.Network) any {
 
 func deleteSwitch(n lab.Network) any {
 	return map[string]any{"op": "delete", "table": "Logical_Switch", "where": []any{[]any{"name", "==", n.Switch()}}}
-}
-
-func tailFile(path string, n int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Sprintf("(%v)", err)
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }

@@ -114,7 +114,7 @@ func TestFRRConfigParses(t *testing.T) {
 	if err := os.WriteFile(f, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := chownFRR(dir); err != nil {
+	if err := ChownFRR(dir); err != nil {
 		t.Fatal(err)
 	}
 	// bgpd -C exits 0 even on errors: it only prints them

@@ -215,7 +215,7 @@ func (l *Lab) StartDaemon(nb *NB, cfg DaemonConfig) *Daemon {
 		}
 		if t.Failed() {
 			text, _ := os.ReadFile(d.Config)
-			t.Logf("--- ovnbgp config\n%s--- ovnbgp daemon log (last 100 lines)\n%s", text, tail(d.Log, 100))
+			t.Logf("--- ovnbgp config\n%s--- ovnbgp daemon log (last 100 lines)\n%s", text, Tail(d.Log, 100))
 		}
 	})
 	return d

@@ -182,7 +182,7 @@ func (l *Lab) StartFRR(cfg FRRConfig) *FRR {
 			t.Fatal(err)
 		}
 	}
-	if err := chownFRR(dir); err != nil {
+	if err := ChownFRR(dir); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -212,7 +212,9 @@ func (l *Lab) StartFRR(cfg FRRConfig) *FRR {
 	return f
 }
 
-func chownFRR(dir string) error {
+// ChownFRR gives dir and everything in it to the frr user, which FRR's
+// daemons run as.
+func ChownFRR(dir string) error {
 	u, err := user.Lookup("frr")
 	if err != nil {
 		return err
@@ -255,7 +257,7 @@ func (f *FRR) dump() {
 		out, err := f.VTY(c)
 		fmt.Fprintf(&b, "--- FRR %s (err=%v)\n%s\n", c, err, out)
 	}
-	fmt.Fprintf(&b, "--- FRR log (last 60 lines)\n%s", tail(filepath.Join(f.Dir, "frr.log"), 60))
+	fmt.Fprintf(&b, "--- FRR log (last 60 lines)\n%s", Tail(filepath.Join(f.Dir, "frr.log"), 60))
 	f.t.Log(b.String())
 }
 

@@ -58,7 +58,7 @@ func (l *Lab) NewNB() *NB {
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("--- ovsdb-server log (last 30 lines)\n%s", tail(filepath.Join(dir, "ovsdb-server.log"), 30))
+			t.Logf("--- ovsdb-server log (last 30 lines)\n%s", Tail(filepath.Join(dir, "ovsdb-server.log"), 30))
 		}
 		if err := nb.Stop(); err != nil {
 			t.Log(err)
@@ -107,7 +107,7 @@ func (nb *NB) Start() error {
 	_, err = Poll(10*time.Second, 20*time.Millisecond, func() error {
 		select {
 		case <-done:
-			return fmt.Errorf("ovsdb-server exited: %s", tail(filepath.Join(nb.Dir, "ovsdb-server.stderr"), 10))
+			return fmt.Errorf("ovsdb-server exited: %s", Tail(filepath.Join(nb.Dir, "ovsdb-server.stderr"), 10))
 		default:
 		}
 		c, err := net.Dial("unix", nb.Sock)

@@ -99,7 +99,8 @@ func Consistently(t testing.TB, d, interval time.Duration, what string, cond fun
 	}
 }
 
-func tail(path string, n int) string {
+// Tail is the last n lines of the file at path, or why it cannot be read.
+func Tail(path string, n int) string {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Sprintf("(%v)", err)
