@@ -193,7 +193,9 @@ func (d *Daemon) loop(ctx context.Context, hup <-chan os.Signal) error {
 			_, _ = sd.SdNotify(false, sd.SdNotifyWatchdog)
 			continue
 		case <-grace.C:
-			d.markReady("OVN Northbound not synced yet; advertising nothing until it is")
+			if !d.hasSynced() {
+				d.markReady("OVN Northbound not synced yet; advertising nothing until it is")
+			}
 			continue
 		case <-peerGrace.C:
 			d.addPeers(ctx, "OVN Northbound not synced yet")
@@ -424,6 +426,12 @@ func (d *Daemon) setPeers(ctx context.Context, sp Speaker, cfg *config.Config) {
 		// retried on reload; the others run.
 		d.log.Warn("some peers were not added", zap.Error(err))
 	}
+}
+
+func (d *Daemon) hasSynced() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.synced
 }
 
 func (d *Daemon) peersAdded() bool {
