@@ -63,8 +63,10 @@ func (r *ImportRule) setDefaults() {
 // report.
 func (c *Config) deriveDefaults(h host) {
 	if c.Node.Name == "" && h.hostname != nil {
+		// What the kubelet names the node by default: the whole hostname,
+		// lower-cased (on AWS an FQDN such as ip-10-0-1-2.ec2.internal).
 		if name, err := h.hostname(); err == nil {
-			c.Node.Name, _, _ = strings.Cut(name, ".")
+			c.Node.Name = strings.ToLower(name)
 		}
 	}
 	if !c.BGP.RouterID.IsValid() && h.interfaceAddrs != nil {

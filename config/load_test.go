@@ -86,8 +86,8 @@ func TestExplicitValues(t *testing.T) {
 func TestHostDefaults(t *testing.T) {
 	doc := edit(t, "node:\n  name: n1\n", "", "  routerID: 192.0.2.10\n", "")
 	c := mustParse(t, doc)
-	if c.Node.Name != "worker-7" {
-		t.Errorf("node.name = %q, want the short hostname worker-7", c.Node.Name)
+	if c.Node.Name != "worker-7.example.com" {
+		t.Errorf("node.name = %q, want the hostname worker-7.example.com, as the kubelet names the node", c.Node.Name)
 	}
 	if want := netip.MustParseAddr("10.1.2.3"); c.BGP.RouterID != want {
 		t.Errorf("bgp.routerID = %v, want the first global IPv4 address %v", c.BGP.RouterID, want)

@@ -33,7 +33,8 @@ type Config struct {
 
 // Node names the OVN-Kubernetes node this daemon runs on.
 type Node struct {
-	// Name is the OVN-Kubernetes node name; default: the short hostname.
+	// Name is the OVN-Kubernetes node name; default: the hostname,
+	// lower-cased, as the kubelet names the node.
 	Name string `yaml:"name" json:"name"`
 }
 
