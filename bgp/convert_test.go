@@ -87,7 +87,7 @@ func TestAPIPeer(t *testing.T) {
 		Families: []config.Family{config.IPv6, config.IPv4, config.IPv6},
 	})
 	ap := s.apiPeer(p)
-	if gr := ap.GracefulRestart; gr == nil || !gr.Enabled || gr.RestartTime != 90 || gr.DeferralTime != 90 {
+	if gr := ap.GracefulRestart; gr == nil || !gr.Enabled || gr.RestartTime != 90 || gr.DeferralTime != grDeferral || !gr.LocalRestarting {
 		t.Errorf("graceful restart = %+v", gr)
 	}
 	if len(ap.AfiSafis) != 2 {

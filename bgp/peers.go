@@ -277,9 +277,18 @@ func (s *Speaker) apiPeer(p config.Peer) *api.Peer {
 		ap.GracefulRestart = &api.GracefulRestart{
 			Enabled:     true,
 			RestartTime: uint32(rt),
-			// Only used when gobgp itself restarts with LocalRestarting,
-			// which ovnbgp does not set; gobgp's default is 360 s.
-			DeferralTime: uint32(rt),
+			// Every session of ovnbgp opens as a restarting speaker
+			// (RFC 4724 4.1): the OPEN carries the Restart State bit and,
+			// per family, the Forwarding State bit. Forwarding really is
+			// preserved (OVN forwards, ovnbgp only advertises), and
+			// without that bit a helper such as FRR drops our stale
+			// routes the moment the new session opens, before our
+			// UPDATEs arrive: a withdraw and re-announce on every
+			// restart. The price: gobgp defers our UPDATEs until every
+			// peer sent End-of-RIB, or deferralTime passed when a peer
+			// is down; the stale routes cover that time.
+			LocalRestarting: true,
+			DeferralTime:    uint32(min(rt, grDeferral)),
 		}
 	}
 	for _, f := range p.Families {
@@ -434,6 +443,11 @@ func (s *Speaker) reenableNow(ctx context.Context, p config.Peer) {
 	}
 	s.log.Info("peer re-enabled: its prefix limit changed", zap.String("peer", p.Name))
 }
+
+// grDeferral bounds, in seconds, how long a restarting ovnbgp withholds
+// UPDATEs waiting for every peer's End-of-RIB (a peer that is down would
+// otherwise hold everyone's routes for gobgp's default of 360 s).
+const grDeferral = 10
 
 // silentFailure explains a session that has not come up for a while and
 // got no NOTIFICATION: the peer never answers. A TCP MD5 mismatch looks
