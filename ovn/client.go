@@ -27,6 +27,10 @@ import (
 const (
 	backoffMin = 250 * time.Millisecond
 	backoffMax = 30 * time.Second
+	// backoffMaxLocal caps the wait for a NB on this host (unix: endpoints,
+	// OVN-Kubernetes interconnect mode): no other client is spared by
+	// waiting longer, and the NB is back seconds after ovnkube restarts.
+	backoffMaxLocal = 4 * time.Second
 	// connectTimeout bounds one attempt: dial, TLS, list_dbs, get_schema
 	// and the initial monitor reply.
 	connectTimeout = 30 * time.Second
@@ -93,7 +97,8 @@ type Status struct {
 }
 
 // Dial returns a Client at once; it connects in the background and keeps
-// reconnecting with exponential backoff (250ms doubling to 30s) while the
+// reconnecting with exponential backoff (250ms doubling to 30s, or to 4s
+// when every endpoint is a local unix socket) while the
 // database is away. notify is called on every change of the monitored rows
 // and on every connect and disconnect; it must not block (the daemon pokes a
 // size-1 channel). notify may be nil.
@@ -199,6 +204,17 @@ func (c *Client) Close() {
 	<-c.done
 }
 
+// backoffMax is the longest wait between attempts: short for a local NB,
+// long (and jittered) for a remote one that many nodes share.
+func (c *Client) backoffMax() time.Duration {
+	for _, ep := range c.endpoints {
+		if !strings.HasPrefix(ep, "unix:") {
+			return backoffMax
+		}
+	}
+	return backoffMaxLocal
+}
+
 // run is the connection loop: one session at a time, exponential backoff
 // between failed attempts, reset after a session that got connected.
 func (c *Client) run() {
@@ -222,7 +238,7 @@ func (c *Client) run() {
 			return
 		case <-time.After(d):
 		}
-		wait = min(wait*2, backoffMax)
+		wait = min(wait*2, c.backoffMax())
 	}
 }
 

@@ -1,0 +1,21 @@
+package ovn
+
+import (
+	"testing"
+	"time"
+)
+
+func TestBackoffMax(t *testing.T) {
+	for _, tt := range []struct {
+		endpoints []string
+		want      time.Duration
+	}{
+		{[]string{"unix:/var/run/ovn/ovnnb_db.sock"}, backoffMaxLocal},
+		{[]string{"tcp:192.0.2.5:6641"}, backoffMax},
+		{[]string{"unix:/run/nb.sock", "ssl:192.0.2.5:6641"}, backoffMax},
+	} {
+		if got := (&Client{endpoints: tt.endpoints}).backoffMax(); got != tt.want {
+			t.Errorf("backoffMax(%v) = %v, want %v", tt.endpoints, got, tt.want)
+		}
+	}
+}
