@@ -313,14 +313,7 @@ func (v *validator) advertise() {
 	for i := range v.c.Advertise {
 		p := index("advertise", i)
 		r := &v.c.Advertise[i]
-		switch j, dup := names[r.Name]; {
-		case r.Name == "":
-			v.add(key(p, "name"), "required")
-		case dup:
-			v.add(key(p, "name"), "%q is also the name of advertise[%d]", r.Name, j)
-		default:
-			names[r.Name] = i
-		}
+		v.uniqueName(names, "advertise", i, r.Name)
 		v.kind(key(p, "kind"), r.Kind)
 		if r.Kind == KindPodNetwork && len(r.Networks) == 0 {
 			v.add(key(p, "networks"), `list the networks to advertise, e.g. [default] or ["*"]`)
@@ -476,14 +469,7 @@ func (v *validator) imports() {
 	for i := range v.c.Import {
 		p := index("import", i)
 		r := &v.c.Import[i]
-		switch j, dup := names[r.Name]; {
-		case r.Name == "":
-			v.add(key(p, "name"), "required")
-		case dup:
-			v.add(key(p, "name"), "%q is also the name of import[%d]", r.Name, j)
-		default:
-			names[r.Name] = i
-		}
+		v.uniqueName(names, "import", i, r.Name)
 		if len(r.Peers) == 0 {
 			v.add(key(p, "peers"), "list the peers whose routes this rule imports")
 		}
@@ -610,4 +596,18 @@ func familyOf(a netip.Addr) Family {
 		return IPv4
 	}
 	return IPv6
+}
+
+// uniqueName checks that the name of list[i] is set and not used by an
+// earlier entry; names maps the names seen so far to their index.
+func (v *validator) uniqueName(names map[string]int, list string, i int, name string) {
+	path := key(index(list, i), "name")
+	switch j, dup := names[name]; {
+	case name == "":
+		v.add(path, "required")
+	case dup:
+		v.add(path, "%q is also the name of %s[%d]", name, list, j)
+	default:
+		names[name] = i
+	}
 }
