@@ -36,6 +36,14 @@ func populate(t *testing.T, s *ovsdbtest.Server) {
 		append([]string{"ls-add", "blue_join", "--", "set", "logical_switch", "blue_join"}, blue...),
 		{"ls-add", "bad_node1", "--", "set", "logical_switch", "bad_node1", "other_config:subnet=10.9.0.1/24",
 			"external_ids:k8s.ovn.org/network=bad", "external_ids:k8s.ovn.org/topology=layer3"},
+		// Issue 5 item 9: a default route, and an IPv6 prefix in the IPv4
+		// column, are refused.
+		{"ls-add", "any_node1", "--", "set", "logical_switch", "any_node1", "other_config:subnet=0.0.0.0/0",
+			"external_ids:k8s.ovn.org/network=any", "external_ids:k8s.ovn.org/topology=layer3"},
+		{"ls-add", "any6_node1", "--", "set", "logical_switch", "any6_node1", `other_config:ipv6_prefix="::/0"`,
+			"external_ids:k8s.ovn.org/network=any6", "external_ids:k8s.ovn.org/topology=layer3"},
+		{"ls-add", "v6in4_node1", "--", "set", "logical_switch", "v6in4_node1", `other_config:subnet="fd00:1::/64"`,
+			"external_ids:k8s.ovn.org/network=v6in4", "external_ids:k8s.ovn.org/topology=layer3"},
 	} {
 		s.MustNBCtl(args...)
 	}
@@ -49,21 +57,25 @@ func TestRealServer(t *testing.T) {
 
 	want := labSnapshot()
 	eventually(t, 10*time.Second, snapshotIs(c, want))
-	if st := c.Status(); len(st.Problems) != 1 || !strings.Contains(st.Problems[0], "bad_node1") ||
-		!strings.Contains(st.Problems[0], "host bits set") {
-		t.Errorf("problems = %q, want one about bad_node1's host bits", st.Problems)
+	wantProblems := []string{
+		`Logical_Switch any6_node1: other_config:ipv6_prefix "::/0": a default route, not a pod subnet; row skipped`,
+		`Logical_Switch any_node1: other_config:subnet "0.0.0.0/0": a default route, not a pod subnet; row skipped`,
+		`Logical_Switch bad_node1: other_config:subnet "10.9.0.1/24": host bits set (network is 10.9.0.0/24); row skipped`,
+		`Logical_Switch v6in4_node1: other_config:subnet "fd00:1::/64": an IPv6 prefix in the IPv4 column (OVN-Kubernetes writes IPv6 to other_config:ipv6_prefix); row skipped`,
+	}
+	if d := diff(wantProblems, c.Status().Problems); d != "" {
+		t.Errorf("problems (-want +got):\n%s", d)
 	}
 
 	// A layer2 UDN appears: notify, then it is in the snapshot.
 	p.drain()
 	s.MustNBCtl("ls-add", "ns1_green_ovn_layer2_switch", "--", "set", "logical_switch", "ns1_green_ovn_layer2_switch",
-		`other_config:subnet="10.30.0.0/16 fd30::/60"`,
+		`other_config:subnet="10.30.0.0/16"`,
 		"external_ids:k8s.ovn.org/network=ns1_green", "external_ids:k8s.ovn.org/topology=layer2")
 	p.wait(t, "ls-add")
 	withGreen := labSnapshot()
 	withGreen.Networks = append(withGreen.Networks, model.Network{Name: "ns1_green", Topology: "layer2", Subnets: []model.Subnet{
 		sub("10.30.0.0/16", "Logical_Switch ns1_green_ovn_layer2_switch other_config:subnet"),
-		sub("fd30::/60", "Logical_Switch ns1_green_ovn_layer2_switch other_config:subnet"),
 	}})
 	eventually(t, 5*time.Second, snapshotIs(c, withGreen))
 

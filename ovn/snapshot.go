@@ -247,7 +247,7 @@ func parseSubnets(r switchRow) (subnets []model.Subnet, bad []string) {
 		})
 	}
 	for _, f := range splitList(r.Subnet) {
-		p, err := parsePrefix(f)
+		p, err := parseIPv4Subnet(f)
 		if err != nil {
 			bad = append(bad, fmt.Sprintf("other_config:%s %q: %v", cfgSubnet, f, err))
 			continue
@@ -272,8 +272,15 @@ func splitList(s string) []string {
 	})
 }
 
-// parsePrefix parses a CIDR and refuses one with host bits set: OVN would
-// reject it and advertising it would be wrong either way.
+// What a pod subnet read from NB may be (docs/ovn-nb.md, "What is
+// refused"): a CIDR netip parses (any spelling it accepts; it is used and
+// shown in canonical form), with no host bits set, no zone, not
+// IPv4-mapped, of the family of its column, and not a default route: a /0
+// is never a pod subnet, and advertising one would send every peer's
+// traffic to this node.
+
+// parsePrefix parses a CIDR and refuses one with host bits set (OVN would
+// reject it and advertising it would be wrong either way) or of length 0.
 func parsePrefix(s string) (netip.Prefix, error) {
 	p, err := netip.ParsePrefix(s)
 	if err != nil {
@@ -285,8 +292,24 @@ func parsePrefix(s string) (netip.Prefix, error) {
 	if p.Addr().Is4In6() {
 		return netip.Prefix{}, fmt.Errorf("IPv4-mapped IPv6 prefix")
 	}
+	if p.Bits() == 0 {
+		return netip.Prefix{}, fmt.Errorf("a default route, not a pod subnet")
+	}
 	if p.Masked() != p {
 		return netip.Prefix{}, fmt.Errorf("host bits set (network is %s)", p.Masked())
+	}
+	return p, nil
+}
+
+// parseIPv4Subnet reads one prefix of other_config:subnet, the IPv4 column:
+// OVN-Kubernetes writes IPv6 subnets to other_config:ipv6_prefix.
+func parseIPv4Subnet(s string) (netip.Prefix, error) {
+	p, err := parsePrefix(s)
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	if !p.Addr().Is4() {
+		return netip.Prefix{}, fmt.Errorf("an IPv6 prefix in the IPv4 column (OVN-Kubernetes writes IPv6 to other_config:%s)", cfgIPv6Prefix)
 	}
 	return p, nil
 }
@@ -310,6 +333,9 @@ func parseIPv6Prefix(s string) (netip.Prefix, error) {
 	}
 	if !a.Is6() || a.Is4In6() || a.Zone() != "" {
 		return netip.Prefix{}, fmt.Errorf("not a plain IPv6 address")
+	}
+	if a.IsUnspecified() {
+		return netip.Prefix{}, fmt.Errorf("the unspecified address, not a pod subnet")
 	}
 	p := netip.PrefixFrom(a, ipv6NodePrefixLen)
 	if p.Masked() != p {

@@ -100,17 +100,16 @@ func TestBuild(t *testing.T) {
 			},
 		},
 		{
-			name: "layer2 UDN: whole network subnets, space and comma separated, IPv4 and IPv6",
+			name: "layer2 UDN: whole network subnets, space and comma separated",
 			rows: []switchRow{
 				def("node1", "10.128.0.0/23", ""),
-				udn("ns1_green_ovn_layer2_switch", "ns1_green", "layer2", "primary", "10.10.0.0/16, fd10::/60 10.11.0.0/16", ""),
+				udn("ns1_green_ovn_layer2_switch", "ns1_green", "layer2", "primary", "10.10.0.0/16, 10.11.0.0/16", ""),
 			},
 			want: []model.Network{
 				{Name: "default", Topology: "layer3", Subnets: []model.Subnet{sub("10.128.0.0/23", "Logical_Switch node1 other_config:subnet")}},
 				{Name: "ns1_green", Topology: "layer2", Role: "primary", Subnets: []model.Subnet{
 					sub("10.10.0.0/16", "Logical_Switch ns1_green_ovn_layer2_switch other_config:subnet"),
 					sub("10.11.0.0/16", "Logical_Switch ns1_green_ovn_layer2_switch other_config:subnet"),
-					sub("fd10::/60", "Logical_Switch ns1_green_ovn_layer2_switch other_config:subnet"),
 				}},
 			},
 		},
@@ -170,6 +169,38 @@ func TestBuild(t *testing.T) {
 				`Logical_Switch v6host_node1: other_config:ipv6_prefix "fd00::1": host bits set beyond /64`,
 				`Logical_Switch v6v4_node1: other_config:ipv6_prefix "10.0.0.0": not a plain IPv6 address`,
 				`Logical_Switch weird_node1: unknown topology "layer7"`,
+			},
+		},
+		{
+			// Issue 5 item 9: a /0 was advertised as a default route and an
+			// IPv6 prefix in the IPv4 column was accepted.
+			name: "default routes and prefixes of the wrong family are refused",
+			rows: []switchRow{
+				def("node1", "10.128.0.0/23", ""),
+				udn("any4_node1", "any4", "layer3", "", "0.0.0.0/0", ""),
+				udn("any6_node1", "any6", "layer3", "", "", "::/0"),
+				udn("any6addr_node1", "any6addr", "layer3", "", "", "::"),
+				udn("v6in4_node1", "v6in4", "layer3", "", "fd00:1::/64", ""),
+				udn("v4in6_node1", "v4in6", "layer3", "", "", "10.9.0.0/24"),
+				udn("mixed_ovn_layer2_switch", "mixed", "layer2", "", "10.30.0.0/16 fd30::/60", ""),
+				udn("l2any_ovn_layer2_switch", "l2any", "layer2", "", "0.0.0.0/0", ""),
+				udn("ok_node1", "ok", "layer3", "", "10.4.0.0/24", "fd04:0:0:1::"),
+			},
+			want: []model.Network{
+				{Name: "default", Topology: "layer3", Subnets: []model.Subnet{sub("10.128.0.0/23", "Logical_Switch node1 other_config:subnet")}},
+				{Name: "ok", Topology: "layer3", Subnets: []model.Subnet{
+					sub("10.4.0.0/24", "Logical_Switch ok_node1 other_config:subnet"),
+					sub("fd04:0:0:1::/64", "Logical_Switch ok_node1 other_config:ipv6_prefix"),
+				}},
+			},
+			problems: []string{
+				`Logical_Switch any4_node1: other_config:subnet "0.0.0.0/0": a default route, not a pod subnet; row skipped`,
+				`Logical_Switch any6_node1: other_config:ipv6_prefix "::/0": a default route, not a pod subnet; row skipped`,
+				`Logical_Switch any6addr_node1: other_config:ipv6_prefix "::": the unspecified address, not a pod subnet; row skipped`,
+				`Logical_Switch l2any_ovn_layer2_switch: other_config:subnet "0.0.0.0/0": a default route, not a pod subnet; row skipped`,
+				`Logical_Switch mixed_ovn_layer2_switch: other_config:subnet "fd30::/60": an IPv6 prefix in the IPv4 column (OVN-Kubernetes writes IPv6 to other_config:ipv6_prefix); row skipped`,
+				`Logical_Switch v4in6_node1: other_config:ipv6_prefix "10.9.0.0/24": not an IPv6 prefix; row skipped`,
+				`Logical_Switch v6in4_node1: other_config:subnet "fd00:1::/64": an IPv6 prefix in the IPv4 column (OVN-Kubernetes writes IPv6 to other_config:ipv6_prefix); row skipped`,
 			},
 		},
 		{
@@ -237,6 +268,7 @@ func TestBuildCluster(t *testing.T) {
 		udn("blue_node2", "blue", "layer3", "primary", "10.200.1.0/24", ""),
 		udn("blue_node1", "blue", "layer3", "primary", "10.200.0.0/24", ""),
 		def("join", "", ""),
+		udn("any_node2", "any", "layer3", "", "0.0.0.0/0", "::/0"),
 		{UUID: "x", Name: "node3", Subnet: "10.128.4.0/23"},
 		{UUID: "y", Name: "node3", Subnet: "10.128.4.0/23"},
 	}
