@@ -55,8 +55,13 @@ type NBStatus struct {
 	Connected bool      `json:"connected"`
 	Synced    bool      `json:"synced"`
 	Since     time.Time `json:"since,omitzero"`
-	LastError string    `json:"lastError,omitempty"`
-	// Attempts counts connection attempts since the last success.
+	// LastError is what ended the last session or failed the last attempt;
+	// "" while connected (cleared on every successful connect).
+	LastError string `json:"lastError,omitempty"`
+	// LastErrorAt is when LastError happened.
+	LastErrorAt time.Time `json:"lastErrorAt,omitzero"`
+	// Attempts counts failed connection attempts since the last session;
+	// losing a live session is not one, so it is 0 right after a disconnect.
 	Attempts int `json:"attempts,omitempty"`
 	// Problems lists NB rows of unexpected shape that were skipped.
 	Problems []string `json:"problems,omitempty"`

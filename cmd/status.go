@@ -31,7 +31,7 @@ func newStatusCommand(o *options) *cobra.Command {
 				}
 				row(w, "northbound", fmt.Sprintf("%s %s for %s (synced: %v)", st.NB.Endpoint, conn, ago(st.NB.Since), st.NB.Synced))
 				if st.NB.LastError != "" {
-					row(w, "northbound error", fmt.Sprintf("%s (%d attempts)", st.NB.LastError, st.NB.Attempts))
+					row(w, "northbound error", nbError(st.NB))
 				}
 				for _, p := range st.NB.Problems {
 					row(w, "skipped NB row", p)
@@ -42,4 +42,21 @@ func newStatusCommand(o *options) *cobra.Command {
 			})
 		},
 	}
+}
+
+// nbError says what went wrong with NB, when, and how many reconnect
+// attempts failed since.
+func nbError(nb api.NBStatus) string {
+	s := nb.LastError
+	if !nb.LastErrorAt.IsZero() {
+		s += fmt.Sprintf(" (%s ago)", ago(nb.LastErrorAt))
+	}
+	switch nb.Attempts {
+	case 0:
+	case 1:
+		s += "; 1 failed attempt since the last session"
+	default:
+		s += fmt.Sprintf("; %d failed attempts since the last session", nb.Attempts)
+	}
+	return s
 }

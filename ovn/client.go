@@ -69,9 +69,10 @@ type Client struct {
 	rows      []switchRow // last good rows; replaced, never mutated
 	current   string      // endpoint of the live session
 	since     time.Time   // when connected last changed
-	lastErr   string
-	attempts  int    // failed attempts since the last successful connect
-	logged    string // last connection state logged: "", "connected", "disconnected"
+	lastErr   string      // "" while connected: cleared on every successful connect
+	lastErrAt time.Time   // when lastErr happened
+	attempts  int         // failed attempts since the last successful connect
+	logged    string      // last connection state logged: "", "connected", "disconnected"
 	problems  []string
 }
 
@@ -88,9 +89,15 @@ type Status struct {
 	Synced bool `json:"synced"`
 	// Since is when Connected last changed (or when Dial was called).
 	Since time.Time `json:"since"`
-	// LastError is the last connection error, "" if none since Dial.
+	// LastError is the error that ended the last session or failed the
+	// last attempt; it is cleared when a connection succeeds, so it is ""
+	// while connected.
 	LastError string `json:"lastError,omitempty"`
-	// Attempts counts failed connection attempts since the last success.
+	// LastErrorAt is when LastError happened (zero when there is none).
+	LastErrorAt time.Time `json:"lastErrorAt,omitzero"`
+	// Attempts counts failed connection attempts since the last session
+	// (lost or never made); losing a live session is not an attempt, so it
+	// is 0 right after a disconnect.
 	Attempts int `json:"attempts"`
 	// Problems are the NB rows the last Snapshot skipped, and why.
 	Problems []string `json:"problems,omitempty"`
@@ -186,14 +193,15 @@ func (c *Client) Status() Status {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return Status{
-		Endpoint:  c.endpoint,
-		Current:   c.current,
-		Connected: c.connected,
-		Synced:    c.synced,
-		Since:     c.since,
-		LastError: c.lastErr,
-		Attempts:  c.attempts,
-		Problems:  slices.Clone(c.problems),
+		Endpoint:    c.endpoint,
+		Current:     c.current,
+		Connected:   c.connected,
+		Synced:      c.synced,
+		Since:       c.since,
+		LastError:   c.lastErr,
+		LastErrorAt: c.lastErrAt,
+		Attempts:    c.attempts,
+		Problems:    slices.Clone(c.problems),
 	}
 }
 
@@ -418,6 +426,8 @@ func (c *Client) setUp(endpoint string, rows []switchRow) {
 	c.mu.Lock()
 	c.connected, c.synced, c.rows = true, true, rows
 	c.current, c.since, c.attempts = endpoint, time.Now(), 0
+	// Recovered: the error is history (the log has it).
+	c.lastErr, c.lastErrAt = "", time.Time{}
 	changed := c.logged != "connected"
 	c.logged = "connected"
 	c.mu.Unlock()
@@ -437,7 +447,7 @@ func (c *Client) setDown(err error) {
 		c.since = time.Now()
 	}
 	if err != nil {
-		c.lastErr = err.Error()
+		c.lastErr, c.lastErrAt = err.Error(), time.Now()
 		if !wasUp {
 			// A lost session is not a failed attempt; a failed connect is.
 			c.attempts++

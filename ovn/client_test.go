@@ -222,7 +222,7 @@ func TestMemoryServer(t *testing.T) {
 	if snap, ok := c.Snapshot("node1"); !ok || diff(labSnapshot(), snap) != "" {
 		t.Fatalf("snapshot while disconnected: ok=%v\n%s", ok, diff(labSnapshot(), snap))
 	}
-	if st := c.Status(); st.Connected || !st.Synced || st.Current != "" || st.LastError == "" {
+	if st := c.Status(); st.Connected || !st.Synced || st.Current != "" || st.LastError == "" || st.LastErrorAt.IsZero() {
 		t.Errorf("status while disconnected = %+v", st)
 	}
 
@@ -244,18 +244,25 @@ func TestMemoryServer(t *testing.T) {
 		{Name: "default", Topology: "layer3", Subnets: []model.Subnet{sub("10.128.8.0/23", "Logical_Switch node1 other_config:subnet")}},
 		{Name: "green", Topology: "layer2", Subnets: []model.Subnet{sub("10.30.0.0/16", "Logical_Switch green_ovn_layer2_switch other_config:subnet")}},
 	}}))
-	if !c.Connected() {
-		t.Error("converged but not connected")
+	// Issue 5 item 14: once connected again the error is history: it is
+	// cleared, with its time and the attempt count.
+	if st := c.Status(); !st.Connected || st.LastError != "" || !st.LastErrorAt.IsZero() || st.Attempts != 0 {
+		t.Errorf("status after reconnecting = %+v, want connected with no error, no error time, 0 attempts", st)
 	}
 }
 
 func TestDialNeverConnects(t *testing.T) {
 	dir := shortDir(t)
 	c, _ := dial(t, "unix:"+filepath.Join(dir, "nothing.sock"), zaptest.NewLogger(t))
+	before := time.Now()
 	eventually(t, 5*time.Second, func() (bool, string) {
 		st := c.Status()
 		return st.Attempts >= 2 && st.LastError != "", "no failed attempts recorded"
 	})
+	// When the error happened is shown (issue 5 item 14).
+	if st := c.Status(); st.LastErrorAt.IsZero() || st.LastErrorAt.After(time.Now()) || st.LastErrorAt.Before(before.Add(-time.Second)) {
+		t.Errorf("LastErrorAt = %v, want the time of the last failed attempt (test started %v)", st.LastErrorAt, before)
+	}
 	if snap, ok := c.Snapshot("node1"); ok || len(snap.Networks) != 0 {
 		t.Errorf("Snapshot before any sync = %+v, %v; want empty, false", snap, ok)
 	}
