@@ -21,7 +21,7 @@ import (
 	"github.com/ovnbgp/ovnbgp/config"
 	"github.com/ovnbgp/ovnbgp/daemon"
 	"github.com/ovnbgp/ovnbgp/model"
-	"github.com/ovnbgp/ovnbgp/ovn"
+	"github.com/ovnbgp/ovnbgp/ovn/labnb"
 )
 
 // The lab's fixed numbers: documentation ASNs and addresses (RFC 5398, 5737).
@@ -45,7 +45,8 @@ func newLabCommand(o *options) *cobra.Command {
 OVN-Kubernetes topology (the default network and a layer3 User Defined Network "blue"), an
 in-process BGP "provider router" on loopback, and the daemon wired to both. It prints the
 peers and the advertised and learned routes, and the commands to try against its socket,
-then runs until Ctrl-C. It needs no root, no OVN and no FRR, and picks free ports.`,
+then runs until Ctrl-C, which stops it at any point. It needs no root, no OVN and no FRR, and
+picks free ports.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runLab(cmd.Context(), o.stdout, lo)
@@ -56,9 +57,19 @@ then runs until Ctrl-C. It needs no root, no OVN and no FRR, and picks free port
 	return c
 }
 
-// runLab runs the demo until ctx ends. Everything lives in a temporary
+// runLab runs the demo until ctx ends (Ctrl-C or SIGTERM), which is a
+// normal end at any point: it returns nil. Everything lives in a temporary
 // directory that is removed at the end.
 func runLab(ctx context.Context, out io.Writer, lo labOptions) error {
+	err := runLabSteps(ctx, out, lo)
+	if ctx.Err() != nil {
+		// Interrupted: whatever step was running was cut short on purpose.
+		return nil
+	}
+	return err
+}
+
+func runLabSteps(ctx context.Context, out io.Writer, lo labOptions) error {
 	dir, err := os.MkdirTemp("", "ovnbgp-lab-")
 	if err != nil {
 		return err
@@ -70,13 +81,16 @@ func runLab(ctx context.Context, out io.Writer, lo labOptions) error {
 		return err
 	}
 	defer func() { _ = log.Sync() }()
+	// The terminal shows only the demo: what the standard library logs
+	// (net/http's server errors among them) goes to the lab's log file too.
+	defer zap.RedirectStdLog(log.Named("stdlib"))()
 
-	nb, err := ovn.NewMemoryServer(log.Named("nb-server"), filepath.Join(dir, "nb.sock"))
+	nb, err := labnb.NewMemoryServer(log.Named("nb-server"), filepath.Join(dir, "nb.sock"))
 	if err != nil {
 		return fmt.Errorf("lab: in-memory OVN NB: %w", err)
 	}
 	defer nb.Close()
-	if err := ovn.LabTopology(ctx, nb.Endpoint(), lo.node, log.Named("nb-topology")); err != nil {
+	if err := labnb.Topology(ctx, nb.Endpoint(), lo.node, log.Named("nb-topology")); err != nil {
 		return fmt.Errorf("lab: OVN topology: %w", err)
 	}
 
@@ -84,7 +98,15 @@ func runLab(ctx context.Context, out io.Writer, lo labOptions) error {
 	if err != nil {
 		return err
 	}
-	provider, err := startProvider(ctx, port, log.Named("provider"))
+	// The provider pokes events on every session or path change: the lab
+	// waits on them instead of polling.
+	events := make(chan struct{}, 1)
+	provider, err := startProvider(ctx, port, log.Named("provider"), func() {
+		select {
+		case events <- struct{}{}:
+		default:
+		}
+	})
 	if err != nil {
 		return err
 	}
@@ -104,14 +126,14 @@ func runLab(ctx context.Context, out io.Writer, lo labOptions) error {
 	}()
 
 	client := api.NewClient(sock)
-	if err := waitEstablished(ctx, client, lo.timeout, done); err != nil {
-		return fmt.Errorf("lab: %w (log: %s)", err, logPath)
+	if err := waitEstablished(ctx, client, lo.timeout, done, events); err != nil {
+		return labStopped(stop, done, fmt.Errorf("lab: %w (log: %s)", err, logPath))
 	}
 	if err := printLab(ctx, out, client, provider, labFiles{cfg: cfgPath, sock: sock, log: logPath}); err != nil {
-		return err
+		return labStopped(stop, done, err)
 	}
-	if err := demoChange(ctx, out, nb.Endpoint(), lo.node, provider, log.Named("nb-change")); err != nil {
-		return fmt.Errorf("lab: %w (log: %s)", err, logPath)
+	if err := demoChange(ctx, out, nb.Endpoint(), lo.node, provider, events, log.Named("nb-change")); err != nil {
+		return labStopped(stop, done, fmt.Errorf("lab: %w (log: %s)", err, logPath))
 	}
 	fmt.Fprintln(out, "\nCtrl-C to stop.")
 	select {
@@ -123,12 +145,20 @@ func runLab(ctx context.Context, out io.Writer, lo labOptions) error {
 	}
 }
 
+// labStopped stops the daemon and waits for it, then returns err.
+func labStopped(stop context.CancelFunc, done <-chan error, err error) error {
+	stop()
+	<-done
+	return err
+}
+
 // startProvider is the lab's "provider router": a second speaker that waits
-// for the node on loopback and originates two prefixes of its own.
-func startProvider(ctx context.Context, port int, log *zap.Logger) (*bgp.Speaker, error) {
+// for the node on loopback and originates two prefixes of its own. notify
+// is called on every session or path change.
+func startProvider(ctx context.Context, port int, log *zap.Logger, notify func()) (*bgp.Speaker, error) {
 	sp, err := bgp.New(ctx, config.BGP{
 		ASN: labProviderASN, RouterID: netip.MustParseAddr("192.0.2.1"), ListenPort: port,
-	}, log, func() {})
+	}, log, notify)
 	if err != nil {
 		return nil, fmt.Errorf("lab: provider speaker: %w", err)
 	}
@@ -187,8 +217,14 @@ log:
 `, node, labNodeASN, port, labProviderASN, nb, labNodeASN, sock)
 }
 
-func waitEstablished(ctx context.Context, c *api.Client, timeout time.Duration, done <-chan error) error {
-	deadline := time.Now().Add(timeout)
+// waitEstablished waits until the daemon shows an Established peer and
+// advertises something. It checks on every provider event (the session
+// coming up, our UPDATEs arriving), and every 250 ms for what only the
+// daemon's API shows.
+func waitEstablished(ctx context.Context, c *api.Client, timeout time.Duration, done <-chan error, events <-chan struct{}) error {
+	deadline := time.After(timeout)
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
 	for {
 		peers, err := c.Peers(ctx)
 		if err == nil && len(peers) > 0 && peers[0].State == model.StateEstablished {
@@ -197,15 +233,15 @@ func waitEstablished(ctx context.Context, c *api.Client, timeout time.Duration, 
 				return nil
 			}
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the BGP session did not come up in %s", timeout)
-		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case err := <-done:
 			return fmt.Errorf("daemon stopped: %v", err)
-		case <-time.After(100 * time.Millisecond):
+		case <-deadline:
+			return fmt.Errorf("the BGP session did not come up in %s", timeout)
+		case <-events:
+		case <-tick.C:
 		}
 	}
 }
@@ -261,10 +297,11 @@ log:    %[4]s
 // demoChange adds a User Defined Network's node switch to the NB, as
 // OVN-Kubernetes does when a UDN is created, and measures how long until the
 // provider router has the subnet; then deletes it and measures the
-// withdrawal.
-func demoChange(ctx context.Context, out io.Writer, endpoint, node string, provider *bgp.Speaker, log *zap.Logger) error {
+// withdrawal. It wakes on the provider's events (a path learned or
+// withdrawn), never polls.
+func demoChange(ctx context.Context, out io.Writer, endpoint, node string, provider *bgp.Speaker, events <-chan struct{}, log *zap.Logger) error {
 	green := netip.MustParsePrefix("10.210.0.0/24")
-	sw := ovn.LabSwitch{Network: "green", Topology: ovn.TopologyLayer3, Role: "primary", Node: node,
+	sw := labnb.Switch{Network: "green", Topology: labnb.TopologyLayer3, Role: "primary", Node: node,
 		Subnets: []netip.Prefix{green}}
 	has := func() (bool, error) {
 		paths, err := provider.Learned(ctx, "")
@@ -275,9 +312,12 @@ func demoChange(ctx context.Context, out io.Writer, endpoint, node string, provi
 		}
 		return false, err
 	}
+	// start is when the NB commit returned. Events are drained before the
+	// commit, so none that follows it is missed.
+	var start time.Time
 	wait := func(want bool) (time.Duration, error) {
-		start := time.Now()
-		for time.Since(start) < 10*time.Second {
+		timeout := time.After(10 * time.Second)
+		for {
 			got, err := has()
 			if err != nil {
 				return 0, err
@@ -285,23 +325,41 @@ func demoChange(ctx context.Context, out io.Writer, endpoint, node string, provi
 			if got == want {
 				return time.Since(start), nil
 			}
-			time.Sleep(200 * time.Microsecond)
+			select {
+			case <-ctx.Done():
+				return 0, ctx.Err()
+			case <-timeout:
+				return 0, fmt.Errorf("the provider did not see %s change in 10 s", green)
+			case <-events:
+			}
 		}
-		return 0, fmt.Errorf("the provider did not see %s change in 10 s", green)
+	}
+	drain := func() {
+		for {
+			select {
+			case <-events:
+			default:
+				return
+			}
+		}
 	}
 	fmt.Fprintf(out, "\n== a live change: a UDN \"green\" appears on %s in OVN NB (switch %s, %s)\n", node, sw.Name(), green)
-	name, err := ovn.AddLabSwitch(ctx, endpoint, sw, log)
+	drain()
+	name, err := labnb.AddSwitch(ctx, endpoint, sw, log)
 	if err != nil {
 		return err
 	}
+	start = time.Now()
 	took, err := wait(true)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "NB commit → provider router has %s: %s\n", green, took.Round(10*time.Microsecond))
-	if err := ovn.DeleteLabSwitch(ctx, endpoint, name, log); err != nil {
+	drain()
+	if err := labnb.DeleteSwitch(ctx, endpoint, name, log); err != nil {
 		return err
 	}
+	start = time.Now()
 	if took, err = wait(false); err != nil {
 		return err
 	}

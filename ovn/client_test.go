@@ -18,6 +18,7 @@ import (
 	"github.com/ovnbgp/ovnbgp/config"
 	"github.com/ovnbgp/ovnbgp/model"
 	"github.com/ovnbgp/ovnbgp/ovn"
+	"github.com/ovnbgp/ovnbgp/ovn/labnb"
 )
 
 // diff is cmp.Diff that compares netip values by ==.
@@ -132,7 +133,7 @@ func TestMemoryServer(t *testing.T) {
 	ctx := context.Background()
 	dir := shortDir(t)
 	sock := filepath.Join(dir, "nb.sock")
-	srv, err := ovn.NewMemoryServer(log, sock)
+	srv, err := labnb.NewMemoryServer(log, sock)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +155,7 @@ func TestMemoryServer(t *testing.T) {
 	}
 
 	p.drain()
-	if err := ovn.LabTopology(ctx, srv.Endpoint(), "node1", log); err != nil {
+	if err := labnb.Topology(ctx, srv.Endpoint(), "node1", log); err != nil {
 		t.Fatal(err)
 	}
 	p.wait(t, "LabTopology")
@@ -162,7 +163,7 @@ func TestMemoryServer(t *testing.T) {
 	if st := c.Status(); len(st.Problems) != 0 {
 		t.Errorf("problems after LabTopology: %q", st.Problems)
 	}
-	if err := ovn.LabTopology(ctx, srv.Endpoint(), "node1", log); err == nil {
+	if err := labnb.Topology(ctx, srv.Endpoint(), "node1", log); err == nil {
 		t.Error("LabTopology twice: no error")
 	}
 
@@ -181,10 +182,10 @@ func TestMemoryServer(t *testing.T) {
 	}
 
 	// A new layer3 UDN switch for this node: notify, then it appears.
-	red := ovn.LabSwitch{Network: "ns1_red-net", Topology: "layer3", Role: "primary", Node: "node1",
+	red := labnb.Switch{Network: "ns1_red-net", Topology: "layer3", Role: "primary", Node: "node1",
 		Subnets: []netip.Prefix{netip.MustParsePrefix("10.201.0.0/24"), netip.MustParsePrefix("fd01:0:0:7::/64")}}
 	p.drain()
-	name, err := ovn.AddLabSwitch(ctx, srv.Endpoint(), red, log)
+	name, err := labnb.AddSwitch(ctx, srv.Endpoint(), red, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,18 +200,18 @@ func TestMemoryServer(t *testing.T) {
 			sub("fd01:0:0:7::/64", "Logical_Switch ns1_red.net_node1 other_config:ipv6_prefix"),
 		}})
 	eventually(t, 5*time.Second, snapshotIs(c, withRed))
-	if _, err := ovn.AddLabSwitch(ctx, srv.Endpoint(), red, log); err == nil {
+	if _, err := labnb.AddSwitch(ctx, srv.Endpoint(), red, log); err == nil {
 		t.Error("AddLabSwitch of an existing switch: no error")
 	}
 
 	// Deleting it removes it.
 	p.drain()
-	if err := ovn.DeleteLabSwitch(ctx, srv.Endpoint(), name, log); err != nil {
+	if err := labnb.DeleteSwitch(ctx, srv.Endpoint(), name, log); err != nil {
 		t.Fatal(err)
 	}
 	p.wait(t, "DeleteLabSwitch")
 	eventually(t, 5*time.Second, snapshotIs(c, labSnapshot()))
-	if err := ovn.DeleteLabSwitch(ctx, srv.Endpoint(), name, log); err == nil {
+	if err := labnb.DeleteSwitch(ctx, srv.Endpoint(), name, log); err == nil {
 		t.Error("DeleteLabSwitch of a missing switch: no error")
 	}
 
@@ -228,16 +229,16 @@ func TestMemoryServer(t *testing.T) {
 
 	// A new server with other content on the same socket: reconnect and
 	// converge to it.
-	srv, err = ovn.NewMemoryServer(log, sock)
+	srv, err = labnb.NewMemoryServer(log, sock)
 	if err != nil {
 		t.Fatal(err)
 	}
-	green := ovn.LabSwitch{Network: "green", Topology: "layer2", Subnets: []netip.Prefix{netip.MustParsePrefix("10.30.0.0/16")}}
-	if _, err := ovn.AddLabSwitch(ctx, srv.Endpoint(), ovn.LabSwitch{Node: "node1",
+	green := labnb.Switch{Network: "green", Topology: "layer2", Subnets: []netip.Prefix{netip.MustParsePrefix("10.30.0.0/16")}}
+	if _, err := labnb.AddSwitch(ctx, srv.Endpoint(), labnb.Switch{Node: "node1",
 		Subnets: []netip.Prefix{netip.MustParsePrefix("10.128.8.0/23")}}, log); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ovn.AddLabSwitch(ctx, srv.Endpoint(), green, log); err != nil {
+	if _, err := labnb.AddSwitch(ctx, srv.Endpoint(), green, log); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 15*time.Second, snapshotIs(c, model.Snapshot{Node: "node1", Networks: []model.Network{
@@ -299,12 +300,12 @@ func TestDialConfigErrors(t *testing.T) {
 
 func TestMemoryServerSocketInUse(t *testing.T) {
 	sock := filepath.Join(shortDir(t), "nb.sock")
-	srv, err := ovn.NewMemoryServer(nil, sock)
+	srv, err := labnb.NewMemoryServer(nil, sock)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	if s2, err := ovn.NewMemoryServer(nil, sock); err == nil {
+	if s2, err := labnb.NewMemoryServer(nil, sock); err == nil {
 		s2.Close()
 		t.Fatal("second server on a live socket: no error")
 	}
@@ -317,15 +318,15 @@ func TestLogsOncePerStateChange(t *testing.T) {
 	log := zap.New(core)
 	ctx := context.Background()
 	sock := filepath.Join(shortDir(t), "nb.sock")
-	srv, err := ovn.NewMemoryServer(log, sock)
+	srv, err := labnb.NewMemoryServer(log, sock)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, sw := range []ovn.LabSwitch{
+	for _, sw := range []labnb.Switch{
 		{Node: "node1", Subnets: []netip.Prefix{netip.MustParsePrefix("10.128.0.0/23")}},
 		{Network: "bad", Node: "node1", Subnets: []netip.Prefix{netip.PrefixFrom(netip.MustParseAddr("10.9.0.1"), 24)}},
 	} {
-		if _, err := ovn.AddLabSwitch(ctx, srv.Endpoint(), sw, log); err != nil {
+		if _, err := labnb.AddSwitch(ctx, srv.Endpoint(), sw, log); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -352,7 +353,7 @@ func TestLogsOncePerStateChange(t *testing.T) {
 	if n := count("nb disconnected"); n != 1 {
 		t.Errorf("%d 'nb disconnected' logs after several failed retries, want 1", n)
 	}
-	srv, err = ovn.NewMemoryServer(log, sock)
+	srv, err = labnb.NewMemoryServer(log, sock)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,10 @@
 // when it appears and once when it goes away, and the current list is in
 // Status().Problems.
 //
-// The production client is read-only. MemoryServer, LabTopology and the
-// Lab* helpers write, for `ovnbgp lab` and tests only; the ovsdbtest
-// sub-package runs a real ovsdb-server for tests.
+// The production client is read-only, and this package holds no test
+// scaffolding: the lab's writers and libovsdb's in-memory server live in
+// ovn/labnb (for `ovnbgp lab` and tests), the ovsdbtest sub-package runs a
+// real ovsdb-server for tests, and the OVN-Kubernetes names both sides use
+// are in ovn/internal/ovnk. TestNoTestScaffoldingInProduction checks that
+// neither this package nor the daemon depends on them.
 package ovn

@@ -12,7 +12,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/ovnbgp/ovnbgp/model"
-	"github.com/ovnbgp/ovnbgp/ovn"
+	"github.com/ovnbgp/ovnbgp/ovn/labnb"
 	"github.com/ovnbgp/ovnbgp/ovn/ovsdbtest"
 )
 
@@ -128,7 +128,7 @@ func TestRealServer(t *testing.T) {
 func TestRealServerLabTopology(t *testing.T) {
 	s := ovsdbtest.Start(t, "")
 	log := zaptest.NewLogger(t)
-	if err := ovn.LabTopology(context.Background(), s.Endpoint(), "node1", log); err != nil {
+	if err := labnb.Topology(context.Background(), s.Endpoint(), "node1", log); err != nil {
 		t.Fatal(err)
 	}
 	out := s.MustNBCtl("--bare", "--columns=name", "list", "logical_router_port")

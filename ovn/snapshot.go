@@ -8,38 +8,35 @@ import (
 	"strings"
 
 	"github.com/ovnbgp/ovnbgp/model"
+	"github.com/ovnbgp/ovnbgp/ovn/internal/ovnk"
 )
 
-// OVN-Kubernetes names ovnbgp reads (go-controller/pkg/types and
-// pkg/util/multi_network.go in ovn-kubernetes).
+// OVN-Kubernetes names ovnbgp reads (ovn/internal/ovnk; docs/ovn-nb.md).
 const (
-	// External IDs on the rows of a user-defined network; absent on the
-	// default network.
-	extIDNetwork  = "k8s.ovn.org/network"
-	extIDTopology = "k8s.ovn.org/topology"
-	extIDRole     = "k8s.ovn.org/role"
+	extIDNetwork  = ovnk.ExtIDNetwork
+	extIDTopology = ovnk.ExtIDTopology
+	extIDRole     = ovnk.ExtIDRole
 
-	// other_config keys of a Logical_Switch. subnet holds an IPv4 (or, in
-	// some versions and on layer2 switches, several space or comma
-	// separated) prefixes; ipv6_prefix holds only the address of an IPv6
-	// /64 (OVN's IPAM derives addresses from it with EUI-64).
-	cfgSubnet     = "subnet"
-	cfgIPv6Prefix = "ipv6_prefix"
+	// other_config keys of a Logical_Switch. subnet holds IPv4 prefixes
+	// (space or comma separated); ipv6_prefix holds only the address of an
+	// IPv6 subnet.
+	cfgSubnet     = ovnk.CfgSubnet
+	cfgIPv6Prefix = ovnk.CfgIPv6Prefix
 
 	// Switch names (after the network prefix) of the layer2 and localnet
 	// topologies. A layer3 network has one switch per node named after the
 	// node.
-	layer2SwitchName   = "ovn_layer2_switch"
-	localnetSwitchName = "ovn_localnet_switch"
+	layer2SwitchName   = ovnk.Layer2Switch
+	localnetSwitchName = ovnk.LocalnetSwitch
 
 	tableLogicalSwitch = "Logical_Switch"
 )
 
 // The topologies of an OVN-Kubernetes network (k8s.ovn.org/topology).
 const (
-	TopologyLayer3   = "layer3"
-	TopologyLayer2   = "layer2"
-	TopologyLocalnet = "localnet"
+	TopologyLayer3   = ovnk.TopologyLayer3
+	TopologyLayer2   = ovnk.TopologyLayer2
+	TopologyLocalnet = ovnk.TopologyLocalnet
 )
 
 // ipv6NodePrefixLen is the length of the IPv6 subnet whose address
@@ -59,15 +56,8 @@ type switchRow struct {
 	IPv6Prefix string // other_config:ipv6_prefix
 }
 
-// networkPrefix is the prefix OVN-Kubernetes puts before the names of a
-// network's logical entities (GetSecondaryNetworkPrefix): the network name
-// with '-' and '/' replaced by '.', plus '_'; empty for the default network.
-func networkPrefix(network string) string {
-	if network == "" || network == model.DefaultNetwork {
-		return ""
-	}
-	return strings.NewReplacer("-", ".", "/", ".").Replace(network) + "_"
-}
+// networkPrefix is the prefix of a network's entity names.
+func networkPrefix(network string) string { return ovnk.NetworkPrefix(network) }
 
 // buildResult is what the rows say, for one node.
 type buildResult struct {

@@ -12,4 +12,5 @@ type LogicalSwitch struct {
 	LoadBalancer []string          `ovsdb:"load_balancer"`
 	Name         string            `ovsdb:"name"`
 	OtherConfig  map[string]string `ovsdb:"other_config"`
+	Ports        []string          `ovsdb:"ports"`
 }

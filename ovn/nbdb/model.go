@@ -18,6 +18,7 @@ func FullDatabaseModel() (model.ClientDBModel, error) {
 		"Logical_Router_Port":         &LogicalRouterPort{},
 		"Logical_Router_Static_Route": &LogicalRouterStaticRoute{},
 		"Logical_Switch":              &LogicalSwitch{},
+		"Logical_Switch_Port":         &LogicalSwitchPort{},
 		"NAT":                         &NAT{},
 	})
 }
@@ -392,9 +393,135 @@ var schema = `{
             "min": 0,
             "max": "unlimited"
           }
+        },
+        "ports": {
+          "type": {
+            "key": {
+              "type": "uuid",
+              "refTable": "Logical_Switch_Port",
+              "refType": "strong"
+            },
+            "min": 0,
+            "max": "unlimited"
+          }
         }
       },
       "isRoot": true
+    },
+    "Logical_Switch_Port": {
+      "columns": {
+        "addresses": {
+          "type": {
+            "key": {
+              "type": "string"
+            },
+            "min": 0,
+            "max": "unlimited"
+          }
+        },
+        "dynamic_addresses": {
+          "type": {
+            "key": {
+              "type": "string"
+            },
+            "min": 0,
+            "max": 1
+          }
+        },
+        "enabled": {
+          "type": {
+            "key": {
+              "type": "boolean"
+            },
+            "min": 0,
+            "max": 1
+          }
+        },
+        "external_ids": {
+          "type": {
+            "key": {
+              "type": "string"
+            },
+            "value": {
+              "type": "string"
+            },
+            "min": 0,
+            "max": "unlimited"
+          }
+        },
+        "name": {
+          "type": "string"
+        },
+        "options": {
+          "type": {
+            "key": {
+              "type": "string"
+            },
+            "value": {
+              "type": "string"
+            },
+            "min": 0,
+            "max": "unlimited"
+          }
+        },
+        "parent_name": {
+          "type": {
+            "key": {
+              "type": "string"
+            },
+            "min": 0,
+            "max": 1
+          }
+        },
+        "port_security": {
+          "type": {
+            "key": {
+              "type": "string"
+            },
+            "min": 0,
+            "max": "unlimited"
+          }
+        },
+        "tag": {
+          "type": {
+            "key": {
+              "type": "integer",
+              "minInteger": 1,
+              "maxInteger": 4095
+            },
+            "min": 0,
+            "max": 1
+          }
+        },
+        "tag_request": {
+          "type": {
+            "key": {
+              "type": "integer",
+              "minInteger": 0,
+              "maxInteger": 4095
+            },
+            "min": 0,
+            "max": 1
+          }
+        },
+        "type": {
+          "type": "string"
+        },
+        "up": {
+          "type": {
+            "key": {
+              "type": "boolean"
+            },
+            "min": 0,
+            "max": 1
+          }
+        }
+      },
+      "indexes": [
+        [
+          "name"
+        ]
+      ]
     },
     "NAT": {
       "columns": {

@@ -25,6 +25,7 @@ func main() {
 // keep lists the tables ovnbgp reads or writes.
 var keep = map[string]bool{
 	"Logical_Switch":              true,
+	"Logical_Switch_Port":         true,
 	"Logical_Router":              true,
 	"Logical_Router_Port":         true,
 	"Logical_Router_Static_Route": true,

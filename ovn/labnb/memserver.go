@@ -1,4 +1,4 @@
-package ovn
+package labnb
 
 import (
 	"errors"
@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/cenkalti/rpc2"
-	"github.com/go-logr/stdr"
 	"github.com/ovn-org/libovsdb/database/inmemory"
 	libmodel "github.com/ovn-org/libovsdb/model"
 	"github.com/ovn-org/libovsdb/server"
@@ -21,8 +20,10 @@ import (
 // MemoryServer is libovsdb's in-memory OVSDB server holding the subset of
 // the OVN Northbound schema ovnbgp uses (ovn/nbdb), listening on a unix
 // socket. It is for `ovnbgp lab` and tests: it forgets everything on Close,
-// and it is not a replacement for ovsdb-server (no NB_Global, no
-// Logical_Switch_Port, no persistence).
+// and it is not a replacement for ovsdb-server (no NB_Global, only the
+// tables and columns of ovn/nbdb, no persistence). Its own loggers are
+// libovsdb's (stdr to stderr, errors only: see the package doc); they
+// cannot be replaced in libovsdb v0.7.0.
 type MemoryServer struct {
 	log  *zap.Logger
 	srv  *server.OvsdbServer
@@ -44,12 +45,6 @@ func NewMemoryServer(log *zap.Logger, sockPath string) (*MemoryServer, error) {
 	if err := removeStaleSocket(sockPath); err != nil {
 		return nil, err
 	}
-	// libovsdb/server sets stdr's verbosity to 5 in its init, and its
-	// in-memory database logs every row at V(5) through stdr to stderr; its
-	// loggers cannot be replaced. Only libovsdb uses stdr in ovnbgp, so put
-	// the verbosity back to 0 (errors still print).
-	stdr.SetVerbosity(0)
-
 	clientModel, err := nbdb.FullDatabaseModel()
 	if err != nil {
 		return nil, fmt.Errorf("memory nb: model: %w", err)

@@ -1,28 +1,34 @@
-package ovn
+package labnb
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"strconv"
 	"strings"
 
+	"github.com/go-logr/zapr"
 	"github.com/ovn-org/libovsdb/client"
 	libmodel "github.com/ovn-org/libovsdb/model"
 	"github.com/ovn-org/libovsdb/ovsdb"
 	"go.uber.org/zap"
 
-	"github.com/ovnbgp/ovnbgp/model"
+	"github.com/ovnbgp/ovnbgp/ovn/internal/ovnk"
 	"github.com/ovnbgp/ovnbgp/ovn/nbdb"
 )
 
-// This file writes OVN-Kubernetes-like rows, for `ovnbgp lab` and tests
-// only. Each helper creates or deletes exactly the rows it is told to; none
-// of it is used by the daemon, whose client is read-only.
+// The topologies of a network, as in package ovn.
+const (
+	TopologyLayer3   = ovnk.TopologyLayer3
+	TopologyLayer2   = ovnk.TopologyLayer2
+	TopologyLocalnet = ovnk.TopologyLocalnet
+)
 
-// LabSwitch describes a Logical_Switch as OVN-Kubernetes writes it. For labs
-// and tests only.
-type LabSwitch struct {
+// Switch describes a Logical_Switch as OVN-Kubernetes (1.3 and later)
+// writes it, and for a primary layer2 network the transit router port that
+// carries its subnets' lengths (docs/ovn-nb.md).
+type Switch struct {
 	// Network is the network name; "" or "default" is the default network.
 	Network string
 	// Topology is layer3 (the default), layer2 or localnet. Ignored for the
@@ -32,101 +38,153 @@ type LabSwitch struct {
 	Role string
 	// Node names the node of a layer3 switch (<prefix><node>).
 	Node string
-	// Subnets go to other_config:subnet (space separated), except that an
-	// IPv6 /64 of a layer3 switch goes to other_config:ipv6_prefix as an
-	// address, as OVN-Kubernetes writes it.
+	// Subnets: IPv4 ones go to other_config:subnet (space separated), the
+	// IPv6 one to other_config:ipv6_prefix as its address only, as
+	// OVN-Kubernetes writes them. A primary layer2 network also gets
+	// <prefix>transit_router with port trtos-<switch> whose networks are the
+	// subnets' first addresses with their lengths.
 	Subnets []netip.Prefix
 }
 
 // Name is the switch name OVN-Kubernetes gives it.
-func (s LabSwitch) Name() string {
-	p := networkPrefix(s.Network)
+func (s Switch) Name() string {
+	p := ovnk.NetworkPrefix(s.Network)
 	switch s.topology() {
 	case TopologyLayer2:
-		return p + layer2SwitchName
+		return p + ovnk.Layer2Switch
 	case TopologyLocalnet:
-		return p + localnetSwitchName
+		return p + ovnk.LocalnetSwitch
 	default:
 		return p + s.Node
 	}
 }
 
-func (s LabSwitch) topology() string {
+func (s Switch) topology() string {
 	if s.isDefault() || s.Topology == "" {
 		return TopologyLayer3
 	}
 	return s.Topology
 }
 
-func (s LabSwitch) isDefault() bool {
-	return s.Network == "" || s.Network == model.DefaultNetwork
+func (s Switch) isDefault() bool {
+	return s.Network == "" || s.Network == ovnk.DefaultNetwork
 }
 
-// row is the nbdb model of the switch.
-func (s LabSwitch) row(uuid string) *nbdb.LogicalSwitch {
-	ls := &nbdb.LogicalSwitch{UUID: uuid, Name: s.Name(), OtherConfig: map[string]string{}}
-	if !s.isDefault() {
-		ls.ExternalIDs = map[string]string{extIDNetwork: s.Network, extIDTopology: s.topology()}
-		if s.Role != "" {
-			ls.ExternalIDs[extIDRole] = s.Role
-		}
+func (s Switch) externalIDs() map[string]string {
+	if s.isDefault() {
+		return nil
 	}
+	ids := map[string]string{ovnk.ExtIDNetwork: s.Network, ovnk.ExtIDTopology: s.topology()}
+	if s.Role != "" {
+		ids[ovnk.ExtIDRole] = s.Role
+	}
+	return ids
+}
+
+// switchRow is the nbdb model of the switch alone.
+func (s Switch) switchRow(uuid string) *nbdb.LogicalSwitch {
+	ls := &nbdb.LogicalSwitch{UUID: uuid, Name: s.Name(), OtherConfig: map[string]string{}, ExternalIDs: s.externalIDs()}
 	var subnet []string
 	for _, p := range s.Subnets {
-		if p.Addr().Is6() && p.Bits() == ipv6NodePrefixLen && s.topology() == TopologyLayer3 {
-			ls.OtherConfig[cfgIPv6Prefix] = p.Addr().String()
+		if p.Addr().Is6() {
+			ls.OtherConfig[ovnk.CfgIPv6Prefix] = p.Addr().String()
 			continue
 		}
 		subnet = append(subnet, p.String())
 	}
 	if len(subnet) > 0 {
-		ls.OtherConfig[cfgSubnet] = strings.Join(subnet, " ")
+		ls.OtherConfig[ovnk.CfgSubnet] = strings.Join(subnet, " ")
 	}
 	return ls
 }
 
-// AddLabSwitch inserts one Logical_Switch into the NB at endpoint and
-// returns its name. It fails if a switch of that name exists. For labs and
-// tests only.
-func AddLabSwitch(ctx context.Context, endpoint string, sw LabSwitch, log *zap.Logger) (string, error) {
-	name := sw.Name()
-	switch t := sw.topology(); {
+// rows are the switch and, for a primary layer2 network, its transit router
+// and the ports joining them. uuid names the rows (named UUIDs).
+func (s Switch) rows(uuid string) []libmodel.Model {
+	ls := s.switchRow(uuid)
+	if s.topology() != TopologyLayer2 || s.Role != "primary" {
+		return []libmodel.Model{ls}
+	}
+	var networks []string
+	for _, p := range s.Subnets {
+		networks = append(networks, netip.PrefixFrom(p.Addr().Next(), p.Bits()).String())
+	}
+	ids := s.externalIDs()
+	lrp := &nbdb.LogicalRouterPort{UUID: uuid + "_trtos", Name: ovnk.TransitRouterToSwitch + ls.Name,
+		MAC: "0a:58:0a:00:00:01", Networks: networks, ExternalIDs: ids}
+	lsp := &nbdb.LogicalSwitchPort{UUID: uuid + "_stotr", Name: ovnk.SwitchToTransitRouter + ls.Name, Type: "router",
+		Addresses: []string{"router"}, Options: map[string]string{"router-port": lrp.Name}, ExternalIDs: ids}
+	ls.Ports = []string{lsp.UUID}
+	lr := &nbdb.LogicalRouter{UUID: uuid + "_tr", Name: ovnk.NetworkPrefix(s.Network) + ovnk.TransitRouter,
+		Ports: []string{lrp.UUID}, ExternalIDs: ids}
+	return []libmodel.Model{ls, lsp, lrp, lr}
+}
+
+func (s Switch) check() error {
+	switch t := s.topology(); {
 	case t != TopologyLayer3 && t != TopologyLayer2 && t != TopologyLocalnet:
-		return "", fmt.Errorf("add lab switch: unknown topology %q", t)
-	case t == TopologyLayer3 && sw.Node == "":
-		return "", fmt.Errorf("add lab switch: a layer3 switch needs a node")
+		return fmt.Errorf("unknown topology %q", t)
+	case t == TopologyLayer3 && s.Node == "":
+		return fmt.Errorf("a layer3 switch needs a node")
+	}
+	return nil
+}
+
+// AddSwitch inserts one switch (and, for a primary layer2 network, its
+// transit router) into the NB at endpoint and returns the switch's name. It
+// fails if a switch of that name exists.
+func AddSwitch(ctx context.Context, endpoint string, sw Switch, log *zap.Logger) (string, error) {
+	if err := AddSwitches(ctx, endpoint, []Switch{sw}, log); err != nil {
+		return "", err
+	}
+	return sw.Name(), nil
+}
+
+// AddSwitches inserts switches like AddSwitch, all in one transaction.
+func AddSwitches(ctx context.Context, endpoint string, sws []Switch, log *zap.Logger) error {
+	var models []libmodel.Model
+	for i, sw := range sws {
+		if err := sw.check(); err != nil {
+			return fmt.Errorf("add lab switch %s: %w", sw.Name(), err)
+		}
+		models = append(models, sw.rows("sw"+strconv.Itoa(i))...)
 	}
 	err := withWriter(ctx, endpoint, log, func(ctx context.Context, cli client.Client) error {
-		if err := mustNotExist(ctx, cli, name); err != nil {
-			return err
+		for _, sw := range sws {
+			if err := mustNotExist(ctx, cli, sw.Name()); err != nil {
+				return err
+			}
 		}
-		ops, err := cli.Create(sw.row("lab_switch"))
+		ops, err := cli.Create(models...)
 		if err != nil {
 			return err
 		}
 		return transact(ctx, cli, ops)
 	})
 	if err != nil {
-		return "", fmt.Errorf("add lab switch %s: %w", name, err)
+		if len(sws) == 1 {
+			return fmt.Errorf("add lab switch %s: %w", sws[0].Name(), err)
+		}
+		return fmt.Errorf("add %d lab switches: %w", len(sws), err)
 	}
-	return name, nil
+	return nil
 }
 
-// DeleteLabSwitch deletes the Logical_Switch rows named name, and nothing
-// else, from the NB at endpoint. It fails if there is none. For labs and
-// tests only.
-func DeleteLabSwitch(ctx context.Context, endpoint, name string, log *zap.Logger) error {
+// DeleteSwitch deletes the Logical_Switch rows named name (their ports go
+// with them), and nothing else, from the NB at endpoint. It fails if there
+// is none.
+func DeleteSwitch(ctx context.Context, endpoint, name string, log *zap.Logger) error {
 	err := withWriter(ctx, endpoint, log, func(ctx context.Context, cli client.Client) error {
-		ls := &nbdb.LogicalSwitch{}
-		ops, err := cli.WhereAny(ls, libmodel.Condition{Field: &ls.Name, Function: ovsdb.ConditionEqual, Value: name}).Delete()
+		op := ovsdb.Operation{
+			Op:    ovsdb.OperationDelete,
+			Table: nbdb.LogicalSwitchTable,
+			Where: []ovsdb.Condition{ovsdb.NewCondition("name", ovsdb.ConditionEqual, name)},
+		}
+		res, err := cli.Transact(ctx, op)
 		if err != nil {
 			return err
 		}
-		res, err := cli.Transact(ctx, ops...)
-		if err != nil {
-			return err
-		}
-		if _, err := ovsdb.CheckOperationResults(res, ops); err != nil {
+		if _, err := ovsdb.CheckOperationResults(res, []ovsdb.Operation{op}); err != nil {
 			return err
 		}
 		if len(res) == 0 || res[0].Count == 0 {
@@ -140,7 +198,7 @@ func DeleteLabSwitch(ctx context.Context, endpoint, name string, log *zap.Logger
 	return nil
 }
 
-// LabTopology writes a small OVN-Kubernetes topology for node into an empty
+// Topology writes a small OVN-Kubernetes topology for node into an empty
 // NB at endpoint, in one transaction:
 //
 //   - default network: node switch <node> (10.128.0.0/23 and
@@ -151,13 +209,12 @@ func DeleteLabSwitch(ctx context.Context, endpoint, name string, log *zap.Logger
 //     with the LoadBalancer ingress VIP 192.0.2.50);
 //   - a layer3 user-defined network "blue" (primary): blue_<node>
 //     (10.200.0.0/24), blue_ovn_cluster_router, GR_blue_<node>, a Service;
-//   - a second node, "node2" (or "node1" when node is "node2"), with its own
-//     switches in both networks (10.128.2.0/23, fd00:10:128:2::,
-//     10.200.1.0/24), so that other nodes' subnets exist.
+//   - a second node, OtherNode(node), with its own switches in both
+//     networks (10.128.2.0/23, fd00:10:128:2::, 10.200.1.0/24), so that
+//     other nodes' subnets exist.
 //
-// It fails, writing nothing, if a switch named node already exists. For
-// labs and tests only.
-func LabTopology(ctx context.Context, endpoint, node string, log *zap.Logger) error {
+// It fails, writing nothing, if a switch named node already exists.
+func Topology(ctx context.Context, endpoint, node string, log *zap.Logger) error {
 	if node == "" {
 		return fmt.Errorf("lab topology: empty node name")
 	}
@@ -165,7 +222,7 @@ func LabTopology(ctx context.Context, endpoint, node string, log *zap.Logger) er
 		if err := mustNotExist(ctx, cli, node); err != nil {
 			return err
 		}
-		ops, err := cli.Create(labRows(node)...)
+		ops, err := cli.Create(topologyRows(node)...)
 		if err != nil {
 			return err
 		}
@@ -177,17 +234,36 @@ func LabTopology(ctx context.Context, endpoint, node string, log *zap.Logger) er
 	return nil
 }
 
-// LabOtherNode is the second node LabTopology creates beside node.
-func LabOtherNode(node string) string {
+// OtherNode is the second node Topology creates beside node.
+func OtherNode(node string) string {
 	if node == "node2" {
 		return "node1"
 	}
 	return "node2"
 }
 
-// labRows are the rows of LabTopology; references use named UUIDs.
-func labRows(node string) []libmodel.Model {
-	other := LabOtherNode(node)
+// Transact applies ops, a JSON array of OVSDB operations (RFC 7047 5.2,
+// without the database name: the format of the NB fixtures in
+// ovn/testdata, which `ovsdb-client transact` also takes with
+// "OVN_Northbound" prepended), to the NB at endpoint in one transaction and
+// checks every result.
+func Transact(ctx context.Context, endpoint string, ops []byte, log *zap.Logger) error {
+	var parsed []ovsdb.Operation
+	if err := json.Unmarshal(ops, &parsed); err != nil {
+		return fmt.Errorf("lab transact: %w", err)
+	}
+	err := withWriter(ctx, endpoint, log, func(ctx context.Context, cli client.Client) error {
+		return transact(ctx, cli, parsed)
+	})
+	if err != nil {
+		return fmt.Errorf("lab transact: %w", err)
+	}
+	return nil
+}
+
+// topologyRows are the rows of Topology; references use named UUIDs.
+func topologyRows(node string) []libmodel.Model {
+	other := OtherNode(node)
 	var rows []libmodel.Model
 	n := 0
 	id := func() string { n++; return "lab" + strconv.Itoa(n) }
@@ -222,7 +298,7 @@ func labRows(node string) []libmodel.Model {
 		v4   string
 		v6   string
 	}{{node, "10.128.0.0/23", "fd00:10:128:1::/64"}, {other, "10.128.2.0/23", "fd00:10:128:2::/64"}} {
-		ls := LabSwitch{Node: nd.name, Subnets: []netip.Prefix{pfx(nd.v4), pfx(nd.v6)}}.row(id())
+		ls := Switch{Node: nd.name, Subnets: []netip.Prefix{pfx(nd.v4), pfx(nd.v6)}}.switchRow(id())
 		ls.OtherConfig["mcast_snoop"] = "true"
 		ls.LoadBalancer = []string{svc.UUID, web.UUID}
 		add(ls)
@@ -278,9 +354,9 @@ func labRows(node string) []libmodel.Model {
 
 	// ---- layer3 user-defined network "blue" ----
 	const blue = "blue"
-	p := networkPrefix(blue)
+	p := ovnk.NetworkPrefix(blue)
 	ids := func(extra ...string) map[string]string {
-		m := map[string]string{extIDNetwork: blue, extIDTopology: TopologyLayer3, extIDRole: "primary"}
+		m := map[string]string{ovnk.ExtIDNetwork: blue, ovnk.ExtIDTopology: ovnk.TopologyLayer3, ovnk.ExtIDRole: "primary"}
 		for i := 0; i+1 < len(extra); i += 2 {
 			m[extra[i]] = extra[i+1]
 		}
@@ -293,8 +369,8 @@ func labRows(node string) []libmodel.Model {
 	}
 	add(blueSvc)
 	for _, nd := range []struct{ name, v4 string }{{node, "10.200.0.0/24"}, {other, "10.200.1.0/24"}} {
-		ls := LabSwitch{Network: blue, Topology: TopologyLayer3, Role: "primary", Node: nd.name,
-			Subnets: []netip.Prefix{pfx(nd.v4)}}.row(id())
+		ls := Switch{Network: blue, Topology: ovnk.TopologyLayer3, Role: "primary", Node: nd.name,
+			Subnets: []netip.Prefix{pfx(nd.v4)}}.switchRow(id())
 		ls.LoadBalancer = []string{blueSvc.UUID}
 		add(ls)
 	}
@@ -317,27 +393,23 @@ func labRows(node string) []libmodel.Model {
 	return rows
 }
 
-// withWriter runs f with a short-lived, non-monitoring libovsdb client.
+// withWriter runs f with a short-lived, non-monitoring libovsdb client on
+// endpoint, a single unix:PATH or tcp:HOST:PORT.
 func withWriter(ctx context.Context, endpoint string, log *zap.Logger, f func(context.Context, client.Client) error) error {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	eps, needTLS, err := parseEndpoints(endpoint)
-	if err != nil {
-		return err
-	}
-	if needTLS {
-		return fmt.Errorf("lab writers do not speak ssl: use a unix or tcp endpoint")
+	if !strings.HasPrefix(endpoint, "unix:") && !strings.HasPrefix(endpoint, "tcp:") {
+		return fmt.Errorf("lab writers take one unix:PATH or tcp:HOST:PORT endpoint, not %q", endpoint)
 	}
 	dbModel, err := nbdb.FullDatabaseModel()
 	if err != nil {
 		return err
 	}
-	opts := []client.Option{client.WithLogger(newLogr(log)), client.WithLeaderOnly(false)}
-	for _, ep := range eps {
-		opts = append(opts, client.WithEndpoint(ep))
-	}
-	cli, err := client.NewOVSDBClient(dbModel, opts...)
+	// Always pass a logger: without one libovsdb sets stdr's verbosity to
+	// 5 process-wide.
+	l := zapr.NewLogger(log.Named("libovsdb"))
+	cli, err := client.NewOVSDBClient(dbModel, client.WithLogger(&l), client.WithLeaderOnly(false), client.WithEndpoint(endpoint))
 	if err != nil {
 		return err
 	}
