@@ -1,11 +1,13 @@
 package ovn
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -20,6 +22,7 @@ import (
 
 	"github.com/ovnbgp/ovnbgp/config"
 	"github.com/ovnbgp/ovnbgp/model"
+	"github.com/ovnbgp/ovnbgp/ovn/internal/ovnk"
 	"github.com/ovnbgp/ovnbgp/ovn/nbdb"
 )
 
@@ -65,14 +68,14 @@ type Client struct {
 
 	mu        sync.Mutex
 	connected bool
-	synced    bool        // a first full sync has happened
-	rows      []switchRow // last good rows; replaced, never mutated
-	current   string      // endpoint of the live session
-	since     time.Time   // when connected last changed
-	lastErr   string      // "" while connected: cleared on every successful connect
-	lastErrAt time.Time   // when lastErr happened
-	attempts  int         // failed attempts since the last successful connect
-	logged    string      // last connection state logged: "", "connected", "disconnected"
+	synced    bool      // a first full sync has happened
+	rows      nbRows    // last good rows; replaced, never mutated
+	current   string    // endpoint of the live session
+	since     time.Time // when connected last changed
+	lastErr   string    // "" while connected: cleared on every successful connect
+	lastErrAt time.Time // when lastErr happened
+	attempts  int       // failed attempts since the last successful connect
+	logged    string    // last connection state logged: "", "connected", "disconnected"
 	problems  []string
 }
 
@@ -161,7 +164,7 @@ func (c *Client) Snapshot(node string) (snap model.Snapshot, ok bool) {
 	if !synced {
 		return model.Snapshot{Node: node, Networks: []model.Network{}}, false
 	}
-	res := build(rows, node)
+	res := buildNB(rows, node)
 	c.setProblems(res.Problems)
 	return res.Snapshot, true
 }
@@ -178,7 +181,7 @@ func (c *Client) ClusterSubnets() (subnets []model.Subnet, ok bool) {
 	if !synced {
 		return []model.Subnet{}, false
 	}
-	return build(rows, "").Cluster, true
+	return buildNB(rows, "").Cluster, true
 }
 
 // Connected reports whether a monitor session with NB is live.
@@ -325,11 +328,11 @@ func (c *Client) session() (connected bool, err error) {
 
 // start connects cli, starts the monitor and reads the first full copy of
 // the rows, within connectTimeout.
-func (c *Client) start(cli client.Client) ([]switchRow, error) {
+func (c *Client) start(cli client.Client) (nbRows, error) {
 	ctx, cancel := context.WithTimeout(c.ctx, connectTimeout)
 	defer cancel()
 	if err := cli.Connect(ctx); err != nil {
-		return nil, fmt.Errorf("connect: %w", err)
+		return nbRows{}, fmt.Errorf("connect: %w", err)
 	}
 	cli.Cache().AddEventHandler(&cache.EventHandlerFuncs{
 		AddFunc:    func(string, libmodel.Model) { c.poke() },
@@ -338,10 +341,22 @@ func (c *Client) start(cli client.Client) ([]switchRow, error) {
 	})
 	// Only the columns the snapshot reads: on a big cluster the other
 	// Logical_Switch columns (ports, ACLs, QoS...) are most of the data.
+	// Router ports carry the real length of a layer2 IPv6 subnet (and a
+	// family a dual-stack layer2 switch lost); routers name the interconnect
+	// routes, which protect other nodes' subnets. Switch ports (one per
+	// pod) are not monitored.
 	ls := &nbdb.LogicalSwitch{}
-	mon := cli.NewMonitor(client.WithTable(ls, &ls.Name, &ls.ExternalIDs, &ls.OtherConfig))
+	lrp := &nbdb.LogicalRouterPort{}
+	lr := &nbdb.LogicalRouter{}
+	lrsr := &nbdb.LogicalRouterStaticRoute{}
+	mon := cli.NewMonitor(
+		client.WithTable(ls, &ls.Name, &ls.ExternalIDs, &ls.OtherConfig),
+		client.WithTable(lrp, &lrp.Name, &lrp.Networks),
+		client.WithTable(lr, &lr.Name, &lr.StaticRoutes),
+		client.WithTable(lrsr, &lrsr.IPPrefix, &lrsr.Nexthop, &lrsr.ExternalIDs),
+	)
 	if _, err := cli.Monitor(ctx, mon); err != nil {
-		return nil, fmt.Errorf("monitor %s: %w", nbdb.LogicalSwitchTable, err)
+		return nbRows{}, fmt.Errorf("monitor NB: %w", err)
 	}
 	return readRows(ctx, cli)
 }
@@ -367,7 +382,7 @@ func (c *Client) refresh(cli client.Client) error {
 		return err
 	}
 	c.mu.Lock()
-	same := slices.Equal(rows, c.rows)
+	same := reflect.DeepEqual(rows, c.rows)
 	if !same {
 		c.rows = rows
 	}
@@ -378,31 +393,38 @@ func (c *Client) refresh(cli client.Client) error {
 	return nil
 }
 
-// readRows copies the monitored Logical_Switch rows out of the cache,
-// keeping only the keys ovnbgp reads. It reads the cached models in place
-// (RowsShallow: libovsdb replaces, never mutates, a cached model), because
-// List clones every row through reflection: on 5000 switches that was most
-// of the time from an NB commit to the BGP UPDATE.
-func readRows(ctx context.Context, cli client.Client) ([]switchRow, error) {
+// readRows copies the monitored rows out of the cache, keeping only what
+// ovnbgp reads. It reads the cached models in place (RowsShallow: libovsdb
+// replaces, never mutates, a cached model), because List clones every row
+// through reflection: on 5000 switches that was most of the time from an
+// NB commit to the BGP UPDATE.
+func readRows(ctx context.Context, cli client.Client) (nbRows, error) {
+	var out nbRows
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return out, err
 	}
 	cache := cli.Cache()
 	if cache == nil {
-		return nil, errors.New("no cache: not connected")
+		return out, errors.New("no cache: not connected")
 	}
-	table := cache.Table(nbdb.LogicalSwitchTable)
-	if table == nil {
-		return nil, fmt.Errorf("no %s table in the cache", nbdb.LogicalSwitchTable)
+	table := func(name string) (map[string]libmodel.Model, error) {
+		t := cache.Table(name)
+		if t == nil {
+			return nil, fmt.Errorf("no %s table in the cache", name)
+		}
+		return t.RowsShallow(), nil
 	}
-	cached := table.RowsShallow()
-	rows := make([]switchRow, 0, len(cached))
-	for _, m := range cached {
+	switches, err := table(nbdb.LogicalSwitchTable)
+	if err != nil {
+		return out, err
+	}
+	out.Switches = make([]switchRow, 0, len(switches))
+	for _, m := range switches {
 		s, ok := m.(*nbdb.LogicalSwitch)
 		if !ok {
-			return nil, fmt.Errorf("%s cache holds a %T", nbdb.LogicalSwitchTable, m)
+			return out, fmt.Errorf("%s cache holds a %T", nbdb.LogicalSwitchTable, m)
 		}
-		rows = append(rows, switchRow{
+		out.Switches = append(out.Switches, switchRow{
 			UUID:       s.UUID,
 			Name:       s.Name,
 			Network:    s.ExternalIDs[extIDNetwork],
@@ -412,17 +434,66 @@ func readRows(ctx context.Context, cli client.Client) ([]switchRow, error) {
 			IPv6Prefix: s.OtherConfig[cfgIPv6Prefix],
 		})
 	}
-	slices.SortFunc(rows, func(a, b switchRow) int {
-		if a.Name != b.Name {
-			return strings.Compare(a.Name, b.Name)
-		}
-		return strings.Compare(a.UUID, b.UUID)
+	slices.SortFunc(out.Switches, func(a, b switchRow) int {
+		return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.UUID, b.UUID))
 	})
-	return rows, nil
+
+	ports, err := table(nbdb.LogicalRouterPortTable)
+	if err != nil {
+		return out, err
+	}
+	for _, m := range ports {
+		p, ok := m.(*nbdb.LogicalRouterPort)
+		if !ok {
+			return out, fmt.Errorf("%s cache holds a %T", nbdb.LogicalRouterPortTable, m)
+		}
+		// Only the ports joining a router to a switch matter.
+		if !strings.HasPrefix(p.Name, ovnk.RouterToSwitch) && !strings.HasPrefix(p.Name, ovnk.TransitRouterToSwitch) {
+			continue
+		}
+		nets := slices.Clone(p.Networks)
+		slices.Sort(nets)
+		out.Ports = append(out.Ports, routerPortRow{UUID: p.UUID, Name: p.Name, Networks: nets})
+	}
+	slices.SortFunc(out.Ports, func(a, b routerPortRow) int {
+		return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.UUID, b.UUID))
+	})
+
+	routers, err := table(nbdb.LogicalRouterTable)
+	if err != nil {
+		return out, err
+	}
+	routerOf := map[string]string{}
+	for _, m := range routers {
+		if r, ok := m.(*nbdb.LogicalRouter); ok {
+			for _, id := range r.StaticRoutes {
+				routerOf[id] = r.Name
+			}
+		}
+	}
+	routes, err := table(nbdb.LogicalRouterStaticRouteTable)
+	if err != nil {
+		return out, err
+	}
+	for _, m := range routes {
+		r, ok := m.(*nbdb.LogicalRouterStaticRoute)
+		if !ok {
+			return out, fmt.Errorf("%s cache holds a %T", nbdb.LogicalRouterStaticRouteTable, m)
+		}
+		node := r.ExternalIDs[ovnk.ExtIDICNode]
+		if node == "" {
+			continue
+		}
+		out.Routes = append(out.Routes, routeRow{UUID: r.UUID, Router: routerOf[r.UUID], IPPrefix: r.IPPrefix, Nexthop: r.Nexthop, ICNode: node})
+	}
+	slices.SortFunc(out.Routes, func(a, b routeRow) int {
+		return cmp.Or(strings.Compare(a.Router, b.Router), strings.Compare(a.IPPrefix, b.IPPrefix), strings.Compare(a.UUID, b.UUID))
+	})
+	return out, nil
 }
 
 // setUp records a live, fully synced session and says so once.
-func (c *Client) setUp(endpoint string, rows []switchRow) {
+func (c *Client) setUp(endpoint string, rows nbRows) {
 	c.mu.Lock()
 	c.connected, c.synced, c.rows = true, true, rows
 	c.current, c.since, c.attempts = endpoint, time.Now(), 0
@@ -432,7 +503,7 @@ func (c *Client) setUp(endpoint string, rows []switchRow) {
 	c.logged = "connected"
 	c.mu.Unlock()
 	if changed {
-		c.log.Info("nb connected", zap.String("endpoint", endpoint), zap.Int("switches", len(rows)))
+		c.log.Info("nb connected", zap.String("endpoint", endpoint), zap.Int("switches", len(rows.Switches)))
 	}
 	c.notify()
 }

@@ -37,7 +37,7 @@ func labSnapshot() model.Snapshot {
 	return model.Snapshot{Node: "node1", Networks: []model.Network{
 		{Name: "default", Topology: "layer3", Subnets: []model.Subnet{
 			sub("10.128.0.0/23", "Logical_Switch node1 other_config:subnet"),
-			sub("fd00:10:128:1::/64", "Logical_Switch node1 other_config:ipv6_prefix"),
+			sub("fd00:10:128:1::/64", "Logical_Switch node1 other_config:ipv6_prefix, length from Logical_Router_Port rtos-node1 networks"),
 		}},
 		{Name: "blue", Topology: "layer3", Role: "primary", Subnets: []model.Subnet{
 			sub("10.200.0.0/24", "Logical_Switch blue_node1 other_config:subnet"),

@@ -28,7 +28,7 @@ func populate(t *testing.T, s *ovsdbtest.Server) {
 			`other_config:ipv6_prefix="fd00:10:128:1::"`, "other_config:mcast_snoop=true"},
 		{"ls-add", "node2", "--", "set", "logical_switch", "node2", "other_config:subnet=10.128.2.0/23"},
 		{"ls-add", "join"},
-		{"lrp-add", "ovn_cluster_router", "rtos-node1", "0a:58:0a:80:00:01", "10.128.0.1/23"},
+		{"lrp-add", "ovn_cluster_router", "rtos-node1", "0a:58:0a:80:00:01", "10.128.0.1/23", "fd00:10:128:1::1/64"},
 		{"lr-add", "GR_node1", "--", "set", "logical_router", "GR_node1", "options:chassis=chassis-node1"},
 		{"lr-route-add", "GR_node1", "10.128.0.0/14", "100.64.0.1"},
 		append([]string{"ls-add", "blue_node1", "--", "set", "logical_switch", "blue_node1", "other_config:subnet=10.200.0.0/24"}, blue...),

@@ -30,6 +30,8 @@ const (
 	localnetSwitchName = ovnk.LocalnetSwitch
 
 	tableLogicalSwitch = "Logical_Switch"
+	tableRouterPort    = "Logical_Router_Port"
+	tableStaticRoute   = "Logical_Router_Static_Route"
 )
 
 // The topologies of an OVN-Kubernetes network (k8s.ovn.org/topology).
@@ -54,6 +56,34 @@ type switchRow struct {
 	Role       string // external_ids:k8s.ovn.org/role
 	Subnet     string // other_config:subnet
 	IPv6Prefix string // other_config:ipv6_prefix
+}
+
+// routerPortRow is the part of a Logical_Router_Port row ovnbgp uses: the
+// port joining a router to a switch carries the real lengths of the
+// switch's subnets (docs/ovn-nb.md).
+type routerPortRow struct {
+	UUID     string
+	Name     string
+	Networks []string // "address/length", the router's address in each subnet
+}
+
+// routeRow is a Logical_Router_Static_Route that OVN-Kubernetes'
+// interconnect mode writes on a cluster router towards another node's
+// subnet (external_ids:ic-node).
+type routeRow struct {
+	UUID     string
+	Router   string // name of the Logical_Router holding it, "" if none
+	IPPrefix string
+	Nexthop  string
+	ICNode   string // external_ids:ic-node
+}
+
+// nbRows is everything the snapshot is built from, copied out of the
+// libovsdb cache, sorted by name (routes by router, prefix, UUID).
+type nbRows struct {
+	Switches []switchRow
+	Ports    []routerPortRow
+	Routes   []routeRow
 }
 
 // networkPrefix is the prefix of a network's entity names.
@@ -89,7 +119,26 @@ type buildResult struct {
 // of every row, even of skipped rows: for the never-import list, more is
 // safer.
 func build(rows []switchRow, node string) buildResult {
-	rows = slices.Clone(rows)
+	return buildNB(nbRows{Switches: rows}, node)
+}
+
+// buildNB is build with the router ports and interconnect routes too.
+//
+// The subnets of a switch S (resolveSubnets): IPv4 from other_config:subnet;
+// IPv6 from other_config:ipv6_prefix, an address whose length is that of
+// the network of the router port on S (trtos-S, or rtos-S) that starts at
+// it, or /64 on a layer3 switch without such a port (OVN-Kubernetes allows
+// only /64 IPv6 host subnets); a family missing from the switch's
+// other_config (OVN-Kubernetes before 1.3 kept only one family of a
+// dual-stack layer2 switch) comes from the router port's networks. A
+// layer2 IPv6 subnet whose length is nowhere in NB is not advertised, and
+// said in Problems; the rest of the switch is.
+//
+// Cluster also holds the prefixes of the static routes interconnect mode
+// writes towards other nodes (external_ids:ic-node): in that mode this NB
+// has no switch of theirs.
+func buildNB(in nbRows, node string) buildResult {
+	rows := slices.Clone(in.Switches)
 	slices.SortFunc(rows, func(a, b switchRow) int {
 		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.UUID, b.UUID))
 	})
@@ -109,11 +158,16 @@ func build(rows []switchRow, node string) buildResult {
 		problems = append(problems, fmt.Sprintf("%s %s: %s", tableLogicalSwitch, name, fmt.Sprintf(format, args...)))
 	}
 
+	ports := make(map[string]routerPortRow, len(in.Ports))
+	for _, p := range in.Ports {
+		ports[p.Name] = p
+	}
+
 	for _, r := range rows {
-		subnets, bad := parseSubnets(r)
+		network, topology, ok := classify(r, node)
+		subnets, bad, unresolved := resolveSubnets(r, topology, ports)
 		cluster = append(cluster, subnets...)
 
-		network, topology, ok := classify(r, node)
 		if r.Network == "" && r.Name == node {
 			sawNode = true
 		}
@@ -139,6 +193,13 @@ func build(rows []switchRow, node string) buildResult {
 				problem(r.Name, "%s; row skipped", b)
 			}
 			continue
+		case len(unresolved) > 0 && topology != TopologyLocalnet:
+			for _, u := range unresolved {
+				problem(r.Name, "%s", u)
+			}
+			if len(subnets) == 0 {
+				continue
+			}
 		case len(subnets) == 0 && topology != TopologyLocalnet:
 			problem(r.Name, "no other_config:%s or other_config:%s; skipped", cfgSubnet, cfgIPv6Prefix)
 			continue
@@ -152,6 +213,20 @@ func build(rows []switchRow, node string) buildResult {
 			continue
 		}
 		nets[network] = &model.Network{Name: network, Topology: topology, Role: r.Role, Subnets: subnets}
+	}
+
+	for _, rt := range in.Routes {
+		if rt.ICNode == "" {
+			continue
+		}
+		p, err := parsePrefix(rt.IPPrefix)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("%s %s on %s (%s=%s): ip_prefix %q: %v; not protected",
+				tableStaticRoute, rt.UUID, rt.Router, ovnk.ExtIDICNode, rt.ICNode, rt.IPPrefix, err))
+			continue
+		}
+		cluster = append(cluster, model.Subnet{Prefix: p,
+			Source: fmt.Sprintf("%s on %s to node %s (%s)", tableStaticRoute, rt.Router, rt.ICNode, ovnk.ExtIDICNode)})
 	}
 
 	if !sawNode && node != "" {
@@ -222,37 +297,119 @@ func classify(r switchRow, node string) (network, topology string, ok bool) {
 	}
 }
 
-// parseSubnets reads the pod subnets of one row. It returns every
-// well-formed prefix (deduplicated) and a description of each malformed one.
-func parseSubnets(r switchRow) (subnets []model.Subnet, bad []string) {
+// resolveSubnets reads the pod subnets of one switch (see buildNB). It
+// returns every well-formed prefix (deduplicated), a description of each
+// malformed value (the row is skipped), and of each subnet whose length
+// could not be found (that subnet alone is left out).
+func resolveSubnets(r switchRow, topology string, ports map[string]routerPortRow) (subnets []model.Subnet, bad, unresolved []string) {
 	seen := map[netip.Prefix]bool{}
-	add := func(p netip.Prefix, col string) {
+	add := func(p netip.Prefix, source string) {
 		if seen[p] {
 			return
 		}
 		seen[p] = true
-		subnets = append(subnets, model.Subnet{
-			Prefix: p,
-			Source: fmt.Sprintf("%s %s other_config:%s", tableLogicalSwitch, r.Name, col),
-		})
+		subnets = append(subnets, model.Subnet{Prefix: p, Source: source})
 	}
-	for _, f := range splitList(r.Subnet) {
+	column := func(col string) string {
+		return fmt.Sprintf("%s %s other_config:%s", tableLogicalSwitch, r.Name, col)
+	}
+
+	// The router's side of the switch: its networks are the router's
+	// address in each subnet, with the subnet's length.
+	type portNet struct {
+		prefix netip.Prefix // masked
+		port   string
+	}
+	var nets []portNet
+	for _, name := range []string{ovnk.TransitRouterToSwitch + r.Name, ovnk.RouterToSwitch + r.Name} {
+		p, ok := ports[name]
+		if !ok {
+			continue
+		}
+		// rtos- of a layer2 switch is the gateway router's port: it also
+		// holds the router's join subnet address, which is never the
+		// subnet's first address as the gateway's is.
+		firstOnly := topology == TopologyLayer2 && strings.HasPrefix(name, ovnk.RouterToSwitch)
+		for _, n := range p.Networks {
+			pfx, err := netip.ParsePrefix(n)
+			if err != nil || pfx.Bits() == 0 || pfx.Addr().Zone() != "" || pfx.Addr().Is4In6() {
+				unresolved = append(unresolved, fmt.Sprintf("%s %s networks %q: not an address/length; ignored", tableRouterPort, name, n))
+				continue
+			}
+			if firstOnly && pfx.Addr() != pfx.Masked().Addr().Next() {
+				continue
+			}
+			nets = append(nets, portNet{prefix: pfx.Masked(), port: name})
+		}
+	}
+	fromPorts := func(is6 bool) {
+		for _, n := range nets {
+			if n.prefix.Addr().Is6() == is6 {
+				add(n.prefix, fmt.Sprintf("%s %s networks", tableRouterPort, n.port))
+			}
+		}
+	}
+
+	v4 := splitList(r.Subnet)
+	for _, f := range v4 {
 		p, err := parseIPv4Subnet(f)
 		if err != nil {
 			bad = append(bad, fmt.Sprintf("other_config:%s %q: %v", cfgSubnet, f, err))
 			continue
 		}
-		add(p, cfgSubnet)
+		add(p, column(cfgSubnet))
 	}
-	for _, f := range splitList(r.IPv6Prefix) {
-		p, err := parseIPv6Prefix(f)
+	if len(v4) == 0 {
+		fromPorts(false)
+	}
+
+	v6 := splitList(r.IPv6Prefix)
+	for _, f := range v6 {
+		if strings.Contains(f, "/") {
+			// Not what OVN-Kubernetes writes, but unambiguous.
+			p, err := parsePrefix(f)
+			switch {
+			case err != nil:
+				bad = append(bad, fmt.Sprintf("other_config:%s %q: %v", cfgIPv6Prefix, f, err))
+			case !p.Addr().Is6():
+				bad = append(bad, fmt.Sprintf("other_config:%s %q: not an IPv6 prefix", cfgIPv6Prefix, f))
+			default:
+				add(p, column(cfgIPv6Prefix))
+			}
+			continue
+		}
+		a, err := parseIPv6Address(f)
 		if err != nil {
 			bad = append(bad, fmt.Sprintf("other_config:%s %q: %v", cfgIPv6Prefix, f, err))
 			continue
 		}
-		add(p, cfgIPv6Prefix)
+		found := false
+		for _, n := range nets {
+			if n.prefix.Addr() == a {
+				add(n.prefix, fmt.Sprintf("%s, length from %s %s networks", column(cfgIPv6Prefix), tableRouterPort, n.port))
+				found = true
+			}
+		}
+		if found {
+			continue
+		}
+		if topology == TopologyLayer2 {
+			unresolved = append(unresolved, fmt.Sprintf("other_config:%s %q: the length of this IPv6 subnet is not in NB "+
+				"(no router port %s%s or %s%s has a network starting there); not advertised",
+				cfgIPv6Prefix, f, ovnk.TransitRouterToSwitch, r.Name, ovnk.RouterToSwitch, r.Name))
+			continue
+		}
+		p := netip.PrefixFrom(a, ipv6NodePrefixLen)
+		if p.Masked() != p {
+			bad = append(bad, fmt.Sprintf("other_config:%s %q: host bits set beyond /%d (network is %s)", cfgIPv6Prefix, f, ipv6NodePrefixLen, p.Masked()))
+			continue
+		}
+		add(p, column(cfgIPv6Prefix))
 	}
-	return subnets, bad
+	if len(v6) == 0 {
+		fromPorts(true)
+	}
+	return subnets, bad, unresolved
 }
 
 // splitList splits a list of prefixes separated by spaces or commas.
@@ -304,34 +461,19 @@ func parseIPv4Subnet(s string) (netip.Prefix, error) {
 	return p, nil
 }
 
-// parseIPv6Prefix reads other_config:ipv6_prefix: an IPv6 address naming a
-// /64. A value in CIDR form is accepted too.
-func parseIPv6Prefix(s string) (netip.Prefix, error) {
-	if strings.Contains(s, "/") {
-		p, err := parsePrefix(s)
-		if err != nil {
-			return netip.Prefix{}, err
-		}
-		if !p.Addr().Is6() {
-			return netip.Prefix{}, fmt.Errorf("not an IPv6 prefix")
-		}
-		return p, nil
-	}
+// parseIPv6Address reads the address form of other_config:ipv6_prefix.
+func parseIPv6Address(s string) (netip.Addr, error) {
 	a, err := netip.ParseAddr(s)
 	if err != nil {
-		return netip.Prefix{}, fmt.Errorf("not an IPv6 address")
+		return netip.Addr{}, fmt.Errorf("not an IPv6 address")
 	}
 	if !a.Is6() || a.Is4In6() || a.Zone() != "" {
-		return netip.Prefix{}, fmt.Errorf("not a plain IPv6 address")
+		return netip.Addr{}, fmt.Errorf("not a plain IPv6 address")
 	}
 	if a.IsUnspecified() {
-		return netip.Prefix{}, fmt.Errorf("the unspecified address, not a pod subnet")
+		return netip.Addr{}, fmt.Errorf("the unspecified address, not a pod subnet")
 	}
-	p := netip.PrefixFrom(a, ipv6NodePrefixLen)
-	if p.Masked() != p {
-		return netip.Prefix{}, fmt.Errorf("host bits set beyond /%d (network is %s)", ipv6NodePrefixLen, p.Masked())
-	}
-	return p, nil
+	return a, nil
 }
 
 // sortSubnets sorts by prefix (IPv4 first) and drops repeated prefixes,
