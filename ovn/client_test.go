@@ -369,3 +369,41 @@ func TestLogsOncePerStateChange(t *testing.T) {
 		t.Errorf("%d 'nb row problem resolved' logs, want 1", n)
 	}
 }
+
+// TestLabSwitchLayer2: the lab writer puts a layer2 network's IPv6 subnet
+// where OVN-Kubernetes does (other_config:ipv6_prefix, address only; never
+// in other_config:subnet) with its transit router port, and the client
+// reads it back with its real length, both families (issue 5 item 11).
+func TestLabSwitchLayer2(t *testing.T) {
+	log := zaptest.NewLogger(t)
+	ctx := context.Background()
+	srv, err := labnb.NewMemoryServer(log, filepath.Join(shortDir(t), "nb.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	v4, v6 := netip.MustParsePrefix("10.60.0.0/16"), netip.MustParsePrefix("fd60::/60")
+	for _, sw := range []labnb.Switch{
+		{Node: "node1", Subnets: []netip.Prefix{netip.MustParsePrefix("10.128.0.0/23")}},
+		{Network: "ns1_l2", Topology: labnb.TopologyLayer2, Role: "primary", Subnets: []netip.Prefix{v4, v6}},
+		{Network: "ns1_sec", Topology: labnb.TopologyLayer2, Role: "secondary", Subnets: []netip.Prefix{netip.MustParsePrefix("fd61::/60")}},
+	} {
+		if _, err := labnb.AddSwitch(ctx, srv.Endpoint(), sw, log); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, _ := dial(t, srv.Endpoint(), log)
+	eventually(t, 10*time.Second, snapshotIs(c, model.Snapshot{Node: "node1", Networks: []model.Network{
+		{Name: "default", Topology: "layer3", Subnets: []model.Subnet{sub("10.128.0.0/23", "Logical_Switch node1 other_config:subnet")}},
+		{Name: "ns1_l2", Topology: "layer2", Role: "primary", Subnets: []model.Subnet{
+			sub("10.60.0.0/16", "Logical_Switch ns1_l2_ovn_layer2_switch other_config:subnet"),
+			sub("fd60::/60", "Logical_Switch ns1_l2_ovn_layer2_switch other_config:ipv6_prefix, length from Logical_Router_Port trtos-ns1_l2_ovn_layer2_switch networks"),
+		}},
+	}}))
+	// The secondary network has no router: its IPv6 length is nowhere, so
+	// it is said, not guessed.
+	if st := c.Status(); len(st.Problems) != 1 || !strings.Contains(st.Problems[0], "ns1_sec_ovn_layer2_switch") ||
+		!strings.Contains(st.Problems[0], "not advertised") {
+		t.Errorf("problems = %q, want one about ns1_sec's IPv6 length", st.Problems)
+	}
+}
