@@ -148,4 +148,3 @@ func TestGoldenNBRealServer(t *testing.T) {
 		})
 	}
 }
-
