@@ -3,6 +3,7 @@ package lab
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -178,4 +179,33 @@ func (nb *NB) MustNBCtl(args ...string) string {
 // only works while the server is stopped: it changes the DB "offline".
 func (nb *NB) Transact(ops string) (string, error) {
 	return run("ovsdb-tool", "transact", nb.DBFile, `["OVN_Northbound",`+ops+`]`)
+}
+
+// LoadFixture applies an NB fixture to the running server with OVN's own
+// `ovsdb-client transact`: a JSON array of OVSDB operations without the
+// database name, the format of ovn/testdata/nb/*.json (golden NB shapes of
+// what OVN-Kubernetes writes, see docs/ovn-nb.md).
+func (nb *NB) LoadFixture(path string) error {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var ops []json.RawMessage
+	if err := json.Unmarshal(raw, &ops); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	txn, err := json.Marshal(append([]json.RawMessage{json.RawMessage(`"OVN_Northbound"`)}, ops...))
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "ovsdb-client", "transact", nb.Endpoint(), string(txn)).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("ovsdb-client transact %s: %w: %s", path, err, out)
+	}
+	if bytes.Contains(out, []byte(`"error"`)) {
+		return fmt.Errorf("ovsdb-client transact %s: %s", path, out)
+	}
+	return nil
 }
