@@ -120,6 +120,12 @@ func TestLabAsNonRoot(t *testing.T) {
 	case <-time.After(stopBound):
 		t.Fatalf("lab did not stop within %v of SIGTERM", stopBound)
 	}
+	// `make lab` as a non-root user prints no stack trace (issue 5).
+	for _, bad := range []string{"panic", "goroutine "} {
+		if strings.Contains(stderr.String(), bad) || strings.Contains(text, bad) {
+			t.Errorf("lab printed %q:\nstdout:\n%s\nstderr:\n%s", bad, text, stderr.String())
+		}
+	}
 	left, _ := filepath.Glob(filepath.Join(tmp, "ovnbgp-lab-*"))
 	if len(left) > 0 {
 		t.Errorf("lab left %v behind", left)
