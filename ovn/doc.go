@@ -3,8 +3,10 @@
 // hands out model.Snapshot and plain Go values.
 //
 // Reading. Dial returns a Client that connects in the background, keeps a
-// libovsdb monitor on the few Logical_Switch columns ovnbgp needs
-// (name, external_ids, other_config) and reconnects with exponential backoff
+// libovsdb monitor on the few columns ovnbgp needs (Logical_Switch name,
+// external_ids, other_config; Logical_Router_Port name, networks;
+// Logical_Router name, static_routes; Logical_Router_Static_Route
+// ip_prefix, nexthop, external_ids) and reconnects with exponential backoff
 // (250ms doubling to 30s) while the database is away. Every change of the
 // monitored rows and every connect or disconnect calls the caller's notify
 // function; the caller re-reads with Snapshot, which builds this node's
@@ -17,7 +19,8 @@
 // away; Connected and Status say whether the view is live.
 //
 // Bad rows. A row of unexpected shape (a CIDR that does not parse, host bits
-// set, a node switch without a subnet, two rows with one name) is skipped and
+// set, a default route, a prefix of the wrong family for its column, a node
+// switch without a subnet, two rows with one name) is skipped and
 // never breaks the rest of the snapshot. Each distinct problem is logged once
 // when it appears and once when it goes away, and the current list is in
 // Status().Problems.

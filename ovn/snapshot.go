@@ -106,10 +106,10 @@ type buildResult struct {
 //
 // Which switch belongs to node, per topology of its network:
 //   - layer3 (and the default network): the switch named <p><node>; its
-//     IPv4 subnet(s) from other_config:subnet and its IPv6 /64 from the
-//     address in other_config:ipv6_prefix;
+//     IPv4 subnet(s) from other_config:subnet and its IPv6 subnet from the
+//     address in other_config:ipv6_prefix (see buildNB for the length);
 //   - layer2: the switch <p>ovn_layer2_switch, whose subnets are the whole
-//     network's, from other_config:subnet (and ipv6_prefix, read as a /64);
+//     network's (see buildNB: the IPv6 length is on its router port);
 //   - localnet: the switch <p>ovn_localnet_switch; the network is listed with
 //     no subnets, since its addresses belong to the physical network and are
 //     not this node's to advertise.
