@@ -204,6 +204,22 @@ func TestBuild(t *testing.T) {
 			},
 		},
 		{
+			// Decision (docs/ovn-nb.md): spelling is not refused; the
+			// canonical form is used and shown.
+			name: "non-canonical spellings are accepted in canonical form",
+			rows: []switchRow{
+				def("node1", "10.128.0.0/23", "FD00:0:0:1:0::"),
+				udn("ns_node1", "ns", "layer3", "", "", "fd00:0:0:2::/64"),
+			},
+			want: []model.Network{
+				{Name: "default", Topology: "layer3", Subnets: []model.Subnet{
+					sub("10.128.0.0/23", "Logical_Switch node1 other_config:subnet"),
+					sub("fd00:0:0:1::/64", "Logical_Switch node1 other_config:ipv6_prefix"),
+				}},
+				{Name: "ns", Topology: "layer3", Subnets: []model.Subnet{sub("fd00:0:0:2::/64", "Logical_Switch ns_node1 other_config:ipv6_prefix")}},
+			},
+		},
+		{
 			name: "two rows with one name: both skipped, one problem",
 			rows: []switchRow{
 				{UUID: "a", Name: "node1", Subnet: "10.128.0.0/23"},
@@ -306,5 +322,71 @@ func TestParseEndpoints(t *testing.T) {
 		if _, _, err := parseEndpoints(in); err == nil {
 			t.Errorf("parseEndpoints(%q): no error", in)
 		}
+	}
+}
+
+// TestBuildRouterPorts: the lengths and lost families a layer2 switch's
+// router port supplies, and the interconnect routes (issue 5 item 11).
+func TestBuildRouterPorts(t *testing.T) {
+	in := nbRows{
+		Switches: []switchRow{
+			def("node1", "10.128.0.0/23", "fd00:10:128:1::"),
+			// <= 1.2 dual stack: only ipv6_prefix survived.
+			udn("a_ovn_layer2_switch", "a", "layer2", "primary", "", "fd10:a::"),
+			// a secondary network: no router port at all.
+			udn("b_ovn_layer2_switch", "b", "layer2", "secondary", "10.11.0.0/16", "fd10:b::"),
+			// a port network that does not parse is said, the rest used.
+			udn("c_ovn_layer2_switch", "c", "layer2", "primary", "10.12.0.0/16", "fd10:c::"),
+		},
+		Ports: []routerPortRow{
+			// The gateway router's port: join addresses are not subnets.
+			{UUID: "p1", Name: "rtos-a_ovn_layer2_switch", Networks: []string{"100.65.0.2/16", "10.10.0.1/16", "fd10:a::1/60", "fd99::2/64"}},
+			{UUID: "p2", Name: "trtos-c_ovn_layer2_switch", Networks: []string{"nonsense", "fd10:c::1/56"}},
+			// Another node's layer3 port: its length is used for Cluster.
+			{UUID: "p3", Name: "rtos-node2", Networks: []string{"fd00:10:128:2::1/64"}},
+		},
+		Routes: []routeRow{
+			{UUID: "r1", Router: "ovn_cluster_router", IPPrefix: "10.128.2.0/23", Nexthop: "100.88.0.3", ICNode: "node2"},
+			{UUID: "r2", Router: "ovn_cluster_router", IPPrefix: "0.0.0.0/0", Nexthop: "100.88.0.3", ICNode: "node2"},
+			{UUID: "r3", Router: "ovn_cluster_router", IPPrefix: "10.99.0.0/16", Nexthop: "100.88.0.3"},
+		},
+	}
+	got := buildNB(in, "node1")
+	want := []model.Network{
+		{Name: "default", Topology: "layer3", Subnets: []model.Subnet{
+			sub("10.128.0.0/23", "Logical_Switch node1 other_config:subnet"),
+			sub("fd00:10:128:1::/64", "Logical_Switch node1 other_config:ipv6_prefix"),
+		}},
+		{Name: "a", Topology: "layer2", Role: "primary", Subnets: []model.Subnet{
+			sub("10.10.0.0/16", "Logical_Router_Port rtos-a_ovn_layer2_switch networks"),
+			sub("fd10:a::/60", "Logical_Switch a_ovn_layer2_switch other_config:ipv6_prefix, length from Logical_Router_Port rtos-a_ovn_layer2_switch networks"),
+		}},
+		{Name: "b", Topology: "layer2", Role: "secondary", Subnets: []model.Subnet{
+			sub("10.11.0.0/16", "Logical_Switch b_ovn_layer2_switch other_config:subnet"),
+		}},
+		{Name: "c", Topology: "layer2", Role: "primary", Subnets: []model.Subnet{
+			sub("10.12.0.0/16", "Logical_Switch c_ovn_layer2_switch other_config:subnet"),
+			sub("fd10:c::/56", "Logical_Switch c_ovn_layer2_switch other_config:ipv6_prefix, length from Logical_Router_Port trtos-c_ovn_layer2_switch networks"),
+		}},
+	}
+	if d := diff(model.Snapshot{Node: "node1", Networks: want}, got.Snapshot); d != "" {
+		t.Errorf("snapshot (-want +got):\n%s", d)
+	}
+	wantProblems := []string{
+		`Logical_Router_Static_Route r2 on ovn_cluster_router (ic-node=node2): ip_prefix "0.0.0.0/0": a default route, not a pod subnet; not protected`,
+		`Logical_Switch b_ovn_layer2_switch: other_config:ipv6_prefix "fd10:b::": the length of this IPv6 subnet is not in NB (no router port trtos-b_ovn_layer2_switch or rtos-b_ovn_layer2_switch has a network starting there); not advertised`,
+		`Logical_Switch c_ovn_layer2_switch: Logical_Router_Port trtos-c_ovn_layer2_switch networks "nonsense": not an address/length; ignored`,
+	}
+	if d := diff(wantProblems, got.Problems); d != "" {
+		t.Errorf("problems (-want +got):\n%s", d)
+	}
+	var cluster []string
+	for _, s := range got.Cluster {
+		cluster = append(cluster, s.Prefix.String())
+	}
+	wantCluster := []string{"10.10.0.0/16", "10.11.0.0/16", "10.12.0.0/16", "10.128.0.0/23", "10.128.2.0/23",
+		"fd00:10:128:1::/64", "fd10:a::/60", "fd10:c::/56"}
+	if d := diff(wantCluster, cluster); d != "" {
+		t.Errorf("cluster (-want +got):\n%s", d)
 	}
 }
