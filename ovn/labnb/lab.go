@@ -150,10 +150,12 @@ func AddSwitches(ctx context.Context, endpoint string, sws []Switch, log *zap.Lo
 		models = append(models, sw.rows("sw"+strconv.Itoa(i))...)
 	}
 	err := withWriter(ctx, endpoint, log, func(ctx context.Context, cli client.Client) error {
-		for _, sw := range sws {
-			if err := mustNotExist(ctx, cli, sw.Name()); err != nil {
-				return err
-			}
+		names := make([]string, len(sws))
+		for i, sw := range sws {
+			names[i] = sw.Name()
+		}
+		if err := mustNotExist(ctx, cli, names...); err != nil {
+			return err
 		}
 		ops, err := cli.Create(models...)
 		if err != nil {
@@ -420,23 +422,29 @@ func withWriter(ctx context.Context, endpoint string, log *zap.Logger, f func(co
 	return f(ctx, cli)
 }
 
-// mustNotExist fails if a Logical_Switch named name exists.
-func mustNotExist(ctx context.Context, cli client.Client, name string) error {
-	op := ovsdb.Operation{
-		Op:      ovsdb.OperationSelect,
-		Table:   nbdb.LogicalSwitchTable,
-		Where:   []ovsdb.Condition{ovsdb.NewCondition("name", ovsdb.ConditionEqual, name)},
-		Columns: []string{"_uuid"},
+// mustNotExist fails if a Logical_Switch of one of these names exists. It
+// asks in one transaction.
+func mustNotExist(ctx context.Context, cli client.Client, names ...string) error {
+	ops := make([]ovsdb.Operation, len(names))
+	for i, name := range names {
+		ops[i] = ovsdb.Operation{
+			Op:      ovsdb.OperationSelect,
+			Table:   nbdb.LogicalSwitchTable,
+			Where:   []ovsdb.Condition{ovsdb.NewCondition("name", ovsdb.ConditionEqual, name)},
+			Columns: []string{"_uuid"},
+		}
 	}
-	res, err := cli.Transact(ctx, op)
+	res, err := cli.Transact(ctx, ops...)
 	if err != nil {
 		return err
 	}
-	if _, err := ovsdb.CheckOperationResults(res, []ovsdb.Operation{op}); err != nil {
+	if _, err := ovsdb.CheckOperationResults(res, ops); err != nil {
 		return err
 	}
-	if len(res) > 0 && len(res[0].Rows) > 0 {
-		return fmt.Errorf("a %s named %q exists already", nbdb.LogicalSwitchTable, name)
+	for i, r := range res {
+		if i < len(names) && len(r.Rows) > 0 {
+			return fmt.Errorf("a %s named %q exists already", nbdb.LogicalSwitchTable, names[i])
+		}
 	}
 	return nil
 }
