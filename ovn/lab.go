@@ -12,6 +12,7 @@ import (
 	"github.com/ovn-org/libovsdb/ovsdb"
 	"go.uber.org/zap"
 
+	"github.com/ovnbgp/ovnbgp/config"
 	"github.com/ovnbgp/ovnbgp/model"
 	"github.com/ovnbgp/ovnbgp/ovn/nbdb"
 )
@@ -322,11 +323,12 @@ func withWriter(ctx context.Context, endpoint string, log *zap.Logger, f func(co
 	if log == nil {
 		log = zap.NewNop()
 	}
-	eps, needTLS, err := parseEndpoints(endpoint)
+	parsed, err := config.ParseNorthbound(endpoint)
 	if err != nil {
 		return err
 	}
-	if needTLS {
+	eps := parsed.Strings()
+	if parsed.NeedTLS() {
 		return fmt.Errorf("lab writers do not speak ssl: use a unix or tcp endpoint")
 	}
 	dbModel, err := nbdb.FullDatabaseModel()
