@@ -15,7 +15,6 @@ func TestCommunities(t *testing.T) {
 	values := map[string]model.Community{
 		"graceful-shutdown":   0xFFFF0000,
 		"accept-own":          0xFFFF0001,
-		"llgr-stale":          0xFFFF0006,
 		"no-llgr":             0xFFFF0007,
 		"blackhole":           0xFFFF029A,
 		"no-export":           0xFFFFFF01,
@@ -52,6 +51,12 @@ func TestCommunities(t *testing.T) {
 	var back AdvertiseRule
 	if err := json.Unmarshal(j, &back); err != nil || len(back.Communities) != len(r.Communities) || back.Communities[0] != r.Communities[0] {
 		t.Errorf("JSON does not read back: %v %+v", err, back)
+	}
+
+	errs := parseErrors(t, edit(t, afterPods, afterPods+"    communities: [no-export, llgr-stale]\n"), fakeHost(nil))
+	checkErrors(t, errs, want{"advertise[0].communities[1]", "llgr-stale marks a stale route during long-lived graceful restart", 0})
+	if c, err := model.ParseCommunity("llgr-stale"); err != nil || c != 0xFFFF0006 || c.String() != "llgr-stale" {
+		t.Errorf("llgr-stale (as learned from a peer) = %#x %v", uint32(c), err)
 	}
 
 	for _, bad := range []string{"65536:1", "1:2:3", "no-such", "NO-EXPORT", "65537", " 1:2", "+1:2", "-1:2", ""} {

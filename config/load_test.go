@@ -323,7 +323,7 @@ func TestValidValues(t *testing.T) {
 			afterTorB, "      asn: 4294967294\n",
 		) + "kernel: {routeProtocol: 255}\nmetrics: {address: \":9479\"}\nlog: {level: error, format: console}\n",
 		"localPreference to iBGP only": edit(t, afterPods, afterPods+"    peers: [tor-b]\n    localPreference: 200\n    asPathPrepend: 10\n"+
-			"    communities: [no-advertise, no-export-subconfed, blackhole, graceful-shutdown, accept-own, llgr-stale, no-llgr, no-peer, \"0:0\", \"65535:65535\"]\n"),
+			"    communities: [no-advertise, no-export-subconfed, blackhole, graceful-shutdown, accept-own, no-llgr, no-peer, \"0:0\", \"65535:65535\"]\n"),
 		"globs":            edit(t, afterPods, "    networks: [\"*\", \"udn-?\", \"[a-c]*\"]\n"),
 		"trailing comment": baseDoc + "\n# trailing comment\n",
 	}

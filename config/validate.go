@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/ovnbgp/ovnbgp/model"
 )
 
 // Validate checks the configuration and returns Errors listing every
@@ -319,6 +321,11 @@ func (v *validator) advertise() {
 			}
 		}
 		v.peerNames(key(p, "peers"), r.Peers)
+		for j, c := range r.Communities {
+			if c == model.CommunityLLGRStale {
+				v.add(index(key(p, "communities"), j), "llgr-stale marks a stale route during long-lived graceful restart (RFC 9494): speakers do not advertise such a route to a peer without that capability, so the prefixes would be withdrawn; remove it")
+			}
+		}
 		if r.LocalPreference != 0 {
 			if ebgp, ok := v.firstEBGP(r.Peers); ok {
 				v.add(key(p, "localPreference"), "only meaningful for iBGP, but the rule selects eBGP peer %q (asn %d, bgp.asn %d): remove it or list only iBGP peers", ebgp.Name, ebgp.ASN, v.c.BGP.ASN)

@@ -11,6 +11,10 @@ import (
 // (16 bits each) or, for the well-known ones, by name.
 type Community uint32
 
+// CommunityLLGRStale (RFC 9494) marks a stale route; a route carrying it is
+// not advertised to peers without long-lived graceful restart.
+const CommunityLLGRStale Community = 0xFFFF0006
+
 // WellKnownCommunity names a well-known community value.
 type WellKnownCommunity struct {
 	Name  string
