@@ -47,9 +47,9 @@ type Snapshot struct {
 type PathAttrs struct {
 	Communities      []Community      `json:"communities,omitempty"`
 	LargeCommunities []LargeCommunity `json:"largeCommunities,omitempty"`
-	LocalPreference  uint32   `json:"localPreference,omitempty"`
-	MED              uint32   `json:"med,omitempty"`
-	ASPathPrepend    uint8    `json:"asPathPrepend,omitempty"`
+	LocalPreference  uint32           `json:"localPreference,omitempty"`
+	MED              uint32           `json:"med,omitempty"`
+	ASPathPrepend    uint8            `json:"asPathPrepend,omitempty"`
 }
 
 // Advertisement is one prefix sent to one peer. Rule, Network and Source
