@@ -382,10 +382,7 @@ func (s *Speaker) validate(adv model.Advertisement) (wanted, error) {
 	if !slices.Contains(p.Families, fam) {
 		return wanted{}, fmt.Errorf("family %s is not enabled on the peer", fam)
 	}
-	n, err := normalize(adv.Attrs)
-	if err != nil {
-		return wanted{}, err
-	}
+	n := normalize(adv.Attrs)
 	return wanted{adv: adv, gid: groupID{peer: adv.Peer, family: fam, attrs: n.key()}, attrs: n}, nil
 }
 

@@ -146,7 +146,7 @@ func TestLearnedDefaultDeny(t *testing.T) {
 	}
 	pokes := l.pokes["node"].Load()
 	set(t, provA,
-		adv("node", z.String(), model.PathAttrs{Communities: []string{"65001:1"}}),
+		adv("node", z.String(), model.PathAttrs{Communities: comms("65001:1")}),
 		adv("node", z6.String(), model.PathAttrs{}))
 	// The node advertises something to B, so that B's view is not empty by
 	// construction.

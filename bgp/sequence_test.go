@@ -27,7 +27,7 @@ func TestStateSequence(t *testing.T) {
 	waitEstablished(t, node, "b")
 
 	const x, y, z, w = "10.29.1.0/24", "10.29.2.0/24", "fd00:29::/64", "10.29.4.0/24"
-	tagged := model.PathAttrs{Communities: []string{"65001:1"}, MED: 5}
+	tagged := model.PathAttrs{Communities: comms("65001:1"), MED: 5}
 	prepended := model.PathAttrs{ASPathPrepend: 1}
 	none := model.PathAttrs{}
 	states := []struct {
@@ -51,7 +51,7 @@ func TestStateSequence(t *testing.T) {
 		var v []string
 		for _, a := range advs {
 			if a.Peer == peer {
-				c := slices.Clone(a.Attrs.Communities)
+				c := model.Strings(a.Attrs.Communities)
 				slices.Sort(c)
 				v = append(v, render(a.Prefix.String(), strings.Join(c, " "), a.Attrs.MED, 1+int(a.Attrs.ASPathPrepend)))
 			}

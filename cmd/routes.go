@@ -75,10 +75,10 @@ func advertisedTable(w *tabwriter.Writer, advs []model.Advertisement) {
 func attrString(a model.PathAttrs) string {
 	var parts []string
 	if len(a.Communities) > 0 {
-		parts = append(parts, "communities="+strings.Join(a.Communities, ","))
+		parts = append(parts, "communities="+strings.Join(model.Strings(a.Communities), ","))
 	}
 	if len(a.LargeCommunities) > 0 {
-		parts = append(parts, "large="+strings.Join(a.LargeCommunities, ","))
+		parts = append(parts, "large="+strings.Join(model.Strings(a.LargeCommunities), ","))
 	}
 	if a.LocalPreference != 0 {
 		parts = append(parts, "localpref="+strconv.FormatUint(uint64(a.LocalPreference), 10))

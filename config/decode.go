@@ -13,6 +13,8 @@ package config
 // explicit 0, such as holdTime: 0 or listenPort: 0, is kept and validated).
 
 import (
+	"context"
+	"encoding"
 	"fmt"
 	"math"
 	"net/netip"
@@ -30,9 +32,29 @@ type defaulter interface {
 	setDefaults()
 }
 
+// maxDecodeWork bounds the work of decoding one document: every value
+// decoded and every key looked at counts one, each time an alias (*a) or a
+// merge key (<<) brings it in again. A document written out by hand stays
+// far below it (a thousand peers cost about 40,000); a YAML alias bomb,
+// whose nested merge lists expand exponentially, reaches it in well under
+// a second and is refused instead of taking minutes and gigabytes.
+const maxDecodeWork = 1_000_000
+
+// errAliasBomb is the message when a document exceeds maxDecodeWork.
+var errAliasBomb = fmt.Sprintf("the document expands to more than %d values through anchors (&), aliases (*) and merge keys (<<): "+
+	"refused as a YAML alias bomb; write the values out, or nest fewer merges", maxDecodeWork)
+
 // decoder turns a yaml.Node tree into a typed value, collecting problems.
 type decoder struct {
 	report
+	ctx context.Context
+	// work counts values decoded and keys looked at (see maxDecodeWork);
+	// stopped is set once the budget is spent or ctx is done, and every
+	// step then returns at once.
+	work    int
+	stopped bool
+	// fields caches yamlFields per struct type.
+	fields map[reflect.Type][]yamlField
 	// lines maps every key path present in the document to its line.
 	lines map[string]int
 	// failed holds the paths that could not be decoded; later checks do not
@@ -40,12 +62,51 @@ type decoder struct {
 	failed map[string]bool
 }
 
-func newDecoder() *decoder {
-	return &decoder{lines: map[string]int{}, failed: map[string]bool{}}
+func newDecoder(ctx context.Context) *decoder {
+	return &decoder{ctx: ctx, lines: map[string]int{}, failed: map[string]bool{}, fields: map[reflect.Type][]yamlField{}}
+}
+
+// spend counts n units of work and reports whether decoding may go on.
+// Past the budget, or once ctx is done, it replaces every problem found so
+// far (an alias bomb repeats them many times over) with one that says why
+// decoding stopped.
+func (d *decoder) spend(n int) bool {
+	if d.stopped {
+		return false
+	}
+	d.work += n
+	msg := ""
+	switch {
+	case d.work > maxDecodeWork:
+		msg = errAliasBomb
+	case d.work&0xfff < n: // every 4096 units or so
+		if err := d.ctx.Err(); err != nil {
+			msg = fmt.Sprintf("decoding stopped: %v", err)
+		}
+	}
+	if msg == "" {
+		return true
+	}
+	d.stopped = true
+	d.errs = Errors{{Msg: msg}}
+	return false
+}
+
+// fieldsOf is yamlFields(t), computed once per type.
+func (d *decoder) fieldsOf(t reflect.Type) []yamlField {
+	fs, ok := d.fields[t]
+	if !ok {
+		fs = yamlFields(t)
+		d.fields[t] = fs
+	}
+	return fs
 }
 
 // fail records a problem with the value at path.
 func (d *decoder) fail(path string, n *yaml.Node, format string, args ...any) {
+	if d.stopped {
+		return
+	}
 	d.at(path, n.Line, format, args...)
 	d.failed[path] = true
 }
@@ -59,6 +120,9 @@ var (
 // decode stores n into v. A null value (`key:` or `key: ~`) leaves v as it
 // is, that is at its default.
 func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
+	if !d.spend(1) {
+		return
+	}
 	for n.Kind == yaml.AliasNode {
 		n = n.Alias
 	}
@@ -75,6 +139,12 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 	case prefixType:
 		d.prefix(n, v, path)
 		return
+	}
+	if v.CanAddr() {
+		if u, ok := v.Addr().Interface().(encoding.TextUnmarshaler); ok {
+			d.text(n, u, path)
+			return
+		}
 	}
 	switch v.Kind() {
 	case reflect.Struct:
@@ -122,7 +192,10 @@ func (d *decoder) mapping(n *yaml.Node, v reflect.Value, path string) {
 		d.fail(path, n, "expected a mapping (key: value), got %s", describe(n))
 		return
 	}
-	fields := yamlFields(v.Type())
+	if !d.spend(1 + len(n.Content)/2) {
+		return
+	}
+	fields := d.fieldsOf(v.Type())
 	// Merge keys (<<: *anchor) first, so that the mapping's own keys win
 	// whatever their order.
 	for i := 0; i+1 < len(n.Content); i += 2 {
@@ -163,6 +236,9 @@ func (d *decoder) merge(n *yaml.Node, v reflect.Value, path string) {
 	}
 	if n.Kind == yaml.SequenceNode {
 		for _, m := range n.Content {
+			for m.Kind == yaml.AliasNode {
+				m = m.Alias
+			}
 			d.mapping(m, v, path)
 		}
 		return
@@ -267,6 +343,17 @@ func (d *decoder) list(n *yaml.Node, v reflect.Value, path string) {
 		d.decode(e, el, p)
 	}
 	v.Set(s)
+}
+
+// text decodes a scalar through the type's own parser (communities,
+// globs), which names what is wrong.
+func (d *decoder) text(n *yaml.Node, u encoding.TextUnmarshaler, path string) {
+	if !d.scalar(n, path) {
+		return
+	}
+	if err := u.UnmarshalText([]byte(n.Value)); err != nil {
+		d.fail(path, n, "%v", err)
+	}
 }
 
 // scalar checks that n is a single value.

@@ -112,7 +112,7 @@ log: {level: loud}
 	want := strings.Join([]string{
 		`config.yaml:2: bgp.asn: required (1..4294967294)`,
 		`config.yaml:4: bgp.listenPort: 0 is not a port: use -1 to never listen`,
-		`config.yaml:9: bgp.peers[0].holdTime: 1s is out of range (0, or 3s..65535s)`,
+		`config.yaml:9: bgp.peers[0].holdTime: 1s is out of range (3s..65535s)`,
 		`config.yaml:10: bgp.peers[1].name: "tor-a" is also the name of bgp.peers[0]`,
 		`config.yaml:11: bgp.peers[1].address: "192.0.2.300" is not an IP address`,
 		`config.yaml:13: bgp.peers[1].Port: unknown key: keys are case-sensitive, write "port"`,

@@ -22,6 +22,12 @@ const (
 	DefaultLogLevel       = "info"
 	DefaultLogFormat      = "json"
 	DefaultImportMode     = "auto"
+	// DefaultMaxPrefixes is each peer's per-family backstop when
+	// maxPrefixes is absent: enough for a full table from a ToR that
+	// summarises (ovnbgp imports far fewer), small enough to bound memory
+	// (about 1 KB per learned path in gobgp: 100,000 ≈ 100 MB per family
+	// and peer, where 500,000 unbounded prefixes took 507 MB).
+	DefaultMaxPrefixes = 100000
 	// DefaultRouteProtocol marks ovnbgp's kernel routes when
 	// kernel.routeProtocol is 0 or absent. It is outside FRR's 186–198,
 	// outside iproute2's rt_protos, and not OVN's 84 nor OVN-Kubernetes' 85.
@@ -44,6 +50,7 @@ func (p *Peer) setDefaults() {
 	p.Port = DefaultPeerPort
 	p.HoldTime = DefaultHoldTime
 	p.ConnectRetry = DefaultConnectRetry
+	p.MaxPrefixes = DefaultMaxPrefixes
 	p.BFD.setDefaults()
 }
 

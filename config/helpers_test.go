@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"gopkg.in/yaml.v3"
+
+	"github.com/ovnbgp/ovnbgp/model"
 )
 
 func TestPeer(t *testing.T) {
@@ -55,8 +57,8 @@ func TestSpeakerChanged(t *testing.T) {
 func TestRedactedIsDeep(t *testing.T) {
 	doc := edit(t, afterPods, afterPods+"    peers: [tor-a]\n    communities: [no-export]\n    largeCommunities: [\"1:2:3\"]\n    namespaces: [a]\n    services: [a/b]\n")
 	c := mustParse(t, strings.Replace(doc, "namespaces: [a]\n    services: [a/b]\n", "", 1))
-	c.Advertise[0].Namespaces = []string{"a"}
-	c.Advertise[0].Services = []string{"a/b"}
+	c.Advertise[0].Namespaces = []Glob{mustGlob(t, "a")}
+	c.Advertise[0].Services = []Glob{mustGlob(t, "a/b")}
 	c.Import = []ImportRule{{Name: "i", Peers: []string{"tor-a"}, Accept: []PrefixMatch{{Prefix: netip.MustParsePrefix("10.0.0.0/8")}}}}
 	c.ProtectedPrefixes = []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}
 	before, _ := json.Marshal(c)
@@ -65,8 +67,9 @@ func TestRedactedIsDeep(t *testing.T) {
 	r.BGP.Peers[0].Name = "x"
 	r.BGP.Peers[0].Families[0] = IPv6
 	a := &r.Advertise[0]
-	a.Networks[0], a.Namespaces[0], a.Services[0], a.Peers[0] = "x", "x", "x", "x"
-	a.Communities[0], a.LargeCommunities[0] = "x", "x"
+	x := mustGlob(t, "x")
+	a.Networks[0], a.Namespaces[0], a.Services[0], a.Peers[0] = x, x, x, "x"
+	a.Communities[0], a.LargeCommunities[0] = 1, model.LargeCommunity{ASN: 9}
 	r.Import[0].Peers[0] = "x"
 	r.Import[0].Accept[0].MinLength = 9
 	r.ProtectedPrefixes[0] = netip.Prefix{}

@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -22,8 +23,10 @@ type host struct {
 	hostname       func() (string, error)
 	interfaceAddrs func() ([]net.Addr, error)
 	getenv         func(string) string
-	readFile       func(string) ([]byte, error)
-	stat           func(string) (fs.FileInfo, error)
+	// readFile reads a regular file of at most limit bytes and returns
+	// its information (readRegular).
+	readFile func(path string, limit int64) ([]byte, fs.FileInfo, error)
+	stat     func(string) (fs.FileInfo, error)
 }
 
 // systemHost reads the real machine.
@@ -32,18 +35,27 @@ func systemHost() host {
 		hostname:       os.Hostname,
 		interfaceAddrs: net.InterfaceAddrs,
 		getenv:         os.Getenv,
-		readFile:       os.ReadFile,
+		readFile:       readRegular,
 		stat:           os.Stat,
 	}
 }
 
-// Load reads the configuration file at path; see Parse.
+// Load reads the configuration file at path; see Parse. It reads only a
+// regular file (a symlink to one is followed) of at most MaxConfigSize
+// bytes, and never blocks on a FIFO or a device.
 func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	return LoadContext(context.Background(), path)
+}
+
+// LoadContext is Load that stops when ctx is done: decoding checks ctx as
+// it goes and returns an error saying it stopped. The work of decoding is
+// bounded anyway (see Parse); ctx lets a caller stop sooner.
+func LoadContext(ctx context.Context, path string) (*Config, error) {
+	data, _, err := readRegular(path, MaxConfigSize)
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)
 	}
-	return Parse(data, path)
+	return parseContext(ctx, data, path, systemHost())
 }
 
 // Parse decodes a configuration document, fills defaults, reads each peer's
@@ -52,21 +64,34 @@ func Load(path string) (*Config, error) {
 // Config and Errors listing every problem with its key path and line.
 //
 // The document is decoded from the yaml.v3 node tree, not through viper:
-// see the comment at the top of decode.go for why.
+// see the comment at the top of decode.go for why. A document larger than
+// MaxConfigSize, or one whose anchors and merge keys expand beyond a fixed
+// budget (a YAML alias bomb), is refused with an error saying so.
 func Parse(data []byte, name string) (*Config, error) {
 	return parse(data, name, systemHost())
 }
 
 func parse(data []byte, name string, h host) (*Config, error) {
+	return parseContext(context.Background(), data, name, h)
+}
+
+func parseContext(ctx context.Context, data []byte, name string, h host) (*Config, error) {
+	if len(data) > MaxConfigSize {
+		return nil, Errors{{File: name, Msg: fmt.Sprintf("the document is %d bytes long; at most %d are read", len(data), MaxConfigSize)}}
+	}
 	root, err := parseYAML(data)
 	if err != nil {
 		return nil, Errors{fieldErrorOf(name, err)}
 	}
 	c := &Config{}
 	c.setDefaults()
-	d := newDecoder()
+	d := newDecoder(ctx)
 	if root != nil {
 		d.decode(root, reflect.ValueOf(c).Elem(), "")
+	}
+	if d.stopped {
+		d.errs[0].File = name
+		return nil, d.errs
 	}
 	c.deriveDefaults(h)
 
@@ -193,18 +218,21 @@ func readSecret(h host, file string) (string, error) {
 		}
 		path = filepath.Join(dir, name)
 	}
-	data, err := h.readFile(path)
+	data, fi, err := h.readFile(path, maxSecretFileSize)
 	if err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		return "", fmt.Errorf("cannot read %q: %v", path, err)
+		return "", err
+	}
+	if perm := fi.Mode().Perm(); perm&0o004 != 0 {
+		return "", fmt.Errorf("%q is readable by every user (mode %04o): run chmod o-rwx on it (group-readable is fine)", path, perm)
 	}
 	secret := strings.TrimRight(string(data), "\r\n")
 	switch {
 	case secret == "":
 		return "", fmt.Errorf("%q is empty", path)
+	case strings.ContainsAny(secret, "\r\n"):
+		return "", fmt.Errorf("%q holds more than one line: write the secret alone on one line", path)
+	case strings.TrimSpace(secret) == "":
+		return "", fmt.Errorf("%q holds only white space", path)
 	case len(secret) > maxMD5KeyLen:
 		return "", fmt.Errorf("the secret in %q is %d bytes long; TCP MD5 allows at most %d", path, len(secret), maxMD5KeyLen)
 	}

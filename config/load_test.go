@@ -29,15 +29,15 @@ func TestDefaults(t *testing.T) {
 			Peers: []Peer{{
 				Name: "tor-a", Address: netip.MustParseAddr("192.0.2.1"), ASN: 65001, Port: 179,
 				HoldTime: 90 * time.Second, KeepaliveTime: 30 * time.Second, ConnectRetry: 5 * time.Second,
-				BFD: defaultBFD, Families: []Family{IPv4},
+				BFD: defaultBFD, Families: []Family{IPv4}, MaxPrefixes: DefaultMaxPrefixes,
 			}, {
 				Name: "tor-b", Address: netip.MustParseAddr("2001:db8::1"), ASN: 64512, Port: 179,
 				HoldTime: 90 * time.Second, KeepaliveTime: 30 * time.Second, ConnectRetry: 5 * time.Second,
-				BFD: defaultBFD, Families: []Family{IPv6},
+				BFD: defaultBFD, Families: []Family{IPv6}, MaxPrefixes: DefaultMaxPrefixes,
 			}},
 		},
 		OVN:       OVN{Northbound: "unix:/var/run/ovn/ovnnb_db.sock"},
-		Advertise: []AdvertiseRule{{Name: "pods", Kind: KindPodNetwork, Networks: []string{"default"}}},
+		Advertise: []AdvertiseRule{{Name: "pods", Kind: KindPodNetwork, Networks: []Glob{mustGlob(t, "default")}}},
 		Kernel:    Kernel{RouteProtocol: DefaultRouteProtocol},
 		Control:   Control{Socket: "/run/ovnbgp/ovnbgp.sock"},
 		Metrics:   Metrics{Address: "127.0.0.1:9479"},
@@ -57,7 +57,7 @@ func TestDefaults(t *testing.T) {
 func TestExplicitValues(t *testing.T) {
 	c := mustParse(t, edit(t,
 		afterBGP, afterBGP+"  listenPort: -1\n",
-		afterTorA, afterTorA+"      holdTime: 0\n      families: [ipv4]\n",
+		afterTorA, afterTorA+"      maxPrefixes: 0\n      families: [ipv4]\n",
 		afterTorB, afterTorB+"      holdTime: 10s\n      port: 1790\n      bfd: {minTx: 1s}\n",
 	)+"metrics:\n  address: \"\"\nkernel:\n  routeProtocol: 0\n")
 	a, b := c.BGP.Peers[0], c.BGP.Peers[1]
@@ -66,8 +66,8 @@ func TestExplicitValues(t *testing.T) {
 		got, want any
 	}{
 		{"listenPort", c.BGP.ListenPort, -1},
-		{"tor-a holdTime", a.HoldTime, time.Duration(0)},
-		{"tor-a keepaliveTime", a.KeepaliveTime, time.Duration(0)},
+		{"tor-a maxPrefixes 0 = no limit", a.MaxPrefixes, uint32(0)},
+		{"tor-b maxPrefixes default", b.MaxPrefixes, uint32(DefaultMaxPrefixes)},
 		{"tor-a families", a.Families, []Family{IPv4}},
 		{"tor-b holdTime", b.HoldTime, 10 * time.Second},
 		{"tor-b keepaliveTime (holdTime/3 in whole seconds)", b.KeepaliveTime, 3 * time.Second},
@@ -172,13 +172,15 @@ func TestProblems(t *testing.T) {
 		{name: "multihop with ttlSecurity", edits: []string{afterTorA, afterTorA + "      ebgpMultihop: 2\n      ttlSecurity: true\n"},
 			wants: []want{{"bgp.peers[0].ttlSecurity", "FRR rejects", 11}}},
 		{name: "holdTime too short", edits: []string{afterTorA, afterTorA + "      holdTime: 2s\n"},
-			wants: []want{{"bgp.peers[0].holdTime", "0, or 3s..65535s", 10}}},
+			wants: []want{{"bgp.peers[0].holdTime", "out of range (3s..65535s)", 10}}},
 		{name: "holdTime fraction", edits: []string{afterTorA, afterTorA + "      holdTime: 9500ms\n      keepaliveTime: 3s\n"},
 			wants: []want{{"bgp.peers[0].holdTime", "whole number of seconds", 10}}},
 		{name: "keepalive not shorter", edits: []string{afterTorA, afterTorA + "      holdTime: 30s\n      keepaliveTime: 30s\n"},
 			wants: []want{{"bgp.peers[0].keepaliveTime", "shorter than holdTime", 11}}},
-		{name: "keepalive without hold", edits: []string{afterTorA, afterTorA + "      holdTime: 0s\n      keepaliveTime: 10s\n"},
-			wants: []want{{"bgp.peers[0].keepaliveTime", "must be 0 when holdTime is 0", 11}}},
+		{name: "holdTime 0", edits: []string{afterTorA, afterTorA + "      holdTime: 0s\n      keepaliveTime: 0s\n"},
+			wants: []want{{"bgp.peers[0].holdTime", "0 (no keepalives) is not supported: the BGP library would negotiate 90s instead", 10}}},
+		{name: "passive and never listen", edits: []string{afterBGP, afterBGP + "  listenPort: -1\n", afterTorA, afterTorA + "      passive: true\n"},
+			wants: []want{{"bgp.peers[0].passive", "bgp.listenPort is -1 (never listen)", 11}}},
 		{name: "connectRetry too short", edits: []string{afterTorA, afterTorA + "      connectRetry: 500ms\n"},
 			wants: []want{{"bgp.peers[0].connectRetry", "at least 1s", 10}}},
 		{name: "family unknown and twice", edits: []string{afterTorA, afterTorA + "      families: [ipv4, ipv5, ipv4]\n"},
@@ -321,7 +323,7 @@ func TestValidValues(t *testing.T) {
 			afterTorB, "      asn: 4294967294\n",
 		) + "kernel: {routeProtocol: 255}\nmetrics: {address: \":9479\"}\nlog: {level: error, format: console}\n",
 		"localPreference to iBGP only": edit(t, afterPods, afterPods+"    peers: [tor-b]\n    localPreference: 200\n    asPathPrepend: 10\n"+
-			"    communities: [no-advertise, no-export-subconfed, blackhole, graceful-shutdown, accept-own, llgr-stale, no-llgr, no-peer, \"0:0\", \"65535:65535\"]\n"),
+			"    communities: [no-advertise, no-export-subconfed, blackhole, graceful-shutdown, accept-own, no-llgr, no-peer, \"0:0\", \"65535:65535\"]\n"),
 		"globs":            edit(t, afterPods, "    networks: [\"*\", \"udn-?\", \"[a-c]*\"]\n"),
 		"trailing comment": baseDoc + "\n# trailing comment\n",
 	}

@@ -36,10 +36,16 @@ func TestPasswordFile(t *testing.T) {
 		{"crlf", secret + "\r\n", secret},
 		{"no newline", secret, secret},
 		{"inner spaces kept", " a b \n", " a b "},
+		{"group-readable", secret + "\n", secret},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := writeSecret(t, dir, strings.ReplaceAll(tt.name, " ", "-"), tt.content)
+			if tt.name == "group-readable" {
+				if err := os.Chmod(f, 0o640); err != nil {
+					t.Fatal(err)
+				}
+			}
 			c := mustParse(t, withPasswordFile(t, f))
 			if got := c.BGP.Peers[0].Password; got != tt.want {
 				t.Errorf("Password = %q, want %q", got, tt.want)
@@ -55,22 +61,31 @@ func TestPasswordFileProblems(t *testing.T) {
 	dir := t.TempDir()
 	empty := writeSecret(t, dir, "empty", "\n")
 	long := writeSecret(t, dir, "long", strings.Repeat("x", 81))
-	unreadable := writeSecret(t, dir, "unreadable", secret)
-	if err := os.Chmod(unreadable, 0); err != nil {
+	worldReadable := writeSecret(t, dir, "world", secret)
+	if err := os.Chmod(worldReadable, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	groupReadable := writeSecret(t, dir, "group", secret)
+	if err := os.Chmod(groupReadable, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	blank := writeSecret(t, dir, "blank", " \t \n")
+	twoLines := writeSecret(t, dir, "two-lines", secret+"\nsecond\n")
+	crInside := writeSecret(t, dir, "cr-inside", "ab\rcd\n")
 	tests := []struct {
 		name, file string
 		env        map[string]string
 		want       want
-		skipRoot   bool
 	}{
 		{name: "missing", file: filepath.Join(dir, "nope"),
 			want: want{"bgp.peers[0].passwordFile", fmt.Sprintf("cannot read %q: no such file or directory", filepath.Join(dir, "nope")), 10}},
 		{name: "empty", file: empty, want: want{"bgp.peers[0].passwordFile", fmt.Sprintf("%q is empty", empty), 10}},
 		{name: "too long", file: long, want: want{"bgp.peers[0].passwordFile", "81 bytes long; TCP MD5 allows at most 80", 10}},
-		{name: "unreadable", file: unreadable, skipRoot: true,
-			want: want{"bgp.peers[0].passwordFile", "permission denied", 10}},
+		{name: "world-readable", file: worldReadable,
+			want: want{"bgp.peers[0].passwordFile", "is readable by every user (mode 0644): run chmod o-rwx on it", 10}},
+		{name: "whitespace only", file: blank, want: want{"bgp.peers[0].passwordFile", "holds only white space", 10}},
+		{name: "two lines", file: twoLines, want: want{"bgp.peers[0].passwordFile", "holds more than one line", 10}},
+		{name: "carriage return inside", file: crInside, want: want{"bgp.peers[0].passwordFile", "holds more than one line", 10}},
 		{name: "credential without systemd", file: "credential:tor-a",
 			want: want{"bgp.peers[0].passwordFile", "$CREDENTIALS_DIRECTORY is not set", 10}},
 		{name: "credential with a path", file: "credential:../etc/shadow", env: map[string]string{"CREDENTIALS_DIRECTORY": dir},
@@ -80,9 +95,6 @@ func TestPasswordFileProblems(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if tt.skipRoot && os.Geteuid() == 0 {
-				t.Skip("root reads files whatever their mode")
-			}
 			errs := parseErrors(t, withPasswordFile(t, tt.file), fakeHost(tt.env))
 			checkErrors(t, errs, tt.want)
 			if strings.Contains(errs.Error(), secret) {

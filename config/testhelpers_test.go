@@ -67,7 +67,7 @@ func fakeHost(env map[string]string) host {
 			}, nil
 		},
 		getenv:   func(k string) string { return env[k] },
-		readFile: os.ReadFile,
+		readFile: readRegular,
 		stat:     os.Stat,
 	}
 }
@@ -141,6 +141,16 @@ func checkErrors(t *testing.T, errs Errors, wants ...want) {
 			t.Errorf("unexpected problem: %v", e)
 		}
 	}
+}
+
+// mustGlob compiles a glob or fails the test.
+func mustGlob(t *testing.T, s string) Glob {
+	t.Helper()
+	g, err := ParseGlob(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
 }
 
 // typeOf is reflect.TypeFor, short.

@@ -3,6 +3,8 @@ package config
 import (
 	"net/netip"
 	"time"
+
+	"github.com/ovnbgp/ovnbgp/model"
 )
 
 // Config is the whole of /etc/ovnbgp/config.yaml, typed. The YAML keys are
@@ -99,7 +101,8 @@ type Peer struct {
 	// PasswordRedacted is set by Redacted on peers whose Password it
 	// cleared; marshalled output then shows `password: (redacted)`.
 	PasswordRedacted bool `yaml:"-" json:"-"`
-	// HoldTime (default 90s) is 0 (no keepalives) or 3s..65535s.
+	// HoldTime (default 90s) is 3s..65535s. 0 (no keepalives) is refused:
+	// gobgp would silently use 90s instead.
 	HoldTime time.Duration `yaml:"holdTime" json:"holdTime"`
 	// KeepaliveTime defaults to HoldTime/3.
 	KeepaliveTime time.Duration `yaml:"keepaliveTime" json:"keepaliveTime"`
@@ -110,7 +113,7 @@ type Peer struct {
 	// Families default to the address family of Address.
 	Families []Family `yaml:"families" json:"families"`
 	// MaxPrefixes is the per-family session backstop (the session resets
-	// above it); 0 = no limit.
+	// above it); default DefaultMaxPrefixes, 0 = no limit.
 	MaxPrefixes uint32 `yaml:"maxPrefixes" json:"maxPrefixes"`
 }
 
@@ -162,20 +165,22 @@ type AdvertiseRule struct {
 	// Kind is podNetwork (egressIP and loadBalancerIP: not supported yet).
 	Kind AdvertiseKind `yaml:"kind" json:"kind"`
 	// Networks are OVN network name globs ("default" = cluster default).
-	Networks []string `yaml:"networks" json:"networks"`
+	Networks []Glob `yaml:"networks" json:"networks"`
 	// Namespaces are namespace globs (egressIP, loadBalancerIP); empty = all.
-	Namespaces []string `yaml:"namespaces" json:"namespaces"`
-	// Services are "namespace/name" globs (loadBalancerIP); empty = all.
-	Services []string `yaml:"services" json:"services"`
+	Namespaces []Glob `yaml:"namespaces" json:"namespaces"`
+	// Services are "namespace/name" globs (loadBalancerIP), matched against
+	// the whole "namespace/name"; empty = all.
+	Services []Glob `yaml:"services" json:"services"`
 	// LocalEndpointsOnly advertises a service only if a backend runs on
 	// this node (loadBalancerIP).
 	LocalEndpointsOnly bool `yaml:"localEndpointsOnly" json:"localEndpointsOnly"`
 	// Peers are peer names; empty = all peers.
 	Peers []string `yaml:"peers" json:"peers"`
-	// Communities are "ASN:VALUE" (16 bits each) or well-known names.
-	Communities []string `yaml:"communities" json:"communities"`
-	// LargeCommunities are "A:B:C" (32 bits each, RFC 8092).
-	LargeCommunities []string `yaml:"largeCommunities" json:"largeCommunities"`
+	// Communities are "ASN:VALUE" (16 bits each) or well-known names,
+	// parsed (model.ParseCommunity).
+	Communities []model.Community `yaml:"communities" json:"communities"`
+	// LargeCommunities are "A:B:C" (32 bits each, RFC 8092), parsed.
+	LargeCommunities []model.LargeCommunity `yaml:"largeCommunities" json:"largeCommunities"`
 	// LocalPreference is sent to iBGP peers only; 0 = not set.
 	LocalPreference uint32 `yaml:"localPreference" json:"localPreference"`
 	// MED is the multi-exit discriminator; 0 = not set.

@@ -2,16 +2,14 @@ package config
 
 import (
 	"errors"
-	"fmt"
 	"io/fs"
-	"net"
 	"net/netip"
-	"path"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ovnbgp/ovnbgp/model"
 )
 
 // Validate checks the configuration and returns Errors listing every
@@ -143,6 +141,9 @@ func (v *validator) peer(p string, peer *Peer) {
 	if n := peer.Interface; n != "" && (len(n) > 15 || strings.ContainsAny(n, "/ \t\n:")) {
 		v.add(key(p, "interface"), "%q is not a valid interface name (at most 15 characters, no '/', ':' or spaces)", n)
 	}
+	if peer.Passive && v.c.BGP.ListenPort == -1 {
+		v.add(key(p, "passive"), "a passive peer waits for the peer to connect, but bgp.listenPort is -1 (never listen): set bgp.listenPort (e.g. 179) or passive: false")
+	}
 	if peer.EBGPMultihop > 0 && peer.TTLSecurity {
 		v.add(key(p, "ttlSecurity"), "cannot be combined with ebgpMultihop (FRR rejects this combination too): GTSM expects a directly connected peer")
 	}
@@ -176,18 +177,22 @@ func (v *validator) peer(p string, peer *Peer) {
 // timers checks hold, keepalive and connect-retry timers.
 func (v *validator) timers(p string, peer *Peer) {
 	hold, keep := peer.HoldTime, peer.KeepaliveTime
-	holdOK := hold == 0 || (hold >= 3*time.Second && hold <= 65535*time.Second)
-	if !holdOK {
-		v.add(key(p, "holdTime"), "%s is out of range (0, or 3s..65535s)", hold)
-	} else {
+	holdOK := hold >= 3*time.Second && hold <= 65535*time.Second
+	switch {
+	case hold == 0:
+		// RFC 4271 allows 0 (no keepalives, no hold timer), but gobgp
+		// replaces a configured 0 with 90s: refuse it rather than run
+		// something else than what the file says.
+		v.add(key(p, "holdTime"), "0 (no keepalives) is not supported: the BGP library would negotiate 90s instead; use 3s..65535s (a long hold time such as 65535s comes closest)")
+	case !holdOK:
+		v.add(key(p, "holdTime"), "%s is out of range (3s..65535s)", hold)
+	default:
 		v.wholeSeconds(key(p, "holdTime"), hold)
 	}
 	switch {
 	case keep < 0:
 		v.add(key(p, "keepaliveTime"), "%s is negative", keep)
-	case hold == 0 && keep != 0:
-		v.add(key(p, "keepaliveTime"), "must be 0 when holdTime is 0 (no keepalives)")
-	case holdOK && hold > 0 && keep >= hold:
+	case holdOK && keep >= hold:
 		v.add(key(p, "keepaliveTime"), "%s must be shorter than holdTime %s (usually holdTime/3)", keep, hold)
 	default:
 		v.wholeSeconds(key(p, "keepaliveTime"), keep)
@@ -236,30 +241,16 @@ func isName(s string) bool {
 
 func (v *validator) ovn() {
 	o := &v.c.OVN
-	ssl := false
 	if strings.TrimSpace(o.Northbound) == "" {
 		v.add("ovn.northbound", "required (e.g. %s)", DefaultNorthbound)
 	}
-	for ep := range strings.SplitSeq(o.Northbound, ",") {
-		ep = strings.TrimSpace(ep)
-		if ep == "" {
-			continue
-		}
-		proto, rest, _ := strings.Cut(ep, ":")
-		switch proto {
-		case "unix":
-			if rest == "" {
-				v.add("ovn.northbound", "%q: unix: needs a socket path", ep)
-			}
-		case "tcp", "ssl":
-			ssl = ssl || proto == "ssl"
-			if err := checkHostPort(rest, false); err != nil {
-				v.add("ovn.northbound", "%q: %v (write %s:HOST:PORT)", ep, err, proto)
-			}
-		default:
-			v.add("ovn.northbound", "%q is not unix:PATH, tcp:HOST:PORT or ssl:HOST:PORT", ep)
+	eps, errs := parseNorthbound(o.Northbound)
+	if strings.TrimSpace(o.Northbound) != "" {
+		for _, err := range errs {
+			v.add("ovn.northbound", "%v", err)
 		}
 	}
+	ssl := eps.NeedTLS()
 	files := []struct{ key, file string }{
 		{"caFile", o.TLS.CAFile}, {"certFile", o.TLS.CertFile}, {"keyFile", o.TLS.KeyFile},
 	}
@@ -295,17 +286,8 @@ func (v *validator) regularFile(p, file string) {
 // checkHostPort checks "HOST:PORT" (IPv6 hosts in brackets); an empty host
 // is allowed only if emptyHost.
 func checkHostPort(hp string, emptyHost bool) error {
-	h, port, err := net.SplitHostPort(hp)
-	if err != nil {
-		return fmt.Errorf("%q is not HOST:PORT", hp)
-	}
-	if h == "" && !emptyHost {
-		return errors.New("the host is missing")
-	}
-	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-		return fmt.Errorf("port %q is not a number in 1..65535", port)
-	}
-	return nil
+	_, _, err := splitHostPort(hp, emptyHost)
+	return err
 }
 
 func (v *validator) advertise() {
@@ -319,10 +301,11 @@ func (v *validator) advertise() {
 			v.add(key(p, "networks"), `list the networks to advertise, e.g. [default] or ["*"]`)
 		}
 		v.globs(key(p, "networks"), r.Networks)
+		v.globs(key(p, "namespaces"), r.Namespaces)
+		v.globs(key(p, "services"), r.Services)
 		if r.Kind == KindPodNetwork && len(r.Namespaces) > 0 {
 			v.add(key(p, "namespaces"), "only for kind egressIP/loadBalancerIP")
 		}
-		v.globs(key(p, "namespaces"), r.Namespaces)
 		if r.Kind != KindLoadBalancerIP {
 			if len(r.Services) > 0 {
 				v.add(key(p, "services"), "only for kind loadBalancerIP")
@@ -331,23 +314,16 @@ func (v *validator) advertise() {
 				v.add(key(p, "localEndpointsOnly"), "only for kind loadBalancerIP")
 			}
 		}
-		for j, s := range r.Services {
-			ns, name, ok := strings.Cut(s, "/")
+		for j, g := range r.Services {
+			ns, name, ok := strings.Cut(g.String(), "/")
 			if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
-				v.add(index(key(p, "services"), j), "%q is not NAMESPACE/NAME (globs allowed, e.g. \"web/*\")", s)
-				continue
+				v.add(index(key(p, "services"), j), "%q is not NAMESPACE/NAME (globs allowed, e.g. \"web/*\")", g)
 			}
-			v.globs(index(key(p, "services"), j), []string{ns, name})
 		}
 		v.peerNames(key(p, "peers"), r.Peers)
-		for j, cm := range r.Communities {
-			if err := checkCommunity(cm); err != nil {
-				v.add(index(key(p, "communities"), j), "%v", err)
-			}
-		}
-		for j, cm := range r.LargeCommunities {
-			if err := checkLargeCommunity(cm); err != nil {
-				v.add(index(key(p, "largeCommunities"), j), "%v", err)
+		for j, c := range r.Communities {
+			if c == model.CommunityLLGRStale {
+				v.add(index(key(p, "communities"), j), "llgr-stale marks a stale route during long-lived graceful restart (RFC 9494): speakers do not advertise such a route to a peer without that capability, so the prefixes would be withdrawn; remove it")
 			}
 		}
 		if r.LocalPreference != 0 {
@@ -380,15 +356,12 @@ func (v *validator) kind(p string, k AdvertiseKind) {
 	}
 }
 
-// globs checks path.Match patterns.
-func (v *validator) globs(p string, globs []string) {
+// globs checks that each glob was compiled (a Glob built in Go without
+// ParseGlob matches nothing).
+func (v *validator) globs(p string, globs []Glob) {
 	for j, g := range globs {
-		if g == "" {
+		if g.re == nil {
 			v.add(index(p, j), "empty pattern")
-			continue
-		}
-		if _, err := path.Match(g, ""); err != nil {
-			v.add(index(p, j), "%q is not a valid glob: %v", g, err)
 		}
 	}
 }
@@ -415,44 +388,6 @@ func (v *validator) firstEBGP(names []string) (Peer, bool) {
 		}
 	}
 	return Peer{}, false
-}
-
-// isWellKnownCommunity reports whether name is a well-known community name
-// (RFC 1997, 7999, 8326, 7611, 9494).
-func isWellKnownCommunity(name string) bool {
-	switch name {
-	case "no-export", "no-advertise", "no-export-subconfed", "blackhole",
-		"graceful-shutdown", "accept-own", "llgr-stale", "no-llgr", "no-peer":
-		return true
-	}
-	return false
-}
-
-// checkCommunity checks "ASN:VALUE" (16 bits each) or a well-known name.
-func checkCommunity(s string) error {
-	if isWellKnownCommunity(s) {
-		return nil
-	}
-	parts := strings.Split(s, ":")
-	if len(parts) == 2 && isUint(parts[0], 16) && isUint(parts[1], 16) {
-		return nil
-	}
-	return fmt.Errorf("%q is not a community: write ASN:VALUE (0..65535 each, e.g. \"65001:100\") or a well-known name (no-export, no-advertise, no-export-subconfed, blackhole, graceful-shutdown, accept-own, llgr-stale, no-llgr, no-peer)", s)
-}
-
-// checkLargeCommunity checks "A:B:C" (32 bits each).
-func checkLargeCommunity(s string) error {
-	parts := strings.Split(s, ":")
-	if len(parts) == 3 && isUint(parts[0], 32) && isUint(parts[1], 32) && isUint(parts[2], 32) {
-		return nil
-	}
-	return fmt.Errorf("%q is not a large community: write A:B:C (0..4294967295 each, e.g. \"64512:1:100\")", s)
-}
-
-// isUint reports whether s is a decimal unsigned number of at most bits.
-func isUint(s string, bits int) bool {
-	_, err := strconv.ParseUint(s, 10, bits)
-	return err == nil && s != "" && s[0] != '+'
 }
 
 // imports rejects import rules and protected prefixes, which are parsed but

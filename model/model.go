@@ -40,13 +40,16 @@ type Snapshot struct {
 	Networks []Network `json:"networks"`
 }
 
-// PathAttrs are the BGP attributes ovnbgp sets on an advertised prefix.
+// PathAttrs are the BGP attributes ovnbgp sets on an advertised prefix,
+// parsed: config parses the rule's strings once, and the BGP layer sends
+// these values as they are. In JSON, communities read as config writes them
+// ("no-export", "65001:100", "64512:1:2").
 type PathAttrs struct {
-	Communities      []string `json:"communities,omitempty"`
-	LargeCommunities []string `json:"largeCommunities,omitempty"`
-	LocalPreference  uint32   `json:"localPreference,omitempty"`
-	MED              uint32   `json:"med,omitempty"`
-	ASPathPrepend    uint8    `json:"asPathPrepend,omitempty"`
+	Communities      []Community      `json:"communities,omitempty"`
+	LargeCommunities []LargeCommunity `json:"largeCommunities,omitempty"`
+	LocalPreference  uint32           `json:"localPreference,omitempty"`
+	MED              uint32           `json:"med,omitempty"`
+	ASPathPrepend    uint8            `json:"asPathPrepend,omitempty"`
 }
 
 // Advertisement is one prefix sent to one peer. Rule, Network and Source

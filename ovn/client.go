@@ -117,12 +117,13 @@ type Status struct {
 // or TLS files that cannot be read. The client lives until Close or until ctx
 // is done.
 func Dial(ctx context.Context, cfg config.OVN, log *zap.Logger, notify func()) (*Client, error) {
-	eps, needTLS, err := parseEndpoints(cfg.Northbound)
+	parsed, err := cfg.Endpoints()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("ovn.northbound: %w", err)
 	}
+	eps := parsed.Strings()
 	var tc *tls.Config
-	if needTLS {
+	if parsed.NeedTLS() {
 		if tc, err = tlsConfig(cfg.TLS); err != nil {
 			return nil, err
 		}

@@ -302,29 +302,6 @@ func TestBuildCluster(t *testing.T) {
 	}
 }
 
-func TestParseEndpoints(t *testing.T) {
-	good := map[string][]string{
-		"unix:/var/run/ovn/ovnnb_db.sock":                   {"unix:/var/run/ovn/ovnnb_db.sock"},
-		"tcp:127.0.0.1:6641":                                {"tcp:127.0.0.1:6641"},
-		"ssl:10.0.0.1:9641, ssl:10.0.0.2:9641,ssl:[::1]:96": {"ssl:10.0.0.1:9641", "ssl:10.0.0.2:9641", "ssl:[::1]:96"},
-	}
-	for in, want := range good {
-		got, _, err := parseEndpoints(in)
-		if err != nil {
-			t.Errorf("parseEndpoints(%q): %v", in, err)
-			continue
-		}
-		if d := cmp.Diff(want, got); d != "" {
-			t.Errorf("parseEndpoints(%q) (-want +got):\n%s", in, d)
-		}
-	}
-	for _, in := range []string{"", " , ", "/var/run/ovn.sock", "unix:", "tcp:127.0.0.1", "tcp::6641", "http:x:1", "ssl:::1:6641"} {
-		if _, _, err := parseEndpoints(in); err == nil {
-			t.Errorf("parseEndpoints(%q): no error", in)
-		}
-	}
-}
-
 // TestBuildRouterPorts: the lengths and lost families a layer2 switch's
 // router port supplies, and the interconnect routes (issue 5 item 11).
 func TestBuildRouterPorts(t *testing.T) {

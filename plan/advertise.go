@@ -3,7 +3,6 @@ package plan
 import (
 	"cmp"
 	"net/netip"
-	"path"
 	"slices"
 
 	"github.com/ovnbgp/ovnbgp/config"
@@ -63,15 +62,11 @@ func SortAdvertisements(advs []model.Advertisement) {
 	})
 }
 
-// MatchAny reports whether name matches one of the path.Match globs.
-// Malformed globs never match (config validation rejects them).
-func MatchAny(globs []string, name string) bool {
-	for _, g := range globs {
-		if ok, err := path.Match(g, name); err == nil && ok {
-			return true
-		}
-	}
-	return false
+// MatchAny reports whether name matches one of the globs, which config
+// compiled when it loaded the file (config.Glob: "*" matches any run of
+// characters, "/" included, so ["*"] selects every network).
+func MatchAny(globs []config.Glob, name string) bool {
+	return config.MatchAny(globs, name)
 }
 
 // selectPeers returns the configured peers a rule names, in config order;

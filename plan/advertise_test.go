@@ -15,6 +15,19 @@ var cmpAddrs = cmp.Comparer(func(a, b netip.Prefix) bool { return a == b })
 
 func pfx(s string) netip.Prefix { return netip.MustParsePrefix(s) }
 
+// globs compiles patterns as config does when it loads a file.
+func globs(patterns ...string) []config.Glob {
+	out := make([]config.Glob, len(patterns))
+	for i, p := range patterns {
+		g, err := config.ParseGlob(p)
+		if err != nil {
+			panic(err)
+		}
+		out[i] = g
+	}
+	return out
+}
+
 func peer(name, addr string, fams ...config.Family) config.Peer {
 	if len(fams) == 0 {
 		fams = []config.Family{config.IPv4}
@@ -66,7 +79,7 @@ func TestAdvertisements(t *testing.T) {
 		{
 			name:  "default network to all peers, per family",
 			peers: []config.Peer{torA, torB, torV6},
-			rules: []config.AdvertiseRule{{Name: "pods", Kind: config.KindPodNetwork, Networks: []string{"default"}}},
+			rules: []config.AdvertiseRule{{Name: "pods", Kind: config.KindPodNetwork, Networks: globs("default")}},
 			snap:  snapshot(),
 			want: []model.Advertisement{
 				adv("tor-a", "10.128.0.0/23", "pods", "default", srcDef, none),
@@ -78,7 +91,7 @@ func TestAdvertisements(t *testing.T) {
 		{
 			name:  "glob selects UDNs, peer selection",
 			peers: []config.Peer{torA, torB},
-			rules: []config.AdvertiseRule{{Name: "udn", Kind: config.KindPodNetwork, Networks: []string{"cluster_udn_*", "bl?e"}, Peers: []string{"tor-b"}}},
+			rules: []config.AdvertiseRule{{Name: "udn", Kind: config.KindPodNetwork, Networks: globs("cluster_udn_*", "bl?e"), Peers: []string{"tor-b"}}},
 			snap:  snapshot(),
 			want: []model.Advertisement{
 				adv("tor-b", "10.200.0.0/24", "udn", "blue", srcBlue, none),
@@ -89,32 +102,32 @@ func TestAdvertisements(t *testing.T) {
 			name:  "first rule wins for the same peer and prefix",
 			peers: []config.Peer{torA},
 			rules: []config.AdvertiseRule{
-				{Name: "blue-tagged", Kind: config.KindPodNetwork, Networks: []string{"blue"}, Communities: []string{"65001:100"}, MED: 10},
-				{Name: "all", Kind: config.KindPodNetwork, Networks: []string{"*"}, ASPathPrepend: 2},
+				{Name: "blue-tagged", Kind: config.KindPodNetwork, Networks: globs("blue"), Communities: []model.Community{65001<<16 | 100}, MED: 10},
+				{Name: "all", Kind: config.KindPodNetwork, Networks: globs("*"), ASPathPrepend: 2},
 			},
 			snap: snapshot(),
 			want: []model.Advertisement{
 				adv("tor-a", "10.128.0.0/23", "all", "default", srcDef, model.PathAttrs{ASPathPrepend: 2}),
-				adv("tor-a", "10.200.0.0/24", "blue-tagged", "blue", srcBlue, model.PathAttrs{Communities: []string{"65001:100"}, MED: 10}),
+				adv("tor-a", "10.200.0.0/24", "blue-tagged", "blue", srcBlue, model.PathAttrs{Communities: []model.Community{65001<<16 | 100}, MED: 10}),
 				adv("tor-a", "10.250.0.0/16", "all", "cluster_udn_red", srcRed, model.PathAttrs{ASPathPrepend: 2}),
 			},
 		},
 		{
 			name:  "rule naming an unknown peer selects nobody",
 			peers: []config.Peer{torA},
-			rules: []config.AdvertiseRule{{Name: "pods", Kind: config.KindPodNetwork, Networks: []string{"*"}, Peers: []string{"gone"}}},
+			rules: []config.AdvertiseRule{{Name: "pods", Kind: config.KindPodNetwork, Networks: globs("*"), Peers: []string{"gone"}}},
 			snap:  snapshot(),
 		},
 		{
 			name:  "other kinds are not pod networks",
 			peers: []config.Peer{torA},
-			rules: []config.AdvertiseRule{{Name: "eip", Kind: config.KindEgressIP, Networks: []string{"*"}}},
+			rules: []config.AdvertiseRule{{Name: "eip", Kind: config.KindEgressIP, Networks: globs("*")}},
 			snap:  snapshot(),
 		},
 		{
 			name:  "host bits are masked",
 			peers: []config.Peer{torA},
-			rules: []config.AdvertiseRule{{Name: "pods", Kind: config.KindPodNetwork, Networks: []string{"default"}}},
+			rules: []config.AdvertiseRule{{Name: "pods", Kind: config.KindPodNetwork, Networks: globs("default")}},
 			snap: model.Snapshot{Networks: []model.Network{{Name: "default", Subnets: []model.Subnet{
 				{Prefix: pfx("10.128.0.7/23"), Source: "s"}}}}},
 			want: []model.Advertisement{adv("tor-a", "10.128.0.0/23", "pods", "default", "s", none)},
@@ -122,7 +135,7 @@ func TestAdvertisements(t *testing.T) {
 		{
 			name:  "empty snapshot advertises nothing",
 			peers: []config.Peer{torA},
-			rules: []config.AdvertiseRule{{Name: "pods", Kind: config.KindPodNetwork, Networks: []string{"*"}}},
+			rules: []config.AdvertiseRule{{Name: "pods", Kind: config.KindPodNetwork, Networks: globs("*")}},
 		},
 	}
 	for _, tt := range tests {
@@ -140,9 +153,9 @@ func TestDiffAdvertisements(t *testing.T) {
 	a := adv("tor-a", "10.128.0.0/23", "pods", "default", "s", model.PathAttrs{})
 	b := adv("tor-a", "10.200.0.0/24", "pods", "blue", "s", model.PathAttrs{})
 	bTagged := b
-	bTagged.Attrs = model.PathAttrs{Communities: []string{"65001:1", "65001:2"}}
+	bTagged.Attrs = model.PathAttrs{Communities: []model.Community{65001<<16 | 1, 65001<<16 | 2}}
 	bTaggedReordered := b
-	bTaggedReordered.Attrs = model.PathAttrs{Communities: []string{"65001:2", "65001:1"}}
+	bTaggedReordered.Attrs = model.PathAttrs{Communities: []model.Community{65001<<16 | 2, 65001<<16 | 1}}
 	bOtherRule := b
 	bOtherRule.Rule = "other"
 	c := adv("tor-b", "10.128.0.0/23", "pods", "default", "s", model.PathAttrs{})
@@ -173,5 +186,42 @@ func TestDiffAdvertisements(t *testing.T) {
 				t.Errorf("Empty() = %v", got.Empty())
 			}
 		})
+	}
+}
+
+// TestMatchAnyEveryName: ["*"] selects every network, whatever its name
+// holds ("/", ".", "_"), and other globs match across "/" too.
+func TestMatchAnyEveryName(t *testing.T) {
+	names := []string{"default", "ns1_udn", "cluster_udn_blue", "ns/name", "a.b.c", "x/y/z", "with space"}
+	for _, n := range names {
+		if !MatchAny(globs("*"), n) {
+			t.Errorf(`["*"] does not match %q`, n)
+		}
+	}
+	tests := []struct {
+		glob string
+		name string
+		want bool
+	}{
+		{"ns/*", "ns/name", true},
+		{"*/name", "ns/name", true},
+		{"*.c", "a.b.c", true},
+		{"a.?.c", "a.b.c", true},
+		{"a.?.c", "a/b.c", false},
+		{"cluster_udn_*", "cluster_udn_a/b", true},
+		{"ns1_*", "ns2_udn", false},
+		{"?", "/", true},
+	}
+	for _, tt := range tests {
+		if got := MatchAny(globs(tt.glob), tt.name); got != tt.want {
+			t.Errorf("MatchAny(%q, %q) = %v, want %v", tt.glob, tt.name, got, tt.want)
+		}
+	}
+	// Advertisements: a network named with "/" is selected by ["*"].
+	cfg := &config.Config{BGP: config.BGP{Peers: []config.Peer{peer("tor-a", "192.0.2.1")}},
+		Advertise: []config.AdvertiseRule{{Name: "all", Kind: config.KindPodNetwork, Networks: globs("*")}}}
+	snap := model.Snapshot{Networks: []model.Network{{Name: "ns/name", Subnets: []model.Subnet{{Prefix: pfx("10.9.0.0/24")}}}}}
+	if got := Advertisements(cfg, snap); len(got) != 1 || got[0].Network != "ns/name" {
+		t.Errorf(`networks: ["*"] with a network "ns/name": %+v, want it advertised`, got)
 	}
 }

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"cmp"
 	"slices"
 
 	"github.com/ovnbgp/ovnbgp/model"
@@ -53,12 +54,19 @@ func DiffAdvertisements(desired, current []model.Advertisement) AdvertDiff {
 func SameAttrs(a, b model.PathAttrs) bool {
 	return a.LocalPreference == b.LocalPreference && a.MED == b.MED &&
 		a.ASPathPrepend == b.ASPathPrepend &&
-		sameSet(a.Communities, b.Communities) && sameSet(a.LargeCommunities, b.LargeCommunities)
+		sameSet(a.Communities, b.Communities) && sameLarge(a.LargeCommunities, b.LargeCommunities)
 }
 
-func sameSet(a, b []string) bool {
+func sameSet[T cmp.Ordered](a, b []T) bool {
 	x, y := slices.Clone(a), slices.Clone(b)
 	slices.Sort(x)
 	slices.Sort(y)
+	return slices.Equal(slices.Compact(x), slices.Compact(y))
+}
+
+func sameLarge(a, b []model.LargeCommunity) bool {
+	x, y := slices.Clone(a), slices.Clone(b)
+	slices.SortFunc(x, model.LargeCommunity.Compare)
+	slices.SortFunc(y, model.LargeCommunity.Compare)
 	return slices.Equal(slices.Compact(x), slices.Compact(y))
 }
