@@ -120,6 +120,9 @@ func (s *Speaker) SetPeers(ctx context.Context, peers []config.Peer) error {
 			s.log.Info("peer added", zap.String("peer", name), zap.Stringer("address", p.Address), zap.Uint32("asn", p.ASN))
 		}
 	}
+	if err := s.listenFor(); err != nil {
+		errs = append(errs, err)
+	}
 	s.peerErrs = peerErrs
 
 	// Advertisements follow the peers: drop those of peers that are gone
@@ -135,6 +138,23 @@ func (s *Speaker) SetPeers(ctx context.Context, peers []config.Peer) error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// listenFor tells the listener which peers it may accept, with their TCP
+// MD5 keys and GTSM settings; the caller holds mu.
+func (s *Speaker) listenFor() error {
+	if s.ln == nil {
+		return nil
+	}
+	lp := make(map[netip.Addr]listenPeer, len(s.peers))
+	for _, p := range s.peers {
+		x := listenPeer{name: p.Name, password: p.Password}
+		if p.TTLSecurity {
+			x.minTTL = 256 - max(int(p.EBGPMultihop), 1)
+		}
+		lp[p.Address] = x
+	}
+	return s.ln.setPeers(lp)
 }
 
 func (s *Speaker) addPeer(ctx context.Context, p config.Peer) error {

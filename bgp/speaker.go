@@ -38,6 +38,10 @@ type Speaker struct {
 	// gobgpLevel is the level gobgp's own slog records must reach.
 	gobgpLevel  *slog.LevelVar
 	cancelWatch context.CancelFunc
+	// ln is ovnbgp's BGP listener (nil with listenPort -1); it sends the
+	// connections that start with an OPEN to gobgp through handoff.
+	ln      *listener
+	handoff chan net.Conn
 	// prefixHold is how long a session torn down by maxPrefixes stays
 	// down before ovnbgp re-enables it (FRR's "maximum-prefix N restart").
 	prefixHold time.Duration
@@ -102,6 +106,12 @@ func New(ctx context.Context, global config.BGP, log *zap.Logger, notify func())
 	gl := log.Named("gobgp")
 	h := levelHandler{Handler: zapslog.NewHandler(gl.Core(), zapslog.WithName(gl.Name())), level: lvl}
 	srv := server.NewBgpServer(server.LoggerOption(slog.New(h), lvl))
+	// gobgp never listens itself: ovnbgp's listener hands it the
+	// connections (see listener.go).
+	handoff := make(chan net.Conn, 32)
+	if err := handoffTo(srv, handoff); err != nil {
+		return nil, fmt.Errorf("start bgp: %w", err)
+	}
 	go srv.Serve()
 
 	s := &Speaker{
@@ -110,6 +120,7 @@ func New(ctx context.Context, global config.BGP, log *zap.Logger, notify func())
 		log:        log,
 		notify:     notify,
 		gobgpLevel: lvl,
+		handoff:    handoff,
 		peers:      map[string]config.Peer{},
 		peerErrs:   map[string]string{},
 		adv:        newAdvState(),
@@ -134,18 +145,22 @@ func New(ctx context.Context, global config.BGP, log *zap.Logger, notify func())
 // start configures the global speaker, the default-deny policies and the
 // event watch.
 func (s *Speaker) start(ctx context.Context) error {
+	port := listenPort(s.global.ListenPort)
 	g := &api.Global{
-		Asn:        s.global.ASN,
-		RouterId:   s.global.RouterID.String(),
-		ListenPort: int32(listenPort(s.global.ListenPort)),
-	}
-	if g.ListenPort > 0 && !ipv6Available() {
-		// gobgp listens on 0.0.0.0 and :: by default; the latter fails on
-		// hosts booted with ipv6.disable=1.
-		g.ListenAddresses = []string{"0.0.0.0"}
+		Asn:      s.global.ASN,
+		RouterId: s.global.RouterID.String(),
+		// ovnbgp listens, not gobgp (see listener.go).
+		ListenPort: -1,
 	}
 	if err := s.bgp.StartBgp(ctx, &api.StartBgpRequest{Global: g}); err != nil {
-		return fmt.Errorf("start bgp (asn %d, router id %v, port %d): %w", s.global.ASN, s.global.RouterID, g.ListenPort, err)
+		return fmt.Errorf("start bgp (asn %d, router id %v): %w", s.global.ASN, s.global.RouterID, err)
+	}
+	if port > 0 {
+		ln, err := newListener(s.log, port, s.handoff)
+		if err != nil {
+			return fmt.Errorf("start bgp: %w", err)
+		}
+		s.ln = ln
 	}
 	// RFC 8212: nothing a peer sends enters the Loc-RIB, so nothing learned
 	// is ever re-advertised; ovnbgp imports from the Adj-RIB-In itself.
@@ -219,6 +234,9 @@ func (s *Speaker) Stop(ctx context.Context, graceful bool) error {
 // shutdown stops gobgp; the caller holds mu or owns s exclusively.
 func (s *Speaker) shutdown(ctx context.Context, graceful bool) error {
 	s.stopped = true
+	if s.ln != nil {
+		s.ln.close()
+	}
 	var err error
 	if e := s.bgp.StopBgp(ctx, &api.StopBgpRequest{AllowGracefulRestart: graceful}); e != nil {
 		err = fmt.Errorf("stop bgp: %w", e)
