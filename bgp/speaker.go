@@ -12,6 +12,7 @@ import (
 
 	"github.com/osrg/gobgp/v4/api"
 	"github.com/osrg/gobgp/v4/pkg/apiutil"
+	bgppkt "github.com/osrg/gobgp/v4/pkg/packet/bgp"
 	"github.com/osrg/gobgp/v4/pkg/server"
 	"go.uber.org/zap"
 	"go.uber.org/zap/exp/zapslog"
@@ -67,6 +68,13 @@ type Speaker struct {
 type session struct {
 	since     time.Time
 	lastError string
+	// lastErrorAt is when lastError happened.
+	lastErrorAt time.Time
+	// notif describes the last NOTIFICATION sent or received, at notifAt.
+	notif   string
+	notifAt time.Time
+	// families are those negotiated with the peer, while Established.
+	families map[config.Family]bool
 	// down is when the session was last seen leave Established, or first
 	// seen without it; zero while Established.
 	down time.Time
@@ -80,8 +88,8 @@ type session struct {
 // by Peers and retried by the next SetPeers.
 //
 // log receives ovnbgp's messages; gobgp's own slog records go to
-// log.Named("gobgp"), from Warn up, or from Info up when log is enabled at
-// Debug. notify is called whenever a peer changes state or a peer's
+// log.Named("gobgp"), from Warn up, or from Info up while log is enabled at
+// Debug (checked at each record: an AtomicLevel change applies at once). notify is called whenever a peer changes state or a peer's
 // Adj-RIB-In changes, possibly often and from gobgp's event goroutine: it
 // must not block.
 func New(ctx context.Context, global config.BGP, log *zap.Logger, notify func()) (*Speaker, error) {
@@ -98,13 +106,14 @@ func New(ctx context.Context, global config.BGP, log *zap.Logger, notify func())
 		return nil, fmt.Errorf("start bgp: router id %v is not an IPv4 address", global.RouterID)
 	}
 
+	// gobgp's own floor; the live level comes from log's core (see
+	// gobgpHandler).
 	lvl := new(slog.LevelVar)
-	lvl.Set(slog.LevelWarn)
-	if log.Core().Enabled(zap.DebugLevel) {
-		lvl.Set(slog.LevelInfo)
-	}
+	lvl.Set(slog.LevelInfo)
 	gl := log.Named("gobgp")
-	h := levelHandler{Handler: zapslog.NewHandler(gl.Core(), zapslog.WithName(gl.Name())), level: lvl}
+	s := &Speaker{}
+	h := gobgpHandler{inner: zapslog.NewHandler(gl.Core(), zapslog.WithName(gl.Name())), core: gl.Core(), floor: lvl,
+		tap: s.onNotification}
 	srv := server.NewBgpServer(server.LoggerOption(slog.New(h), lvl))
 	// gobgp never listens itself: ovnbgp's listener hands it the
 	// connections (see listener.go).
@@ -114,7 +123,7 @@ func New(ctx context.Context, global config.BGP, log *zap.Logger, notify func())
 	}
 	go srv.Serve()
 
-	s := &Speaker{
+	*s = Speaker{
 		bgp:        srv,
 		global:     global,
 		log:        log,
@@ -288,15 +297,28 @@ func (s *Speaker) onPeerEvent(ev *apiutil.WatchEventMessage_PeerEvent, ts time.T
 		ss = &session{}
 		s.sessions[addr] = ss
 	}
+	if reason != "" && !ss.notifAt.IsZero() && !ss.notifAt.Before(ss.since) {
+		// gobgp's reason ("invalid-msg", "bad-peer-as") says less than
+		// the NOTIFICATION behind it.
+		reason = ss.notif
+	} else if reason == "invalid-msg" {
+		// gobgp logs no NOTIFICATION it receives before Established.
+		reason = "invalid-msg: the session failed during the OPEN exchange; gobgp does not report a NOTIFICATION received in OpenSent or OpenConfirm: the peer's log says why it refused the session (a wrong ASN, router ID or capability)"
+	}
 	ss.since = ts
 	if reason != "" {
 		ss.lastError = reason
+		ss.lastErrorAt = ts
 	}
 	switch {
 	case state == model.StateEstablished:
 		ss.down = time.Time{}
+		ss.families = negotiated(ev.Peer.State.RemoteCap)
 	case ss.down.IsZero():
 		ss.down = ts
+		ss.families = nil
+	default:
+		ss.families = nil
 	}
 	if tripped && ss.reenable == nil {
 		// gobgp sent Cease/Maximum Number of Prefixes Reached and keeps
@@ -305,6 +327,7 @@ func (s *Speaker) onPeerEvent(ev *apiutil.WatchEventMessage_PeerEvent, ts time.T
 		// good.
 		reason = fmt.Sprintf("the peer sent more prefixes than maxPrefixes allows: session reset (Cease); ovnbgp re-enables it in %s", s.prefixHold)
 		ss.lastError = reason
+		ss.lastErrorAt = ts
 		ss.reenable = time.AfterFunc(s.prefixHold, func() { s.reenablePeer(addr) })
 	}
 	s.st.Unlock()
@@ -319,6 +342,53 @@ func (s *Speaker) onPeerEvent(ev *apiutil.WatchEventMessage_PeerEvent, ts time.T
 		s.log.Debug("peer state changed", fields...)
 	}
 	s.notify()
+}
+
+// onNotification records a NOTIFICATION gobgp sent to or received from
+// the peer at addr (from gobgp's log records, see gobgpHandler).
+func (s *Speaker) onNotification(addr string, sent bool, code, subcode uint8, communication string) {
+	a, err := netip.ParseAddr(addr)
+	if err != nil {
+		return
+	}
+	a = a.Unmap()
+	now := time.Now()
+	text := notificationText(sent, code, subcode, communication)
+	s.st.Lock()
+	defer s.st.Unlock()
+	if s.sessions == nil {
+		return
+	}
+	ss := s.sessions[a]
+	if ss == nil {
+		return
+	}
+	ss.notif, ss.notifAt = text, now
+	ss.lastError, ss.lastErrorAt = text, now
+}
+
+// negotiated are the families both sides offered (RFC 4760: no
+// multiprotocol capability at all means IPv4 unicast).
+func negotiated(remote []bgppkt.ParameterCapabilityInterface) map[config.Family]bool {
+	out := map[config.Family]bool{}
+	mp := false
+	for _, c := range remote {
+		m, ok := c.(*bgppkt.CapMultiProtocol)
+		if !ok {
+			continue
+		}
+		mp = true
+		switch m.CapValue {
+		case bgppkt.RF_IPv4_UC:
+			out[config.IPv4] = true
+		case bgppkt.RF_IPv6_UC:
+			out[config.IPv6] = true
+		}
+	}
+	if !mp {
+		out[config.IPv4] = true
+	}
+	return out
 }
 
 // defaultPrefixHold is how long maxPrefixes keeps a session down.
@@ -345,25 +415,6 @@ func (s *Speaker) reenablePeer(addr netip.Addr) {
 		return
 	}
 	s.log.Info("peer re-enabled after its prefix limit", zap.String("peer", name), zap.Stringer("address", addr))
-}
-
-// levelHandler drops records below level before they reach the zap core,
-// so that gobgp's SetLogLevel and our own quiet default both work.
-type levelHandler struct {
-	slog.Handler
-	level *slog.LevelVar
-}
-
-func (h levelHandler) Enabled(ctx context.Context, l slog.Level) bool {
-	return l >= h.level.Level() && h.Handler.Enabled(ctx, l)
-}
-
-func (h levelHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return levelHandler{Handler: h.Handler.WithAttrs(attrs), level: h.level}
-}
-
-func (h levelHandler) WithGroup(name string) slog.Handler {
-	return levelHandler{Handler: h.Handler.WithGroup(name), level: h.level}
 }
 
 // listenPort maps the config's port to gobgp's: -1 never listens, 0 is

@@ -89,6 +89,9 @@ type FamilyCounts struct {
 	Received   int    `json:"received"`
 	Accepted   int    `json:"accepted"`
 	Advertised int    `json:"advertised"`
+	// Negotiated is true while the session is Established with this
+	// family negotiated: only then is anything of it sent.
+	Negotiated bool `json:"negotiated"`
 }
 
 // PeerStatus is the live state of one configured peer.
@@ -101,8 +104,15 @@ type PeerStatus struct {
 	RouterID     netip.Addr     `json:"routerID,omitzero"`
 	LocalAddress netip.Addr     `json:"localAddress,omitzero"`
 	Families     []FamilyCounts `json:"families"`
-	// LastError is the last NOTIFICATION or transport error, "" if none.
+	// LastError is the last NOTIFICATION (code/subcode and name, sent or
+	// received) or transport error, "" if none, or, while Established,
+	// the families the peer did not negotiate. It is kept after the
+	// session recovers: it is in the past when State is established and
+	// LastErrorAt is before Since.
 	LastError string `json:"lastError,omitempty"`
+	// LastErrorAt is when LastError happened (for "no session for …"
+	// errors, since when).
+	LastErrorAt time.Time `json:"lastErrorAt,omitzero"`
 }
 
 // LearnedPath is a path a peer sent us (its Adj-RIB-In), before import policy.
