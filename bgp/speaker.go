@@ -66,6 +66,8 @@ type Speaker struct {
 
 // session is what gobgp's peer events tell us and ListPeer does not.
 type session struct {
+	// state is the last state gobgp reported.
+	state     model.SessionState
 	since     time.Time
 	lastError string
 	// lastErrorAt is when lastError happened.
@@ -306,6 +308,7 @@ func (s *Speaker) onPeerEvent(ev *apiutil.WatchEventMessage_PeerEvent, ts time.T
 		reason = "invalid-msg: the session failed during the OPEN exchange; gobgp does not report a NOTIFICATION received in OpenSent or OpenConfirm: the peer's log says why it refused the session (a wrong ASN, router ID or capability)"
 	}
 	ss.since = ts
+	ss.state = state
 	if reason != "" {
 		ss.lastError = reason
 		ss.lastErrorAt = ts
