@@ -31,6 +31,7 @@ type groupID struct {
 type group struct {
 	name     string
 	attrs    model.PathAttrs
+	norm     normAttrs
 	prefixes map[netip.Prefix]struct{}
 }
 
@@ -51,6 +52,16 @@ type advState struct {
 	// lists those peers, retried on the next Set.
 	unsynced map[model.Key]bool
 	resets   map[string]bool
+	// failed are the advertisements of the last Set that could not be
+	// applied as asked, with why: a new one is not sent, a changed one
+	// keeps its last good attributes.
+	failed map[model.Key]failure
+}
+
+// failure is an advertisement that could not be applied.
+type failure struct {
+	adv model.Advertisement
+	err string
 }
 
 func newAdvState() advState {
@@ -62,6 +73,7 @@ func newAdvState() advState {
 		nbr:      map[string]netip.Addr{},
 		unsynced: map[model.Key]bool{},
 		resets:   map[string]bool{},
+		failed:   map[model.Key]failure{},
 	}
 }
 
@@ -85,7 +97,10 @@ func (s *Speaker) Set(ctx context.Context, advs []model.Advertisement) error {
 // Advertised returns the advertisements in effect, sorted by peer and
 // prefix: those whose prefix is in the RIB, whose peer's export policy
 // selects it with the given attributes, and whose peer has re-evaluated its
-// export policy since.
+// export policy since. Each says whether it is really on the wire (State
+// and Reason: "sent" only while the session is Established with the
+// prefix's family negotiated), and Problem says when the last Set asked
+// for attributes that could not be applied (these are the last good ones).
 func (s *Speaker) Advertised() []model.Advertisement {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -106,11 +121,81 @@ func (s *Speaker) Advertised() []model.Advertisement {
 		}
 	}
 	out := make([]model.Advertisement, 0, len(inEffect))
-	for _, adv := range inEffect {
+	for k, adv := range inEffect {
+		adv.State, adv.Reason = s.sendState(k)
+		if f, ok := a.failed[k]; ok {
+			adv.Problem = "the last change was not applied (" + f.err + "); these are the last good attributes"
+		}
 		out = append(out, adv)
 	}
 	sort.Slice(out, func(i, j int) bool { return lessKey(out[i].Key(), out[j].Key()) })
 	return out
+}
+
+// NotApplied returns the advertisements of the last Set (or SetPeers)
+// that could not be applied as asked, sorted, each with Problem saying why
+// and State "not applied". One that was in effect before keeps its last
+// good attributes (Advertised lists those); a new one is not sent.
+func (s *Speaker) NotApplied() []model.Advertisement {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]model.Advertisement, 0, len(s.adv.failed))
+	for k, f := range s.adv.failed {
+		adv := f.adv
+		adv.State = model.AdvNotApplied
+		adv.Reason = ""
+		adv.Problem = f.err
+		if _, kept := s.adv.member[k]; kept {
+			adv.Problem += "; the last good attributes stay in effect"
+		} else {
+			adv.Problem += "; not sent"
+		}
+		out = append(out, adv)
+	}
+	sort.Slice(out, func(i, j int) bool { return lessKey(out[i].Key(), out[j].Key()) })
+	return out
+}
+
+// sendState tells whether an advertisement in effect is on the wire; the
+// caller holds mu.
+func (s *Speaker) sendState(k model.Key) (model.AdvState, string) {
+	p, ok := s.peers[k.Peer]
+	if !ok {
+		return model.AdvPending, "peer is not configured"
+	}
+	fam := config.IPv4
+	if k.Prefix.Addr().Is6() {
+		fam = config.IPv6
+	}
+	s.st.Lock()
+	defer s.st.Unlock()
+	ss := s.sessions[p.Address]
+	switch {
+	case ss == nil || ss.state != model.StateEstablished:
+		state := model.StateIdle
+		if ss != nil && ss.state != "" {
+			state = ss.state
+		}
+		return model.AdvPending, "session " + string(state)
+	case !ss.families[fam]:
+		return model.AdvNotSent, fmt.Sprintf("family %s not negotiated with the peer", fam)
+	}
+	return model.AdvSent, ""
+}
+
+// lastGood is the advertisement in effect for k, as a wanted item, if its
+// peer and family are still configured; the caller holds mu.
+func (s *Speaker) lastGood(k model.Key) (wanted, bool) {
+	gid, ok := s.adv.member[k]
+	if !ok {
+		return wanted{}, false
+	}
+	g := s.adv.groups[gid]
+	p, ok := s.peers[k.Peer]
+	if g == nil || !ok || !slices.Contains(p.Families, gid.family) {
+		return wanted{}, false
+	}
+	return wanted{adv: s.adv.advs[k], gid: gid, attrs: g.norm}, true
 }
 
 // wanted is a validated advertisement.
@@ -129,8 +214,16 @@ type wanted struct {
 func (s *Speaker) reconcile(ctx context.Context, want []model.Advertisement) error {
 	a := &s.adv
 	var errs []error
+	asked := make(map[model.Key]model.Advertisement, len(want))
+	for _, adv := range want {
+		if _, ok := asked[adv.Key()]; !ok {
+			asked[adv.Key()] = adv
+		}
+	}
+	a.failed = map[model.Key]failure{}
 	fail := func(k model.Key, err error) {
 		errs = append(errs, fmt.Errorf("advertise %v to peer %q: %w", k.Prefix, k.Peer, err))
+		a.failed[k] = failure{adv: asked[k], err: err.Error()}
 	}
 
 	desired := make(map[model.Key]wanted, len(want))
@@ -139,6 +232,11 @@ func (s *Speaker) reconcile(ctx context.Context, want []model.Advertisement) err
 		w, err := s.validate(adv)
 		if err != nil {
 			fail(k, err)
+			if old, ok := s.lastGood(k); ok {
+				// Bad input changes nothing that was working: the last
+				// good attributes stay, nothing is withdrawn.
+				desired[k] = old
+			}
 			continue
 		}
 		if prev, dup := desired[k]; dup {
@@ -175,6 +273,13 @@ func (s *Speaker) reconcile(ctx context.Context, want []model.Advertisement) err
 		badPeer[k.Peer] = err != nil
 		if err != nil {
 			errs = append(errs, err)
+		}
+	}
+	for _, k := range keys {
+		if badPeer[k.Peer] {
+			if _, ok := a.failed[k]; !ok {
+				a.failed[k] = failure{adv: asked[k], err: "the peer's neighbor set could not be set up in gobgp"}
+			}
 		}
 	}
 
@@ -462,7 +567,7 @@ func (s *Speaker) addToGroup(ctx context.Context, gid groupID, n normAttrs, pref
 		}
 		return fmt.Errorf("add export statement %s: %w", name, err)
 	}
-	g = &group{name: name, attrs: n.attrs(), prefixes: make(map[netip.Prefix]struct{}, len(prefixes))}
+	g = &group{name: name, attrs: n.attrs(), norm: n, prefixes: make(map[netip.Prefix]struct{}, len(prefixes))}
 	for _, p := range prefixes {
 		g.prefixes[p] = struct{}{}
 	}

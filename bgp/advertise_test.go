@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -62,7 +63,7 @@ func TestAdvertiseAttributes(t *testing.T) {
 		t.Errorf("%v: med %d communities %v, want 7 [65001:600]", v6.Prefix, p6.MED, p6.Communities)
 	}
 
-	if diff := cmp.Diff([]model.Advertisement{v4, v6}, node.Advertised(), cmpOpts); diff != "" {
+	if diff := cmp.Diff(sent(v4, v6), node.Advertised(), cmpOpts); diff != "" {
 		t.Errorf("Advertised() (-want +got):\n%s", diff)
 	}
 
@@ -136,7 +137,7 @@ func TestPerPeerSelection(t *testing.T) {
 	set(t, node, ya, yb, xb)
 	waitLearned(t, provA, "node", y)
 	waitLearned(t, provB, "node", x, y)
-	if diff := cmp.Diff([]model.Advertisement{ya, xb, yb}, node.Advertised(), cmpOpts); diff != "" {
+	if diff := cmp.Diff(sent(ya, xb, yb), node.Advertised(), cmpOpts); diff != "" {
 		t.Errorf("Advertised() after the move (-want +got):\n%s", diff)
 	}
 
@@ -198,8 +199,18 @@ func TestSetErrors(t *testing.T) {
 		t.Fatal("Set with bad items returned no error")
 	}
 	t.Logf("Set errors: %v", err)
-	if diff := cmp.Diff([]model.Advertisement{good}, node.Advertised(), cmpOpts); diff != "" {
+	if diff := cmp.Diff([]model.Advertisement{good}, bare(node.Advertised()), cmpOpts); diff != "" {
 		t.Errorf("Advertised() (-want +got):\n%s", diff)
+	}
+	// Every bad item is reported, none is sent.
+	na := node.NotApplied()
+	if len(na) != 5 {
+		t.Errorf("NotApplied() = %d items, want 5: %+v", len(na), na)
+	}
+	for _, a := range na {
+		if a.State != model.AdvNotApplied || !strings.Contains(a.Problem, "not sent") {
+			t.Errorf("NotApplied item %v to %s: state %q problem %q", a.Prefix, a.Peer, a.State, a.Problem)
+		}
 	}
 	waitEstablished(t, node, "tor")
 	waitLearned(t, prov, "node", good.Prefix)

@@ -62,6 +62,24 @@
 // NOTIFICATION to peers that negotiated graceful restart, which then keep
 // our routes stale for the restart time.
 //
+// # The listener
+//
+// gobgp never listens (ListenPort -1): listener.go accepts on listenPort,
+// survives accept errors such as EMFILE (gobgp's accept loop ends for good
+// on the first one), closes connections from addresses that are not peers,
+// and hands a peer's connection to gobgp (through gobgp's unexported
+// acceptCh, set by reflection before Serve) only once it starts with an
+// OPEN header, so that a silent connection cannot hold the peer in
+// OpenSent for gobgp's 240 s. It sets TCP MD5 keys and TTLs as gobgp did.
+//
+// # What is reported
+//
+// Advertised marks each advertisement in effect sent, pending (session
+// down) or not sent (family not negotiated); an item Set could not apply
+// keeps its last good state and is listed by NotApplied. Peers' lastError
+// names NOTIFICATIONs (taken from gobgp's log records: its events carry
+// only "invalid-msg") with their time.
+//
 // # gobgp v4.8.0 behaviour worth knowing
 //
 //   - The first dial comes about 2 s after AddPeer (connect-retry has a

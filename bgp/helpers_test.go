@@ -274,3 +274,24 @@ func adv(peer, prefix string, attrs model.PathAttrs) model.Advertisement {
 var cmpOpts = cmpopts.EquateComparable(netip.Prefix{}, netip.Addr{})
 
 func pfx(s string) netip.Prefix { return netip.MustParsePrefix(s) }
+
+// sent is advs as Advertised reports them on an Established session with
+// every family negotiated.
+func sent(advs ...model.Advertisement) []model.Advertisement {
+	out := make([]model.Advertisement, len(advs))
+	for i, a := range advs {
+		a.State = model.AdvSent
+		out[i] = a
+	}
+	return out
+}
+
+// bare strips what Advertised adds, for comparing with Set's input.
+func bare(advs []model.Advertisement) []model.Advertisement {
+	out := make([]model.Advertisement, len(advs))
+	for i, a := range advs {
+		a.State, a.Reason, a.Problem = "", "", ""
+		out[i] = a
+	}
+	return out
+}

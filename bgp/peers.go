@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/osrg/gobgp/v4/api"
@@ -120,6 +121,9 @@ func (s *Speaker) SetPeers(ctx context.Context, peers []config.Peer) error {
 			s.log.Info("peer added", zap.String("peer", name), zap.Stringer("address", p.Address), zap.Uint32("asn", p.ASN))
 		}
 	}
+	if err := s.listenFor(); err != nil {
+		errs = append(errs, err)
+	}
 	s.peerErrs = peerErrs
 
 	// Advertisements follow the peers: drop those of peers that are gone
@@ -135,6 +139,23 @@ func (s *Speaker) SetPeers(ctx context.Context, peers []config.Peer) error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// listenFor tells the listener which peers it may accept, with their TCP
+// MD5 keys and GTSM settings; the caller holds mu.
+func (s *Speaker) listenFor() error {
+	if s.ln == nil {
+		return nil
+	}
+	lp := make(map[netip.Addr]listenPeer, len(s.peers))
+	for _, p := range s.peers {
+		x := listenPeer{name: p.Name, password: p.Password}
+		if p.TTLSecurity {
+			x.minTTL = 256 - max(int(p.EBGPMultihop), 1)
+		}
+		lp[p.Address] = x
+	}
+	return s.ln.setPeers(lp)
 }
 
 func (s *Speaker) addPeer(ctx context.Context, p config.Peer) error {
@@ -384,14 +405,33 @@ func (s *Speaker) peerStatus(c config.Peer, p *api.Peer) model.PeerStatus {
 	}
 	timers := p.GetTimers().GetState()
 	s.st.Lock()
+	var fams map[config.Family]bool
 	if ss := s.sessions[c.Address]; ss != nil {
 		ps.Since = ss.since
-		ps.LastError = ss.lastError
+		ps.LastError, ps.LastErrorAt = ss.lastError, ss.lastErrorAt
 		if ps.State != model.StateEstablished && ps.LastError == "" {
-			ps.LastError = silentFailure(c, ss.down, time.Now())
+			if ps.LastError = silentFailure(c, ss.down, time.Now()); ps.LastError != "" {
+				ps.LastErrorAt = ss.down
+			}
+		}
+		if ps.State == model.StateEstablished {
+			fams = ss.families
 		}
 	}
 	s.st.Unlock()
+	if ps.State == model.StateEstablished && fams != nil {
+		var missing []string
+		for _, f := range c.Families {
+			if !fams[f] {
+				missing = append(missing, string(f))
+			}
+		}
+		if len(missing) > 0 {
+			ps.LastError = fmt.Sprintf("family %s not negotiated: the peer did not offer it, so nothing of it is sent or received; enable it on the peer or remove it from families",
+				strings.Join(missing, ", "))
+			ps.LastErrorAt = ps.Since
+		}
+	}
 	if ps.State == model.StateEstablished && timers.GetUptime() != nil && timers.GetUptime().GetSeconds() > 0 {
 		// gobgp's uptime is to the second; keep the event's finer time
 		// when both agree.
@@ -400,7 +440,7 @@ func (s *Speaker) peerStatus(c config.Peer, p *api.Peer) model.PeerStatus {
 		}
 	}
 	for _, f := range c.Families {
-		fc := model.FamilyCounts{Family: string(f)}
+		fc := model.FamilyCounts{Family: string(f), Negotiated: fams[f]}
 		want := apiFamily(f)
 		for _, as := range p.GetAfiSafis() {
 			fam := as.GetState().GetFamily()

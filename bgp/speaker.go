@@ -12,6 +12,7 @@ import (
 
 	"github.com/osrg/gobgp/v4/api"
 	"github.com/osrg/gobgp/v4/pkg/apiutil"
+	bgppkt "github.com/osrg/gobgp/v4/pkg/packet/bgp"
 	"github.com/osrg/gobgp/v4/pkg/server"
 	"go.uber.org/zap"
 	"go.uber.org/zap/exp/zapslog"
@@ -38,6 +39,10 @@ type Speaker struct {
 	// gobgpLevel is the level gobgp's own slog records must reach.
 	gobgpLevel  *slog.LevelVar
 	cancelWatch context.CancelFunc
+	// ln is ovnbgp's BGP listener (nil with listenPort -1); it sends the
+	// connections that start with an OPEN to gobgp through handoff.
+	ln      *listener
+	handoff chan net.Conn
 	// prefixHold is how long a session torn down by maxPrefixes stays
 	// down before ovnbgp re-enables it (FRR's "maximum-prefix N restart").
 	prefixHold time.Duration
@@ -61,8 +66,17 @@ type Speaker struct {
 
 // session is what gobgp's peer events tell us and ListPeer does not.
 type session struct {
+	// state is the last state gobgp reported.
+	state     model.SessionState
 	since     time.Time
 	lastError string
+	// lastErrorAt is when lastError happened.
+	lastErrorAt time.Time
+	// notif describes the last NOTIFICATION sent or received, at notifAt.
+	notif   string
+	notifAt time.Time
+	// families are those negotiated with the peer, while Established.
+	families map[config.Family]bool
 	// down is when the session was last seen leave Established, or first
 	// seen without it; zero while Established.
 	down time.Time
@@ -76,8 +90,8 @@ type session struct {
 // by Peers and retried by the next SetPeers.
 //
 // log receives ovnbgp's messages; gobgp's own slog records go to
-// log.Named("gobgp"), from Warn up, or from Info up when log is enabled at
-// Debug. notify is called whenever a peer changes state or a peer's
+// log.Named("gobgp"), from Warn up, or from Info up while log is enabled at
+// Debug (checked at each record: an AtomicLevel change applies at once). notify is called whenever a peer changes state or a peer's
 // Adj-RIB-In changes, possibly often and from gobgp's event goroutine: it
 // must not block.
 func New(ctx context.Context, global config.BGP, log *zap.Logger, notify func()) (*Speaker, error) {
@@ -94,22 +108,30 @@ func New(ctx context.Context, global config.BGP, log *zap.Logger, notify func())
 		return nil, fmt.Errorf("start bgp: router id %v is not an IPv4 address", global.RouterID)
 	}
 
+	// gobgp's own floor; the live level comes from log's core (see
+	// gobgpHandler).
 	lvl := new(slog.LevelVar)
-	lvl.Set(slog.LevelWarn)
-	if log.Core().Enabled(zap.DebugLevel) {
-		lvl.Set(slog.LevelInfo)
-	}
+	lvl.Set(slog.LevelInfo)
 	gl := log.Named("gobgp")
-	h := levelHandler{Handler: zapslog.NewHandler(gl.Core(), zapslog.WithName(gl.Name())), level: lvl}
+	s := &Speaker{}
+	h := gobgpHandler{inner: zapslog.NewHandler(gl.Core(), zapslog.WithName(gl.Name())), core: gl.Core(), floor: lvl,
+		tap: s.onNotification}
 	srv := server.NewBgpServer(server.LoggerOption(slog.New(h), lvl))
+	// gobgp never listens itself: ovnbgp's listener hands it the
+	// connections (see listener.go).
+	handoff := make(chan net.Conn, 32)
+	if err := handoffTo(srv, handoff); err != nil {
+		return nil, fmt.Errorf("start bgp: %w", err)
+	}
 	go srv.Serve()
 
-	s := &Speaker{
+	*s = Speaker{
 		bgp:        srv,
 		global:     global,
 		log:        log,
 		notify:     notify,
 		gobgpLevel: lvl,
+		handoff:    handoff,
 		peers:      map[string]config.Peer{},
 		peerErrs:   map[string]string{},
 		adv:        newAdvState(),
@@ -134,18 +156,22 @@ func New(ctx context.Context, global config.BGP, log *zap.Logger, notify func())
 // start configures the global speaker, the default-deny policies and the
 // event watch.
 func (s *Speaker) start(ctx context.Context) error {
+	port := listenPort(s.global.ListenPort)
 	g := &api.Global{
-		Asn:        s.global.ASN,
-		RouterId:   s.global.RouterID.String(),
-		ListenPort: int32(listenPort(s.global.ListenPort)),
-	}
-	if g.ListenPort > 0 && !ipv6Available() {
-		// gobgp listens on 0.0.0.0 and :: by default; the latter fails on
-		// hosts booted with ipv6.disable=1.
-		g.ListenAddresses = []string{"0.0.0.0"}
+		Asn:      s.global.ASN,
+		RouterId: s.global.RouterID.String(),
+		// ovnbgp listens, not gobgp (see listener.go).
+		ListenPort: -1,
 	}
 	if err := s.bgp.StartBgp(ctx, &api.StartBgpRequest{Global: g}); err != nil {
-		return fmt.Errorf("start bgp (asn %d, router id %v, port %d): %w", s.global.ASN, s.global.RouterID, g.ListenPort, err)
+		return fmt.Errorf("start bgp (asn %d, router id %v): %w", s.global.ASN, s.global.RouterID, err)
+	}
+	if port > 0 {
+		ln, err := newListener(s.log, port, s.handoff)
+		if err != nil {
+			return fmt.Errorf("start bgp: %w", err)
+		}
+		s.ln = ln
 	}
 	// RFC 8212: nothing a peer sends enters the Loc-RIB, so nothing learned
 	// is ever re-advertised; ovnbgp imports from the Adj-RIB-In itself.
@@ -219,6 +245,9 @@ func (s *Speaker) Stop(ctx context.Context, graceful bool) error {
 // shutdown stops gobgp; the caller holds mu or owns s exclusively.
 func (s *Speaker) shutdown(ctx context.Context, graceful bool) error {
 	s.stopped = true
+	if s.ln != nil {
+		s.ln.close()
+	}
 	var err error
 	if e := s.bgp.StopBgp(ctx, &api.StopBgpRequest{AllowGracefulRestart: graceful}); e != nil {
 		err = fmt.Errorf("stop bgp: %w", e)
@@ -270,15 +299,29 @@ func (s *Speaker) onPeerEvent(ev *apiutil.WatchEventMessage_PeerEvent, ts time.T
 		ss = &session{}
 		s.sessions[addr] = ss
 	}
+	if reason != "" && !ss.notifAt.IsZero() && !ss.notifAt.Before(ss.since) {
+		// gobgp's reason ("invalid-msg", "bad-peer-as") says less than
+		// the NOTIFICATION behind it.
+		reason = ss.notif
+	} else if reason == "invalid-msg" {
+		// gobgp logs no NOTIFICATION it receives before Established.
+		reason = "invalid-msg: the session failed during the OPEN exchange; gobgp does not report a NOTIFICATION received in OpenSent or OpenConfirm: the peer's log says why it refused the session (a wrong ASN, router ID or capability)"
+	}
 	ss.since = ts
+	ss.state = state
 	if reason != "" {
 		ss.lastError = reason
+		ss.lastErrorAt = ts
 	}
 	switch {
 	case state == model.StateEstablished:
 		ss.down = time.Time{}
+		ss.families = negotiated(ev.Peer.State.RemoteCap)
 	case ss.down.IsZero():
 		ss.down = ts
+		ss.families = nil
+	default:
+		ss.families = nil
 	}
 	if tripped && ss.reenable == nil {
 		// gobgp sent Cease/Maximum Number of Prefixes Reached and keeps
@@ -287,6 +330,7 @@ func (s *Speaker) onPeerEvent(ev *apiutil.WatchEventMessage_PeerEvent, ts time.T
 		// good.
 		reason = fmt.Sprintf("the peer sent more prefixes than maxPrefixes allows: session reset (Cease); ovnbgp re-enables it in %s", s.prefixHold)
 		ss.lastError = reason
+		ss.lastErrorAt = ts
 		ss.reenable = time.AfterFunc(s.prefixHold, func() { s.reenablePeer(addr) })
 	}
 	s.st.Unlock()
@@ -301,6 +345,53 @@ func (s *Speaker) onPeerEvent(ev *apiutil.WatchEventMessage_PeerEvent, ts time.T
 		s.log.Debug("peer state changed", fields...)
 	}
 	s.notify()
+}
+
+// onNotification records a NOTIFICATION gobgp sent to or received from
+// the peer at addr (from gobgp's log records, see gobgpHandler).
+func (s *Speaker) onNotification(addr string, sent bool, code, subcode uint8, communication string) {
+	a, err := netip.ParseAddr(addr)
+	if err != nil {
+		return
+	}
+	a = a.Unmap()
+	now := time.Now()
+	text := notificationText(sent, code, subcode, communication)
+	s.st.Lock()
+	defer s.st.Unlock()
+	if s.sessions == nil {
+		return
+	}
+	ss := s.sessions[a]
+	if ss == nil {
+		return
+	}
+	ss.notif, ss.notifAt = text, now
+	ss.lastError, ss.lastErrorAt = text, now
+}
+
+// negotiated are the families both sides offered (RFC 4760: no
+// multiprotocol capability at all means IPv4 unicast).
+func negotiated(remote []bgppkt.ParameterCapabilityInterface) map[config.Family]bool {
+	out := map[config.Family]bool{}
+	mp := false
+	for _, c := range remote {
+		m, ok := c.(*bgppkt.CapMultiProtocol)
+		if !ok {
+			continue
+		}
+		mp = true
+		switch m.CapValue {
+		case bgppkt.RF_IPv4_UC:
+			out[config.IPv4] = true
+		case bgppkt.RF_IPv6_UC:
+			out[config.IPv6] = true
+		}
+	}
+	if !mp {
+		out[config.IPv4] = true
+	}
+	return out
 }
 
 // defaultPrefixHold is how long maxPrefixes keeps a session down.
@@ -327,25 +418,6 @@ func (s *Speaker) reenablePeer(addr netip.Addr) {
 		return
 	}
 	s.log.Info("peer re-enabled after its prefix limit", zap.String("peer", name), zap.Stringer("address", addr))
-}
-
-// levelHandler drops records below level before they reach the zap core,
-// so that gobgp's SetLogLevel and our own quiet default both work.
-type levelHandler struct {
-	slog.Handler
-	level *slog.LevelVar
-}
-
-func (h levelHandler) Enabled(ctx context.Context, l slog.Level) bool {
-	return l >= h.level.Level() && h.Handler.Enabled(ctx, l)
-}
-
-func (h levelHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return levelHandler{Handler: h.Handler.WithAttrs(attrs), level: h.level}
-}
-
-func (h levelHandler) WithGroup(name string) slog.Handler {
-	return levelHandler{Handler: h.Handler.WithGroup(name), level: h.level}
 }
 
 // listenPort maps the config's port to gobgp's: -1 never listens, 0 is

@@ -73,6 +73,8 @@ func (f *fakeSpeaker) Advertised() []model.Advertisement {
 	return slices.Clone(f.advs)
 }
 
+func (f *fakeSpeaker) NotApplied() []model.Advertisement { return nil }
+
 func (f *fakeSpeaker) Peers(context.Context) ([]model.PeerStatus, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

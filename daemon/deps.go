@@ -15,8 +15,13 @@ type Speaker interface {
 	SetPeers(ctx context.Context, peers []config.Peer) error
 	// Set makes the advertised set equal to advs; nil withdraws everything.
 	Set(ctx context.Context, advs []model.Advertisement) error
-	// Advertised is what is in effect now.
+	// Advertised is what is in effect now (State says whether it is
+	// really sent, Problem whether a newer change failed).
 	Advertised() []model.Advertisement
+	// NotApplied is what the last Set asked for and could not apply,
+	// each with its Problem; its length is the failed-advertisements
+	// count.
+	NotApplied() []model.Advertisement
 	Peers(ctx context.Context) ([]model.PeerStatus, error)
 	Learned(ctx context.Context, peer string) ([]model.LearnedPath, error)
 	// Stop ends every session; graceful sends no NOTIFICATION so that

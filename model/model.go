@@ -61,7 +61,33 @@ type Advertisement struct {
 	Rule    string       `json:"rule,omitempty"`
 	Network string       `json:"network,omitempty"`
 	Source  string       `json:"source,omitempty"`
+	// State, Reason and Problem are filled by the BGP layer when it
+	// reports (bgp.Speaker.Advertised and NotApplied), ignored by Set.
+	// State says whether the prefix is really on the wire, Reason why not.
+	State  AdvState `json:"state,omitempty"`
+	Reason string   `json:"reason,omitempty"`
+	// Problem is set when the last change of this advertisement could
+	// not be applied: it names the error and says what is in effect.
+	Problem string `json:"problem,omitempty"`
 }
+
+// AdvState says whether an advertisement is on the wire.
+type AdvState string
+
+// The advertisement states.
+const (
+	// AdvSent: in effect, the session is Established and the prefix's
+	// family negotiated: the peer has it.
+	AdvSent AdvState = "sent"
+	// AdvPending: in effect, but the session is not Established; it is
+	// sent when it comes up.
+	AdvPending AdvState = "pending"
+	// AdvNotSent: in effect, but the session cannot carry it (the peer
+	// did not negotiate its family).
+	AdvNotSent AdvState = "not sent"
+	// AdvNotApplied: asked for, but it could not be applied (see Problem).
+	AdvNotApplied AdvState = "not applied"
+)
 
 // Key identifies an advertisement: one prefix to one peer.
 type Key struct {
@@ -92,6 +118,9 @@ type FamilyCounts struct {
 	Received   int    `json:"received"`
 	Accepted   int    `json:"accepted"`
 	Advertised int    `json:"advertised"`
+	// Negotiated is true while the session is Established with this
+	// family negotiated: only then is anything of it sent.
+	Negotiated bool `json:"negotiated"`
 }
 
 // PeerStatus is the live state of one configured peer.
@@ -104,8 +133,15 @@ type PeerStatus struct {
 	RouterID     netip.Addr     `json:"routerID,omitzero"`
 	LocalAddress netip.Addr     `json:"localAddress,omitzero"`
 	Families     []FamilyCounts `json:"families"`
-	// LastError is the last NOTIFICATION or transport error, "" if none.
+	// LastError is the last NOTIFICATION (code/subcode and name, sent or
+	// received) or transport error, "" if none, or, while Established,
+	// the families the peer did not negotiate. It is kept after the
+	// session recovers: it is in the past when State is established and
+	// LastErrorAt is before Since.
 	LastError string `json:"lastError,omitempty"`
+	// LastErrorAt is when LastError happened (for "no session for …"
+	// errors, since when).
+	LastErrorAt time.Time `json:"lastErrorAt,omitzero"`
 }
 
 // LearnedPath is a path a peer sent us (its Adj-RIB-In), before import policy.

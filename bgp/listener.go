@@ -1,0 +1,442 @@
+package bgp
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"reflect"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"github.com/osrg/gobgp/v4/pkg/server"
+	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
+)
+
+// ovnbgp owns the BGP listener instead of gobgp (see doc.go, "The
+// listener"), for two faults of gobgp v4.8.0's:
+//
+//   - its accept loop returns for good on the first accept error, such as
+//     EMFILE when the process runs out of descriptors: the port then
+//     queues connections that nobody accepts, until a restart;
+//   - it hands a connection to the peer's state machine before the peer
+//     said anything: a connection from the peer's address that sends no
+//     OPEN keeps the peer in OpenSent for the 240 s OpenSent hold time,
+//     and gobgp closes every other connection from that peer meanwhile.
+//
+// The listener accepts, keeps accepting after errors (backing off as
+// net/http does), drops connections from addresses that are not peers,
+// waits for the OPEN message's header, and only then hands the connection
+// (with the bytes it read) to gobgp. TCP MD5 keys and the TTL settings are
+// set as gobgp sets them on its own listener.
+
+// Listener defaults.
+const (
+	// openWait is how long a connection may stay silent before the
+	// listener closes it. It does not block anything meanwhile: a silent
+	// connection is not handed to gobgp, so a second connection that
+	// sends its OPEN gets through at once. It is long enough for a peer
+	// that uses RFC 4271's DelayOpen (FRR's "timers delayopen", at most
+	// 240 s, and it sends its OPEN when that expires).
+	openWait = 4 * time.Minute
+	// maxPendingPerPeer bounds the silent connections held per peer
+	// address; a new one closes the oldest.
+	maxPendingPerPeer = 4
+	// maxAcceptBackoff caps the pause after an accept error.
+	maxAcceptBackoff = time.Second
+)
+
+// bgpHeaderLen is the length of a BGP message header (RFC 4271 4.1).
+const bgpHeaderLen = 19
+
+// listenPeer is what the listener needs to know about a peer.
+type listenPeer struct {
+	name     string
+	password string
+	// minTTL is GTSM's minimum TTL (RFC 5082), 0 if off.
+	minTTL int
+}
+
+// listener accepts BGP connections on the speaker's port and hands those
+// that start with an OPEN to gobgp.
+type listener struct {
+	log      *zap.Logger
+	handoff  chan net.Conn
+	openWait time.Duration
+	lns      []*net.TCPListener
+	done     chan struct{}
+	wg       sync.WaitGroup
+
+	mu      sync.Mutex
+	closed  bool
+	peers   map[netip.Addr]listenPeer
+	pending map[netip.Addr][]*net.TCPConn
+}
+
+// handoffTo makes gobgp read the connections sent on ch as accepted ones.
+// gobgp v4.8.0 has no API for that: its Serve loop reads the unexported
+// field acceptCh, which StartBgp sets only when gobgp listens itself (it
+// never does here: ovnbgp starts it with ListenPort -1). It must be
+// called before srv.Serve runs. It fails, rather than misbehaves, if a
+// gobgp upgrade renamed or retyped the field.
+func handoffTo(srv *server.BgpServer, ch chan net.Conn) error {
+	f := reflect.ValueOf(srv).Elem().FieldByName("acceptCh")
+	if !f.IsValid() || f.Type() != reflect.TypeOf(ch) {
+		return errors.New("gobgp's BgpServer has no field acceptCh of type chan net.Conn: this gobgp version is not supported by ovnbgp's listener (see bgp/listener.go)")
+	}
+	reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem().Set(reflect.ValueOf(ch))
+	return nil
+}
+
+// newListener listens on port on every address (0.0.0.0, and :: when the
+// host has IPv6) and starts accepting. Connections that pass go to handoff.
+func newListener(log *zap.Logger, port int, handoff chan net.Conn) (*listener, error) {
+	l := &listener{
+		log:      log,
+		handoff:  handoff,
+		openWait: openWait,
+		done:     make(chan struct{}),
+		peers:    map[netip.Addr]listenPeer{},
+		pending:  map[netip.Addr][]*net.TCPConn{},
+	}
+	nets := []string{"tcp4"}
+	if ipv6Available() {
+		nets = append(nets, "tcp6")
+	}
+	for _, network := range nets {
+		host := "0.0.0.0"
+		if network == "tcp6" {
+			host = "::"
+		}
+		lc := net.ListenConfig{Control: func(network, _ string, c syscall.RawConn) error {
+			// The SYN-ACK and everything before gobgp takes over go out
+			// with TTL 255, so that a GTSM peer accepts them (gobgp does
+			// the same on its listener).
+			return setTTL(c, network == "tcp6", 255)
+		}}
+		// MPTCP sockets refuse TCP MD5 and GTSM.
+		lc.SetMultipathTCP(false)
+		ln, err := lc.Listen(context.Background(), network, net.JoinHostPort(host, strconv.Itoa(port)))
+		if err != nil {
+			l.close()
+			return nil, fmt.Errorf("listen on %s port %d: %w", network, port, err)
+		}
+		l.lns = append(l.lns, ln.(*net.TCPListener))
+	}
+	for _, ln := range l.lns {
+		l.wg.Add(1)
+		go l.acceptLoop(ln)
+	}
+	return l, nil
+}
+
+// setPeers makes the listener accept connections from exactly these peers
+// and sets or removes their TCP MD5 keys on the listening sockets (the
+// kernel checks the signature of the SYN already).
+func (l *listener) setPeers(peers map[netip.Addr]listenPeer) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil
+	}
+	var errs []error
+	for addr, old := range l.peers {
+		if p, ok := peers[addr]; ok && p.password == old.password {
+			continue
+		}
+		if old.password != "" {
+			if err := l.setMD5(addr, ""); err != nil {
+				errs = append(errs, fmt.Errorf("peer %q: remove the TCP MD5 key of %v from the listener: %w", old.name, addr, err))
+			}
+		}
+	}
+	for addr, p := range peers {
+		if old, ok := l.peers[addr]; ok && old.password == p.password {
+			continue
+		}
+		if p.password != "" {
+			if err := l.setMD5(addr, p.password); err != nil {
+				errs = append(errs, fmt.Errorf("peer %q: set the TCP MD5 key of %v on the listener: %w", p.name, addr, err))
+			}
+		}
+	}
+	l.peers = peers
+	// Connections waiting for an OPEN from a peer that is gone are dropped.
+	for addr, cs := range l.pending {
+		if _, ok := peers[addr]; !ok {
+			for _, c := range cs {
+				c.Close()
+			}
+			delete(l.pending, addr)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// setMD5 sets (or, with an empty key, removes) the TCP MD5 key for addr on
+// the listening socket of addr's family.
+func (l *listener) setMD5(addr netip.Addr, key string) error {
+	sig := unix.TCPMD5Sig{Keylen: uint16(len(key))}
+	copy(sig.Key[:], key)
+	v6 := addr.Is6() && !addr.Is4In6()
+	if v6 {
+		sig.Addr.Family = unix.AF_INET6
+		b := addr.As16()
+		copy(sig.Addr.Data[6:], b[:])
+	} else {
+		sig.Addr.Family = unix.AF_INET
+		b := addr.Unmap().As4()
+		copy(sig.Addr.Data[2:], b[:])
+	}
+	var errs []error
+	for _, ln := range l.lns {
+		if isV6Listener(ln) != v6 {
+			continue
+		}
+		rc, err := ln.SyscallConn()
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		var serr error
+		if err := rc.Control(func(fd uintptr) {
+			serr = unix.SetsockoptTCPMD5Sig(int(fd), unix.IPPROTO_TCP, unix.TCP_MD5SIG, &sig)
+		}); err != nil {
+			errs = append(errs, err)
+		}
+		if serr != nil && !(key == "" && errors.Is(serr, unix.ENOENT)) {
+			errs = append(errs, serr)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func isV6Listener(ln *net.TCPListener) bool {
+	a, ok := ln.Addr().(*net.TCPAddr)
+	return ok && a.IP.To4() == nil
+}
+
+// acceptLoop accepts until the listener is closed. Accept errors (EMFILE,
+// ENFILE, ENOBUFS, ECONNABORTED…) pause the loop, 5 ms doubling up to 1 s,
+// and never end it.
+func (l *listener) acceptLoop(ln *net.TCPListener) {
+	defer l.wg.Done()
+	var delay time.Duration
+	var lastLog time.Time
+	failures := 0
+	for {
+		c, err := ln.AcceptTCP()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			failures++
+			if delay == 0 {
+				delay = 5 * time.Millisecond
+			} else {
+				delay = min(2*delay, maxAcceptBackoff)
+			}
+			if time.Since(lastLog) >= 10*time.Second {
+				l.log.Warn("bgp listener: accept failed; retrying", zap.Stringer("address", ln.Addr()),
+					zap.Int("failures", failures), zap.Duration("retryIn", delay), zap.Error(err))
+				lastLog = time.Now()
+			}
+			select {
+			case <-time.After(delay):
+			case <-l.done:
+				return
+			}
+			continue
+		}
+		if failures > 0 {
+			l.log.Info("bgp listener: accepting again", zap.Stringer("address", ln.Addr()), zap.Int("failures", failures))
+			failures, delay, lastLog = 0, 0, time.Time{}
+		}
+		l.accepted(c)
+	}
+}
+
+// accepted keeps a connection from a peer's address until it sends an
+// OPEN, and closes any other at once.
+func (l *listener) accepted(c *net.TCPConn) {
+	remote := addrOf(c.RemoteAddr())
+	l.mu.Lock()
+	p, ok := l.peers[remote]
+	if !ok || l.closed {
+		l.mu.Unlock()
+		l.log.Debug("bgp listener: closed a connection from an address that is not a peer", zap.Stringer("address", remote))
+		c.Close()
+		return
+	}
+	cs := l.pending[remote]
+	if len(cs) >= maxPendingPerPeer {
+		l.log.Info("bgp listener: too many connections from the peer's address waiting for an OPEN; closed the oldest",
+			zap.String("peer", p.name), zap.Stringer("address", remote))
+		cs[0].Close()
+		cs = cs[1:]
+	}
+	l.pending[remote] = append(cs, c)
+	l.mu.Unlock()
+
+	_ = c.SetKeepAlive(false) // as gobgp: the hold timer does that job
+	if p.minTTL > 0 {
+		// GTSM from the first segment after the handshake (gobgp sets it
+		// again when it takes the connection).
+		if rc, err := c.SyscallConn(); err == nil {
+			_ = rc.Control(func(fd uintptr) { _ = setMinTTL(int(fd), remote.Is6(), p.minTTL) })
+		}
+	}
+	l.wg.Add(1)
+	go l.awaitOpen(p, remote, c)
+}
+
+// awaitOpen reads the first message header; a valid OPEN header hands the
+// connection to gobgp, anything else (silence, garbage, EOF) closes it.
+func (l *listener) awaitOpen(p listenPeer, remote netip.Addr, c *net.TCPConn) {
+	defer l.wg.Done()
+	var head [bgpHeaderLen]byte
+	_ = c.SetReadDeadline(time.Now().Add(l.openWait))
+	_, err := io.ReadFull(c, head[:])
+	_ = c.SetReadDeadline(time.Time{})
+	if err == nil {
+		err = checkOpenHeader(head[:])
+	}
+
+	l.mu.Lock()
+	cs := l.pending[remote]
+	held := false
+	for i, x := range cs {
+		if x == c {
+			held = true
+			l.pending[remote] = append(cs[:i:i], cs[i+1:]...)
+			break
+		}
+	}
+	if len(l.pending[remote]) == 0 {
+		delete(l.pending, remote)
+	}
+	closed := l.closed
+	l.mu.Unlock()
+
+	if !held || closed {
+		c.Close() // evicted, or the listener is closing
+		return
+	}
+	if err != nil {
+		l.log.Info("bgp listener: closed a connection from the peer's address that sent no OPEN",
+			zap.String("peer", p.name), zap.Stringer("address", remote), zap.Error(err))
+		c.Close()
+		return
+	}
+	l.log.Debug("bgp listener: OPEN received, connection handed to gobgp", zap.String("peer", p.name), zap.Stringer("address", remote))
+	select {
+	case l.handoff <- &openConn{TCPConn: c, head: head[:]}:
+	case <-l.done:
+		c.Close()
+	}
+}
+
+// checkOpenHeader accepts a BGP header of type OPEN (RFC 4271 4.1, 4.2).
+func checkOpenHeader(h []byte) error {
+	for _, b := range h[:16] {
+		if b != 0xff {
+			return errors.New("the first 16 bytes are not a BGP marker")
+		}
+	}
+	length := binary.BigEndian.Uint16(h[16:18])
+	if h[18] != 1 {
+		return fmt.Errorf("the first message is of type %d, not OPEN (1)", h[18])
+	}
+	if length < 29 {
+		return fmt.Errorf("OPEN message of length %d (at least 29)", length)
+	}
+	return nil
+}
+
+// close stops accepting and closes the listening sockets and the
+// connections still waiting for an OPEN. Connections handed to gobgp are
+// gobgp's. It is idempotent.
+func (l *listener) close() {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return
+	}
+	l.closed = true
+	close(l.done)
+	for _, ln := range l.lns {
+		ln.Close()
+	}
+	for addr, cs := range l.pending {
+		for _, c := range cs {
+			c.Close()
+		}
+		delete(l.pending, addr)
+	}
+	l.mu.Unlock()
+	l.wg.Wait()
+	// Connections handed over that gobgp's Serve loop never read.
+	for {
+		select {
+		case c := <-l.handoff:
+			c.Close()
+		default:
+			return
+		}
+	}
+}
+
+// openConn is an accepted connection whose first bytes (the OPEN header)
+// were already read: Read returns them first. It embeds *net.TCPConn, so
+// gobgp can still set socket options through SyscallConn.
+type openConn struct {
+	*net.TCPConn
+	head []byte
+}
+
+func (c *openConn) Read(b []byte) (int, error) {
+	if len(c.head) > 0 {
+		n := copy(b, c.head)
+		c.head = c.head[n:]
+		return n, nil
+	}
+	return c.TCPConn.Read(b)
+}
+
+func addrOf(a net.Addr) netip.Addr {
+	if t, ok := a.(*net.TCPAddr); ok {
+		if ip, ok := netip.AddrFromSlice(t.IP); ok {
+			return ip.Unmap()
+		}
+	}
+	return netip.Addr{}
+}
+
+func setTTL(c syscall.RawConn, v6 bool, ttl int) error {
+	var serr error
+	err := c.Control(func(fd uintptr) {
+		if v6 {
+			serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_IPV6, unix.IPV6_UNICAST_HOPS, ttl)
+		} else {
+			serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_TTL, ttl)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	return serr
+}
+
+func setMinTTL(fd int, v6 bool, ttl int) error {
+	if v6 {
+		return unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_MINHOPCOUNT, ttl)
+	}
+	return unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_MINTTL, ttl)
+}
