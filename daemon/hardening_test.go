@@ -128,7 +128,7 @@ func TestServersBounded(t *testing.T) {
 						return
 					}
 					defer c.Close()
-					_ = c.SetDeadline(time.Now().Add(60 * time.Second))
+					_ = c.SetDeadline(time.Now().Add(20 * time.Second))
 					fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", srv.path)
 					br := bufio.NewReader(c)
 					resp, err := http.ReadResponse(br, nil)
