@@ -248,13 +248,15 @@ type stream struct {
 	limit   int
 	n       int
 	started bool
-	// deadline is how long a write may take: pushed forward at each flush
-	// so a long list that makes progress is never cut.
+	// deadline is how long a write may take: pushed forward as items go
+	// out, so a long list that makes progress is never cut, and a client
+	// that stops reading is dropped after this long.
 	deadline time.Duration
-	err      error // a write error: the client is gone
+	extended time.Time // when the write deadline was last set
+	err      error     // a write error: the client is gone
 }
 
-// flushEvery items, the buffer goes out and the write deadline moves on.
+// flushEvery items, the buffer goes out (a reader sees progress).
 const flushEvery = 256
 
 func newStream(w http.ResponseWriter, limit int, deadline time.Duration) *stream {
@@ -266,6 +268,12 @@ func (s *stream) start() {
 		return
 	}
 	s.started = true
+	// The request was read: lift the read deadline, which would otherwise
+	// cancel the request (and cut the list) readTimeout after it began.
+	// A client that goes away still ends the walk; one that stops
+	// reading meets the write deadline.
+	_ = s.rc.SetReadDeadline(time.Time{})
+	s.extend(time.Now())
 	h := s.w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Trailer", api.TrailerTruncated+", "+api.TrailerError)
@@ -288,6 +296,9 @@ func (s *stream) add(v any) error {
 		return err
 	}
 	s.start()
+	if now := time.Now(); now.Sub(s.extended) > s.deadline/4 {
+		s.extend(now)
+	}
 	if s.n > 0 {
 		_, _ = s.bw.WriteString(",")
 	}
@@ -295,12 +306,16 @@ func (s *stream) add(v any) error {
 	_, s.err = s.bw.Write(b)
 	s.n++
 	if s.err == nil && s.n%flushEvery == 0 {
-		_ = s.rc.SetWriteDeadline(time.Now().Add(s.deadline))
 		if s.err = s.bw.Flush(); s.err == nil {
 			s.err = s.rc.Flush()
 		}
 	}
 	return s.err
+}
+
+func (s *stream) extend(now time.Time) {
+	_ = s.rc.SetWriteDeadline(now.Add(s.deadline))
+	s.extended = now
 }
 
 // end closes the array; err is what ended the walk.
@@ -317,6 +332,7 @@ func (s *stream) end(err error, log *zap.Logger) {
 		return
 	}
 	s.start()
+	s.extend(time.Now())
 	if err != nil {
 		log.Warn("route list incomplete", zap.Error(err))
 		s.w.Header().Set(api.TrailerError, err.Error())

@@ -609,3 +609,26 @@ func TestReloadLogLevel(t *testing.T) {
 		}
 	}
 }
+
+// TestLongStreamNotCut: a route list that takes longer than the read and
+// write deadlines is not cut while it makes progress.
+func TestLongStreamNotCut(t *testing.T) {
+	const n = 1500
+	h := start(t, "default", func(h *harness) {
+		h.lim.readTimeout, h.lim.writeTimeout = 200*time.Millisecond, 200*time.Millisecond
+	})
+	h.nb.set(true, network("default", "10.128.0.0/23"))
+	h.wantPrefixes("tor 10.128.0.0/23")
+	began := time.Now()
+	h.sp.mu.Lock()
+	h.sp.learnedN = n
+	h.sp.onLearned = func(int) { time.Sleep(time.Millisecond) }
+	h.sp.mu.Unlock()
+	l, trunc, err := api.NewClient(h.sock).LearnedRoutes(context.Background(), api.ListOptions{})
+	if err != nil || len(l) != n || trunc {
+		t.Fatalf("%d of %d items, truncated %v, %v", len(l), n, trunc, err)
+	}
+	if took := time.Since(began); took < 400*time.Millisecond {
+		t.Fatalf("the list took %v: not longer than the deadlines, the test proves nothing", took)
+	}
+}
