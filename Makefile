@@ -6,7 +6,7 @@ LDFLAGS := -s -w -X github.com/ovnbgp/ovnbgp/cmd.version=$(VERSION)
 BIN     := bin/ovnbgp
 export CGO_ENABLED := 0
 
-.PHONY: all build test unit e2e vet lab generate deps clean
+.PHONY: all build test unit race e2e vet lab generate deps clean
 
 all: build
 
@@ -15,13 +15,20 @@ build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) .
 	@file $(BIN) 2>/dev/null | grep -q 'statically linked' || { echo "$(BIN) is not statically linked" >&2; file $(BIN) >&2; exit 1; }
 
-## test: install test packages (as root), vet, build, unit and end-to-end tests
-test: deps vet build
+# The unit packages: everything but the end-to-end tests and the benchmarks.
+UNIT_PKGS = $$($(GO) list ./... | grep -v -e /test/e2e -e /bench)
+
+## test: install test packages (as root), vet, build, the race detector on the unit packages, unit and end-to-end tests
+test: deps vet build race
 	OVNBGP_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 25m ./...
 
 ## unit: only the tests that need no root and no packages
 unit:
-	$(GO) test -count=1 $$($(GO) list ./... | grep -v /test/e2e)
+	$(GO) test -count=1 $(UNIT_PKGS)
+
+## race: the unit packages under the race detector (cgo is on for this target only)
+race:
+	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 15m $(UNIT_PKGS)
 
 ## e2e: only the end-to-end tests (root; real ovsdb-server and FRR in netns)
 e2e: deps build

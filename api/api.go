@@ -17,10 +17,31 @@ import (
 const (
 	PathStatus     = "/v1/status"
 	PathPeers      = "/v1/peers"
-	PathAdvertised = "/v1/routes/advertised" // ?peer=NAME
-	PathLearned    = "/v1/routes/learned"    // ?peer=NAME&rejected=true
+	PathAdvertised = "/v1/routes/advertised" // ?peer=NAME&limit=N
+	PathLearned    = "/v1/routes/learned"    // ?peer=NAME&rejected=true&limit=N
 	PathConfig     = "/v1/config"            // effective config, secrets redacted
 	PathNetworks   = "/v1/networks"          // this node's networks as read from OVN
+)
+
+// Route lists (advertised, learned) are streamed: a JSON array written item
+// by item, so the daemon's memory does not grow with the answer. Their
+// trailers say how the list ended.
+const (
+	// TrailerTruncated is "true" when the list stopped at limit=N items.
+	TrailerTruncated = "Ovnbgp-Truncated"
+	// TrailerError carries an error met after the first item was sent
+	// (the status code was already 200); the list is then incomplete.
+	TrailerError = "Ovnbgp-Error"
+)
+
+// The daemon's phases (Status.Phase). While the BGP speaker is being
+// started (at startup, or when a reload restarts it), peers are reported
+// in the state of the phase and the route lists answer 503 saying so.
+const (
+	PhaseStarting   = "starting"
+	PhaseRunning    = "running"
+	PhaseRestarting = "restarting"
+	PhaseStopping   = "stopping"
 )
 
 // Error is the body of every non-2xx response.
@@ -34,6 +55,9 @@ type Status struct {
 	Node       string    `json:"node"`
 	ConfigFile string    `json:"configFile"`
 	StartedAt  time.Time `json:"startedAt"`
+	// Phase is starting, running, restarting (the speaker, on a reload)
+	// or stopping.
+	Phase string `json:"phase"`
 	// Ready is true once the first reconcile with OVN data has run.
 	Ready bool     `json:"ready"`
 	NB    NBStatus `json:"northbound"`

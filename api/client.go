@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"syscall"
 	"time"
 )
@@ -20,6 +21,11 @@ type Client struct {
 	http   *http.Client
 }
 
+// responseTimeout bounds the wait for a response's headers. The body has
+// no overall deadline (a long route list streams for as long as it takes);
+// the caller's context ends the wait at any time.
+const responseTimeout = 30 * time.Second
+
 // NewClient returns a client for the unix socket at path.
 func NewClient(path string) *Client {
 	tr := &http.Transport{
@@ -27,8 +33,9 @@ func NewClient(path string) *Client {
 			var d net.Dialer
 			return d.DialContext(ctx, "unix", path)
 		},
+		ResponseHeaderTimeout: responseTimeout,
 	}
-	return &Client{socket: path, http: &http.Client{Transport: tr, Timeout: 30 * time.Second}}
+	return &Client{socket: path, http: &http.Client{Transport: tr}}
 }
 
 // Status returns the daemon's status.
@@ -43,21 +50,54 @@ func (c *Client) Peers(ctx context.Context) ([]Peer, error) {
 	return p, c.get(ctx, PathPeers, nil, &p)
 }
 
+// ListOptions select the items of a route list.
+type ListOptions struct {
+	// Peer is one peer's name; "" = every peer.
+	Peer string
+	// Rejected (learned routes only) keeps the paths no import rule accepts.
+	Rejected bool
+	// Limit stops the list after this many items; 0 = no limit.
+	Limit int
+}
+
+func (o ListOptions) query() url.Values {
+	q := url.Values{"peer": {o.Peer}}
+	if o.Rejected {
+		q.Set("rejected", "true")
+	}
+	if o.Limit > 0 {
+		q.Set("limit", strconv.Itoa(o.Limit))
+	}
+	return q
+}
+
 // Advertised returns what is advertised, to one peer or ("" ) all.
 func (c *Client) Advertised(ctx context.Context, peer string) ([]Advertised, error) {
-	var a []Advertised
-	return a, c.get(ctx, PathAdvertised, url.Values{"peer": {peer}}, &a)
+	a, _, err := c.AdvertisedRoutes(ctx, ListOptions{Peer: peer})
+	return a, err
+}
+
+// AdvertisedRoutes returns what is advertised; truncated is true when the
+// list stopped at o.Limit.
+func (c *Client) AdvertisedRoutes(ctx context.Context, o ListOptions) (routes []Advertised, truncated bool, err error) {
+	routes = []Advertised{}
+	truncated, err = stream(ctx, c, PathAdvertised, o.query(), func(a Advertised) { routes = append(routes, a) })
+	return routes, truncated, err
 }
 
 // Learned returns what peers sent; rejected=true returns only the paths no
 // import rule accepts.
 func (c *Client) Learned(ctx context.Context, peer string, rejected bool) ([]LearnedRoute, error) {
-	q := url.Values{"peer": {peer}}
-	if rejected {
-		q.Set("rejected", "true")
-	}
-	var l []LearnedRoute
-	return l, c.get(ctx, PathLearned, q, &l)
+	l, _, err := c.LearnedRoutes(ctx, ListOptions{Peer: peer, Rejected: rejected})
+	return l, err
+}
+
+// LearnedRoutes returns what peers sent; truncated is true when the list
+// stopped at o.Limit.
+func (c *Client) LearnedRoutes(ctx context.Context, o ListOptions) (routes []LearnedRoute, truncated bool, err error) {
+	routes = []LearnedRoute{}
+	truncated, err = stream(ctx, c, PathLearned, o.query(), func(l LearnedRoute) { routes = append(routes, l) })
+	return routes, truncated, err
 }
 
 // Config returns the daemon's running config, secrets redacted, as JSON.
@@ -66,7 +106,64 @@ func (c *Client) Config(ctx context.Context) (json.RawMessage, error) {
 	return raw, c.get(ctx, PathConfig, nil, &raw)
 }
 
+// maxBody bounds a non-streamed answer (status, peers, config).
+const maxBody = 64 << 20
+
 func (c *Client) get(ctx context.Context, path string, q url.Values, out any) error {
+	resp, err := c.do(ctx, path, q)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if err != nil {
+		return c.explain(ctx, fmt.Errorf("read %s: %w", path, err))
+	}
+	if err := json.Unmarshal(body, out); err != nil {
+		return fmt.Errorf("decode %s: %w", path, err)
+	}
+	return nil
+}
+
+// stream decodes a JSON array item by item and reads the trailers that say
+// how it ended.
+func stream[T any](ctx context.Context, c *Client, path string, q url.Values, each func(T)) (truncated bool, err error) {
+	resp, err := c.do(ctx, path, q)
+	if err != nil {
+		return false, err
+	}
+	defer resp.Body.Close()
+	dec := json.NewDecoder(resp.Body)
+	fail := func(err error) (bool, error) {
+		return false, c.explain(ctx, fmt.Errorf("read %s: %w", path, err))
+	}
+	if tok, err := dec.Token(); err != nil {
+		return fail(err)
+	} else if tok != json.Delim('[') {
+		return false, fmt.Errorf("decode %s: want a JSON array, got %v", path, tok)
+	}
+	for dec.More() {
+		var v T
+		if err := dec.Decode(&v); err != nil {
+			return fail(err)
+		}
+		each(v)
+	}
+	if _, err := dec.Token(); err != nil {
+		return fail(err)
+	}
+	// Trailers arrive after the body's end.
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		return fail(err)
+	}
+	if e := resp.Trailer.Get(TrailerError); e != "" {
+		return false, fmt.Errorf("%s: incomplete list: %s", path, e)
+	}
+	return resp.Trailer.Get(TrailerTruncated) == "true", nil
+}
+
+// do sends a GET and turns a non-2xx answer into its error.
+func (c *Client) do(ctx context.Context, path string, q url.Values) (*http.Response, error) {
 	u := url.URL{Scheme: "http", Host: "ovnbgp", Path: path}
 	for k, v := range q {
 		if len(v) == 0 || v[0] == "" {
@@ -76,33 +173,30 @@ func (c *Client) get(ctx context.Context, path string, q url.Values, out any) er
 	u.RawQuery = q.Encode()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return c.explain(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
-	if err != nil {
-		return fmt.Errorf("read %s: %w", path, err)
+		return nil, c.explain(ctx, err)
 	}
 	if resp.StatusCode/100 != 2 {
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		var e Error
 		if json.Unmarshal(body, &e) == nil && e.Error != "" {
-			return errors.New(e.Error)
+			return nil, errors.New(e.Error)
 		}
-		return fmt.Errorf("%s: %s", path, resp.Status)
+		return nil, fmt.Errorf("%s: %s", path, resp.Status)
 	}
-	if err := json.Unmarshal(body, out); err != nil {
-		return fmt.Errorf("decode %s: %w", path, err)
-	}
-	return nil
+	return resp, nil
 }
 
 // explain turns socket errors into advice.
-func (c *Client) explain(err error) error {
+func (c *Client) explain(ctx context.Context, err error) error {
 	switch {
+	case ctx.Err() != nil:
+		// Interrupted (Ctrl-C) or timed out: say so, not "context canceled".
+		return fmt.Errorf("control socket %s: %w", c.socket, context.Cause(ctx))
 	case errors.Is(err, os.ErrNotExist), errors.Is(err, syscall.ECONNREFUSED):
 		return fmt.Errorf("no ovnbgp daemon is listening on %s (is it running? set --socket or control.socket): %w", c.socket, err)
 	case errors.Is(err, os.ErrPermission), errors.Is(err, syscall.EACCES):

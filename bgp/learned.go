@@ -22,11 +22,31 @@ import (
 const ReasonDefaultDeny = "no import rule accepts it (default deny, RFC 8212)"
 
 // Learned returns the Adj-RIB-In of the named peer ("" = every peer), before
-// any policy, sorted by peer and prefix. Every path is reported with
-// Accepted false: nothing a peer sends enters gobgp's Loc-RIB. A path whose
-// AS path holds our own ASN (a peer reflecting our routes back) is reported
-// as gobgp keeps it, with a Reason saying so.
+// any policy, sorted by peer and prefix. It holds the whole table in memory:
+// the control API uses EachLearned instead.
 func (s *Speaker) Learned(ctx context.Context, peer string) ([]model.LearnedPath, error) {
+	var out []model.LearnedPath
+	err := s.EachLearned(ctx, peer, func(p model.LearnedPath) error {
+		out = append(out, p)
+		return nil
+	})
+	sort.SliceStable(out, func(i, j int) bool {
+		return lessKey(model.Key{Peer: out[i].Peer, Prefix: out[i].Prefix}, model.Key{Peer: out[j].Peer, Prefix: out[j].Prefix})
+	})
+	return out, err
+}
+
+// EachLearned calls fn for every path in the Adj-RIB-In of the named peer
+// ("" = every peer), before any policy: peers in name order, then family by
+// family, in gobgp's table order within a family. One path is built at a
+// time, so memory does not grow with the table (gobgp still copies its
+// table's index for the walk). Every path is reported with Accepted false:
+// nothing a peer sends enters gobgp's Loc-RIB. A path whose AS path holds our
+// own ASN (a peer reflecting our routes back) is reported as gobgp keeps it,
+// with a Reason saying so. An error from fn ends the walk and is returned;
+// errors listing one peer's family are joined and returned after the others
+// were walked.
+func (s *Speaker) EachLearned(ctx context.Context, peer string, fn func(model.LearnedPath) error) error {
 	s.mu.Lock()
 	var peers []config.Peer
 	if peer == "" {
@@ -39,24 +59,27 @@ func (s *Speaker) Learned(ctx context.Context, peer string) ([]model.LearnedPath
 	stopped := s.stopped
 	s.mu.Unlock()
 	if stopped {
-		return nil, errors.New("list learned paths: speaker is stopped")
+		return errors.New("list learned paths: speaker is stopped")
 	}
 	if peer != "" && len(peers) == 0 {
-		return nil, fmt.Errorf("list learned paths: peer %q is not configured", peer)
+		return fmt.Errorf("list learned paths: peer %q is not configured", peer)
 	}
 
-	var out []model.LearnedPath
 	var errs []error
+	var stop error // from fn or ctx: ends the walk
 	for _, p := range peers {
 		for _, f := range p.Families {
 			if err := ctx.Err(); err != nil {
-				return out, err
+				return err
 			}
 			err := s.bgp.ListPath(apiutil.ListPathRequest{
 				TableType: api.TableType_TABLE_TYPE_ADJ_IN,
 				Name:      p.Address.String(),
 				Family:    pktFamily(f),
 			}, func(nlri bgppkt.NLRI, paths []*apiutil.Path) {
+				if stop != nil {
+					return // gobgp has no way to end its walk early
+				}
 				prefix, ok := nlriPrefix(nlri)
 				if !ok {
 					return
@@ -65,18 +88,21 @@ func (s *Speaker) Learned(ctx context.Context, peer string) ([]model.LearnedPath
 					if path.Withdrawal {
 						continue
 					}
-					out = append(out, s.learnedPath(p.Name, prefix, path))
+					if stop = fn(s.learnedPath(p.Name, prefix, path)); stop != nil {
+						return
+					}
 				}
+				stop = ctx.Err()
 			})
+			if stop != nil {
+				return stop
+			}
 			if err != nil {
 				errs = append(errs, fmt.Errorf("list learned %s paths of peer %q: %w", f, p.Name, err))
 			}
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool {
-		return lessKey(model.Key{Peer: out[i].Peer, Prefix: out[i].Prefix}, model.Key{Peer: out[j].Peer, Prefix: out[j].Prefix})
-	})
-	return out, errors.Join(errs...)
+	return errors.Join(errs...)
 }
 
 func (s *Speaker) learnedPath(peer string, prefix netip.Prefix, p *apiutil.Path) model.LearnedPath {

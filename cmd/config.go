@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -23,9 +24,9 @@ func newConfigCommand(o *options) *cobra.Command {
 			if len(args) == 1 {
 				path = args[0]
 			}
-			cfg, err := config.Load(path)
+			cfg, err := loadConfig(cmd.Context(), path)
 			if err != nil {
-				return exitError{code: 1, err: fmt.Errorf("%s is not valid:\n%w", path, err)}
+				return err
 			}
 			_, err = fmt.Fprintf(o.stdout, "%s: valid (node %s, AS %d, %d peers, %d advertise rules)\n",
 				path, cfg.Node.Name, cfg.BGP.ASN, len(cfg.BGP.Peers), len(cfg.Advertise))
@@ -49,9 +50,9 @@ The table format prints YAML.`,
 				}
 				v = raw
 			} else {
-				cfg, err := config.Load(o.configPath)
+				cfg, err := loadConfig(cmd.Context(), o.configPath)
 				if err != nil {
-					return exitError{code: 1, err: fmt.Errorf("%s is not valid:\n%w", o.configPath, err)}
+					return err
 				}
 				v = cfg.Redacted()
 			}
@@ -65,4 +66,17 @@ The table format prints YAML.`,
 	show.Flags().BoolVar(&running, "running", false, "show the daemon's running config (over --socket)")
 	c.AddCommand(validate, show)
 	return c
+}
+
+// loadConfig loads and validates path; Ctrl-C ends the wait for a file that
+// blocks.
+func loadConfig(ctx context.Context, path string) (*config.Config, error) {
+	cfg, err := interruptible(ctx, "reading "+path, func() (*config.Config, error) { return config.Load(path) })
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return nil, err
+	case err != nil:
+		return nil, exitError{code: 1, err: fmt.Errorf("%s is not valid:\n%w", path, err)}
+	}
+	return cfg, nil
 }

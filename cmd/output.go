@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"text/tabwriter"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 )
@@ -58,17 +61,32 @@ func blockStyle(n *yaml.Node) {
 	}
 }
 
-// row writes tab-separated cells.
+// row writes tab-separated cells, each made safe for a terminal by cell.
 func row(w io.Writer, cells ...any) {
 	var b bytes.Buffer
 	for i, c := range cells {
 		if i > 0 {
 			b.WriteByte('\t')
 		}
-		fmt.Fprint(&b, c)
+		b.WriteString(cell(fmt.Sprint(c)))
 	}
 	b.WriteByte('\n')
 	_, _ = w.Write(b.Bytes())
+}
+
+// cell returns s as it may be printed in a table. Names come from OVN NB
+// rows and peers, which anyone with NB write access controls: a newline,
+// tab, escape sequence or bidi override printed raw would forge rows or
+// rewrite the terminal. A string with any rune that is not printable (or
+// not valid UTF-8) is shown Go-quoted ("a\nb", "\x1b[31m"), so the
+// escaping is visible; other strings are unchanged.
+func cell(s string) string {
+	for _, r := range s {
+		if r == utf8.RuneError || !unicode.IsPrint(r) {
+			return strconv.Quote(s)
+		}
+	}
+	return s
 }
 
 // ago renders a time as a short duration before now ("-" for zero).

@@ -51,18 +51,71 @@ func (o *options) fromEnv(flags *pflag.FlagSet) error {
 	return nil
 }
 
-// Execute runs the command line and exits non-zero on error.
+// Execute runs the command line and exits non-zero on error. SIGINT or
+// SIGTERM cancels the command's context, which every blocking step honours
+// (the daemon stops cleanly); a second one exits at once.
 func Execute() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go onSignals(sigs, cancel, os.Stderr, os.Exit)
 	err := NewRootCommand(os.Stdout).ExecuteContext(ctx)
-	stop()
+	signal.Stop(sigs)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "ovnbgp:", err)
 		var ee exitError
-		if errors.As(err, &ee) {
+		switch {
+		case errors.As(err, &ee):
 			os.Exit(ee.code)
+		case context.Cause(ctx) != nil:
+			os.Exit(exitInterrupted)
 		}
 		os.Exit(1)
+	}
+}
+
+// exitInterrupted is the shell's code for a command ended by SIGINT.
+const exitInterrupted = 130
+
+// onSignals cancels the command at the first signal, with a cause that
+// names it, and exits at the second.
+func onSignals(sigs <-chan os.Signal, cancel context.CancelCauseFunc, stderr io.Writer, exit func(int)) {
+	sig := <-sigs
+	cancel(fmt.Errorf("interrupted by %s", signalName(sig)))
+	sig = <-sigs
+	fmt.Fprintf(stderr, "ovnbgp: second %s: exiting at once\n", signalName(sig))
+	exit(exitInterrupted)
+}
+
+func signalName(s os.Signal) string {
+	switch s {
+	case os.Interrupt:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	}
+	return s.String()
+}
+
+// interruptible runs f, a step that may block without a context (reading a
+// file), and gives up when ctx ends; f's goroutine then ends with the
+// process.
+func interruptible[T any](ctx context.Context, what string, f func() (T, error)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		v, err := f()
+		ch <- result{v, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	case <-ctx.Done():
+		var zero T
+		return zero, fmt.Errorf("%s: %w", what, context.Cause(ctx))
 	}
 }
 

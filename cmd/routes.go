@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -16,40 +17,55 @@ func newRoutesCommand(o *options) *cobra.Command {
 		Use:   "routes",
 		Short: "Show advertised and learned routes",
 	}
-	var peer string
-	var rejected bool
+	var lo api.ListOptions
 	advertised := &cobra.Command{
 		Use:   "advertised",
 		Short: "What each peer is sent, with the rule and OVN object behind each prefix",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			advs, err := api.NewClient(o.socket).Advertised(cmd.Context(), peer)
+			advs, truncated, err := api.NewClient(o.socket).AdvertisedRoutes(cmd.Context(), lo)
 			if err != nil {
 				return err
 			}
-			return render(o.stdout, o.output, advs, func(w *tabwriter.Writer) { advertisedTable(w, advs) })
+			if err := render(o.stdout, o.output, advs, func(w *tabwriter.Writer) { advertisedTable(w, advs) }); err != nil {
+				return err
+			}
+			noteTruncated(cmd, truncated, lo.Limit)
+			return nil
 		},
 	}
-	advertised.Flags().StringVar(&peer, "peer", "", "only this peer")
 	learned := &cobra.Command{
 		Use:   "learned",
 		Short: "What peers sent: accepted, or rejected with the reason",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			paths, err := api.NewClient(o.socket).Learned(cmd.Context(), peer, rejected)
+			paths, truncated, err := api.NewClient(o.socket).LearnedRoutes(cmd.Context(), lo)
 			if err != nil {
 				return err
 			}
-			return render(o.stdout, o.output, paths, func(w *tabwriter.Writer) { learnedTable(w, paths) })
+			if err := render(o.stdout, o.output, paths, func(w *tabwriter.Writer) { learnedTable(w, paths) }); err != nil {
+				return err
+			}
+			noteTruncated(cmd, truncated, lo.Limit)
+			return nil
 		},
 	}
-	learned.Flags().StringVar(&peer, "peer", "", "only this peer")
-	learned.Flags().BoolVar(&rejected, "rejected", false, "only paths that no import rule accepts")
+	learned.Flags().BoolVar(&lo.Rejected, "rejected", false, "only paths that no import rule accepts")
 	for _, c := range []*cobra.Command{advertised, learned} {
+		c.Flags().StringVar(&lo.Peer, "peer", "", "only this peer")
+		c.Flags().IntVar(&lo.Limit, "limit", 0, "show at most N routes (0 = all); a note on stderr says when more exist")
 		_ = c.RegisterFlagCompletionFunc("peer", o.completePeers)
 	}
 	routes.AddCommand(advertised, learned)
 	return routes
+}
+
+// noteTruncated tells the user, on stderr so that -o json stays valid, that
+// the list stopped at --limit.
+func noteTruncated(cmd *cobra.Command, truncated bool, limit int) {
+	if truncated {
+		fmt.Fprintf(cmd.ErrOrStderr(), "ovnbgp: only the first %d routes are shown (--limit %d); more exist\n", limit, limit)
+	}
 }
 
 // completePeers offers the running daemon's peer names.

@@ -24,6 +24,7 @@ func newStatusCommand(o *options) *cobra.Command {
 				row(w, "node", st.Node)
 				row(w, "config", st.ConfigFile)
 				row(w, "up for", ago(st.StartedAt))
+				row(w, "phase", dash(st.Phase))
 				row(w, "ready", st.Ready)
 				conn := "disconnected"
 				if st.NB.Connected {

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,11 +10,14 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"go.uber.org/zap"
+	"golang.org/x/net/netutil"
 
 	"github.com/ovnbgp/ovnbgp/api"
+	"github.com/ovnbgp/ovnbgp/model"
 )
 
 // server is an HTTP server on a listener, closed with the daemon.
@@ -26,10 +30,35 @@ type server struct {
 func (s *server) close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	_ = s.srv.Shutdown(ctx)
+	if err := s.srv.Shutdown(ctx); err != nil {
+		_ = s.srv.Close() // a stream still running: cut it
+	}
 	if s.path != "" {
 		_ = os.Remove(s.path)
 	}
+}
+
+// serve serves h on ln with every bound of d.lim: at most conns connections
+// (more wait in the kernel's accept queue and hold no descriptor of ours),
+// header, read, write and idle deadlines, and a header size cap. Nobody on
+// the host can exhaust the daemon's descriptors through it.
+func (d *Daemon) serve(name string, ln net.Listener, conns int, h http.Handler) *server {
+	log := d.log.Named(name)
+	s := &server{ln: netutil.LimitListener(ln, conns), srv: &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: d.lim.readHeaderTimeout,
+		ReadTimeout:       d.lim.readTimeout,
+		WriteTimeout:      d.lim.writeTimeout,
+		IdleTimeout:       d.lim.idleTimeout,
+		MaxHeaderBytes:    d.lim.maxHeaderBytes,
+		ErrorLog:          zap.NewStdLog(log),
+	}}
+	go func() {
+		if err := s.srv.Serve(s.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("server stopped", zap.Error(err))
+		}
+	}()
+	return s
 }
 
 // serveControl serves the control API on a unix socket, mode 0600. A socket
@@ -58,40 +87,75 @@ func (d *Daemon) serveControl(path string) (*server, error) {
 		ln.Close()
 		return nil, fmt.Errorf("control socket: %w", err)
 	}
+	s := d.serve("control", ln, d.lim.controlConns, d.controlHandler())
+	s.path = path
+	d.log.Info("control socket listening", zap.String("socket", path))
+	return s, nil
+}
+
+// controlHandler is the control API. It answers from the first instant:
+// while the speaker is being started or restarted, peers are reported in
+// the phase's state and the route lists answer 503 saying so.
+func (d *Daemon) controlHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+api.PathStatus, func(w http.ResponseWriter, r *http.Request) {
 		reply(w, d.status(), nil)
 	})
 	mux.HandleFunc("GET "+api.PathPeers, func(w http.ResponseWriter, r *http.Request) {
-		peers, err := d.currentSpeaker().Peers(r.Context())
+		sp, phase := d.speakerPhase()
+		if sp == nil {
+			reply(w, d.configuredPeers(model.SessionState(phase)), nil)
+			return
+		}
+		peers, err := sp.Peers(r.Context())
 		reply(w, nonNil(peers), err)
 	})
 	mux.HandleFunc("GET "+api.PathAdvertised, func(w http.ResponseWriter, r *http.Request) {
-		peer := r.URL.Query().Get("peer")
-		if err := d.checkPeer(peer); err != nil {
-			replyError(w, http.StatusNotFound, err)
+		peer, limit, ok := d.listQuery(w, r)
+		if !ok {
 			return
 		}
-		reply(w, nonNil(d.advertised(peer)), nil)
+		sp := d.speakerOr503(w)
+		if sp == nil {
+			return
+		}
+		release, ok := d.heavySlot(w, r)
+		if !ok {
+			return
+		}
+		defer release()
+		st := newStream(w, limit, d.lim.writeTimeout)
+		var err error
+		for _, a := range d.advertised(sp, peer) {
+			if err = st.add(a); err != nil {
+				break
+			}
+		}
+		st.end(err, d.log)
 	})
 	mux.HandleFunc("GET "+api.PathLearned, func(w http.ResponseWriter, r *http.Request) {
-		q := r.URL.Query()
-		peer := q.Get("peer")
-		if err := d.checkPeer(peer); err != nil {
-			replyError(w, http.StatusNotFound, err)
+		peer, limit, ok := d.listQuery(w, r)
+		if !ok {
 			return
 		}
-		paths, err := d.currentSpeaker().Learned(r.Context(), peer)
-		if q.Get("rejected") == "true" {
-			kept := paths[:0]
-			for _, p := range paths {
-				if !p.Accepted {
-					kept = append(kept, p)
-				}
-			}
-			paths = kept
+		rejected := r.URL.Query().Get("rejected") == "true"
+		sp := d.speakerOr503(w)
+		if sp == nil {
+			return
 		}
-		reply(w, nonNil(paths), err)
+		release, ok := d.heavySlot(w, r)
+		if !ok {
+			return
+		}
+		defer release()
+		st := newStream(w, limit, d.lim.writeTimeout)
+		err := sp.EachLearned(r.Context(), peer, func(p model.LearnedPath) error {
+			if rejected && p.Accepted {
+				return nil
+			}
+			return st.add(p)
+		})
+		st.end(err, d.log)
 	})
 	mux.HandleFunc("GET "+api.PathConfig, func(w http.ResponseWriter, r *http.Request) {
 		reply(w, d.config().Redacted(), nil)
@@ -102,14 +166,182 @@ func (d *Daemon) serveControl(path string) (*server, error) {
 		d.mu.Unlock()
 		reply(w, snap, nil)
 	})
-	s := &server{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}, ln: ln, path: path}
-	go func() {
-		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			d.log.Error("control socket stopped", zap.Error(err))
+	return mux
+}
+
+func (d *Daemon) speakerPhase() (Speaker, string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.speaker, d.phase
+}
+
+// speakerOr503 returns the running speaker, or answers 503 and returns nil.
+func (d *Daemon) speakerOr503(w http.ResponseWriter) Speaker {
+	sp, phase := d.speakerPhase()
+	if sp == nil {
+		w.Header().Set("Retry-After", "2")
+		replyError(w, http.StatusServiceUnavailable, fmt.Errorf("ovnbgp is %s: the BGP speaker is not running yet; try again in a few seconds", phase))
+	}
+	return sp
+}
+
+// configuredPeers is the peers answer while no speaker runs.
+func (d *Daemon) configuredPeers(state model.SessionState) []model.PeerStatus {
+	cfg := d.config()
+	out := make([]model.PeerStatus, 0, len(cfg.BGP.Peers))
+	for _, p := range cfg.BGP.Peers {
+		fams := make([]model.FamilyCounts, 0, len(p.Families))
+		for _, f := range p.Families {
+			fams = append(fams, model.FamilyCounts{Family: string(f)})
 		}
-	}()
-	d.log.Info("control socket listening", zap.String("socket", path))
-	return s, nil
+		out = append(out, model.PeerStatus{Name: p.Name, Address: p.Address, ASN: p.ASN, State: state, Families: fams})
+	}
+	return out
+}
+
+// listQuery reads ?peer= and ?limit= of a route list, or answers 4xx.
+func (d *Daemon) listQuery(w http.ResponseWriter, r *http.Request) (peer string, limit int, ok bool) {
+	q := r.URL.Query()
+	peer = q.Get("peer")
+	if err := d.checkPeer(peer); err != nil {
+		replyError(w, http.StatusNotFound, err)
+		return "", 0, false
+	}
+	if s := q.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 {
+			replyError(w, http.StatusBadRequest, fmt.Errorf("limit=%q: want a number of items, 0 or more (0 = no limit)", s))
+			return "", 0, false
+		}
+		limit = n
+	}
+	return peer, limit, true
+}
+
+// heavySlot waits for one of the few slots for a streamed route list, or
+// answers 503; release frees the slot.
+func (d *Daemon) heavySlot(w http.ResponseWriter, r *http.Request) (release func(), ok bool) {
+	t := time.NewTimer(d.lim.heavyWait)
+	defer t.Stop()
+	select {
+	case d.heavy <- struct{}{}:
+		return func() { <-d.heavy }, true
+	case <-t.C:
+		w.Header().Set("Retry-After", "5")
+		replyError(w, http.StatusServiceUnavailable, fmt.Errorf("busy: %d route lists are being sent; try again shortly", cap(d.heavy)))
+	case <-r.Context().Done():
+	}
+	return nil, false
+}
+
+// errLimit ends a list walk at its limit.
+var errLimit = errors.New("limit reached")
+
+// stream writes a JSON array item by item: memory stays that of one item
+// however long the list. The header goes out with the first item, so an
+// error before it is still a proper error status; later the trailers say
+// how the list ended (api.TrailerTruncated, api.TrailerError).
+type stream struct {
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	bw      *bufio.Writer
+	limit   int
+	n       int
+	started bool
+	// deadline is how long a write may take: pushed forward as items go
+	// out, so a long list that makes progress is never cut, and a client
+	// that stops reading is dropped after this long.
+	deadline time.Duration
+	extended time.Time // when the write deadline was last set
+	err      error     // a write error: the client is gone
+}
+
+// flushEvery items, the buffer goes out (a reader sees progress).
+const flushEvery = 256
+
+func newStream(w http.ResponseWriter, limit int, deadline time.Duration) *stream {
+	return &stream{w: w, rc: http.NewResponseController(w), limit: limit, deadline: deadline}
+}
+
+func (s *stream) start() {
+	if s.started {
+		return
+	}
+	s.started = true
+	// The request was read: lift the read deadline, which would otherwise
+	// cancel the request (and cut the list) readTimeout after it began.
+	// A client that goes away still ends the walk; one that stops
+	// reading meets the write deadline.
+	_ = s.rc.SetReadDeadline(time.Time{})
+	s.extend(time.Now())
+	h := s.w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Trailer", api.TrailerTruncated+", "+api.TrailerError)
+	s.w.WriteHeader(http.StatusOK)
+	s.bw = bufio.NewWriterSize(s.w, 32<<10)
+	_, _ = s.bw.WriteString("[")
+}
+
+// add writes one item; errLimit when the list is full, or a write error.
+func (s *stream) add(v any) error {
+	if s.err != nil {
+		return s.err
+	}
+	if s.limit > 0 && s.n >= s.limit {
+		s.w.Header().Set(api.TrailerTruncated, "true")
+		return errLimit
+	}
+	b, err := json.MarshalIndent(v, "  ", "  ")
+	if err != nil {
+		return err
+	}
+	s.start()
+	if now := time.Now(); now.Sub(s.extended) > s.deadline/4 {
+		s.extend(now)
+	}
+	if s.n > 0 {
+		_, _ = s.bw.WriteString(",")
+	}
+	_, _ = s.bw.WriteString("\n  ")
+	_, s.err = s.bw.Write(b)
+	s.n++
+	if s.err == nil && s.n%flushEvery == 0 {
+		if s.err = s.bw.Flush(); s.err == nil {
+			s.err = s.rc.Flush()
+		}
+	}
+	return s.err
+}
+
+func (s *stream) extend(now time.Time) {
+	_ = s.rc.SetWriteDeadline(now.Add(s.deadline))
+	s.extended = now
+}
+
+// end closes the array; err is what ended the walk.
+func (s *stream) end(err error, log *zap.Logger) {
+	if errors.Is(err, errLimit) {
+		err = nil
+	}
+	if s.err != nil {
+		log.Debug("route list not delivered", zap.Error(s.err))
+		return
+	}
+	if err != nil && !s.started {
+		replyError(s.w, http.StatusInternalServerError, err)
+		return
+	}
+	s.start()
+	s.extend(time.Now())
+	if err != nil {
+		log.Warn("route list incomplete", zap.Error(err))
+		s.w.Header().Set(api.TrailerError, err.Error())
+	}
+	if s.n > 0 {
+		_, _ = s.bw.WriteString("\n")
+	}
+	_, _ = s.bw.WriteString("]\n")
+	_ = s.bw.Flush()
 }
 
 func nonNil[T any](s []T) []T {

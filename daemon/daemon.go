@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -27,8 +28,12 @@ type Options struct {
 	// Version is reported by the status API and the metrics.
 	Version string
 	// Logger, when set, is used instead of one built from the config's
-	// log section (whose level then cannot change on reload).
+	// log section. Its level follows log.level (at start and on every
+	// reload) only through LogLevel.
 	Logger *zap.Logger
+	// LogLevel is the level of Logger's core, if the caller built it on
+	// a zap.AtomicLevel; ignored without Logger.
+	LogLevel *zap.AtomicLevel
 	// Deps replaces the external systems (zero value: the real ones).
 	Deps Deps
 	// OnReady is called once, when the first reconcile has run.
@@ -46,19 +51,70 @@ const (
 	stopTimeout = 10 * time.Second
 )
 
+// limits bound the time and resources the daemon gives to others: config
+// parsing, and the control and metrics servers' clients. Run uses
+// defaultLimits; tests shrink them.
+type limits struct {
+	// parseTimeout bounds the parse of a config file. A reload parses in
+	// its own goroutine; after this long the running config is kept.
+	parseTimeout time.Duration
+	// maxParses bounds parses still running after their deadline (a
+	// parse cannot be interrupted): beyond it, reloads are refused.
+	maxParses int32
+	// HTTP servers: per-connection deadlines and sizes.
+	readHeaderTimeout, readTimeout, writeTimeout, idleTimeout time.Duration
+	maxHeaderBytes                                            int
+	// controlConns and metricsConns cap open connections; more wait in
+	// the kernel's accept queue, holding no descriptor of ours.
+	controlConns, metricsConns int
+	// heavyRequests caps route lists streamed at once; a request waits up
+	// to heavyWait for a slot, then gets 503.
+	heavyRequests int
+	heavyWait     time.Duration
+	// peerRetry bounds the backoff of a failed SetPeers.
+	peerRetryMin, peerRetryMax time.Duration
+}
+
+func defaultLimits() limits {
+	return limits{
+		parseTimeout:      10 * time.Second,
+		maxParses:         4,
+		readHeaderTimeout: 5 * time.Second,
+		readTimeout:       10 * time.Second,
+		// A streamed route list pushes this deadline forward while it
+		// makes progress: a stalled reader is dropped after this long.
+		writeTimeout:   30 * time.Second,
+		idleTimeout:    15 * time.Second,
+		maxHeaderBytes: 16 << 10,
+		controlConns:   32,
+		metricsConns:   32,
+		heavyRequests:  2,
+		heavyWait:      10 * time.Second,
+		peerRetryMin:   time.Second,
+		peerRetryMax:   60 * time.Second,
+	}
+}
+
 // Daemon is one running ovnbgp. Its loop goroutine is the only one that
 // changes the speaker, the NB client or the config; the control API reads
 // through the mutex.
 type Daemon struct {
 	opts   Options
 	deps   Deps
+	lim    limits
 	log    *zap.Logger
 	logs   *logging
 	signal chan struct{} // size 1: "reconcile now"
 	reload chan struct{} // size 1: "re-read the config file"
+	heavy  chan struct{} // a slot per route list being streamed
+	// parses counts config parses still running (see limits.maxParses).
+	parses atomic.Int32
 
-	mu         sync.Mutex
-	cfg        *config.Config
+	mu    sync.Mutex
+	cfg   *config.Config
+	phase string // api.Phase*
+	// speaker is nil while it is being started (phase starting or
+	// restarting): readers must check.
 	speaker    Speaker
 	nb         Northbound
 	snapshot   model.Snapshot
@@ -66,6 +122,7 @@ type Daemon struct {
 	desired    []model.Advertisement
 	ready      bool
 	peersUp    bool // peers added to the speaker (after the first plan)
+	peersErr   error
 	startedAt  time.Time
 	reconciles uint64
 	lastRun    time.Time
@@ -77,26 +134,76 @@ type Daemon struct {
 // arrives; SIGHUP reloads the config. A config that does not load is the only
 // startup error: an unreachable NB or peer is retried, never fatal.
 func Run(ctx context.Context, opts Options) error {
-	cfg, err := config.Load(opts.ConfigPath)
-	if err != nil {
-		return err
+	deps, lim := opts.Deps.withDefaults(), defaultLimits()
+	var parses atomic.Int32
+	r := <-parseConfig(ctx, deps.LoadConfig, opts.ConfigPath, lim.parseTimeout, &parses, lim.maxParses)
+	if r.err != nil {
+		return r.err
 	}
-	logs, err := newLogging(cfg.Log, opts.Logger)
+	cfg := r.cfg
+	logs, err := newLogging(cfg.Log, opts.Logger, opts.LogLevel)
 	if err != nil {
 		return err
 	}
 	defer logs.sync()
-	d := &Daemon{
+	return newDaemon(opts, deps, lim, logs, cfg).run(ctx)
+}
+
+func newDaemon(opts Options, deps Deps, lim limits, logs *logging, cfg *config.Config) *Daemon {
+	return &Daemon{
 		opts:      opts,
-		deps:      opts.Deps.withDefaults(),
+		deps:      deps,
+		lim:       lim,
 		log:       logs.logger,
 		logs:      logs,
 		signal:    make(chan struct{}, 1),
 		reload:    make(chan struct{}, 1),
+		heavy:     make(chan struct{}, lim.heavyRequests),
 		cfg:       cfg,
+		phase:     api.PhaseStarting,
 		startedAt: time.Now(),
 	}
-	return d.run(ctx)
+}
+
+// parseConfig parses the config file in its own goroutine: a file that
+// blocks (a FIFO) or takes exponential time (a YAML bomb) can neither
+// freeze the caller nor outlive ctx or the timeout. Its one result arrives
+// on the channel. A parse that misses its deadline keeps running (Go cannot
+// stop it) and counts in running until it ends; beyond max running parses,
+// a new one is refused at once.
+func parseConfig(ctx context.Context, load func(string) (*config.Config, error), path string,
+	timeout time.Duration, running *atomic.Int32, max int32) <-chan parsed {
+	out := make(chan parsed, 1)
+	if running.Add(1) > max {
+		running.Add(-1)
+		out <- parsed{err: fmt.Errorf("config %s: %d earlier parses are still running past their deadline; fix the file (is it a FIFO or a device?) and restart ovnbgp", path, max)}
+		return out
+	}
+	done := make(chan parsed, 1)
+	go func() {
+		defer running.Add(-1)
+		cfg, err := load(path)
+		done <- parsed{cfg, err}
+	}()
+	go func() {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		select {
+		case r := <-done:
+			out <- r
+		case <-t.C:
+			out <- parsed{err: fmt.Errorf("config %s: not parsed within %s (a FIFO, a device or a pathological YAML file?)", path, timeout)}
+		case <-ctx.Done():
+			out <- parsed{err: fmt.Errorf("config %s: %w", path, context.Cause(ctx))}
+		}
+	}()
+	return out
+}
+
+// parsed is the result of parseConfig.
+type parsed struct {
+	cfg *config.Config
+	err error
 }
 
 // poke asks the loop for a reconcile; any number of pokes fold into one.
@@ -140,7 +247,7 @@ func (d *Daemon) run(ctx context.Context) error {
 	}
 	nb, err := d.deps.DialNB(ctx, cfg.OVN, d.log.Named("ovn"), d.poke)
 	if err != nil {
-		d.stopSpeaker(false)
+		d.stopSpeaker(false, api.PhaseStopping)
 		return fmt.Errorf("ovn: %w", err)
 	}
 	d.mu.Lock()
@@ -149,6 +256,10 @@ func (d *Daemon) run(ctx context.Context) error {
 
 	err = d.loop(ctx, hup)
 
+	d.setPhase(api.PhaseStopping)
+	if err != nil {
+		d.log.Error("stopping on a fatal error", zap.Error(err))
+	}
 	d.log.Info("stopping", zap.Bool("gracefulRestart", d.config().BGP.GracefulRestart.Enabled))
 	_, _ = sd.SdNotify(false, sd.SdNotifyStopping)
 	d.mu.Lock()
@@ -157,7 +268,7 @@ func (d *Daemon) run(ctx context.Context) error {
 	nb.Close()
 	// With graceful restart, stopping sends no NOTIFICATION: peers keep
 	// our routes (stale) until we are back, as a restart should.
-	d.stopSpeaker(d.config().BGP.GracefulRestart.Enabled)
+	d.stopSpeaker(d.config().BGP.GracefulRestart.Enabled, api.PhaseStopping)
 	d.log.Info("stopped")
 	return err
 }
@@ -177,17 +288,50 @@ func (d *Daemon) loop(ctx context.Context, hup <-chan os.Signal) error {
 	}
 	retry := newBackoff(time.Second, 30*time.Second)
 	var retryC <-chan time.Time
+	peerRetry := newBackoff(d.lim.peerRetryMin, d.lim.peerRetryMax)
+	var peerRetryC <-chan time.Time
+	// A reload parses off the loop; the loop keeps reconciling meanwhile.
+	var parsing <-chan parsed
+	reloadAgain := false
+	startReload := func() {
+		if parsing != nil {
+			reloadAgain = true // once this parse is done
+			return
+		}
+		parsing = parseConfig(ctx, d.deps.LoadConfig, d.opts.ConfigPath, d.lim.parseTimeout, &d.parses, d.lim.maxParses)
+	}
 
 	d.poke()
 	for {
+		if peerRetryC == nil && d.peersFailed() {
+			wait := peerRetry.next()
+			d.log.Info("retrying the peers not added", zap.Duration("in", wait))
+			peerRetryC = time.After(wait)
+		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-hup:
-			d.reloadConfig(ctx)
+			startReload()
 			continue
 		case <-d.reload:
-			d.reloadConfig(ctx)
+			startReload()
+			continue
+		case r := <-parsing:
+			parsing = nil
+			if err := d.applyConfig(ctx, r); err != nil {
+				return err
+			}
+			if reloadAgain {
+				reloadAgain = false
+				startReload()
+			}
+			continue
+		case <-peerRetryC:
+			peerRetryC = nil
+			if d.retryPeers(ctx) {
+				peerRetry.reset()
+			}
 			continue
 		case <-watchdog:
 			_, _ = sd.SdNotify(false, sd.SdNotifyWatchdog)
@@ -223,6 +367,9 @@ func (d *Daemon) reconcile(ctx context.Context) error {
 	cfg, speaker, nb := d.cfg, d.speaker, d.nb
 	d.mu.Unlock()
 
+	if speaker == nil {
+		return nil // being restarted: the loop pokes again once it runs
+	}
 	snap, ok := nb.Snapshot(cfg.Node.Name)
 	if !ok {
 		// Nothing known yet: advertise nothing new and withdraw nothing.
@@ -306,16 +453,16 @@ func (d *Daemon) markReady(status string) {
 	}
 }
 
-// reloadConfig re-reads the config file. A config that does not load is
-// logged and the running one kept.
-func (d *Daemon) reloadConfig(ctx context.Context) {
-	next, err := config.Load(d.opts.ConfigPath)
+// applyConfig applies a reload's parse result. A config that does not load
+// is logged and the running one kept. The error is fatal: the speaker could
+// neither be restarted with the new settings nor restored with the old ones,
+// and a daemon without a speaker must not keep petting the watchdog.
+func (d *Daemon) applyConfig(ctx context.Context, r parsed) error {
+	next, err := r.cfg, r.err
 	if err != nil {
 		d.log.Error("reload failed; keeping the running config", zap.String("config", d.opts.ConfigPath), zap.Error(err))
-		d.mu.Lock()
-		d.cfgErr = err.Error()
-		d.mu.Unlock()
-		return
+		d.setConfigError(err)
+		return nil
 	}
 	old := d.config()
 	for _, k := range restartOnly(old, next) {
@@ -325,21 +472,17 @@ func (d *Daemon) reloadConfig(ctx context.Context) {
 
 	if next.SpeakerChanged(old) {
 		d.log.Info("bgp asn, routerID, listenPort or gracefulRestart changed: restarting the speaker (sessions reset)")
-		d.stopSpeaker(false)
+		d.stopSpeaker(false, api.PhaseRestarting)
 		if err := d.startSpeaker(ctx, next, d.peersAdded()); err != nil {
 			d.log.Error("new bgp settings failed; going back to the running ones", zap.Error(err))
 			if err2 := d.startSpeaker(ctx, old, d.peersAdded()); err2 != nil {
-				d.log.Error("restoring the speaker failed", zap.Error(err2))
+				return fmt.Errorf("reload: new bgp settings failed (%w) and the running ones could not be restored (%w): exiting so that the service manager restarts ovnbgp (peers with graceful restart keep the routes meanwhile)", err, err2)
 			}
-			d.mu.Lock()
-			d.cfgErr = err.Error()
-			d.mu.Unlock()
-			return
+			d.setConfigError(err)
+			return nil
 		}
 	} else if d.peersAdded() {
-		if err := d.currentSpeaker().SetPeers(ctx, next.BGP.Peers); err != nil {
-			d.log.Warn("some peer changes were not applied", zap.Error(err))
-		}
+		d.setPeers(ctx, d.currentSpeaker(), next)
 	}
 	if next.OVN != old.OVN {
 		d.log.Info("ovn settings changed: reconnecting")
@@ -364,6 +507,19 @@ func (d *Daemon) reloadConfig(ctx context.Context) {
 	d.mu.Unlock()
 	d.log.Info("config reloaded", zap.String("config", d.opts.ConfigPath))
 	d.poke()
+	return nil
+}
+
+func (d *Daemon) setConfigError(err error) {
+	d.mu.Lock()
+	d.cfgErr = err.Error()
+	d.mu.Unlock()
+}
+
+func (d *Daemon) setPhase(p string) {
+	d.mu.Lock()
+	d.phase = p
+	d.mu.Unlock()
 }
 
 // peerWait is how long the sessions wait for the first NB sync. With
@@ -399,6 +555,7 @@ func (d *Daemon) startSpeaker(ctx context.Context, cfg *config.Config, withPeers
 	}
 	d.mu.Lock()
 	d.speaker = sp
+	d.phase = api.PhaseRunning
 	d.mu.Unlock()
 	if withPeers {
 		d.setPeers(ctx, sp, cfg)
@@ -413,19 +570,51 @@ func (d *Daemon) addPeers(ctx context.Context, why string) {
 		d.mu.Unlock()
 		return
 	}
-	d.peersUp = true
 	sp, cfg := d.speaker, d.cfg
+	if sp == nil {
+		d.mu.Unlock()
+		return
+	}
+	d.peersUp = true
 	d.mu.Unlock()
 	d.log.Info("starting bgp sessions", zap.String("reason", why), zap.Int("peers", len(cfg.BGP.Peers)))
 	d.setPeers(ctx, sp, cfg)
 }
 
-func (d *Daemon) setPeers(ctx context.Context, sp Speaker, cfg *config.Config) {
-	if err := sp.SetPeers(ctx, cfg.BGP.Peers); err != nil {
-		// A peer that cannot be added is reported (ovnbgp peers) and
-		// retried on reload; the others run.
-		d.log.Warn("some peers were not added", zap.Error(err))
+// setPeers gives the speaker cfg's peers. A peer that cannot be added is
+// logged and retried from the loop with backoff; the others run.
+func (d *Daemon) setPeers(ctx context.Context, sp Speaker, cfg *config.Config) bool {
+	err := sp.SetPeers(ctx, cfg.BGP.Peers)
+	if err != nil {
+		d.log.Warn("some peer changes were not applied", zap.Error(err))
 	}
+	d.mu.Lock()
+	d.peersErr = err
+	d.mu.Unlock()
+	return err == nil
+}
+
+// peersFailed is true when the last SetPeers failed.
+func (d *Daemon) peersFailed() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.peersErr != nil
+}
+
+// retryPeers gives the running speaker the running config's peers again.
+func (d *Daemon) retryPeers(ctx context.Context) bool {
+	d.mu.Lock()
+	sp, cfg := d.speaker, d.cfg
+	d.mu.Unlock()
+	if sp == nil {
+		return false
+	}
+	if ok := d.setPeers(ctx, sp, cfg); !ok {
+		return false
+	}
+	d.log.Info("peers applied on retry", zap.Int("peers", len(cfg.BGP.Peers)))
+	d.poke()
+	return true
 }
 
 func (d *Daemon) hasSynced() bool {
@@ -440,8 +629,13 @@ func (d *Daemon) peersAdded() bool {
 	return d.peersUp
 }
 
-func (d *Daemon) stopSpeaker(graceful bool) {
-	sp := d.currentSpeaker()
+// stopSpeaker stops the speaker and leaves none (the API answers in the
+// given phase meanwhile).
+func (d *Daemon) stopSpeaker(graceful bool, phase string) {
+	d.mu.Lock()
+	sp := d.speaker
+	d.speaker, d.phase = nil, phase
+	d.mu.Unlock()
 	if sp == nil {
 		return
 	}
@@ -466,13 +660,12 @@ func (d *Daemon) currentSpeaker() Speaker {
 
 // advertised joins what the speaker has in effect with the explanation
 // (rule, network, OVN object) of the last plan.
-func (d *Daemon) advertised(peer string) []model.Advertisement {
+func (d *Daemon) advertised(sp Speaker, peer string) []model.Advertisement {
 	d.mu.Lock()
 	why := make(map[model.Key]model.Advertisement, len(d.desired))
 	for _, a := range d.desired {
 		why[a.Key()] = a
 	}
-	sp := d.speaker
 	d.mu.Unlock()
 	var out []model.Advertisement
 	for _, a := range sp.Advertised() {
@@ -498,7 +691,7 @@ func (d *Daemon) status() api.Status {
 	nb.Synced = d.synced
 	return api.Status{
 		Version: d.opts.Version, Node: d.cfg.Node.Name, ConfigFile: d.opts.ConfigPath,
-		StartedAt: d.startedAt, Ready: d.ready, NB: nb,
+		StartedAt: d.startedAt, Phase: d.phase, Ready: d.ready, NB: nb,
 		Reconciles: d.reconciles, LastReconcile: d.lastRun, LastError: d.lastErr, ConfigError: d.cfgErr,
 	}
 }

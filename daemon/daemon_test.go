@@ -28,20 +28,34 @@ import (
 
 // fakeSpeaker keeps the advertised set in memory, as package bgp does with
 // gobgp's RIB, and like it refuses prefixes for peers it does not have;
-// failPrefix makes Set refuse one prefix.
+// failPrefix makes Set refuse one prefix, failSetPeers the next n SetPeers.
 type fakeSpeaker struct {
-	mu         sync.Mutex
-	advs       []model.Advertisement
-	peers      []config.Peer
-	sets       int
-	stopped    bool
-	graceful   bool
-	failPrefix netip.Prefix
+	mu           sync.Mutex
+	advs         []model.Advertisement
+	peers        []config.Peer
+	sets         int
+	stopped      bool
+	graceful     bool
+	failPrefix   netip.Prefix
+	failSetPeers int
+	setPeerCalls int
+	state        model.SessionState // of every peer; "" = established
+	// learned is what EachLearned walks; learnedN more paths are made up
+	// on the fly (a big table that costs the fake no memory), and each
+	// is passed to onLearned first.
+	learned   []model.LearnedPath
+	learnedN  int
+	onLearned func(i int)
 }
 
 func (f *fakeSpeaker) SetPeers(_ context.Context, p []config.Peer) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.setPeerCalls++
+	if f.failSetPeers > 0 {
+		f.failSetPeers--
+		return errors.New("peer refused")
+	}
 	f.peers = p
 	return nil
 }
@@ -78,15 +92,46 @@ func (f *fakeSpeaker) NotApplied() []model.Advertisement { return nil }
 func (f *fakeSpeaker) Peers(context.Context) ([]model.PeerStatus, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	state := f.state
+	if state == "" {
+		state = model.StateEstablished
+	}
 	var out []model.PeerStatus
 	for _, p := range f.peers {
-		out = append(out, model.PeerStatus{Name: p.Name, Address: p.Address, ASN: p.ASN, State: model.StateEstablished})
+		out = append(out, model.PeerStatus{Name: p.Name, Address: p.Address, ASN: p.ASN, State: state})
 	}
 	return out, nil
 }
 
-func (f *fakeSpeaker) Learned(context.Context, string) ([]model.LearnedPath, error) {
-	return []model.LearnedPath{{Peer: "tor", Prefix: netip.MustParsePrefix("203.0.113.0/24"), Reason: "default deny"}}, nil
+func (f *fakeSpeaker) EachLearned(ctx context.Context, peer string, fn func(model.LearnedPath) error) error {
+	f.mu.Lock()
+	learned, n, on := slices.Clone(f.learned), f.learnedN, f.onLearned
+	f.mu.Unlock()
+	for _, p := range learned {
+		if peer != "" && p.Peer != peer {
+			continue
+		}
+		if err := fn(p); err != nil {
+			return err
+		}
+	}
+	for i := range n {
+		if on != nil {
+			on(i)
+		}
+		p := model.LearnedPath{
+			Peer: "tor", Prefix: netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}), 32),
+			NextHop: netip.MustParseAddr("192.0.2.1"), ASPath: []uint32{65001, 65002, 65003}, Origin: "igp",
+			Communities: []string{"65001:100", "65001:200"}, Reason: "no import rule accepts it (default deny, RFC 8212)",
+		}
+		if err := fn(p); err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (f *fakeSpeaker) Stop(_ context.Context, graceful bool) error {
@@ -106,19 +151,27 @@ func (f *fakeSpeaker) prefixes() []string {
 }
 
 type fakeNB struct {
-	mu     sync.Mutex
-	snap   model.Snapshot
-	ok     bool
-	notify func()
-	closed bool
+	mu        sync.Mutex
+	snap      model.Snapshot
+	ok        bool
+	notify    func()
+	closed    bool
+	snapshots int // calls of Snapshot
 }
 
 func (f *fakeNB) Snapshot(node string) (model.Snapshot, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.snapshots++
 	s := f.snap
 	s.Node = node
 	return s, f.ok
+}
+
+func (f *fakeNB) reads() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.snapshots
 }
 
 func (f *fakeNB) Status() api.NBStatus {
@@ -151,11 +204,29 @@ func network(name string, prefixes ...string) model.Network {
 	return n
 }
 
-const baseConfig = `node: {name: node1}
+// cfgText is the harness's config file.
+type cfgText struct {
+	networks string // the pods rule's networks
+	sock     string
+	asn      uint32 // 0 = 65010
+	gr       bool   // bgp.gracefulRestart.enabled
+	logLevel string // "" = info
+}
+
+func (c cfgText) String() string {
+	asn, lvl := c.asn, c.logLevel
+	if asn == 0 {
+		asn = 65010
+	}
+	if lvl == "" {
+		lvl = "info"
+	}
+	return fmt.Sprintf(`node: {name: node1}
 bgp:
-  asn: 65010
+  asn: %d
   routerID: 192.0.2.0
   listenPort: -1
+  gracefulRestart: {enabled: %v}
   peers:
     - {name: tor, address: 192.0.2.1, asn: 65001}
 ovn: {northbound: "unix:/nonexistent/nb.sock"}
@@ -163,7 +234,9 @@ advertise:
   - {name: pods, kind: podNetwork, networks: [%s]}
 control: {socket: %s}
 metrics: {address: ""}
-`
+log: {level: %s}
+`, asn, c.gr, c.networks, c.sock, lvl)
+}
 
 type harness struct {
 	t       *testing.T
@@ -176,44 +249,72 @@ type harness struct {
 	cancel  context.CancelFunc
 	done    chan error
 	once    sync.Once
+	// Set by options before the daemon starts:
+	cfg        cfgText
+	lim        limits
+	logger     *zap.Logger
+	level      *zap.AtomicLevel
+	newSpeaker func(ctx context.Context, cfg config.BGP, log *zap.Logger, notify func()) (Speaker, error)
+	loadConfig func(string) (*config.Config, error)
+	dialLog    *zap.Logger // the logger DialNB was given
+	// runErr is what run returned (stop records it).
+	runErr      error
+	wantRunFail bool
 }
 
-func writeConfig(t *testing.T, path, networks, sock string) {
-	t.Helper()
-	body := strings.Replace(strings.Replace(baseConfig, "%s", networks, 1), "%s", sock, 1)
-	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
+func (h *harness) writeConfig(c cfgText) {
+	h.t.Helper()
+	c.sock = h.sock
+	if err := os.WriteFile(h.cfgPath, []byte(c.String()), 0o600); err != nil {
+		h.t.Fatal(err)
 	}
 }
 
-func start(t *testing.T, networks string) *harness {
+// testLimits are small enough for tests to see every bound act.
+func testLimits() limits {
+	l := defaultLimits()
+	l.parseTimeout = 10 * time.Second
+	l.peerRetryMin, l.peerRetryMax = 10*time.Millisecond, 100*time.Millisecond
+	return l
+}
+
+func start(t *testing.T, networks string, options ...func(*harness)) *harness {
 	t.Helper()
 	dir := t.TempDir()
 	h := &harness{t: t, dir: dir, cfgPath: filepath.Join(dir, "config.yaml"), sock: filepath.Join(dir, "ctl.sock"),
-		sp: &fakeSpeaker{}, nb: &fakeNB{}, done: make(chan error, 1)}
-	writeConfig(t, h.cfgPath, networks, h.sock)
+		sp: &fakeSpeaker{}, nb: &fakeNB{}, done: make(chan error, 1), cfg: cfgText{networks: networks}, lim: testLimits(),
+		logger: zaptest.NewLogger(t, zaptest.Level(zap.InfoLevel))}
+	h.newSpeaker = func(_ context.Context, cfg config.BGP, _ *zap.Logger, _ func()) (Speaker, error) {
+		// Like bgp.New: the peers of the global config are added.
+		return h.sp, h.sp.SetPeers(context.Background(), cfg.Peers)
+	}
+	h.loadConfig = config.Load
+	for _, o := range options {
+		o(h)
+	}
+	h.writeConfig(h.cfg)
 	cfg, err := config.Load(h.cfgPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs, _ := newLogging(cfg.Log, zaptest.NewLogger(t, zaptest.Level(zap.InfoLevel)))
-	h.d = &Daemon{
-		opts: Options{ConfigPath: h.cfgPath, Version: "test"},
-		deps: Deps{
-			NewSpeaker: func(_ context.Context, cfg config.BGP, _ *zap.Logger, _ func()) (Speaker, error) {
-				// Like bgp.New: the peers of the global config are added.
-				return h.sp, h.sp.SetPeers(context.Background(), cfg.Peers)
-			},
-			DialNB: func(_ context.Context, _ config.OVN, _ *zap.Logger, notify func()) (Northbound, error) {
-				h.nb.mu.Lock()
-				h.nb.notify = notify
-				h.nb.mu.Unlock()
-				return h.nb, nil
-			},
-		},
-		log: logs.logger, logs: logs, signal: make(chan struct{}, 1), reload: make(chan struct{}, 1),
-		cfg: cfg, startedAt: time.Now(),
+	logs, err := newLogging(cfg.Log, h.logger, h.level)
+	if err != nil {
+		t.Fatal(err)
 	}
+	deps := Deps{
+		NewSpeaker: func(ctx context.Context, cfg config.BGP, log *zap.Logger, notify func()) (Speaker, error) {
+			return h.newSpeaker(ctx, cfg, log, notify)
+		},
+		DialNB: func(_ context.Context, _ config.OVN, log *zap.Logger, notify func()) (Northbound, error) {
+			h.nb.mu.Lock()
+			h.nb.notify = notify
+			h.dialLog = log
+			h.nb.mu.Unlock()
+			return h.nb, nil
+		},
+		LoadConfig: func(path string) (*config.Config, error) { return h.loadConfig(path) },
+	}
+	h.d = newDaemon(Options{ConfigPath: h.cfgPath, Version: "test"}, deps, h.lim, logs, cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
 	go func() { h.done <- h.d.run(ctx) }()
@@ -227,9 +328,9 @@ func (h *harness) stop() {
 	h.once.Do(func() {
 		h.cancel()
 		select {
-		case err := <-h.done:
-			if err != nil {
-				h.t.Errorf("run: %v", err)
+		case h.runErr = <-h.done:
+			if h.runErr != nil && !h.wantRunFail {
+				h.t.Errorf("run: %v", h.runErr)
 			}
 		case <-time.After(10 * time.Second):
 			h.t.Error("daemon did not stop")
@@ -244,8 +345,21 @@ func (h *harness) eventually(what string, cond func() bool) {
 		if time.Now().After(deadline) {
 			h.t.Fatalf("timed out waiting for %s", what)
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// passDone waits until the loop has finished a whole pass begun after this
+// call: the NB is read at the start of every pass and the loop runs one
+// pass at a time, so a second read after a poke proves the first pass
+// ended.
+func (h *harness) passDone() {
+	h.t.Helper()
+	n := h.nb.reads()
+	h.d.poke()
+	h.eventually("a reconcile pass", func() bool { return h.nb.reads() >= n+1 })
+	h.d.poke()
+	h.eventually("a second reconcile pass", func() bool { return h.nb.reads() >= n+2 })
 }
 
 func (h *harness) wantPrefixes(want ...string) {
@@ -257,7 +371,7 @@ func (h *harness) wantPrefixes(want ...string) {
 func TestNothingBeforeFirstSync(t *testing.T) {
 	h := start(t, `"*"`)
 	h.nb.set(false, network("default", "10.128.0.0/23"))
-	time.Sleep(100 * time.Millisecond)
+	h.passDone()
 	if got := h.sp.prefixes(); len(got) != 0 {
 		t.Fatalf("advertised %v before the NB synced", got)
 	}
@@ -283,6 +397,14 @@ func TestFollowsSnapshot(t *testing.T) {
 
 func TestControlAPI(t *testing.T) {
 	h := start(t, "default")
+	h.sp.mu.Lock()
+	h.sp.learned = []model.LearnedPath{
+		{Peer: "tor", Prefix: netip.MustParsePrefix("198.51.100.0/24"), Accepted: true, Reason: "rule uplink"},
+		{Peer: "tor", Prefix: netip.MustParsePrefix("203.0.113.0/24"), Reason: "default deny"},
+		{Peer: "tor", Prefix: netip.MustParsePrefix("192.0.2.128/25"), Accepted: true, Reason: "rule uplink"},
+		{Peer: "tor", Prefix: netip.MustParsePrefix("203.0.113.128/25"), Reason: "default deny"},
+	}
+	h.sp.mu.Unlock()
 	h.nb.set(true, network("default", "10.128.0.0/23"))
 	h.wantPrefixes("tor 10.128.0.0/23")
 	c := api.NewClient(h.sock)
@@ -299,12 +421,26 @@ func TestControlAPI(t *testing.T) {
 	if err != nil || len(peers) != 1 || peers[0].Name != "tor" {
 		t.Fatalf("Peers = %+v, %v", peers, err)
 	}
+	prefixes := func(paths []api.LearnedRoute) string {
+		var s []string
+		for _, p := range paths {
+			s = append(s, p.Prefix.String())
+		}
+		return strings.Join(s, " ")
+	}
 	rejected, err := c.Learned(ctx, "tor", true)
-	if err != nil || len(rejected) != 1 {
-		t.Fatalf("Learned(rejected) = %+v, %v", rejected, err)
+	if got, want := prefixes(rejected), "203.0.113.0/24 203.0.113.128/25"; err != nil || got != want {
+		t.Fatalf("Learned(rejected) = %s, %v; want %s", got, err, want)
+	}
+	all, err := c.Learned(ctx, "", false)
+	if got, want := prefixes(all), "198.51.100.0/24 203.0.113.0/24 192.0.2.128/25 203.0.113.128/25"; err != nil || got != want {
+		t.Fatalf("Learned = %s, %v; want %s", got, err, want)
+	}
+	if _, err := c.Learned(ctx, "nope", false); err == nil || !strings.Contains(err.Error(), `no such peer "nope"`) {
+		t.Fatalf("learned, unknown peer: err = %v", err)
 	}
 	st, err := c.Status(ctx)
-	if err != nil || !st.Ready || st.Node != "node1" || st.Reconciles == 0 {
+	if err != nil || !st.Ready || st.Node != "node1" || st.Reconciles == 0 || st.Phase != api.PhaseRunning {
 		t.Fatalf("Status = %+v, %v", st, err)
 	}
 	if fi, err := os.Stat(h.sock); err != nil || fi.Mode().Perm() != 0o600 {
@@ -342,7 +478,7 @@ func TestReload(t *testing.T) {
 	h.wantPrefixes("tor 10.128.0.0/23")
 
 	// A good one takes effect.
-	writeConfig(t, h.cfgPath, `"*"`, h.sock)
+	h.writeConfig(cfgText{networks: `"*"`})
 	h.d.reload <- struct{}{}
 	h.wantPrefixes("tor 10.128.0.0/23", "tor 10.200.0.0/24")
 	if st := h.d.status(); st.ConfigError != "" {
@@ -351,18 +487,22 @@ func TestReload(t *testing.T) {
 }
 
 func TestStopIsGracefulOnlyWithGR(t *testing.T) {
-	h := start(t, "default")
-	h.stop()
-	h.sp.mu.Lock()
-	defer h.sp.mu.Unlock()
-	if !h.sp.stopped || h.sp.graceful {
-		t.Fatalf("stopped=%v graceful=%v; want a stop without graceful restart", h.sp.stopped, h.sp.graceful)
-	}
-	if !h.nb.closed {
-		t.Fatal("NB client not closed")
-	}
-	if _, err := os.Stat(h.sock); !os.IsNotExist(err) {
-		t.Fatalf("control socket left behind: %v", err)
+	for _, gr := range []bool{false, true} {
+		t.Run(fmt.Sprintf("gracefulRestart=%v", gr), func(t *testing.T) {
+			h := start(t, "default", func(h *harness) { h.cfg.gr = gr })
+			h.stop()
+			h.sp.mu.Lock()
+			defer h.sp.mu.Unlock()
+			if !h.sp.stopped || h.sp.graceful != gr {
+				t.Fatalf("stopped=%v graceful=%v; want a stop with graceful=%v", h.sp.stopped, h.sp.graceful, gr)
+			}
+			if !h.nb.closed {
+				t.Fatal("NB client not closed")
+			}
+			if _, err := os.Stat(h.sock); !os.IsNotExist(err) {
+				t.Fatalf("control socket left behind: %v", err)
+			}
+		})
 	}
 }
 
@@ -375,24 +515,52 @@ func TestMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.close()
-	resp, err := http.Get("http://" + m.ln.Addr().String() + "/metrics")
-	if err != nil {
-		t.Fatal(err)
+	scrape := func() string {
+		t.Helper()
+		resp, err := http.Get("http://" + m.ln.Addr().String() + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return string(body)
 	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	for _, want := range []string{
+	want := func(body string, lines ...string) {
+		t.Helper()
+		for _, l := range lines {
+			if !strings.Contains(body, l+"\n") {
+				t.Errorf("metrics lack %q", l)
+			}
+		}
+	}
+	want(scrape(),
 		`ovnbgp_peer_established{peer="tor"} 1`,
 		`ovnbgp_peer_state{peer="tor"} 6`,
 		`ovnbgp_advertisements{peer="tor"} 1`,
 		`ovnbgp_northbound_connected 1`,
 		`ovnbgp_reconcile_failing 0`,
 		`ovnbgp_build_info{node="node1",version="test"} 1`,
-	} {
-		if !strings.Contains(string(body), want) {
-			t.Errorf("metrics lack %q", want)
-		}
-	}
+	)
+
+	// Every value follows the daemon's state.
+	h.sp.mu.Lock()
+	h.sp.state = model.StateActive
+	h.sp.failPrefix = netip.MustParsePrefix("10.130.0.0/23")
+	h.sp.mu.Unlock()
+	h.nb.set(true, network("default", "10.128.0.0/23", "10.129.0.0/23", "10.130.0.0/23"))
+	h.wantPrefixes("tor 10.128.0.0/23", "tor 10.129.0.0/23")
+	h.eventually("the failure in status", func() bool { return h.d.status().LastError != "" })
+	h.nb.mu.Lock()
+	h.nb.ok = false // disconnected (Status reports ok as connected)
+	h.nb.mu.Unlock()
+	want(scrape(),
+		`ovnbgp_peer_established{peer="tor"} 0`,
+		`ovnbgp_peer_state{peer="tor"} 3`,
+		`ovnbgp_advertisements{peer="tor"} 2`,
+		`ovnbgp_northbound_connected 0`,
+		`ovnbgp_reconcile_failing 1`,
+	)
+
 	if _, err := h.d.serveMetrics(m.ln.Addr().String()); err == nil || !strings.Contains(err.Error(), `metrics.address: ""`) {
 		t.Errorf("port in use: err = %v, want advice to turn metrics off", err)
 	}
@@ -428,11 +596,9 @@ func TestSdNotify(t *testing.T) {
 		}
 	}
 	h := start(t, "default")
-	select {
-	case m := <-msgs:
-		t.Fatalf("systemd told %q before the NB synced", m)
-	case <-time.After(200 * time.Millisecond):
-	}
+	// A whole pass without NB data: had it told systemd anything, that
+	// message would come before the status below.
+	h.passDone()
 	h.nb.set(true, network("default", "10.128.0.0/23"))
 	if m := next(); m != "STATUS=advertising 1 routes" {
 		t.Fatalf("first message %q, want the status", m)

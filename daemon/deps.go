@@ -23,7 +23,10 @@ type Speaker interface {
 	// count.
 	NotApplied() []model.Advertisement
 	Peers(ctx context.Context) ([]model.PeerStatus, error)
-	Learned(ctx context.Context, peer string) ([]model.LearnedPath, error)
+	// EachLearned calls fn for every path the named peer ("" = every
+	// peer) sent, one at a time, so that a large table is never held in
+	// memory twice; an error from fn stops the walk and is returned.
+	EachLearned(ctx context.Context, peer string, fn func(model.LearnedPath) error) error
 	// Stop ends every session; graceful sends no NOTIFICATION so that
 	// peers with graceful restart keep our routes.
 	Stop(ctx context.Context, graceful bool) error
@@ -45,6 +48,8 @@ type Northbound interface {
 type Deps struct {
 	NewSpeaker func(ctx context.Context, cfg config.BGP, log *zap.Logger, notify func()) (Speaker, error)
 	DialNB     func(ctx context.Context, cfg config.OVN, log *zap.Logger, notify func()) (Northbound, error)
+	// LoadConfig reads and validates the config file (config.Load).
+	LoadConfig func(path string) (*config.Config, error)
 }
 
 func (d Deps) withDefaults() Deps {
@@ -53,6 +58,9 @@ func (d Deps) withDefaults() Deps {
 	}
 	if d.DialNB == nil {
 		d.DialNB = dialOVN
+	}
+	if d.LoadConfig == nil {
+		d.LoadConfig = config.Load
 	}
 	return d
 }

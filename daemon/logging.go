@@ -40,9 +40,17 @@ func NewLogger(c config.Log) (*zap.Logger, zap.AtomicLevel, error) {
 	return l, lvl, nil
 }
 
-func newLogging(c config.Log, supplied *zap.Logger) (*logging, error) {
+// newLogging builds the daemon's logger from c, or uses supplied. Every
+// logger the daemon hands out (bgp, ovn, the HTTP servers' error logs) is a
+// child of this one, so they share its level: a reload changes them all.
+// A supplied logger follows log.level only if its level is given too.
+func newLogging(c config.Log, supplied *zap.Logger, level *zap.AtomicLevel) (*logging, error) {
 	if supplied != nil {
-		return &logging{logger: supplied}, nil
+		l := &logging{logger: supplied, level: level}
+		if err := l.setLevel(c.Level); err != nil {
+			return nil, fmt.Errorf("log.level: %w", err)
+		}
+		return l, nil
 	}
 	l, lvl, err := NewLogger(c)
 	if err != nil {

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -121,12 +120,7 @@ func (d *Daemon) serveMetrics(addr string) (*server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("metrics.address %s: %w (set metrics.address: \"\" to turn metrics off)", addr, err)
 	}
-	s := &server{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}, ln: ln}
-	go func() {
-		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			d.log.Error("metrics server stopped", zap.Error(err))
-		}
-	}()
+	s := d.serve("metrics", ln, d.lim.metricsConns, mux)
 	d.log.Info("metrics listening", zap.String("address", ln.Addr().String()))
 	return s, nil
 }

@@ -1,0 +1,297 @@
+package cmd
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ovnbgp/ovnbgp/api"
+	"github.com/ovnbgp/ovnbgp/model"
+)
+
+// TestMain lets a test run this binary as the real `ovnbgp` (Execute with
+// its signal handling) in a child process.
+func TestMain(m *testing.M) {
+	if os.Getenv("OVNBGP_TEST_EXECUTE") == "1" {
+		Execute()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// child starts this test binary as `ovnbgp args...`.
+func child(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer) {
+	t.Helper()
+	c := exec.Command(os.Args[0], args...)
+	c.Env = append(os.Environ(), "OVNBGP_TEST_EXECUTE=1")
+	var stderr bytes.Buffer
+	c.Stderr = &stderr
+	c.Stdout = io.Discard
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if c.ProcessState == nil {
+			_ = c.Process.Kill()
+			_ = c.Wait()
+		}
+	})
+	return c, &stderr
+}
+
+// waitExit waits for the child and returns its exit code.
+func waitExit(t *testing.T, c *exec.Cmd, stderr *bytes.Buffer) int {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- c.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		_ = c.Process.Kill()
+		<-done
+		t.Fatalf("the command ignored SIGINT for 15 s; stderr: %s", stderr)
+	}
+	return c.ProcessState.ExitCode()
+}
+
+// TestInterruptEndsCLI: SIGINT ends a command that waits on a control
+// socket that never answers, or on a config file that never ends (a FIFO),
+// with a non-zero exit and a message saying why.
+func TestInterruptEndsCLI(t *testing.T) {
+	t.Run("silent control socket", func(t *testing.T) {
+		sock := filepath.Join(t.TempDir(), "silent.sock")
+		ln, err := net.Listen("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		got := make(chan struct{}, 1)
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				defer c.Close()
+				go func() {
+					buf := make([]byte, 4096)
+					if n, _ := c.Read(buf); n > 0 {
+						got <- struct{}{} // the request: now answer nothing
+					}
+				}()
+			}
+		}()
+		c, stderr := child(t, "--socket", sock, "peers")
+		select {
+		case <-got:
+		case <-time.After(15 * time.Second):
+			t.Fatal("the CLI sent no request")
+		}
+		if err := c.Process.Signal(os.Interrupt); err != nil {
+			t.Fatal(err)
+		}
+		code := waitExit(t, c, stderr)
+		if code == 0 || !strings.Contains(stderr.String(), "interrupted by SIGINT") {
+			t.Fatalf("exit %d, stderr %q; want non-zero and the interruption named", code, stderr)
+		}
+	})
+	t.Run("FIFO config", func(t *testing.T) {
+		fifo := filepath.Join(t.TempDir(), "config.yaml")
+		if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c, stderr := child(t, "config", "validate", fifo)
+		exited := make(chan struct{})
+		go func() { _, _ = c.Process.Wait(); close(exited) }()
+		// The proving event: the command opened the FIFO for reading (a
+		// non-blocking writer can open it only then). A command that
+		// refuses FIFOs exits instead, which is fine too.
+		var w *os.File
+		for w == nil {
+			select {
+			case <-exited:
+				if !strings.Contains(stderr.String(), fifo) {
+					t.Fatalf("exited without naming the file: %q", stderr)
+				}
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+			if f, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+				w = f
+			}
+		}
+		defer w.Close() // open, silent: the reader blocks
+		if err := c.Process.Signal(os.Interrupt); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-exited:
+		case <-time.After(15 * time.Second):
+			t.Fatalf("config validate ignored SIGINT for 15 s; stderr: %s", stderr)
+		}
+		if !strings.Contains(stderr.String(), "interrupted by SIGINT") {
+			t.Fatalf("stderr %q; want the interruption named", stderr)
+		}
+	})
+}
+
+// TestSecondSignalExits: the first signal cancels the command, naming it;
+// the second exits at once.
+func TestSecondSignalExits(t *testing.T) {
+	sigs := make(chan os.Signal, 2)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	var stderr bytes.Buffer
+	exited := make(chan int, 1)
+	go onSignals(sigs, cancel, &stderr, func(code int) { exited <- code })
+	sigs <- syscall.SIGTERM
+	<-ctx.Done()
+	if err := context.Cause(ctx); err == nil || err.Error() != "interrupted by SIGTERM" {
+		t.Fatalf("cause %v", err)
+	}
+	select {
+	case code := <-exited:
+		t.Fatalf("exit(%d) at the first signal", code)
+	default:
+	}
+	sigs <- os.Interrupt
+	select {
+	case code := <-exited:
+		if code == 0 || !strings.Contains(stderr.String(), "second SIGINT") {
+			t.Fatalf("exit(%d), stderr %q", code, stderr.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no exit at the second signal")
+	}
+}
+
+// fakeControl serves the route lists as the daemon does (a JSON array,
+// limit=, the truncation trailer) from fixed data.
+func fakeControl(t *testing.T, advs []model.Advertisement, peers []model.PeerStatus) string {
+	t.Helper()
+	sock := filepath.Join(t.TempDir(), "ctl.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := func(w http.ResponseWriter, r *http.Request, items []any) {
+		limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
+		w.Header().Set("Trailer", api.TrailerTruncated)
+		if limit > 0 && len(items) > limit {
+			items = items[:limit]
+			defer w.Header().Set(api.TrailerTruncated, "true")
+		}
+		_ = json.NewEncoder(w).Encode(items)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+api.PathAdvertised, func(w http.ResponseWriter, r *http.Request) {
+		var items []any
+		for _, a := range advs {
+			items = append(items, a)
+		}
+		list(w, r, items)
+	})
+	mux.HandleFunc("GET "+api.PathLearned, func(w http.ResponseWriter, r *http.Request) {
+		items := []any{}
+		for i := range 5 {
+			items = append(items, model.LearnedPath{Peer: "tor", Prefix: netip.PrefixFrom(netip.AddrFrom4([4]byte{203, 0, 113, byte(i)}), 32)})
+		}
+		list(w, r, items)
+	})
+	mux.HandleFunc("GET "+api.PathPeers, func(w http.ResponseWriter, r *http.Request) {
+		_ = json.NewEncoder(w).Encode(peers)
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return sock
+}
+
+func runSplit(args ...string) (stdout, stderr string, err error) {
+	var out, errOut bytes.Buffer
+	root := NewRootCommand(&out)
+	root.SetArgs(args)
+	root.SetErr(&errOut)
+	err = root.ExecuteContext(context.Background())
+	return out.String(), errOut.String(), err
+}
+
+// TestRoutesLimit: --limit N shows N routes, says on stderr that more
+// exist, and -o json stays one valid JSON array.
+func TestRoutesLimit(t *testing.T) {
+	var advs []model.Advertisement
+	for i := range 4 {
+		advs = append(advs, model.Advertisement{Peer: "tor", Prefix: netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(i), 0, 0}), 16)})
+	}
+	sock := fakeControl(t, advs, nil)
+	for _, verb := range []string{"advertised", "learned"} {
+		out, errOut, err := runSplit("--socket", sock, "routes", verb, "--limit", "2", "-o", "json")
+		var items []json.RawMessage
+		if err != nil || json.Unmarshal([]byte(out), &items) != nil || len(items) != 2 {
+			t.Errorf("%s --limit 2 -o json: %v, %d items in %q", verb, err, len(items), out)
+		}
+		if !strings.Contains(errOut, "only the first 2 routes are shown (--limit 2); more exist") {
+			t.Errorf("%s --limit 2: stderr %q lacks the truncation note", verb, errOut)
+		}
+		out, errOut, err = runSplit("--socket", sock, "routes", verb, "--limit", "10")
+		if err != nil || errOut != "" || strings.Count(out, "\n") != 1+map[string]int{"advertised": 4, "learned": 5}[verb] {
+			t.Errorf("%s --limit 10: %v, stderr %q, out %q", verb, err, errOut, out)
+		}
+	}
+}
+
+// TestTableEscapesControlChars: names from NB (or anywhere) with newlines,
+// tabs, escape sequences or bidi overrides cannot forge table rows or
+// drive the terminal.
+func TestTableEscapesControlChars(t *testing.T) {
+	evil := "blue\ntor  10.66.0.0/16  default  pods  -  forged\x1b[2K\x1b[31m\t\u202eabc"
+	sock := fakeControl(t, []model.Advertisement{{
+		Peer: "tor", Prefix: netip.MustParsePrefix("10.200.0.0/24"), Network: evil, Rule: "udn", Source: "Logical_Switch " + evil,
+	}}, []model.PeerStatus{{Name: "tor", State: model.StateActive, LastError: "bad\r\nline"}})
+	out, _, err := runSplit("--socket", sock, "routes", "advertised")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(out, "\n"); n != 2 {
+		t.Errorf("%d lines for a header and one route:\n%s", n, out)
+	}
+	for _, bad := range []string{"\x1b", "\u202e", "\r"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("raw %q in the table:\n%s", bad, out)
+		}
+	}
+	if !strings.Contains(out, `"blue\ntor  10.66.0.0/16  default  pods  -  forged\x1b[2K\x1b[31m\t\u202eabc"`) {
+		t.Errorf("the name is not shown escaped:\n%s", out)
+	}
+	out, _, err = runSplit("--socket", sock, "peers")
+	if err != nil || !strings.Contains(out, `"bad\r\nline"`) || strings.Count(out, "\n") != 2 {
+		t.Errorf("peers: %v\n%s", err, out)
+	}
+	// JSON keeps the exact value (encoded by the JSON encoder).
+	out, _, err = runSplit("--socket", sock, "routes", "advertised", "-o", "json")
+	var got []model.Advertisement
+	if err != nil || json.Unmarshal([]byte(out), &got) != nil || len(got) != 1 || got[0].Network != evil {
+		t.Errorf("json: %v %q", err, out)
+	}
+	for _, tt := range []struct{ in, want string }{
+		{"plain name", "plain name"},
+		{"münchen-1", "münchen-1"},
+		{"a\tb", `"a\tb"`},
+		{"\xff", `"\xff"`},
+	} {
+		if got := cell(tt.in); got != tt.want {
+			t.Errorf("cell(%q) = %s, want %s", tt.in, got, tt.want)
+		}
+	}
+}
