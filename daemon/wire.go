@@ -32,6 +32,6 @@ func (c nbClient) Status() api.NBStatus {
 	s := c.Client.Status()
 	return api.NBStatus{
 		Endpoint: s.Endpoint, Current: s.Current, Connected: s.Connected, Synced: s.Synced, Since: s.Since,
-		LastError: s.LastError, Attempts: s.Attempts, Problems: s.Problems,
+		LastError: s.LastError, LastErrorAt: s.LastErrorAt, Attempts: s.Attempts, Problems: s.Problems,
 	}
 }
