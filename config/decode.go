@@ -35,7 +35,7 @@ type defaulter interface {
 // maxDecodeWork bounds the work of decoding one document: every value
 // decoded and every key looked at counts one, each time an alias (*a) or a
 // merge key (<<) brings it in again. A document written out by hand stays
-// far below it (a thousand peers cost about 40,000); a YAML alias bomb,
+// far below it (a thousand peers cost about 30,000); a YAML alias bomb,
 // whose nested merge lists expand exponentially, reaches it in well under
 // a second and is refused instead of taking minutes and gigabytes.
 const maxDecodeWork = 1_000_000
