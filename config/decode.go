@@ -40,9 +40,9 @@ type defaulter interface {
 // a second and is refused instead of taking minutes and gigabytes.
 const maxDecodeWork = 1_000_000
 
-// errAliasBomb is the message when a document exceeds maxDecodeWork.
-var errAliasBomb = fmt.Sprintf("the document expands to more than %d values through anchors (&), aliases (*) and merge keys (<<): "+
-	"refused as a YAML alias bomb; write the values out, or nest fewer merges", maxDecodeWork)
+// aliasBombFormat is the message when a document exceeds maxDecodeWork.
+const aliasBombFormat = "the document expands to more than %d values through anchors (&), aliases (*) and merge keys (<<): " +
+	"refused as a YAML alias bomb; write the values out, or nest fewer merges"
 
 // decoder turns a yaml.Node tree into a typed value, collecting problems.
 type decoder struct {
@@ -78,7 +78,7 @@ func (d *decoder) spend(n int) bool {
 	msg := ""
 	switch {
 	case d.work > maxDecodeWork:
-		msg = errAliasBomb
+		msg = fmt.Sprintf(aliasBombFormat, maxDecodeWork)
 	case d.work&0xfff < n: // every 4096 units or so
 		if err := d.ctx.Err(); err != nil {
 			msg = fmt.Sprintf("decoding stopped: %v", err)
