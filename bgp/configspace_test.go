@@ -47,8 +47,8 @@ func TestEveryAcceptedCommunityIsSent(t *testing.T) {
 	}
 	// llgr-stale is the one name config refuses in advertise rules (a
 	// speaker does not send such a route to a peer without LLGR).
-	if len(model.WellKnownCommunities)-1+3 != len(want) {
-		t.Fatalf("model.WellKnownCommunities has %d names; this test knows %d: add the new ones", len(model.WellKnownCommunities), len(want)-3+1)
+	if len(model.WellKnownCommunities())-1+3 != len(want) {
+		t.Fatalf("model.WellKnownCommunities has %d names; this test knows %d: add the new ones", len(model.WellKnownCommunities()), len(want)-3+1)
 	}
 	if _, err := parseConfig(t, configDoc("  asn: 64512\n  listenPort: -1\n  peers: [{name: tor, address: 127.0.30.3, asn: 65001}]\n",
 		"  - {name: pods, kind: podNetwork, networks: [\"*\"], communities: [llgr-stale]}\n")); err == nil || !strings.Contains(err.Error(), "llgr-stale marks a stale route") {

@@ -35,14 +35,14 @@ type defaulter interface {
 // maxDecodeWork bounds the work of decoding one document: every value
 // decoded and every key looked at counts one, each time an alias (*a) or a
 // merge key (<<) brings it in again. A document written out by hand stays
-// far below it (a thousand peers cost about 40,000); a YAML alias bomb,
+// far below it (a thousand peers cost about 30,000); a YAML alias bomb,
 // whose nested merge lists expand exponentially, reaches it in well under
 // a second and is refused instead of taking minutes and gigabytes.
 const maxDecodeWork = 1_000_000
 
-// errAliasBomb is the message when a document exceeds maxDecodeWork.
-var errAliasBomb = fmt.Sprintf("the document expands to more than %d values through anchors (&), aliases (*) and merge keys (<<): "+
-	"refused as a YAML alias bomb; write the values out, or nest fewer merges", maxDecodeWork)
+// aliasBombFormat is the message when a document exceeds maxDecodeWork.
+const aliasBombFormat = "the document expands to more than %d values through anchors (&), aliases (*) and merge keys (<<): " +
+	"refused as a YAML alias bomb; write the values out, or nest fewer merges"
 
 // decoder turns a yaml.Node tree into a typed value, collecting problems.
 type decoder struct {
@@ -78,7 +78,7 @@ func (d *decoder) spend(n int) bool {
 	msg := ""
 	switch {
 	case d.work > maxDecodeWork:
-		msg = errAliasBomb
+		msg = fmt.Sprintf(aliasBombFormat, maxDecodeWork)
 	case d.work&0xfff < n: // every 4096 units or so
 		if err := d.ctx.Err(); err != nil {
 			msg = fmt.Sprintf("decoding stopped: %v", err)

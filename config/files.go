@@ -80,3 +80,13 @@ func unwrapPath(err error) error {
 	}
 	return err
 }
+
+// ReadRegularFile reads the regular file at path (a symlink is followed)
+// of at most limit bytes, without ever blocking: a FIFO, a device, a
+// directory or a socket is refused at once with an error saying what it
+// is. Other packages read the files the configuration names (TLS
+// certificates) with it.
+func ReadRegularFile(path string, limit int64) ([]byte, error) {
+	data, _, err := readRegular(path, limit)
+	return data, err
+}

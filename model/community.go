@@ -3,6 +3,7 @@ package model
 import (
 	"cmp"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -23,11 +24,13 @@ type WellKnownCommunity struct {
 	RFC string
 }
 
-// WellKnownCommunities are the community names ovnbgp reads and prints, with
-// their IANA values ("BGP Well-known Communities" registry). gobgp's own
-// name map lacks graceful-shutdown (it calls 0xFFFF0000 "planned-shut"),
-// so ovnbgp keeps this one table for parsing and printing.
-var WellKnownCommunities = []WellKnownCommunity{
+// WellKnownCommunities returns the community names ovnbgp reads and prints,
+// with their IANA values ("BGP Well-known Communities" registry). gobgp's
+// own name map lacks graceful-shutdown (it calls 0xFFFF0000
+// "planned-shut"), so ovnbgp keeps this one table for parsing and printing.
+func WellKnownCommunities() []WellKnownCommunity { return slices.Clone(wellKnown[:]) }
+
+var wellKnown = [...]WellKnownCommunity{
 	{"graceful-shutdown", 0xFFFF0000, "RFC 8326"},
 	{"accept-own", 0xFFFF0001, "RFC 7611"},
 	{"llgr-stale", 0xFFFF0006, "RFC 9494"},
@@ -41,8 +44,8 @@ var WellKnownCommunities = []WellKnownCommunity{
 
 // wellKnownNames lists the names for error messages.
 func wellKnownNames() string {
-	names := make([]string, len(WellKnownCommunities))
-	for i, w := range WellKnownCommunities {
+	names := make([]string, len(wellKnown))
+	for i, w := range wellKnown {
 		names[i] = w.Name
 	}
 	return strings.Join(names, ", ")
@@ -53,7 +56,7 @@ func wellKnownNames() string {
 // community parser: config calls it when it loads a file, and the control
 // API's JSON decodes through it.
 func ParseCommunity(s string) (Community, error) {
-	for _, w := range WellKnownCommunities {
+	for _, w := range wellKnown {
 		if s == w.Name {
 			return w.Value, nil
 		}
@@ -80,7 +83,7 @@ func parseUint(s string, bits int) (uint32, bool) {
 
 // String is the well-known name, or "ASN:VALUE".
 func (c Community) String() string {
-	for _, w := range WellKnownCommunities {
+	for _, w := range wellKnown {
 		if c == w.Value {
 			return w.Name
 		}

@@ -4,10 +4,12 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
-	"os"
 
 	"github.com/ovnbgp/ovnbgp/config"
 )
+
+// maxTLSFileSize caps each TLS file read (a certificate chain is a few KB).
+const maxTLSFileSize = 1 << 20
 
 // tlsConfig builds the client TLS configuration for ssl: endpoints from
 // the configured files: the CA that signed the server's certificate, and the
@@ -18,7 +20,7 @@ func tlsConfig(t config.TLS) (*tls.Config, error) {
 	if t.CAFile == "" {
 		return nil, fmt.Errorf("ovn.tls.caFile is required for ssl: endpoints")
 	}
-	pem, err := os.ReadFile(t.CAFile)
+	pem, err := config.ReadRegularFile(t.CAFile, maxTLSFileSize)
 	if err != nil {
 		return nil, fmt.Errorf("ovn.tls.caFile: %w", err)
 	}
@@ -32,7 +34,15 @@ func tlsConfig(t config.TLS) (*tls.Config, error) {
 	case t.CertFile == "" || t.KeyFile == "":
 		return nil, fmt.Errorf("ovn.tls: certFile and keyFile go together (certFile %q, keyFile %q)", t.CertFile, t.KeyFile)
 	default:
-		cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+		certPEM, err := config.ReadRegularFile(t.CertFile, maxTLSFileSize)
+		if err != nil {
+			return nil, fmt.Errorf("ovn.tls.certFile: %w", err)
+		}
+		keyPEM, err := config.ReadRegularFile(t.KeyFile, maxTLSFileSize)
+		if err != nil {
+			return nil, fmt.Errorf("ovn.tls.keyFile: %w", err)
+		}
+		cert, err := tls.X509KeyPair(certPEM, keyPEM)
 		if err != nil {
 			return nil, fmt.Errorf("ovn.tls.certFile/keyFile: %w", err)
 		}

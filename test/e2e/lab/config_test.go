@@ -69,7 +69,7 @@ func TestDaemonConfigLoads(t *testing.T) {
 				got := cfg.BGP.Peers[i]
 				wantHold, wantKeep := cmp.Or(p.HoldTime, 9*time.Second), cmp.Or(p.KeepaliveTime, 3*time.Second)
 				if got.SourceAddress != p.SourceAddress || got.Interface != p.Interface || int(got.EBGPMultihop) != p.EBGPMultihop ||
-					got.TTLSecurity != p.TTLSecurity || int(got.MaxPrefixes) != p.MaxPrefixes || got.HoldTime != wantHold || got.KeepaliveTime != wantKeep {
+					got.TTLSecurity != p.TTLSecurity || int(got.MaxPrefixes) != cmp.Or(p.MaxPrefixes, config.DefaultMaxPrefixes) || got.HoldTime != wantHold || got.KeepaliveTime != wantKeep {
 					t.Errorf("peer %s loaded as %+v from\n%s", p.Name, got, text)
 				}
 			}
