@@ -14,6 +14,7 @@ import (
 	"github.com/ovn-org/libovsdb/ovsdb"
 	"go.uber.org/zap"
 
+	"github.com/ovnbgp/ovnbgp/config"
 	"github.com/ovnbgp/ovnbgp/ovn/internal/ovnk"
 	"github.com/ovnbgp/ovnbgp/ovn/nbdb"
 )
@@ -401,7 +402,11 @@ func withWriter(ctx context.Context, endpoint string, log *zap.Logger, f func(co
 	if log == nil {
 		log = zap.NewNop()
 	}
-	if !strings.HasPrefix(endpoint, "unix:") && !strings.HasPrefix(endpoint, "tcp:") {
+	eps, err := config.ParseNorthbound(endpoint)
+	if err != nil {
+		return err
+	}
+	if len(eps) != 1 || eps.NeedTLS() {
 		return fmt.Errorf("lab writers take one unix:PATH or tcp:HOST:PORT endpoint, not %q", endpoint)
 	}
 	dbModel, err := nbdb.FullDatabaseModel()
