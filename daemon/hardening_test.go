@@ -409,6 +409,7 @@ func TestRestoredSpeakerKeepsRunning(t *testing.T) {
 // with backoff, without waiting for a reload.
 func TestSetPeersRetried(t *testing.T) {
 	h := start(t, "default")
+	h.eventually("the speaker", func() bool { return h.d.status().Phase == api.PhaseRunning })
 	h.sp.mu.Lock()
 	h.sp.failSetPeers = 3
 	h.sp.peers = nil
