@@ -152,6 +152,12 @@ func TestServersBounded(t *testing.T) {
 			}
 			done := make(chan struct{})
 			go func() { wg.Wait(); close(done) }()
+			if srv.name == "metrics" {
+				// The flood of one server leaves the other alone.
+				if st, err := api.NewClient(h.sock).Status(context.Background()); err != nil || st.Node != "node1" {
+					t.Errorf("status during the metrics flood: %+v, %v", st, err)
+				}
+			}
 			peak := 0
 			for waiting := true; waiting; {
 				select {
