@@ -114,37 +114,39 @@ func TestInterruptEndsCLI(t *testing.T) {
 			t.Fatalf("exit %d, stderr %q; want non-zero and the interruption named", code, stderr)
 		}
 	})
-	t.Run("FIFO config", func(t *testing.T) {
-		fifo := filepath.Join(t.TempDir(), "config.yaml")
-		if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		c := child(t, "config", "validate", fifo)
-		// The proving event: the command opened the FIFO for reading (a
-		// non-blocking writer can open it only then). A command that
-		// refuses FIFOs exits instead, which is fine too.
-		var w *os.File
-		for w == nil {
-			select {
-			case <-c.done:
-				if code, stderr := c.waitExit(t); code == 0 || !strings.Contains(stderr, fifo) {
-					t.Fatalf("exit %d without naming the file: %q", code, stderr)
+	for _, args := range [][]string{{"config", "validate"}, {"daemon", "--config"}} {
+		t.Run("FIFO config/"+args[0], func(t *testing.T) {
+			fifo := filepath.Join(t.TempDir(), "config.yaml")
+			if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			c := child(t, append(args, fifo)...)
+			// The proving event: the command opened the FIFO for reading (a
+			// non-blocking writer can open it only then). A command that
+			// refuses FIFOs exits instead, which is fine too.
+			var w *os.File
+			for w == nil {
+				select {
+				case <-c.done:
+					if code, stderr := c.waitExit(t); code == 0 || !strings.Contains(stderr, fifo) {
+						t.Fatalf("exit %d without naming the file: %q", code, stderr)
+					}
+					return
+				case <-time.After(5 * time.Millisecond):
 				}
-				return
-			case <-time.After(5 * time.Millisecond):
+				if f, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+					w = f
+				}
 			}
-			if f, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
-				w = f
+			defer w.Close() // open, silent: the reader blocks
+			if err := c.cmd.Process.Signal(os.Interrupt); err != nil {
+				t.Fatal(err)
 			}
-		}
-		defer w.Close() // open, silent: the reader blocks
-		if err := c.cmd.Process.Signal(os.Interrupt); err != nil {
-			t.Fatal(err)
-		}
-		if code, stderr := c.waitExit(t); code == 0 || !strings.Contains(stderr, "interrupted by SIGINT") {
-			t.Fatalf("exit %d, stderr %q; want non-zero and the interruption named", code, stderr)
-		}
-	})
+			if code, stderr := c.waitExit(t); code == 0 || !strings.Contains(stderr, "interrupted by SIGINT") {
+				t.Fatalf("exit %d, stderr %q; want non-zero and the interruption named", code, stderr)
+			}
+		})
+	}
 }
 
 // TestSecondSignalExits: the first signal cancels the command, naming it;
