@@ -31,39 +31,46 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// child starts this test binary as `ovnbgp args...`.
-func child(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer) {
-	t.Helper()
-	c := exec.Command(os.Args[0], args...)
-	c.Env = append(os.Environ(), "OVNBGP_TEST_EXECUTE=1")
-	var stderr bytes.Buffer
-	c.Stderr = &stderr
-	c.Stdout = io.Discard
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if c.ProcessState == nil {
-			_ = c.Process.Kill()
-			_ = c.Wait()
-		}
-	})
-	return c, &stderr
+// proc is a child process running this test binary as `ovnbgp`.
+type proc struct {
+	cmd    *exec.Cmd
+	stderr bytes.Buffer  // read it only after done
+	done   chan struct{} // closed when the process ended and stderr is complete
 }
 
-// waitExit waits for the child and returns its exit code.
-func waitExit(t *testing.T, c *exec.Cmd, stderr *bytes.Buffer) int {
+// child starts this test binary as `ovnbgp args...`.
+func child(t *testing.T, args ...string) *proc {
 	t.Helper()
-	done := make(chan error, 1)
-	go func() { done <- c.Wait() }()
-	select {
-	case <-done:
-	case <-time.After(15 * time.Second):
-		_ = c.Process.Kill()
-		<-done
-		t.Fatalf("the command ignored SIGINT for 15 s; stderr: %s", stderr)
+	p := &proc{cmd: exec.Command(os.Args[0], args...), done: make(chan struct{})}
+	p.cmd.Env = append(os.Environ(), "OVNBGP_TEST_EXECUTE=1")
+	p.cmd.Stderr = &p.stderr
+	p.cmd.Stdout = io.Discard
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
 	}
-	return c.ProcessState.ExitCode()
+	go func() { _ = p.cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+	})
+	return p
+}
+
+// waitExit waits for the child and returns its exit code and stderr.
+func (p *proc) waitExit(t *testing.T) (int, string) {
+	t.Helper()
+	select {
+	case <-p.done:
+	case <-time.After(15 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		t.Fatalf("the command ignored SIGINT for 15 s; stderr: %s", p.stderr.String())
+	}
+	return p.cmd.ProcessState.ExitCode(), p.stderr.String()
 }
 
 // TestInterruptEndsCLI: SIGINT ends a command that waits on a control
@@ -93,58 +100,53 @@ func TestInterruptEndsCLI(t *testing.T) {
 				}()
 			}
 		}()
-		c, stderr := child(t, "--socket", sock, "peers")
+		c := child(t, "--socket", sock, "peers")
 		select {
 		case <-got:
 		case <-time.After(15 * time.Second):
 			t.Fatal("the CLI sent no request")
 		}
-		if err := c.Process.Signal(os.Interrupt); err != nil {
+		if err := c.cmd.Process.Signal(os.Interrupt); err != nil {
 			t.Fatal(err)
 		}
-		code := waitExit(t, c, stderr)
-		if code == 0 || !strings.Contains(stderr.String(), "interrupted by SIGINT") {
+		code, stderr := c.waitExit(t)
+		if code == 0 || !strings.Contains(stderr, "interrupted by SIGINT") {
 			t.Fatalf("exit %d, stderr %q; want non-zero and the interruption named", code, stderr)
 		}
 	})
-	t.Run("FIFO config", func(t *testing.T) {
-		fifo := filepath.Join(t.TempDir(), "config.yaml")
-		if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		c, stderr := child(t, "config", "validate", fifo)
-		exited := make(chan struct{})
-		go func() { _, _ = c.Process.Wait(); close(exited) }()
-		// The proving event: the command opened the FIFO for reading (a
-		// non-blocking writer can open it only then). A command that
-		// refuses FIFOs exits instead, which is fine too.
-		var w *os.File
-		for w == nil {
-			select {
-			case <-exited:
-				if !strings.Contains(stderr.String(), fifo) {
-					t.Fatalf("exited without naming the file: %q", stderr)
+	for _, args := range [][]string{{"config", "validate"}, {"daemon", "--config"}} {
+		t.Run("FIFO config/"+args[0], func(t *testing.T) {
+			fifo := filepath.Join(t.TempDir(), "config.yaml")
+			if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			c := child(t, append(args, fifo)...)
+			// The proving event: the command opened the FIFO for reading (a
+			// non-blocking writer can open it only then). A command that
+			// refuses FIFOs exits instead, which is fine too.
+			var w *os.File
+			for w == nil {
+				select {
+				case <-c.done:
+					if code, stderr := c.waitExit(t); code == 0 || !strings.Contains(stderr, fifo) {
+						t.Fatalf("exit %d without naming the file: %q", code, stderr)
+					}
+					return
+				case <-time.After(5 * time.Millisecond):
 				}
-				return
-			case <-time.After(5 * time.Millisecond):
+				if f, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+					w = f
+				}
 			}
-			if f, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
-				w = f
+			defer w.Close() // open, silent: the reader blocks
+			if err := c.cmd.Process.Signal(os.Interrupt); err != nil {
+				t.Fatal(err)
 			}
-		}
-		defer w.Close() // open, silent: the reader blocks
-		if err := c.Process.Signal(os.Interrupt); err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case <-exited:
-		case <-time.After(15 * time.Second):
-			t.Fatalf("config validate ignored SIGINT for 15 s; stderr: %s", stderr)
-		}
-		if !strings.Contains(stderr.String(), "interrupted by SIGINT") {
-			t.Fatalf("stderr %q; want the interruption named", stderr)
-		}
-	})
+			if code, stderr := c.waitExit(t); code == 0 || !strings.Contains(stderr, "interrupted by SIGINT") {
+				t.Fatalf("exit %d, stderr %q; want non-zero and the interruption named", code, stderr)
+			}
+		})
+	}
 }
 
 // TestSecondSignalExits: the first signal cancels the command, naming it;

@@ -152,6 +152,12 @@ func TestServersBounded(t *testing.T) {
 			}
 			done := make(chan struct{})
 			go func() { wg.Wait(); close(done) }()
+			if srv.name == "metrics" {
+				// The flood of one server leaves the other alone.
+				if st, err := api.NewClient(h.sock).Status(context.Background()); err != nil || st.Node != "node1" {
+					t.Errorf("status during the metrics flood: %+v, %v", st, err)
+				}
+			}
 			peak := 0
 			for waiting := true; waiting; {
 				select {
@@ -409,6 +415,7 @@ func TestRestoredSpeakerKeepsRunning(t *testing.T) {
 // with backoff, without waiting for a reload.
 func TestSetPeersRetried(t *testing.T) {
 	h := start(t, "default")
+	h.eventually("the speaker", func() bool { return h.d.status().Phase == api.PhaseRunning })
 	h.sp.mu.Lock()
 	h.sp.failSetPeers = 3
 	h.sp.peers = nil
