@@ -67,7 +67,11 @@ type listenPeer struct {
 // listener accepts BGP connections on the speaker's port and hands those
 // that start with an OPEN to gobgp.
 type listener struct {
-	log      *zap.Logger
+	log *zap.Logger
+	// tap is told of every NOTIFICATION a peer sends on a connection the
+	// listener accepted (gobgp does not log those it receives before
+	// Established).
+	tap      func(addr string, sent bool, code, subcode uint8, communication string)
 	handoff  chan net.Conn
 	openWait time.Duration
 	lns      []*net.TCPListener
@@ -337,7 +341,7 @@ func (l *listener) awaitOpen(p listenPeer, remote netip.Addr, c *net.TCPConn) {
 	}
 	l.log.Debug("bgp listener: OPEN received, connection handed to gobgp", zap.String("peer", p.name), zap.Stringer("address", remote))
 	select {
-	case l.handoff <- &openConn{TCPConn: c, head: head[:]}:
+	case l.handoff <- &openConn{TCPConn: c, head: head[:], sniff: l.sniffer(remote)}:
 	case <-l.done:
 		c.Close()
 	}
@@ -395,19 +399,89 @@ func (l *listener) close() {
 
 // openConn is an accepted connection whose first bytes (the OPEN header)
 // were already read: Read returns them first. It embeds *net.TCPConn, so
-// gobgp can still set socket options through SyscallConn.
+// gobgp can still set socket options through SyscallConn. Everything gobgp
+// reads also goes through sniff, which spots the peer's NOTIFICATIONs.
 type openConn struct {
 	*net.TCPConn
-	head []byte
+	head  []byte
+	sniff *sniffer
 }
 
 func (c *openConn) Read(b []byte) (int, error) {
 	if len(c.head) > 0 {
 		n := copy(b, c.head)
 		c.head = c.head[n:]
+		c.sniff.feed(b[:n])
 		return n, nil
 	}
-	return c.TCPConn.Read(b)
+	n, err := c.TCPConn.Read(b)
+	c.sniff.feed(b[:n])
+	return n, err
+}
+
+func (l *listener) sniffer(remote netip.Addr) *sniffer {
+	if l.tap == nil {
+		return nil
+	}
+	addr := remote.String()
+	return &sniffer{tap: func(code, sub uint8) { l.tap(addr, false, code, sub, "") }}
+}
+
+// sniffer follows the BGP message boundaries of a byte stream and calls
+// tap with the code and subcode of each NOTIFICATION. It stops at the first
+// malformed header (gobgp ends the session then anyway). gobgp reads from
+// one goroutine at a time, so it needs no lock.
+type sniffer struct {
+	tap       func(code, subcode uint8)
+	hdr       [bgpHeaderLen]byte
+	hn        int // header bytes seen
+	remaining int // body bytes still to come
+	typ       byte
+	code      [2]byte
+	cn        int
+	dead      bool
+}
+
+func (s *sniffer) feed(p []byte) {
+	if s == nil {
+		return
+	}
+	for len(p) > 0 && !s.dead {
+		if s.hn < bgpHeaderLen {
+			n := copy(s.hdr[s.hn:], p)
+			s.hn += n
+			p = p[n:]
+			if s.hn == bgpHeaderLen {
+				length := int(binary.BigEndian.Uint16(s.hdr[16:18]))
+				if length < bgpHeaderLen {
+					s.dead = true
+					return
+				}
+				s.typ, s.remaining, s.cn = s.hdr[18], length-bgpHeaderLen, 0
+				s.done()
+			}
+			continue
+		}
+		n := min(len(p), s.remaining)
+		for i := 0; i < n && s.typ == 3 && s.cn < 2; i++ {
+			s.code[s.cn] = p[i]
+			s.cn++
+		}
+		s.remaining -= n
+		p = p[n:]
+		s.done()
+	}
+}
+
+// done ends the current message once its body is complete.
+func (s *sniffer) done() {
+	if s.remaining > 0 {
+		return
+	}
+	if s.typ == 3 && s.cn == 2 {
+		s.tap(s.code[0], s.code[1])
+	}
+	s.hn = 0
 }
 
 func addrOf(a net.Addr) netip.Addr {

@@ -171,6 +171,7 @@ func (s *Speaker) start(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("start bgp: %w", err)
 		}
+		ln.tap = s.onNotification
 		s.ln = ln
 	}
 	// RFC 8212: nothing a peer sends enters the Loc-RIB, so nothing learned
