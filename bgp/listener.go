@@ -71,8 +71,9 @@ type listener struct {
 	// tap is told of every NOTIFICATION a peer sends on a connection the
 	// listener accepted (gobgp does not log those it receives before
 	// Established).
-	tap      func(addr string, sent bool, code, subcode uint8, communication string)
-	handoff  chan net.Conn
+	tap     func(addr string, sent bool, code, subcode uint8, communication string)
+	handoff chan net.Conn
+	// openWait is guarded by mu (tests shorten it).
 	openWait time.Duration
 	lns      []*net.TCPListener
 	done     chan struct{}
@@ -100,10 +101,13 @@ func handoffTo(srv *server.BgpServer, ch chan net.Conn) error {
 }
 
 // newListener listens on port on every address (0.0.0.0, and :: when the
-// host has IPv6) and starts accepting. Connections that pass go to handoff.
-func newListener(log *zap.Logger, port int, handoff chan net.Conn) (*listener, error) {
+// host has IPv6) and starts accepting. Connections that pass go to handoff;
+// the NOTIFICATIONs peers send on them go to tap (may be nil).
+func newListener(log *zap.Logger, port int, handoff chan net.Conn,
+	tap func(addr string, sent bool, code, subcode uint8, communication string)) (*listener, error) {
 	l := &listener{
 		log:      log,
+		tap:      tap,
 		handoff:  handoff,
 		openWait: openWait,
 		done:     make(chan struct{}),
@@ -287,6 +291,7 @@ func (l *listener) accepted(c *net.TCPConn) {
 		cs = cs[1:]
 	}
 	l.pending[remote] = append(cs, c)
+	wait := l.openWait
 	l.mu.Unlock()
 
 	_ = c.SetKeepAlive(false) // as gobgp: the hold timer does that job
@@ -298,15 +303,15 @@ func (l *listener) accepted(c *net.TCPConn) {
 		}
 	}
 	l.wg.Add(1)
-	go l.awaitOpen(p, remote, c)
+	go l.awaitOpen(p, remote, c, wait)
 }
 
 // awaitOpen reads the first message header; a valid OPEN header hands the
 // connection to gobgp, anything else (silence, garbage, EOF) closes it.
-func (l *listener) awaitOpen(p listenPeer, remote netip.Addr, c *net.TCPConn) {
+func (l *listener) awaitOpen(p listenPeer, remote netip.Addr, c *net.TCPConn, wait time.Duration) {
 	defer l.wg.Done()
 	var head [bgpHeaderLen]byte
-	_ = c.SetReadDeadline(time.Now().Add(l.openWait))
+	_ = c.SetReadDeadline(time.Now().Add(wait))
 	_, err := io.ReadFull(c, head[:])
 	_ = c.SetReadDeadline(time.Time{})
 	if err == nil {

@@ -123,8 +123,6 @@ func New(ctx context.Context, global config.BGP, log *zap.Logger, notify func())
 	if err := handoffTo(srv, handoff); err != nil {
 		return nil, fmt.Errorf("start bgp: %w", err)
 	}
-	go srv.Serve()
-
 	*s = Speaker{
 		bgp:        srv,
 		global:     global,
@@ -139,6 +137,7 @@ func New(ctx context.Context, global config.BGP, log *zap.Logger, notify func())
 		sessions:   map[netip.Addr]*session{},
 		prefixHold: defaultPrefixHold,
 	}
+	go srv.Serve()
 	if err := s.start(ctx); err != nil {
 		_ = s.shutdown(ctx, false)
 		return nil, err
@@ -167,11 +166,10 @@ func (s *Speaker) start(ctx context.Context) error {
 		return fmt.Errorf("start bgp (asn %d, router id %v): %w", s.global.ASN, s.global.RouterID, err)
 	}
 	if port > 0 {
-		ln, err := newListener(s.log, port, s.handoff)
+		ln, err := newListener(s.log, port, s.handoff, s.onNotification)
 		if err != nil {
 			return fmt.Errorf("start bgp: %w", err)
 		}
-		ln.tap = s.onNotification
 		s.ln = ln
 	}
 	// RFC 8212: nothing a peer sends enters the Loc-RIB, so nothing learned
