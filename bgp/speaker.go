@@ -91,8 +91,9 @@ type session struct {
 //
 // log receives ovnbgp's messages; gobgp's own slog records go to
 // log.Named("gobgp"), from Warn up, or from Info up while log is enabled at
-// Debug (checked at each record: an AtomicLevel change applies at once). notify is called whenever a peer changes state or a peer's
-// Adj-RIB-In changes, possibly often and from gobgp's event goroutine: it
+// Debug (checked at each record: an AtomicLevel change applies at once).
+// notify is called whenever a peer changes state or a peer's Adj-RIB-In
+// changes, possibly often and from gobgp's event goroutine: it
 // must not block.
 func New(ctx context.Context, global config.BGP, log *zap.Logger, notify func()) (*Speaker, error) {
 	if log == nil {
