@@ -8,8 +8,10 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"os"
 	"reflect"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -60,6 +62,9 @@ const bgpHeaderLen = 19
 type listenPeer struct {
 	name     string
 	password string
+	// iface is the peer's interface; when it is a VRF, its MD5 key is
+	// bound to that VRF (as gobgp does).
+	iface string
 	// minTTL is GTSM's minimum TTL (RFC 5082), 0 if off.
 	minTTL int
 }
@@ -156,21 +161,21 @@ func (l *listener) setPeers(peers map[netip.Addr]listenPeer) error {
 	}
 	var errs []error
 	for addr, old := range l.peers {
-		if p, ok := peers[addr]; ok && p.password == old.password {
+		if p, ok := peers[addr]; ok && p.password == old.password && p.iface == old.iface {
 			continue
 		}
 		if old.password != "" {
-			if err := l.setMD5(addr, ""); err != nil {
+			if err := l.setMD5(addr, old.iface, ""); err != nil {
 				errs = append(errs, fmt.Errorf("peer %q: remove the TCP MD5 key of %v from the listener: %w", old.name, addr, err))
 			}
 		}
 	}
 	for addr, p := range peers {
-		if old, ok := l.peers[addr]; ok && old.password == p.password {
+		if old, ok := l.peers[addr]; ok && old.password == p.password && old.iface == p.iface {
 			continue
 		}
 		if p.password != "" {
-			if err := l.setMD5(addr, p.password); err != nil {
+			if err := l.setMD5(addr, p.iface, p.password); err != nil {
 				errs = append(errs, fmt.Errorf("peer %q: set the TCP MD5 key of %v on the listener: %w", p.name, addr, err))
 			}
 		}
@@ -189,10 +194,19 @@ func (l *listener) setPeers(peers map[netip.Addr]listenPeer) error {
 }
 
 // setMD5 sets (or, with an empty key, removes) the TCP MD5 key for addr on
-// the listening socket of addr's family.
-func (l *listener) setMD5(addr netip.Addr, key string) error {
+// the listening socket of addr's family; for a peer reached through a VRF
+// device, the key is bound to the VRF's index.
+func (l *listener) setMD5(addr netip.Addr, iface, key string) error {
 	sig := unix.TCPMD5Sig{Keylen: uint16(len(key))}
 	copy(sig.Key[:], key)
+	if iface != "" && isVRF(iface) {
+		ifi, err := net.InterfaceByName(iface)
+		if err != nil {
+			return fmt.Errorf("vrf %s: %w", iface, err)
+		}
+		sig.Flags |= unix.TCP_MD5SIG_FLAG_IFINDEX
+		sig.Ifindex = int32(ifi.Index)
+	}
 	v6 := addr.Is6() && !addr.Is4In6()
 	if v6 {
 		sig.Addr.Family = unix.AF_INET6
@@ -215,7 +229,7 @@ func (l *listener) setMD5(addr netip.Addr, key string) error {
 		}
 		var serr error
 		if err := rc.Control(func(fd uintptr) {
-			serr = unix.SetsockoptTCPMD5Sig(int(fd), unix.IPPROTO_TCP, unix.TCP_MD5SIG, &sig)
+			serr = unix.SetsockoptTCPMD5Sig(int(fd), unix.IPPROTO_TCP, unix.TCP_MD5SIG_EXT, &sig)
 		}); err != nil {
 			errs = append(errs, err)
 		}
@@ -224,6 +238,22 @@ func (l *listener) setMD5(addr netip.Addr, key string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// isVRF reports whether the network device is a VRF (its uevent says
+// DEVTYPE=vrf).
+func isVRF(iface string) bool {
+	b, err := os.ReadFile("/sys/class/net/" + iface + "/uevent")
+	return err == nil && hasLine(string(b), "DEVTYPE=vrf")
+}
+
+func hasLine(text, line string) bool {
+	for _, l := range strings.Split(text, "\n") {
+		if strings.TrimSpace(l) == line {
+			return true
+		}
+	}
+	return false
 }
 
 func isV6Listener(ln *net.TCPListener) bool {
