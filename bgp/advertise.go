@@ -241,7 +241,9 @@ func (s *Speaker) reconcile(ctx context.Context, want []model.Advertisement) err
 		}
 		if prev, dup := desired[k]; dup {
 			if prev.gid != w.gid {
-				fail(k, fmt.Errorf("conflicting attributes %+v and %+v; keeping the first", prev.adv.Attrs, adv.Attrs))
+				// The first is applied: an error, but no failed item.
+				errs = append(errs, fmt.Errorf("advertise %v to peer %q: conflicting attributes %+v and %+v; keeping the first",
+					k.Prefix, k.Peer, prev.adv.Attrs, adv.Attrs))
 			}
 			continue
 		}

@@ -8,8 +8,10 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"os"
 	"reflect"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -60,6 +62,9 @@ const bgpHeaderLen = 19
 type listenPeer struct {
 	name     string
 	password string
+	// iface is the peer's interface; when it is a VRF, its MD5 key is
+	// bound to that VRF (as gobgp does).
+	iface string
 	// minTTL is GTSM's minimum TTL (RFC 5082), 0 if off.
 	minTTL int
 }
@@ -67,8 +72,13 @@ type listenPeer struct {
 // listener accepts BGP connections on the speaker's port and hands those
 // that start with an OPEN to gobgp.
 type listener struct {
-	log      *zap.Logger
-	handoff  chan net.Conn
+	log *zap.Logger
+	// tap is told of every NOTIFICATION a peer sends on a connection the
+	// listener accepted (gobgp does not log those it receives before
+	// Established).
+	tap     func(addr string, sent bool, code, subcode uint8, communication string)
+	handoff chan net.Conn
+	// openWait is guarded by mu (tests shorten it).
 	openWait time.Duration
 	lns      []*net.TCPListener
 	done     chan struct{}
@@ -96,10 +106,13 @@ func handoffTo(srv *server.BgpServer, ch chan net.Conn) error {
 }
 
 // newListener listens on port on every address (0.0.0.0, and :: when the
-// host has IPv6) and starts accepting. Connections that pass go to handoff.
-func newListener(log *zap.Logger, port int, handoff chan net.Conn) (*listener, error) {
+// host has IPv6) and starts accepting. Connections that pass go to handoff;
+// the NOTIFICATIONs peers send on them go to tap (may be nil).
+func newListener(log *zap.Logger, port int, handoff chan net.Conn,
+	tap func(addr string, sent bool, code, subcode uint8, communication string)) (*listener, error) {
 	l := &listener{
 		log:      log,
+		tap:      tap,
 		handoff:  handoff,
 		openWait: openWait,
 		done:     make(chan struct{}),
@@ -148,21 +161,21 @@ func (l *listener) setPeers(peers map[netip.Addr]listenPeer) error {
 	}
 	var errs []error
 	for addr, old := range l.peers {
-		if p, ok := peers[addr]; ok && p.password == old.password {
+		if p, ok := peers[addr]; ok && p.password == old.password && p.iface == old.iface {
 			continue
 		}
 		if old.password != "" {
-			if err := l.setMD5(addr, ""); err != nil {
+			if err := l.setMD5(addr, old.iface, ""); err != nil {
 				errs = append(errs, fmt.Errorf("peer %q: remove the TCP MD5 key of %v from the listener: %w", old.name, addr, err))
 			}
 		}
 	}
 	for addr, p := range peers {
-		if old, ok := l.peers[addr]; ok && old.password == p.password {
+		if old, ok := l.peers[addr]; ok && old.password == p.password && old.iface == p.iface {
 			continue
 		}
 		if p.password != "" {
-			if err := l.setMD5(addr, p.password); err != nil {
+			if err := l.setMD5(addr, p.iface, p.password); err != nil {
 				errs = append(errs, fmt.Errorf("peer %q: set the TCP MD5 key of %v on the listener: %w", p.name, addr, err))
 			}
 		}
@@ -181,10 +194,19 @@ func (l *listener) setPeers(peers map[netip.Addr]listenPeer) error {
 }
 
 // setMD5 sets (or, with an empty key, removes) the TCP MD5 key for addr on
-// the listening socket of addr's family.
-func (l *listener) setMD5(addr netip.Addr, key string) error {
+// the listening socket of addr's family; for a peer reached through a VRF
+// device, the key is bound to the VRF's index.
+func (l *listener) setMD5(addr netip.Addr, iface, key string) error {
 	sig := unix.TCPMD5Sig{Keylen: uint16(len(key))}
 	copy(sig.Key[:], key)
+	if iface != "" && isVRF(iface) {
+		ifi, err := net.InterfaceByName(iface)
+		if err != nil {
+			return fmt.Errorf("vrf %s: %w", iface, err)
+		}
+		sig.Flags |= unix.TCP_MD5SIG_FLAG_IFINDEX
+		sig.Ifindex = int32(ifi.Index)
+	}
 	v6 := addr.Is6() && !addr.Is4In6()
 	if v6 {
 		sig.Addr.Family = unix.AF_INET6
@@ -207,7 +229,7 @@ func (l *listener) setMD5(addr netip.Addr, key string) error {
 		}
 		var serr error
 		if err := rc.Control(func(fd uintptr) {
-			serr = unix.SetsockoptTCPMD5Sig(int(fd), unix.IPPROTO_TCP, unix.TCP_MD5SIG, &sig)
+			serr = unix.SetsockoptTCPMD5Sig(int(fd), unix.IPPROTO_TCP, unix.TCP_MD5SIG_EXT, &sig)
 		}); err != nil {
 			errs = append(errs, err)
 		}
@@ -216,6 +238,22 @@ func (l *listener) setMD5(addr netip.Addr, key string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// isVRF reports whether the network device is a VRF (its uevent says
+// DEVTYPE=vrf).
+func isVRF(iface string) bool {
+	b, err := os.ReadFile("/sys/class/net/" + iface + "/uevent")
+	return err == nil && hasLine(string(b), "DEVTYPE=vrf")
+}
+
+func hasLine(text, line string) bool {
+	for _, l := range strings.Split(text, "\n") {
+		if strings.TrimSpace(l) == line {
+			return true
+		}
+	}
+	return false
 }
 
 func isV6Listener(ln *net.TCPListener) bool {
@@ -283,6 +321,7 @@ func (l *listener) accepted(c *net.TCPConn) {
 		cs = cs[1:]
 	}
 	l.pending[remote] = append(cs, c)
+	wait := l.openWait
 	l.mu.Unlock()
 
 	_ = c.SetKeepAlive(false) // as gobgp: the hold timer does that job
@@ -294,15 +333,15 @@ func (l *listener) accepted(c *net.TCPConn) {
 		}
 	}
 	l.wg.Add(1)
-	go l.awaitOpen(p, remote, c)
+	go l.awaitOpen(p, remote, c, wait)
 }
 
 // awaitOpen reads the first message header; a valid OPEN header hands the
 // connection to gobgp, anything else (silence, garbage, EOF) closes it.
-func (l *listener) awaitOpen(p listenPeer, remote netip.Addr, c *net.TCPConn) {
+func (l *listener) awaitOpen(p listenPeer, remote netip.Addr, c *net.TCPConn, wait time.Duration) {
 	defer l.wg.Done()
 	var head [bgpHeaderLen]byte
-	_ = c.SetReadDeadline(time.Now().Add(l.openWait))
+	_ = c.SetReadDeadline(time.Now().Add(wait))
 	_, err := io.ReadFull(c, head[:])
 	_ = c.SetReadDeadline(time.Time{})
 	if err == nil {
@@ -337,7 +376,7 @@ func (l *listener) awaitOpen(p listenPeer, remote netip.Addr, c *net.TCPConn) {
 	}
 	l.log.Debug("bgp listener: OPEN received, connection handed to gobgp", zap.String("peer", p.name), zap.Stringer("address", remote))
 	select {
-	case l.handoff <- &openConn{TCPConn: c, head: head[:]}:
+	case l.handoff <- &openConn{TCPConn: c, head: head[:], sniff: l.sniffer(remote)}:
 	case <-l.done:
 		c.Close()
 	}
@@ -395,19 +434,89 @@ func (l *listener) close() {
 
 // openConn is an accepted connection whose first bytes (the OPEN header)
 // were already read: Read returns them first. It embeds *net.TCPConn, so
-// gobgp can still set socket options through SyscallConn.
+// gobgp can still set socket options through SyscallConn. Everything gobgp
+// reads also goes through sniff, which spots the peer's NOTIFICATIONs.
 type openConn struct {
 	*net.TCPConn
-	head []byte
+	head  []byte
+	sniff *sniffer
 }
 
 func (c *openConn) Read(b []byte) (int, error) {
 	if len(c.head) > 0 {
 		n := copy(b, c.head)
 		c.head = c.head[n:]
+		c.sniff.feed(b[:n])
 		return n, nil
 	}
-	return c.TCPConn.Read(b)
+	n, err := c.TCPConn.Read(b)
+	c.sniff.feed(b[:n])
+	return n, err
+}
+
+func (l *listener) sniffer(remote netip.Addr) *sniffer {
+	if l.tap == nil {
+		return nil
+	}
+	addr := remote.String()
+	return &sniffer{tap: func(code, sub uint8) { l.tap(addr, false, code, sub, "") }}
+}
+
+// sniffer follows the BGP message boundaries of a byte stream and calls
+// tap with the code and subcode of each NOTIFICATION. It stops at the first
+// malformed header (gobgp ends the session then anyway). gobgp reads from
+// one goroutine at a time, so it needs no lock.
+type sniffer struct {
+	tap       func(code, subcode uint8)
+	hdr       [bgpHeaderLen]byte
+	hn        int // header bytes seen
+	remaining int // body bytes still to come
+	typ       byte
+	code      [2]byte
+	cn        int
+	dead      bool
+}
+
+func (s *sniffer) feed(p []byte) {
+	if s == nil {
+		return
+	}
+	for len(p) > 0 && !s.dead {
+		if s.hn < bgpHeaderLen {
+			n := copy(s.hdr[s.hn:], p)
+			s.hn += n
+			p = p[n:]
+			if s.hn == bgpHeaderLen {
+				length := int(binary.BigEndian.Uint16(s.hdr[16:18]))
+				if length < bgpHeaderLen {
+					s.dead = true
+					return
+				}
+				s.typ, s.remaining, s.cn = s.hdr[18], length-bgpHeaderLen, 0
+				s.done()
+			}
+			continue
+		}
+		n := min(len(p), s.remaining)
+		for i := 0; i < n && s.typ == 3 && s.cn < 2; i++ {
+			s.code[s.cn] = p[i]
+			s.cn++
+		}
+		s.remaining -= n
+		p = p[n:]
+		s.done()
+	}
+}
+
+// done ends the current message once its body is complete.
+func (s *sniffer) done() {
+	if s.remaining > 0 {
+		return
+	}
+	if s.typ == 3 && s.cn == 2 {
+		s.tap(s.code[0], s.code[1])
+	}
+	s.hn = 0
 }
 
 func addrOf(a net.Addr) netip.Addr {

@@ -102,6 +102,11 @@ func notificationText(sent bool, code, subcode uint8, communication string) stri
 	if communication != "" {
 		s += fmt.Sprintf(": %q", communication)
 	}
+	if sent && code == 5 && (subcode == 1 || subcode == 2) {
+		// gobgp answers so to a NOTIFICATION it receives during the OPEN
+		// exchange, which it does not report.
+		s += " (the peer most likely sent a NOTIFICATION first: its log says why it refused the session)"
+	}
 	return s
 }
 

@@ -91,8 +91,9 @@ type session struct {
 //
 // log receives ovnbgp's messages; gobgp's own slog records go to
 // log.Named("gobgp"), from Warn up, or from Info up while log is enabled at
-// Debug (checked at each record: an AtomicLevel change applies at once). notify is called whenever a peer changes state or a peer's
-// Adj-RIB-In changes, possibly often and from gobgp's event goroutine: it
+// Debug (checked at each record: an AtomicLevel change applies at once).
+// notify is called whenever a peer changes state or a peer's Adj-RIB-In
+// changes, possibly often and from gobgp's event goroutine: it
 // must not block.
 func New(ctx context.Context, global config.BGP, log *zap.Logger, notify func()) (*Speaker, error) {
 	if log == nil {
@@ -123,8 +124,6 @@ func New(ctx context.Context, global config.BGP, log *zap.Logger, notify func())
 	if err := handoffTo(srv, handoff); err != nil {
 		return nil, fmt.Errorf("start bgp: %w", err)
 	}
-	go srv.Serve()
-
 	*s = Speaker{
 		bgp:        srv,
 		global:     global,
@@ -139,6 +138,7 @@ func New(ctx context.Context, global config.BGP, log *zap.Logger, notify func())
 		sessions:   map[netip.Addr]*session{},
 		prefixHold: defaultPrefixHold,
 	}
+	go srv.Serve()
 	if err := s.start(ctx); err != nil {
 		_ = s.shutdown(ctx, false)
 		return nil, err
@@ -167,7 +167,7 @@ func (s *Speaker) start(ctx context.Context) error {
 		return fmt.Errorf("start bgp (asn %d, router id %v): %w", s.global.ASN, s.global.RouterID, err)
 	}
 	if port > 0 {
-		ln, err := newListener(s.log, port, s.handoff)
+		ln, err := newListener(s.log, port, s.handoff, s.onNotification)
 		if err != nil {
 			return fmt.Errorf("start bgp: %w", err)
 		}

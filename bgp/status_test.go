@@ -36,11 +36,11 @@ func TestBadPeerASError(t *testing.T) {
 	if st.LastErrorAt.Before(before) || st.LastErrorAt.After(time.Now()) {
 		t.Errorf("LastErrorAt = %v, want between %v and now", st.LastErrorAt, before)
 	}
-	// gobgp does not log a NOTIFICATION received in OpenConfirm: the
-	// provider can only say where the session failed.
-	eventually(t, sessionTimeout, "provider's lastError says the OPEN exchange failed", func() (bool, string) {
+	// gobgp does not log a NOTIFICATION it receives in OpenConfirm; the
+	// provider accepted the connection, and its listener saw it go by.
+	eventually(t, sessionTimeout, "provider's lastError names the NOTIFICATION it received", func() (bool, string) {
 		st := peerState(t, prov, "node")
-		return strings.Contains(st.LastError, "OPEN exchange") || strings.Contains(st.LastError, "Bad Peer AS"), st.LastError
+		return strings.Contains(st.LastError, "received NOTIFICATION 2/2 OPEN Message Error / Bad Peer AS"), st.LastError
 	})
 }
 
@@ -93,6 +93,33 @@ func TestGobgpLogLevelFollows(t *testing.T) {
 		t.Errorf("gobgp records logged = %q, want %q", got, want)
 	}
 	_ = zapcore.DebugLevel
+}
+
+// TestSniffer finds NOTIFICATIONs in a stream cut anywhere.
+func TestSniffer(t *testing.T) {
+	msg := func(typ byte, body ...byte) []byte {
+		m := make([]byte, 19, 19+len(body))
+		for i := 0; i < 16; i++ {
+			m[i] = 0xff
+		}
+		m[16], m[17], m[18] = 0, byte(19+len(body)), typ
+		return append(m, body...)
+	}
+	var stream []byte
+	stream = append(stream, msg(1, make([]byte, 10)...)...) // OPEN
+	stream = append(stream, msg(4)...)                      // KEEPALIVE
+	stream = append(stream, msg(3, 2, 2, 0xfd, 0xe9)...)    // NOTIFICATION 2/2 with data
+	stream = append(stream, msg(3, 6, 4)...)                // NOTIFICATION 6/4
+	for _, chunk := range []int{1, 2, 7, 19, 1000} {
+		var got []string
+		s := &sniffer{tap: func(c, sc uint8) { got = append(got, fmt.Sprintf("%d/%d", c, sc)) }}
+		for i := 0; i < len(stream); i += chunk {
+			s.feed(stream[i:min(i+chunk, len(stream))])
+		}
+		if fmt.Sprint(got) != "[2/2 6/4]" {
+			t.Errorf("chunks of %d: notifications %v, want [2/2 6/4]", chunk, got)
+		}
+	}
 }
 
 // TestNotificationText names codes and subcodes.

@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ovnbgp/ovnbgp/model"
 	"github.com/ovnbgp/ovnbgp/test/e2e/lab"
 )
 
@@ -25,12 +26,27 @@ func passiveWorld(t *testing.T) *world {
 	tor := lab.DefaultTor()
 	tor.Passive = true
 	w.d = w.lab.StartDaemon(w.nb, lab.DaemonConfig{ListenPort: 179, Peers: []lab.Peer{tor}})
-	lab.Eventually(t, generous, 100*time.Millisecond, "the daemon answers", func() error {
+	// The control socket answers before the speaker exists: wait for the
+	// peer to be configured and for port 179 to listen.
+	lab.Eventually(t, generous, 100*time.Millisecond, "the daemon has peer tor and listens on 179", func() error {
 		if err := w.d.Exited(); err != nil {
 			return err
 		}
-		_, err := w.d.Status()
-		return err
+		p, err := w.d.Peer("tor")
+		if err != nil {
+			return err
+		}
+		if p.State != model.StateActive && p.State != model.StateIdle && p.State != model.StateConnect {
+			return fmt.Errorf("peer tor is %s", p.State)
+		}
+		out, err := w.lab.Exec(w.lab.Node, "ss", "-Hltn", "( sport = :179 )")
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(out, "LISTEN") {
+			return fmt.Errorf("nothing listens on port 179: %q", out)
+		}
+		return nil
 	})
 	return w
 }
