@@ -35,10 +35,7 @@ func TestUnapplicableChangeKeepsLastGood(t *testing.T) {
 	// gobgp refuses the export statement of the new attributes: its name
 	// is taken (a real gobgp error, not a parse error).
 	bad := model.PathAttrs{MED: 20}
-	n, err := normalize(bad)
-	if err != nil {
-		t.Fatal(err)
-	}
+	n := normalize(bad)
 	name := fmt.Sprintf("ovnbgp:%s:%s:%s", "tor", config.IPv4, shortHash(n.key()))
 	if err := node.bgp.AddStatement(ctx, &api.AddStatementRequest{Statement: &api.Statement{Name: name}}); err != nil {
 		t.Fatalf("pre-add statement %s: %v", name, err)
@@ -47,7 +44,7 @@ func TestUnapplicableChangeKeepsLastGood(t *testing.T) {
 	x2 := x
 	x2.Attrs = bad
 	y := adv("tor", "10.33.2.0/24", bad)
-	err = node.Set(ctx, []model.Advertisement{x2, y})
+	err := node.Set(ctx, []model.Advertisement{x2, y})
 	if err == nil || !strings.Contains(err.Error(), "10.33.1.0/24") || !strings.Contains(err.Error(), "10.33.2.0/24") {
 		t.Fatalf("Set with an unapplicable change: err = %v, want it to name both prefixes", err)
 	}
