@@ -69,6 +69,10 @@ type Status struct {
 	// ConfigError is the last failed reload ("" if the running config is
 	// the file's content).
 	ConfigError string `json:"configError,omitempty"`
+	// NotApplied counts advertisements the speaker could not apply: each
+	// keeps its last good state (or is not sent if new); `routes
+	// advertised` lists them with their problem.
+	NotApplied int `json:"notApplied,omitempty"`
 }
 
 // NBStatus is the state of the OVN Northbound connection.

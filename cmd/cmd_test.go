@@ -52,8 +52,8 @@ func TestLab(t *testing.T) {
 	got := out.String()
 	for _, want := range []string{
 		"provider  127.0.0.1  65001  established",
-		"provider  10.128.0.0/23  default  pods",
-		"provider  10.200.0.0/24  blue     udn   communities=64512:100",
+		"provider  10.128.0.0/23  sent   default  pods",
+		"provider  10.200.0.0/24  sent   blue     udn   communities=64512:100",
 		"node1  10.200.0.0/24  127.0.0.1  64512    64512:100", // the provider got the community
 		"203.0.113.0/24",
 		"NB commit → provider router has 10.210.0.0/24:",

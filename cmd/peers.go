@@ -36,6 +36,22 @@ func peersTable(w *tabwriter.Writer, peers []model.PeerStatus) {
 			adv = append(adv, fmt.Sprintf("%s:%d", f.Family, f.Advertised))
 		}
 		row(w, p.Name, p.Address, p.ASN, p.State, ago(p.Since), dash(strings.Join(rcv, " ")),
-			dash(strings.Join(acc, " ")), dash(strings.Join(adv, " ")), dash(p.LastError))
+			dash(strings.Join(acc, " ")), dash(strings.Join(adv, " ")), lastError(p))
 	}
+}
+
+// lastError is the peer's last error with its age; one older than the
+// Established session is marked as past.
+func lastError(p model.PeerStatus) string {
+	if p.LastError == "" {
+		return "-"
+	}
+	s := p.LastError
+	if !p.LastErrorAt.IsZero() {
+		s += " (" + ago(p.LastErrorAt) + " ago)"
+		if p.State == model.StateEstablished && p.LastErrorAt.Before(p.Since) {
+			s = "before this session: " + s
+		}
+	}
+	return s
 }

@@ -82,10 +82,25 @@ func (o *options) completePeers(cmd *cobra.Command, _ []string, _ string) ([]str
 }
 
 func advertisedTable(w *tabwriter.Writer, advs []model.Advertisement) {
-	row(w, "PEER", "PREFIX", "NETWORK", "RULE", "ATTRIBUTES", "SOURCE")
+	row(w, "PEER", "PREFIX", "STATE", "NETWORK", "RULE", "ATTRIBUTES", "SOURCE")
 	for _, a := range advs {
-		row(w, a.Peer, a.Prefix, dash(a.Network), dash(a.Rule), dash(attrString(a.Attrs)), dash(a.Source))
+		row(w, a.Peer, a.Prefix, advState(a), dash(a.Network), dash(a.Rule), dash(attrString(a.Attrs)), dash(a.Source))
 	}
+}
+
+// advState is whether the prefix is on the wire, and why not.
+func advState(a model.Advertisement) string {
+	s := string(a.State)
+	if s == "" {
+		s = "-"
+	}
+	if a.Reason != "" {
+		s += " (" + a.Reason + ")"
+	}
+	if a.Problem != "" {
+		s += "; problem: " + a.Problem
+	}
+	return s
 }
 
 func attrString(a model.PathAttrs) string {

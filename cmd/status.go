@@ -39,6 +39,9 @@ func newStatusCommand(o *options) *cobra.Command {
 				}
 				row(w, "reconciles", fmt.Sprintf("%d, last %s ago", st.Reconciles, ago(st.LastReconcile)))
 				row(w, "last error", dash(st.LastError))
+				if st.NotApplied > 0 {
+					row(w, "not applied", fmt.Sprintf("%d advertisements (see ovnbgp routes advertised)", st.NotApplied))
+				}
 				row(w, "config error", dash(st.ConfigError))
 			})
 		},

@@ -677,11 +677,30 @@ func (d *Daemon) advertised(sp Speaker, peer string) []model.Advertisement {
 		}
 		out = append(out, a)
 	}
+	// What could not be applied at all (new items a peer never got) is
+	// listed too, with its problem; a kept-old item is already above.
+	listed := make(map[model.Key]bool, len(out))
+	for _, a := range out {
+		listed[a.Key()] = true
+	}
+	for _, a := range sp.NotApplied() {
+		if (peer != "" && a.Peer != peer) || listed[a.Key()] {
+			continue
+		}
+		if w, ok := why[a.Key()]; ok {
+			a.Rule, a.Network, a.Source = w.Rule, w.Network, w.Source
+		}
+		out = append(out, a)
+	}
 	plan.SortAdvertisements(out)
 	return out
 }
 
 func (d *Daemon) status() api.Status {
+	notApplied := 0
+	if sp := d.currentSpeaker(); sp != nil {
+		notApplied = len(sp.NotApplied())
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	nb := api.NBStatus{}
@@ -693,6 +712,7 @@ func (d *Daemon) status() api.Status {
 		Version: d.opts.Version, Node: d.cfg.Node.Name, ConfigFile: d.opts.ConfigPath,
 		StartedAt: d.startedAt, Phase: d.phase, Ready: d.ready, NB: nb,
 		Reconciles: d.reconciles, LastReconcile: d.lastRun, LastError: d.lastErr, ConfigError: d.cfgErr,
+		NotApplied: notApplied,
 	}
 }
 

@@ -37,6 +37,7 @@ type fakeSpeaker struct {
 	stopped      bool
 	graceful     bool
 	failPrefix   netip.Prefix
+	failed       []model.Advertisement // what Set refused, as NotApplied reports it
 	failSetPeers int
 	setPeerCalls int
 	state        model.SessionState // of every peer; "" = established
@@ -65,7 +66,7 @@ func (f *fakeSpeaker) Set(_ context.Context, advs []model.Advertisement) error {
 	defer f.mu.Unlock()
 	f.sets++
 	var err error
-	f.advs = nil
+	f.advs, f.failed = nil, nil
 	for _, a := range advs {
 		// Like package bgp: a prefix for a peer not added is refused.
 		if !slices.ContainsFunc(f.peers, func(p config.Peer) bool { return p.Name == a.Peer }) {
@@ -74,6 +75,8 @@ func (f *fakeSpeaker) Set(_ context.Context, advs []model.Advertisement) error {
 		}
 		if a.Prefix == f.failPrefix {
 			err = errors.New("refused " + a.Prefix.String())
+			f.failed = append(f.failed, model.Advertisement{Peer: a.Peer, Prefix: a.Prefix, Attrs: a.Attrs,
+				State: model.AdvNotApplied, Problem: err.Error() + "; not sent"})
 			continue
 		}
 		f.advs = append(f.advs, model.Advertisement{Peer: a.Peer, Prefix: a.Prefix, Attrs: a.Attrs})
@@ -84,10 +87,21 @@ func (f *fakeSpeaker) Set(_ context.Context, advs []model.Advertisement) error {
 func (f *fakeSpeaker) Advertised() []model.Advertisement {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return slices.Clone(f.advs)
+	out := slices.Clone(f.advs)
+	for i := range out {
+		out[i].State = model.AdvSent
+		if f.state != "" && f.state != model.StateEstablished {
+			out[i].State, out[i].Reason = model.AdvPending, "session "+string(f.state)
+		}
+	}
+	return out
 }
 
-func (f *fakeSpeaker) NotApplied() []model.Advertisement { return nil }
+func (f *fakeSpeaker) NotApplied() []model.Advertisement {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.failed)
+}
 
 func (f *fakeSpeaker) Peers(context.Context) ([]model.PeerStatus, error) {
 	f.mu.Lock()
@@ -536,7 +550,7 @@ func TestMetrics(t *testing.T) {
 	want(scrape(),
 		`ovnbgp_peer_established{peer="tor"} 1`,
 		`ovnbgp_peer_state{peer="tor"} 6`,
-		`ovnbgp_advertisements{peer="tor"} 1`,
+		`ovnbgp_advertisements{peer="tor",state="sent"} 1`,
 		`ovnbgp_northbound_connected 1`,
 		`ovnbgp_reconcile_failing 0`,
 		`ovnbgp_build_info{node="node1",version="test"} 1`,
@@ -556,10 +570,27 @@ func TestMetrics(t *testing.T) {
 	want(scrape(),
 		`ovnbgp_peer_established{peer="tor"} 0`,
 		`ovnbgp_peer_state{peer="tor"} 3`,
-		`ovnbgp_advertisements{peer="tor"} 2`,
+		`ovnbgp_advertisements{peer="tor",state="pending"} 2`,
+		`ovnbgp_advertisements_not_applied{peer="tor"} 1`,
 		`ovnbgp_northbound_connected 0`,
 		`ovnbgp_reconcile_failing 1`,
 	)
+
+	// The refused prefix is in status and in `routes advertised`, with its
+	// problem.
+	if n := h.d.status().NotApplied; n != 1 {
+		t.Errorf("status NotApplied = %d, want 1", n)
+	}
+	var refused []model.Advertisement
+	for _, a := range h.d.advertised(h.sp, "tor") {
+		if a.State == model.AdvNotApplied {
+			refused = append(refused, a)
+		}
+	}
+	if len(refused) != 1 || refused[0].Prefix.String() != "10.130.0.0/23" || !strings.Contains(refused[0].Problem, "refused") ||
+		refused[0].Rule == "" {
+		t.Errorf("routes advertised lists as not applied %+v, want 10.130.0.0/23 with its rule and problem", refused)
+	}
 
 	if _, err := h.d.serveMetrics(m.ln.Addr().String()); err == nil || !strings.Contains(err.Error(), `metrics.address: ""`) {
 		t.Errorf("port in use: err = %v, want advice to turn metrics off", err)

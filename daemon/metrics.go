@@ -20,7 +20,7 @@ import (
 type collector struct {
 	d *Daemon
 
-	info, up, peerState, peerSince, prefixes, advertised, nbConnected,
+	info, up, peerState, peerSince, prefixes, advertised, notApplied, nbConnected,
 	reconciles, lastReconcile, reconcileFailing *prometheus.Desc
 }
 
@@ -35,7 +35,8 @@ func newCollector(d *Daemon) *collector {
 		peerState:        n("peer_state", "BGP FSM state: 1 idle, 2 connect, 3 active, 4 opensent, 5 openconfirm, 6 established.", "peer"),
 		peerSince:        n("peer_state_since_seconds", "Unix time the peer entered its state.", "peer"),
 		prefixes:         n("peer_prefixes", "Paths per peer and family: received, accepted or advertised.", "peer", "family", "kind"),
-		advertised:       n("advertisements", "Prefixes ovnbgp advertises, per peer.", "peer"),
+		advertised:       n("advertisements", "Prefixes in effect per peer, by state: sent (on the wire), pending (session down) or not sent (family not negotiated).", "peer", "state"),
+		notApplied:       n("advertisements_not_applied", "Advertisements the speaker could not apply, per peer: each keeps its last good state, or is not sent if new.", "peer"),
 		nbConnected:      n("northbound_connected", "1 when connected to the OVN Northbound DB."),
 		reconciles:       n("reconciles_total", "Reconcile passes run."),
 		lastReconcile:    n("last_reconcile_seconds", "Unix time of the last reconcile."),
@@ -92,12 +93,20 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 				g(c.prefixes, float64(f.Advertised), p.Name, f.Family, "advertised")
 			}
 		}
-		count := map[string]int{}
+		type peerState struct{ peer, state string }
+		count := map[peerState]int{}
 		for _, a := range sp.Advertised() {
-			count[a.Peer]++
+			count[peerState{a.Peer, string(a.State)}]++
 		}
-		for peer, n := range count {
-			g(c.advertised, float64(n), peer)
+		for k, n := range count {
+			g(c.advertised, float64(n), k.peer, k.state)
+		}
+		failed := map[string]int{}
+		for _, a := range sp.NotApplied() {
+			failed[a.Peer]++
+		}
+		for peer, n := range failed {
+			g(c.notApplied, float64(n), peer)
 		}
 	}
 }
