@@ -120,13 +120,19 @@ func runLabSteps(ctx context.Context, out io.Writer, lo labOptions) error {
 
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
-	done := make(chan error, 1)
+	// done is closed when the daemon has returned, and runErr is then its
+	// result: any number of waiters may read done, and none blocks on a
+	// result that another waiter already took.
+	done := make(chan struct{})
+	var runErr error
 	go func() {
-		done <- daemon.Run(runCtx, daemon.Options{ConfigPath: cfgPath, Version: versionString(), Logger: log.Named("daemon")})
+		defer close(done)
+		runErr = daemon.Run(runCtx, daemon.Options{ConfigPath: cfgPath, Version: versionString(), Logger: log.Named("daemon")})
 	}()
+	daemonErr := func() error { <-done; return runErr }
 
 	client := api.NewClient(sock)
-	if err := waitEstablished(ctx, client, lo.timeout, done, events); err != nil {
+	if err := waitEstablished(ctx, client, lo.timeout, done, daemonErr, events); err != nil {
 		return labStopped(stop, done, fmt.Errorf("lab: %w (log: %s)", err, logPath))
 	}
 	if err := printLab(ctx, out, client, provider, labFiles{cfg: cfgPath, sock: sock, log: logPath}); err != nil {
@@ -139,14 +145,14 @@ func runLabSteps(ctx context.Context, out io.Writer, lo labOptions) error {
 	select {
 	case <-ctx.Done():
 		stop()
-		return <-done
-	case err := <-done:
-		return err
+		return daemonErr()
+	case <-done:
+		return daemonErr()
 	}
 }
 
 // labStopped stops the daemon and waits for it, then returns err.
-func labStopped(stop context.CancelFunc, done <-chan error, err error) error {
+func labStopped(stop context.CancelFunc, done <-chan struct{}, err error) error {
 	stop()
 	<-done
 	return err
@@ -221,7 +227,8 @@ log:
 // advertises something. It checks on every provider event (the session
 // coming up, our UPDATEs arriving), and every 250 ms for what only the
 // daemon's API shows.
-func waitEstablished(ctx context.Context, c *api.Client, timeout time.Duration, done <-chan error, events <-chan struct{}) error {
+func waitEstablished(ctx context.Context, c *api.Client, timeout time.Duration, done <-chan struct{}, daemonErr func() error,
+	events <-chan struct{}) error {
 	deadline := time.After(timeout)
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
@@ -236,8 +243,8 @@ func waitEstablished(ctx context.Context, c *api.Client, timeout time.Duration, 
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case err := <-done:
-			return fmt.Errorf("daemon stopped: %v", err)
+		case <-done:
+			return fmt.Errorf("daemon stopped: %v", daemonErr())
 		case <-deadline:
 			return fmt.Errorf("the BGP session did not come up in %s", timeout)
 		case <-events:

@@ -40,6 +40,9 @@ type defaulter interface {
 // a second and is refused instead of taking minutes and gigabytes.
 const maxDecodeWork = 1_000_000
 
+// problemCost is the work a recorded problem counts (see fail).
+const problemCost = 100
+
 // aliasBombFormat is the message when a document exceeds maxDecodeWork.
 const aliasBombFormat = "the document expands to more than %d values through anchors (&), aliases (*) and merge keys (<<): " +
 	"refused as a YAML alias bomb; write the values out, or nest fewer merges"
@@ -104,7 +107,9 @@ func (d *decoder) fieldsOf(t reflect.Type) []yamlField {
 
 // fail records a problem with the value at path.
 func (d *decoder) fail(path string, n *yaml.Node, format string, args ...any) {
-	if d.stopped {
+	// A problem costs more than a value (a message, a map entry, a sort
+	// later): an alias bomb of bad values reaches the budget sooner.
+	if !d.spend(problemCost) {
 		return
 	}
 	d.at(path, n.Line, format, args...)
@@ -258,6 +263,10 @@ func findField(fields []yamlField, key string) (yamlField, bool) {
 // unknownKey reports a key that is not in the contract, naming the right
 // spelling when the key differs only by case or is a near miss.
 func (d *decoder) unknownKey(p string, k *yaml.Node, parent string, fields []yamlField) {
+	// The suggestion costs an edit distance per field: charged up front.
+	if !d.spend(problemCost + len(fields)*len(k.Value)) {
+		return
+	}
 	for _, f := range fields {
 		if strings.EqualFold(f.key, k.Value) {
 			d.fail(p, k, "unknown key: keys are case-sensitive, write %q", f.key)

@@ -26,23 +26,31 @@ const (
 // reads at most limit bytes, refusing a larger file. It returns the file's
 // information for mode checks. Errors name the path and say what is wrong.
 func readRegular(path string, limit int64) ([]byte, fs.FileInfo, error) {
+	// Look before opening: opening some devices acts (a watchdog arms, a
+	// tape rewinds), so anything but a regular file is refused unopened.
+	before, err := os.Stat(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot read %q: %w", path, unwrapPath(err))
+	}
+	if !before.Mode().IsRegular() {
+		return nil, nil, notRegular(path, before.Mode())
+	}
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
 	if err != nil {
-		if errors.Is(err, syscall.ENXIO) {
-			// open(2) of a unix socket: say what it is.
-			if fi, serr := os.Stat(path); serr == nil && !fi.Mode().IsRegular() {
-				return nil, nil, notRegular(path, fi.Mode())
-			}
-		}
 		return nil, nil, fmt.Errorf("cannot read %q: %w", path, unwrapPath(err))
 	}
 	defer f.Close()
+	// fstat the opened file, so the file checked is the file read: one
+	// swapped in between the two looks is refused.
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, nil, fmt.Errorf("cannot read %q: %w", path, unwrapPath(err))
 	}
 	if !fi.Mode().IsRegular() {
 		return nil, nil, notRegular(path, fi.Mode())
+	}
+	if !os.SameFile(before, fi) {
+		return nil, nil, fmt.Errorf("%q changed while it was being opened: try again", path)
 	}
 	data, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {

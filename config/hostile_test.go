@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -192,4 +193,24 @@ func TestPasswordFileSpecialFiles(t *testing.T) {
 		errs := parseErrors(t, withPasswordFile(t, f), fakeHost(nil))
 		checkErrors(t, errs, want{"bgp.peers[0].passwordFile", "is larger than 1024 bytes", 10})
 	})
+}
+
+// TestMergeKeyBombOfProblems: a bomb whose expanded mappings are full of
+// unknown keys and bad values is refused as a bomb too, and the problems
+// it would repeat millions of times cost memory only up to the budget.
+func TestMergeKeyBombOfProblems(t *testing.T) {
+	doc := strings.Replace(mergeBomb(8, 9), "{name: pods, kind: podNetwork, networks: [default]}",
+		"{name: pods, kind: podNetwork, networks: [default], colour: blue, nme: x, med: banana}", 1)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	errs := parseErrors(t, doc, fakeHost(nil))
+	runtime.ReadMemStats(&after)
+	if len(errs) != 1 || !strings.Contains(errs[0].Msg, "alias bomb") {
+		t.Fatalf("errors %v, want one naming the alias bomb", errs)
+	}
+	// Before problems were charged, this document allocated 1.45 GB.
+	if got := after.TotalAlloc - before.TotalAlloc; got > 400<<20 {
+		t.Errorf("refusing the bomb allocated %d MB, want far less", got>>20)
+	}
 }
