@@ -204,8 +204,8 @@ func TestSetErrors(t *testing.T) {
 	}
 	// Every bad item is reported, none is sent.
 	na := node.NotApplied()
-	if len(na) != 5 {
-		t.Errorf("NotApplied() = %d items, want 5: %+v", len(na), na)
+	if len(na) != 3 {
+		t.Errorf("NotApplied() = %d items, want 3: %+v", len(na), na)
 	}
 	for _, a := range na {
 		if a.State != model.AdvNotApplied || !strings.Contains(a.Problem, "not sent") {
