@@ -13,11 +13,12 @@ import (
 // path.Match, it has no separator: every OVN network name can be matched,
 // including the names OVN-Kubernetes builds with "/" or ".".
 //
-//   - any run of characters, including none, "/" and "."
-//     ?        exactly one character
-//     [abc]    one of the listed characters; [a-z] a range; [!a-z] or [^a-z]
-//     any character but those
-//     \x       the character x itself (write \* for a literal star)
+//	pattern  matches
+//	*        any run of characters, including none, "/" and "."
+//	?        exactly one character
+//	[abc]    one of the listed characters; [a-z] a range; [!a-z] or [^a-z]
+//	         any character but those
+//	\x       the character x itself (write \* for a literal star)
 //
 // Anything else matches itself; the whole name must match. A Glob is parsed
 // once, when the configuration is loaded, and is safe for concurrent use.

@@ -1,8 +1,11 @@
 package ovn
 
 import (
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/ovnbgp/ovnbgp/config"
 )
 
 func TestBackoffMax(t *testing.T) {
@@ -14,7 +17,11 @@ func TestBackoffMax(t *testing.T) {
 		{[]string{"tcp:192.0.2.5:6641"}, backoffMax},
 		{[]string{"unix:/run/nb.sock", "ssl:192.0.2.5:6641"}, backoffMax},
 	} {
-		if got := (&Client{endpoints: tt.endpoints}).backoffMax(); got != tt.want {
+		parsed, err := config.ParseNorthbound(strings.Join(tt.endpoints, ","))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := (&Client{parsed: parsed}).backoffMax(); got != tt.want {
 			t.Errorf("backoffMax(%v) = %v, want %v", tt.endpoints, got, tt.want)
 		}
 	}

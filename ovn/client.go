@@ -54,7 +54,8 @@ const (
 type Client struct {
 	log       *zap.Logger
 	endpoint  string   // as configured
-	endpoints []string // parsed
+	endpoints []string // as libovsdb takes them
+	parsed    config.Endpoints
 	tls       *tls.Config
 	notify    func()
 
@@ -138,6 +139,7 @@ func Dial(ctx context.Context, cfg config.OVN, log *zap.Logger, notify func()) (
 		log:       log,
 		endpoint:  strings.Join(eps, ","),
 		endpoints: eps,
+		parsed:    parsed,
 		tls:       tc,
 		notify:    notify,
 		done:      make(chan struct{}),
@@ -219,8 +221,8 @@ func (c *Client) Close() {
 // backoffMax is the longest wait between attempts: short for a local NB,
 // long (and jittered) for a remote one that many nodes share.
 func (c *Client) backoffMax() time.Duration {
-	for _, ep := range c.endpoints {
-		if !strings.HasPrefix(ep, "unix:") {
+	for _, ep := range c.parsed {
+		if ep.Scheme != config.SchemeUnix {
 			return backoffMax
 		}
 	}

@@ -3,6 +3,7 @@ package ovn
 import (
 	"cmp"
 	"fmt"
+	"math/bits"
 	"net/netip"
 	"slices"
 	"strings"
@@ -165,8 +166,9 @@ func buildNB(in nbRows, node string) buildResult {
 
 	for _, r := range rows {
 		network, topology, ok := classify(r, node)
-		subnets, bad, unresolved := resolveSubnets(r, topology, ports)
+		subnets, protect, bad, unresolved := resolveSubnets(r, topology, ports)
 		cluster = append(cluster, subnets...)
+		cluster = append(cluster, protect...)
 
 		if r.Network == "" && r.Name == node {
 			sawNode = true
@@ -301,7 +303,12 @@ func classify(r switchRow, node string) (network, topology string, ok bool) {
 // returns every well-formed prefix (deduplicated), a description of each
 // malformed value (the row is skipped), and of each subnet whose length
 // could not be found (that subnet alone is left out).
-func resolveSubnets(r switchRow, topology string, ports map[string]routerPortRow) (subnets []model.Subnet, bad, unresolved []string) {
+//
+// A layer2 IPv6 subnet whose length is not in NB is still protected (in
+// protect, never advertised): by the widest prefix its address allows, as
+// the real subnet lies inside it, and for the never-import list more is
+// safer.
+func resolveSubnets(r switchRow, topology string, ports map[string]routerPortRow) (subnets, protect []model.Subnet, bad, unresolved []string) {
 	seen := map[netip.Prefix]bool{}
 	add := func(p netip.Prefix, source string) {
 		if seen[p] {
@@ -394,9 +401,12 @@ func resolveSubnets(r switchRow, topology string, ports map[string]routerPortRow
 			continue
 		}
 		if topology == TopologyLayer2 {
+			wide := widestPrefix(a)
 			unresolved = append(unresolved, fmt.Sprintf("other_config:%s %q: the length of this IPv6 subnet is not in NB "+
-				"(no router port %s%s or %s%s has a network starting there); not advertised",
-				cfgIPv6Prefix, f, ovnk.TransitRouterToSwitch, r.Name, ovnk.RouterToSwitch, r.Name))
+				"(no router port %s%s or %s%s has a network starting there); not advertised, %s protected",
+				cfgIPv6Prefix, f, ovnk.TransitRouterToSwitch, r.Name, ovnk.RouterToSwitch, r.Name, wide))
+			protect = append(protect, model.Subnet{Prefix: wide,
+				Source: column(cfgIPv6Prefix) + ", length unknown: the widest prefix its address allows"})
 			continue
 		}
 		p := netip.PrefixFrom(a, ipv6NodePrefixLen)
@@ -409,7 +419,25 @@ func resolveSubnets(r switchRow, topology string, ports map[string]routerPortRow
 	if len(v6) == 0 {
 		fromPorts(true)
 	}
-	return subnets, bad, unresolved
+	return subnets, protect, bad, unresolved
+}
+
+// widestPrefix is the shortest prefix (at most /64, OVN-Kubernetes' longest
+// IPv6 subnet) that has a as its network address: every subnet starting at
+// a lies inside it.
+func widestPrefix(a netip.Addr) netip.Prefix {
+	b := a.As16()
+	tz := 0
+	for i := 15; i >= 0; i-- {
+		if b[i] != 0 {
+			tz += bits.TrailingZeros8(b[i])
+			break
+		}
+		tz += 8
+	}
+	l := max(128-tz, 1)
+	l = min(l, ipv6NodePrefixLen)
+	return netip.PrefixFrom(a, l).Masked()
 }
 
 // splitList splits a list of prefixes separated by spaces or commas.
