@@ -93,8 +93,8 @@ func TestLabAsNonRoot(t *testing.T) {
 	t.Logf("as uid %d, `ovnbgp lab` summary after %v:\n%s", nobody, time.Since(start).Round(time.Millisecond), text)
 	for _, want := range []string{
 		"provider  127.0.0.1  65001  established",
-		"provider  10.128.0.0/23  default",
-		"provider  10.200.0.0/24  blue",
+		"provider  10.128.0.0/23  sent   default",
+		"provider  10.200.0.0/24  sent   blue",
 		"NB commit → provider router has 10.210.0.0/24:",
 		"switch deleted → withdrawn from the provider router:",
 	} {
