@@ -88,7 +88,7 @@ func (s *Speaker) EachLearned(ctx context.Context, peer string, fn func(model.Le
 					if path.Withdrawal {
 						continue
 					}
-					if stop = fn(s.learnedPath(p.Name, prefix, path)); stop != nil {
+					if stop = fn(s.learnedPath(p, prefix, path)); stop != nil {
 						return
 					}
 				}
@@ -105,9 +105,9 @@ func (s *Speaker) EachLearned(ctx context.Context, peer string, fn func(model.Le
 	return errors.Join(errs...)
 }
 
-func (s *Speaker) learnedPath(peer string, prefix netip.Prefix, p *apiutil.Path) model.LearnedPath {
+func (s *Speaker) learnedPath(peer config.Peer, prefix netip.Prefix, p *apiutil.Path) model.LearnedPath {
 	lp := model.LearnedPath{
-		Peer:   peer,
+		Peer:   peer.Name,
 		Prefix: prefix,
 		ASPath: []uint32{},
 		Reason: ReasonDefaultDeny,
@@ -115,6 +115,7 @@ func (s *Speaker) learnedPath(peer string, prefix netip.Prefix, p *apiutil.Path)
 	if p.Age > 0 {
 		lp.Age = time.Unix(p.Age, 0)
 	}
+	asSet := false
 	for _, a := range p.Attrs {
 		switch a := a.(type) {
 		case *bgppkt.PathAttributeOrigin:
@@ -122,6 +123,9 @@ func (s *Speaker) learnedPath(peer string, prefix netip.Prefix, p *apiutil.Path)
 		case *bgppkt.PathAttributeAsPath:
 			for _, seg := range a.Value {
 				lp.ASPath = append(lp.ASPath, seg.GetAS()...)
+				if seg.GetType() == bgppkt.BGP_ASPATH_ATTR_TYPE_SET {
+					asSet = true
+				}
 			}
 		case *bgppkt.PathAttributeNextHop:
 			lp.NextHop = a.Value
@@ -145,10 +149,27 @@ func (s *Speaker) learnedPath(peer string, prefix netip.Prefix, p *apiutil.Path)
 			}
 		}
 	}
-	if slices.Contains(lp.ASPath, s.global.ASN) {
+	if why := malformed(lp.ASPath, asSet, peer.ASN != s.global.ASN); why != "" {
+		lp.Reason = "malformed: " + why + "; never imported"
+	} else if slices.Contains(lp.ASPath, s.global.ASN) {
 		lp.Reason = fmt.Sprintf("AS path contains our own ASN %d (loop, RFC 4271 9.1.2); %s", s.global.ASN, ReasonDefaultDeny)
 	}
 	return lp
+}
+
+// malformed says why a path gobgp v4.8.0 accepted must never be imported,
+// "" if nothing is wrong with its AS path: gobgp does not check AS 0
+// (osrg/gobgp#3590), AS_SET or an empty path from an eBGP peer.
+func malformed(asPath []uint32, asSet, ebgp bool) string {
+	switch {
+	case slices.Contains(asPath, 0):
+		return "AS 0 in the AS path (RFC 7607)"
+	case asSet:
+		return "AS_SET in the AS path (RFC 9774)"
+	case ebgp && len(asPath) == 0:
+		return "empty AS path from an eBGP peer (RFC 4271 5.1.2)"
+	}
+	return ""
 }
 
 func originName(v uint8) string {

@@ -191,11 +191,12 @@ func TestLearnedDefaultDeny(t *testing.T) {
 // so.
 func TestOwnASNReason(t *testing.T) {
 	s := &Speaker{global: config.BGP{ASN: nodeASN}}
-	lp := s.learnedPath("tor", pfx("10.0.0.0/24"), pathWithASPath(t, provASN, nodeASN))
+	tor := config.Peer{Name: "tor", ASN: provASN}
+	lp := s.learnedPath(tor, pfx("10.0.0.0/24"), pathWithASPath(t, provASN, nodeASN))
 	if lp.Accepted || !strings.Contains(lp.Reason, "own ASN 64512") || !strings.Contains(lp.Reason, ReasonDefaultDeny) {
 		t.Errorf("reason = %q, accepted = %v", lp.Reason, lp.Accepted)
 	}
-	lp = s.learnedPath("tor", pfx("10.0.0.0/24"), pathWithASPath(t, provASN))
+	lp = s.learnedPath(tor, pfx("10.0.0.0/24"), pathWithASPath(t, provASN))
 	if lp.Reason != ReasonDefaultDeny {
 		t.Errorf("reason = %q, want %q", lp.Reason, ReasonDefaultDeny)
 	}
@@ -298,6 +299,40 @@ func TestGracefulStop(t *testing.T) {
 	// Stop is idempotent.
 	if err := grNode.Stop(context.Background(), true); err != nil {
 		t.Errorf("second Stop: %v", err)
+	}
+}
+
+// TestMalformedReasons: paths gobgp v4.8.0 accepts but that must never be
+// imported say why in routes learned (RFC 7607 AS 0, RFC 9774 AS_SET, an
+// empty AS path from an eBGP peer).
+func TestMalformedReasons(t *testing.T) {
+	s := &Speaker{global: config.BGP{ASN: nodeASN}}
+	ebgp := config.Peer{Name: "tor", ASN: provASN}
+	ibgp := config.Peer{Name: "rr", ASN: nodeASN}
+	seq := func(asns ...uint32) bgppkt.AsPathParamInterface {
+		return bgppkt.NewAs4PathParam(bgppkt.BGP_ASPATH_ATTR_TYPE_SEQ, asns)
+	}
+	set := func(asns ...uint32) bgppkt.AsPathParamInterface {
+		return bgppkt.NewAs4PathParam(bgppkt.BGP_ASPATH_ATTR_TYPE_SET, asns)
+	}
+	for _, tc := range []struct {
+		name string
+		peer config.Peer
+		segs []bgppkt.AsPathParamInterface
+		want string
+	}{
+		{"AS 0", ebgp, []bgppkt.AsPathParamInterface{seq(provASN, 0, 65010)}, "malformed: AS 0 in the AS path (RFC 7607)"},
+		{"AS_SET", ebgp, []bgppkt.AsPathParamInterface{seq(provASN), set(65010, 65011)}, "malformed: AS_SET in the AS path (RFC 9774)"},
+		{"empty from eBGP", ebgp, nil, "malformed: empty AS path from an eBGP peer"},
+		{"empty from iBGP", ibgp, nil, ReasonDefaultDeny},
+		{"good", ebgp, []bgppkt.AsPathParamInterface{seq(provASN, 65010)}, ReasonDefaultDeny},
+	} {
+		path := pathWithASPath(t, 1)
+		path.Attrs[1] = bgppkt.NewPathAttributeAsPath(tc.segs)
+		lp := s.learnedPath(tc.peer, pfx("10.0.0.0/24"), path)
+		if lp.Accepted || !strings.HasPrefix(lp.Reason, tc.want) {
+			t.Errorf("%s: reason = %q, accepted = %v; want it to start with %q", tc.name, lp.Reason, lp.Accepted, tc.want)
+		}
 	}
 }
 
