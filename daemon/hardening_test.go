@@ -398,6 +398,11 @@ func TestHeadlessExits(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "could not be restored") {
 			t.Fatalf("run ended with %v; want the failed restore", err)
 		}
+		// The restart sent a Cease: the message must not promise that
+		// peers keep the routes.
+		if strings.Contains(err.Error(), "keep the routes") || !h.sp.stopped || h.sp.graceful {
+			t.Errorf("error %q, old speaker stopped %v graceful %v; want a Cease, said truthfully", err, h.sp.stopped, h.sp.graceful)
+		}
 		h.once.Do(func() {}) // already stopped
 	case <-time.After(20 * time.Second):
 		t.Fatal("the daemon runs on without a speaker")
