@@ -44,6 +44,13 @@ const (
 	PhaseStopping   = "stopping"
 )
 
+// PeerStarting is a peer's state (Peer.State) while the speaker runs but
+// the sessions have not been started yet: they start with the first plan
+// from the OVN Northbound DB, or at the latest 15 s after startup (with
+// graceful restart, bgp.gracefulRestart.restartTime), so that the first
+// UPDATEs carry the whole table.
+const PeerStarting = "starting"
+
 // Error is the body of every non-2xx response.
 type Error struct {
 	Error string `json:"error"`

@@ -65,7 +65,7 @@ func (o ListOptions) query() url.Values {
 	if o.Rejected {
 		q.Set("rejected", "true")
 	}
-	if o.Limit > 0 {
+	if o.Limit != 0 { // a negative limit is the daemon's to refuse, not to ignore
 		q.Set("limit", strconv.Itoa(o.Limit))
 	}
 	return q

@@ -68,82 +68,130 @@ func (p *proc) waitExit(t *testing.T) (int, string) {
 	case <-time.After(15 * time.Second):
 		_ = p.cmd.Process.Kill()
 		<-p.done
-		t.Fatalf("the command ignored SIGINT for 15 s; stderr: %s", p.stderr.String())
+		t.Fatalf("the command did not end within 15 s; stderr: %s", p.stderr.String())
 	}
 	return p.cmd.ProcessState.ExitCode(), p.stderr.String()
 }
 
-// TestInterruptEndsCLI: SIGINT ends a command that waits on a control
-// socket that never answers, or on a config file that never ends (a FIFO),
-// with a non-zero exit and a message saying why.
-func TestInterruptEndsCLI(t *testing.T) {
-	t.Run("silent control socket", func(t *testing.T) {
-		sock := filepath.Join(t.TempDir(), "silent.sock")
-		ln, err := net.Listen("unix", sock)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close()
-		got := make(chan struct{}, 1)
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				defer c.Close()
-				go func() {
-					buf := make([]byte, 4096)
-					if n, _ := c.Read(buf); n > 0 {
-						got <- struct{}{} // the request: now answer nothing
-					}
-				}()
+// silentSocket is a control socket that reads a request and never
+// answers; got receives a value for each request read.
+func silentSocket(t *testing.T) (sock string, got <-chan struct{}) {
+	t.Helper()
+	sock = filepath.Join(t.TempDir(), "silent.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	ch := make(chan struct{}, 4)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
 			}
-		}()
-		c := child(t, "--socket", sock, "peers")
-		select {
-		case <-got:
-		case <-time.After(15 * time.Second):
-			t.Fatal("the CLI sent no request")
+			t.Cleanup(func() { c.Close() })
+			go func() {
+				buf := make([]byte, 4096)
+				if n, _ := c.Read(buf); n > 0 {
+					ch <- struct{}{} // the request: now answer nothing
+				}
+			}()
 		}
-		if err := c.cmd.Process.Signal(os.Interrupt); err != nil {
-			t.Fatal(err)
-		}
-		code, stderr := c.waitExit(t)
-		if code == 0 || !strings.Contains(stderr, "interrupted by SIGINT") {
-			t.Fatalf("exit %d, stderr %q; want non-zero and the interruption named", code, stderr)
-		}
-	})
+	}()
+	return sock, ch
+}
+
+// TestInterruptEndsCLI: SIGINT or SIGTERM ends a command that waits on a
+// control socket that never answers, with the shell's code for the signal
+// (130, 143) and a message saying why.
+func TestInterruptEndsCLI(t *testing.T) {
+	for _, tt := range []struct {
+		sig  os.Signal
+		name string
+		code int
+	}{{os.Interrupt, "SIGINT", 130}, {syscall.SIGTERM, "SIGTERM", 143}} {
+		t.Run("silent control socket/"+tt.name, func(t *testing.T) {
+			sock, got := silentSocket(t)
+			c := child(t, "--socket", sock, "peers")
+			select {
+			case <-got:
+			case <-time.After(15 * time.Second):
+				t.Fatal("the CLI sent no request")
+			}
+			if err := c.cmd.Process.Signal(tt.sig); err != nil {
+				t.Fatal(err)
+			}
+			code, stderr := c.waitExit(t)
+			if code != tt.code || !strings.Contains(stderr, "interrupted by "+tt.name) {
+				t.Fatalf("exit %d, stderr %q; want %d and the interruption named", code, stderr, tt.code)
+			}
+		})
+	}
+}
+
+// TestFIFOConfigRefused: a FIFO as the config file is refused at once
+// (config.Load reads only regular files), naming the file: neither
+// `config validate` nor `daemon` waits on it.
+func TestFIFOConfigRefused(t *testing.T) {
 	for _, args := range [][]string{{"config", "validate"}, {"daemon", "--config"}} {
-		t.Run("FIFO config/"+args[0], func(t *testing.T) {
+		t.Run(args[0], func(t *testing.T) {
 			fifo := filepath.Join(t.TempDir(), "config.yaml")
 			if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			c := child(t, append(args, fifo)...)
-			// The proving event: the command opened the FIFO for reading (a
-			// non-blocking writer can open it only then). A command that
-			// refuses FIFOs exits instead, which is fine too.
-			var w *os.File
-			for w == nil {
-				select {
-				case <-c.done:
-					if code, stderr := c.waitExit(t); code == 0 || !strings.Contains(stderr, fifo) {
-						t.Fatalf("exit %d without naming the file: %q", code, stderr)
-					}
-					return
-				case <-time.After(5 * time.Millisecond):
-				}
-				if f, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
-					w = f
-				}
+			code, stderr := child(t, append(args, fifo)...).waitExit(t)
+			if code != 1 || !strings.Contains(stderr, fifo) || !strings.Contains(stderr, "FIFO") {
+				t.Fatalf("exit %d, stderr %q; want 1 and the FIFO named", code, stderr)
 			}
-			defer w.Close() // open, silent: the reader blocks
-			if err := c.cmd.Process.Signal(os.Interrupt); err != nil {
+		})
+	}
+}
+
+// TestDaemonStopsCleanlyOnSignal: `ovnbgp daemon` stopped by SIGTERM
+// (systemctl stop) or SIGINT (Ctrl-C) exits 0: that is its normal stop.
+func TestDaemonStopsCleanlyOnSignal(t *testing.T) {
+	for _, sig := range []os.Signal{syscall.SIGTERM, os.Interrupt} {
+		t.Run(signalName(sig), func(t *testing.T) {
+			dir := t.TempDir()
+			sock, cfg := filepath.Join(dir, "ctl.sock"), filepath.Join(dir, "config.yaml")
+			if err := os.WriteFile(cfg, []byte(`node: {name: node1}
+bgp:
+  asn: 65010
+  routerID: 192.0.2.0
+  listenPort: -1
+  peers:
+    - {name: tor, address: 192.0.2.1, asn: 65001}
+ovn: {northbound: "unix:`+filepath.Join(dir, "nb.sock")+`"}
+advertise:
+  - {name: pods, kind: podNetwork, networks: [default]}
+control: {socket: `+sock+`}
+metrics: {address: ""}
+`), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			if code, stderr := c.waitExit(t); code == 0 || !strings.Contains(stderr, "interrupted by SIGINT") {
-				t.Fatalf("exit %d, stderr %q; want non-zero and the interruption named", code, stderr)
+			c := child(t, "daemon", "--config", cfg)
+			// The proving event: the daemon answers on its control socket.
+			deadline := time.Now().Add(15 * time.Second)
+			for {
+				if _, err := api.NewClient(sock).Status(context.Background()); err == nil {
+					break
+				}
+				select {
+				case <-c.done:
+					code, stderr := c.waitExit(t)
+					t.Fatalf("the daemon exited %d before answering: %s", code, stderr)
+				case <-time.After(20 * time.Millisecond):
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the daemon never answered on its control socket")
+				}
+			}
+			if err := c.cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			if code, stderr := c.waitExit(t); code != 0 {
+				t.Fatalf("exit %d on %s; want 0: %s", code, signalName(sig), stderr)
 			}
 		})
 	}
@@ -170,7 +218,7 @@ func TestSecondSignalExits(t *testing.T) {
 	sigs <- os.Interrupt
 	select {
 	case code := <-exited:
-		if code == 0 || !strings.Contains(stderr.String(), "second SIGINT") {
+		if code != 130 || !strings.Contains(stderr.String(), "second SIGINT") {
 			t.Fatalf("exit(%d), stderr %q", code, stderr.String())
 		}
 	case <-time.After(10 * time.Second):
@@ -249,6 +297,18 @@ func TestRoutesLimit(t *testing.T) {
 		out, errOut, err = runSplit("--socket", sock, "routes", verb, "--limit", "10")
 		if err != nil || errOut != "" || strings.Count(out, "\n") != 1+map[string]int{"advertised": 4, "learned": 5}[verb] {
 			t.Errorf("%s --limit 10: %v, stderr %q, out %q", verb, err, errOut, out)
+		}
+	}
+}
+
+// TestRoutesNegativeLimit: --limit -1 is refused with a clear error, not
+// taken as "show everything".
+func TestRoutesNegativeLimit(t *testing.T) {
+	sock := fakeControl(t, []model.Advertisement{{Peer: "tor", Prefix: netip.MustParsePrefix("10.0.0.0/16")}}, nil)
+	for _, verb := range []string{"advertised", "learned"} {
+		out, _, err := runSplit("--socket", sock, "routes", verb, "--limit", "-1")
+		if err == nil || !strings.Contains(err.Error(), "--limit -1: want the number of routes to show, 0 or more") || out != "" {
+			t.Errorf("%s --limit -1: %v, out %q; want a refusal", verb, err, out)
 		}
 	}
 }

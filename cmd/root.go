@@ -64,27 +64,40 @@ func Execute() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "ovnbgp:", err)
 		var ee exitError
+		var se signalError
 		switch {
 		case errors.As(err, &ee):
 			os.Exit(ee.code)
-		case context.Cause(ctx) != nil:
-			os.Exit(exitInterrupted)
+		case errors.As(context.Cause(ctx), &se):
+			os.Exit(se.exitCode())
 		}
 		os.Exit(1)
 	}
 }
 
-// exitInterrupted is the shell's code for a command ended by SIGINT.
-const exitInterrupted = 130
+// signalError is the cause of a command cancelled by a signal. A command
+// it ends exits with the shell's code for the signal: 130 for SIGINT, 143
+// for SIGTERM. `ovnbgp daemon` is the exception: a signal is its normal
+// stop, and it exits 0.
+type signalError struct{ sig os.Signal }
+
+func (e signalError) Error() string { return "interrupted by " + signalName(e.sig) }
+
+func (e signalError) exitCode() int {
+	if s, ok := e.sig.(syscall.Signal); ok {
+		return 128 + int(s)
+	}
+	return 1
+}
 
 // onSignals cancels the command at the first signal, with a cause that
 // names it, and exits at the second.
 func onSignals(sigs <-chan os.Signal, cancel context.CancelCauseFunc, stderr io.Writer, exit func(int)) {
 	sig := <-sigs
-	cancel(fmt.Errorf("interrupted by %s", signalName(sig)))
+	cancel(signalError{sig})
 	sig = <-sigs
 	fmt.Fprintf(stderr, "ovnbgp: second %s: exiting at once\n", signalName(sig))
-	exit(exitInterrupted)
+	exit(signalError{sig}.exitCode())
 }
 
 func signalName(s os.Signal) string {

@@ -52,6 +52,12 @@ func newRoutesCommand(o *options) *cobra.Command {
 	}
 	learned.Flags().BoolVar(&lo.Rejected, "rejected", false, "only paths that no import rule accepts")
 	for _, c := range []*cobra.Command{advertised, learned} {
+		c.PreRunE = func(*cobra.Command, []string) error {
+			if lo.Limit < 0 {
+				return fmt.Errorf("--limit %d: want the number of routes to show, 0 or more (0 = all)", lo.Limit)
+			}
+			return nil
+		}
 		c.Flags().StringVar(&lo.Peer, "peer", "", "only this peer")
 		c.Flags().IntVar(&lo.Limit, "limit", 0, "show at most N routes (0 = all); a note on stderr says when more exist")
 		_ = c.RegisterFlagCompletionFunc("peer", o.completePeers)

@@ -102,9 +102,14 @@ func (d *Daemon) controlHandler() http.Handler {
 		reply(w, d.status(), nil)
 	})
 	mux.HandleFunc("GET "+api.PathPeers, func(w http.ResponseWriter, r *http.Request) {
-		sp, phase := d.speakerPhase()
+		sp, phase, peersUp := d.speakerPhase()
 		if sp == nil {
 			reply(w, d.configuredPeers(model.SessionState(phase)), nil)
+			return
+		}
+		if !peersUp {
+			// The speaker runs; the sessions start with the first plan.
+			reply(w, d.configuredPeers(api.PeerStarting), nil)
 			return
 		}
 		peers, err := sp.Peers(r.Context())
@@ -115,15 +120,17 @@ func (d *Daemon) controlHandler() http.Handler {
 		if !ok {
 			return
 		}
-		sp := d.speakerOr503(w)
-		if sp == nil {
-			return
-		}
+		// The slot first: a reload may restart the speaker while this
+		// request waits, and the list must come from the one running now.
 		release, ok := d.heavySlot(w, r)
 		if !ok {
 			return
 		}
 		defer release()
+		sp := d.speakerOr503(w)
+		if sp == nil {
+			return
+		}
 		st := newStream(w, limit, d.lim.writeTimeout)
 		var err error
 		for _, a := range d.advertised(sp, peer) {
@@ -139,15 +146,15 @@ func (d *Daemon) controlHandler() http.Handler {
 			return
 		}
 		rejected := r.URL.Query().Get("rejected") == "true"
-		sp := d.speakerOr503(w)
-		if sp == nil {
-			return
-		}
 		release, ok := d.heavySlot(w, r)
 		if !ok {
 			return
 		}
 		defer release()
+		sp := d.speakerOr503(w)
+		if sp == nil {
+			return
+		}
 		st := newStream(w, limit, d.lim.writeTimeout)
 		err := sp.EachLearned(r.Context(), peer, func(p model.LearnedPath) error {
 			if rejected && p.Accepted {
@@ -169,20 +176,25 @@ func (d *Daemon) controlHandler() http.Handler {
 	return mux
 }
 
-func (d *Daemon) speakerPhase() (Speaker, string) {
+func (d *Daemon) speakerPhase() (sp Speaker, phase string, peersUp bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.speaker, d.phase
+	return d.speaker, d.phase, d.peersUp
 }
 
 // speakerOr503 returns the running speaker, or answers 503 and returns nil.
 func (d *Daemon) speakerOr503(w http.ResponseWriter) Speaker {
-	sp, phase := d.speakerPhase()
-	if sp == nil {
-		w.Header().Set("Retry-After", "2")
-		replyError(w, http.StatusServiceUnavailable, fmt.Errorf("ovnbgp is %s: the BGP speaker is not running yet; try again in a few seconds", phase))
+	sp, phase, _ := d.speakerPhase()
+	if sp != nil {
+		return sp
 	}
-	return sp
+	if phase == api.PhaseStopping {
+		replyError(w, http.StatusServiceUnavailable, errors.New("ovnbgp is stopping: the BGP speaker is stopped"))
+		return nil
+	}
+	w.Header().Set("Retry-After", "2")
+	replyError(w, http.StatusServiceUnavailable, fmt.Errorf("ovnbgp is %s: the BGP speaker is not running yet; try again in a few seconds", phase))
+	return nil
 }
 
 // configuredPeers is the peers answer while no speaker runs.
@@ -221,6 +233,8 @@ func (d *Daemon) listQuery(w http.ResponseWriter, r *http.Request) (peer string,
 // heavySlot waits for one of the few slots for a streamed route list, or
 // answers 503; release frees the slot.
 func (d *Daemon) heavySlot(w http.ResponseWriter, r *http.Request) (release func(), ok bool) {
+	d.heavyWaiting.Add(1)
+	defer d.heavyWaiting.Add(-1)
 	t := time.NewTimer(d.lim.heavyWait)
 	defer t.Stop()
 	select {
@@ -268,11 +282,10 @@ func (s *stream) start() {
 		return
 	}
 	s.started = true
-	// The request was read: lift the read deadline, which would otherwise
-	// cancel the request (and cut the list) readTimeout after it began.
-	// A client that goes away still ends the walk; one that stops
-	// reading meets the write deadline.
-	_ = s.rc.SetReadDeadline(time.Time{})
+	// No read deadline to lift: net/http clears it once the request is
+	// read (its background read, which notices a client that goes away,
+	// runs without one). A client that stops reading meets the write
+	// deadline.
 	s.extend(time.Now())
 	h := s.w.Header()
 	h.Set("Content-Type", "application/json")

@@ -71,6 +71,10 @@ type limits struct {
 	// to heavyWait for a slot, then gets 503.
 	heavyRequests int
 	heavyWait     time.Duration
+	// metricsInFlight caps scrapes collected at once (more get 503);
+	// metricsTimeout bounds one (then 503).
+	metricsInFlight int
+	metricsTimeout  time.Duration
 	// peerRetry bounds the backoff of a failed SetPeers.
 	peerRetryMin, peerRetryMax time.Duration
 }
@@ -83,15 +87,17 @@ func defaultLimits() limits {
 		readTimeout:       10 * time.Second,
 		// A streamed route list pushes this deadline forward while it
 		// makes progress: a stalled reader is dropped after this long.
-		writeTimeout:   30 * time.Second,
-		idleTimeout:    15 * time.Second,
-		maxHeaderBytes: 16 << 10,
-		controlConns:   32,
-		metricsConns:   32,
-		heavyRequests:  2,
-		heavyWait:      10 * time.Second,
-		peerRetryMin:   time.Second,
-		peerRetryMax:   60 * time.Second,
+		writeTimeout:    30 * time.Second,
+		idleTimeout:     15 * time.Second,
+		maxHeaderBytes:  16 << 10,
+		controlConns:    32,
+		metricsConns:    32,
+		heavyRequests:   2,
+		heavyWait:       10 * time.Second,
+		metricsInFlight: 4,
+		metricsTimeout:  10 * time.Second,
+		peerRetryMin:    time.Second,
+		peerRetryMax:    60 * time.Second,
 	}
 }
 
@@ -109,6 +115,8 @@ type Daemon struct {
 	heavy  chan struct{} // a slot per route list being streamed
 	// parses counts config parses still running (see limits.maxParses).
 	parses atomic.Int32
+	// heavyWaiting counts route list requests waiting for a slot.
+	heavyWaiting atomic.Int32
 
 	mu    sync.Mutex
 	cfg   *config.Config
@@ -137,6 +145,9 @@ func Run(ctx context.Context, opts Options) error {
 	deps, lim := opts.Deps.withDefaults(), defaultLimits()
 	var parses atomic.Int32
 	r := <-parseConfig(ctx, deps.LoadConfig, opts.ConfigPath, lim.parseTimeout, &parses, lim.maxParses)
+	if ctx.Err() != nil {
+		return nil // stopped (SIGTERM) before it started: a normal stop
+	}
 	if r.err != nil {
 		return r.err
 	}
@@ -243,11 +254,17 @@ func (d *Daemon) run(ctx context.Context) error {
 	// session starts with the whole table and End-of-RIB follows it: a
 	// graceful-restart helper never takes our restart for "no routes".
 	if err := d.startSpeaker(ctx, cfg, false); err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while starting: a normal stop
+		}
 		return err
 	}
 	nb, err := d.deps.DialNB(ctx, cfg.OVN, d.log.Named("ovn"), d.poke)
 	if err != nil {
 		d.stopSpeaker(false, api.PhaseStopping)
+		if ctx.Err() != nil {
+			return nil
+		}
 		return fmt.Errorf("ovn: %w", err)
 	}
 	d.mu.Lock()
@@ -471,14 +488,25 @@ func (d *Daemon) applyConfig(ctx context.Context, r parsed) error {
 	next.Control, next.Metrics = old.Control, old.Metrics
 
 	if next.SpeakerChanged(old) {
-		d.log.Info("bgp asn, routerID, listenPort or gracefulRestart changed: restarting the speaker (sessions reset)")
+		// A Cease, not a graceful stop: the new speaker may have another
+		// ASN or router ID, and a graceful-restart helper must not keep
+		// routes of an identity that is gone. Peers withdraw our routes
+		// until the new speaker sends them again.
+		d.log.Info("bgp asn, routerID, listenPort or gracefulRestart changed: restarting the speaker (sessions reset, peers withdraw our routes until they are sent again)")
 		d.stopSpeaker(false, api.PhaseRestarting)
 		if err := d.startSpeaker(ctx, next, d.peersAdded()); err != nil {
+			if ctx.Err() != nil {
+				return nil // SIGTERM during the restart: the loop stops
+			}
 			d.log.Error("new bgp settings failed; going back to the running ones", zap.Error(err))
 			if err2 := d.startSpeaker(ctx, old, d.peersAdded()); err2 != nil {
-				return fmt.Errorf("reload: new bgp settings failed (%w) and the running ones could not be restored (%w): exiting so that the service manager restarts ovnbgp (peers with graceful restart keep the routes meanwhile)", err, err2)
+				if ctx.Err() != nil {
+					return nil
+				}
+				return fmt.Errorf("reload: new bgp settings failed (%w) and the running ones could not be restored (%w): exiting so that the service manager restarts ovnbgp (the sessions were already reset: peers advertise nothing from this node until it is back)", err, err2)
 			}
 			d.setConfigError(err)
+			d.poke() // the restored speaker starts empty: give it the table now
 			return nil
 		}
 	} else if d.peersAdded() {
@@ -553,13 +581,15 @@ func (d *Daemon) startSpeaker(ctx context.Context, cfg *config.Config, withPeers
 	if err != nil {
 		return fmt.Errorf("bgp: %w", err)
 	}
+	// The peers before the speaker is published: the API never shows a
+	// running speaker without the peers it should have.
+	if withPeers {
+		d.setPeers(ctx, sp, cfg)
+	}
 	d.mu.Lock()
 	d.speaker = sp
 	d.phase = api.PhaseRunning
 	d.mu.Unlock()
-	if withPeers {
-		d.setPeers(ctx, sp, cfg)
-	}
 	return nil
 }
 

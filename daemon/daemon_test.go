@@ -47,6 +47,10 @@ type fakeSpeaker struct {
 	learned   []model.LearnedPath
 	learnedN  int
 	onLearned func(i int)
+	// failLearnedAfter > 0 makes the walk fail after that many made-up
+	// paths; onPeers is called by Peers, unlocked.
+	failLearnedAfter int
+	onPeers          func()
 }
 
 func (f *fakeSpeaker) SetPeers(_ context.Context, p []config.Peer) error {
@@ -105,6 +109,12 @@ func (f *fakeSpeaker) NotApplied() []model.Advertisement {
 
 func (f *fakeSpeaker) Peers(context.Context) ([]model.PeerStatus, error) {
 	f.mu.Lock()
+	on := f.onPeers
+	f.mu.Unlock()
+	if on != nil {
+		on()
+	}
+	f.mu.Lock()
 	defer f.mu.Unlock()
 	state := f.state
 	if state == "" {
@@ -119,8 +129,11 @@ func (f *fakeSpeaker) Peers(context.Context) ([]model.PeerStatus, error) {
 
 func (f *fakeSpeaker) EachLearned(ctx context.Context, peer string, fn func(model.LearnedPath) error) error {
 	f.mu.Lock()
-	learned, n, on := slices.Clone(f.learned), f.learnedN, f.onLearned
+	learned, n, on, failAfter, stopped := slices.Clone(f.learned), f.learnedN, f.onLearned, f.failLearnedAfter, f.stopped
 	f.mu.Unlock()
+	if stopped {
+		return errors.New("speaker is stopped") // as package bgp answers
+	}
 	for _, p := range learned {
 		if peer != "" && p.Peer != peer {
 			continue
@@ -130,6 +143,9 @@ func (f *fakeSpeaker) EachLearned(ctx context.Context, peer string, fn func(mode
 		}
 	}
 	for i := range n {
+		if failAfter > 0 && i == failAfter {
+			return errors.New("table walk failed")
+		}
 		if on != nil {
 			on(i)
 		}
@@ -299,7 +315,11 @@ func start(t *testing.T, networks string, options ...func(*harness)) *harness {
 		sp: &fakeSpeaker{}, nb: &fakeNB{}, done: make(chan error, 1), cfg: cfgText{networks: networks}, lim: testLimits(),
 		logger: zaptest.NewLogger(t, zaptest.Level(zap.InfoLevel))}
 	h.newSpeaker = func(_ context.Context, cfg config.BGP, _ *zap.Logger, _ func()) (Speaker, error) {
-		// Like bgp.New: the peers of the global config are added.
+		// Like bgp.New: the peers of the global config are added. The
+		// one fake serves every speaker the daemon starts.
+		h.sp.mu.Lock()
+		h.sp.stopped = false
+		h.sp.mu.Unlock()
 		return h.sp, h.sp.SetPeers(context.Background(), cfg.Peers)
 	}
 	h.loadConfig = config.Load

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,6 +23,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/ovnbgp/ovnbgp/api"
 	"github.com/ovnbgp/ovnbgp/config"
@@ -223,12 +225,14 @@ func TestReloadOfAFIFO(t *testing.T) {
 
 // TestReloadParseDeadline: a parse slower than the deadline keeps the
 // running config, says so in status, and the loop reconciles meanwhile;
-// its late result is never applied.
+// its late result, once it arrives, is never applied. The slow parse
+// blocks on a channel, so the deadline is paid once and can be generous.
 func TestReloadParseDeadline(t *testing.T) {
+	const deadline = 3 * time.Second
 	release := make(chan struct{})
 	var slow atomic.Bool
 	h := start(t, "default", func(h *harness) {
-		h.lim.parseTimeout = 200 * time.Millisecond
+		h.lim.parseTimeout = deadline
 		h.loadConfig = func(path string) (*config.Config, error) {
 			if slow.Load() {
 				<-release
@@ -236,21 +240,38 @@ func TestReloadParseDeadline(t *testing.T) {
 			return config.Load(path)
 		}
 	})
-	defer close(release)
+	released := false
+	defer func() {
+		if !released {
+			close(release)
+		}
+	}()
 	h.nb.set(true, network("default", "10.128.0.0/23"), network("blue", "10.200.0.0/24"))
 	h.wantPrefixes("tor 10.128.0.0/23")
 
 	slow.Store(true)
 	h.writeConfig(cfgText{networks: `"*"`})
 	h.d.reload <- struct{}{}
-	h.eventually("the parse deadline in status", func() bool {
-		return strings.Contains(h.d.status().ConfigError, "not parsed within 200ms")
-	})
+	h.eventually("a parse running", func() bool { return h.d.parses.Load() == 1 })
 	h.nb.set(true, network("default", "10.128.0.0/23", "10.129.0.0/23"), network("blue", "10.200.0.0/24"))
-	h.wantPrefixes("tor 10.128.0.0/23", "tor 10.129.0.0/23") // the running config: blue not selected
+	h.wantPrefixes("tor 10.128.0.0/23", "tor 10.129.0.0/23") // the loop runs while the parse hangs
+	h.eventually("the parse deadline in status", func() bool {
+		return strings.Contains(h.d.status().ConfigError, "not parsed within "+deadline.String())
+	})
+
+	// The late parse ends (with the file that selects every network):
+	// its result is dropped.
+	slow.Store(false)
+	close(release)
+	released = true
+	h.eventually("the late parse to end", func() bool { return h.d.parses.Load() == 0 })
+	h.passDone()
+	h.wantPrefixes("tor 10.128.0.0/23", "tor 10.129.0.0/23")
+	if nets := h.d.config().Advertise[0].Networks; len(nets) != 1 || nets[0] != "default" {
+		t.Fatalf("the late parse was applied: networks %v", nets)
+	}
 
 	// A reload once the file parses in time takes effect.
-	slow.Store(false)
 	h.d.reload <- struct{}{}
 	h.wantPrefixes("tor 10.128.0.0/23", "tor 10.129.0.0/23", "tor 10.200.0.0/24")
 	if e := h.d.status().ConfigError; e != "" {
@@ -377,6 +398,11 @@ func TestHeadlessExits(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "could not be restored") {
 			t.Fatalf("run ended with %v; want the failed restore", err)
 		}
+		// The restart sent a Cease: the message must not promise that
+		// peers keep the routes.
+		if strings.Contains(err.Error(), "keep the routes") || !h.sp.stopped || h.sp.graceful {
+			t.Errorf("error %q, old speaker stopped %v graceful %v; want a Cease, said truthfully", err, h.sp.stopped, h.sp.graceful)
+		}
 		h.once.Do(func() {}) // already stopped
 	case <-time.After(20 * time.Second):
 		t.Fatal("the daemon runs on without a speaker")
@@ -387,28 +413,34 @@ func TestHeadlessExits(t *testing.T) {
 }
 
 // TestRestoredSpeakerKeepsRunning: when only the new settings fail, the old
-// speaker is back and the daemon runs on, reporting the error.
+// settings are back in a new, empty speaker, which gets the table at once
+// (with no NB change to prompt it), and the daemon runs on, reporting the
+// error.
 func TestRestoredSpeakerKeepsRunning(t *testing.T) {
-	var calls atomic.Int32
+	var sps speakers
 	h := start(t, "default", func(h *harness) {
-		next := h.newSpeaker
-		h.newSpeaker = func(ctx context.Context, cfg config.BGP, log *zap.Logger, notify func()) (Speaker, error) {
-			if calls.Add(1) == 2 {
-				return nil, errors.New("listen: address in use")
+		sps.fail = func(_ context.Context, n int) error {
+			if n == 2 {
+				return errors.New("listen: address in use")
 			}
-			return next(ctx, cfg, log, notify)
+			return nil
 		}
+		sps.install(h)
 	})
 	h.nb.set(true, network("default", "10.128.0.0/23"))
-	h.wantPrefixes("tor 10.128.0.0/23")
+	h.eventually("advertised by the first speaker", func() bool {
+		return sps.get(1) != nil && len(sps.get(1).prefixes()) == 1
+	})
 	h.writeConfig(cfgText{networks: "default", asn: 65011})
 	h.d.reload <- struct{}{}
 	h.eventually("the failure in status", func() bool { return strings.Contains(h.d.status().ConfigError, "address in use") })
 	if st := h.d.status(); st.Phase != api.PhaseRunning {
 		t.Fatalf("phase %q after the restore", st.Phase)
 	}
-	h.nb.set(true, network("default", "10.128.0.0/23", "10.129.0.0/23"))
-	h.wantPrefixes("tor 10.128.0.0/23", "tor 10.129.0.0/23")
+	h.eventually("the restored speaker advertising without an NB change", func() bool {
+		sp := sps.get(3)
+		return sp != nil && slices.Equal(sp.prefixes(), []string{"tor 10.128.0.0/23"})
+	})
 }
 
 // TestSetPeersRetried: a SetPeers that fails is retried from the loop,
@@ -581,14 +613,16 @@ func TestHeavyRequestsCapped(t *testing.T) {
 	}
 }
 
-// TestReloadLogLevel: log.level from a reload applies to every logger the
-// daemon built: its own, the speaker's and the NB client's.
+// TestReloadLogLevel: log.level from a reload applies to what every logger
+// the daemon handed out writes: its own, the speaker's and the NB client's
+// (entries are read from the log output, not from the loggers' levels).
 func TestReloadLogLevel(t *testing.T) {
 	var spLog atomic.Pointer[zap.Logger]
+	lvl := zap.NewAtomicLevelAt(zapcore.InfoLevel)
+	core, logs := observer.New(lvl)
 	h := start(t, "default", func(h *harness) {
-		lvl := zap.NewAtomicLevelAt(zapcore.InfoLevel)
 		h.level = &lvl
-		h.logger = zaptest.NewLogger(t, zaptest.Level(lvl))
+		h.logger = zap.New(core)
 		h.cfg.logLevel = "debug"
 		next := h.newSpeaker
 		h.newSpeaker = func(ctx context.Context, cfg config.BGP, log *zap.Logger, notify func()) (Speaker, error) {
@@ -602,28 +636,33 @@ func TestReloadLogLevel(t *testing.T) {
 	nbLog := h.dialLog
 	h.nb.mu.Unlock()
 	loggers := map[string]*zap.Logger{"daemon": h.d.log, "bgp": spLog.Load(), "ovn": nbLog}
-	for name, l := range loggers {
-		if !l.Core().Enabled(zap.DebugLevel) {
-			t.Fatalf("%s logger not at debug with log.level debug", name)
+	probe := func(when string) {
+		for name, l := range loggers {
+			l.Debug("probe", zap.String("logger", name), zap.String("when", when))
 		}
+	}
+	written := func(when string) int {
+		return logs.FilterMessage("probe").FilterField(zap.String("when", when)).Len()
+	}
+	probe("debug")
+	if n := written("debug"); n != len(loggers) {
+		t.Fatalf("%d of %d loggers wrote at debug with log.level debug", n, len(loggers))
 	}
 	h.writeConfig(cfgText{networks: "default", logLevel: "info"})
 	h.d.reload <- struct{}{}
-	h.eventually("the reload", func() bool { return !h.d.log.Core().Enabled(zap.DebugLevel) })
-	for name, l := range loggers {
-		if l.Core().Enabled(zap.DebugLevel) {
-			t.Errorf("%s logger still at debug after a reload to info", name)
-		}
+	h.eventually("the reload", func() bool { return logs.FilterMessage("config reloaded").Len() == 1 })
+	probe("info")
+	if n := written("info"); n != 0 {
+		t.Errorf("%d loggers still wrote debug entries after a reload to info: %v", n, logs.FilterMessage("probe").FilterField(zap.String("when", "info")).All())
 	}
 }
 
-// TestLongStreamNotCut: a route list that takes longer than the read and
-// write deadlines is not cut while it makes progress.
+// TestLongStreamNotCut: a route list that takes longer than the write
+// deadline is not cut while it makes progress (the deadline is pushed
+// forward as items go out).
 func TestLongStreamNotCut(t *testing.T) {
 	const n = 1500
-	h := start(t, "default", func(h *harness) {
-		h.lim.readTimeout, h.lim.writeTimeout = 200*time.Millisecond, 200*time.Millisecond
-	})
+	h := start(t, "default", func(h *harness) { h.lim.writeTimeout = 200 * time.Millisecond })
 	h.nb.set(true, network("default", "10.128.0.0/23"))
 	h.wantPrefixes("tor 10.128.0.0/23")
 	began := time.Now()
@@ -636,6 +675,303 @@ func TestLongStreamNotCut(t *testing.T) {
 		t.Fatalf("%d of %d items, truncated %v, %v", len(l), n, trunc, err)
 	}
 	if took := time.Since(began); took < 400*time.Millisecond {
-		t.Fatalf("the list took %v: not longer than the deadlines, the test proves nothing", took)
+		t.Fatalf("the list took %v: not longer than the write deadline, the test proves nothing", took)
+	}
+}
+
+// speakers makes every NewSpeaker call return a fresh fake speaker (with
+// the peers of the global config, as bgp.New adds them), recorded in
+// order; fail, when set, can refuse call n (1-based).
+type speakers struct {
+	mu   sync.Mutex
+	list []*fakeSpeaker
+	fail func(ctx context.Context, n int) error
+}
+
+func (s *speakers) install(h *harness) {
+	h.newSpeaker = func(ctx context.Context, cfg config.BGP, _ *zap.Logger, _ func()) (Speaker, error) {
+		s.mu.Lock()
+		n := len(s.list) + 1
+		fail := s.fail
+		s.mu.Unlock()
+		if fail != nil {
+			if err := fail(ctx, n); err != nil {
+				s.mu.Lock()
+				s.list = append(s.list, nil)
+				s.mu.Unlock()
+				return nil, err
+			}
+		}
+		sp := &fakeSpeaker{}
+		if err := sp.SetPeers(ctx, cfg.Peers); err != nil {
+			return nil, err
+		}
+		s.mu.Lock()
+		s.list = append(s.list, sp)
+		s.mu.Unlock()
+		return sp, nil
+	}
+}
+
+func (s *speakers) get(n int) *fakeSpeaker {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n > len(s.list) {
+		return nil
+	}
+	return s.list[n-1]
+}
+
+// TestRouteListUsesTheSpeakerAfterTheWait: a route list waiting for a slot
+// while a reload restarts the speaker is answered from the new speaker, not
+// from the stopped one it would have read before the wait.
+func TestRouteListUsesTheSpeakerAfterTheWait(t *testing.T) {
+	var sps speakers
+	h := start(t, "default", func(h *harness) {
+		h.lim.heavyRequests = 1
+		h.lim.heavyWait = 30 * time.Second
+		sps.install(h)
+	})
+	h.nb.set(true, network("default", "10.128.0.0/23"))
+	h.eventually("the first speaker", func() bool { return sps.get(1) != nil })
+	h.eventually("advertised by the first speaker", func() bool { return len(sps.get(1).prefixes()) == 1 })
+	c := api.NewClient(h.sock)
+	for _, list := range []string{"learned", "advertised"} {
+		t.Run(list, func(t *testing.T) {
+			n := len(sps.list)
+			h.d.heavy <- struct{}{} // the one slot is taken
+			type result struct {
+				n   int
+				err error
+			}
+			res := make(chan result, 1)
+			go func() {
+				if list == "learned" {
+					l, _, err := c.LearnedRoutes(context.Background(), api.ListOptions{})
+					res <- result{len(l), err}
+					return
+				}
+				a, _, err := c.AdvertisedRoutes(context.Background(), api.ListOptions{})
+				res <- result{len(a), err}
+			}()
+			h.eventually("the request waiting for a slot", func() bool { return h.d.heavyWaiting.Load() == 1 })
+			// A new ASN restarts the speaker meanwhile.
+			h.writeConfig(cfgText{networks: "default", asn: uint32(65020 + n)})
+			h.d.reload <- struct{}{}
+			h.eventually("the new speaker", func() bool { return sps.get(n+1) != nil })
+			next := sps.get(n + 1)
+			next.mu.Lock()
+			next.learnedN = 3
+			next.mu.Unlock()
+			h.eventually("advertised by the new speaker", func() bool { return len(next.prefixes()) == 1 })
+			<-h.d.heavy // the slot is free
+			r := <-res
+			want := map[string]int{"learned": 3, "advertised": 1}[list]
+			if r.err != nil || r.n != want {
+				t.Fatalf("%d routes, %v; want %d from the running speaker", r.n, r.err, want)
+			}
+		})
+	}
+}
+
+// TestPeersStartingUntilAdded: the speaker runs before its peers are added
+// (they are added with the first plan, up to readyGrace later). Meanwhile
+// the peers answer lists the configured peers in state "starting", not an
+// empty list.
+func TestPeersStartingUntilAdded(t *testing.T) {
+	h := start(t, "default")
+	h.eventually("the speaker", func() bool { return h.d.status().Phase == api.PhaseRunning })
+	peers, err := api.NewClient(h.sock).Peers(context.Background())
+	if err != nil || len(peers) != 1 || peers[0].Name != "tor" || peers[0].State != api.PeerStarting {
+		t.Fatalf("peers before they are added: %+v, %v; want tor in state %q", peers, err, api.PeerStarting)
+	}
+	h.nb.set(true, network("default", "10.128.0.0/23"))
+	h.wantPrefixes("tor 10.128.0.0/23")
+	peers, err = api.NewClient(h.sock).Peers(context.Background())
+	if err != nil || len(peers) != 1 || peers[0].State != "established" {
+		t.Fatalf("peers once added: %+v, %v", peers, err)
+	}
+}
+
+// TestStopDuringSpeakerRestart: SIGTERM while a reload restarts the
+// speaker makes both NewSpeaker calls fail on the cancelled context; that
+// is a normal stop (run returns nil, exit 0), not a fatal error.
+func TestStopDuringSpeakerRestart(t *testing.T) {
+	var sps speakers
+	var h *harness
+	h = start(t, "default", func(h2 *harness) {
+		sps.fail = func(ctx context.Context, n int) error {
+			if n == 1 {
+				return nil
+			}
+			h2.cancel() // SIGTERM arrives during the restart
+			<-ctx.Done()
+			return fmt.Errorf("bgp start: %w", ctx.Err())
+		}
+		sps.install(h2)
+	})
+	h.nb.set(true, network("default", "10.128.0.0/23"))
+	h.eventually("the first speaker", func() bool { return sps.get(1) != nil })
+	h.writeConfig(cfgText{networks: "default", asn: 65011})
+	h.d.reload <- struct{}{}
+	select {
+	case err := <-h.done:
+		h.once.Do(func() {})
+		if err != nil {
+			t.Fatalf("run ended with %v; want nil on SIGTERM", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the daemon did not stop")
+	}
+}
+
+// TestRunStopsDuringParse: SIGTERM while the startup config parse waits is
+// a normal stop: Run returns nil.
+func TestRunStopsDuringParse(t *testing.T) {
+	block := make(chan struct{})
+	defer close(block)
+	entered := make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, Options{ConfigPath: "/nonexistent/config.yaml", Logger: zaptest.NewLogger(t),
+			Deps: Deps{LoadConfig: func(string) (*config.Config, error) {
+				close(entered)
+				<-block
+				return nil, errors.New("never")
+			}}})
+	}()
+	<-entered
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run: %v; want nil on SIGTERM", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Run did not stop")
+	}
+}
+
+// TestStreamErrorMidway: an error after the first items were sent ends the
+// list with the error trailer: the body stays a valid JSON array of what
+// was sent, and the client reports an incomplete list.
+func TestStreamErrorMidway(t *testing.T) {
+	const k = 5
+	h := start(t, "default")
+	h.nb.set(true, network("default", "10.128.0.0/23"))
+	h.wantPrefixes("tor 10.128.0.0/23")
+	h.sp.mu.Lock()
+	h.sp.learnedN, h.sp.failLearnedAfter = 100, k
+	h.sp.mu.Unlock()
+	resp, err := unixGet(h.sock, api.PathLearned)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var arr []json.RawMessage
+	if err := json.Unmarshal(body, &arr); err != nil || len(arr) != k {
+		t.Fatalf("body: %d items, %v; want a valid array of %d:\n%s", len(arr), err, k, body)
+	}
+	if e := resp.Trailer.Get(api.TrailerError); !strings.Contains(e, "table walk failed") {
+		t.Fatalf("error trailer %q", e)
+	}
+	_, _, err = api.NewClient(h.sock).LearnedRoutes(context.Background(), api.ListOptions{})
+	if err == nil || !strings.Contains(err.Error(), "incomplete list: table walk failed") {
+		t.Fatalf("client: %v; want an incomplete list", err)
+	}
+}
+
+// TestStalledReaderDropped: a client that asks for a long list and stops
+// reading is dropped at the write deadline, and its slot is freed.
+func TestStalledReaderDropped(t *testing.T) {
+	h := start(t, "default", func(h *harness) {
+		h.lim.heavyRequests = 1
+		h.lim.writeTimeout = 500 * time.Millisecond
+	})
+	h.nb.set(true, network("default", "10.128.0.0/23"))
+	h.wantPrefixes("tor 10.128.0.0/23")
+	h.sp.mu.Lock()
+	h.sp.learnedN = 10_000_000 // far more than the socket buffers hold
+	h.sp.mu.Unlock()
+	c, err := net.Dial("unix", h.sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", api.PathLearned)
+	// Read nothing.
+	h.eventually("the list streaming", func() bool { return len(h.d.heavy) == 1 })
+	h.eventually("the stalled reader dropped", func() bool { return len(h.d.heavy) == 0 })
+	h.sp.mu.Lock()
+	h.sp.learnedN = 2
+	h.sp.mu.Unlock()
+	if l, err := api.NewClient(h.sock).Learned(context.Background(), "", false); err != nil || len(l) != 2 {
+		t.Fatalf("after the stalled reader: %d, %v", len(l), err)
+	}
+}
+
+// TestMetricsBounded: at most metricsInFlight scrapes are collected at
+// once; another is answered 503 at once instead of piling up.
+func TestMetricsBounded(t *testing.T) {
+	const inFlight = 2
+	h := start(t, "default", func(h *harness) { h.lim.metricsInFlight = inFlight })
+	h.nb.set(true, network("default", "10.128.0.0/23"))
+	h.wantPrefixes("tor 10.128.0.0/23")
+	m, err := h.d.serveMetrics("127.0.0.1:0") // registering collects once
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.close()
+	hold := make(chan struct{})
+	var inside atomic.Int32
+	h.sp.mu.Lock()
+	h.sp.onPeers = func() { inside.Add(1); <-hold }
+	h.sp.mu.Unlock()
+	url := "http://" + m.ln.Addr().String() + "/metrics"
+	hc := &http.Client{Timeout: 20 * time.Second}
+	codes := make(chan int, inFlight)
+	for range inFlight {
+		go func() {
+			resp, err := hc.Get(url)
+			if err != nil {
+				codes <- 0
+				return
+			}
+			resp.Body.Close()
+			codes <- resp.StatusCode
+		}()
+	}
+	h.eventually("the scrapes collecting", func() bool { return inside.Load() == inFlight })
+	resp, err := hc.Get(url)
+	close(hold)
+	if err != nil {
+		t.Fatalf("one scrape too many: %v; want a 503 at once", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("one scrape too many: %s; want 503", resp.Status)
+	}
+	for range inFlight {
+		if code := <-codes; code != 200 {
+			t.Errorf("a held scrape: %d", code)
+		}
+	}
+}
+
+// TestStoppingWording: while stopping, the route lists say the speaker is
+// stopped, not that it is "not running yet".
+func TestStoppingWording(t *testing.T) {
+	h := start(t, "default")
+	h.nb.set(true, network("default", "10.128.0.0/23"))
+	h.wantPrefixes("tor 10.128.0.0/23")
+	h.d.stopSpeaker(false, api.PhaseStopping)
+	_, err := api.NewClient(h.sock).Learned(context.Background(), "", false)
+	if err == nil || err.Error() != "ovnbgp is stopping: the BGP speaker is stopped" {
+		t.Fatalf("learned while stopping: %v", err)
 	}
 }

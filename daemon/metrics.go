@@ -124,7 +124,13 @@ func (d *Daemon) serveMetrics(addr string) (*server, error) {
 	reg.MustRegister(newCollector(d), collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+		// Any local user can scrape: a flood of scrapes gets 503s, not a
+		// pile of collections each reading every peer.
+		MaxRequestsInFlight: d.lim.metricsInFlight,
+		Timeout:             d.lim.metricsTimeout,
+		ErrorLog:            zap.NewStdLog(d.log.Named("metrics")),
+	}))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("metrics.address %s: %w (set metrics.address: \"\" to turn metrics off)", addr, err)

@@ -9,6 +9,8 @@
 #   openvswitch-common   ovsdb-server, ovsdb-tool
 #   iproute2             ip (netns, veth), nstat
 #   file
+#   gcc, libc6-dev       the C compiler and headers cgo needs for `make race`
+#                        (the race detector runs with cgo on)
 #
 # Idempotent and quiet: when everything is present it only checks and exits.
 # apt-get update runs only when something must be installed. Not root: it
@@ -25,9 +27,11 @@ declare -A probe=(
   [openvswitch-common]=/usr/sbin/ovsdb-server
   [iproute2]=/usr/sbin/ip
   [file]=/usr/bin/file
+  [gcc]=/usr/bin/gcc
+  [libc6-dev]=/usr/include/stdio.h
 )
 need=()
-for pkg in frr ovn-central ovn-common openvswitch-common iproute2 file; do
+for pkg in frr ovn-central ovn-common openvswitch-common iproute2 file gcc libc6-dev; do
   [ -e "${probe[$pkg]}" ] || need+=("$pkg")
 done
 [ ${#need[@]} -eq 0 ] && exit 0
