@@ -182,7 +182,7 @@ func newDaemon(opts Options, deps Deps, lim limits, logs *logging, cfg *config.C
 // on the channel. A parse that misses its deadline keeps running (Go cannot
 // stop it) and counts in running until it ends; beyond max running parses,
 // a new one is refused at once.
-func parseConfig(ctx context.Context, load func(string) (*config.Config, error), path string,
+func parseConfig(ctx context.Context, load func(context.Context, string) (*config.Config, error), path string,
 	timeout time.Duration, running *atomic.Int32, max int32) <-chan parsed {
 	out := make(chan parsed, 1)
 	if running.Add(1) > max {
@@ -191,9 +191,13 @@ func parseConfig(ctx context.Context, load func(string) (*config.Config, error),
 		return out
 	}
 	done := make(chan parsed, 1)
+	// The deadline also reaches the decoder (config.LoadContext), so a
+	// parse past it stops working soon after, not only being waited for.
+	pctx, cancel := context.WithTimeout(ctx, timeout)
 	go func() {
 		defer running.Add(-1)
-		cfg, err := load(path)
+		defer cancel()
+		cfg, err := load(pctx, path)
 		done <- parsed{cfg, err}
 	}()
 	go func() {

@@ -346,7 +346,7 @@ func start(t *testing.T, networks string, options ...func(*harness)) *harness {
 			h.nb.mu.Unlock()
 			return h.nb, nil
 		},
-		LoadConfig: func(path string) (*config.Config, error) { return h.loadConfig(path) },
+		LoadConfig: func(_ context.Context, path string) (*config.Config, error) { return h.loadConfig(path) },
 	}
 	h.d = newDaemon(Options{ConfigPath: h.cfgPath, Version: "test"}, deps, h.lim, logs, cfg)
 	ctx, cancel := context.WithCancel(context.Background())

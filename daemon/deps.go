@@ -48,8 +48,9 @@ type Northbound interface {
 type Deps struct {
 	NewSpeaker func(ctx context.Context, cfg config.BGP, log *zap.Logger, notify func()) (Speaker, error)
 	DialNB     func(ctx context.Context, cfg config.OVN, log *zap.Logger, notify func()) (Northbound, error)
-	// LoadConfig reads and validates the config file (config.Load).
-	LoadConfig func(path string) (*config.Config, error)
+	// LoadConfig reads and validates the config file, and stops when ctx
+	// is done (config.LoadContext).
+	LoadConfig func(ctx context.Context, path string) (*config.Config, error)
 }
 
 func (d Deps) withDefaults() Deps {
@@ -60,7 +61,7 @@ func (d Deps) withDefaults() Deps {
 		d.DialNB = dialOVN
 	}
 	if d.LoadConfig == nil {
-		d.LoadConfig = config.Load
+		d.LoadConfig = config.LoadContext
 	}
 	return d
 }

@@ -267,7 +267,7 @@ func TestReloadParseDeadline(t *testing.T) {
 	h.eventually("the late parse to end", func() bool { return h.d.parses.Load() == 0 })
 	h.passDone()
 	h.wantPrefixes("tor 10.128.0.0/23", "tor 10.129.0.0/23")
-	if nets := h.d.config().Advertise[0].Networks; len(nets) != 1 || nets[0] != "default" {
+	if nets := h.d.config().Advertise[0].Networks; len(nets) != 1 || nets[0].String() != "default" {
 		t.Fatalf("the late parse was applied: networks %v", nets)
 	}
 
@@ -835,7 +835,7 @@ func TestRunStopsDuringParse(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- Run(ctx, Options{ConfigPath: "/nonexistent/config.yaml", Logger: zaptest.NewLogger(t),
-			Deps: Deps{LoadConfig: func(string) (*config.Config, error) {
+			Deps: Deps{LoadConfig: func(context.Context, string) (*config.Config, error) {
 				close(entered)
 				<-block
 				return nil, errors.New("never")
@@ -973,5 +973,27 @@ func TestStoppingWording(t *testing.T) {
 	_, err := api.NewClient(h.sock).Learned(context.Background(), "", false)
 	if err == nil || err.Error() != "ovnbgp is stopping: the BGP speaker is stopped" {
 		t.Fatalf("learned while stopping: %v", err)
+	}
+}
+
+// TestParseDeadlineReachesTheLoader: the reload's deadline is passed to the
+// loader (config.LoadContext stops decoding when it passes), so a parse
+// past it ends instead of piling up.
+func TestParseDeadlineReachesTheLoader(t *testing.T) {
+	var running atomic.Int32
+	load := func(ctx context.Context, path string) (*config.Config, error) {
+		<-ctx.Done() // a parse that only the deadline ends
+		return nil, ctx.Err()
+	}
+	r := <-parseConfig(context.Background(), load, "slow.yaml", 50*time.Millisecond, &running, 4)
+	if r.err == nil || !strings.Contains(r.err.Error(), "not parsed within") {
+		t.Fatalf("parse result %v, want the deadline error", r.err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for running.Load() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the loader never saw the deadline: the parse still runs")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
