@@ -107,7 +107,6 @@ func isTimeout(err error) bool {
 	return err != nil && errors.As(err, &ne) && ne.Timeout()
 }
 
-
 // openMsg is a minimal valid OPEN (version 4, AS 64512, hold 90, router
 // ID 127.0.0.2, no parameters).
 func openMsg() []byte {
