@@ -350,6 +350,13 @@ func (s *Speaker) onPeerEvent(ev *apiutil.WatchEventMessage_PeerEvent, ts time.T
 // onNotification records a NOTIFICATION gobgp sent to or received from
 // the peer at addr (from gobgp's log records, see gobgpHandler).
 func (s *Speaker) onNotification(addr string, sent bool, code, subcode uint8, communication string) {
+	if sent && code == 6 && subcode == 3 {
+		// Cease/Peer De-configured is ovnbgp's own doing: SetPeers
+		// deletes a changed peer and re-adds it at once, and gobgp
+		// logs the NOTIFICATION asynchronously, possibly after the new
+		// session exists, which would start with it as lastError.
+		return
+	}
 	a, err := netip.ParseAddr(addr)
 	if err != nil {
 		return
