@@ -139,6 +139,10 @@ func TestNotificationText(t *testing.T) {
 		{false, 6, 2, "maintenance", `received NOTIFICATION 6/2 Cease / Administrative Shutdown: "maintenance"`},
 		{false, 4, 0, "", "received NOTIFICATION 4/0 Hold Timer Expired"},
 		{false, 9, 1, "", "received NOTIFICATION 9/1 unknown error code"},
+		{false, 2, 11, "", "received NOTIFICATION 2/11 OPEN Message Error / Role Mismatch"},
+		{false, 2, 8, "", "received NOTIFICATION 2/8 OPEN Message Error / unknown subcode"},
+		{false, 6, 200, "", "received NOTIFICATION 6/200 Cease / unknown subcode"},
+		{false, 6, 0, "", "received NOTIFICATION 6/0 Cease"},
 	} {
 		if got := notificationText(c.sent, c.code, c.sub, c.comm); got != c.want {
 			t.Errorf("notificationText(%v, %d, %d, %q) = %q, want %q", c.sent, c.code, c.sub, c.comm, got, c.want)
