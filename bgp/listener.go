@@ -36,9 +36,11 @@ import (
 //
 // The listener accepts, keeps accepting after errors (backing off as
 // net/http does), drops connections from addresses that are not peers,
-// waits for the OPEN message's header, and only then hands the connection
+// waits for the whole OPEN message, and only then hands the connection
 // (with the bytes it read) to gobgp. TCP MD5 keys and the TTL settings are
-// set as gobgp sets them on its own listener.
+// set as gobgp sets them on its own listener; a peer whose key cannot be
+// set is refused. It sees the NOTIFICATIONs a peer sends on these
+// connections only: gobgp dials its own, with no hook to read them.
 
 // Listener defaults.
 const (
