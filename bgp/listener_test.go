@@ -193,7 +193,7 @@ func TestHalfOpenIsNoHostage(t *testing.T) {
 		n := numWaiting(prov.ln, l.addr(2))
 		return n == 1, fmt.Sprintf("%d waiting", n)
 	})
-	// Half a second for a buggy hand-over to happen, then the real peer.
+	// Then the real peer dials.
 	node := l.node(false, l.peerOf("tor", 3, port, provASN))
 	waitEstablished(t, node, "tor")
 	if n := numWaiting(prov.ln, l.addr(2)); n != 1 {
