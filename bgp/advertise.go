@@ -183,21 +183,6 @@ func (s *Speaker) sendState(k model.Key) (model.AdvState, string) {
 	return model.AdvSent, ""
 }
 
-// lastGood is the advertisement in effect for k, as a wanted item, if its
-// peer and family are still configured; the caller holds mu.
-func (s *Speaker) lastGood(k model.Key) (wanted, bool) {
-	gid, ok := s.adv.member[k]
-	if !ok {
-		return wanted{}, false
-	}
-	g := s.adv.groups[gid]
-	p, ok := s.peers[k.Peer]
-	if g == nil || !ok || !slices.Contains(p.Families, gid.family) {
-		return wanted{}, false
-	}
-	return wanted{adv: s.adv.advs[k], gid: gid, attrs: g.norm}, true
-}
-
 // wanted is a validated advertisement.
 type wanted struct {
 	adv   model.Advertisement
@@ -231,12 +216,13 @@ func (s *Speaker) reconcile(ctx context.Context, want []model.Advertisement) err
 		k := adv.Key()
 		w, err := s.validate(adv)
 		if err != nil {
+			// No item that fails validation has a last good state to
+			// keep: its peer is not configured, its family is not
+			// enabled on the peer (both withdraw what they had, as
+			// configured), or its prefix cannot be a key that ever
+			// applied. A change gobgp refuses keeps its last good
+			// attributes (TestUnapplicableChangeKeepsLastGood).
 			fail(k, err)
-			if old, ok := s.lastGood(k); ok {
-				// Bad input changes nothing that was working: the last
-				// good attributes stay, nothing is withdrawn.
-				desired[k] = old
-			}
 			continue
 		}
 		if prev, dup := desired[k]; dup {

@@ -66,19 +66,24 @@
 //
 // gobgp never listens (ListenPort -1): listener.go accepts on listenPort,
 // survives accept errors such as EMFILE (gobgp's accept loop ends for good
-// on the first one), closes connections from addresses that are not peers,
-// and hands a peer's connection to gobgp (through gobgp's unexported
-// acceptCh, set by reflection before Serve) only once it starts with an
-// OPEN header, so that a silent connection cannot hold the peer in
-// OpenSent for gobgp's 240 s. It sets TCP MD5 keys and TTLs as gobgp did.
+// on the first one), closes connections from addresses that are not peers
+// (or whose TCP MD5 key could not be set), and hands a peer's connection
+// to gobgp (through gobgp's unexported acceptCh, set by reflection before
+// Serve) only once it sent a whole OPEN, so that a silent or half-sent
+// connection cannot hold the peer in OpenSent for gobgp's 240 s. At most 4
+// connections per peer address wait, until gobgp took them. It sets TCP
+// MD5 keys and TTLs as gobgp did.
 //
 // # What is reported
 //
 // Advertised marks each advertisement in effect sent, pending (session
-// down) or not sent (family not negotiated); an item Set could not apply
+// down) or not sent (family not negotiated); a change gobgp refused
 // keeps its last good state and is listed by NotApplied. Peers' lastError
-// names NOTIFICATIONs (taken from gobgp's log records: its events carry
-// only "invalid-msg") with their time.
+// names NOTIFICATIONs with their time where ovnbgp can see them: those
+// gobgp logs (sent ones, and those received once Established; its events
+// carry only "invalid-msg") and those a peer sends during the OPEN
+// exchange on a connection the listener accepted. One received during the
+// OPEN exchange on a connection gobgp dialed stays unnamed.
 //
 // # gobgp v4.8.0 behaviour worth knowing
 //

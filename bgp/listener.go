@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/netip"
 	"os"
@@ -35,9 +36,11 @@ import (
 //
 // The listener accepts, keeps accepting after errors (backing off as
 // net/http does), drops connections from addresses that are not peers,
-// waits for the OPEN message's header, and only then hands the connection
+// waits for the whole OPEN message, and only then hands the connection
 // (with the bytes it read) to gobgp. TCP MD5 keys and the TTL settings are
-// set as gobgp sets them on its own listener.
+// set as gobgp sets them on its own listener; a peer whose key cannot be
+// set is refused. It sees the NOTIFICATIONs a peer sends on these
+// connections only: gobgp dials its own, with no hook to read them.
 
 // Listener defaults.
 const (
@@ -87,7 +90,47 @@ type listener struct {
 	mu      sync.Mutex
 	closed  bool
 	peers   map[netip.Addr]listenPeer
-	pending map[netip.Addr][]*net.TCPConn
+	pending map[netip.Addr][]*waiting
+	// logged rate-limits the per-connection log lines: when each
+	// (message, address) was last logged.
+	logged map[string]time.Time
+}
+
+// waiting is a connection from a peer's address the listener holds: until
+// it sent its whole OPEN, and then until gobgp's Serve loop took it. It
+// counts toward maxPendingPerPeer all that time; evict closes it.
+type waiting struct {
+	c     *net.TCPConn
+	evict chan struct{}
+}
+
+// logLimit is how often the listener logs a line per message and address.
+const logLimit = time.Minute
+
+// maxLogged bounds the rate limiter's memory; past it, old entries go.
+const maxLogged = 4096
+
+// infoLimited logs at Info at most once per logLimit per message and
+// address, and at Debug otherwise; the caller holds mu.
+func (l *listener) infoLimited(msg string, addr netip.Addr, fields ...zap.Field) {
+	now := time.Now()
+	key := msg + "|" + addr.String()
+	if last, ok := l.logged[key]; ok && now.Sub(last) < logLimit {
+		l.log.Debug(msg, append(fields, zap.Stringer("address", addr))...)
+		return
+	}
+	if len(l.logged) >= maxLogged {
+		for k, t := range l.logged {
+			if now.Sub(t) >= logLimit {
+				delete(l.logged, k)
+			}
+		}
+		if len(l.logged) >= maxLogged {
+			clear(l.logged)
+		}
+	}
+	l.logged[key] = now
+	l.log.Info(msg, append(fields, zap.Stringer("address", addr), zap.String("rateLimit", "one line per address per minute"))...)
 }
 
 // handoffTo makes gobgp read the connections sent on ch as accepted ones.
@@ -117,7 +160,8 @@ func newListener(log *zap.Logger, port int, handoff chan net.Conn,
 		openWait: openWait,
 		done:     make(chan struct{}),
 		peers:    map[netip.Addr]listenPeer{},
-		pending:  map[netip.Addr][]*net.TCPConn{},
+		pending:  map[netip.Addr][]*waiting{},
+		logged:   map[string]time.Time{},
 	}
 	nets := []string{"tcp4"}
 	if ipv6Available() {
@@ -152,13 +196,16 @@ func newListener(log *zap.Logger, port int, handoff chan net.Conn,
 
 // setPeers makes the listener accept connections from exactly these peers
 // and sets or removes their TCP MD5 keys on the listening sockets (the
-// kernel checks the signature of the SYN already).
+// kernel checks the signature of the SYN already). A peer whose key could
+// not be set is kept out (MD5 fails closed): its connections are closed
+// until a later setPeers sets the key.
 func (l *listener) setPeers(peers map[netip.Addr]listenPeer) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
 		return nil
 	}
+	peers = maps.Clone(peers)
 	var errs []error
 	for addr, old := range l.peers {
 		if p, ok := peers[addr]; ok && p.password == old.password && p.iface == old.iface {
@@ -176,16 +223,21 @@ func (l *listener) setPeers(peers map[netip.Addr]listenPeer) error {
 		}
 		if p.password != "" {
 			if err := l.setMD5(addr, p.iface, p.password); err != nil {
-				errs = append(errs, fmt.Errorf("peer %q: set the TCP MD5 key of %v on the listener: %w", p.name, addr, err))
+				errs = append(errs, fmt.Errorf("peer %q: set the TCP MD5 key of %v on the listener (connections from it are refused until it is set): %w", p.name, addr, err))
+				// Remove whatever part of the key was set, and keep the
+				// address out: without its key, the kernel would let
+				// unsigned connections in.
+				_ = l.setMD5(addr, p.iface, "")
+				delete(peers, addr)
 			}
 		}
 	}
 	l.peers = peers
-	// Connections waiting for an OPEN from a peer that is gone are dropped.
-	for addr, cs := range l.pending {
+	// Connections waiting from a peer that is gone are dropped.
+	for addr, ws := range l.pending {
 		if _, ok := peers[addr]; !ok {
-			for _, c := range cs {
-				c.Close()
+			for _, w := range ws {
+				w.close()
 			}
 			delete(l.pending, addr)
 		}
@@ -308,19 +360,22 @@ func (l *listener) accepted(c *net.TCPConn) {
 	l.mu.Lock()
 	p, ok := l.peers[remote]
 	if !ok || l.closed {
+		if !l.closed {
+			l.infoLimited("bgp listener: closed a connection from an address that is not a peer (or whose TCP MD5 key could not be set)", remote)
+		}
 		l.mu.Unlock()
-		l.log.Debug("bgp listener: closed a connection from an address that is not a peer", zap.Stringer("address", remote))
 		c.Close()
 		return
 	}
-	cs := l.pending[remote]
-	if len(cs) >= maxPendingPerPeer {
-		l.log.Info("bgp listener: too many connections from the peer's address waiting for an OPEN; closed the oldest",
-			zap.String("peer", p.name), zap.Stringer("address", remote))
-		cs[0].Close()
-		cs = cs[1:]
+	ws := l.pending[remote]
+	if len(ws) >= maxPendingPerPeer {
+		l.infoLimited("bgp listener: too many connections from the peer's address waiting for an OPEN or for gobgp; closed the oldest",
+			remote, zap.String("peer", p.name))
+		ws[0].close()
+		ws = ws[1:]
 	}
-	l.pending[remote] = append(cs, c)
+	w := &waiting{c: c, evict: make(chan struct{})}
+	l.pending[remote] = append(ws, w)
 	wait := l.openWait
 	l.mu.Unlock()
 
@@ -333,53 +388,98 @@ func (l *listener) accepted(c *net.TCPConn) {
 		}
 	}
 	l.wg.Add(1)
-	go l.awaitOpen(p, remote, c, wait)
+	go l.awaitOpen(p, remote, w, wait)
 }
 
-// awaitOpen reads the first message header; a valid OPEN header hands the
-// connection to gobgp, anything else (silence, garbage, EOF) closes it.
-func (l *listener) awaitOpen(p listenPeer, remote netip.Addr, c *net.TCPConn, wait time.Duration) {
-	defer l.wg.Done()
-	var head [bgpHeaderLen]byte
-	_ = c.SetReadDeadline(time.Now().Add(wait))
-	_, err := io.ReadFull(c, head[:])
-	_ = c.SetReadDeadline(time.Time{})
-	if err == nil {
-		err = checkOpenHeader(head[:])
+// close evicts w: its goroutine stops waiting, and the connection is
+// closed. The caller holds the listener's mu.
+func (w *waiting) close() {
+	select {
+	case <-w.evict:
+	default:
+		close(w.evict)
+		w.c.Close()
 	}
+}
 
-	l.mu.Lock()
-	cs := l.pending[remote]
-	held := false
-	for i, x := range cs {
-		if x == c {
-			held = true
-			l.pending[remote] = append(cs[:i:i], cs[i+1:]...)
+// release takes w off the waiting list; the caller holds mu.
+func (l *listener) release(remote netip.Addr, w *waiting) {
+	ws := l.pending[remote]
+	for i, x := range ws {
+		if x == w {
+			l.pending[remote] = append(ws[:i:i], ws[i+1:]...)
 			break
 		}
 	}
 	if len(l.pending[remote]) == 0 {
 		delete(l.pending, remote)
 	}
-	closed := l.closed
-	l.mu.Unlock()
+}
 
-	if !held || closed {
-		c.Close() // evicted, or the listener is closing
-		return
+// awaitOpen reads the whole OPEN message; a valid one hands the
+// connection to gobgp, anything else (silence, garbage, EOF, an OPEN cut
+// short) closes it. gobgp waits 240 s in OpenSent for the rest of a
+// message it started reading, so nothing short of a whole OPEN goes to
+// it. The connection counts toward maxPendingPerPeer until gobgp took it.
+func (l *listener) awaitOpen(p listenPeer, remote netip.Addr, w *waiting, wait time.Duration) {
+	defer l.wg.Done()
+	c := w.c
+	msg, err := readOpen(c, wait)
+
+	l.mu.Lock()
+	evicted := false
+	select {
+	case <-w.evict:
+		evicted = true
+	default:
 	}
-	if err != nil {
-		l.log.Info("bgp listener: closed a connection from the peer's address that sent no OPEN",
-			zap.String("peer", p.name), zap.Stringer("address", remote), zap.Error(err))
+	closed := l.closed
+	if err != nil || evicted || closed {
+		l.release(remote, w)
+		if err != nil && !evicted && !closed {
+			l.infoLimited("bgp listener: closed a connection from the peer's address that sent no OPEN", remote,
+				zap.String("peer", p.name), zap.Error(err))
+		}
+		l.mu.Unlock()
 		c.Close()
 		return
 	}
+	l.mu.Unlock()
+
 	l.log.Debug("bgp listener: OPEN received, connection handed to gobgp", zap.String("peer", p.name), zap.Stringer("address", remote))
 	select {
-	case l.handoff <- &openConn{TCPConn: c, head: head[:], sniff: l.sniffer(remote)}:
+	case l.handoff <- &openConn{TCPConn: c, head: msg, sniff: l.sniffer(remote)}:
+	case <-w.evict:
+		c.Close()
 	case <-l.done:
 		c.Close()
 	}
+	l.mu.Lock()
+	l.release(remote, w)
+	l.mu.Unlock()
+}
+
+// maxOpenLen is the longest OPEN (RFC 4271 4.1; RFC 8654's extended
+// messages apply only after the OPEN exchange).
+const maxOpenLen = 4096
+
+// readOpen reads one whole OPEN message within wait.
+func readOpen(c net.Conn, wait time.Duration) ([]byte, error) {
+	_ = c.SetReadDeadline(time.Now().Add(wait))
+	defer func() { _ = c.SetReadDeadline(time.Time{}) }()
+	head := make([]byte, bgpHeaderLen, maxOpenLen)
+	if _, err := io.ReadFull(c, head); err != nil {
+		return nil, err
+	}
+	if err := checkOpenHeader(head); err != nil {
+		return nil, err
+	}
+	length := int(binary.BigEndian.Uint16(head[16:18]))
+	msg := head[:length]
+	if _, err := io.ReadFull(c, msg[bgpHeaderLen:]); err != nil {
+		return nil, fmt.Errorf("OPEN of %d bytes cut short: %w", length, err)
+	}
+	return msg, nil
 }
 
 // checkOpenHeader accepts a BGP header of type OPEN (RFC 4271 4.1, 4.2).
@@ -393,8 +493,8 @@ func checkOpenHeader(h []byte) error {
 	if h[18] != 1 {
 		return fmt.Errorf("the first message is of type %d, not OPEN (1)", h[18])
 	}
-	if length < 29 {
-		return fmt.Errorf("OPEN message of length %d (at least 29)", length)
+	if length < 29 || length > maxOpenLen {
+		return fmt.Errorf("OPEN message of length %d (29 to %d)", length, maxOpenLen)
 	}
 	return nil
 }
@@ -413,9 +513,9 @@ func (l *listener) close() {
 	for _, ln := range l.lns {
 		ln.Close()
 	}
-	for addr, cs := range l.pending {
-		for _, c := range cs {
-			c.Close()
+	for addr, ws := range l.pending {
+		for _, w := range ws {
+			w.close()
 		}
 		delete(l.pending, addr)
 	}
@@ -522,7 +622,8 @@ func (s *sniffer) done() {
 func addrOf(a net.Addr) netip.Addr {
 	if t, ok := a.(*net.TCPAddr); ok {
 		if ip, ok := netip.AddrFromSlice(t.IP); ok {
-			return ip.Unmap()
+			// gobgp keys a link-local peer by its zone (fe80::1%eth0).
+			return ip.Unmap().WithZone(t.Zone)
 		}
 	}
 	return netip.Addr{}

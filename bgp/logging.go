@@ -87,13 +87,10 @@ func notificationText(sent bool, code, subcode uint8, communication string) stri
 	if sent {
 		dir = "sent"
 	}
-	name, ok := notificationCodes[code]
-	if !ok {
-		name = "unknown error code"
-	}
+	name, sn, hasSubs := notificationName(code, subcode)
 	s := fmt.Sprintf("%s NOTIFICATION %d/%d %s", dir, code, subcode, name)
-	if subs, ok := notificationSubcodes[code]; ok {
-		if sn, ok := subs[subcode]; ok {
+	if hasSubs {
+		if sn != "" {
 			s += " / " + sn
 		} else if subcode != 0 {
 			s += " / unknown subcode"
@@ -110,29 +107,43 @@ func notificationText(sent bool, code, subcode uint8, communication string) stri
 	return s
 }
 
-// The IANA "BGP Error (Notification) Codes" and subcodes (RFC 4271, 4486,
-// 6608, 7313, 8538, 9234, 9384).
-var notificationCodes = map[uint8]string{
-	1: "Message Header Error",
-	2: "OPEN Message Error",
-	3: "UPDATE Message Error",
-	4: "Hold Timer Expired",
-	5: "Finite State Machine Error",
-	6: "Cease",
-	7: "ROUTE-REFRESH Message Error",
-}
-
-var notificationSubcodes = map[uint8]map[uint8]string{
-	1: {1: "Connection Not Synchronized", 2: "Bad Message Length", 3: "Bad Message Type"},
-	2: {1: "Unsupported Version Number", 2: "Bad Peer AS", 3: "Bad BGP Identifier", 4: "Unsupported Optional Parameter",
-		5: "Authentication Failure (deprecated)", 6: "Unacceptable Hold Time", 7: "Unsupported Capability", 11: "Role Mismatch"},
-	3: {1: "Malformed Attribute List", 2: "Unrecognized Well-known Attribute", 3: "Missing Well-known Attribute",
-		4: "Attribute Flags Error", 5: "Attribute Length Error", 6: "Invalid ORIGIN Attribute", 7: "AS Routing Loop (deprecated)",
-		8: "Invalid NEXT_HOP Attribute", 9: "Optional Attribute Error", 10: "Invalid Network Field", 11: "Malformed AS_PATH"},
-	5: {1: "Receive Unexpected Message in OpenSent State", 2: "Receive Unexpected Message in OpenConfirm State",
-		3: "Receive Unexpected Message in Established State"},
-	6: {1: "Maximum Number of Prefixes Reached", 2: "Administrative Shutdown", 3: "Peer De-configured",
-		4: "Administrative Reset", 5: "Connection Rejected", 6: "Other Configuration Change",
-		7: "Connection Collision Resolution", 8: "Out of Resources", 9: "Hard Reset", 10: "BFD Down"},
-	7: {1: "Invalid Message Length"},
+// notificationName is the IANA name of a NOTIFICATION error code and, if
+// known, of its subcode ("BGP Error (Notification) Codes" and subcodes:
+// RFC 4271, 4486, 6608, 7313, 8538, 9234, 9384).
+func notificationName(code, subcode uint8) (name, sub string, hasSubs bool) {
+	var subs []string // indexed by subcode; "" is unknown
+	switch code {
+	case 1:
+		name = "Message Header Error"
+		subs = []string{1: "Connection Not Synchronized", 2: "Bad Message Length", 3: "Bad Message Type"}
+	case 2:
+		name = "OPEN Message Error"
+		subs = []string{1: "Unsupported Version Number", 2: "Bad Peer AS", 3: "Bad BGP Identifier", 4: "Unsupported Optional Parameter",
+			5: "Authentication Failure (deprecated)", 6: "Unacceptable Hold Time", 7: "Unsupported Capability", 11: "Role Mismatch"}
+	case 3:
+		name = "UPDATE Message Error"
+		subs = []string{1: "Malformed Attribute List", 2: "Unrecognized Well-known Attribute", 3: "Missing Well-known Attribute",
+			4: "Attribute Flags Error", 5: "Attribute Length Error", 6: "Invalid ORIGIN Attribute", 7: "AS Routing Loop (deprecated)",
+			8: "Invalid NEXT_HOP Attribute", 9: "Optional Attribute Error", 10: "Invalid Network Field", 11: "Malformed AS_PATH"}
+	case 4:
+		name = "Hold Timer Expired"
+	case 5:
+		name = "Finite State Machine Error"
+		subs = []string{1: "Receive Unexpected Message in OpenSent State", 2: "Receive Unexpected Message in OpenConfirm State",
+			3: "Receive Unexpected Message in Established State"}
+	case 6:
+		name = "Cease"
+		subs = []string{1: "Maximum Number of Prefixes Reached", 2: "Administrative Shutdown", 3: "Peer De-configured",
+			4: "Administrative Reset", 5: "Connection Rejected", 6: "Other Configuration Change",
+			7: "Connection Collision Resolution", 8: "Out of Resources", 9: "Hard Reset", 10: "BFD Down"}
+	case 7:
+		name = "ROUTE-REFRESH Message Error"
+		subs = []string{1: "Invalid Message Length"}
+	default:
+		name = "unknown error code"
+	}
+	if int(subcode) < len(subs) {
+		sub = subs[subcode]
+	}
+	return name, sub, subs != nil
 }

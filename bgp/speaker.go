@@ -304,8 +304,10 @@ func (s *Speaker) onPeerEvent(ev *apiutil.WatchEventMessage_PeerEvent, ts time.T
 		// the NOTIFICATION behind it.
 		reason = ss.notif
 	} else if reason == "invalid-msg" {
-		// gobgp logs no NOTIFICATION it receives before Established.
-		reason = "invalid-msg: the session failed during the OPEN exchange; gobgp does not report a NOTIFICATION received in OpenSent or OpenConfirm: the peer's log says why it refused the session (a wrong ASN, router ID or capability)"
+		// ovnbgp sees the NOTIFICATIONs a peer sends only on the
+		// connections its listener accepted (see listener.go); on a
+		// connection gobgp dialed, gobgp keeps it to itself.
+		reason = "invalid-msg: the session failed during the OPEN exchange; on a connection ovnbgp dialed, gobgp does not report a NOTIFICATION received in OpenSent or OpenConfirm, so its code is unknown here: the peer's log says why it refused the session (a wrong ASN, router ID or capability)"
 	}
 	ss.since = ts
 	ss.state = state
@@ -350,6 +352,13 @@ func (s *Speaker) onPeerEvent(ev *apiutil.WatchEventMessage_PeerEvent, ts time.T
 // onNotification records a NOTIFICATION gobgp sent to or received from
 // the peer at addr (from gobgp's log records, see gobgpHandler).
 func (s *Speaker) onNotification(addr string, sent bool, code, subcode uint8, communication string) {
+	if sent && code == 6 && subcode == 3 {
+		// Cease/Peer De-configured is ovnbgp's own doing: SetPeers
+		// deletes a changed peer and re-adds it at once, and gobgp
+		// logs the NOTIFICATION asynchronously, possibly after the new
+		// session exists, which would start with it as lastError.
+		return
+	}
 	a, err := netip.ParseAddr(addr)
 	if err != nil {
 		return

@@ -3,18 +3,14 @@ package bgp
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	"go.uber.org/zap"
-	"go.uber.org/zap/exp/zapslog"
-	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/ovnbgp/ovnbgp/config"
-	"github.com/ovnbgp/ovnbgp/model"
 )
 
 // TestBadPeerASError: a peer whose ASN is not the configured one: both
@@ -67,32 +63,41 @@ func TestFamilyNotNegotiated(t *testing.T) {
 	}
 }
 
-// TestGobgpLogLevelFollows: gobgp's records follow the zap level live.
+// TestGobgpLogLevelFollows: a Speaker's gobgp records follow the
+// daemon's zap level live: gobgp's Info "Add a peer configuration" is
+// logged at debug, not after a switch to info, and again at debug.
 func TestGobgpLogLevelFollows(t *testing.T) {
+	parallel(t)
 	lvl := zap.NewAtomicLevelAt(zap.DebugLevel)
 	core, logs := observer.New(lvl)
-	floor := new(slog.LevelVar)
-	floor.Set(slog.LevelInfo)
-	h := gobgpHandler{inner: zapslog.NewHandler(core), core: core, floor: floor}
-	log := slog.New(h).With("Topic", "Peer")
-
-	log.Info("at debug: passes")
-	log.Debug("gobgp debug: never")
+	l := newLab(t, 43)
+	// Nothing listens there: the node's dials are refused.
+	port := freePort(t)
+	peer := func(host int) config.Peer { return l.peerOf(fmt.Sprintf("p%d", host), host, port, provASN) }
+	ctx := context.Background()
+	s, err := New(ctx, config.BGP{ASN: nodeASN, RouterID: l.addr(2), ListenPort: -1, Peers: []config.Peer{peer(3)}}, zap.New(core), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.Stop(ctx, false) }()
+	added := func() int { return logs.FilterMessage("Add a peer configuration").Len() }
+	if n := added(); n != 1 {
+		t.Fatalf("at debug: %d gobgp 'Add a peer configuration' lines, want 1", n)
+	}
 	lvl.SetLevel(zap.InfoLevel) // a reload from debug to info
-	log.Info("at info: filtered")
-	log.Warn("at info: warn passes")
+	if err := s.SetPeers(ctx, []config.Peer{peer(3), peer(4)}); err != nil {
+		t.Fatal(err)
+	}
+	if n := added(); n != 1 {
+		t.Errorf("at info: gobgp's Info line still logged (%d lines, want 1)", n)
+	}
 	lvl.SetLevel(zap.DebugLevel)
-	log.Info("at debug again: passes")
-
-	var got []string
-	for _, e := range logs.All() {
-		got = append(got, e.Message)
+	if err := s.SetPeers(ctx, []config.Peer{peer(3), peer(4), peer(5)}); err != nil {
+		t.Fatal(err)
 	}
-	want := []string{"at debug: passes", "at info: warn passes", "at debug again: passes"}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("gobgp records logged = %q, want %q", got, want)
+	if n := added(); n != 2 {
+		t.Errorf("at debug again: %d lines, want 2", n)
 	}
-	_ = zapcore.DebugLevel
 }
 
 // TestSniffer finds NOTIFICATIONs in a stream cut anywhere.
@@ -134,6 +139,10 @@ func TestNotificationText(t *testing.T) {
 		{false, 6, 2, "maintenance", `received NOTIFICATION 6/2 Cease / Administrative Shutdown: "maintenance"`},
 		{false, 4, 0, "", "received NOTIFICATION 4/0 Hold Timer Expired"},
 		{false, 9, 1, "", "received NOTIFICATION 9/1 unknown error code"},
+		{false, 2, 11, "", "received NOTIFICATION 2/11 OPEN Message Error / Role Mismatch"},
+		{false, 2, 8, "", "received NOTIFICATION 2/8 OPEN Message Error / unknown subcode"},
+		{false, 6, 200, "", "received NOTIFICATION 6/200 Cease / unknown subcode"},
+		{false, 6, 0, "", "received NOTIFICATION 6/0 Cease"},
 	} {
 		if got := notificationText(c.sent, c.code, c.sub, c.comm); got != c.want {
 			t.Errorf("notificationText(%v, %d, %d, %q) = %q, want %q", c.sent, c.code, c.sub, c.comm, got, c.want)
@@ -141,5 +150,26 @@ func TestNotificationText(t *testing.T) {
 	}
 }
 
-var _ = context.Background
-var _ = model.StateEstablished
+// TestOwnDeconfigureNotificationIgnored: the Cease/Peer De-configured
+// that gobgp logs after SetPeers deleted a changed peer may arrive once
+// the re-added session exists; it is not that session's lastError. A
+// Cease the peer sends is still named.
+func TestOwnDeconfigureNotificationIgnored(t *testing.T) {
+	parallel(t)
+	l := newLab(t, 44)
+	p := l.peerOf("tor", 3, freePort(t), provASN) // nothing listens there
+	s := l.node(false, p)
+	eventually(t, 10*time.Second, "the session is tracked", func() (bool, string) {
+		s.st.Lock()
+		defer s.st.Unlock()
+		return s.sessions[p.Address] != nil, "no session"
+	})
+	s.onNotification(p.Address.String(), true, 6, 3, "")
+	if st := peerState(t, s, "tor"); strings.Contains(st.LastError, "6/3") {
+		t.Errorf("lastError = %q: our own Peer De-configured landed on the new session", st.LastError)
+	}
+	s.onNotification(p.Address.String(), false, 6, 3, "")
+	if st := peerState(t, s, "tor"); !strings.Contains(st.LastError, "received NOTIFICATION 6/3 Cease / Peer De-configured") {
+		t.Errorf("lastError = %q, want the peer's Cease named", st.LastError)
+	}
+}

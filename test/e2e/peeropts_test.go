@@ -158,6 +158,17 @@ func TestPeerTTLSecurity(t *testing.T) {
 			t.Errorf("FRR neighbor %s: externalBgpNbrMaxHopsAway %d, want 1 (ttl-security hops 1): FRR did not take the GTSM config", lab.NodeIPv4, n.ExternalHops)
 		}
 	})
+	// Passive GTSM: FRR dials with TTL 255, ovnbgp's listener sets the
+	// minimum TTL on the accepted connection and hands it to gobgp.
+	t.Run("both-passive", func(t *testing.T) {
+		t.Parallel()
+		dialing := lab.FRRConfig{Neighbors: []lab.FRRNeighbor{{Address: lab.NodeIPv4, ASN: 65010, TTLSecurityHops: 1}}}
+		tor := lab.DefaultTor()
+		tor.Passive = true
+		tor.TTLSecurity = true
+		w := peerWorld(t, nil, dialing, lab.DaemonConfig{ListenPort: 179, Peers: []lab.Peer{tor}})
+		w.comesUp(t, "tor", lab.NodeIPv4)
+	})
 	// FRR dials here: FRR sets IP_MINTTL on a socket it connects before the
 	// SYN, but on an accepted one only after accept, so an OPEN that
 	// ovnbgp sent first can slip through and FRR is Established until the
