@@ -116,53 +116,25 @@ func (d *Daemon) controlHandler() http.Handler {
 		reply(w, nonNil(peers), err)
 	})
 	mux.HandleFunc("GET "+api.PathAdvertised, func(w http.ResponseWriter, r *http.Request) {
-		peer, limit, ok := d.listQuery(w, r)
-		if !ok {
-			return
-		}
-		// The slot first: a reload may restart the speaker while this
-		// request waits, and the list must come from the one running now.
-		release, ok := d.heavySlot(w, r)
-		if !ok {
-			return
-		}
-		defer release()
-		sp := d.speakerOr503(w)
-		if sp == nil {
-			return
-		}
-		st := newStream(w, limit, d.lim.writeTimeout)
-		var err error
-		for _, a := range d.advertised(sp, peer) {
-			if err = st.add(a); err != nil {
-				break
+		d.routeList(w, r, func(sp Speaker, peer string, st *stream) error {
+			for _, a := range d.advertised(sp, peer) {
+				if err := st.add(a); err != nil {
+					return err
+				}
 			}
-		}
-		st.end(err, d.log)
+			return nil
+		})
 	})
 	mux.HandleFunc("GET "+api.PathLearned, func(w http.ResponseWriter, r *http.Request) {
-		peer, limit, ok := d.listQuery(w, r)
-		if !ok {
-			return
-		}
 		rejected := r.URL.Query().Get("rejected") == "true"
-		release, ok := d.heavySlot(w, r)
-		if !ok {
-			return
-		}
-		defer release()
-		sp := d.speakerOr503(w)
-		if sp == nil {
-			return
-		}
-		st := newStream(w, limit, d.lim.writeTimeout)
-		err := sp.EachLearned(r.Context(), peer, func(p model.LearnedPath) error {
-			if rejected && p.Accepted {
-				return nil
-			}
-			return st.add(p)
+		d.routeList(w, r, func(sp Speaker, peer string, st *stream) error {
+			return sp.EachLearned(r.Context(), peer, func(p model.LearnedPath) error {
+				if rejected && p.Accepted {
+					return nil
+				}
+				return st.add(p)
+			})
 		})
-		st.end(err, d.log)
 	})
 	mux.HandleFunc("GET "+api.PathConfig, func(w http.ResponseWriter, r *http.Request) {
 		reply(w, d.config().Redacted(), nil)
@@ -355,6 +327,28 @@ func (s *stream) end(err error, log *zap.Logger) {
 	}
 	_, _ = s.bw.WriteString("]\n")
 	_ = s.bw.Flush()
+}
+
+// routeList serves a streamed route list: it checks the query, waits for
+// a heavy-request slot, and only then reads the speaker (a reload may
+// restart it while the request waits: the list must come from the one
+// running now), then streams what each writes.
+func (d *Daemon) routeList(w http.ResponseWriter, r *http.Request, each func(sp Speaker, peer string, st *stream) error) {
+	peer, limit, ok := d.listQuery(w, r)
+	if !ok {
+		return
+	}
+	release, ok := d.heavySlot(w, r)
+	if !ok {
+		return
+	}
+	defer release()
+	sp := d.speakerOr503(w)
+	if sp == nil {
+		return
+	}
+	st := newStream(w, limit, d.lim.writeTimeout)
+	st.end(each(sp, peer, st), d.log)
 }
 
 func nonNil[T any](s []T) []T {
