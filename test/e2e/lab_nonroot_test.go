@@ -54,27 +54,8 @@ func TestLabAsNonRoot(t *testing.T) {
 	cmd := exec.Command(self, "lab")
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + tmp, "TMPDIR=" + tmp}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	pid := cmd.Process.Pid
-	t.Cleanup(func() { _ = lab.StopPID(pid, 5*time.Second) })
-
-	lines := make(chan string, 256)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
+	lines, stderr := startLabCmd(t, cmd)
 	var seen []string
 	deadline := time.After(generous)
 	for done := false; !done; {
@@ -147,4 +128,31 @@ func copyFile(from, to string, mode os.FileMode) error {
 		return err
 	}
 	return out.Close()
+}
+
+// startLabCmd starts an `ovnbgp lab` command, ends it by PID at cleanup,
+// and returns its stdout as lines and its stderr (read it after the
+// command has ended).
+func startLabCmd(t *testing.T, cmd *exec.Cmd) (<-chan string, *strings.Builder) {
+	t.Helper()
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := &strings.Builder{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	t.Cleanup(func() { _ = lab.StopPID(pid, 5*time.Second) })
+	lines := make(chan string, 256)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	return lines, stderr
 }

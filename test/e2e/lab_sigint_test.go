@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"os/exec"
@@ -67,25 +66,7 @@ func TestLabCtrlC(t *testing.T) {
 			t.Cleanup(func() { os.RemoveAll(tmp) })
 			cmd := exec.Command(bin, "lab")
 			cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + tmp, "TMPDIR=" + tmp}
-			out, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			var stderr strings.Builder
-			cmd.Stderr = &stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			pid := cmd.Process.Pid
-			t.Cleanup(func() { _ = lab.StopPID(pid, 5*time.Second) })
-			lines := make(chan string, 256)
-			go func() {
-				sc := bufio.NewScanner(out)
-				for sc.Scan() {
-					lines <- sc.Text()
-				}
-				close(lines)
-			}()
+			lines, stderr := startLabCmd(t, cmd)
 
 			text := tt.ready(t, tmp, lines)
 			if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
