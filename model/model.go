@@ -38,6 +38,15 @@ type Subnet struct {
 type Snapshot struct {
 	Node     string    `json:"node"`
 	Networks []Network `json:"networks"`
+	// Routers are this node's gateway routers, one per network that has
+	// one: the OVN targets of import.
+	Routers []GatewayRouter `json:"routers,omitempty"`
+	// Protected are the prefixes NB says belong to the cluster: every
+	// node's pod subnets (switches and interconnect routes), the join and
+	// transit subnets. Import never accepts anything inside them.
+	Protected []ProtectedPrefix `json:"protected,omitempty"`
+	// OwnedRoutes are the static routes carrying ovnbgp.io/owner=<Node>.
+	OwnedRoutes []OVNRoute `json:"ownedRoutes,omitempty"`
 }
 
 // PathAttrs are the BGP attributes ovnbgp sets on an advertised prefix,
@@ -142,6 +151,14 @@ type PeerStatus struct {
 	// LastErrorAt is when LastError happened (for "no session for …"
 	// errors, since when).
 	LastErrorAt time.Time `json:"lastErrorAt,omitzero"`
+	// EndOfRIB is true once the peer sent End-of-RIB (RFC 4724) for every
+	// negotiated family of the current session: its table is complete,
+	// and stale imported routes may go.
+	EndOfRIB bool `json:"endOfRIB"`
+	// Imported counts the peer's paths accepted by import rules;
+	// ImportAlarm is set while an import cap holds some back.
+	Imported    int    `json:"imported"`
+	ImportAlarm string `json:"importAlarm,omitempty"`
 }
 
 // LearnedPath is a path a peer sent us (its Adj-RIB-In), before import policy.
@@ -155,8 +172,16 @@ type LearnedPath struct {
 	LocalPref   uint32       `json:"localPreference,omitempty"`
 	Communities []string     `json:"communities,omitempty"`
 	Age         time.Time    `json:"age,omitzero"`
-	// Accepted is true when an import rule accepts the path; Reason says
-	// which rule, or why not.
+	// Malformed is set by the BGP layer when the path must never be
+	// imported whatever the rules say (AS 0, AS_SET, an empty AS path
+	// from an eBGP peer), and says why.
+	Malformed string `json:"malformed,omitempty"`
+	// Stale is true while the path is kept through the peer's graceful
+	// restart (RFC 4724) and not yet refreshed.
+	Stale bool `json:"stale,omitempty"`
+	// Accepted is true when an import rule accepts the path; Rule names
+	// the rule that decided, Reason says why it was accepted or not.
 	Accepted bool   `json:"accepted"`
+	Rule     string `json:"rule,omitempty"`
 	Reason   string `json:"reason,omitempty"`
 }
