@@ -1,0 +1,116 @@
+package plan
+
+import (
+	"cmp"
+	"net/netip"
+	"slices"
+
+	"github.com/ovnbgp/ovnbgp/model"
+)
+
+// DiffOVN returns the operations that turn the observed owned static routes
+// into the desired ones, keyed by (router, prefix, next hop): adds first,
+// then replaces (same key, other output port or rule: the observed row is
+// updated in place and keeps its UUID), then deletes, so that traffic always
+// has a route while it moves (add before delete). Observed duplicates of one
+// key are deleted but one. Each group is sorted by router, prefix, next hop.
+func DiffOVN(desired, observed []model.OVNRoute) []model.OVNOp {
+	have := make(map[model.OVNRouteKey]model.OVNRoute, len(observed))
+	var adds, replaces, deletes []model.OVNOp
+	for _, r := range observed {
+		if _, dup := have[r.Key()]; dup {
+			deletes = append(deletes, model.OVNOp{Op: model.OpDelete, Route: r})
+			continue
+		}
+		have[r.Key()] = r
+	}
+	want := make(map[model.OVNRouteKey]bool, len(desired))
+	for _, r := range desired {
+		if want[r.Key()] {
+			continue
+		}
+		want[r.Key()] = true
+		old, ok := have[r.Key()]
+		switch {
+		case !ok:
+			r.UUID = ""
+			adds = append(adds, model.OVNOp{Op: model.OpAdd, Route: r})
+		case old.OutputPort != r.OutputPort || old.Rule != r.Rule:
+			r.UUID = old.UUID
+			replaces = append(replaces, model.OVNOp{Op: model.OpReplace, Route: r})
+		}
+	}
+	for k, r := range have {
+		if !want[k] {
+			deletes = append(deletes, model.OVNOp{Op: model.OpDelete, Route: r})
+		}
+	}
+	for _, ops := range [][]model.OVNOp{adds, replaces, deletes} {
+		slices.SortFunc(ops, func(a, b model.OVNOp) int { return compareOVN(a.Route, b.Route) })
+	}
+	return slices.Concat(adds, replaces, deletes)
+}
+
+// DiffKernel returns the operations that turn the observed routes carrying
+// ovnbgp's protocol into the desired ones, keyed by (table, prefix): adds
+// first, then replaces (other next hops), then deletes. Next hops compare
+// as sets. Each group is sorted by table, then prefix.
+func DiffKernel(desired, observed []model.KernelRoute) []model.KernelOp {
+	have := make(map[model.KernelRouteKey]model.KernelRoute, len(observed))
+	for _, r := range observed {
+		have[r.Key()] = r
+	}
+	var adds, replaces, deletes []model.KernelOp
+	want := make(map[model.KernelRouteKey]bool, len(desired))
+	for _, r := range desired {
+		if want[r.Key()] {
+			continue
+		}
+		want[r.Key()] = true
+		r := r
+		old, ok := have[r.Key()]
+		switch {
+		case !ok:
+			adds = append(adds, model.KernelOp{Op: model.OpAdd, Route: &r})
+		case !SameNextHops(old.NextHops, r.NextHops) || old.Protocol != r.Protocol:
+			replaces = append(replaces, model.KernelOp{Op: model.OpReplace, Route: &r})
+		}
+	}
+	for k, r := range have {
+		if !want[k] {
+			r := r
+			deletes = append(deletes, model.KernelOp{Op: model.OpDelete, Route: &r})
+		}
+	}
+	for _, ops := range [][]model.KernelOp{adds, replaces, deletes} {
+		slices.SortFunc(ops, func(a, b model.KernelOp) int { return compareKernel(*a.Route, *b.Route) })
+	}
+	return slices.Concat(adds, replaces, deletes)
+}
+
+// SameNextHops reports whether two next-hop lists hold the same next hops,
+// in any order.
+func SameNextHops(a, b []model.NextHop) bool {
+	x, y := slices.Clone(a), slices.Clone(b)
+	slices.SortFunc(x, compareNextHop)
+	slices.SortFunc(y, compareNextHop)
+	return slices.Equal(slices.Compact(x), slices.Compact(y))
+}
+
+func compareNextHop(a, b model.NextHop) int {
+	return cmp.Or(a.Addr.Compare(b.Addr), cmp.Compare(a.Dev, b.Dev))
+}
+
+func compareOVN(a, b model.OVNRoute) int {
+	return cmp.Or(cmp.Compare(a.Router, b.Router), comparePrefix(a.Prefix, b.Prefix),
+		a.NextHop.Compare(b.NextHop), cmp.Compare(a.UUID, b.UUID))
+}
+
+func compareKernel(a, b model.KernelRoute) int {
+	return cmp.Or(cmp.Compare(a.Table, b.Table), comparePrefix(a.Prefix, b.Prefix))
+}
+
+// comparePrefix orders prefixes by address, then length.
+func comparePrefix(a, b netip.Prefix) int {
+	return cmp.Or(a.Addr().Compare(b.Addr()), cmp.Compare(a.Bits(), b.Bits()))
+}

@@ -1,0 +1,86 @@
+package plan
+
+import (
+	"net/netip"
+	"testing"
+
+	"github.com/ovnbgp/ovnbgp/model"
+)
+
+func ovnRoute(uuid, router, prefix, nh, port, rule string) model.OVNRoute {
+	return model.OVNRoute{UUID: uuid, Router: router, Prefix: netip.MustParsePrefix(prefix),
+		NextHop: netip.MustParseAddr(nh), OutputPort: port, Rule: rule}
+}
+
+func TestDiffOVN(t *testing.T) {
+	gr := "GR_node1"
+	desired := []model.OVNRoute{
+		ovnRoute("", gr, "10.1.0.0/16", "192.0.2.1", "rtoe-GR_node1", "up"),
+		ovnRoute("", gr, "10.1.0.0/16", "192.0.2.2", "rtoe-GR_node1", "up"), // ECMP: a second row
+		ovnRoute("", gr, "10.2.0.0/16", "192.0.2.1", "rtoe-GR_node1", "up"), // rule changed
+		ovnRoute("", gr, "10.3.0.0/16", "192.0.2.1", "rtoe-GR_node1", "up"), // unchanged
+	}
+	observed := []model.OVNRoute{
+		ovnRoute("u1", gr, "10.1.0.0/16", "192.0.2.1", "rtoe-GR_node1", "up"),
+		ovnRoute("u2", gr, "10.2.0.0/16", "192.0.2.1", "rtoe-GR_node1", "old"),
+		ovnRoute("u3", gr, "10.3.0.0/16", "192.0.2.1", "rtoe-GR_node1", "up"),
+		ovnRoute("u4", gr, "10.3.0.0/16", "192.0.2.1", "rtoe-GR_node1", "up"), // duplicate
+		ovnRoute("u5", gr, "10.9.0.0/16", "192.0.2.1", "rtoe-GR_node1", "up"), // withdrawn
+	}
+	ops := DiffOVN(desired, observed)
+	var got []string
+	for _, op := range ops {
+		got = append(got, string(op.Op)+" "+op.Route.Prefix.String()+" "+op.Route.NextHop.String()+" "+op.Route.UUID)
+	}
+	want := []string{
+		"add 10.1.0.0/16 192.0.2.2 ",
+		"replace 10.2.0.0/16 192.0.2.1 u2",
+		"delete 10.3.0.0/16 192.0.2.1 u4",
+		"delete 10.9.0.0/16 192.0.2.1 u5",
+	}
+	if len(got) != len(want) {
+		t.Fatalf("ops = %q, want %q", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("op %d = %q, want %q", i, got[i], want[i])
+		}
+	}
+	if len(DiffOVN(desired[:1], observed[:1])) != 0 {
+		t.Error("equal sets must give no operation")
+	}
+}
+
+func kroute(table uint32, prefix string, nhs ...string) model.KernelRoute {
+	r := model.KernelRoute{Table: table, Prefix: netip.MustParsePrefix(prefix), Protocol: 200}
+	for _, nh := range nhs {
+		r.NextHops = append(r.NextHops, model.NextHop{Addr: netip.MustParseAddr(nh), Dev: "eth0"})
+	}
+	return r
+}
+
+func TestDiffKernel(t *testing.T) {
+	desired := []model.KernelRoute{
+		kroute(100, "10.1.0.0/16", "192.0.2.2", "192.0.2.1"), // same set, other order
+		kroute(100, "10.2.0.0/16", "192.0.2.1", "192.0.2.2"), // ECMP grows
+		kroute(101, "10.1.0.0/16", "192.0.2.1"),              // other table: new
+	}
+	observed := []model.KernelRoute{
+		kroute(100, "10.1.0.0/16", "192.0.2.1", "192.0.2.2"),
+		kroute(100, "10.2.0.0/16", "192.0.2.1"),
+		kroute(100, "10.9.0.0/16", "192.0.2.1"),
+	}
+	var got []string
+	for _, op := range DiffKernel(desired, observed) {
+		got = append(got, string(op.Op)+" "+op.Route.Prefix.String())
+	}
+	want := []string{"add 10.1.0.0/16", "replace 10.2.0.0/16", "delete 10.9.0.0/16"}
+	if len(got) != len(want) {
+		t.Fatalf("ops = %q, want %q", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("op %d = %q, want %q", i, got[i], want[i])
+		}
+	}
+}
