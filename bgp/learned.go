@@ -115,6 +115,7 @@ func (s *Speaker) learnedPath(peer config.Peer, prefix netip.Prefix, p *apiutil.
 	if p.Age > 0 {
 		lp.Age = time.Unix(p.Age, 0)
 	}
+	lp.Stale = p.Stale
 	asSet := false
 	for _, a := range p.Attrs {
 		switch a := a.(type) {
@@ -150,6 +151,7 @@ func (s *Speaker) learnedPath(peer config.Peer, prefix netip.Prefix, p *apiutil.
 		}
 	}
 	if why := malformed(lp.ASPath, asSet, peer.ASN != s.global.ASN); why != "" {
+		lp.Malformed = why
 		lp.Reason = "malformed: " + why + "; never imported"
 	} else if slices.Contains(lp.ASPath, s.global.ASN) {
 		lp.Reason = fmt.Sprintf("AS path contains our own ASN %d (loop, RFC 4271 9.1.2); %s", s.global.ASN, ReasonDefaultDeny)

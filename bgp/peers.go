@@ -439,6 +439,9 @@ func (s *Speaker) peerStatus(c config.Peer, p *api.Peer) model.PeerStatus {
 			ps.Since = up
 		}
 	}
+	// End-of-RIB: gobgp records it per family whether or not graceful
+	// restart was negotiated, and clears it when the session goes down.
+	eor, negotiatedAny := true, false
 	for _, f := range c.Families {
 		fc := model.FamilyCounts{Family: string(f), Negotiated: fams[f]}
 		want := apiFamily(f)
@@ -449,9 +452,14 @@ func (s *Speaker) peerStatus(c config.Peer, p *api.Peer) model.PeerStatus {
 			}
 			fc.Received = int(as.GetState().GetReceived())
 			fc.Advertised = int(as.GetState().GetAdvertised())
+			if fc.Negotiated {
+				negotiatedAny = true
+				eor = eor && as.GetMpGracefulRestart().GetState().GetEndOfRibReceived()
+			}
 		}
 		ps.Families = append(ps.Families, fc)
 	}
+	ps.EndOfRIB = ps.State == model.StateEstablished && negotiatedAny && eor
 	return ps
 }
 

@@ -333,6 +333,11 @@ func TestMalformedReasons(t *testing.T) {
 		if lp.Accepted || !strings.HasPrefix(lp.Reason, tc.want) {
 			t.Errorf("%s: reason = %q, accepted = %v; want it to start with %q", tc.name, lp.Reason, lp.Accepted, tc.want)
 		}
+		// Import decides on Malformed, not on the wording of Reason.
+		if isMalformed := strings.HasPrefix(tc.want, "malformed: "); isMalformed != (lp.Malformed != "") ||
+			(isMalformed && !strings.HasPrefix("malformed: "+lp.Malformed, tc.want)) {
+			t.Errorf("%s: Malformed = %q, want it to match %q", tc.name, lp.Malformed, tc.want)
+		}
 	}
 }
 
