@@ -116,7 +116,7 @@ func (s *Speaker) learnedPath(peer config.Peer, prefix netip.Prefix, p *apiutil.
 		lp.Age = time.Unix(p.Age, 0)
 	}
 	lp.Stale = p.Stale
-	asSet := false
+	asSet, mpNextHop := false, false
 	for _, a := range p.Attrs {
 		switch a := a.(type) {
 		case *bgppkt.PathAttributeOrigin:
@@ -129,11 +129,15 @@ func (s *Speaker) learnedPath(peer config.Peer, prefix netip.Prefix, p *apiutil.
 				}
 			}
 		case *bgppkt.PathAttributeNextHop:
-			lp.NextHop = a.Value
-		case *bgppkt.PathAttributeMpReachNLRI:
-			if !lp.NextHop.IsValid() || lp.NextHop.IsUnspecified() {
-				lp.NextHop = a.Nexthop
+			if !mpNextHop {
+				lp.NextHop = a.Value
 			}
+		case *bgppkt.PathAttributeMpReachNLRI:
+			// The next hop of an MP_REACH_NLRI path is the one in the
+			// attribute (RFC 4760 3), whatever NEXT_HOP says: an IPv6
+			// prefix with an IPv4 next hop stays visible as such, and
+			// import rejects it.
+			lp.NextHop, mpNextHop = a.Nexthop, true
 		case *bgppkt.PathAttributeMultiExitDisc:
 			lp.MED = a.Value
 		case *bgppkt.PathAttributeLocalPref:
