@@ -77,21 +77,24 @@ func newAdvState() advState {
 	}
 }
 
-// Set makes the advertised set equal to advs: each prefix to each named
-// peer with its attributes. It is declarative and may be called with the
-// same set any number of times: only the differences reach gobgp, and only
-// the peers concerned see an UPDATE. nil withdraws everything. It keeps
-// going on per-item errors (unknown peer, family not enabled on the peer,
-// bad community, a gobgp refusal) and returns them joined; Advertised then
-// tells what is in effect.
-func (s *Speaker) Set(ctx context.Context, advs []model.Advertisement) error {
+// Apply makes exactly the changes of d, a diff plan computed against
+// Advertised: Announce and Change select each prefix for its peer with its
+// attributes, Withdraw deselects it. Advertisements d does not name are not
+// touched. Only the peers concerned see an UPDATE. It keeps going on
+// per-item errors (unknown peer, family not enabled on the peer, bad
+// community, a gobgp refusal) and returns them joined; Advertised then tells
+// what is in effect and NotApplied what failed, so the next diff retries it.
+func (s *Speaker) Apply(ctx context.Context, d model.AdvertDiff) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.stopped {
-		return errors.New("set advertisements: speaker is stopped")
+		return errors.New("apply advertisements: speaker is stopped")
 	}
-	s.desired = slices.Clone(advs)
-	return s.reconcile(ctx, advs)
+	remove := make([]model.Key, 0, len(d.Withdraw))
+	for _, a := range d.Withdraw {
+		remove = append(remove, a.Key())
+	}
+	return s.reconcile(ctx, slices.Concat(d.Announce, d.Change), remove)
 }
 
 // Advertised returns the advertisements in effect, sorted by peer and
@@ -190,13 +193,15 @@ type wanted struct {
 	attrs normAttrs
 }
 
-// reconcile brings gobgp from s.adv to want. The order keeps every peer
+// reconcile selects want and deselects remove in gobgp, starting from s.adv.
+// An advertisement in want that fails validation is deselected too: none
+// has a last good state to keep (see below). The order keeps every peer
 // correct at every step: export statements grow before the paths they
 // select are added; paths are withdrawn before statements shrink; a peer
 // whose selection changed for a path that stays in the RIB gets a soft
 // reset OUT (gobgp re-runs its export policy and sends the differences,
 // withdrawals included) and no other peer is touched.
-func (s *Speaker) reconcile(ctx context.Context, want []model.Advertisement) error {
+func (s *Speaker) reconcile(ctx context.Context, want []model.Advertisement, remove []model.Key) error {
 	a := &s.adv
 	var errs []error
 	asked := make(map[model.Key]model.Advertisement, len(want))
@@ -223,6 +228,7 @@ func (s *Speaker) reconcile(ctx context.Context, want []model.Advertisement) err
 			// applied. A change gobgp refuses keeps its last good
 			// attributes (TestUnapplicableChangeKeepsLastGood).
 			fail(k, err)
+			remove = append(remove, k)
 			continue
 		}
 		if prev, dup := desired[k]; dup {
@@ -309,7 +315,7 @@ func (s *Speaker) reconcile(ctx context.Context, want []model.Advertisement) err
 		}
 	}
 	// Intents that are gone: the shrink step removes them from gobgp.
-	for k := range a.member {
+	for _, k := range remove {
 		if _, ok := desired[k]; !ok {
 			delete(a.member, k)
 			delete(a.advs, k)

@@ -164,7 +164,7 @@ func TestPerPeerSelection(t *testing.T) {
 	}
 
 	// nil withdraws everything.
-	if err := node.Set(context.Background(), nil); err != nil {
+	if err := setAll(context.Background(), node, nil); err != nil {
 		t.Fatalf("set nil: %v", err)
 	}
 	waitLearned(t, provA, "node")
@@ -189,7 +189,7 @@ func TestSetErrors(t *testing.T) {
 	node := l.node(false, p)
 
 	good := adv("tor", "10.13.0.0/24", model.PathAttrs{})
-	err := node.Set(context.Background(), []model.Advertisement{
+	err := setAll(context.Background(), node, []model.Advertisement{
 		good,
 		adv("nobody", "10.13.1.0/24", model.PathAttrs{}),
 		adv("tor", "fd00:13::/64", model.PathAttrs{}),                // ipv6 not enabled
@@ -214,4 +214,43 @@ func TestSetErrors(t *testing.T) {
 	}
 	waitEstablished(t, node, "tor")
 	waitLearned(t, prov, "node", good.Prefix)
+}
+
+// TestApplyTouchesOnlyTheDiff: Apply makes exactly the changes it is given
+// (the plan's diff): what the diff does not name stays as it is, even when
+// it is not in the last set asked for.
+func TestApplyTouchesOnlyTheDiff(t *testing.T) {
+	parallel(t)
+	l := newLab(t, 13)
+	port := freePort(t)
+	prov := l.provider(3, port, provASN, false, "")
+	node := l.node(false, l.peerOf("a", 3, port, provASN))
+	waitEstablished(t, node, "a")
+	ctx := context.Background()
+	x := adv("a", "10.13.1.0/24", model.PathAttrs{})
+	y := adv("a", "10.13.2.0/24", model.PathAttrs{})
+	z := adv("a", "10.13.3.0/24", model.PathAttrs{MED: 7})
+	set(t, node, x, y)
+	waitLearned(t, prov, "node", x.Prefix, y.Prefix)
+
+	if err := node.Apply(ctx, model.AdvertDiff{Withdraw: []model.Advertisement{x}, Announce: []model.Advertisement{z}}); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]model.Advertisement{y, z}, bare(node.Advertised()), cmpOpts); diff != "" {
+		t.Errorf("Advertised() (-want +got):\n%s", diff)
+	}
+	eventually(t, sessionTimeout, "the provider has Y and Z, not X", func() (bool, string) {
+		m := learned(t, prov, "node")
+		_, hasX := m[x.Prefix]
+		_, hasY := m[y.Prefix]
+		_, hasZ := m[z.Prefix]
+		return !hasX && hasY && hasZ, prefixesOf(m)
+	})
+	// An empty diff changes nothing.
+	if err := node.Apply(ctx, model.AdvertDiff{}); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]model.Advertisement{y, z}, bare(node.Advertised()), cmpOpts); diff != "" {
+		t.Errorf("Advertised() after an empty diff (-want +got):\n%s", diff)
+	}
 }

@@ -78,7 +78,7 @@ func TestEveryAcceptedCommunityIsSent(t *testing.T) {
 	prov := l.provider(3, port, provASN, false, "")
 	node := l.node(false, l.peerOf("tor", 3, port, provASN))
 	a := adv("tor", "10.30.0.0/24", model.PathAttrs{Communities: rule.Communities, LargeCommunities: rule.LargeCommunities})
-	if err := node.Set(context.Background(), []model.Advertisement{a}); err != nil {
+	if err := setAll(context.Background(), node, []model.Advertisement{a}); err != nil {
 		t.Fatalf("the speaker refused what config accepted: %v", err)
 	}
 	waitEstablished(t, node, "tor")

@@ -19,6 +19,7 @@ import (
 
 	"github.com/ovnbgp/ovnbgp/config"
 	"github.com/ovnbgp/ovnbgp/model"
+	"github.com/ovnbgp/ovnbgp/plan"
 )
 
 // Generous timeouts: the first dial comes ~2 s after AddPeer and a reset
@@ -261,7 +262,7 @@ func waitLearned(t testing.TB, s *Speaker, peer string, prefixes ...netip.Prefix
 
 func set(t testing.TB, s *Speaker, advs ...model.Advertisement) {
 	t.Helper()
-	if err := s.Set(context.Background(), advs); err != nil {
+	if err := setAll(context.Background(), s, advs); err != nil {
 		t.Fatalf("set %v: %v", advs, err)
 	}
 }
@@ -294,4 +295,10 @@ func bare(advs []model.Advertisement) []model.Advertisement {
 		out[i] = a
 	}
 	return out
+}
+
+// setAll makes s advertise exactly advs the way the daemon does: it applies
+// plan's diff of advs against what is in effect.
+func setAll(ctx context.Context, s *Speaker, advs []model.Advertisement) error {
+	return s.Apply(ctx, plan.DiffAdvertisements(advs, s.Advertised()))
 }

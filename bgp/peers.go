@@ -127,15 +127,19 @@ func (s *Speaker) SetPeers(ctx context.Context, peers []config.Peer) error {
 	s.peerErrs = peerErrs
 
 	// Advertisements follow the peers: drop those of peers that are gone
-	// (silently: the daemon's next Set will not name them) and give the
-	// new ones theirs.
-	keep := make([]model.Advertisement, 0, len(s.desired))
-	for _, a := range s.desired {
-		if _, ok := s.peers[a.Peer]; ok {
-			keep = append(keep, a)
+	// (silently: the daemon's next plan will not name them), and check
+	// again those of the peers that stay (a reset peer may have a new
+	// address or families).
+	var keep []model.Advertisement
+	var gone []model.Key
+	for _, k := range sortedAdvKeys(s.adv.advs) {
+		if _, ok := s.peers[k.Peer]; ok {
+			keep = append(keep, s.adv.advs[k])
+		} else {
+			gone = append(gone, k)
 		}
 	}
-	if err := s.reconcile(ctx, keep); err != nil {
+	if err := s.reconcile(ctx, keep, gone); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
@@ -588,5 +592,15 @@ func sortedKeys[V any](m map[string]V) []string {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	return keys
+}
+
+// sortedAdvKeys returns the keys of m in peer, then prefix order.
+func sortedAdvKeys(m map[model.Key]model.Advertisement) []model.Key {
+	keys := make([]model.Key, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return lessKey(keys[i], keys[j]) })
 	return keys
 }

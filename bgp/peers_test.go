@@ -21,8 +21,8 @@ import (
 	"github.com/ovnbgp/ovnbgp/model"
 )
 
-// TestSetPeers: adding a peer gives it the advertisements already asked
-// for; changing one peer's holdTime resets that session only; removing a
+// TestSetPeers: a peer that is added gets the advertisements asked for with
+// the next diff; changing one peer's holdTime resets that session only; removing a
 // peer ends its session and its advertisements.
 func TestSetPeers(t *testing.T) {
 	parallel(t)
@@ -36,16 +36,19 @@ func TestSetPeers(t *testing.T) {
 
 	// B is not configured yet: its advertisement is refused, A's applies.
 	ya, yb := adv("a", "10.21.0.0/24", model.PathAttrs{}), adv("b", "10.21.0.0/24", model.PathAttrs{})
-	if err := node.Set(ctx, []model.Advertisement{ya, yb}); err == nil || !strings.Contains(err.Error(), "not configured") {
+	if err := setAll(ctx, node, []model.Advertisement{ya, yb}); err == nil || !strings.Contains(err.Error(), "not configured") {
 		t.Fatalf("Set to an unknown peer: err = %v, want 'not configured'", err)
 	}
 	if diff := cmp.Diff([]model.Advertisement{ya}, bare(node.Advertised()), cmpOpts); diff != "" {
 		t.Errorf("Advertised() before B exists (-want +got):\n%s", diff)
 	}
 
-	// Adding B applies the pending advertisement.
+	// Once B is added, the next plan's diff announces the pending one.
 	if err := node.SetPeers(ctx, []config.Peer{a, b}); err != nil {
 		t.Fatalf("add peer b: %v", err)
+	}
+	if err := setAll(ctx, node, []model.Advertisement{ya, yb}); err != nil {
+		t.Fatalf("Set after adding b: %v", err)
 	}
 	if diff := cmp.Diff([]model.Advertisement{ya, yb}, bare(node.Advertised()), cmpOpts); diff != "" {
 		t.Errorf("Advertised() after adding B (-want +got):\n%s", diff)

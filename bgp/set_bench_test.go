@@ -23,10 +23,10 @@ func BenchmarkSet5000(b *testing.B) {
 	ctx := context.Background()
 	b.ResetTimer()
 	for range b.N {
-		if err := node.Set(ctx, advs); err != nil {
+		if err := setAll(ctx, node, advs); err != nil {
 			b.Fatal(err)
 		}
-		if err := node.Set(ctx, nil); err != nil {
+		if err := setAll(ctx, node, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

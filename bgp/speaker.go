@@ -54,9 +54,7 @@ type Speaker struct {
 	peers map[string]config.Peer
 	// peerErrs are the peers that could not be configured, with why.
 	peerErrs map[string]string
-	// desired is the last Set input, re-applied when peers change.
-	desired []model.Advertisement
-	adv     advState
+	adv      advState
 
 	// st guards the session bookkeeping fed by gobgp's event goroutine.
 	st       sync.Mutex

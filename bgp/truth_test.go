@@ -43,7 +43,7 @@ func TestUnapplicableChangeKeepsLastGood(t *testing.T) {
 	x2 := x
 	x2.Attrs = bad
 	y := adv("tor", "10.33.2.0/24", bad)
-	err := node.Set(ctx, []model.Advertisement{x2, y})
+	err := setAll(ctx, node, []model.Advertisement{x2, y})
 	if err == nil || !strings.Contains(err.Error(), "10.33.1.0/24") || !strings.Contains(err.Error(), "10.33.2.0/24") {
 		t.Fatalf("Set with an unapplicable change: err = %v, want it to name both prefixes", err)
 	}
@@ -62,7 +62,7 @@ func TestUnapplicableChangeKeepsLastGood(t *testing.T) {
 	// prefix z goes out after them; once the provider has z, UPDATE
 	// ordering on the session proves nothing about x or y went before it.
 	z := adv("tor", "10.33.3.0/24", x.Attrs)
-	if err := node.Set(ctx, []model.Advertisement{x2, y, z}); err == nil {
+	if err := setAll(ctx, node, []model.Advertisement{x2, y, z}); err == nil {
 		t.Fatalf("Set with the unapplicable change and z: no error")
 	}
 	eventually(t, routeTimeout, "z reaches the provider", func() (bool, string) {

@@ -177,10 +177,10 @@ func startProvider(ctx context.Context, port int, log *zap.Logger, notify func()
 		_ = sp.Stop(ctx, false)
 		return nil, fmt.Errorf("lab: provider peer: %w", err)
 	}
-	if err := sp.Set(ctx, []model.Advertisement{
+	if err := sp.Apply(ctx, model.AdvertDiff{Announce: []model.Advertisement{
 		{Peer: "node1", Prefix: netip.MustParsePrefix("203.0.113.0/24")},
 		{Peer: "node1", Prefix: netip.MustParsePrefix("198.51.100.0/24")},
-	}); err != nil {
+	}}); err != nil {
 		_ = sp.Stop(ctx, false)
 		return nil, fmt.Errorf("lab: provider routes: %w", err)
 	}

@@ -402,7 +402,10 @@ func (d *Daemon) reconcile(ctx context.Context) error {
 	// UPDATEs carry the whole table and End-of-RIB follows it.
 	d.addPeers(ctx, "first plan ready")
 	diff := plan.DiffAdvertisements(desired, speaker.Advertised())
-	err := speaker.Set(ctx, desired)
+	var err error
+	if !diff.Empty() {
+		err = speaker.Apply(ctx, diff)
+	}
 	d.logDiff(diff, err)
 
 	d.mu.Lock()

@@ -65,13 +65,16 @@ func (f *fakeSpeaker) SetPeers(_ context.Context, p []config.Peer) error {
 	return nil
 }
 
-func (f *fakeSpeaker) Set(_ context.Context, advs []model.Advertisement) error {
+func (f *fakeSpeaker) Apply(_ context.Context, d model.AdvertDiff) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.sets++
 	var err error
-	f.advs, f.failed = nil, nil
-	for _, a := range advs {
+	f.failed = nil
+	for _, w := range d.Withdraw {
+		f.advs = slices.DeleteFunc(f.advs, func(a model.Advertisement) bool { return a.Key() == w.Key() })
+	}
+	for _, a := range slices.Concat(d.Announce, d.Change) {
 		// Like package bgp: a prefix for a peer not added is refused.
 		if !slices.ContainsFunc(f.peers, func(p config.Peer) bool { return p.Name == a.Peer }) {
 			err = errors.New("unknown peer " + a.Peer)
@@ -83,8 +86,10 @@ func (f *fakeSpeaker) Set(_ context.Context, advs []model.Advertisement) error {
 				State: model.AdvNotApplied, Problem: err.Error() + "; not sent"})
 			continue
 		}
+		f.advs = slices.DeleteFunc(f.advs, func(x model.Advertisement) bool { return x.Key() == a.Key() })
 		f.advs = append(f.advs, model.Advertisement{Peer: a.Peer, Prefix: a.Prefix, Attrs: a.Attrs})
 	}
+	plan.SortAdvertisements(f.advs)
 	return err
 }
 

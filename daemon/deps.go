@@ -13,12 +13,13 @@ import (
 // Speaker is the BGP side as the daemon uses it (package bgp implements it).
 type Speaker interface {
 	SetPeers(ctx context.Context, peers []config.Peer) error
-	// Set makes the advertised set equal to advs; nil withdraws everything.
-	Set(ctx context.Context, advs []model.Advertisement) error
+	// Apply makes exactly the changes of the plan's advertisement diff,
+	// computed against Advertised.
+	Apply(ctx context.Context, d model.AdvertDiff) error
 	// Advertised is what is in effect now (State says whether it is
 	// really sent, Problem whether a newer change failed).
 	Advertised() []model.Advertisement
-	// NotApplied is what the last Set asked for and could not apply,
+	// NotApplied is what the last Apply asked for and could not apply,
 	// each with its Problem; its length is the failed-advertisements
 	// count.
 	NotApplied() []model.Advertisement

@@ -98,6 +98,21 @@ const (
 	AdvNotApplied AdvState = "not applied"
 )
 
+// AdvertDiff is what must change for the advertised set to become the
+// desired one: plan computes it, the BGP layer applies exactly it. Change
+// holds advertisements whose prefix a peer keeps but whose attributes differ
+// (the peer gets an implicit-withdraw UPDATE).
+type AdvertDiff struct {
+	Announce []Advertisement `json:"announce,omitempty"`
+	Change   []Advertisement `json:"change,omitempty"`
+	Withdraw []Advertisement `json:"withdraw,omitempty"`
+}
+
+// Empty reports whether nothing changes.
+func (d AdvertDiff) Empty() bool {
+	return len(d.Announce) == 0 && len(d.Change) == 0 && len(d.Withdraw) == 0
+}
+
 // Key identifies an advertisement: one prefix to one peer.
 type Key struct {
 	Peer   string

@@ -8,18 +8,8 @@ import (
 )
 
 // AdvertDiff is what must change for the advertised set to become the
-// desired one. Changed holds advertisements whose prefix a peer keeps but
-// whose attributes differ (the peer gets an implicit-withdraw UPDATE).
-type AdvertDiff struct {
-	Announce []model.Advertisement `json:"announce,omitempty"`
-	Change   []model.Advertisement `json:"change,omitempty"`
-	Withdraw []model.Advertisement `json:"withdraw,omitempty"`
-}
-
-// Empty reports whether nothing changes.
-func (d AdvertDiff) Empty() bool {
-	return len(d.Announce) == 0 && len(d.Change) == 0 && len(d.Withdraw) == 0
-}
+// desired one (model.AdvertDiff: the BGP layer applies it as it is).
+type AdvertDiff = model.AdvertDiff
 
 // DiffAdvertisements compares desired with current, keyed by (peer, prefix).
 // Rule, network and source are explanations, not state: they never make an
