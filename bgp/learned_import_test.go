@@ -80,3 +80,20 @@ func TestLearnedNextHopOfMPReach(t *testing.T) {
 		}
 	}
 }
+
+// TestLearnedGen: LearnedGen moves when a peer's paths change, so the
+// daemon walks the learned table again only then.
+func TestLearnedGen(t *testing.T) {
+	parallel(t)
+	l := newLab(t, 42)
+	port := freePort(t)
+	prov := l.provider(3, port, provASN, false, "")
+	node := l.node(false, l.peerOf("tor", 3, port, provASN))
+	waitEstablished(t, node, "tor")
+	before := node.LearnedGen()
+	set(t, prov, adv("node", "10.78.0.0/16", model.PathAttrs{}))
+	waitLearned(t, node, "tor", pfx("10.78.0.0/16"))
+	eventually(t, sessionTimeout, "LearnedGen moves", func() (bool, string) {
+		return node.LearnedGen() != before, "unchanged"
+	})
+}

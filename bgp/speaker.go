@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/osrg/gobgp/v4/api"
@@ -55,6 +56,10 @@ type Speaker struct {
 	// peerErrs are the peers that could not be configured, with why.
 	peerErrs map[string]string
 	adv      advState
+
+	// learnedGen counts the events that may change what peers sent
+	// (paths, End-of-RIB, session changes): LearnedGen.
+	learnedGen atomic.Uint64
 
 	// st guards the session bookkeeping fed by gobgp's event goroutine.
 	st       sync.Mutex
@@ -208,8 +213,8 @@ func (s *Speaker) start(ctx context.Context) error {
 	s.cancelWatch = cancel
 	err := s.bgp.WatchEvent(wctx, server.WatchEventMessageCallbacks{
 		OnPeerUpdate: s.onPeerEvent,
-		OnPathUpdate: func([]*apiutil.Path, time.Time) { s.notify() },
-		OnPathEor:    func(*apiutil.Path, time.Time) { s.notify() },
+		OnPathUpdate: func([]*apiutil.Path, time.Time) { s.learnedChanged() },
+		OnPathEor:    func(*apiutil.Path, time.Time) { s.learnedChanged() },
 	},
 		server.WatchPeer(),
 		// Every UPDATE a peer sends (pre-policy: the Adj-RIB-In).
@@ -222,6 +227,16 @@ func (s *Speaker) start(ctx context.Context) error {
 		return fmt.Errorf("watch bgp events: %w", err)
 	}
 	return nil
+}
+
+// LearnedGen changes whenever what peers sent may have changed (a path, an
+// End-of-RIB, a session going up or down): a caller that keeps the learned
+// paths walks them again only then.
+func (s *Speaker) LearnedGen() uint64 { return s.learnedGen.Load() }
+
+func (s *Speaker) learnedChanged() {
+	s.learnedGen.Add(1)
+	s.notify()
 }
 
 // Stop ends every session and the speaker. With graceful, gobgp sends no
@@ -344,7 +359,7 @@ func (s *Speaker) onPeerEvent(ev *apiutil.WatchEventMessage_PeerEvent, ts time.T
 	} else {
 		s.log.Debug("peer state changed", fields...)
 	}
-	s.notify()
+	s.learnedChanged()
 }
 
 // onNotification records a NOTIFICATION gobgp sent to or received from
