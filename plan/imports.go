@@ -93,8 +93,12 @@ func Import(in ImportInput) ImportResult {
 	var cands []candidate
 	for i, p := range in.Learned {
 		first[i] = verdict{rule: -1}
-		if p.Malformed != "" {
+		switch {
+		case p.Malformed != "":
 			first[i].reason = fmt.Sprintf("malformed: %s; such a path is never imported", p.Malformed)
+			continue
+		case !p.Prefix.IsValid() || p.Prefix != p.Prefix.Masked():
+			first[i].reason = fmt.Sprintf("malformed: prefix %s is invalid or has host bits set; such a path is never imported", p.Prefix)
 			continue
 		}
 		listed := false

@@ -98,6 +98,8 @@ func TestImportReasons(t *testing.T) {
 		{"stale still accepted", stale, true, "up", "accepted by rule up"},
 		{"malformed AS 0 beats everything", malformed, false, "", "malformed: AS 0 in the AS path (RFC 7607); such a path is never imported"},
 		{"malformed AS_SET", asSet, false, "", "malformed: AS_SET in the AS path (RFC 9774)"},
+		{"prefix with host bits", model.LearnedPath{Peer: "tor-a", Prefix: netip.MustParsePrefix("10.1.0.1/16"), NextHop: addr("192.0.2.1")}, false, "", "prefix 10.1.0.1/16 is invalid or has host bits set; such a path is never imported"},
+		{"no prefix", model.LearnedPath{Peer: "tor-a", NextHop: addr("192.0.2.1")}, false, "", "prefix invalid Prefix is invalid"},
 		{"peer in no rule", path("tor-c", "10.1.0.0/16", "198.51.100.1"), false, "", "no import rule lists peer tor-c: rejected by default (RFC 8212)"},
 		{"unknown peer", path("ghost", "10.1.0.0/16", "192.0.2.1"), false, "", "no import rule lists peer ghost"},
 		{"too long", path("tor-a", "10.1.2.0/25", "192.0.2.1"), false, "", "no accept entry matches 10.1.2.0/25 from peer tor-a (rule up accepts 10.0.0.0/8 length 8..24, 0.0.0.0/0 length 0,"},
