@@ -433,10 +433,15 @@ func (e *importEnv) applyCaps(paths []model.LearnedPath, cands []candidate) ([]c
 		peer string
 	}
 	groups := map[group][]netip.Prefix{}
+	seen := map[group]map[netip.Prefix]bool{}
 	for _, c := range cands {
 		g := group{c.rule, paths[c.path].Peer}
-		if !slices.Contains(groups[g], paths[c.path].Prefix) {
-			groups[g] = append(groups[g], paths[c.path].Prefix)
+		if seen[g] == nil {
+			seen[g] = map[netip.Prefix]bool{}
+		}
+		if pfx := paths[c.path].Prefix; !seen[g][pfx] {
+			seen[g][pfx] = true
+			groups[g] = append(groups[g], pfx)
 		}
 	}
 	dropped := map[group]map[netip.Prefix]bool{}

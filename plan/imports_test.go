@@ -442,3 +442,21 @@ func TestImportTargetProblems(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkImport: 100,000 /30s from one peer, 40,000 of them over the cap.
+func BenchmarkImport(b *testing.B) {
+	in := importFixture()
+	in.Config.Import[0].MaxRoutes = 60000
+	for i := range 100000 {
+		pf := netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(i >> 14), byte(i >> 6), byte(i << 2)}), 30).Masked()
+		in.Learned = append(in.Learned, model.LearnedPath{Peer: "tor-a", Prefix: pf, NextHop: addr("192.0.2.1")})
+	}
+	in.Config.Import[0].Accept[0].MaxLength = 30
+	b.ResetTimer()
+	for b.Loop() {
+		res := Import(in)
+		if len(res.Alarms) != 1 {
+			b.Fatalf("alarms %v", res.Alarms)
+		}
+	}
+}
