@@ -24,7 +24,7 @@ func TestDecodeProblems(t *testing.T) {
 		{name: "truncated key", edits: []string{afterTorA, afterTorA + "      password: hunter2\n"},
 			wants: []want{{"bgp.peers[0].password", `did you mean "passwordFile"?`, 10}}},
 		{name: "unknown key without suggestion", add: "tuning: {fast: true}\n",
-			wants: []want{{"tuning", "unknown key (valid keys here: node, bgp, ovn, advertise, import, protectedPrefixes, kernel, control, metrics, log)", 17}}},
+			wants: []want{{"tuning", "unknown key (valid keys here: node, bgp, ovn, advertise, import, protectedPrefixes, cluster, kernel, control, metrics, log)", 17}}},
 		{name: "duplicate key", edits: []string{afterNode, afterNode + "  name: n2\n"},
 			wants: []want{{"node.name", "duplicate key (first given on line 2)", 3}}},
 		{name: "not a number", edits: []string{"  asn: 64512\n", "  asn: abc\n"},
@@ -48,8 +48,7 @@ func TestDecodeProblems(t *testing.T) {
 		{name: "not a prefix", add: "protectedPrefixes: [10.0.0.1/8, 10.0.0.0/33]\n",
 			wants: []want{
 				{"protectedPrefixes[0]", `"10.0.0.1/8" has host bits set (did you mean 10.0.0.0/8?)`, 17},
-				{"protectedPrefixes[1]", "not a prefix", 17},
-				{"protectedPrefixes", "not supported yet", 17}}},
+				{"protectedPrefixes[1]", "not a prefix", 17}}},
 		{name: "scalar for a list", edits: []string{afterTorA, afterTorA + "      families: ipv4\n"},
 			wants: []want{{"bgp.peers[0].families", "expected a list, got a single value: write [ipv4]", 10}}},
 		{name: "mapping for a list", edits: []string{"networks: [default]", "networks: {default: true}"},

@@ -22,6 +22,12 @@ const (
 	DefaultLogLevel       = "info"
 	DefaultLogFormat      = "json"
 	DefaultImportMode     = "auto"
+	// DefaultMaxRoutes is an import rule's cap per peer when maxRoutes is
+	// absent.
+	DefaultMaxRoutes = 1000
+	// DefaultDeferralTime is how long owned imported routes are kept after
+	// start for a peer that sends no End-of-RIB.
+	DefaultDeferralTime = 120 * time.Second
 	// DefaultMaxPrefixes is each peer's per-family backstop when
 	// maxPrefixes is absent: enough for a full table from a ToR that
 	// summarises (ovnbgp imports far fewer), small enough to bound memory
@@ -34,11 +40,18 @@ const (
 	DefaultRouteProtocol = 200
 )
 
+// DefaultServiceCIDRs is cluster.serviceCIDRs when the key is absent or
+// empty: OpenShift's default ClusterIP range.
+func DefaultServiceCIDRs() []netip.Prefix {
+	return []netip.Prefix{netip.MustParsePrefix("172.30.0.0/16")}
+}
+
 // setDefaults fills the defaults that do not depend on other keys or on
 // the host; the decoder then overwrites what the file sets.
 func (c *Config) setDefaults() {
 	c.BGP.ListenPort = DefaultListenPort
 	c.BGP.GracefulRestart.RestartTime = DefaultRestartTime
+	c.BGP.GracefulRestart.DeferralTime = DefaultDeferralTime
 	c.OVN.Northbound = DefaultNorthbound
 	c.Control.Socket = DefaultControlSocket
 	c.Metrics.Address = DefaultMetricsAddress
@@ -62,6 +75,7 @@ func (b *BFD) setDefaults() {
 
 func (r *ImportRule) setDefaults() {
 	r.Mode = DefaultImportMode
+	r.MaxRoutes = DefaultMaxRoutes
 	r.Targets.OVN = true
 }
 
@@ -94,6 +108,9 @@ func (c *Config) deriveDefaults(h host) {
 		if p.KeepaliveTime == 0 {
 			p.KeepaliveTime = (p.HoldTime / 3).Truncate(time.Second)
 		}
+	}
+	if len(c.Cluster.ServiceCIDRs) == 0 {
+		c.Cluster.ServiceCIDRs = DefaultServiceCIDRs()
 	}
 	if c.Kernel.RouteProtocol == 0 {
 		c.Kernel.RouteProtocol = DefaultRouteProtocol

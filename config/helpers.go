@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"reflect"
 	"slices"
 	"strconv"
@@ -26,7 +27,8 @@ func (c *Config) Peer(name string) (Peer, bool) {
 // to restart: the ASN, router ID, listen port or graceful-restart settings
 // differ (or there is no old config); gobgp negotiates graceful restart per
 // session from the global settings, so a change reaches peers only through
-// new sessions. Everything else is applied to the running speaker.
+// new sessions. Everything else is applied to the running speaker, including
+// gracefulRestart.deferralTime, which only the reconcile loop reads.
 func (c *Config) SpeakerChanged(old *Config) bool {
 	if old == nil {
 		return true
@@ -34,7 +36,8 @@ func (c *Config) SpeakerChanged(old *Config) bool {
 	return c.BGP.ASN != old.BGP.ASN ||
 		c.BGP.RouterID != old.BGP.RouterID ||
 		c.BGP.ListenPort != old.BGP.ListenPort ||
-		c.BGP.GracefulRestart != old.BGP.GracefulRestart
+		c.BGP.GracefulRestart.Enabled != old.BGP.GracefulRestart.Enabled ||
+		c.BGP.GracefulRestart.RestartTime != old.BGP.GracefulRestart.RestartTime
 }
 
 // RedactedPassword stands for a password in printed configurations.
@@ -80,6 +83,7 @@ func (c *Config) clone() *Config {
 		r.Import[i].Accept = slices.Clone(r.Import[i].Accept)
 	}
 	r.ProtectedPrefixes = slices.Clone(c.ProtectedPrefixes)
+	r.Cluster.ServiceCIDRs = slices.Clone(c.Cluster.ServiceCIDRs)
 	return &r
 }
 
@@ -233,3 +237,46 @@ func writeJSON(b *bytes.Buffer, n *yaml.Node) error {
 	}
 	return nil
 }
+
+// ImportRule returns the import rule called name.
+func (c *Config) ImportRule(name string) (ImportRule, bool) {
+	for _, r := range c.Import {
+		if r.Name == name {
+			return r, true
+		}
+	}
+	return ImportRule{}, false
+}
+
+// Lengths returns the accepted prefix lengths [lo, hi], 0 meaning the
+// covering prefix's own length.
+func (m PrefixMatch) Lengths() (lo, hi int) {
+	lo, hi = m.MinLength, m.MaxLength
+	if lo == 0 {
+		lo = m.Prefix.Bits()
+	}
+	if hi == 0 {
+		hi = m.Prefix.Bits()
+	}
+	return lo, hi
+}
+
+// Matches reports whether p is inside the entry's prefix (same family)
+// with a length in [lo, hi].
+func (m PrefixMatch) Matches(p netip.Prefix) bool {
+	lo, hi := m.Lengths()
+	return m.Prefix.IsValid() && p.IsValid() && p.Addr().Is4() == m.Prefix.Addr().Is4() &&
+		p.Bits() >= m.Prefix.Bits() && m.Prefix.Contains(p.Addr()) && p.Bits() >= lo && p.Bits() <= hi
+}
+
+// String writes the entry as "10.0.0.0/8 length 8..24".
+func (m PrefixMatch) String() string {
+	lo, hi := m.Lengths()
+	if lo == hi {
+		return fmt.Sprintf("%s length %d", m.Prefix, lo)
+	}
+	return fmt.Sprintf("%s length %d..%d", m.Prefix, lo, hi)
+}
+
+// Family is the address family of the entry's prefix.
+func (m PrefixMatch) Family() Family { return familyOf(m.Prefix.Addr()) }

@@ -25,7 +25,7 @@ func TestDefaults(t *testing.T) {
 			ASN:             64512,
 			RouterID:        netip.MustParseAddr("192.0.2.10"),
 			ListenPort:      179,
-			GracefulRestart: GracefulRestart{RestartTime: 120 * time.Second},
+			GracefulRestart: GracefulRestart{RestartTime: 120 * time.Second, DeferralTime: 120 * time.Second},
 			Peers: []Peer{{
 				Name: "tor-a", Address: netip.MustParseAddr("192.0.2.1"), ASN: 65001, Port: 179,
 				HoldTime: 90 * time.Second, KeepaliveTime: 30 * time.Second, ConnectRetry: 5 * time.Second,
@@ -38,6 +38,7 @@ func TestDefaults(t *testing.T) {
 		},
 		OVN:       OVN{Northbound: "unix:/var/run/ovn/ovnnb_db.sock"},
 		Advertise: []AdvertiseRule{{Name: "pods", Kind: KindPodNetwork, Networks: []Glob{mustGlob(t, "default")}}},
+		Cluster:   Cluster{ServiceCIDRs: []netip.Prefix{netip.MustParsePrefix("172.30.0.0/16")}},
 		Kernel:    Kernel{RouteProtocol: DefaultRouteProtocol},
 		Control:   Control{Socket: "/run/ovnbgp/ovnbgp.sock"},
 		Metrics:   Metrics{Address: "127.0.0.1:9479"},
@@ -48,6 +49,21 @@ func TestDefaults(t *testing.T) {
 	}
 	if err := got.Validate(); err != nil {
 		t.Errorf("Validate of a parsed config: %v", err)
+	}
+}
+
+// TestImportDefaults: an import rule's absent keys take their defaults, and
+// serviceCIDRs: [] is the default like an absent key.
+func TestImportDefaults(t *testing.T) {
+	c := mustParse(t, baseDoc+"cluster: {serviceCIDRs: []}\n"+importDoc(acceptTen, ""))
+	want := ImportRule{Name: "uplink", Peers: []string{"tor-a"}, Network: "default",
+		Accept:    []PrefixMatch{{Prefix: netip.MustParsePrefix("10.0.0.0/8"), MaxLength: 24}},
+		MaxRoutes: DefaultMaxRoutes, Mode: "auto", Targets: ImportTargets{OVN: true}}
+	if d := cmp.Diff([]ImportRule{want}, c.Import, cmpNetip); d != "" {
+		t.Errorf("import defaults (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(DefaultServiceCIDRs(), c.Cluster.ServiceCIDRs, cmpNetip); d != "" {
+		t.Errorf("serviceCIDRs: [] (-want +got):\n%s", d)
 	}
 }
 
@@ -258,20 +274,54 @@ func TestProblems(t *testing.T) {
 		{name: "asPathPrepend", edits: []string{afterPods, afterPods + "    asPathPrepend: 11\n"},
 			wants: []want{{"advertise[0].asPathPrepend", "0..10", 17}}},
 
-		// import and protectedPrefixes: parsed, then refused
-		{name: "import", add: "import:\n  - name: uplink\n    peers: [tor-a]\n    network: default\n    accept:\n      - {prefix: 0.0.0.0/0, minLength: 8, maxLength: 24}\n",
-			wants: []want{{"import", "not supported yet (route import arrives in a later release; remove the key)", 17}}},
-		{name: "import rule problems too", add: "import:\n  - peers: [tor-z]\n    mode: sometimes\n    accept:\n      - {prefix: 10.0.0.0/8, minLength: 4}\n    targets: {ovn: false, kernel: {table: 254}}\n",
+		// import, protectedPrefixes, cluster
+		{name: "import rule problems", add: "import:\n  - peers: [tor-z]\n    mode: sometimes\n    accept:\n      - {prefix: 10.0.0.0/8, minLength: 4}\n    targets: {ovn: false, kernel: {table: 254}}\n",
 			wants: []want{
-				{"import", "not supported yet", 17},
 				{"import[0].name", "required", 18},
 				{"import[0].peers[0]", `no peer is named "tor-z"`, 18},
 				{"import[0].network", "required", 18},
 				{"import[0].mode", `"sometimes" is not auto or manual`, 19},
 				{"import[0].accept[0].minLength", "out of range (8..32)", 21},
 				{"import[0].targets.kernel.table", "a table of the kernel", 22}}},
-		{name: "protectedPrefixes", add: "protectedPrefixes: [203.0.113.0/24]\n",
-			wants: []want{{"protectedPrefixes", "not supported yet", 17}}},
+		{name: "import minLength above maxLength", add: importDoc("      - {prefix: 10.0.0.0/8, minLength: 24, maxLength: 16}\n", ""),
+			wants: []want{{"import[0].accept[0].maxLength", "16 is shorter than minLength 24: swap them", 22}}},
+		{name: "import createVRF without vrf and table", add: importDoc(acceptTen, "    targets: {kernel: {createVRF: true}}\n"),
+			wants: []want{
+				{"import[0].targets.kernel.createVRF", "needs targets.kernel.vrf", 23},
+				{"import[0].targets.kernel.createVRF", "needs targets.kernel.table", 23}}},
+		{name: "import vrf named default", add: importDoc(acceptTen, "    targets: {kernel: {vrf: default}}\n"),
+			wants: []want{{"import[0].targets.kernel.vrf", `"default" names the main routing table`, 23}}},
+		{name: "import one table two modes", add: importDoc(acceptTen, "    targets: {kernel: {table: 100}}\n") +
+			"  - name: second\n    peers: [tor-a]\n    network: default\n    mode: manual\n    accept: [{prefix: 10.0.0.0/8, maxLength: 24}]\n    targets: {ovn: false, kernel: {table: 100}}\n",
+			wants: []want{{"import[1].mode", "manual, but import[0] (auto) also targets table 100", 27}}},
+		{name: "import one vrf two tables", add: importDoc(acceptTen, "    targets: {kernel: {vrf: blue, table: 100, createVRF: true}}\n") +
+			"  - name: second\n    peers: [tor-a]\n    network: default\n    accept: [{prefix: 10.0.0.0/8, maxLength: 24}]\n    targets: {ovn: false, kernel: {vrf: blue, table: 101}}\n",
+			wants: []want{{"import[1].targets.kernel.table", "101, but import[0] puts VRF blue in table 100", 28}}},
+		{name: "import two vrfs one table", add: importDoc(acceptTen, "    targets: {kernel: {vrf: blue, table: 100}}\n") +
+			"  - name: second\n    peers: [tor-a]\n    network: default\n    accept: [{prefix: 10.0.0.0/8, maxLength: 24}]\n    targets: {ovn: false, kernel: {vrf: red, table: 100}}\n",
+			wants: []want{{"import[1].targets.kernel.vrf", "table 100 is also the table of VRF blue (import[0])", 28}}},
+		{name: "import family no peer speaks", add: importDoc("      - {prefix: 2001:db8::/32, maxLength: 64}\n", ""),
+			wants: []want{{"import[0].accept", "no peer of this rule (tor-a: ipv4) speaks ipv6", 21}}},
+		{name: "import default route only without allowDefaultRoute", add: importDoc("      - {prefix: 0.0.0.0/0}\n", ""),
+			wants: []want{{"import[0].accept[0]", "matches only the default route", 22}}},
+		{name: "import allowDefaultRoute without a matching entry", add: importDoc(acceptTen, "    allowDefaultRoute: true\n"),
+			wants: []want{{"import[0].allowDefaultRoute", "no accept entry matches the default route", 23}}},
+		{name: "import accept inside protected", add: "protectedPrefixes: [10.0.0.0/8]\ncluster: {serviceCIDRs: [172.30.0.0/16]}\n" +
+			importDoc(acceptTen+"      - {prefix: 172.30.1.0/24}\n", ""),
+			wants: []want{
+				{"import[0].accept[0]", "10.0.0.0/8 is inside protectedPrefixes 10.0.0.0/8", 24},
+				{"import[0].accept[1]", "172.30.1.0/24 is inside cluster.serviceCIDRs 172.30.0.0/16", 25}}},
+		{name: "import maxRoutes zero", add: importDoc(acceptTen, "    maxRoutes: 0\n"),
+			wants: []want{{"import[0].maxRoutes", "0 imports nothing", 23}}},
+		{name: "protectedPrefixes everything", add: "protectedPrefixes: [0.0.0.0/0]\n",
+			wants: []want{{"protectedPrefixes[0]", "0.0.0.0/0 protects every IPv4 prefix", 17}}},
+		{name: "serviceCIDRs", add: "cluster:\n  serviceCIDRs: [172.30.0.0/16, 172.30.0.0/16, \"::/0\"]\n",
+			wants: []want{
+				{"cluster.serviceCIDRs[1]", "172.30.0.0/16 is listed twice", 18},
+				{"cluster.serviceCIDRs[2]", "::/0 covers every IPv6 address", 18}}},
+		{name: "deferralTime", add: "",
+			edits: []string{afterBGP, afterBGP + "  gracefulRestart: {deferralTime: 0s}\n"},
+			wants: []want{{"bgp.gracefulRestart.deferralTime", "0s is out of range (1s..3600s)", 6}}},
 
 		// kernel, control, metrics, log
 		{name: "routeProtocol FRR", add: "kernel: {routeProtocol: 186}\n",
@@ -303,6 +353,14 @@ func TestProblems(t *testing.T) {
 	}
 }
 
+// importDoc is an import section with one rule "uplink" from tor-a with
+// the given accept entries (lines 21..) and further keys.
+func importDoc(accept, more string) string {
+	return "import:\n  - name: uplink\n    peers: [tor-a]\n    network: default\n    accept:\n" + accept + more
+}
+
+const acceptTen = "      - {prefix: 10.0.0.0/8, maxLength: 24}\n"
+
 // TestValidValues accepts values at the edges of their ranges.
 func TestValidValues(t *testing.T) {
 	tls := t.TempDir()
@@ -324,7 +382,10 @@ func TestValidValues(t *testing.T) {
 		) + "kernel: {routeProtocol: 255}\nmetrics: {address: \":9479\"}\nlog: {level: error, format: console}\n",
 		"localPreference to iBGP only": edit(t, afterPods, afterPods+"    peers: [tor-b]\n    localPreference: 200\n    asPathPrepend: 10\n"+
 			"    communities: [no-advertise, no-export-subconfed, blackhole, graceful-shutdown, accept-own, no-llgr, no-peer, \"0:0\", \"65535:65535\"]\n"),
-		"globs":            edit(t, afterPods, "    networks: [\"*\", \"udn-?\", \"[a-c]*\"]\n"),
+		"globs": edit(t, afterPods, "    networks: [\"*\", \"udn-?\", \"[a-c]*\"]\n"),
+		"import": baseDoc + "protectedPrefixes: [203.0.113.0/24]\ncluster: {serviceCIDRs: [172.30.0.0/16, fd02::/112]}\n" + importDoc(acceptTen+"      - {prefix: 0.0.0.0/0}\n",
+			"    allowDefaultRoute: true\n    maxRoutes: 5\n    mode: manual\n    targets: {ovn: true, kernel: {vrf: blue, table: 100, createVRF: true}}\n") +
+			"  - name: second\n    peers: [tor-a, tor-b]\n    network: blue\n    mode: manual\n    accept: [{prefix: 2001:db8::/32, maxLength: 64}]\n    targets: {kernel: {table: 100}}\n",
 		"trailing comment": baseDoc + "\n# trailing comment\n",
 	}
 	for name, doc := range docs {

@@ -21,16 +21,18 @@ type Config struct {
 	// Advertise rules select what this node advertises; nothing is
 	// advertised unless a rule selects it.
 	Advertise []AdvertiseRule `yaml:"advertise" json:"advertise"`
-	// Import rules accept learned routes (not supported yet: Validate
-	// rejects any rule, but they are parsed in full).
+	// Import rules accept learned routes; nothing is imported unless a
+	// rule accepts it (RFC 8212).
 	Import []ImportRule `yaml:"import" json:"import"`
-	// ProtectedPrefixes are never imported, on top of the discovered ones
-	// (not supported yet, like Import).
+	// ProtectedPrefixes are never imported, nor anything inside them, on
+	// top of the prefixes ovnbgp discovers.
 	ProtectedPrefixes []netip.Prefix `yaml:"protectedPrefixes" json:"protectedPrefixes"`
-	Kernel            Kernel         `yaml:"kernel" json:"kernel"`
-	Control           Control        `yaml:"control" json:"control"`
-	Metrics           Metrics        `yaml:"metrics" json:"metrics"`
-	Log               Log            `yaml:"log" json:"log"`
+	// Cluster holds cluster-wide facts NB does not carry.
+	Cluster Cluster `yaml:"cluster" json:"cluster"`
+	Kernel  Kernel  `yaml:"kernel" json:"kernel"`
+	Control Control `yaml:"control" json:"control"`
+	Metrics Metrics `yaml:"metrics" json:"metrics"`
+	Log     Log     `yaml:"log" json:"log"`
 }
 
 // Node names the OVN-Kubernetes node this daemon runs on.
@@ -61,6 +63,18 @@ type GracefulRestart struct {
 	Enabled bool `yaml:"enabled" json:"enabled"`
 	// RestartTime is how long peers keep our routes (default 120s, 1s..4095s).
 	RestartTime time.Duration `yaml:"restartTime" json:"restartTime"`
+	// DeferralTime is how long, after ovnbgp starts, owned imported routes
+	// are kept for a peer that sends no End-of-RIB (default 120s,
+	// 1s..3600s): until then they are adopted, not deleted (fail static).
+	// It applies whether or not Enabled is set.
+	DeferralTime time.Duration `yaml:"deferralTime" json:"deferralTime"`
+}
+
+// Cluster holds cluster-wide facts that the node's NB does not carry.
+type Cluster struct {
+	// ServiceCIDRs are the ClusterIP ranges (default DefaultServiceCIDRs,
+	// OpenShift's 172.30.0.0/16): never imported, nor anything inside.
+	ServiceCIDRs []netip.Prefix `yaml:"serviceCIDRs" json:"serviceCIDRs"`
 }
 
 // Family is an address family of a BGP session.
@@ -201,7 +215,8 @@ type ImportRule struct {
 	Accept []PrefixMatch `yaml:"accept" json:"accept"`
 	// AllowDefaultRoute lets 0.0.0.0/0 and ::/0 through.
 	AllowDefaultRoute bool `yaml:"allowDefaultRoute" json:"allowDefaultRoute"`
-	// MaxRoutes is the import cap: above it nothing new is imported.
+	// MaxRoutes is the import cap per peer: above it nothing new is
+	// imported from that peer by this rule (default DefaultMaxRoutes).
 	MaxRoutes int `yaml:"maxRoutes" json:"maxRoutes"`
 	// Mode is auto (default) or manual (plan only).
 	Mode string `yaml:"mode" json:"mode"`
@@ -232,8 +247,11 @@ type ImportTargets struct {
 type KernelTarget struct {
 	// Table is a host routing table id; 0 = none.
 	Table int `yaml:"table" json:"table"`
-	// VRF is a VRF device name; "" = none.
+	// VRF is a VRF device name; "" = none. Routes go into its table.
 	VRF string `yaml:"vrf" json:"vrf"`
+	// CreateVRF creates VRF (with Table) when it is missing; an existing
+	// VRF is adopted and never deleted.
+	CreateVRF bool `yaml:"createVRF" json:"createVRF"`
 }
 
 // Kernel settings for routes ovnbgp programs in the host.

@@ -39,6 +39,7 @@ func (c *Config) validate(h host) Errors {
 	v.ovn()
 	v.advertise()
 	v.imports()
+	v.cluster()
 	v.kernel()
 	v.control()
 	v.metrics()
@@ -77,6 +78,9 @@ func (v *validator) bgp() {
 		v.add("bgp.gracefulRestart.restartTime", "%s is out of range (1s..4095s, RFC 4724's 12-bit field)", rt)
 	} else {
 		v.wholeSeconds("bgp.gracefulRestart.restartTime", rt)
+	}
+	if dt := b.GracefulRestart.DeferralTime; dt < time.Second || dt > time.Hour {
+		v.add("bgp.gracefulRestart.deferralTime", "%s is out of range (1s..3600s): how long imported routes are kept after start for a peer that sends no End-of-RIB", dt)
 	}
 	if len(b.Peers) == 0 {
 		v.add("bgp.peers", "at least one peer is required")
@@ -390,16 +394,9 @@ func (v *validator) firstEBGP(names []string) (Peer, bool) {
 	return Peer{}, false
 }
 
-// imports rejects import rules and protected prefixes, which are parsed but
-// not supported yet, and checks them so that lifting the restriction is all
-// a later release has to do.
+// imports checks the import rules and the prefixes import never accepts.
 func (v *validator) imports() {
-	if len(v.c.Import) > 0 {
-		v.add("import", "%s (route import arrives in a later release; remove the key)", notSupported)
-	}
-	if len(v.c.ProtectedPrefixes) > 0 {
-		v.add("protectedPrefixes", "%s (it matters only for route import, which arrives in a later release; remove the key)", notSupported)
-	}
+	v.protectedList("protectedPrefixes", v.c.ProtectedPrefixes, "protects every %[2]s prefix, so nothing could ever be imported: list the ranges to protect")
 	names := map[string]int{}
 	for i := range v.c.Import {
 		p := index("import", i)
@@ -416,49 +413,179 @@ func (v *validator) imports() {
 			v.add(key(p, "accept"), "list the prefixes to accept (nothing is imported otherwise)")
 		}
 		for j, m := range r.Accept {
-			v.prefixMatch(index(key(p, "accept"), j), m)
+			v.prefixMatch(index(key(p, "accept"), j), m, r.AllowDefaultRoute)
 		}
-		if r.MaxRoutes < 0 {
+		v.acceptFamilies(p, r)
+		if r.AllowDefaultRoute && !slices.ContainsFunc(r.Accept, func(m PrefixMatch) bool {
+			return m.Prefix.IsValid() && m.Matches(netip.PrefixFrom(netip.IPv6Unspecified(), 0)) || m.Matches(netip.PrefixFrom(netip.IPv4Unspecified(), 0))
+		}) {
+			v.add(key(p, "allowDefaultRoute"), "no accept entry matches the default route: add {prefix: 0.0.0.0/0} (or ::/0), or remove allowDefaultRoute")
+		}
+		switch {
+		case r.MaxRoutes < 0:
 			v.add(key(p, "maxRoutes"), "%d is negative", r.MaxRoutes)
+		case r.MaxRoutes == 0:
+			v.add(key(p, "maxRoutes"), "0 imports nothing: remove the key for the default %d, or set the most routes a peer may feed this rule", DefaultMaxRoutes)
 		}
 		if r.Mode != "auto" && r.Mode != "manual" {
 			v.add(key(p, "mode"), "%q is not auto or manual", r.Mode)
 		}
+		v.kernelTarget(p, r)
+	}
+	v.sharedTables()
+}
+
+// protectedList checks a list of prefixes that import never accepts; zero
+// is the message for a /0 (%[1]s the prefix, %[2]s its family).
+func (v *validator) protectedList(p string, list []netip.Prefix, zero string) {
+	seen := map[netip.Prefix]bool{}
+	for j, pfx := range list {
+		switch {
+		case !pfx.IsValid():
+		case seen[pfx]:
+			v.add(index(p, j), "%s is listed twice", pfx)
+		case pfx.Bits() == 0:
+			v.add(index(p, j), "%[1]s "+zero, pfx, familyName(pfx.Addr()))
+		}
+		seen[pfx] = true
+	}
+}
+
+func familyName(a netip.Addr) string {
+	if a.Is4() {
+		return "IPv4"
+	}
+	return "IPv6"
+}
+
+// acceptFamilies checks that the rule's peers speak the families of its
+// accept entries.
+func (v *validator) acceptFamilies(p string, r *ImportRule) {
+	spoken := map[Family]bool{}
+	var says []string
+	for _, n := range r.Peers {
+		if peer, ok := v.c.Peer(n); ok {
+			var fams []string
+			for _, f := range peer.Families {
+				spoken[f] = true
+				fams = append(fams, string(f))
+			}
+			says = append(says, n+": "+strings.Join(fams, ", "))
+		}
+	}
+	if len(says) == 0 {
+		return // unknown peers are reported already
+	}
+	var wanted []string
+	for _, m := range r.Accept {
+		if f := m.Family(); m.Prefix.IsValid() && !slices.Contains(wanted, string(f)) {
+			if spoken[f] {
+				return
+			}
+			wanted = append(wanted, string(f))
+		}
+	}
+	if len(wanted) > 0 {
+		v.add(key(p, "accept"), "no peer of this rule (%s) speaks %s, so the rule can never accept anything: list a peer of that family in peers, or accept its family's prefixes", strings.Join(says, "; "), strings.Join(wanted, ", "))
+	}
+}
+
+// kernelTarget checks one rule's targets.
+func (v *validator) kernelTarget(p string, r *ImportRule) {
+	k := r.Targets.Kernel
+	switch t := k.Table; {
+	case t < 0 || int64(t) > 0xFFFFFFFF:
+		v.add(key(p, "targets.kernel.table"), "%d is out of range (1..4294967295, 0 = none)", t)
+	case t >= 253 && t <= 255:
+		v.add(key(p, "targets.kernel.table"), "%d is a table of the kernel (default, main, local): pick a table of its own, e.g. 100", t)
+	}
+	switch {
+	case len(k.VRF) > 15 || strings.ContainsAny(k.VRF, "/ \t\n:"):
+		v.add(key(p, "targets.kernel.vrf"), "%q is not a valid device name (at most 15 characters, no '/', ':' or spaces)", k.VRF)
+	case k.VRF == "default":
+		v.add(key(p, "targets.kernel.vrf"), `"default" names the main routing table, not a VRF device: use targets.kernel.table, or the name of a VRF device`)
+	}
+	if k.CreateVRF {
+		if k.VRF == "" {
+			v.add(key(p, "targets.kernel.createVRF"), "needs targets.kernel.vrf: name the VRF device to create")
+		}
+		if k.Table == 0 {
+			v.add(key(p, "targets.kernel.createVRF"), "needs targets.kernel.table: a VRF device is created with a table (pick one no other VRF uses, e.g. 100)")
+		}
+	}
+	if !r.Targets.OVN && k.Table == 0 && k.VRF == "" {
+		v.add(key(p, "targets"), "no target: set ovn: true and/or a kernel table or vrf")
+	}
+}
+
+// sharedTables checks what several rules share: a VRF is one table, a
+// table is one VRF, and a table's routes are all auto or all manual (a
+// kernel route records no rule, so its mode comes from its table).
+func (v *validator) sharedTables() {
+	vrfTable := map[string]int{} // VRF -> first rule giving it a table
+	tableVRF := map[int]int{}    // table -> first rule naming a VRF for it
+	tableMode := map[int]int{}   // table -> first rule targeting it
+	for i, r := range v.c.Import {
+		p := index("import", i)
 		k := r.Targets.Kernel
-		switch t := k.Table; {
-		case t < 0 || int64(t) > 0xFFFFFFFF:
-			v.add(key(p, "targets.kernel.table"), "%d is out of range (1..4294967295, 0 = none)", t)
-		case t >= 253 && t <= 255:
-			v.add(key(p, "targets.kernel.table"), "%d is a table of the kernel (default, main, local)", t)
+		if k.VRF != "" && k.Table != 0 {
+			if j, ok := vrfTable[k.VRF]; ok && v.c.Import[j].Targets.Kernel.Table != k.Table {
+				v.add(key(p, "targets.kernel.table"), "%d, but import[%d] puts VRF %s in table %d: one VRF has one table, use the same", k.Table, j, k.VRF, v.c.Import[j].Targets.Kernel.Table)
+			} else if !ok {
+				vrfTable[k.VRF] = i
+			}
+			if j, ok := tableVRF[k.Table]; ok && v.c.Import[j].Targets.Kernel.VRF != k.VRF {
+				v.add(key(p, "targets.kernel.vrf"), "%s, but table %d is also the table of VRF %s (import[%d]): give each VRF a table of its own", k.VRF, k.Table, v.c.Import[j].Targets.Kernel.VRF, j)
+			} else if !ok {
+				tableVRF[k.Table] = i
+			}
 		}
-		if len(k.VRF) > 15 || strings.ContainsAny(k.VRF, "/ \t\n:") {
-			v.add(key(p, "targets.kernel.vrf"), "%q is not a valid device name", k.VRF)
-		}
-		if !r.Targets.OVN && k.Table == 0 && k.VRF == "" {
-			v.add(key(p, "targets"), "no target: set ovn: true and/or a kernel table or vrf")
+		if k.Table != 0 {
+			if j, ok := tableMode[k.Table]; ok && v.c.Import[j].Mode != r.Mode {
+				v.add(key(p, "mode"), "%s, but import[%d] (%s) also targets table %d: the rules of one table share a mode, set the same", r.Mode, j, v.c.Import[j].Mode, k.Table)
+			} else if !ok {
+				tableMode[k.Table] = i
+			}
 		}
 	}
 }
 
-func (v *validator) prefixMatch(p string, m PrefixMatch) {
+func (v *validator) prefixMatch(p string, m PrefixMatch, allowDefault bool) {
 	if !m.Prefix.IsValid() {
 		v.add(key(p, "prefix"), "required")
 		return
 	}
 	bits, maxBits := m.Prefix.Bits(), m.Prefix.Addr().BitLen()
-	lo, hi := m.MinLength, m.MaxLength
-	if lo == 0 {
-		lo = bits
-	}
-	if hi == 0 {
-		hi = bits
-	}
+	lo, hi := m.Lengths()
 	if lo < bits || lo > maxBits {
 		v.add(key(p, "minLength"), "%d is out of range (%d..%d)", m.MinLength, bits, maxBits)
+		return
 	}
-	if hi < lo || hi > maxBits {
+	switch {
+	case hi < lo && m.MaxLength != 0:
+		v.add(key(p, "maxLength"), "%d is shorter than minLength %d: swap them", hi, lo)
+		return
+	case hi < lo || hi > maxBits:
 		v.add(key(p, "maxLength"), "%d is out of range (%d..%d)", m.MaxLength, lo, maxBits)
+		return
 	}
+	if hi == 0 && !allowDefault {
+		v.add(p, "%s matches only the default route, which is refused without allowDefaultRoute: set allowDefaultRoute: true, or a minLength", m)
+	}
+	for _, pr := range []struct {
+		key  string
+		list []netip.Prefix
+	}{{"protectedPrefixes", v.c.ProtectedPrefixes}, {"cluster.serviceCIDRs", v.c.Cluster.ServiceCIDRs}} {
+		for _, q := range pr.list {
+			if q.IsValid() && q.Bits() > 0 && q.Bits() <= bits && q.Contains(m.Prefix.Addr()) {
+				v.add(p, "%s is inside %s %s, so nothing it matches could ever be imported: accept another prefix, or narrow %s", m.Prefix, pr.key, q, pr.key)
+			}
+		}
+	}
+}
+
+func (v *validator) cluster() {
+	v.protectedList("cluster.serviceCIDRs", v.c.Cluster.ServiceCIDRs, "covers every %[2]s address: write the ClusterIP range (e.g. 172.30.0.0/16)")
 }
 
 func (v *validator) kernel() {

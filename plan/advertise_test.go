@@ -11,7 +11,7 @@ import (
 	"github.com/ovnbgp/ovnbgp/model"
 )
 
-var cmpAddrs = cmp.Comparer(func(a, b netip.Prefix) bool { return a == b })
+var cmpAddrs = cmpopts.EquateComparable(netip.Prefix{}, netip.Addr{})
 
 func pfx(s string) netip.Prefix { return netip.MustParsePrefix(s) }
 

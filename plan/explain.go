@@ -1,0 +1,196 @@
+package plan
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	"github.com/ovnbgp/ovnbgp/model"
+)
+
+// Explanation says why a prefix is or is not imported and advertised:
+// what `ovnbgp explain PREFIX` prints. It is plain data (JSON).
+type Explanation struct {
+	Prefix netip.Prefix `json:"prefix"`
+	// Learned are the paths equal to or covering Prefix, with the peer,
+	// the rule that decided, and why.
+	Learned []model.LearnedPath `json:"learned,omitempty"`
+	// Protected are the protected prefixes equal to or covering Prefix.
+	Protected []model.ProtectedPrefix `json:"protected,omitempty"`
+	// OVN and Kernel are where the prefix (or a covering one) is
+	// installed now: owned static routes, and kernel routes carrying our
+	// protocol.
+	OVN    []model.OVNRoute    `json:"ovn,omitempty"`
+	Kernel []model.KernelRoute `json:"kernel,omitempty"`
+	// Pending are the plan's operations on those prefixes, Held those it
+	// holds back.
+	PendingOVN    []model.OVNOp    `json:"pendingOVN,omitempty"`
+	PendingKernel []model.KernelOp `json:"pendingKernel,omitempty"`
+	Held          []Held           `json:"held,omitempty"`
+	// Advertised are the desired advertisements equal to or covering
+	// Prefix (which rule sends it to which peer); AdvertiseChanges the
+	// plan's pending ones.
+	Advertised       []model.Advertisement `json:"advertised,omitempty"`
+	AdvertiseChanges AdvertDiff            `json:"advertiseChanges"`
+	// Problems are the import problems of the rules that decided.
+	Problems []string `json:"problems,omitempty"`
+	// Summary is the explanation in sentences, one per line.
+	Summary []string `json:"summary"`
+}
+
+// Explain gathers everything that decides about prefix: the learned paths
+// equal to or covering it and their verdicts, the protected prefixes
+// covering it, where it is installed, the pending and held operations, and
+// the advertisements.
+func Explain(prefix netip.Prefix, res ImportResult, adverts []model.Advertisement, p Plan, snap model.Snapshot, host model.Host) Explanation {
+	prefix = prefix.Masked()
+	e := Explanation{Prefix: prefix}
+	related := func(q netip.Prefix) bool { return covers(q, prefix) }
+	var rules []string
+	for _, lp := range res.Paths {
+		if related(lp.Prefix) {
+			e.Learned = append(e.Learned, lp)
+			if lp.Rule != "" && !slices.Contains(rules, lp.Rule) {
+				rules = append(rules, lp.Rule)
+			}
+		}
+	}
+	for _, pp := range res.Protected {
+		if related(pp.Prefix) {
+			e.Protected = append(e.Protected, pp)
+		}
+	}
+	for _, r := range snap.OwnedRoutes {
+		if related(r.Prefix) {
+			e.OVN = append(e.OVN, r)
+		}
+	}
+	for _, r := range host.Routes {
+		if related(r.Prefix) {
+			e.Kernel = append(e.Kernel, r)
+		}
+	}
+	for _, op := range p.OVN {
+		if related(op.Route.Prefix) {
+			e.PendingOVN = append(e.PendingOVN, op)
+		}
+	}
+	for _, op := range p.Kernel {
+		if op.Route != nil && related(op.Route.Prefix) {
+			e.PendingKernel = append(e.PendingKernel, op)
+		}
+	}
+	for _, h := range p.Held {
+		if h.OVN != nil && related(h.OVN.Route.Prefix) || h.Kernel != nil && h.Kernel.Route != nil && related(h.Kernel.Route.Prefix) {
+			e.Held = append(e.Held, h)
+		}
+	}
+	for _, a := range adverts {
+		if related(a.Prefix) {
+			e.Advertised = append(e.Advertised, a)
+		}
+	}
+	keep := func(as []model.Advertisement) []model.Advertisement {
+		var out []model.Advertisement
+		for _, a := range as {
+			if related(a.Prefix) {
+				out = append(out, a)
+			}
+		}
+		return out
+	}
+	e.AdvertiseChanges = AdvertDiff{Announce: keep(p.Advertise.Announce), Change: keep(p.Advertise.Change), Withdraw: keep(p.Advertise.Withdraw)}
+	for _, pr := range res.Problems {
+		for _, r := range rules {
+			if strings.HasPrefix(pr, "rule "+r+":") {
+				e.Problems = append(e.Problems, pr)
+			}
+		}
+	}
+	e.Summary = e.summary()
+	return e
+}
+
+// summary writes the explanation as sentences.
+func (e Explanation) summary() []string {
+	var s []string
+	if len(e.Learned) == 0 {
+		s = append(s, fmt.Sprintf("import: no peer sent %s or a prefix covering it", e.Prefix))
+	}
+	for _, lp := range e.Learned {
+		verdict := "rejected"
+		if lp.Accepted {
+			verdict = "accepted"
+		}
+		stale := ""
+		if lp.Stale {
+			stale = " (stale, kept through the peer's graceful restart)"
+		}
+		s = append(s, fmt.Sprintf("import: peer %s sent %s via %s%s: %s: %s", lp.Peer, lp.Prefix, lp.NextHop, stale, verdict, lp.Reason))
+	}
+	for _, pp := range e.Protected {
+		s = append(s, fmt.Sprintf("protected: %s (%s)", pp.Prefix, pp.Why))
+	}
+	for _, r := range e.OVN {
+		s = append(s, fmt.Sprintf("installed in OVN: %s on %s via %s, output port %s (rule %s, row %s)", r.Prefix, r.Router, r.NextHop, r.OutputPort, r.Rule, r.UUID))
+	}
+	for _, r := range e.Kernel {
+		s = append(s, fmt.Sprintf("installed in the kernel: %s in table %d%s via %s (protocol %d)", r.Prefix, r.Table, vrfText(r.VRF), nextHopsText(r.NextHops), r.Protocol))
+	}
+	if len(e.OVN) == 0 && len(e.Kernel) == 0 {
+		s = append(s, fmt.Sprintf("installed: nowhere (no owned OVN row nor kernel route for %s or a prefix covering it)", e.Prefix))
+	}
+	for _, op := range e.PendingOVN {
+		s = append(s, fmt.Sprintf("pending: OVN %s %s on %s via %s (rule %s)", op.Op, op.Route.Prefix, op.Route.Router, op.Route.NextHop, op.Route.Rule))
+	}
+	for _, op := range e.PendingKernel {
+		s = append(s, fmt.Sprintf("pending: kernel %s %s in table %d%s via %s", op.Op, op.Route.Prefix, op.Route.Table, vrfText(op.Route.VRF), nextHopsText(op.Route.NextHops)))
+	}
+	for _, h := range e.Held {
+		switch {
+		case h.OVN != nil:
+			s = append(s, fmt.Sprintf("held: OVN %s %s on %s via %s: %s", h.OVN.Op, h.OVN.Route.Prefix, h.OVN.Route.Router, h.OVN.Route.NextHop, h.Reason))
+		case h.Kernel != nil && h.Kernel.Route != nil:
+			s = append(s, fmt.Sprintf("held: kernel %s %s in table %d: %s", h.Kernel.Op, h.Kernel.Route.Prefix, h.Kernel.Route.Table, h.Reason))
+		}
+	}
+	for _, pr := range e.Problems {
+		s = append(s, "problem: "+pr)
+	}
+	if len(e.Advertised) == 0 {
+		s = append(s, fmt.Sprintf("advertise: no rule advertises %s or a prefix covering it", e.Prefix))
+	}
+	for _, a := range e.Advertised {
+		s = append(s, fmt.Sprintf("advertise: %s to peer %s by rule %s (network %s, %s)", a.Prefix, a.Peer, a.Rule, a.Network, a.Source))
+	}
+	for _, a := range e.AdvertiseChanges.Announce {
+		s = append(s, fmt.Sprintf("pending: announce %s to peer %s", a.Prefix, a.Peer))
+	}
+	for _, a := range e.AdvertiseChanges.Change {
+		s = append(s, fmt.Sprintf("pending: change the attributes of %s to peer %s", a.Prefix, a.Peer))
+	}
+	for _, a := range e.AdvertiseChanges.Withdraw {
+		s = append(s, fmt.Sprintf("pending: withdraw %s from peer %s", a.Prefix, a.Peer))
+	}
+	return s
+}
+
+func vrfText(vrf string) string {
+	if vrf == "" {
+		return ""
+	}
+	return " (VRF " + vrf + ")"
+}
+
+func nextHopsText(nhs []model.NextHop) string {
+	var s []string
+	for _, nh := range nhs {
+		if nh.Dev != "" {
+			s = append(s, nh.Addr.String()+" dev "+nh.Dev)
+		} else {
+			s = append(s, nh.Addr.String())
+		}
+	}
+	return strings.Join(s, ", ")
+}

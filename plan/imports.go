@@ -1,0 +1,553 @@
+package plan
+
+import (
+	"cmp"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	"github.com/ovnbgp/ovnbgp/config"
+	"github.com/ovnbgp/ovnbgp/model"
+)
+
+// ImportInput is everything the import decision reads.
+type ImportInput struct {
+	Config *config.Config
+	// Snapshot gives the networks, gateway routers, NB's protected
+	// prefixes and the owned static routes.
+	Snapshot model.Snapshot
+	// Host gives the links (on-link and local checks), the VRFs and the
+	// kernel routes carrying our protocol.
+	Host model.Host
+	// Learned is every path peers sent (Malformed and Stale set by bgp).
+	Learned []model.LearnedPath
+}
+
+// ImportResult is the import decision: every path with its verdict, and
+// what the accepted ones make the OVN and kernel targets look like.
+type ImportResult struct {
+	// Paths are the input paths in input order, Accepted, Rule and
+	// Reason set.
+	Paths []model.LearnedPath `json:"paths"`
+	// OVN are the desired owned static routes, sorted by router, prefix,
+	// next hop.
+	OVN []model.OVNRoute `json:"ovn,omitempty"`
+	// Kernel are the desired kernel routes (Protocol from config), sorted
+	// by table, prefix.
+	Kernel []model.KernelRoute `json:"kernel,omitempty"`
+	// VRFs are the VRF devices to create: asked for by createVRF and
+	// missing from the host.
+	VRFs []model.VRFDevice `json:"vrfs,omitempty"`
+	// Rules are the ip rules ovnbgp wants. None today: a VRF target needs
+	// none (the VRF's l3mdev rule looks its table up), and which traffic
+	// uses a plain table target is the operator's choice (see
+	// docs/architecture.md).
+	Rules []model.KernelRule `json:"rules,omitempty"`
+	// Alarms are the import caps reached.
+	Alarms []ImportAlarm `json:"alarms,omitempty"`
+	// Problems are rule-level reasons why a target receives nothing, each
+	// a sentence naming the rule.
+	Problems []string `json:"problems,omitempty"`
+	// Protected is the full protected set used.
+	Protected []model.ProtectedPrefix `json:"protected,omitempty"`
+}
+
+// ImportAlarm says that a rule's import cap holds back prefixes of a peer.
+type ImportAlarm struct {
+	Rule string `json:"rule"`
+	Peer string `json:"peer"`
+	// Max is the rule's maxRoutes, Wanted the prefixes the peer offered
+	// that passed every other check.
+	Max    int `json:"max"`
+	Wanted int `json:"wanted"`
+}
+
+// String is the alarm as a sentence (PeerStatus.ImportAlarm, logs).
+func (a ImportAlarm) String() string {
+	return fmt.Sprintf("import cap: rule %s accepts at most %d routes from peer %s (%d offered)", a.Rule, a.Max, a.Peer, a.Wanted)
+}
+
+// Import decides, for every learned path, whether an import rule accepts it
+// and why (the order of the checks is in docs/config.md, "Import
+// decision"), and computes the desired OVN static routes, kernel routes and
+// VRFs. It is pure: the same input gives the same result.
+func Import(in ImportInput) ImportResult {
+	cfg := in.Config
+	if cfg == nil {
+		cfg = &config.Config{}
+	}
+	prot := Protected(cfg, in.Snapshot, in.Host)
+	e := newImportEnv(cfg, in.Snapshot, in.Host, prot)
+	res := ImportResult{Protected: prot, Problems: e.problems, VRFs: e.createVRFs}
+
+	// Each path against each rule listing its peer: a candidate passes
+	// every check but the cap; first is the first rule whose accept
+	// matched, with its verdict when it rejects.
+	type verdict struct {
+		rule   int
+		reason string
+	}
+	first := make([]verdict, len(in.Learned))
+	matched := make([]bool, len(in.Learned))
+	var cands []candidate
+	for i, p := range in.Learned {
+		first[i] = verdict{rule: -1}
+		switch {
+		case p.Malformed != "":
+			first[i].reason = fmt.Sprintf("malformed: %s; such a path is never imported", p.Malformed)
+			continue
+		case !p.Prefix.IsValid() || p.Prefix != p.Prefix.Masked():
+			first[i].reason = fmt.Sprintf("malformed: prefix %s is invalid or has host bits set; such a path is never imported", p.Prefix)
+			continue
+		}
+		listed := false
+		for ri := range cfg.Import {
+			r := &cfg.Import[ri]
+			if !slices.Contains(r.Peers, p.Peer) {
+				continue
+			}
+			listed = true
+			entry, ok := acceptEntry(r, p.Prefix)
+			if !ok {
+				continue
+			}
+			reason := e.check(ri, entry, p)
+			if reason == "" {
+				cands = append(cands, candidate{path: i, rule: ri, entry: entry})
+			}
+			if !matched[i] {
+				matched[i] = true
+				first[i] = verdict{rule: ri, reason: reason}
+			}
+		}
+		switch {
+		case !listed:
+			first[i].reason = fmt.Sprintf("no import rule lists peer %s: rejected by default (RFC 8212)", p.Peer)
+		case !matched[i]:
+			first[i].reason = e.noMatch(p)
+		}
+	}
+
+	cands, capReasons, alarms := e.applyCaps(in.Learned, cands)
+	res.Alarms = alarms
+
+	acceptedBy := make([][]candidate, len(in.Learned))
+	for _, c := range cands {
+		acceptedBy[c.path] = append(acceptedBy[c.path], c)
+	}
+	res.Paths = make([]model.LearnedPath, len(in.Learned))
+	for i, p := range in.Learned {
+		p.Accepted, p.Rule, p.Reason = false, "", ""
+		switch acc := acceptedBy[i]; {
+		case len(acc) > 0:
+			p.Accepted = true
+			p.Rule = cfg.Import[acc[0].rule].Name
+			var by []string
+			for _, c := range acc {
+				by = append(by, fmt.Sprintf("rule %s (%s)", cfg.Import[c.rule].Name, c.entry))
+			}
+			p.Reason = "accepted by " + strings.Join(by, " and ")
+		default:
+			if v := first[i]; v.rule >= 0 {
+				p.Rule = cfg.Import[v.rule].Name
+			}
+			p.Reason = first[i].reason
+			if r, ok := capReasons[i]; ok && p.Reason == "" {
+				p.Reason = r
+			}
+		}
+		res.Paths[i] = p
+	}
+	res.OVN, res.Kernel = e.targets(in.Learned, cands)
+	return res
+}
+
+// candidate is a path that a rule accepts, by one of its accept entries.
+type candidate struct {
+	path, rule int
+	entry      config.PrefixMatch
+}
+
+// acceptEntry is the first accept entry of r that matches p.
+func acceptEntry(r *config.ImportRule, p netip.Prefix) (config.PrefixMatch, bool) {
+	for _, m := range r.Accept {
+		if m.Matches(p) {
+			return m, true
+		}
+	}
+	return config.PrefixMatch{}, false
+}
+
+// importEnv is what the checks need, derived once per Import.
+type importEnv struct {
+	cfg  *config.Config
+	snap model.Snapshot
+	host model.Host
+	// prot is the protected set; nhProt the part a next hop may not be in
+	// (without host and peer addresses: a peer's address is the usual
+	// next hop, a local one has its own reason).
+	prot, nhProt []model.ProtectedPrefix
+	local        map[netip.Addr]string // host address -> link
+	// peerLink is each configured peer's link, or why it has none.
+	peerLink    map[string]*model.Link
+	peerNoLink  map[string]string
+	routers     []*model.GatewayRouter // per rule: its OVN target, nil if none
+	tables      []uint32               // per rule: its kernel table, 0 if none
+	vrfs        []string               // per rule: its VRF, "" if none
+	problems    []string
+	createVRFs  []model.VRFDevice
+	installedAt map[installedKey]bool
+}
+
+type installedKey struct {
+	rule   string
+	table  uint32
+	prefix netip.Prefix
+}
+
+func newImportEnv(cfg *config.Config, snap model.Snapshot, host model.Host, prot []model.ProtectedPrefix) *importEnv {
+	e := &importEnv{cfg: cfg, snap: snap, host: host, prot: prot,
+		local: map[netip.Addr]string{}, peerLink: map[string]*model.Link{}, peerNoLink: map[string]string{},
+		installedAt: map[installedKey]bool{}}
+	for _, pp := range prot {
+		if !strings.HasPrefix(pp.Why, whyPeer) && !strings.HasPrefix(pp.Why, whyHost) {
+			e.nhProt = append(e.nhProt, pp)
+		}
+	}
+	for li := range host.Links {
+		for _, a := range host.Links[li].Addrs {
+			e.local[a.Addr()] = host.Links[li].Name
+		}
+	}
+	for _, p := range cfg.BGP.Peers {
+		e.findPeerLink(p)
+	}
+	created := map[string]bool{}
+	for ri := range cfg.Import {
+		r := &cfg.Import[ri]
+		e.routers = append(e.routers, e.router(r))
+		t, vrf := e.kernelTable(r, created)
+		e.tables = append(e.tables, t)
+		e.vrfs = append(e.vrfs, vrf)
+	}
+	for _, o := range snap.OwnedRoutes {
+		e.installedAt[installedKey{rule: o.Rule, prefix: o.Prefix}] = true
+	}
+	for _, k := range host.Routes {
+		e.installedAt[installedKey{table: k.Table, prefix: k.Prefix}] = true
+	}
+	return e
+}
+
+// findPeerLink finds the link through which peer p's next hops must be
+// on-link: its configured interface, else the link with the longest
+// connected prefix holding its address.
+func (e *importEnv) findPeerLink(p config.Peer) {
+	if p.Interface != "" {
+		for li := range e.host.Links {
+			if l := &e.host.Links[li]; l.Name == p.Interface {
+				e.peerLink[p.Name] = l
+				return
+			}
+		}
+		e.peerNoLink[p.Name] = fmt.Sprintf("peer %s's interface %s is not a link of this host", p.Name, p.Interface)
+		return
+	}
+	best := -1
+	for li := range e.host.Links {
+		for _, a := range e.host.Links[li].Addrs {
+			if a.Masked().Contains(p.Address) && a.Bits() > best {
+				best = a.Bits()
+				e.peerLink[p.Name] = &e.host.Links[li]
+			}
+		}
+	}
+	if best < 0 {
+		e.peerNoLink[p.Name] = fmt.Sprintf("peer %s's address %s is inside no connected prefix of a host link (a multihop peer needs bgp.peers[].interface naming the link its next hops are on)", p.Name, p.Address)
+	}
+}
+
+// router is rule r's OVN target, or nil with a problem recorded.
+func (e *importEnv) router(r *config.ImportRule) *model.GatewayRouter {
+	if !r.Targets.OVN {
+		return nil
+	}
+	for i := range e.snap.Routers {
+		gr := &e.snap.Routers[i]
+		if gr.Network != r.Network {
+			continue
+		}
+		switch {
+		case gr.ForeignImport != "":
+			e.problem("rule %s: refusing to import into %s, which OVN-Kubernetes' own route import manages: %s", r.Name, gr.Name, gr.ForeignImport)
+		case gr.ExternalPort == "":
+			e.problem("rule %s: gateway router %s of network %s has no external port: nothing is imported into OVN", r.Name, gr.Name, r.Network)
+		default:
+			return gr
+		}
+		return nil
+	}
+	e.problem("rule %s: network %s has no gateway router on node %s in NB: nothing is imported into OVN", r.Name, r.Network, e.snap.Node)
+	return nil
+}
+
+// kernelTable is rule r's kernel table and VRF, or 0 with a problem
+// recorded; a VRF to create is added to createVRFs once.
+func (e *importEnv) kernelTable(r *config.ImportRule, created map[string]bool) (uint32, string) {
+	k := r.Targets.Kernel
+	if k.VRF == "" {
+		return uint32(k.Table), ""
+	}
+	for _, v := range e.host.VRFs {
+		if v.Name != k.VRF {
+			continue
+		}
+		if k.Table != 0 && uint32(k.Table) != v.Table {
+			e.problem("rule %s: VRF %s uses table %d, not targets.kernel.table %d: set table: %d, or remove it", r.Name, v.Name, v.Table, k.Table, v.Table)
+			return 0, ""
+		}
+		return v.Table, v.Name
+	}
+	if !k.CreateVRF {
+		e.problem("rule %s: VRF %s does not exist on this host: create it, or set targets.kernel.createVRF: true with a table", r.Name, k.VRF)
+		return 0, ""
+	}
+	if !created[k.VRF] {
+		created[k.VRF] = true
+		e.createVRFs = append(e.createVRFs, model.VRFDevice{Name: k.VRF, Table: uint32(k.Table)})
+	}
+	return uint32(k.Table), k.VRF
+}
+
+func (e *importEnv) problem(format string, args ...any) {
+	e.problems = append(e.problems, fmt.Sprintf(format, args...))
+}
+
+// noMatch is the reason for a path no accept entry of its peer's rules
+// matches.
+func (e *importEnv) noMatch(p model.LearnedPath) string {
+	var rules []string
+	for _, r := range e.cfg.Import {
+		if !slices.Contains(r.Peers, p.Peer) {
+			continue
+		}
+		var entries []string
+		for _, m := range r.Accept {
+			entries = append(entries, m.String())
+		}
+		rules = append(rules, fmt.Sprintf("rule %s accepts %s", r.Name, strings.Join(entries, ", ")))
+	}
+	return fmt.Sprintf("no accept entry matches %s from peer %s (%s)", p.Prefix, p.Peer, strings.Join(rules, "; "))
+}
+
+// check runs every check after the accept match, for path p and rule ri,
+// and returns the first failing one's reason, or "".
+func (e *importEnv) check(ri int, entry config.PrefixMatch, p model.LearnedPath) string {
+	r := &e.cfg.Import[ri]
+	if p.Prefix.Bits() == 0 && !r.AllowDefaultRoute {
+		return fmt.Sprintf("%s is the default route and rule %s does not set allowDefaultRoute", p.Prefix, r.Name)
+	}
+	if pp, ok := protectedCovering(e.prot, p.Prefix); ok {
+		if pp.Prefix == p.Prefix {
+			return fmt.Sprintf("%s is protected: %s (rule %s)", p.Prefix, pp.Why, r.Name)
+		}
+		return fmt.Sprintf("%s is inside protected %s: %s (rule %s)", p.Prefix, pp.Prefix, pp.Why, r.Name)
+	}
+	if reason := e.nextHop(p); reason != "" {
+		return reason + fmt.Sprintf(" (rule %s)", r.Name)
+	}
+	if gr := e.routers[ri]; gr != nil && !slices.ContainsFunc(gr.ExternalNetworks, func(n netip.Prefix) bool {
+		return n.Masked().Contains(p.NextHop)
+	}) {
+		return fmt.Sprintf("next hop %s of %s is outside the external networks %s of gateway router %s (rule %s, network %s)",
+			p.NextHop, p.Prefix, prefixList(gr.ExternalNetworks), gr.Name, r.Name, r.Network)
+	}
+	return ""
+}
+
+// nextHop checks path p's next hop (safety rule 3); "" if it is fine.
+func (e *importEnv) nextHop(p model.LearnedPath) string {
+	nh := p.NextHop
+	switch {
+	case !nh.IsValid():
+		return fmt.Sprintf("the next hop of %s is missing or invalid", p.Prefix)
+	case nh.Is4In6():
+		return fmt.Sprintf("next hop %s of %s is an IPv4-mapped IPv6 address", nh, p.Prefix)
+	case nh.Is4() != p.Prefix.Addr().Is4():
+		return fmt.Sprintf("next hop %s is %s but the prefix %s is %s", nh, familyName(nh), p.Prefix, familyName(p.Prefix.Addr()))
+	case nh.IsUnspecified():
+		return fmt.Sprintf("next hop %s of %s is the unspecified address", nh, p.Prefix)
+	case nh.IsLoopback():
+		return fmt.Sprintf("next hop %s of %s is a loopback address", nh, p.Prefix)
+	case nh.IsMulticast():
+		return fmt.Sprintf("next hop %s of %s is a multicast address", nh, p.Prefix)
+	case nh == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
+		return fmt.Sprintf("next hop %s of %s is the broadcast address", nh, p.Prefix)
+	case nh.IsLinkLocalUnicast():
+		return fmt.Sprintf("next hop %s of %s is a link-local address", nh, p.Prefix)
+	}
+	if link, ok := e.local[nh]; ok {
+		return fmt.Sprintf("next hop %s of %s is local (an address of host link %s)", nh, p.Prefix, link)
+	}
+	if pp, ok := protectedCovering(e.nhProt, hostPrefix(nh)); ok {
+		return fmt.Sprintf("next hop %s of %s is inside protected %s: %s", nh, p.Prefix, pp.Prefix, pp.Why)
+	}
+	link := e.peerLink[p.Peer]
+	if link == nil {
+		why := e.peerNoLink[p.Peer]
+		if why == "" {
+			why = fmt.Sprintf("peer %s is not configured", p.Peer)
+		}
+		return fmt.Sprintf("next hop %s of %s cannot be checked on-link: %s", nh, p.Prefix, why)
+	}
+	if !onLink(link, nh) {
+		return fmt.Sprintf("next hop %s of %s is not on-link through peer %s's link %s (%s)", nh, p.Prefix, p.Peer, link.Name, prefixList(link.Addrs))
+	}
+	return ""
+}
+
+// onLink reports whether a is inside a connected prefix of l.
+func onLink(l *model.Link, a netip.Addr) bool {
+	return slices.ContainsFunc(l.Addrs, func(c netip.Prefix) bool { return c.Masked().Contains(a) })
+}
+
+func prefixList(ps []netip.Prefix) string {
+	if len(ps) == 0 {
+		return "none"
+	}
+	s := make([]string, len(ps))
+	for i, p := range ps {
+		s[i] = p.String()
+	}
+	return strings.Join(s, ", ")
+}
+
+// applyCaps keeps, per (rule, peer), at most the rule's maxRoutes distinct
+// prefixes: those already installed by the rule first, then the others in
+// prefix order. It returns the candidates kept, the cap reason of each path
+// that lost every rule to a cap, and the alarms.
+func (e *importEnv) applyCaps(paths []model.LearnedPath, cands []candidate) ([]candidate, map[int]string, []ImportAlarm) {
+	type group struct {
+		rule int
+		peer string
+	}
+	groups := map[group][]netip.Prefix{}
+	seen := map[group]map[netip.Prefix]bool{}
+	for _, c := range cands {
+		g := group{c.rule, paths[c.path].Peer}
+		if seen[g] == nil {
+			seen[g] = map[netip.Prefix]bool{}
+		}
+		if pfx := paths[c.path].Prefix; !seen[g][pfx] {
+			seen[g][pfx] = true
+			groups[g] = append(groups[g], pfx)
+		}
+	}
+	dropped := map[group]map[netip.Prefix]bool{}
+	var alarms []ImportAlarm
+	for g, pfxs := range groups {
+		r := &e.cfg.Import[g.rule]
+		if r.MaxRoutes <= 0 || len(pfxs) <= r.MaxRoutes {
+			continue
+		}
+		slices.SortFunc(pfxs, func(a, b netip.Prefix) int {
+			ia, ib := e.installed(g.rule, a), e.installed(g.rule, b)
+			if ia != ib {
+				if ia {
+					return -1
+				}
+				return 1
+			}
+			return comparePrefix(a, b)
+		})
+		dropped[g] = map[netip.Prefix]bool{}
+		for _, p := range pfxs[r.MaxRoutes:] {
+			dropped[g][p] = true
+		}
+		alarms = append(alarms, ImportAlarm{Rule: r.Name, Peer: g.peer, Max: r.MaxRoutes, Wanted: len(pfxs)})
+	}
+	slices.SortFunc(alarms, func(a, b ImportAlarm) int {
+		return cmp.Or(cmp.Compare(a.Rule, b.Rule), cmp.Compare(a.Peer, b.Peer))
+	})
+	reasons := map[int]string{}
+	var kept []candidate
+	for _, c := range cands {
+		g := group{c.rule, paths[c.path].Peer}
+		if dropped[g][paths[c.path].Prefix] {
+			if _, ok := reasons[c.path]; !ok {
+				r := &e.cfg.Import[c.rule]
+				reasons[c.path] = ImportAlarm{Rule: r.Name, Peer: g.peer, Max: r.MaxRoutes, Wanted: len(groups[g])}.String()
+			}
+			continue
+		}
+		kept = append(kept, c)
+	}
+	return kept, reasons, alarms
+}
+
+// installed reports whether rule ri has prefix p installed: an owned OVN
+// row of the rule, or a route in the rule's kernel table.
+func (e *importEnv) installed(ri int, p netip.Prefix) bool {
+	if e.installedAt[installedKey{rule: e.cfg.Import[ri].Name, prefix: p}] {
+		return true
+	}
+	return e.tables[ri] != 0 && e.installedAt[installedKey{table: e.tables[ri], prefix: p}]
+}
+
+// targets turns the accepted candidates into OVN rows (one per next hop)
+// and kernel routes (one multipath route per table and prefix). A target
+// (router or table) takes a prefix from the first rule, in config order,
+// that accepts it.
+func (e *importEnv) targets(paths []model.LearnedPath, cands []candidate) ([]model.OVNRoute, []model.KernelRoute) {
+	slices.SortStableFunc(cands, func(a, b candidate) int { return cmp.Compare(a.rule, b.rule) })
+	type ovnClaim struct {
+		router string
+		prefix netip.Prefix
+	}
+	ovnOwner := map[ovnClaim]int{}
+	ovnSeen := map[model.OVNRouteKey]bool{}
+	kernOwner := map[model.KernelRouteKey]int{}
+	kern := map[model.KernelRouteKey]*model.KernelRoute{}
+	var ovn []model.OVNRoute
+	for _, c := range cands {
+		p, r := paths[c.path], &e.cfg.Import[c.rule]
+		if gr := e.routers[c.rule]; gr != nil {
+			k := ovnClaim{gr.Name, p.Prefix}
+			if owner, ok := ovnOwner[k]; !ok || owner == c.rule {
+				ovnOwner[k] = c.rule
+				row := model.OVNRoute{Router: gr.Name, Prefix: p.Prefix, NextHop: p.NextHop,
+					OutputPort: gr.ExternalPort, Rule: r.Name, Network: r.Network}
+				if !ovnSeen[row.Key()] {
+					ovnSeen[row.Key()] = true
+					ovn = append(ovn, row)
+				}
+			}
+		}
+		if t := e.tables[c.rule]; t != 0 {
+			k := model.KernelRouteKey{Table: t, Prefix: p.Prefix}
+			if owner, ok := kernOwner[k]; ok && owner != c.rule {
+				continue
+			}
+			kernOwner[k] = c.rule
+			kr := kern[k]
+			if kr == nil {
+				kr = &model.KernelRoute{Table: t, VRF: e.vrfs[c.rule], Prefix: p.Prefix,
+					Protocol: e.cfg.Kernel.RouteProtocol, Rule: r.Name}
+				kern[k] = kr
+			}
+			nh := model.NextHop{Addr: p.NextHop, Dev: e.peerLink[p.Peer].Name}
+			if !slices.Contains(kr.NextHops, nh) {
+				kr.NextHops = append(kr.NextHops, nh)
+			}
+		}
+	}
+	kernel := make([]model.KernelRoute, 0, len(kern))
+	for _, kr := range kern {
+		slices.SortFunc(kr.NextHops, compareNextHop)
+		kernel = append(kernel, *kr)
+	}
+	slices.SortFunc(ovn, compareOVN)
+	slices.SortFunc(kernel, compareKernel)
+	return ovn, kernel
+}

@@ -1,0 +1,462 @@
+package plan
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/ovnbgp/ovnbgp/config"
+	"github.com/ovnbgp/ovnbgp/model"
+)
+
+// importFixture is node n1 with an uplink eth0 (192.0.2.10/24,
+// 2001:db8::10/64) and a second link eth1 (198.51.100.10/24); peers tor-a
+// (192.0.2.1) and tor-b (192.0.2.2) on eth0, tor-c (198.51.100.1) on eth1,
+// tor-6 (2001:db8::1); the default network's pod subnet 10.128.0.0/23, NB
+// protecting the cluster's 10.128.0.0/14; GR_n1 on 192.0.2.0/24 and
+// 2001:db8::/64. Rule "up" imports 10.0.0.0/8 (8..24), 0.0.0.0/0 and
+// 2001:db8:100::/40 (40..64) from tor-a, tor-b and tor-6 into OVN and
+// table 100.
+func importFixture() ImportInput {
+	cfg := &config.Config{
+		Node: config.Node{Name: "n1"},
+		BGP: config.BGP{ASN: 64512, Peers: []config.Peer{
+			{Name: "tor-a", Address: addr("192.0.2.1"), ASN: 65001, Families: []config.Family{config.IPv4}},
+			{Name: "tor-b", Address: addr("192.0.2.2"), ASN: 65001, Families: []config.Family{config.IPv4}},
+			{Name: "tor-c", Address: addr("198.51.100.1"), ASN: 65002, Families: []config.Family{config.IPv4}},
+			{Name: "tor-6", Address: addr("2001:db8::1"), ASN: 65001, Families: []config.Family{config.IPv6}},
+		}},
+		Import: []config.ImportRule{{
+			Name: "up", Peers: []string{"tor-a", "tor-b", "tor-6"}, Network: "default",
+			Accept: []config.PrefixMatch{
+				{Prefix: pfx("10.0.0.0/8"), MinLength: 8, MaxLength: 24},
+				{Prefix: pfx("0.0.0.0/0")},
+				{Prefix: pfx("2001:db8:100::/40"), MaxLength: 64},
+				{Prefix: pfx("172.16.0.0/12"), MaxLength: 32},
+				{Prefix: pfx("100.64.0.0/10"), MaxLength: 32},
+			},
+			MaxRoutes: 1000, Mode: "auto",
+			Targets: config.ImportTargets{OVN: true, Kernel: config.KernelTarget{Table: 100}},
+		}},
+		ProtectedPrefixes: []netip.Prefix{pfx("10.66.0.0/16")},
+		Cluster:           config.Cluster{ServiceCIDRs: []netip.Prefix{pfx("172.30.0.0/16")}},
+		Kernel:            config.Kernel{RouteProtocol: 200},
+	}
+	return ImportInput{
+		Config: cfg,
+		Snapshot: model.Snapshot{
+			Node: "n1",
+			Networks: []model.Network{{Name: "default", Topology: "layer3", Subnets: []model.Subnet{
+				{Prefix: pfx("10.128.0.0/23"), Source: "Logical_Switch n1 other_config:subnet"}}}},
+			Routers: []model.GatewayRouter{{Network: "default", Name: "GR_n1", UUID: "gr-uuid",
+				ExternalPort: "rtoe-GR_n1", ExternalNetworks: []netip.Prefix{pfx("192.0.2.10/24"), pfx("2001:db8::10/64")}}},
+			Protected: []model.ProtectedPrefix{
+				{Prefix: pfx("10.128.0.0/14"), Why: "cluster subnet (ovn_cluster_router static routes)"},
+				{Prefix: pfx("100.64.0.0/16"), Why: "join subnet (Logical_Router_Port rtoj-GR_n1)"},
+			},
+		},
+		Host: model.Host{Links: []model.Link{
+			{Name: "lo", Index: 1, Up: true, Addrs: []netip.Prefix{pfx("127.0.0.1/8"), pfx("::1/128")}},
+			{Name: "eth0", Index: 2, Up: true, Addrs: []netip.Prefix{pfx("192.0.2.10/24"), pfx("2001:db8::10/64"), pfx("fe80::10/64")}},
+			{Name: "eth1", Index: 3, Up: true, Addrs: []netip.Prefix{pfx("198.51.100.10/24")}},
+		}},
+	}
+}
+
+func addr(s string) netip.Addr { return netip.MustParseAddr(s) }
+
+func path(peer, prefix, nh string) model.LearnedPath {
+	p := model.LearnedPath{Peer: peer, Prefix: pfx(prefix), ASPath: []uint32{65001}, Origin: "igp"}
+	if nh != "" {
+		p.NextHop = netip.MustParseAddr(nh)
+	}
+	return p
+}
+
+// TestImportReasons tries one path per check, hostile ones first: each is
+// accepted or rejected with a reason naming the value and what decided.
+func TestImportReasons(t *testing.T) {
+	malformed := path("tor-a", "10.1.0.0/16", "192.0.2.1")
+	malformed.Malformed = "AS 0 in the AS path (RFC 7607)"
+	asSet := path("tor-a", "10.1.0.0/16", "192.0.2.1")
+	asSet.Malformed = "AS_SET in the AS path (RFC 9774)"
+	stale := path("tor-a", "10.3.0.0/16", "192.0.2.1")
+	stale.Stale = true
+	tests := []struct {
+		name     string
+		path     model.LearnedPath
+		accepted bool
+		rule     string
+		reason   string
+	}{
+		{"accepted", path("tor-a", "10.1.0.0/16", "192.0.2.1"), true, "up", "accepted by rule up (10.0.0.0/8 length 8..24)"},
+		{"accepted IPv6", path("tor-6", "2001:db8:100::/48", "2001:db8::1"), true, "up", "accepted by rule up (2001:db8:100::/40 length 40..64)"},
+		{"stale still accepted", stale, true, "up", "accepted by rule up"},
+		{"malformed AS 0 beats everything", malformed, false, "", "malformed: AS 0 in the AS path (RFC 7607); such a path is never imported"},
+		{"malformed AS_SET", asSet, false, "", "malformed: AS_SET in the AS path (RFC 9774)"},
+		{"prefix with host bits", model.LearnedPath{Peer: "tor-a", Prefix: netip.MustParsePrefix("10.1.0.1/16"), NextHop: addr("192.0.2.1")}, false, "", "prefix 10.1.0.1/16 is invalid or has host bits set; such a path is never imported"},
+		{"no prefix", model.LearnedPath{Peer: "tor-a", NextHop: addr("192.0.2.1")}, false, "", "prefix invalid Prefix is invalid"},
+		{"peer in no rule", path("tor-c", "10.1.0.0/16", "198.51.100.1"), false, "", "no import rule lists peer tor-c: rejected by default (RFC 8212)"},
+		{"unknown peer", path("ghost", "10.1.0.0/16", "192.0.2.1"), false, "", "no import rule lists peer ghost"},
+		{"too long", path("tor-a", "10.1.2.0/25", "192.0.2.1"), false, "", "no accept entry matches 10.1.2.0/25 from peer tor-a (rule up accepts 10.0.0.0/8 length 8..24, 0.0.0.0/0 length 0,"},
+		{"outside", path("tor-a", "203.0.113.0/24", "192.0.2.1"), false, "", "no accept entry matches 203.0.113.0/24"},
+		{"default route without opt-in", path("tor-a", "0.0.0.0/0", "192.0.2.1"), false, "up", "0.0.0.0/0 is the default route and rule up does not set allowDefaultRoute"},
+		{"own pod subnet", path("tor-a", "10.128.0.0/23", "192.0.2.1"), false, "up", "10.128.0.0/23 is inside protected 10.128.0.0/14: cluster subnet (ovn_cluster_router static routes) (rule up)"},
+		{"more specific of a pod subnet", path("tor-a", "10.128.0.0/24", "192.0.2.1"), false, "up", "10.128.0.0/24 is inside protected 10.128.0.0/14"},
+		{"protectedPrefixes itself", path("tor-a", "10.66.0.0/16", "192.0.2.1"), false, "up", "10.66.0.0/16 is protected: protectedPrefixes (rule up)"},
+		{"inside protectedPrefixes", path("tor-a", "10.66.7.0/24", "192.0.2.1"), false, "up", "10.66.7.0/24 is inside protected 10.66.0.0/16: protectedPrefixes"},
+		{"service CIDR", path("tor-a", "172.30.5.0/24", "192.0.2.1"), false, "up", "inside protected 172.30.0.0/16: cluster.serviceCIDRs"},
+		{"live join subnet", path("tor-a", "100.64.0.0/24", "192.0.2.1"), false, "up", "inside protected 100.64.0.0/16: join subnet (Logical_Router_Port rtoj-GR_n1)"},
+		{"default transit subnet", path("tor-a", "100.88.0.0/16", "192.0.2.1"), false, "up", "100.88.0.0/16 is protected: default transit subnet of OVN-Kubernetes (NB has no live value) (rule up)"},
+		{"no default join subnet when NB has one", path("tor-a", "100.65.0.0/16", "192.0.2.1"), true, "up", "accepted by rule up (100.64.0.0/10 length 10..32)"},
+		{"another entry", path("tor-a", "172.16.0.0/12", "192.0.2.1"), true, "up", "accepted by rule up (172.16.0.0/12 length 12..32)"},
+		{"a /24", path("tor-a", "10.200.0.0/24", "192.0.2.1"), true, "up", "accepted"},
+		{"next hop missing", path("tor-a", "10.1.0.0/16", ""), false, "up", "the next hop of 10.1.0.0/16 is missing or invalid (rule up)"},
+		{"next hop wrong family", path("tor-6", "2001:db8:100::/48", "192.0.2.1"), false, "up", "next hop 192.0.2.1 is IPv4 but the prefix 2001:db8:100::/48 is IPv6 (rule up)"},
+		{"next hop mapped", path("tor-6", "2001:db8:100::/48", "::ffff:192.0.2.1"), false, "up", "IPv4-mapped"},
+		{"next hop unspecified", path("tor-a", "10.1.0.0/16", "0.0.0.0"), false, "up", "next hop 0.0.0.0 of 10.1.0.0/16 is the unspecified address"},
+		{"next hop loopback", path("tor-a", "10.1.0.0/16", "127.0.0.1"), false, "up", "next hop 127.0.0.1 of 10.1.0.0/16 is a loopback address"},
+		{"next hop multicast", path("tor-a", "10.1.0.0/16", "224.0.0.5"), false, "up", "is a multicast address"},
+		{"next hop broadcast", path("tor-a", "10.1.0.0/16", "255.255.255.255"), false, "up", "is the broadcast address"},
+		{"next hop link-local", path("tor-6", "2001:db8:100::/48", "fe80::1"), false, "up", "next hop fe80::1 of 2001:db8:100::/48 is a link-local address"},
+		{"next hop self", path("tor-a", "10.1.0.0/16", "192.0.2.10"), false, "up", "next hop 192.0.2.10 of 10.1.0.0/16 is local (an address of host link eth0)"},
+		{"next hop in a pod subnet", path("tor-a", "10.1.0.0/16", "10.128.0.5"), false, "up", "next hop 10.128.0.5 of 10.1.0.0/16 is inside protected 10.128.0.0/14"},
+		{"next hop in serviceCIDRs", path("tor-a", "10.1.0.0/16", "172.30.0.10"), false, "up", "inside protected 172.30.0.0/16: cluster.serviceCIDRs"},
+		{"next hop not on-link", path("tor-a", "10.1.0.0/16", "198.51.100.7"), false, "up", "next hop 198.51.100.7 of 10.1.0.0/16 is not on-link through peer tor-a's link eth0 (192.0.2.10/24, 2001:db8::10/64, fe80::10/64) (rule up)"},
+		{"next hop another peer on the link", path("tor-a", "10.1.0.0/16", "192.0.2.2"), true, "up", "accepted"},
+		{"next hop another address on the link", path("tor-6", "2001:db8:100::/48", "2001:db8::1:0:0:1"), true, "up", "accepted"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := importFixture()
+			in.Learned = []model.LearnedPath{tt.path}
+			res := Import(in)
+			if len(res.Paths) != 1 {
+				t.Fatalf("Paths = %d, want 1", len(res.Paths))
+			}
+			got := res.Paths[0]
+			if got.Accepted != tt.accepted || got.Rule != tt.rule || !strings.Contains(got.Reason, tt.reason) {
+				t.Errorf("got accepted=%v rule=%q reason %q\nwant accepted=%v rule=%q reason containing %q",
+					got.Accepted, got.Rule, got.Reason, tt.accepted, tt.rule, tt.reason)
+			}
+			if !tt.accepted && (len(res.OVN) != 0 || len(res.Kernel) != 0) {
+				t.Errorf("a rejected path is installed: OVN %v, kernel %v", res.OVN, res.Kernel)
+			}
+			if tt.accepted && (len(res.OVN) != 1 || len(res.Kernel) != 1) {
+				t.Errorf("an accepted path is not installed once in each target: OVN %v, kernel %v", res.OVN, res.Kernel)
+			}
+		})
+	}
+}
+
+// TestImportNextHopChecks covers the checks that need another fixture: a
+// peer whose address is on no link, a peer's configured interface, the
+// GR's external networks.
+func TestImportNextHopChecks(t *testing.T) {
+	t.Run("peer on no link", func(t *testing.T) {
+		in := importFixture()
+		in.Config.BGP.Peers[0].Address = addr("203.0.113.1")
+		in.Learned = []model.LearnedPath{path("tor-a", "10.1.0.0/16", "192.0.2.1")}
+		want := "cannot be checked on-link: peer tor-a's address 203.0.113.1 is inside no connected prefix of a host link"
+		if got := Import(in).Paths[0]; got.Accepted || !strings.Contains(got.Reason, want) {
+			t.Errorf("got %v %q, want rejected: %q", got.Accepted, got.Reason, want)
+		}
+	})
+	t.Run("interface decides the link", func(t *testing.T) {
+		in := importFixture()
+		in.Config.BGP.Peers[0].Interface = "eth1"
+		in.Snapshot.Routers[0].ExternalNetworks = append(in.Snapshot.Routers[0].ExternalNetworks, pfx("198.51.100.0/24"))
+		in.Learned = []model.LearnedPath{path("tor-a", "10.1.0.0/16", "198.51.100.1"), path("tor-a", "10.2.0.0/16", "192.0.2.1")}
+		res := Import(in)
+		if !res.Paths[0].Accepted || res.Paths[1].Accepted || !strings.Contains(res.Paths[1].Reason, "not on-link through peer tor-a's link eth1") {
+			t.Errorf("got %+v", res.Paths)
+		}
+		if len(res.Kernel) != 1 || res.Kernel[0].NextHops[0].Dev != "eth1" {
+			t.Errorf("kernel = %+v, want one route through eth1", res.Kernel)
+		}
+		in.Config.BGP.Peers[0].Interface = "eth9"
+		if got := Import(in).Paths[0]; got.Accepted || !strings.Contains(got.Reason, "peer tor-a's interface eth9 is not a link of this host") {
+			t.Errorf("missing interface: got %v %q", got.Accepted, got.Reason)
+		}
+	})
+	t.Run("outside the GR's external networks", func(t *testing.T) {
+		in := importFixture()
+		in.Snapshot.Routers[0].ExternalNetworks = []netip.Prefix{pfx("192.0.2.0/28")}
+		in.Learned = []model.LearnedPath{path("tor-a", "10.1.0.0/16", "192.0.2.20")}
+		want := "next hop 192.0.2.20 of 10.1.0.0/16 is outside the external networks 192.0.2.0/28 of gateway router GR_n1 (rule up, network default)"
+		if got := Import(in).Paths[0]; got.Accepted || got.Reason != want {
+			t.Errorf("got %v %q, want %q", got.Accepted, got.Reason, want)
+		}
+	})
+	t.Run("default route with opt-in", func(t *testing.T) {
+		in := importFixture()
+		in.Config.Import[0].AllowDefaultRoute = true
+		in.Learned = []model.LearnedPath{path("tor-a", "0.0.0.0/0", "192.0.2.1")}
+		if got := Import(in).Paths[0]; !got.Accepted {
+			t.Errorf("default route with allowDefaultRoute: %q", got.Reason)
+		}
+	})
+}
+
+// TestProtected lists the protected set: NB's, this node's pod subnets,
+// serviceCIDRs, defaults NB has no live value for, host and peer
+// addresses, protectedPrefixes.
+func TestProtected(t *testing.T) {
+	in := importFixture()
+	got := Protected(in.Config, in.Snapshot, in.Host)
+	var lines []string
+	for _, p := range got {
+		lines = append(lines, p.Prefix.String()+" "+p.Why)
+	}
+	want := []string{
+		"10.128.0.0/14 cluster subnet (ovn_cluster_router static routes)",
+		"100.64.0.0/16 join subnet (Logical_Router_Port rtoj-GR_n1)",
+		"10.128.0.0/23 pod subnet of default on node n1 (Logical_Switch n1 other_config:subnet)",
+		"172.30.0.0/16 cluster.serviceCIDRs",
+		// no default IPv4 join subnet: NB has a live one
+		"fd98::/64 default join subnet of OVN-Kubernetes (NB has no live value)",
+		"100.88.0.0/16 default transit subnet of OVN-Kubernetes (NB has no live value)",
+		"fd97::/64 default transit subnet of OVN-Kubernetes (NB has no live value)",
+		"169.254.169.0/29 default masquerade subnet of OVN-Kubernetes (NB has no live value)",
+		"fd69::/125 default masquerade subnet of OVN-Kubernetes (NB has no live value)",
+		"127.0.0.1/32 address of host link lo",
+		"::1/128 address of host link lo",
+		"192.0.2.10/32 address of host link eth0",
+		"2001:db8::10/128 address of host link eth0",
+		"fe80::10/128 address of host link eth0",
+		"198.51.100.10/32 address of host link eth1",
+		"192.0.2.1/32 address of peer tor-a",
+		"192.0.2.2/32 address of peer tor-b",
+		"198.51.100.1/32 address of peer tor-c",
+		"2001:db8::1/128 address of peer tor-6",
+		"10.66.0.0/16 protectedPrefixes",
+	}
+	if d := cmp.Diff(want, lines); d != "" {
+		t.Errorf("Protected (-want +got):\n%s", d)
+	}
+	// Host and peer addresses are protected as destinations.
+	in.Config.Import[0].Accept = append(in.Config.Import[0].Accept, config.PrefixMatch{Prefix: pfx("192.0.2.0/24"), MaxLength: 32},
+		config.PrefixMatch{Prefix: pfx("198.51.100.0/24"), MaxLength: 32})
+	in.Learned = []model.LearnedPath{path("tor-a", "192.0.2.2/32", "192.0.2.1"), path("tor-a", "192.0.2.10/32", "192.0.2.1"),
+		path("tor-a", "169.254.169.0/30", "192.0.2.1")}
+	res := Import(in)
+	for i, w := range []string{"192.0.2.2/32 is protected: address of peer tor-b", "192.0.2.10/32 is protected: address of host link eth0", "no accept entry"} {
+		if got := res.Paths[i]; got.Accepted || !strings.Contains(got.Reason, w) {
+			t.Errorf("path %d: %v %q, want rejected: %q", i, got.Accepted, got.Reason, w)
+		}
+	}
+}
+
+// TestImportECMP: one prefix from two peers gives one OVN row per next hop
+// and one multipath kernel route, each next hop through its peer's link.
+func TestImportECMP(t *testing.T) {
+	in := importFixture()
+	in.Learned = []model.LearnedPath{
+		path("tor-b", "10.1.0.0/16", "192.0.2.2"),
+		path("tor-a", "10.1.0.0/16", "192.0.2.1"),
+		path("tor-6", "2001:db8:100::/48", "2001:db8::1"),
+	}
+	res := Import(in)
+	wantOVN := []model.OVNRoute{
+		{Router: "GR_n1", Prefix: pfx("10.1.0.0/16"), NextHop: addr("192.0.2.1"), OutputPort: "rtoe-GR_n1", Rule: "up", Network: "default"},
+		{Router: "GR_n1", Prefix: pfx("10.1.0.0/16"), NextHop: addr("192.0.2.2"), OutputPort: "rtoe-GR_n1", Rule: "up", Network: "default"},
+		{Router: "GR_n1", Prefix: pfx("2001:db8:100::/48"), NextHop: addr("2001:db8::1"), OutputPort: "rtoe-GR_n1", Rule: "up", Network: "default"},
+	}
+	wantKernel := []model.KernelRoute{
+		{Table: 100, Prefix: pfx("10.1.0.0/16"), Protocol: 200, Rule: "up",
+			NextHops: []model.NextHop{{Addr: addr("192.0.2.1"), Dev: "eth0"}, {Addr: addr("192.0.2.2"), Dev: "eth0"}}},
+		{Table: 100, Prefix: pfx("2001:db8:100::/48"), Protocol: 200, Rule: "up",
+			NextHops: []model.NextHop{{Addr: addr("2001:db8::1"), Dev: "eth0"}}},
+	}
+	if d := cmp.Diff(wantOVN, res.OVN, cmpAddrs); d != "" {
+		t.Errorf("OVN (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(wantKernel, res.Kernel, cmpAddrs); d != "" {
+		t.Errorf("kernel (-want +got):\n%s", d)
+	}
+}
+
+// TestImportTwoRules: rules are tried in config order; a target takes a
+// prefix from the first rule that accepts it; a rule with another target
+// installs it there too.
+func TestImportTwoRules(t *testing.T) {
+	in := importFixture()
+	second := config.ImportRule{Name: "second", Peers: []string{"tor-a"}, Network: "default",
+		Accept: []config.PrefixMatch{{Prefix: pfx("10.0.0.0/8"), MaxLength: 32}}, MaxRoutes: 10, Mode: "auto",
+		Targets: config.ImportTargets{OVN: true, Kernel: config.KernelTarget{Table: 100}}}
+	third := config.ImportRule{Name: "third", Peers: []string{"tor-a"}, Network: "default",
+		Accept: []config.PrefixMatch{{Prefix: pfx("10.0.0.0/8"), MaxLength: 32}}, MaxRoutes: 10, Mode: "auto",
+		Targets: config.ImportTargets{Kernel: config.KernelTarget{Table: 200}}}
+	in.Config.Import = append(in.Config.Import, second, third)
+	in.Learned = []model.LearnedPath{
+		path("tor-a", "10.1.0.0/16", "192.0.2.1"), // up, then second (same targets: up wins), then third (table 200)
+		path("tor-a", "10.9.9.0/28", "192.0.2.1"), // too long for up: second and third
+	}
+	res := Import(in)
+	if p := res.Paths[0]; !p.Accepted || p.Rule != "up" || p.Reason != "accepted by rule up (10.0.0.0/8 length 8..24) and rule second (10.0.0.0/8 length 8..32) and rule third (10.0.0.0/8 length 8..32)" {
+		t.Errorf("path 0: %+v", p)
+	}
+	if p := res.Paths[1]; !p.Accepted || p.Rule != "second" {
+		t.Errorf("path 1: %+v", p)
+	}
+	var ovn, kern []string
+	for _, r := range res.OVN {
+		ovn = append(ovn, r.Prefix.String()+" "+r.Rule)
+	}
+	for _, r := range res.Kernel {
+		kern = append(kern, fmt.Sprint(r.Table, " ", r.Prefix, " ", r.Rule))
+	}
+	if d := cmp.Diff([]string{"10.1.0.0/16 up", "10.9.9.0/28 second"}, ovn); d != "" {
+		t.Errorf("OVN (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]string{"100 10.1.0.0/16 up", "100 10.9.9.0/28 second", "200 10.1.0.0/16 third", "200 10.9.9.0/28 third"}, kern); d != "" {
+		t.Errorf("kernel (-want +got):\n%s", d)
+	}
+	// A first rule that rejects gives the reason when no later one accepts.
+	in.Learned = []model.LearnedPath{path("tor-a", "10.128.0.0/24", "192.0.2.1")}
+	if p := Import(in).Paths[0]; p.Accepted || p.Rule != "up" || !strings.Contains(p.Reason, "(rule up)") {
+		t.Errorf("protected, three rules: %+v", p)
+	}
+}
+
+// TestImportCap: above maxRoutes nothing new is imported; installed routes
+// stay first, then prefix order; the result does not depend on the order
+// of the paths; an alarm names rule, peer, max and offered.
+func TestImportCap(t *testing.T) {
+	in := importFixture()
+	in.Config.Import[0].MaxRoutes = 2
+	var learned []model.LearnedPath
+	for _, p := range []string{"10.4.0.0/16", "10.3.0.0/16", "10.2.0.0/16", "10.1.0.0/16"} {
+		learned = append(learned, path("tor-a", p, "192.0.2.1"))
+	}
+	learned = append(learned, path("tor-b", "10.1.0.0/16", "192.0.2.2")) // other peer: own budget
+	accepted := func(res ImportResult) []string {
+		var out []string
+		for _, p := range res.Paths {
+			if p.Accepted {
+				out = append(out, p.Peer+" "+p.Prefix.String())
+			}
+		}
+		return out
+	}
+	in.Learned = learned
+	res := Import(in)
+	if d := cmp.Diff([]string{"tor-a 10.2.0.0/16", "tor-a 10.1.0.0/16", "tor-b 10.1.0.0/16"}, accepted(res)); d != "" {
+		t.Errorf("nothing installed: prefix order (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]ImportAlarm{{Rule: "up", Peer: "tor-a", Max: 2, Wanted: 4}}, res.Alarms); d != "" {
+		t.Errorf("alarms (-want +got):\n%s", d)
+	}
+	if r := res.Paths[0].Reason; r != "import cap: rule up accepts at most 2 routes from peer tor-a (4 offered)" {
+		t.Errorf("cap reason %q", r)
+	}
+	// Reversed input: same verdicts.
+	rev := make([]model.LearnedPath, len(learned))
+	for i, p := range learned {
+		rev[len(learned)-1-i] = p
+	}
+	in.Learned = rev
+	if d := cmp.Diff([]string{"tor-b 10.1.0.0/16", "tor-a 10.1.0.0/16", "tor-a 10.2.0.0/16"}, accepted(Import(in))); d != "" {
+		t.Errorf("reversed input (-want +got):\n%s", d)
+	}
+	// 10.4 installed in OVN and 10.3 in table 100: they stay, new 10.1 and
+	// 10.2 wait.
+	in.Learned = learned
+	in.Snapshot.OwnedRoutes = []model.OVNRoute{{UUID: "u1", Router: "GR_n1", Prefix: pfx("10.4.0.0/16"), NextHop: addr("192.0.2.1"), OutputPort: "rtoe-GR_n1", Rule: "up"}}
+	in.Host.Routes = []model.KernelRoute{kroute(100, "10.3.0.0/16", "192.0.2.1")}
+	if d := cmp.Diff([]string{"tor-a 10.4.0.0/16", "tor-a 10.3.0.0/16", "tor-b 10.1.0.0/16"}, accepted(Import(in))); d != "" {
+		t.Errorf("installed first (-want +got):\n%s", d)
+	}
+	// A route installed by another rule does not count for this one.
+	in.Snapshot.OwnedRoutes[0].Rule = "other"
+	in.Host.Routes = nil
+	if d := cmp.Diff([]string{"tor-a 10.2.0.0/16", "tor-a 10.1.0.0/16", "tor-b 10.1.0.0/16"}, accepted(Import(in))); d != "" {
+		t.Errorf("installed by another rule (-want +got):\n%s", d)
+	}
+}
+
+// TestImportTargetProblems: a rule whose target is missing or refused
+// installs nothing there and says why; a VRF asked for is created once.
+func TestImportTargetProblems(t *testing.T) {
+	learned := []model.LearnedPath{path("tor-a", "10.1.0.0/16", "192.0.2.1")}
+	tests := []struct {
+		name     string
+		edit     func(*ImportInput)
+		problems []string
+		ovn      int
+		kernel   []string // "table vrf"
+		vrfs     []model.VRFDevice
+	}{
+		{name: "foreign import", edit: func(in *ImportInput) {
+			in.Snapshot.Routers[0].ForeignImport = "static route 10.9.0.0/16 carries k8s.ovn.org/owner-controller=RouteImport"
+		}, problems: []string{"rule up: refusing to import into GR_n1, which OVN-Kubernetes' own route import manages: static route 10.9.0.0/16 carries k8s.ovn.org/owner-controller=RouteImport"},
+			kernel: []string{"100 "}},
+		{name: "no gateway router", edit: func(in *ImportInput) { in.Snapshot.Routers = nil },
+			problems: []string{"rule up: network default has no gateway router on node n1 in NB: nothing is imported into OVN"}, kernel: []string{"100 "}},
+		{name: "no external port", edit: func(in *ImportInput) { in.Snapshot.Routers[0].ExternalPort = "" },
+			problems: []string{"rule up: gateway router GR_n1 of network default has no external port: nothing is imported into OVN"}, kernel: []string{"100 "}},
+		{name: "VRF missing", edit: func(in *ImportInput) { in.Config.Import[0].Targets.Kernel = config.KernelTarget{VRF: "blue"} },
+			problems: []string{"rule up: VRF blue does not exist on this host: create it, or set targets.kernel.createVRF: true with a table"}, ovn: 1},
+		{name: "VRF created", edit: func(in *ImportInput) {
+			in.Config.Import[0].Targets.Kernel = config.KernelTarget{VRF: "blue", Table: 1000, CreateVRF: true}
+		}, ovn: 1, kernel: []string{"1000 blue"}, vrfs: []model.VRFDevice{{Name: "blue", Table: 1000}}},
+		{name: "VRF adopted", edit: func(in *ImportInput) {
+			in.Config.Import[0].Targets.Kernel = config.KernelTarget{VRF: "blue", Table: 1000, CreateVRF: true}
+			in.Host.VRFs = []model.VRFDevice{{Name: "blue", Table: 1000}}
+		}, ovn: 1, kernel: []string{"1000 blue"}},
+		{name: "VRF adopted, its table", edit: func(in *ImportInput) {
+			in.Config.Import[0].Targets.Kernel = config.KernelTarget{VRF: "blue"}
+			in.Host.VRFs = []model.VRFDevice{{Name: "blue", Table: 7}}
+		}, ovn: 1, kernel: []string{"7 blue"}},
+		{name: "VRF in another table", edit: func(in *ImportInput) {
+			in.Config.Import[0].Targets.Kernel = config.KernelTarget{VRF: "blue", Table: 1000, CreateVRF: true}
+			in.Host.VRFs = []model.VRFDevice{{Name: "blue", Table: 7}}
+		}, problems: []string{"rule up: VRF blue uses table 7, not targets.kernel.table 1000: set table: 7, or remove it"}, ovn: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := importFixture()
+			in.Learned = learned
+			tt.edit(&in)
+			res := Import(in)
+			if d := cmp.Diff(tt.problems, res.Problems, cmpopts.EquateEmpty()); d != "" {
+				t.Errorf("problems (-want +got):\n%s", d)
+			}
+			if len(res.OVN) != tt.ovn {
+				t.Errorf("OVN = %v, want %d rows", res.OVN, tt.ovn)
+			}
+			var kern []string
+			for _, r := range res.Kernel {
+				kern = append(kern, fmt.Sprint(r.Table, " ", r.VRF))
+			}
+			if d := cmp.Diff(tt.kernel, kern, cmpopts.EquateEmpty()); d != "" {
+				t.Errorf("kernel (-want +got):\n%s", d)
+			}
+			if d := cmp.Diff(tt.vrfs, res.VRFs, cmpopts.EquateEmpty()); d != "" {
+				t.Errorf("VRFs (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+// BenchmarkImport: 100,000 /30s from one peer, 40,000 of them over the cap.
+func BenchmarkImport(b *testing.B) {
+	in := importFixture()
+	in.Config.Import[0].MaxRoutes = 60000
+	for i := range 100000 {
+		pf := netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(i >> 14), byte(i >> 6), byte(i << 2)}), 30).Masked()
+		in.Learned = append(in.Learned, model.LearnedPath{Peer: "tor-a", Prefix: pf, NextHop: addr("192.0.2.1")})
+	}
+	in.Config.Import[0].Accept[0].MaxLength = 30
+	b.ResetTimer()
+	for b.Loop() {
+		res := Import(in)
+		if len(res.Alarms) != 1 {
+			b.Fatalf("alarms %v", res.Alarms)
+		}
+	}
+}

@@ -1,0 +1,381 @@
+package plan
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ovnbgp/ovnbgp/config"
+	"github.com/ovnbgp/ovnbgp/model"
+)
+
+// PlanVersion is the format version of a serialised Plan.
+const PlanVersion = 1
+
+// Plan is every change ovnbgp would make now: what `ovnbgp plan` prints
+// (table or JSON, `--out FILE`), what `ovnbgp apply FILE` applies, and what
+// the loop applies in auto mode. It is plain data: JSON round-trips it.
+type Plan struct {
+	// Version is PlanVersion.
+	Version   int       `json:"version"`
+	Node      string    `json:"node"`
+	CreatedAt time.Time `json:"createdAt"`
+	// OVN are the static-route operations: adds, replaces, then deletes.
+	OVN []model.OVNOp `json:"ovn,omitempty"`
+	// Guards are the gateway routers the OVN operations touch, as read:
+	// a manual apply waits (OVSDB wait) on each being unchanged.
+	Guards []model.OVNGuard `json:"guards,omitempty"`
+	// Kernel are the host operations: VRFs to create, route adds and
+	// replaces, ip rule adds, then route and ip rule deletes.
+	Kernel []model.KernelOp `json:"kernel,omitempty"`
+	// Advertise is the change of what peers are sent.
+	Advertise AdvertDiff `json:"advertise"`
+	// Held are operations computed but not applied now, each with why.
+	Held []Held `json:"held,omitempty"`
+}
+
+// Held is an operation the plan holds back: a delete of an owned route (or
+// a kernel route losing a next hop) while a peer of its rule has not sent
+// End-of-RIB since the start and deferralTime has not passed (fail static).
+// Exactly one of OVN and Kernel is set.
+type Held struct {
+	OVN    *model.OVNOp    `json:"ovn,omitempty"`
+	Kernel *model.KernelOp `json:"kernel,omitempty"`
+	// Rules are the import rules the operation belongs to.
+	Rules  []string `json:"rules,omitempty"`
+	Reason string   `json:"reason"`
+}
+
+// Counts are the number of operations of each kind in a Plan.
+type Counts struct {
+	OVNAdd        int `json:"ovnAdd"`
+	OVNReplace    int `json:"ovnReplace"`
+	OVNDelete     int `json:"ovnDelete"`
+	KernelAdd     int `json:"kernelAdd"`
+	KernelReplace int `json:"kernelReplace"`
+	KernelDelete  int `json:"kernelDelete"`
+	VRFAdd        int `json:"vrfAdd"`
+	RuleAdd       int `json:"ruleAdd"`
+	RuleDelete    int `json:"ruleDelete"`
+	Announce      int `json:"announce"`
+	Change        int `json:"change"`
+	Withdraw      int `json:"withdraw"`
+	Held          int `json:"held"`
+}
+
+// Counts counts the plan's operations.
+func (p Plan) Counts() Counts {
+	var c Counts
+	for _, op := range p.OVN {
+		switch op.Op {
+		case model.OpAdd:
+			c.OVNAdd++
+		case model.OpReplace:
+			c.OVNReplace++
+		case model.OpDelete:
+			c.OVNDelete++
+		}
+	}
+	for _, op := range p.Kernel {
+		switch {
+		case op.VRF != nil:
+			c.VRFAdd++
+		case op.PolicyRule != nil && op.Op == model.OpDelete:
+			c.RuleDelete++
+		case op.PolicyRule != nil:
+			c.RuleAdd++
+		case op.Op == model.OpAdd:
+			c.KernelAdd++
+		case op.Op == model.OpReplace:
+			c.KernelReplace++
+		case op.Op == model.OpDelete:
+			c.KernelDelete++
+		}
+	}
+	c.Announce, c.Change, c.Withdraw = len(p.Advertise.Announce), len(p.Advertise.Change), len(p.Advertise.Withdraw)
+	c.Held = len(p.Held)
+	return c
+}
+
+// Empty reports whether the plan changes nothing now (held operations
+// change nothing).
+func (p Plan) Empty() bool {
+	return len(p.OVN) == 0 && len(p.Kernel) == 0 && p.Advertise.Empty()
+}
+
+// BuildInput is what Build compares: the desired state (the import
+// decision, the advertisements) and the observed one.
+type BuildInput struct {
+	Node   string
+	Now    time.Time
+	Config *config.Config
+	Import ImportResult
+	// Adverts are the desired advertisements, Advertised those in effect.
+	Adverts, Advertised []model.Advertisement
+	// Snapshot and Host are the observed OVN and kernel state.
+	Snapshot model.Snapshot
+	Host     model.Host
+	// Synced says, per peer, that it sent End-of-RIB since ovnbgp
+	// started, or that bgp.gracefulRestart.deferralTime has passed.
+	Synced map[string]bool
+}
+
+// Build computes the plan with the one diff of each kind (DiffOVN,
+// DiffKernel, DiffAdvertisements). Deletes of owned routes whose rule has a
+// peer not yet Synced are Held, so that at start owned routes are adopted,
+// not flushed (fail static); so is a kernel route replace that drops a
+// next hop. A kernel route's rule is the rule of the desired route, else
+// every rule targeting its table or VRF.
+func Build(in BuildInput) Plan {
+	cfg := in.Config
+	if cfg == nil {
+		cfg = &config.Config{}
+	}
+	p := Plan{Version: PlanVersion, Node: in.Node, CreatedAt: in.Now}
+	r := ruleIndex{cfg: cfg, host: in.Host, desired: in.Import.Kernel}
+	hold := func(rules []string) string {
+		var waiting []string
+		for _, name := range rules {
+			rule, ok := cfg.ImportRule(name)
+			if !ok {
+				continue
+			}
+			for _, peer := range rule.Peers {
+				if !in.Synced[peer] && !slices.Contains(waiting, peer) {
+					waiting = append(waiting, peer)
+				}
+			}
+		}
+		if len(waiting) == 0 {
+			return ""
+		}
+		return fmt.Sprintf("waiting for End-of-RIB from %s or bgp.gracefulRestart.deferralTime (%s) since start (fail static)",
+			strings.Join(waiting, ", "), cfg.BGP.GracefulRestart.DeferralTime)
+	}
+
+	for _, op := range DiffOVN(in.Import.OVN, in.Snapshot.OwnedRoutes) {
+		if op.Op == model.OpDelete {
+			if why := hold([]string{op.Route.Rule}); why != "" {
+				op := op
+				p.Held = append(p.Held, Held{OVN: &op, Rules: []string{op.Route.Rule}, Reason: why})
+				continue
+			}
+		}
+		p.OVN = append(p.OVN, op)
+	}
+	p.Guards = guards(in.Snapshot, p.OVN)
+
+	have := map[string]bool{}
+	for _, v := range in.Host.VRFs {
+		have[v.Name] = true
+	}
+	for _, v := range in.Import.VRFs {
+		if !have[v.Name] {
+			v := v
+			p.Kernel = append(p.Kernel, model.KernelOp{Op: model.OpAdd, VRF: &v})
+		}
+	}
+	observed := map[model.KernelRouteKey]model.KernelRoute{}
+	for _, k := range in.Host.Routes {
+		observed[k.Key()] = k
+	}
+	var kernelDeletes []model.KernelOp
+	for _, op := range DiffKernel(in.Import.Kernel, in.Host.Routes) {
+		losing := op.Op == model.OpDelete ||
+			op.Op == model.OpReplace && dropsNextHop(observed[op.Route.Key()].NextHops, op.Route.NextHops)
+		if losing {
+			rules := r.ofRoute(*op.Route)
+			if why := hold(rules); why != "" {
+				op := op
+				p.Held = append(p.Held, Held{Kernel: &op, Rules: rules, Reason: why})
+				continue
+			}
+		}
+		if op.Op == model.OpDelete {
+			kernelDeletes = append(kernelDeletes, op)
+			continue
+		}
+		p.Kernel = append(p.Kernel, op)
+	}
+	ruleAdds, ruleDeletes := diffRules(in.Import.Rules, in.Host.Rules)
+	p.Kernel = slices.Concat(p.Kernel, ruleAdds, kernelDeletes, ruleDeletes)
+	p.Advertise = DiffAdvertisements(in.Adverts, in.Advertised)
+	return p
+}
+
+// dropsNextHop reports whether a next hop of old is not in new.
+func dropsNextHop(old, new []model.NextHop) bool {
+	for _, nh := range old {
+		if !slices.Contains(new, nh) {
+			return true
+		}
+	}
+	return false
+}
+
+// guards are the routers the OVN operations touch, as the snapshot read
+// them.
+func guards(snap model.Snapshot, ops []model.OVNOp) []model.OVNGuard {
+	var out []model.OVNGuard
+	for _, gr := range snap.Routers {
+		if slices.ContainsFunc(ops, func(op model.OVNOp) bool { return op.Route.Router == gr.Name }) {
+			out = append(out, model.OVNGuard{Router: gr.Name, RouterUUID: gr.UUID, StaticRoutes: slices.Clone(gr.StaticRoutes)})
+		}
+	}
+	slices.SortFunc(out, func(a, b model.OVNGuard) int { return strings.Compare(a.Router, b.Router) })
+	return out
+}
+
+// diffRules returns the ip rule adds and deletes that turn observed into
+// desired, keyed by every field.
+func diffRules(desired, observed []model.KernelRule) (adds, deletes []model.KernelOp) {
+	same := func(a, b model.KernelRule) bool {
+		return a.Priority == b.Priority && a.Src == b.Src && a.Table == b.Table && a.Protocol == b.Protocol
+	}
+	for _, d := range desired {
+		if !slices.ContainsFunc(observed, func(o model.KernelRule) bool { return same(o, d) }) {
+			d := d
+			adds = append(adds, model.KernelOp{Op: model.OpAdd, PolicyRule: &d})
+		}
+	}
+	for _, o := range observed {
+		if !slices.ContainsFunc(desired, func(d model.KernelRule) bool { return same(o, d) }) {
+			o := o
+			deletes = append(deletes, model.KernelOp{Op: model.OpDelete, PolicyRule: &o})
+		}
+	}
+	return adds, deletes
+}
+
+// ruleIndex finds the import rules behind a kernel route or VRF.
+type ruleIndex struct {
+	cfg     *config.Config
+	host    model.Host
+	desired []model.KernelRoute
+}
+
+// ofRoute is the rule of the desired route with k's key, else every rule
+// whose kernel target is k's table or VRF, in config order.
+func (x ruleIndex) ofRoute(k model.KernelRoute) []string {
+	if k.Rule != "" {
+		return []string{k.Rule}
+	}
+	for _, d := range x.desired {
+		if d.Key() == k.Key() && d.Rule != "" {
+			return []string{d.Rule}
+		}
+	}
+	var out []string
+	for _, r := range x.cfg.Import {
+		if x.targets(r, k) {
+			out = append(out, r.Name)
+		}
+	}
+	return out
+}
+
+// targets reports whether rule r's kernel target is k's table (given, or
+// that of its VRF on the host) or k's VRF.
+func (x ruleIndex) targets(r config.ImportRule, k model.KernelRoute) bool {
+	t := r.Targets.Kernel
+	if t.VRF != "" && t.VRF == k.VRF {
+		return true
+	}
+	table := uint32(t.Table)
+	if t.VRF != "" {
+		for _, v := range x.host.VRFs {
+			if v.Name == t.VRF {
+				table = v.Table
+			}
+		}
+	}
+	return table != 0 && table == k.Table
+}
+
+// ofVRF is every rule whose kernel target is VRF name.
+func (x ruleIndex) ofVRF(name string) []string {
+	var out []string
+	for _, r := range x.cfg.Import {
+		if r.Targets.Kernel.VRF == name {
+			out = append(out, r.Name)
+		}
+	}
+	return out
+}
+
+// Split divides the plan by the mode of each operation's rule: auto holds
+// what the loop applies now (and every advertisement change), manual what
+// waits for `ovnbgp apply`. An operation whose rule is no longer configured
+// takes the mode every configured rule shares, or manual when they differ
+// (auto when there is none). Each part keeps the guards of the routers its
+// OVN operations touch.
+func (p Plan) Split(cfg *config.Config) (auto, manual Plan) {
+	if cfg == nil {
+		cfg = &config.Config{}
+	}
+	x := ruleIndex{cfg: cfg}
+	orphan := "auto"
+	for i, r := range cfg.Import {
+		if i == 0 {
+			orphan = r.Mode
+		} else if r.Mode != orphan {
+			orphan = "manual"
+		}
+	}
+	isManual := func(rules []string) bool {
+		if len(rules) == 0 {
+			return orphan == "manual"
+		}
+		for _, name := range rules {
+			r, ok := cfg.ImportRule(name)
+			if ok && r.Mode == "manual" || !ok && orphan == "manual" {
+				return true
+			}
+		}
+		return false
+	}
+	kernelRules := func(op model.KernelOp) []string {
+		switch {
+		case op.Route != nil:
+			return x.ofRoute(*op.Route)
+		case op.VRF != nil:
+			return x.ofVRF(op.VRF.Name)
+		case op.PolicyRule != nil && op.PolicyRule.Rule != "":
+			return []string{op.PolicyRule.Rule}
+		}
+		return nil
+	}
+	auto = Plan{Version: p.Version, Node: p.Node, CreatedAt: p.CreatedAt, Advertise: p.Advertise}
+	manual = Plan{Version: p.Version, Node: p.Node, CreatedAt: p.CreatedAt}
+	pick := func(m bool) *Plan {
+		if m {
+			return &manual
+		}
+		return &auto
+	}
+	for _, op := range p.OVN {
+		q := pick(isManual([]string{op.Route.Rule}))
+		q.OVN = append(q.OVN, op)
+	}
+	for _, op := range p.Kernel {
+		q := pick(isManual(kernelRules(op)))
+		q.Kernel = append(q.Kernel, op)
+	}
+	for _, h := range p.Held {
+		rules := h.Rules
+		if len(rules) == 0 && h.Kernel != nil {
+			rules = kernelRules(*h.Kernel)
+		}
+		q := pick(isManual(rules))
+		q.Held = append(q.Held, h)
+	}
+	for _, q := range []*Plan{&auto, &manual} {
+		for _, g := range p.Guards {
+			if slices.ContainsFunc(q.OVN, func(op model.OVNOp) bool { return op.Route.Router == g.Router }) {
+				q.Guards = append(q.Guards, g)
+			}
+		}
+	}
+	return auto, manual
+}
