@@ -44,7 +44,10 @@ func (s *server) close() {
 // the host can exhaust the daemon's descriptors through it.
 func (d *Daemon) serve(name string, ln net.Listener, conns int, h http.Handler) *server {
 	log := d.log.Named(name)
-	s := &server{ln: netutil.LimitListener(ln, conns), srv: &http.Server{
+	if _, limited := ln.(*credListener); !limited {
+		ln = netutil.LimitListener(ln, conns)
+	}
+	s := &server{ln: ln, srv: &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: d.lim.readHeaderTimeout,
 		ReadTimeout:       d.lim.readTimeout,
@@ -52,6 +55,7 @@ func (d *Daemon) serve(name string, ln net.Listener, conns int, h http.Handler) 
 		IdleTimeout:       d.lim.idleTimeout,
 		MaxHeaderBytes:    d.lim.maxHeaderBytes,
 		ErrorLog:          zap.NewStdLog(log),
+		ConnContext:       withPeerUID,
 	}}
 	go func() {
 		if err := s.srv.Serve(s.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -87,7 +91,7 @@ func (d *Daemon) serveControl(path string) (*server, error) {
 		ln.Close()
 		return nil, fmt.Errorf("control socket: %w", err)
 	}
-	s := d.serve("control", ln, d.lim.controlConns, d.controlHandler())
+	s := d.serve("control", newCredListener(ln, d.lim.controlConns), d.lim.controlConns, d.controlHandler())
 	s.path = path
 	d.log.Info("control socket listening", zap.String("socket", path))
 	return s, nil
