@@ -67,11 +67,37 @@ func start(h *netlink.Handle, ns *netns.NsHandle, protocol int, log *zap.Logger,
 	}
 	m := &Manager{h: h, ns: ns, protocol: protocol, log: log.Named("vrf"), notify: notify,
 		done: make(chan struct{}), tables: map[int]bool{}}
-	m.wg.Add(3)
-	go m.watch("route", m.subscribeRoutes)
-	go m.watch("link", m.subscribeLinks)
-	go m.watch("address", m.subscribeAddrs)
+	// Subscribe before returning, so no change after Open goes unseen.
+	subs := []subscription{
+		{"route", m.subscribeRoutes}, {"link", m.subscribeLinks}, {"address", m.subscribeAddrs},
+	}
+	consumers := make([]func(), len(subs))
+	for i, s := range subs {
+		consume, err := s.subscribe(m.onErr(s.what))
+		if err != nil {
+			close(m.done) // ends the subscriptions made so far
+			for _, c := range consumers[:i] {
+				c() // drains until the channel closes
+			}
+			h.Close()
+			return nil, err
+		}
+		consumers[i] = consume
+	}
+	for i, s := range subs {
+		m.wg.Add(1)
+		go m.watch(s, consumers[i])
+	}
 	return m, nil
+}
+
+// subscription is one netlink subscription: subscribe subscribes and
+// returns the function that consumes its events until the subscription
+// ends (the manager closed, or the socket failed, e.g. ENOBUFS after an
+// overflow).
+type subscription struct {
+	what      string
+	subscribe func(onErr func(error)) (consume func(), err error)
 }
 
 // Close stops the subscriptions and closes the handle.
@@ -92,87 +118,86 @@ func (m *Manager) closed() bool {
 	}
 }
 
-// watch keeps one subscription alive: sub subscribes and consumes events
-// until the subscription ends (the socket failed, e.g. ENOBUFS after an
-// overflow). Unless the manager is closed, notify is called (events may have
-// been lost), and the subscription is renewed after a pause; a renewed
-// subscription calls notify once more when it is in place.
-func (m *Manager) watch(what string, sub func(onErr func(error), renewed bool) error) {
-	defer m.wg.Done()
-	onErr := func(err error) {
+func (m *Manager) onErr(what string) func(error) {
+	return func(err error) {
 		if !m.closed() {
 			m.log.Warn("netlink subscription error", zap.String("subscription", what), zap.Error(err))
 		}
 	}
-	for renewed := false; ; renewed = true {
-		err := sub(onErr, renewed)
+}
+
+// watch keeps one subscription alive: it consumes the events; when the
+// subscription ends and the manager is not closed, notify is called (events
+// may have been lost) and the subscription is renewed after a pause, then
+// notify is called once more.
+func (m *Manager) watch(s subscription, consume func()) {
+	defer m.wg.Done()
+	for {
+		consume()
 		if m.closed() {
 			return
 		}
-		if err != nil {
-			m.log.Warn("netlink subscription failed, retrying", zap.String("subscription", what), zap.Error(err))
-		} else {
-			m.log.Warn("netlink subscription ended, renewing", zap.String("subscription", what))
-			m.notify()
+		m.log.Warn("netlink subscription ended, renewing", zap.String("subscription", s.what))
+		m.notify()
+		for {
+			select {
+			case <-m.done:
+				return
+			case <-time.After(resubscribeDelay):
+			}
+			var err error
+			if consume, err = s.subscribe(m.onErr(s.what)); err == nil {
+				break
+			}
+			m.log.Warn("netlink subscription failed, retrying", zap.String("subscription", s.what), zap.Error(err))
 		}
-		select {
-		case <-m.done:
-			return
-		case <-time.After(resubscribeDelay):
-		}
+		m.log.Info("netlink subscription renewed", zap.String("subscription", s.what))
+		m.notify()
 	}
 }
 
-// The subscribe functions subscribe, consume events until the channel
-// closes (the manager closed, or the socket failed), and return.
+// The subscribe functions subscribe and return the consumer of the events,
+// which returns when the channel closes.
 
-func (m *Manager) subscribeRoutes(onErr func(error), renewed bool) error {
+func (m *Manager) subscribeRoutes(onErr func(error)) (func(), error) {
 	ch := make(chan netlink.RouteUpdate, 256)
 	if err := netlink.RouteSubscribeWithOptions(ch, m.done, netlink.RouteSubscribeOptions{
 		Namespace: m.ns, ErrorCallback: onErr}); err != nil {
-		return fmt.Errorf("subscribe to route changes: %w", err)
+		return nil, fmt.Errorf("subscribe to route changes: %w", err)
 	}
-	m.renewed(renewed)
-	for u := range ch {
-		if int(u.Protocol) == m.protocol || m.watched(u.Table) {
-			m.notify()
+	return func() {
+		for u := range ch {
+			if int(u.Protocol) == m.protocol || m.watched(u.Table) {
+				m.notify()
+			}
 		}
-	}
-	return nil
+	}, nil
 }
 
-func (m *Manager) subscribeLinks(onErr func(error), renewed bool) error {
+func (m *Manager) subscribeLinks(onErr func(error)) (func(), error) {
 	ch := make(chan netlink.LinkUpdate, 64)
 	if err := netlink.LinkSubscribeWithOptions(ch, m.done, netlink.LinkSubscribeOptions{
 		Namespace: m.ns, ErrorCallback: onErr}); err != nil {
-		return fmt.Errorf("subscribe to link changes: %w", err)
+		return nil, fmt.Errorf("subscribe to link changes: %w", err)
 	}
-	m.renewed(renewed)
-	for range ch {
-		m.notify()
-	}
-	return nil
+	return func() {
+		for range ch {
+			m.notify()
+		}
+	}, nil
 }
 
-func (m *Manager) subscribeAddrs(onErr func(error), renewed bool) error {
+func (m *Manager) subscribeAddrs(onErr func(error)) (func(), error) {
 	ch := make(chan netlink.AddrUpdate, 64)
 	if err := netlink.AddrSubscribeWithOptions(ch, m.done, netlink.AddrSubscribeOptions{
 		Namespace: m.ns, ErrorCallback: onErr}); err != nil {
-		return fmt.Errorf("subscribe to address changes: %w", err)
+		return nil, fmt.Errorf("subscribe to address changes: %w", err)
 	}
-	m.renewed(renewed)
-	for range ch {
-		m.notify()
-	}
-	return nil
-}
-
-// renewed tells the daemon that a renewed subscription is in place.
-func (m *Manager) renewed(renewed bool) {
-	if renewed {
-		m.log.Info("netlink subscription renewed")
-		m.notify()
-	}
+	return func() {
+		for range ch {
+			m.notify()
+		}
+	}, nil
 }
 
 func (m *Manager) watched(table int) bool {
