@@ -1,0 +1,283 @@
+package vrf
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
+	"github.com/ovnbgp/ovnbgp/model"
+)
+
+// Snapshot reads the links, VRF devices, and the routes and rules that
+// carry ovnbgp's protocol, IPv4 and IPv6.
+func (m *Manager) Snapshot() (model.Host, error) {
+	var host model.Host
+	links, err := m.links()
+	if err != nil {
+		return host, err
+	}
+	host.Links, host.VRFs = links.host()
+	routes, err := m.ownRoutes(links)
+	if err != nil {
+		return host, err
+	}
+	host.Routes = routes
+	tables := make(map[int]bool, len(routes))
+	for _, r := range routes {
+		tables[int(r.Table)] = true
+	}
+	m.setWatched(tables)
+	rules, err := m.ownRules()
+	if err != nil {
+		return host, err
+	}
+	host.Rules = rules
+	return host, nil
+}
+
+// linkSet is one dump of the links and their addresses.
+type linkSet struct {
+	byIndex map[int]netlink.Link
+	byName  map[string]netlink.Link
+	addrs   map[int][]netip.Prefix
+}
+
+// retryDump runs a netlink dump again when the kernel says it was
+// interrupted by a concurrent change.
+func retryDump[T any](what string, dump func() (T, error)) (T, error) {
+	var v T
+	var err error
+	for range 5 {
+		v, err = dump()
+		if !errors.Is(err, netlink.ErrDumpInterrupted) {
+			break
+		}
+	}
+	if err != nil {
+		return v, fmt.Errorf("list %s: %w", what, err)
+	}
+	return v, nil
+}
+
+func (m *Manager) links() (*linkSet, error) {
+	list, err := retryDump("links", m.h.LinkList)
+	if err != nil {
+		return nil, err
+	}
+	addrs, err := retryDump("addresses", func() ([]netlink.Addr, error) { return m.h.AddrList(nil, netlink.FAMILY_ALL) })
+	if err != nil {
+		return nil, err
+	}
+	ls := &linkSet{byIndex: map[int]netlink.Link{}, byName: map[string]netlink.Link{}, addrs: map[int][]netip.Prefix{}}
+	for _, l := range list {
+		ls.byIndex[l.Attrs().Index] = l
+		ls.byName[l.Attrs().Name] = l
+	}
+	for _, a := range addrs {
+		if p, ok := prefixOf(a.IPNet, false); ok {
+			ls.addrs[a.LinkIndex] = append(ls.addrs[a.LinkIndex], p)
+		}
+	}
+	return ls, nil
+}
+
+// host turns the dump into the model's links and VRFs, sorted by index and
+// name.
+func (ls *linkSet) host() ([]model.Link, []model.VRFDevice) {
+	var links []model.Link
+	var vrfs []model.VRFDevice
+	for idx, l := range ls.byIndex {
+		a := l.Attrs()
+		ml := model.Link{Name: a.Name, Index: idx, Up: isUp(a), Addrs: ls.addrs[idx]}
+		slices.SortFunc(ml.Addrs, comparePrefix)
+		if master, ok := ls.byIndex[a.MasterIndex].(*netlink.Vrf); ok && a.MasterIndex != 0 {
+			ml.Master = master.Name
+		}
+		links = append(links, ml)
+		if v, ok := l.(*netlink.Vrf); ok {
+			vrfs = append(vrfs, model.VRFDevice{Name: a.Name, Table: v.Table})
+		}
+	}
+	slices.SortFunc(links, func(a, b model.Link) int { return cmp.Compare(a.Index, b.Index) })
+	slices.SortFunc(vrfs, func(a, b model.VRFDevice) int { return cmp.Compare(a.Name, b.Name) })
+	return links, vrfs
+}
+
+// vrfOfTable returns the name of the VRF device whose table is t, "" if none.
+func (ls *linkSet) vrfOfTable(t uint32) string {
+	var names []string
+	for _, l := range ls.byIndex {
+		if v, ok := l.(*netlink.Vrf); ok && v.Table == t {
+			names = append(names, v.Name)
+		}
+	}
+	slices.Sort(names)
+	if len(names) == 0 {
+		return ""
+	}
+	return names[0]
+}
+
+func (ls *linkSet) name(index int) string {
+	if l, ok := ls.byIndex[index]; ok {
+		return l.Attrs().Name
+	}
+	return ""
+}
+
+// isUp: administratively up and not operationally down.
+func isUp(a *netlink.LinkAttrs) bool {
+	if a.Flags&net.FlagUp == 0 {
+		return false
+	}
+	switch a.OperState {
+	case netlink.OperDown, netlink.OperLowerLayerDown, netlink.OperNotPresent:
+		return false
+	}
+	return true
+}
+
+// ownRoutes lists every route carrying our protocol in any table, merged by
+// (table, prefix, metric) into one route with all its next hops.
+func (m *Manager) ownRoutes(ls *linkSet) ([]model.KernelRoute, error) {
+	filter := &netlink.Route{Table: unix.RT_TABLE_UNSPEC, Protocol: netlink.RouteProtocol(m.protocol)}
+	list, err := retryDump("routes", func() ([]netlink.Route, error) {
+		return m.h.RouteListFiltered(netlink.FAMILY_ALL, filter, netlink.RT_FILTER_TABLE|netlink.RT_FILTER_PROTOCOL)
+	})
+	if err != nil {
+		return nil, err
+	}
+	type key struct {
+		table  int
+		prefix netip.Prefix
+		metric int
+	}
+	merged := map[key]*model.KernelRoute{}
+	var order []key
+	for _, r := range list {
+		if r.Type != unix.RTN_UNICAST {
+			continue
+		}
+		p, ok := routeDst(r)
+		if !ok {
+			continue
+		}
+		k := key{r.Table, p, r.Priority}
+		kr := merged[k]
+		if kr == nil {
+			kr = &model.KernelRoute{Table: uint32(r.Table), Prefix: p, Protocol: int(r.Protocol),
+				VRF: ls.vrfOfTable(uint32(r.Table))}
+			merged[k] = kr
+			order = append(order, k)
+		}
+		kr.NextHops = append(kr.NextHops, nextHops(r, ls)...)
+	}
+	out := make([]model.KernelRoute, 0, len(order))
+	for _, k := range order {
+		kr := merged[k]
+		slices.SortFunc(kr.NextHops, compareNextHop)
+		kr.NextHops = slices.Compact(kr.NextHops)
+		out = append(out, *kr)
+	}
+	slices.SortFunc(out, func(a, b model.KernelRoute) int {
+		return cmp.Or(cmp.Compare(a.Table, b.Table), comparePrefix(a.Prefix, b.Prefix))
+	})
+	return out, nil
+}
+
+// nextHops reads a route's next hops, single or multipath.
+func nextHops(r netlink.Route, ls *linkSet) []model.NextHop {
+	if len(r.MultiPath) == 0 {
+		addr, _ := netip.AddrFromSlice(r.Gw)
+		return []model.NextHop{{Addr: addr.Unmap(), Dev: ls.name(r.LinkIndex)}}
+	}
+	hops := make([]model.NextHop, 0, len(r.MultiPath))
+	for _, nh := range r.MultiPath {
+		addr, _ := netip.AddrFromSlice(nh.Gw)
+		hops = append(hops, model.NextHop{Addr: addr.Unmap(), Dev: ls.name(nh.LinkIndex)})
+	}
+	return hops
+}
+
+// routeDst is the route's destination; a nil Dst is the default route.
+func routeDst(r netlink.Route) (netip.Prefix, bool) {
+	if r.Dst == nil {
+		switch r.Family {
+		case unix.AF_INET:
+			return netip.PrefixFrom(netip.IPv4Unspecified(), 0), true
+		case unix.AF_INET6:
+			return netip.PrefixFrom(netip.IPv6Unspecified(), 0), true
+		}
+		return netip.Prefix{}, false
+	}
+	return prefixOf(r.Dst, true)
+}
+
+// prefixOf converts a net.IPNet; masked drops host bits (a route), else the
+// address is kept with its length (an interface address).
+func prefixOf(n *net.IPNet, masked bool) (netip.Prefix, bool) {
+	if n == nil {
+		return netip.Prefix{}, false
+	}
+	addr, ok := netip.AddrFromSlice(n.IP)
+	if !ok {
+		return netip.Prefix{}, false
+	}
+	addr = addr.Unmap()
+	ones, bits := n.Mask.Size()
+	if bits == 0 || (addr.Is4() && bits != 32) || (addr.Is6() && bits != 128) {
+		return netip.Prefix{}, false
+	}
+	p := netip.PrefixFrom(addr, ones)
+	if masked {
+		p = p.Masked()
+	}
+	return p, true
+}
+
+// ownRules lists the ip rules carrying our protocol.
+func (m *Manager) ownRules() ([]model.KernelRule, error) {
+	list, err := retryDump("ip rules", func() ([]netlink.Rule, error) { return m.h.RuleList(netlink.FAMILY_ALL) })
+	if err != nil {
+		return nil, err
+	}
+	var out []model.KernelRule
+	for _, r := range list {
+		if int(r.Protocol) != m.protocol {
+			continue
+		}
+		out = append(out, ruleOf(r))
+	}
+	slices.SortFunc(out, compareRule)
+	return out, nil
+}
+
+func ruleOf(r netlink.Rule) model.KernelRule {
+	kr := model.KernelRule{Priority: r.Priority, Table: uint32(r.Table), Protocol: int(r.Protocol)}
+	if p, ok := prefixOf(r.Src, true); ok {
+		kr.Src = p
+	} else if r.Family == unix.AF_INET6 {
+		kr.Src = netip.PrefixFrom(netip.IPv6Unspecified(), 0)
+	} else {
+		kr.Src = netip.PrefixFrom(netip.IPv4Unspecified(), 0)
+	}
+	return kr
+}
+
+func compareRule(a, b model.KernelRule) int {
+	return cmp.Or(cmp.Compare(a.Priority, b.Priority), comparePrefix(a.Src, b.Src), cmp.Compare(a.Table, b.Table))
+}
+
+func compareNextHop(a, b model.NextHop) int {
+	return cmp.Or(a.Addr.Compare(b.Addr), cmp.Compare(a.Dev, b.Dev))
+}
+
+func comparePrefix(a, b netip.Prefix) int {
+	return cmp.Or(a.Addr().Compare(b.Addr()), cmp.Compare(a.Bits(), b.Bits()))
+}
