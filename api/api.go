@@ -10,7 +10,9 @@ package api
 import (
 	"time"
 
+	"github.com/ovnbgp/ovnbgp/config"
 	"github.com/ovnbgp/ovnbgp/model"
+	"github.com/ovnbgp/ovnbgp/plan"
 )
 
 // The endpoints. All are GET unless noted.
@@ -21,7 +23,84 @@ const (
 	PathLearned    = "/v1/routes/learned"    // ?peer=NAME&rejected=true&limit=N
 	PathConfig     = "/v1/config"            // effective config, secrets redacted
 	PathNetworks   = "/v1/networks"          // this node's networks as read from OVN
+	PathImported   = "/v1/routes/imported"   // ?network=NAME
+	PathExplain    = "/v1/explain"           // ?prefix=PREFIX
+	// PathPlan: GET is the plan now; POST a PlanRequest previews a new
+	// config (root only: the daemon reads the file).
+	PathPlan = "/v1/plan"
+	// PathApply: POST a Plan (as `ovnbgp plan --out` saved it) to apply
+	// its OVN and kernel operations (root only).
+	PathApply = "/v1/apply"
 )
+
+// PlanRequest asks for the plan a new config file would give.
+type PlanRequest struct {
+	// Config is the absolute path of the new config file.
+	Config string `json:"config"`
+}
+
+// PlanResponse is what `ovnbgp plan` prints.
+type PlanResponse struct {
+	// Plan is every change ovnbgp would make now (with --config: what
+	// the new config would make it do).
+	Plan   plan.Plan   `json:"plan"`
+	Counts plan.Counts `json:"counts"`
+	// Manual counts the operations that wait for `ovnbgp apply` (import
+	// rules in mode manual); the loop applies the others by itself.
+	Manual plan.Counts `json:"manual"`
+	// SessionResets (with --config) are the peers whose session the new
+	// config would reset, each with why.
+	SessionResets []config.SessionReset `json:"sessionResets,omitempty"`
+	// Problems are the import problems (rules whose target receives
+	// nothing, and why).
+	Problems []string `json:"problems,omitempty"`
+}
+
+// ApplyResult is what `ovnbgp apply` did.
+type ApplyResult struct {
+	OVN    []model.OVNOp    `json:"ovn,omitempty"`
+	Kernel []model.KernelOp `json:"kernel,omitempty"`
+}
+
+// Imported is `ovnbgp routes imported`: OVN and kernel side by side with
+// the rule, and whether each is what the import rules want.
+type Imported struct {
+	OVN    []ImportedOVN    `json:"ovn"`
+	Kernel []ImportedKernel `json:"kernel"`
+}
+
+// The states of an imported route.
+const (
+	// ImportInstalled: wanted and in place.
+	ImportInstalled = "installed"
+	// ImportMissing: wanted, not in place (Reason says why: a manual
+	// rule waiting for apply, or the error of the last try).
+	ImportMissing = "missing"
+	// ImportStale: in place, no longer wanted (Reason: held by fail
+	// static, or waiting for apply).
+	ImportStale = "stale"
+	// ImportDrift: in place with other next hops than wanted.
+	ImportDrift = "drift"
+)
+
+// ImportedOVN is one static route ovnbgp owns or wants.
+type ImportedOVN struct {
+	model.OVNRoute
+	State  string `json:"state"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// ImportedKernel is one kernel route ovnbgp owns or wants.
+type ImportedKernel struct {
+	model.KernelRoute
+	State  string `json:"state"`
+	Reason string `json:"reason,omitempty"`
+	// Want are the wanted next hops when State is drift.
+	Want []model.NextHop `json:"want,omitempty"`
+}
+
+// Explanation is `ovnbgp explain PREFIX`.
+type Explanation = plan.Explanation
 
 // Route lists (advertised, learned) are streamed: a JSON array written item
 // by item, so the daemon's memory does not grow with the answer. Their
@@ -80,6 +159,27 @@ type Status struct {
 	// keeps its last good state (or is not sent if new); `routes
 	// advertised` lists them with their problem.
 	NotApplied int `json:"notApplied,omitempty"`
+	// Import summarises route import (absent without import rules).
+	Import *ImportStatus `json:"import,omitempty"`
+}
+
+// ImportStatus summarises route import.
+type ImportStatus struct {
+	// Accepted counts learned paths an import rule accepts, Rejected the
+	// others.
+	Accepted int `json:"accepted"`
+	Rejected int `json:"rejected"`
+	// OVN and Kernel count the routes wanted in each target.
+	OVN    int `json:"ovn"`
+	Kernel int `json:"kernel"`
+	// Manual counts operations waiting for `ovnbgp apply`, Held those
+	// fail static holds back (until End-of-RIB or deferralTime).
+	Manual int `json:"manual,omitempty"`
+	Held   int `json:"held,omitempty"`
+	// Alarms are the import caps reached; Problems the rules whose
+	// target receives nothing, and why.
+	Alarms   []string `json:"alarms,omitempty"`
+	Problems []string `json:"problems,omitempty"`
 }
 
 // NBStatus is the state of the OVN Northbound connection.

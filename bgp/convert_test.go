@@ -81,14 +81,14 @@ func TestPeerChanges(t *testing.T) {
 		HoldTime: 90 * time.Second, Password: "x", Families: []config.Family{config.IPv4}}
 	same := base
 	same.PasswordFile = "/other/file" // same secret
-	if c := peerChanges(base, same); len(c) != 0 {
+	if c := config.PeerChanges(base, same); len(c) != 0 {
 		t.Errorf("changes = %v, want none", c)
 	}
 	other := base
 	other.Password = "y"
 	other.HoldTime = 30 * time.Second
 	other.MaxPrefixes = 10
-	if c, want := peerChanges(base, other), []string{"password", "holdTime", "maxPrefixes"}; !slices.Equal(c, want) {
+	if c, want := config.PeerChanges(base, other), []string{"password", "holdTime", "maxPrefixes"}; !slices.Equal(c, want) {
 		t.Errorf("changes = %v, want %v", c, want)
 	}
 }

@@ -81,11 +81,11 @@ func (s *Speaker) SetPeers(ctx context.Context, peers []config.Peer) error {
 		if !exists {
 			continue
 		}
-		changed := peerChanges(old, p)
+		changed := config.PeerChanges(old, p)
 		switch {
 		case len(changed) == 0:
 			s.peers[name] = p // e.g. a new passwordFile holding the same secret
-		case slices.Equal(changed, []string{"maxPrefixes"}):
+		case !config.ResetsSession(changed):
 			if _, err := s.bgp.UpdatePeer(ctx, &api.UpdatePeerRequest{Peer: s.apiPeer(p)}); err != nil {
 				err = fmt.Errorf("peer %q: update max prefixes: %w", name, err)
 				errs = append(errs, err)
@@ -232,32 +232,6 @@ func withPeerDefaults(p config.Peer) config.Peer {
 	slices.Sort(fams)
 	p.Families = slices.Compact(fams)
 	return p
-}
-
-// peerChanges names the config keys that differ between a and b, as
-// they are spelled in config.yaml. The password is compared, never shown.
-func peerChanges(a, b config.Peer) []string {
-	var c []string
-	add := func(changed bool, key string) {
-		if changed {
-			c = append(c, key)
-		}
-	}
-	add(a.Address != b.Address, "address")
-	add(a.ASN != b.ASN, "asn")
-	add(a.Port != b.Port, "port")
-	add(a.SourceAddress != b.SourceAddress, "sourceAddress")
-	add(a.Interface != b.Interface, "interface")
-	add(a.Passive != b.Passive, "passive")
-	add(a.EBGPMultihop != b.EBGPMultihop, "ebgpMultihop")
-	add(a.TTLSecurity != b.TTLSecurity, "ttlSecurity")
-	add(a.Password != b.Password, "password")
-	add(a.HoldTime != b.HoldTime, "holdTime")
-	add(a.KeepaliveTime != b.KeepaliveTime, "keepaliveTime")
-	add(a.ConnectRetry != b.ConnectRetry, "connectRetry")
-	add(!slices.Equal(a.Families, b.Families), "families")
-	add(a.MaxPrefixes != b.MaxPrefixes, "maxPrefixes")
-	return c
 }
 
 // apiPeer is p as gobgp's AddPeer/UpdatePeer want it.

@@ -136,6 +136,8 @@ type Daemon struct {
 	lastRun    time.Time
 	lastErr    string
 	cfgErr     string
+	// imp is route import's state; the loop writes it.
+	imp importState
 }
 
 // Run loads the config and runs the daemon until ctx ends or SIGTERM/SIGINT
@@ -287,6 +289,7 @@ func (d *Daemon) run(ctx context.Context) error {
 	nb = d.nb
 	d.mu.Unlock()
 	nb.Close()
+	d.closeHost() // imported routes stay: fail static
 	// With graceful restart, stopping sends no NOTIFICATION: peers keep
 	// our routes (stale) until we are back, as a restart should.
 	d.stopSpeaker(d.config().BGP.GracefulRestart.Enabled, api.PhaseStopping)
@@ -397,16 +400,12 @@ func (d *Daemon) reconcile(ctx context.Context) error {
 		return nil
 	}
 	desired := plan.Advertisements(cfg, snap)
-	// Peers are added right before the first Set: their sessions need
-	// an OPEN exchange (and gobgp's first dial waits ~2 s), so the first
-	// UPDATEs carry the whole table and End-of-RIB follows it.
+	// Peers are added right before the first Apply: their sessions need
+	// an OPEN exchange, so the first UPDATEs carry the whole table and
+	// End-of-RIB follows it.
 	d.addPeers(ctx, "first plan ready")
-	diff := plan.DiffAdvertisements(desired, speaker.Advertised())
-	var err error
-	if !diff.Empty() {
-		err = speaker.Apply(ctx, diff)
-	}
-	d.logDiff(diff, err)
+	p, hostErr := d.planImports(ctx, cfg, speaker, snap, desired)
+	err := errors.Join(d.applyAuto(ctx, cfg, speaker, nb, p), hostErr)
 
 	d.mu.Lock()
 	d.snapshot, d.synced, d.desired = snap, true, desired

@@ -51,6 +51,8 @@ type fakeSpeaker struct {
 	// paths; onPeers is called by Peers, unlocked.
 	failLearnedAfter int
 	onPeers          func()
+	gen              uint64 // LearnedGen
+	eor              bool   // every peer's EndOfRIB
 }
 
 func (f *fakeSpeaker) SetPeers(_ context.Context, p []config.Peer) error {
@@ -127,7 +129,7 @@ func (f *fakeSpeaker) Peers(context.Context) ([]model.PeerStatus, error) {
 	}
 	var out []model.PeerStatus
 	for _, p := range f.peers {
-		out = append(out, model.PeerStatus{Name: p.Name, Address: p.Address, ASN: p.ASN, State: state})
+		out = append(out, model.PeerStatus{Name: p.Name, Address: p.Address, ASN: p.ASN, State: state, EndOfRIB: f.eor})
 	}
 	return out, nil
 }
@@ -192,6 +194,8 @@ type fakeNB struct {
 	notify    func()
 	closed    bool
 	snapshots int // calls of Snapshot
+	applies   [][]model.OVNOp
+	uuids     int
 }
 
 func (f *fakeNB) Snapshot(node string) (model.Snapshot, bool) {
@@ -280,6 +284,7 @@ type harness struct {
 	sock    string
 	sp      *fakeSpeaker
 	nb      *fakeNB
+	host    *fakeHost
 	d       *Daemon
 	cancel  context.CancelFunc
 	done    chan error
@@ -317,7 +322,7 @@ func start(t *testing.T, networks string, options ...func(*harness)) *harness {
 	t.Helper()
 	dir := t.TempDir()
 	h := &harness{t: t, dir: dir, cfgPath: filepath.Join(dir, "config.yaml"), sock: filepath.Join(dir, "ctl.sock"),
-		sp: &fakeSpeaker{}, nb: &fakeNB{}, done: make(chan error, 1), cfg: cfgText{networks: networks}, lim: testLimits(),
+		sp: &fakeSpeaker{}, nb: &fakeNB{}, host: &fakeHost{}, done: make(chan error, 1), cfg: cfgText{networks: networks}, lim: testLimits(),
 		logger: zaptest.NewLogger(t, zaptest.Level(zap.InfoLevel))}
 	h.newSpeaker = func(_ context.Context, cfg config.BGP, _ *zap.Logger, _ func()) (Speaker, error) {
 		// Like bgp.New: the peers of the global config are added. The
@@ -352,6 +357,9 @@ func start(t *testing.T, networks string, options ...func(*harness)) *harness {
 			return h.nb, nil
 		},
 		LoadConfig: func(_ context.Context, path string) (*config.Config, error) { return h.loadConfig(path) },
+		OpenHost: func(int, *zap.Logger, func()) (Host, error) {
+			return h.host, nil
+		},
 	}
 	h.d = newDaemon(Options{ConfigPath: h.cfgPath, Version: "test"}, deps, h.lim, logs, cfg)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -28,6 +28,9 @@ type Speaker interface {
 	// peer) sent, one at a time, so that a large table is never held in
 	// memory twice; an error from fn stops the walk and is returned.
 	EachLearned(ctx context.Context, peer string, fn func(model.LearnedPath) error) error
+	// LearnedGen changes whenever what peers sent may have changed: the
+	// loop walks the learned paths again only then.
+	LearnedGen() uint64
 	// Stop ends every session; graceful sends no NOTIFICATION so that
 	// peers with graceful restart keep our routes.
 	Stop(ctx context.Context, graceful bool) error
@@ -41,6 +44,21 @@ type Northbound interface {
 	// is away.
 	Snapshot(node string) (model.Snapshot, bool)
 	Status() api.NBStatus
+	// ApplyRoutes applies static-route operations of a plan on node's
+	// gateway routers, to rows ovnbgp owns only; with guards, all in one
+	// transaction that first checks (OVSDB wait) that nothing the plan
+	// read has changed. It returns what was really applied.
+	ApplyRoutes(ctx context.Context, node string, ops []model.OVNOp, guards []model.OVNGuard) ([]model.OVNOp, error)
+	Close()
+}
+
+// Host is the kernel side as the daemon uses it (package vrf implements
+// it): links for the next-hop checks, and ovnbgp's own routes and VRFs.
+type Host interface {
+	Snapshot() (model.Host, error)
+	// Apply applies kernel operations in order, keeps going on per-op
+	// errors, and returns what was really applied.
+	Apply(ctx context.Context, ops []model.KernelOp) ([]model.KernelOp, error)
 	Close()
 }
 
@@ -49,6 +67,9 @@ type Northbound interface {
 type Deps struct {
 	NewSpeaker func(ctx context.Context, cfg config.BGP, log *zap.Logger, notify func()) (Speaker, error)
 	DialNB     func(ctx context.Context, cfg config.OVN, log *zap.Logger, notify func()) (Northbound, error)
+	// OpenHost opens the kernel side; notify is called on changes in our
+	// tables and on link and address changes.
+	OpenHost func(protocol int, log *zap.Logger, notify func()) (Host, error)
 	// LoadConfig reads and validates the config file, and stops when ctx
 	// is done (config.LoadContext).
 	LoadConfig func(ctx context.Context, path string) (*config.Config, error)
@@ -60,6 +81,9 @@ func (d Deps) withDefaults() Deps {
 	}
 	if d.DialNB == nil {
 		d.DialNB = dialOVN
+	}
+	if d.OpenHost == nil {
+		d.OpenHost = openHost
 	}
 	if d.LoadConfig == nil {
 		d.LoadConfig = config.LoadContext

@@ -9,7 +9,13 @@ import (
 	"github.com/ovnbgp/ovnbgp/bgp"
 	"github.com/ovnbgp/ovnbgp/config"
 	"github.com/ovnbgp/ovnbgp/ovn"
+	"github.com/ovnbgp/ovnbgp/vrf"
 )
+
+// openHost is the real Host: package vrf over netlink.
+func openHost(protocol int, log *zap.Logger, notify func()) (Host, error) {
+	return vrf.Open(protocol, log, notify)
+}
 
 // newBGPSpeaker is the real Speaker: package bgp over gobgp.
 func newBGPSpeaker(ctx context.Context, cfg config.BGP, log *zap.Logger, notify func()) (Speaker, error) {

@@ -1,0 +1,76 @@
+package config
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+)
+
+// SessionReset is a peer whose BGP session a config change resets, and why.
+type SessionReset struct {
+	Peer string `json:"peer"`
+	Why  string `json:"why"`
+}
+
+// PeerChanges names the keys that differ between two configs of one peer,
+// as they are spelled in config.yaml. The password is compared, never
+// shown. Package bgp resets a session for any of them but maxPrefixes,
+// which it applies in place.
+func PeerChanges(a, b Peer) []string {
+	var c []string
+	add := func(changed bool, key string) {
+		if changed {
+			c = append(c, key)
+		}
+	}
+	add(a.Address != b.Address, "address")
+	add(a.ASN != b.ASN, "asn")
+	add(a.Port != b.Port, "port")
+	add(a.SourceAddress != b.SourceAddress, "sourceAddress")
+	add(a.Interface != b.Interface, "interface")
+	add(a.Passive != b.Passive, "passive")
+	add(a.EBGPMultihop != b.EBGPMultihop, "ebgpMultihop")
+	add(a.TTLSecurity != b.TTLSecurity, "ttlSecurity")
+	add(a.Password != b.Password, "password")
+	add(a.HoldTime != b.HoldTime, "holdTime")
+	add(a.KeepaliveTime != b.KeepaliveTime, "keepaliveTime")
+	add(a.ConnectRetry != b.ConnectRetry, "connectRetry")
+	add(!slices.Equal(a.Families, b.Families), "families")
+	add(a.MaxPrefixes != b.MaxPrefixes, "maxPrefixes")
+	return c
+}
+
+// ResetsSession reports whether package bgp resets a session for these
+// changed keys (PeerChanges): any change but maxPrefixes alone.
+func ResetsSession(changed []string) bool {
+	return len(changed) > 0 && !slices.Equal(changed, []string{"maxPrefixes"})
+}
+
+// SessionResets lists the sessions that reloading next over old resets, in
+// peer-name order: every session when the speaker restarts (SpeakerChanged),
+// a peer that is removed, and a peer whose session keys change. Added peers
+// are not resets. This is what `ovnbgp plan --config` shows; the daemon's
+// reload does exactly this.
+func SessionResets(old, next *Config) []SessionReset {
+	var out []SessionReset
+	byName := make(map[string]Peer, len(next.BGP.Peers))
+	for _, p := range next.BGP.Peers {
+		byName[p.Name] = p
+	}
+	restart := next.SpeakerChanged(old)
+	for _, p := range old.BGP.Peers {
+		np, kept := byName[p.Name]
+		switch {
+		case !kept:
+			out = append(out, SessionReset{Peer: p.Name, Why: "removed from bgp.peers"})
+		case restart:
+			out = append(out, SessionReset{Peer: p.Name, Why: "bgp asn, routerID, listenPort or gracefulRestart changed: the speaker restarts"})
+		default:
+			if ch := PeerChanges(p, np); ResetsSession(ch) {
+				out = append(out, SessionReset{Peer: p.Name, Why: "changed: " + strings.Join(ch, ", ")})
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b SessionReset) int { return cmp.Compare(a.Peer, b.Peer) })
+	return out
+}

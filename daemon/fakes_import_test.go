@@ -1,0 +1,141 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/ovnbgp/ovnbgp/model"
+)
+
+// LearnedGen moves with every change of the fake's learned paths (setLearned).
+func (f *fakeSpeaker) LearnedGen() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.gen
+}
+
+// setLearned replaces what peers sent, as gobgp's path events would.
+func (f *fakeSpeaker) setLearned(paths ...model.LearnedPath) {
+	f.mu.Lock()
+	f.learned = paths
+	f.gen++
+	f.mu.Unlock()
+}
+
+// ApplyRoutes applies static-route operations to the fake's owned routes,
+// as package ovn does to NB: guards must match the routers' current routes.
+func (f *fakeNB) ApplyRoutes(_ context.Context, node string, ops []model.OVNOp, guards []model.OVNGuard) ([]model.OVNOp, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.applies = append(f.applies, slices.Clone(ops))
+	for _, g := range guards {
+		var now []string
+		for _, r := range f.snap.OwnedRoutes {
+			if r.Router == g.Router {
+				now = append(now, r.UUID)
+			}
+		}
+		slices.Sort(now)
+		if !slices.Equal(now, g.StaticRoutes) {
+			return nil, fmt.Errorf("router %s no longer has the static routes the plan read: make a new plan", g.Router)
+		}
+	}
+	var applied []model.OVNOp
+	for _, op := range ops {
+		switch op.Op {
+		case model.OpAdd:
+			f.uuids++
+			r := op.Route
+			r.UUID = fmt.Sprintf("u%d", f.uuids)
+			f.snap.OwnedRoutes = append(f.snap.OwnedRoutes, r)
+		case model.OpDelete, model.OpReplace:
+			i := slices.IndexFunc(f.snap.OwnedRoutes, func(r model.OVNRoute) bool { return r.UUID == op.Route.UUID })
+			if i < 0 {
+				continue
+			}
+			if op.Op == model.OpDelete {
+				f.snap.OwnedRoutes = slices.Delete(f.snap.OwnedRoutes, i, i+1)
+			} else {
+				f.snap.OwnedRoutes[i] = op.Route
+			}
+		}
+		applied = append(applied, op)
+	}
+	f.syncRouters()
+	return applied, nil
+}
+
+// syncRouters sets each router's StaticRoutes to its owned routes; the
+// caller holds mu.
+func (f *fakeNB) syncRouters() {
+	for i := range f.snap.Routers {
+		var ids []string
+		for _, r := range f.snap.OwnedRoutes {
+			if r.Router == f.snap.Routers[i].Name {
+				ids = append(ids, r.UUID)
+			}
+		}
+		slices.Sort(ids)
+		f.snap.Routers[i].StaticRoutes = ids
+	}
+}
+
+func (f *fakeNB) ownedRoutes() []model.OVNRoute {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.snap.OwnedRoutes)
+}
+
+// fakeHost is the kernel as package vrf reports it: links, and the routes
+// carrying our protocol.
+type fakeHost struct {
+	mu     sync.Mutex
+	host   model.Host
+	ops    [][]model.KernelOp
+	closed bool
+}
+
+func (h *fakeHost) Snapshot() (model.Host, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := h.host
+	out.Routes = slices.Clone(h.host.Routes)
+	return out, nil
+}
+
+func (h *fakeHost) Apply(_ context.Context, ops []model.KernelOp) ([]model.KernelOp, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.ops = append(h.ops, slices.Clone(ops))
+	for _, op := range ops {
+		if op.Route == nil {
+			continue
+		}
+		i := slices.IndexFunc(h.host.Routes, func(r model.KernelRoute) bool { return r.Key() == op.Route.Key() })
+		switch {
+		case op.Op == model.OpDelete && i >= 0:
+			h.host.Routes = slices.Delete(h.host.Routes, i, i+1)
+		case op.Op != model.OpDelete && i >= 0:
+			h.host.Routes[i] = *op.Route
+		case op.Op != model.OpDelete:
+			r := *op.Route
+			r.Rule = "" // the kernel keeps no rule
+			h.host.Routes = append(h.host.Routes, r)
+		}
+	}
+	return ops, nil
+}
+
+func (h *fakeHost) Close() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.closed = true
+}
+
+func (h *fakeHost) routes() []model.KernelRoute {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.host.Routes)
+}

@@ -1,0 +1,210 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/ovnbgp/ovnbgp/config"
+	"github.com/ovnbgp/ovnbgp/model"
+	"github.com/ovnbgp/ovnbgp/plan"
+)
+
+// importState is what the loop keeps between passes for route import: the
+// learned paths as last walked, the import decision, the host, the peers
+// that are synced (End-of-RIB, or deferralTime since start), and the last
+// plan. The loop writes it; the control API reads it under Daemon.mu.
+type importState struct {
+	host    Host
+	hostErr error
+	// learned is the last good walk of every peer's paths; learnedGen is
+	// the speaker's LearnedGen when it was taken, learnedFrom the speaker.
+	learned     []model.LearnedPath
+	learnedGen  uint64
+	learnedFrom Speaker
+	walkErr     string
+	// decided is the import decision of the last pass (Paths, targets,
+	// alarms, problems); hostSnap the host state it read.
+	decided  plan.ImportResult
+	hostSnap model.Host
+	// synced are the peers whose table is complete since start.
+	synced map[string]bool
+	// last is the whole plan of the last pass, manual its part that waits
+	// for `ovnbgp apply`.
+	last, manual plan.Plan
+	// alarms are the import caps reached, by rule and peer, as last logged.
+	alarms map[string]bool
+}
+
+// openHost opens the kernel side once; a failure is kept and reported (the
+// next-hop checks then reject everything: nothing is imported blind).
+func (d *Daemon) openHostOnce(cfg *config.Config) {
+	if d.imp.host != nil || d.imp.hostErr != nil {
+		return
+	}
+	h, err := d.deps.OpenHost(cfg.Kernel.RouteProtocol, d.log.Named("vrf"), d.poke)
+	if err != nil {
+		d.imp.hostErr = fmt.Errorf("kernel (netlink) unavailable: %w; nothing is imported, since next hops cannot be checked", err)
+		d.log.Error("route import disabled", zap.Error(d.imp.hostErr))
+		return
+	}
+	d.imp.host = h
+}
+
+// hostState reads the kernel; on error it keeps the last good state.
+func (d *Daemon) hostState() (model.Host, error) {
+	if d.imp.host == nil {
+		return model.Host{}, d.imp.hostErr
+	}
+	h, err := d.imp.host.Snapshot()
+	if err != nil {
+		return d.imp.hostSnap, fmt.Errorf("read the kernel's routes: %w", err)
+	}
+	return h, nil
+}
+
+// learnedPaths walks every peer's paths again when the speaker says they
+// may have changed; a failed walk keeps the last good one.
+func (d *Daemon) learnedPaths(ctx context.Context, sp Speaker) []model.LearnedPath {
+	gen := sp.LearnedGen()
+	if d.imp.learnedFrom == sp && d.imp.learned != nil && gen == d.imp.learnedGen {
+		return d.imp.learned
+	}
+	paths := make([]model.LearnedPath, 0, len(d.imp.learned))
+	err := sp.EachLearned(ctx, "", func(p model.LearnedPath) error {
+		paths = append(paths, p)
+		return nil
+	})
+	if err != nil {
+		d.imp.walkErr = err.Error()
+		d.log.Warn("learned paths not read; deciding on the last good ones", zap.Error(err))
+		return d.imp.learned
+	}
+	d.imp.learned, d.imp.learnedGen, d.imp.learnedFrom, d.imp.walkErr = paths, gen, sp, ""
+	return paths
+}
+
+// syncedPeers says which peers have sent their whole table since ovnbgp
+// started (End-of-RIB), or for which deferralTime has passed: only then may
+// owned routes of their rules that are no longer wanted be deleted. Once
+// synced, a peer stays synced for the life of the daemon.
+func (d *Daemon) syncedPeers(ctx context.Context, sp Speaker, cfg *config.Config) map[string]bool {
+	if d.imp.synced == nil {
+		d.imp.synced = map[string]bool{}
+	}
+	expired := time.Since(d.startedAt) >= cfg.BGP.GracefulRestart.DeferralTime
+	peers, err := sp.Peers(ctx)
+	if err != nil {
+		d.log.Debug("peer states not read for End-of-RIB", zap.Error(err))
+	}
+	eor := map[string]bool{}
+	for _, p := range peers {
+		eor[p.Name] = p.EndOfRIB
+	}
+	out := make(map[string]bool, len(cfg.BGP.Peers))
+	for _, p := range cfg.BGP.Peers {
+		if expired || eor[p.Name] {
+			d.imp.synced[p.Name] = true
+		}
+		out[p.Name] = d.imp.synced[p.Name]
+	}
+	return out
+}
+
+// planImports runs the import decision and builds this pass's plan.
+func (d *Daemon) planImports(ctx context.Context, cfg *config.Config, sp Speaker, snap model.Snapshot,
+	desired []model.Advertisement) (plan.Plan, error) {
+	d.openHostOnce(cfg)
+	host, hostErr := d.hostState()
+	var learned []model.LearnedPath
+	if len(cfg.Import) > 0 {
+		learned = d.learnedPaths(ctx, sp)
+	}
+	res := plan.Import(plan.ImportInput{Config: cfg, Snapshot: snap, Host: host, Learned: learned})
+	p := plan.Build(plan.BuildInput{
+		Node: cfg.Node.Name, Now: time.Now(), Config: cfg, Import: res,
+		Adverts: desired, Advertised: sp.Advertised(),
+		Snapshot: snap, Host: host, Synced: d.syncedPeers(ctx, sp, cfg),
+	})
+	d.logAlarms(res.Alarms)
+	d.mu.Lock()
+	d.imp.decided, d.imp.hostSnap = res, host
+	d.mu.Unlock()
+	return p, hostErr
+}
+
+// applyAuto applies the part of the plan the loop applies by itself:
+// advertisements, and the OVN and kernel operations of auto rules. Each
+// target keeps going on per-item errors; the errors are joined.
+func (d *Daemon) applyAuto(ctx context.Context, cfg *config.Config, sp Speaker, nb Northbound, p plan.Plan) error {
+	auto, manual := p.Split(cfg)
+	d.mu.Lock()
+	d.imp.last, d.imp.manual = p, manual
+	d.mu.Unlock()
+	var errs []error
+	if !auto.Advertise.Empty() {
+		err := sp.Apply(ctx, auto.Advertise)
+		d.logDiff(auto.Advertise, err)
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(auto.OVN) > 0 {
+		applied, err := nb.ApplyRoutes(ctx, cfg.Node.Name, auto.OVN, nil)
+		d.logOps("ovn", len(auto.OVN), len(applied), err)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("ovn: %w", err))
+		}
+	}
+	if len(auto.Kernel) > 0 {
+		if d.imp.host == nil {
+			errs = append(errs, d.imp.hostErr)
+		} else {
+			applied, err := d.imp.host.Apply(ctx, auto.Kernel)
+			d.logOps("kernel", len(auto.Kernel), len(applied), err)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("kernel: %w", err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (d *Daemon) logOps(target string, planned, applied int, err error) {
+	if err != nil {
+		d.log.Warn("imported routes changed, some not applied", zap.String("target", target),
+			zap.Int("planned", planned), zap.Int("applied", applied), zap.Error(err))
+		return
+	}
+	d.log.Info("imported routes changed", zap.String("target", target), zap.Int("applied", applied))
+}
+
+// logAlarms logs each import cap when it is reached and when it clears.
+func (d *Daemon) logAlarms(alarms []plan.ImportAlarm) {
+	now := make(map[string]bool, len(alarms))
+	for _, a := range alarms {
+		k := a.Rule + "\x00" + a.Peer
+		now[k] = true
+		if !d.imp.alarms[k] {
+			d.log.Warn("import cap reached: nothing new is imported from this peer by this rule; the session stays up",
+				zap.String("rule", a.Rule), zap.String("peer", a.Peer), zap.Int("maxRoutes", a.Max), zap.Int("offered", a.Wanted))
+		}
+	}
+	for k := range d.imp.alarms {
+		if !now[k] {
+			d.log.Info("import cap cleared", zap.String("ruleAndPeer", k))
+		}
+	}
+	d.imp.alarms = now
+}
+
+// closeHost releases the kernel side when the daemon stops. Imported
+// routes stay (fail static).
+func (d *Daemon) closeHost() {
+	if d.imp.host != nil {
+		d.imp.host.Close()
+	}
+}
