@@ -355,8 +355,8 @@ func (c *Client) start(cli client.Client) (nbRows, error) {
 	mon := cli.NewMonitor(
 		client.WithTable(ls, &ls.Name, &ls.ExternalIDs, &ls.OtherConfig),
 		client.WithTable(lrp, &lrp.Name, &lrp.Networks),
-		client.WithTable(lr, &lr.Name, &lr.StaticRoutes),
-		client.WithTable(lrsr, &lrsr.IPPrefix, &lrsr.Nexthop, &lrsr.ExternalIDs),
+		client.WithTable(lr, &lr.Name, &lr.ExternalIDs, &lr.StaticRoutes),
+		client.WithTable(lrsr, &lrsr.IPPrefix, &lrsr.Nexthop, &lrsr.OutputPort, &lrsr.ExternalIDs),
 	)
 	if _, err := cli.Monitor(ctx, mon); err != nil {
 		return nbRows{}, fmt.Errorf("monitor NB: %w", err)
@@ -450,8 +450,10 @@ func readRows(ctx context.Context, cli client.Client) (nbRows, error) {
 		if !ok {
 			return out, fmt.Errorf("%s cache holds a %T", nbdb.LogicalRouterPortTable, m)
 		}
-		// Only the ports joining a router to a switch matter.
-		if !strings.HasPrefix(p.Name, ovnk.RouterToSwitch) && !strings.HasPrefix(p.Name, ovnk.TransitRouterToSwitch) {
+		// Only the ports joining a router to a switch (pod subnets), to the
+		// join or transit switch (protected), or to the external switch
+		// (the output port of imported routes) matter.
+		if !keepPort(p.Name) {
 			continue
 		}
 		nets := slices.Clone(p.Networks)
@@ -468,12 +470,23 @@ func readRows(ctx context.Context, cli client.Client) (nbRows, error) {
 	}
 	routerOf := map[string]string{}
 	for _, m := range routers {
-		if r, ok := m.(*nbdb.LogicalRouter); ok {
-			for _, id := range r.StaticRoutes {
-				routerOf[id] = r.Name
-			}
+		r, ok := m.(*nbdb.LogicalRouter)
+		if !ok {
+			return out, fmt.Errorf("%s cache holds a %T", nbdb.LogicalRouterTable, m)
 		}
+		for _, id := range r.StaticRoutes {
+			routerOf[id] = r.Name
+		}
+		if !strings.HasPrefix(r.Name, ovnk.GatewayRouterPrefix) {
+			continue
+		}
+		ids := slices.Clone(r.StaticRoutes)
+		slices.Sort(ids)
+		out.Routers = append(out.Routers, routerRow{UUID: r.UUID, Name: r.Name, Network: r.ExternalIDs[extIDNetwork], StaticRoutes: ids})
 	}
+	slices.SortFunc(out.Routers, func(a, b routerRow) int {
+		return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.UUID, b.UUID))
+	})
 	routes, err := table(nbdb.LogicalRouterStaticRouteTable)
 	if err != nil {
 		return out, err
@@ -483,11 +496,22 @@ func readRows(ctx context.Context, cli client.Client) (nbRows, error) {
 		if !ok {
 			return out, fmt.Errorf("%s cache holds a %T", nbdb.LogicalRouterStaticRouteTable, m)
 		}
-		node := r.ExternalIDs[ovnk.ExtIDICNode]
-		if node == "" {
+		row := routeRow{
+			UUID: r.UUID, Router: routerOf[r.UUID], IPPrefix: r.IPPrefix, Nexthop: r.Nexthop,
+			ICNode:          r.ExternalIDs[ovnk.ExtIDICNode],
+			Owner:           r.ExternalIDs[extIDOwner],
+			Rule:            r.ExternalIDs[extIDRule],
+			OwnerController: r.ExternalIDs[ovnk.ExtIDOwnerController],
+		}
+		if r.OutputPort != nil {
+			row.OutputPort = *r.OutputPort
+		}
+		// Only interconnect routes (protected), ours, and OVN-Kubernetes'
+		// imported ones (ForeignImport) matter.
+		if row.ICNode == "" && row.Owner == "" && row.OwnerController != ovnk.RouteImportController {
 			continue
 		}
-		out.Routes = append(out.Routes, routeRow{UUID: r.UUID, Router: routerOf[r.UUID], IPPrefix: r.IPPrefix, Nexthop: r.Nexthop, ICNode: node})
+		out.Routes = append(out.Routes, row)
 	}
 	slices.SortFunc(out.Routes, func(a, b routeRow) int {
 		return cmp.Or(strings.Compare(a.Router, b.Router), strings.Compare(a.IPPrefix, b.IPPrefix), strings.Compare(a.UUID, b.UUID))
