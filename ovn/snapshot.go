@@ -249,8 +249,8 @@ func buildNB(in nbRows, node string) buildResult {
 		cluster = append(cluster, model.Subnet{Prefix: p,
 			Source: fmt.Sprintf("%s on %s to node %s (%s)", tableStaticRoute, rt.Router, rt.ICNode, ovnk.ExtIDICNode)})
 		guarded = append(guarded, model.ProtectedPrefix{Prefix: p,
-			Why: fmt.Sprintf("interconnect route to node %s (%s %s on %s ip_prefix, %s=%s)",
-				rt.ICNode, tableStaticRoute, rt.UUID, rt.Router, ovnk.ExtIDICNode, rt.ICNode)})
+			Why: fmt.Sprintf("interconnect route to node %s (%s on %s ip_prefix, %s=%s)",
+				rt.ICNode, tableStaticRoute, rt.Router, ovnk.ExtIDICNode, rt.ICNode)})
 	}
 
 	if !sawNode && node != "" {
