@@ -386,6 +386,55 @@ func TestApplyRoutesStaleRace(t *testing.T) {
 	}
 }
 
+// TestApplyRoutesOwnershipRace: the cache said a row was ours, but by the
+// time the transaction reaches the server it is not (edited behind our
+// back). The OVSDB wait in the same transaction refuses the write, in auto
+// mode (the row now belongs to node2) and in manual mode (its next hop
+// changed), and the row is left exactly as the other writer left it.
+func TestApplyRoutesOwnershipRace(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		edit   string
+		guard  bool
+		op     model.OpKind
+		errMsg string
+	}{
+		{"auto delete, row given to node2", `external_ids:"ovnbgp.io/owner"=node2`, false, model.OpDelete, "is no longer owned by node1"},
+		{"auto replace, row given to node2", `external_ids:"ovnbgp.io/owner"=node2`, false, model.OpReplace, "is no longer owned by node1"},
+		{"manual delete, next hop edited", "nexthop=172.18.0.99", true, model.OpDelete, "changed since the plan read it: make a new plan"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := newWriterLab(t)
+			a := route("GR_node1", "192.0.2.0/24", "172.18.0.10", "rtoe-GR_node1", "uplink", "default")
+			if _, err := apply(t, l, []model.OVNOp{{Op: model.OpAdd, Route: a}}, nil); err != nil {
+				t.Fatal(err)
+			}
+			row := l.ownedIs(t, []model.OVNRoute{a})[0]
+			var guards []model.OVNGuard
+			if tc.guard {
+				guards = []model.OVNGuard{guardOf(l.router(t, "GR_node1"))}
+			}
+			op := model.OVNOp{Op: tc.op, Route: row}
+			if tc.op == model.OpReplace {
+				op.Route.Rule = "other"
+			}
+			var edited string
+			ovn.SetTxnHook(l.c, func(_ int, ops []ovsdb.Operation) []ovsdb.Operation {
+				l.s.MustNBCtl("set", "Logical_Router_Static_Route", row.UUID, tc.edit)
+				edited = l.s.MustNBCtl("--format=json", "list", "Logical_Router_Static_Route")
+				return ops
+			})
+			applied, err := apply(t, l, []model.OVNOp{op}, guards)
+			if err == nil || len(applied) != 0 || !strings.Contains(err.Error(), tc.errMsg) {
+				t.Fatalf("applied %+v, err %v; want an error containing %q", applied, err, tc.errMsg)
+			}
+			if after := l.s.MustNBCtl("--format=json", "list", "Logical_Router_Static_Route"); after != edited {
+				t.Fatalf("the row was written after the other writer's edit:\n%s\n---\n%s", edited, after)
+			}
+		})
+	}
+}
+
 // dbRecords counts the records of the standalone database file: each
 // committed transaction appends exactly one.
 func dbRecords(t *testing.T, s *ovsdbtest.Server) int {
