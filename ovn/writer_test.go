@@ -463,7 +463,7 @@ func TestApplyRoutesBatches(t *testing.T) {
 		// exist.
 		zero := 0
 		return append([]ovsdb.Operation{{Op: ovsdb.OperationWait, Table: "Logical_Router", Timeout: &zero,
-			Where: []ovsdb.Condition{{Column: "name", Function: ovsdb.ConditionEqual, Value: "no-such-router"}},
+			Where:   []ovsdb.Condition{{Column: "name", Function: ovsdb.ConditionEqual, Value: "no-such-router"}},
 			Columns: []string{"name"}, Until: string(ovsdb.WaitConditionEqual), Rows: []ovsdb.Row{{"name": "no-such-router"}}}}, ops...)
 	})
 	var desired []model.OVNRoute
