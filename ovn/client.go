@@ -18,6 +18,7 @@ import (
 	"github.com/ovn-org/libovsdb/cache"
 	"github.com/ovn-org/libovsdb/client"
 	libmodel "github.com/ovn-org/libovsdb/model"
+	"github.com/ovn-org/libovsdb/ovsdb"
 	"go.uber.org/zap"
 
 	"github.com/ovnbgp/ovnbgp/config"
@@ -49,8 +50,9 @@ const (
 	resyncInterval = 30 * time.Second
 )
 
-// Client reads the OVN Northbound database. It is safe for concurrent use.
-// It never writes.
+// Client reads the OVN Northbound database and writes the static routes
+// ovnbgp owns (ApplyRoutes). It is safe for concurrent use. It writes
+// nothing else.
 type Client struct {
 	log       *zap.Logger
 	endpoint  string   // as configured
@@ -66,17 +68,24 @@ type Client struct {
 	// changed is poked by libovsdb's cache event handler; the session
 	// goroutine then re-reads the rows.
 	changed chan struct{}
+	// batchSize is the most route operations ApplyRoutes puts in one
+	// transaction (defaultBatchSize; tests set it small).
+	batchSize int
+	// txnHook, if set (tests only), sees and may change each transaction
+	// ApplyRoutes sends; batch counts from 0.
+	txnHook func(batch int, ops []ovsdb.Operation) []ovsdb.Operation
 
 	mu        sync.Mutex
 	connected bool
-	synced    bool      // a first full sync has happened
-	rows      nbRows    // last good rows; replaced, never mutated
-	current   string    // endpoint of the live session
-	since     time.Time // when connected last changed
-	lastErr   string    // "" while connected: cleared on every successful connect
-	lastErrAt time.Time // when lastErr happened
-	attempts  int       // failed attempts since the last successful connect
-	logged    string    // last connection state logged: "", "connected", "disconnected"
+	synced    bool          // a first full sync has happened
+	rows      nbRows        // last good rows; replaced, never mutated
+	current   string        // endpoint of the live session
+	since     time.Time     // when connected last changed
+	lastErr   string        // "" while connected: cleared on every successful connect
+	lastErrAt time.Time     // when lastErr happened
+	attempts  int           // failed attempts since the last successful connect
+	logged    string        // last connection state logged: "", "connected", "disconnected"
+	cli       client.Client // the live session's client, nil when disconnected (ApplyRoutes writes through it)
 	problems  []string
 }
 
@@ -145,6 +154,7 @@ func Dial(ctx context.Context, cfg config.OVN, log *zap.Logger, notify func()) (
 		done:      make(chan struct{}),
 		changed:   make(chan struct{}, 1),
 		since:     time.Now(),
+		batchSize: defaultBatchSize,
 	}
 	c.ctx, c.cancel = context.WithCancel(ctx)
 	go c.run()
@@ -291,7 +301,8 @@ func (c *Client) session() (connected bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	c.setUp(cli.CurrentEndpoint(), rows)
+	c.setUp(cli, rows)
+	defer c.clearSession(cli)
 
 	check := time.NewTicker(checkInterval)
 	defer check.Stop()
@@ -355,8 +366,8 @@ func (c *Client) start(cli client.Client) (nbRows, error) {
 	mon := cli.NewMonitor(
 		client.WithTable(ls, &ls.Name, &ls.ExternalIDs, &ls.OtherConfig),
 		client.WithTable(lrp, &lrp.Name, &lrp.Networks),
-		client.WithTable(lr, &lr.Name, &lr.StaticRoutes),
-		client.WithTable(lrsr, &lrsr.IPPrefix, &lrsr.Nexthop, &lrsr.ExternalIDs),
+		client.WithTable(lr, &lr.Name, &lr.ExternalIDs, &lr.StaticRoutes),
+		client.WithTable(lrsr, &lrsr.IPPrefix, &lrsr.Nexthop, &lrsr.OutputPort, &lrsr.ExternalIDs),
 	)
 	if _, err := cli.Monitor(ctx, mon); err != nil {
 		return nbRows{}, fmt.Errorf("monitor NB: %w", err)
@@ -450,8 +461,10 @@ func readRows(ctx context.Context, cli client.Client) (nbRows, error) {
 		if !ok {
 			return out, fmt.Errorf("%s cache holds a %T", nbdb.LogicalRouterPortTable, m)
 		}
-		// Only the ports joining a router to a switch matter.
-		if !strings.HasPrefix(p.Name, ovnk.RouterToSwitch) && !strings.HasPrefix(p.Name, ovnk.TransitRouterToSwitch) {
+		// Only the ports joining a router to a switch (pod subnets), to the
+		// join or transit switch (protected), or to the external switch
+		// (the output port of imported routes) matter.
+		if !keepPort(p.Name) {
 			continue
 		}
 		nets := slices.Clone(p.Networks)
@@ -468,12 +481,23 @@ func readRows(ctx context.Context, cli client.Client) (nbRows, error) {
 	}
 	routerOf := map[string]string{}
 	for _, m := range routers {
-		if r, ok := m.(*nbdb.LogicalRouter); ok {
-			for _, id := range r.StaticRoutes {
-				routerOf[id] = r.Name
-			}
+		r, ok := m.(*nbdb.LogicalRouter)
+		if !ok {
+			return out, fmt.Errorf("%s cache holds a %T", nbdb.LogicalRouterTable, m)
 		}
+		for _, id := range r.StaticRoutes {
+			routerOf[id] = r.Name
+		}
+		if !strings.HasPrefix(r.Name, ovnk.GatewayRouterPrefix) {
+			continue
+		}
+		ids := slices.Clone(r.StaticRoutes)
+		slices.Sort(ids)
+		out.Routers = append(out.Routers, routerRow{UUID: r.UUID, Name: r.Name, Network: r.ExternalIDs[extIDNetwork], StaticRoutes: ids})
 	}
+	slices.SortFunc(out.Routers, func(a, b routerRow) int {
+		return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.UUID, b.UUID))
+	})
 	routes, err := table(nbdb.LogicalRouterStaticRouteTable)
 	if err != nil {
 		return out, err
@@ -483,11 +507,22 @@ func readRows(ctx context.Context, cli client.Client) (nbRows, error) {
 		if !ok {
 			return out, fmt.Errorf("%s cache holds a %T", nbdb.LogicalRouterStaticRouteTable, m)
 		}
-		node := r.ExternalIDs[ovnk.ExtIDICNode]
-		if node == "" {
+		row := routeRow{
+			UUID: r.UUID, Router: routerOf[r.UUID], IPPrefix: r.IPPrefix, Nexthop: r.Nexthop,
+			ICNode:          r.ExternalIDs[ovnk.ExtIDICNode],
+			Owner:           r.ExternalIDs[extIDOwner],
+			Rule:            r.ExternalIDs[extIDRule],
+			OwnerController: r.ExternalIDs[ovnk.ExtIDOwnerController],
+		}
+		if r.OutputPort != nil {
+			row.OutputPort = *r.OutputPort
+		}
+		// Only interconnect routes (protected), ours, and OVN-Kubernetes'
+		// imported ones (ForeignImport) matter.
+		if row.ICNode == "" && row.Owner == "" && row.OwnerController != ovnk.RouteImportController {
 			continue
 		}
-		out.Routes = append(out.Routes, routeRow{UUID: r.UUID, Router: routerOf[r.UUID], IPPrefix: r.IPPrefix, Nexthop: r.Nexthop, ICNode: node})
+		out.Routes = append(out.Routes, row)
 	}
 	slices.SortFunc(out.Routes, func(a, b routeRow) int {
 		return cmp.Or(strings.Compare(a.Router, b.Router), strings.Compare(a.IPPrefix, b.IPPrefix), strings.Compare(a.UUID, b.UUID))
@@ -496,9 +531,11 @@ func readRows(ctx context.Context, cli client.Client) (nbRows, error) {
 }
 
 // setUp records a live, fully synced session and says so once.
-func (c *Client) setUp(endpoint string, rows nbRows) {
+func (c *Client) setUp(cli client.Client, rows nbRows) {
+	endpoint := cli.CurrentEndpoint()
 	c.mu.Lock()
 	c.connected, c.synced, c.rows = true, true, rows
+	c.cli = cli
 	c.current, c.since, c.attempts = endpoint, time.Now(), 0
 	// Recovered: the error is history (the log has it).
 	c.lastErr, c.lastErrAt = "", time.Time{}
@@ -511,12 +548,22 @@ func (c *Client) setUp(endpoint string, rows nbRows) {
 	c.notify()
 }
 
+// clearSession forgets cli when its session ends, so that ApplyRoutes
+// never writes through a closed client.
+func (c *Client) clearSession(cli client.Client) {
+	c.mu.Lock()
+	if c.cli == cli {
+		c.cli = nil
+	}
+	c.mu.Unlock()
+}
+
 // setDown records the end of a session or a failed attempt. The state
 // change is logged once; further failures only at debug level.
 func (c *Client) setDown(err error) {
 	c.mu.Lock()
 	wasUp := c.connected
-	c.connected, c.current = false, ""
+	c.connected, c.current, c.cli = false, "", nil
 	if wasUp {
 		c.since = time.Now()
 	}

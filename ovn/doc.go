@@ -5,13 +5,23 @@
 // Reading. Dial returns a Client that connects in the background, keeps a
 // libovsdb monitor on the few columns ovnbgp needs (Logical_Switch name,
 // external_ids, other_config; Logical_Router_Port name, networks;
-// Logical_Router name, static_routes; Logical_Router_Static_Route
-// ip_prefix, nexthop, external_ids) and reconnects with exponential backoff
+// Logical_Router name, external_ids, static_routes;
+// Logical_Router_Static_Route ip_prefix, nexthop, output_port,
+// external_ids) and reconnects with exponential backoff
 // (250ms doubling to 30s) while the database is away. Every change of the
 // monitored rows and every connect or disconnect calls the caller's notify
 // function; the caller re-reads with Snapshot, which builds this node's
 // networks from the rows (see build for the OpenShift/OVN-Kubernetes naming
-// rules it follows).
+// rules it follows). For import, Snapshot also gives this node's gateway
+// routers, the protected prefixes NB holds and the static routes ovnbgp
+// owns (buildImport).
+//
+// Writing. ApplyRoutes is the only write: it adds, changes and deletes
+// static routes carrying ovnbgp.io/owner=<node> on this node's gateway
+// routers, and nothing else (ARCHITECTURE.md, "Ownership markers"). Each
+// ownership check against the cache is repeated by an OVSDB wait inside
+// the same transaction, so a row someone else changed meanwhile is never
+// written.
 //
 // Fail static. Once a first full sync has happened, Snapshot keeps
 // returning the last good view with ok=true while the database is
@@ -25,8 +35,7 @@
 // when it appears and once when it goes away, and the current list is in
 // Status().Problems.
 //
-// The production client is read-only, and this package holds no test
-// scaffolding: the lab's writers and libovsdb's in-memory server live in
+// This package holds no test scaffolding: the lab's writers and libovsdb's in-memory server live in
 // ovn/labnb (for `ovnbgp lab` and tests), the ovsdbtest sub-package runs a
 // real ovsdb-server for tests, and the OVN-Kubernetes names both sides use
 // are in ovn/internal/ovnk. TestNoTestScaffoldingInProduction checks that

@@ -68,15 +68,29 @@ type routerPortRow struct {
 	Networks []string // "address/length", the router's address in each subnet
 }
 
-// routeRow is a Logical_Router_Static_Route that OVN-Kubernetes'
-// interconnect mode writes on a cluster router towards another node's
-// subnet (external_ids:ic-node).
+// routeRow is a Logical_Router_Static_Route ovnbgp reads: one that
+// OVN-Kubernetes' interconnect mode writes on a cluster router towards
+// another node's subnet (external_ids:ic-node), one of ovnbgp's
+// (ovnbgp.io/owner), or one of OVN-Kubernetes' route import
+// (k8s.ovn.org/owner-controller=RouteImport).
 type routeRow struct {
-	UUID     string
-	Router   string // name of the Logical_Router holding it, "" if none
-	IPPrefix string
-	Nexthop  string
-	ICNode   string // external_ids:ic-node
+	UUID            string
+	Router          string // name of the Logical_Router holding it, "" if none
+	IPPrefix        string
+	Nexthop         string
+	OutputPort      string // "" if unset
+	ICNode          string // external_ids:ic-node
+	Owner           string // external_ids:ovnbgp.io/owner
+	Rule            string // external_ids:ovnbgp.io/rule
+	OwnerController string // external_ids:k8s.ovn.org/owner-controller
+}
+
+// routerRow is a gateway router (a Logical_Router named GR_...).
+type routerRow struct {
+	UUID         string
+	Name         string
+	Network      string   // external_ids:k8s.ovn.org/network, "" on the default network
+	StaticRoutes []string // UUIDs, sorted
 }
 
 // nbRows is everything the snapshot is built from, copied out of the
@@ -85,6 +99,7 @@ type nbRows struct {
 	Switches []switchRow
 	Ports    []routerPortRow
 	Routes   []routeRow
+	Routers  []routerRow
 }
 
 // networkPrefix is the prefix of a network's entity names.
@@ -151,6 +166,7 @@ func buildNB(in nbRows, node string) buildResult {
 	var (
 		problems []string
 		cluster  []model.Subnet
+		guarded  []model.ProtectedPrefix
 		nets     = map[string]*model.Network{}
 		netRows  = map[string][]string{} // network -> names of its rows for this node
 		sawNode  bool
@@ -169,6 +185,9 @@ func buildNB(in nbRows, node string) buildResult {
 		subnets, protect, bad, unresolved := resolveSubnets(r, topology, ports)
 		cluster = append(cluster, subnets...)
 		cluster = append(cluster, protect...)
+		for _, sn := range slices.Concat(subnets, protect) {
+			guarded = append(guarded, model.ProtectedPrefix{Prefix: sn.Prefix, Why: "pod subnet (" + sn.Source + ")"})
+		}
 
 		if r.Network == "" && r.Name == node {
 			sawNode = true
@@ -229,6 +248,9 @@ func buildNB(in nbRows, node string) buildResult {
 		}
 		cluster = append(cluster, model.Subnet{Prefix: p,
 			Source: fmt.Sprintf("%s on %s to node %s (%s)", tableStaticRoute, rt.Router, rt.ICNode, ovnk.ExtIDICNode)})
+		guarded = append(guarded, model.ProtectedPrefix{Prefix: p,
+			Why: fmt.Sprintf("interconnect route to node %s (%s on %s ip_prefix, %s=%s)",
+				rt.ICNode, tableStaticRoute, rt.Router, ovnk.ExtIDICNode, rt.ICNode)})
 	}
 
 	if !sawNode && node != "" {
@@ -255,6 +277,11 @@ func buildNB(in nbRows, node string) buildResult {
 		}
 		return cmp.Compare(a.Name, b.Name)
 	})
+
+	imp := buildImport(in, node)
+	snap.Routers, snap.OwnedRoutes = imp.Routers, imp.Owned
+	snap.Protected = sortProtected(slices.Concat(guarded, imp.Protected))
+	problems = append(problems, imp.Problems...)
 
 	slices.Sort(problems)
 	return buildResult{Snapshot: snap, Cluster: sortSubnets(cluster), Problems: slices.Compact(problems)}

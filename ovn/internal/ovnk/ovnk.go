@@ -23,6 +23,14 @@ const (
 	// another node in interconnect mode ("ic-node", zone_ic_handler.go
 	// addRemoteNodeStaticRoutes); the value is that node's name.
 	ExtIDICNode = "ic-node"
+	// ExtIDOwnerController names the controller that owns a row
+	// (libovsdb/ops OwnerControllerKey); OVN-Kubernetes' route import
+	// (ovn/routeimport/route_import.go) sets it to RouteImportController
+	// on the static routes it copies into a gateway router.
+	ExtIDOwnerController = "k8s.ovn.org/owner-controller"
+	// RouteImportController is the value of ExtIDOwnerController on the
+	// rows of OVN-Kubernetes' route import (controllerName "RouteImport").
+	RouteImportController = "RouteImport"
 )
 
 // other_config keys of a Logical_Switch.
@@ -72,6 +80,17 @@ const (
 	RouterToTransitSwitch = "rtots-"
 	// TransitSwitchToRouter is its switch side: <prefix>tstor-<node>.
 	TransitSwitchToRouter = "tstor-"
+	// GatewayRouterToJoinSwitch names a router's port on the join switch:
+	// rtoj-GR_<prefix><node> (gateway router) and
+	// rtoj-<prefix>ovn_cluster_router (types.GWRouterToJoinSwitchPrefix).
+	GatewayRouterToJoinSwitch = "rtoj-"
+	// JoinSwitchToGatewayRouter is its switch side: jtor-<router>.
+	JoinSwitchToGatewayRouter = "jtor-"
+	// GatewayRouterToExtSwitch names a gateway router's port on the
+	// external switch: rtoe-GR_<prefix><node>
+	// (types.GWRouterToExtSwitchPrefix); route import uses it as the
+	// output_port of imported routes.
+	GatewayRouterToExtSwitch = "rtoe-"
 	// ManagementPort is the node's management port: <prefix>k8s-<node>.
 	ManagementPort = "k8s-"
 )
