@@ -117,6 +117,7 @@ func (d *Daemon) controlHandler() http.Handler {
 			return
 		}
 		peers, err := sp.Peers(r.Context())
+		d.importCounts(peers)
 		reply(w, nonNil(peers), err)
 	})
 	mux.HandleFunc("GET "+api.PathAdvertised, func(w http.ResponseWriter, r *http.Request) {
@@ -132,6 +133,18 @@ func (d *Daemon) controlHandler() http.Handler {
 	mux.HandleFunc("GET "+api.PathLearned, func(w http.ResponseWriter, r *http.Request) {
 		rejected := r.URL.Query().Get("rejected") == "true"
 		d.routeList(w, r, func(sp Speaker, peer string, st *stream) error {
+			if paths, ok := d.decidedPaths(sp); ok {
+				// Import rules decided on these paths: show the verdicts.
+				for _, p := range paths {
+					if (peer != "" && p.Peer != peer) || (rejected && p.Accepted) {
+						continue
+					}
+					if err := st.add(p); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
 			return sp.EachLearned(r.Context(), peer, func(p model.LearnedPath) error {
 				if rejected && p.Accepted {
 					return nil
@@ -149,6 +162,7 @@ func (d *Daemon) controlHandler() http.Handler {
 		d.mu.Unlock()
 		reply(w, snap, nil)
 	})
+	d.importHandlers(mux)
 	return mux
 }
 

@@ -112,6 +112,8 @@ type Daemon struct {
 	logs   *logging
 	signal chan struct{} // size 1: "reconcile now"
 	reload chan struct{} // size 1: "re-read the config file"
+	// calls are functions the control API runs on the loop (onLoop).
+	calls chan func(context.Context)
 	heavy  chan struct{} // a slot per route list being streamed
 	// parses counts config parses still running (see limits.maxParses).
 	parses atomic.Int32
@@ -171,6 +173,7 @@ func newDaemon(opts Options, deps Deps, lim limits, logs *logging, cfg *config.C
 		logs:      logs,
 		signal:    make(chan struct{}, 1),
 		reload:    make(chan struct{}, 1),
+		calls:     make(chan func(context.Context)),
 		heavy:     make(chan struct{}, lim.heavyRequests),
 		cfg:       cfg,
 		phase:     api.PhaseStarting,
@@ -360,6 +363,9 @@ func (d *Daemon) loop(ctx context.Context, hup <-chan os.Signal) error {
 		case <-watchdog:
 			_, _ = sd.SdNotify(false, sd.SdNotifyWatchdog)
 			continue
+		case call := <-d.calls:
+			call(ctx)
+			continue
 		case <-grace.C:
 			if !d.hasSynced() {
 				d.markReady("OVN Northbound not synced yet; advertising nothing until it is")
@@ -404,8 +410,15 @@ func (d *Daemon) reconcile(ctx context.Context) error {
 	// an OPEN exchange, so the first UPDATEs carry the whole table and
 	// End-of-RIB follows it.
 	d.addPeers(ctx, "first plan ready")
-	p, hostErr := d.planImports(ctx, cfg, speaker, snap, desired)
-	err := errors.Join(d.applyAuto(ctx, cfg, speaker, nb, p), hostErr)
+	v, err := d.computePlan(ctx, cfg)
+	if err != nil {
+		return nil // the speaker or NB went away meanwhile: poked again
+	}
+	d.logAlarms(v.res.Alarms)
+	d.mu.Lock()
+	d.imp.decided, d.imp.hostSnap = v.res, v.host
+	d.mu.Unlock()
+	err = errors.Join(d.applyAuto(ctx, cfg, speaker, nb, v.plan), v.hostErr)
 
 	d.mu.Lock()
 	d.snapshot, d.synced, d.desired = snap, true, desired
@@ -748,7 +761,7 @@ func (d *Daemon) status() api.Status {
 		Version: d.opts.Version, Node: d.cfg.Node.Name, ConfigFile: d.opts.ConfigPath,
 		StartedAt: d.startedAt, Phase: d.phase, Ready: d.ready, NB: nb,
 		Reconciles: d.reconciles, LastReconcile: d.lastRun, LastError: d.lastErr, ConfigError: d.cfgErr,
-		NotApplied: notApplied,
+		NotApplied: notApplied, Import: d.importStatus(),
 	}
 }
 

@@ -1,13 +1,17 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/ovnbgp/ovnbgp/api"
 	"github.com/ovnbgp/ovnbgp/config"
 	"github.com/ovnbgp/ovnbgp/model"
 	"github.com/ovnbgp/ovnbgp/plan"
@@ -16,7 +20,8 @@ import (
 // importState is what the loop keeps between passes for route import: the
 // learned paths as last walked, the import decision, the host, the peers
 // that are synced (End-of-RIB, or deferralTime since start), and the last
-// plan. The loop writes it; the control API reads it under Daemon.mu.
+// plan. Only the loop writes it, under Daemon.mu for what the control API
+// reads (everything but synced and alarms).
 type importState struct {
 	host    Host
 	hostErr error
@@ -46,6 +51,8 @@ func (d *Daemon) openHostOnce(cfg *config.Config) {
 		return
 	}
 	h, err := d.deps.OpenHost(cfg.Kernel.RouteProtocol, d.log.Named("vrf"), d.poke)
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	if err != nil {
 		d.imp.hostErr = fmt.Errorf("kernel (netlink) unavailable: %w; nothing is imported, since next hops cannot be checked", err)
 		d.log.Error("route import disabled", zap.Error(d.imp.hostErr))
@@ -79,11 +86,15 @@ func (d *Daemon) learnedPaths(ctx context.Context, sp Speaker) []model.LearnedPa
 		return nil
 	})
 	if err != nil {
+		d.mu.Lock()
 		d.imp.walkErr = err.Error()
+		d.mu.Unlock()
 		d.log.Warn("learned paths not read; deciding on the last good ones", zap.Error(err))
 		return d.imp.learned
 	}
+	d.mu.Lock()
 	d.imp.learned, d.imp.learnedGen, d.imp.learnedFrom, d.imp.walkErr = paths, gen, sp, ""
+	d.mu.Unlock()
 	return paths
 }
 
@@ -112,28 +123,6 @@ func (d *Daemon) syncedPeers(ctx context.Context, sp Speaker, cfg *config.Config
 		out[p.Name] = d.imp.synced[p.Name]
 	}
 	return out
-}
-
-// planImports runs the import decision and builds this pass's plan.
-func (d *Daemon) planImports(ctx context.Context, cfg *config.Config, sp Speaker, snap model.Snapshot,
-	desired []model.Advertisement) (plan.Plan, error) {
-	d.openHostOnce(cfg)
-	host, hostErr := d.hostState()
-	var learned []model.LearnedPath
-	if len(cfg.Import) > 0 {
-		learned = d.learnedPaths(ctx, sp)
-	}
-	res := plan.Import(plan.ImportInput{Config: cfg, Snapshot: snap, Host: host, Learned: learned})
-	p := plan.Build(plan.BuildInput{
-		Node: cfg.Node.Name, Now: time.Now(), Config: cfg, Import: res,
-		Adverts: desired, Advertised: sp.Advertised(),
-		Snapshot: snap, Host: host, Synced: d.syncedPeers(ctx, sp, cfg),
-	})
-	d.logAlarms(res.Alarms)
-	d.mu.Lock()
-	d.imp.decided, d.imp.hostSnap = res, host
-	d.mu.Unlock()
-	return p, hostErr
 }
 
 // applyAuto applies the part of the plan the loop applies by itself:
@@ -207,4 +196,71 @@ func (d *Daemon) closeHost() {
 	if d.imp.host != nil {
 		d.imp.host.Close()
 	}
+}
+
+// decidedPaths are the learned paths with the last pass's import verdicts,
+// sorted by peer and prefix, when import rules decided on what sp sent;
+// ok is false without import rules (the caller walks the speaker then).
+func (d *Daemon) decidedPaths(sp Speaker) (paths []model.LearnedPath, ok bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.cfg.Import) == 0 || d.imp.learnedFrom != sp || d.imp.decided.Paths == nil {
+		return nil, false
+	}
+	paths = slices.Clone(d.imp.decided.Paths)
+	slices.SortStableFunc(paths, func(a, b model.LearnedPath) int {
+		return cmp.Or(cmp.Compare(a.Peer, b.Peer), a.Prefix.Addr().Compare(b.Prefix.Addr()), cmp.Compare(a.Prefix.Bits(), b.Prefix.Bits()))
+	})
+	return paths, true
+}
+
+// importCounts fills each peer's Imported count and ImportAlarm from the
+// last pass.
+func (d *Daemon) importCounts(peers []model.PeerStatus) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.cfg.Import) == 0 {
+		return
+	}
+	accepted := map[string]int{}
+	for _, p := range d.imp.decided.Paths {
+		if p.Accepted {
+			accepted[p.Peer]++
+		}
+	}
+	alarms := map[string][]string{}
+	for _, a := range d.imp.decided.Alarms {
+		alarms[a.Peer] = append(alarms[a.Peer], a.String())
+	}
+	for i := range peers {
+		peers[i].Imported = accepted[peers[i].Name]
+		peers[i].ImportAlarm = strings.Join(alarms[peers[i].Name], "; ")
+	}
+}
+
+// importStatus summarises route import for `status`; the caller holds mu.
+func (d *Daemon) importStatus() *api.ImportStatus {
+	if len(d.cfg.Import) == 0 && len(d.imp.decided.OVN) == 0 && len(d.imp.decided.Kernel) == 0 {
+		return nil
+	}
+	st := &api.ImportStatus{
+		OVN: len(d.imp.decided.OVN), Kernel: len(d.imp.decided.Kernel),
+		Held: len(d.imp.last.Held), Problems: d.imp.decided.Problems,
+	}
+	for _, p := range d.imp.decided.Paths {
+		if p.Accepted {
+			st.Accepted++
+		} else {
+			st.Rejected++
+		}
+	}
+	c := d.imp.manual.Counts()
+	st.Manual = c.OVNAdd + c.OVNReplace + c.OVNDelete + c.KernelAdd + c.KernelReplace + c.KernelDelete + c.VRFAdd + c.RuleAdd + c.RuleDelete
+	for _, a := range d.imp.decided.Alarms {
+		st.Alarms = append(st.Alarms, a.String())
+	}
+	if d.imp.hostErr != nil {
+		st.Problems = append(slices.Clone(st.Problems), d.imp.hostErr.Error())
+	}
+	return st
 }

@@ -1,0 +1,463 @@
+package daemon
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/netip"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/ovnbgp/ovnbgp/api"
+	"github.com/ovnbgp/ovnbgp/config"
+	"github.com/ovnbgp/ovnbgp/model"
+	"github.com/ovnbgp/ovnbgp/plan"
+)
+
+// maxPlanBody bounds a plan sent to `apply` (a plan of a full table is a
+// few tens of MB).
+const maxPlanBody = 256 << 20
+
+// errNotReady is answered 503 by the import endpoints.
+var errNotReady = errors.New("not ready")
+
+// onLoop runs fn on the loop goroutine, between reconciles, and waits for
+// it: the loop is the only goroutine that reads and writes the world, so a
+// plan, an apply or an explanation never races a reconcile. fn gets the
+// loop's context; it must only write variables its caller reads after
+// onLoop returns nil.
+func (d *Daemon) onLoop(ctx context.Context, fn func(ctx context.Context)) error {
+	done := make(chan struct{})
+	call := func(lctx context.Context) {
+		defer close(done)
+		fn(lctx)
+	}
+	select {
+	case d.calls <- call:
+	case <-ctx.Done():
+		return fmt.Errorf("the daemon's loop is busy: %w", context.Cause(ctx))
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("the daemon's loop is busy: %w", context.Cause(ctx))
+	}
+}
+
+// planView is one computation of the plan and everything it read.
+type planView struct {
+	plan    plan.Plan
+	res     plan.ImportResult
+	snap    model.Snapshot
+	host    model.Host
+	desired []model.Advertisement
+	hostErr error
+}
+
+// computePlan computes the plan of cfg against the world now; it runs on
+// the loop. It fails only when there is nothing to plan from yet.
+func (d *Daemon) computePlan(ctx context.Context, cfg *config.Config) (planView, error) {
+	d.mu.Lock()
+	sp, nb := d.speaker, d.nb
+	d.mu.Unlock()
+	if sp == nil || nb == nil {
+		return planView{}, fmt.Errorf("%w: the BGP speaker is not running yet; try again in a few seconds", errNotReady)
+	}
+	snap, ok := nb.Snapshot(cfg.Node.Name)
+	if !ok {
+		return planView{}, fmt.Errorf("%w: OVN Northbound is not synced yet, so nothing is planned; try again once `ovnbgp status` says synced", errNotReady)
+	}
+	desired := plan.Advertisements(cfg, snap)
+	d.openHostOnce(cfg)
+	host, hostErr := d.hostState()
+	var learned []model.LearnedPath
+	if len(cfg.Import) > 0 {
+		learned = d.learnedPaths(ctx, sp)
+	}
+	res := plan.Import(plan.ImportInput{Config: cfg, Snapshot: snap, Host: host, Learned: learned})
+	p := plan.Build(plan.BuildInput{
+		Node: cfg.Node.Name, Now: time.Now(), Config: cfg, Import: res,
+		Adverts: desired, Advertised: sp.Advertised(),
+		Snapshot: snap, Host: host, Synced: d.syncedPeers(ctx, sp, cfg),
+	})
+	return planView{plan: p, res: res, snap: snap, host: host, desired: desired, hostErr: hostErr}, nil
+}
+
+// importHandlers adds the endpoints of route import to mux.
+func (d *Daemon) importHandlers(mux *http.ServeMux) {
+	mux.HandleFunc("GET "+api.PathPlan, func(w http.ResponseWriter, r *http.Request) {
+		cfg := d.config()
+		d.replyPlan(w, r, cfg, nil)
+	})
+	mux.HandleFunc("POST "+api.PathPlan, func(w http.ResponseWriter, r *http.Request) {
+		if !requireRoot(w, r, "plan --config") {
+			return
+		}
+		var req api.PlanRequest
+		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req); err != nil {
+			replyError(w, http.StatusBadRequest, fmt.Errorf("plan request: %w", err))
+			return
+		}
+		if !filepath.IsAbs(req.Config) {
+			replyError(w, http.StatusBadRequest, fmt.Errorf("config %q: give an absolute path", req.Config))
+			return
+		}
+		res := <-parseConfig(r.Context(), d.deps.LoadConfig, req.Config, d.lim.parseTimeout, &d.parses, d.lim.maxParses)
+		if res.err != nil {
+			replyError(w, http.StatusUnprocessableEntity, res.err)
+			return
+		}
+		old := d.config()
+		// What a reload keeps from the running config.
+		res.cfg.Control, res.cfg.Metrics = old.Control, old.Metrics
+		d.replyPlan(w, r, res.cfg, config.SessionResets(old, res.cfg))
+	})
+	mux.HandleFunc("POST "+api.PathApply, func(w http.ResponseWriter, r *http.Request) {
+		if !requireRoot(w, r, "apply") {
+			return
+		}
+		body, err := io.ReadAll(io.LimitReader(r.Body, maxPlanBody+1))
+		if err != nil {
+			replyError(w, http.StatusBadRequest, fmt.Errorf("read the plan: %w", err))
+			return
+		}
+		if len(body) > maxPlanBody {
+			replyError(w, http.StatusRequestEntityTooLarge, fmt.Errorf("plan larger than %d MiB", maxPlanBody>>20))
+			return
+		}
+		var p plan.Plan
+		dec := json.NewDecoder(bytes.NewReader(body))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&p); err != nil {
+			replyError(w, http.StatusBadRequest, fmt.Errorf("not a plan saved by `ovnbgp plan --out`: %w", err))
+			return
+		}
+		var out api.ApplyResult
+		var aerr error
+		if err := d.onLoop(r.Context(), func(ctx context.Context) { out, aerr = d.applySaved(ctx, p) }); err != nil {
+			replyError(w, http.StatusServiceUnavailable, err)
+			return
+		}
+		if aerr != nil {
+			code := http.StatusInternalServerError
+			if errors.Is(aerr, errStalePlan) || errors.Is(aerr, errWrongPlan) {
+				code = http.StatusConflict
+			}
+			replyError(w, code, aerr)
+			return
+		}
+		reply(w, out, nil)
+	})
+	mux.HandleFunc("GET "+api.PathImported, func(w http.ResponseWriter, r *http.Request) {
+		network := r.URL.Query().Get("network")
+		var out api.Imported
+		var ierr error
+		if err := d.onLoop(r.Context(), func(ctx context.Context) { out, ierr = d.imported(network) }); err != nil {
+			replyError(w, http.StatusServiceUnavailable, err)
+			return
+		}
+		if ierr != nil {
+			replyError(w, http.StatusServiceUnavailable, ierr)
+			return
+		}
+		reply(w, out, nil)
+	})
+	mux.HandleFunc("GET "+api.PathExplain, func(w http.ResponseWriter, r *http.Request) {
+		prefix, err := parsePrefixArg(r.URL.Query().Get("prefix"))
+		if err != nil {
+			replyError(w, http.StatusBadRequest, err)
+			return
+		}
+		cfg := d.config()
+		var v planView
+		var perr error
+		if err := d.onLoop(r.Context(), func(ctx context.Context) { v, perr = d.computePlan(ctx, cfg) }); err != nil {
+			replyError(w, http.StatusServiceUnavailable, err)
+			return
+		}
+		if perr != nil {
+			replyError(w, http.StatusServiceUnavailable, perr)
+			return
+		}
+		reply(w, plan.Explain(prefix, v.res, v.desired, v.plan, v.snap, v.host), nil)
+	})
+}
+
+// parsePrefixArg reads `explain`'s PREFIX: a prefix, or an address (its
+// host prefix).
+func parsePrefixArg(s string) (netip.Prefix, error) {
+	if s == "" {
+		return netip.Prefix{}, errors.New("prefix=: give a prefix (10.0.0.0/8) or an address")
+	}
+	if p, err := netip.ParsePrefix(s); err == nil {
+		return p.Masked(), nil
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("prefix=%q: not a prefix (10.0.0.0/8, 2001:db8::/32) nor an address", s)
+	}
+	return netip.PrefixFrom(a, a.BitLen()), nil
+}
+
+// replyPlan computes cfg's plan on the loop and answers it.
+func (d *Daemon) replyPlan(w http.ResponseWriter, r *http.Request, cfg *config.Config, resets []config.SessionReset) {
+	var v planView
+	var perr error
+	if err := d.onLoop(r.Context(), func(ctx context.Context) { v, perr = d.computePlan(ctx, cfg) }); err != nil {
+		replyError(w, http.StatusServiceUnavailable, err)
+		return
+	}
+	if perr != nil {
+		replyError(w, http.StatusServiceUnavailable, perr)
+		return
+	}
+	_, manual := v.plan.Split(cfg)
+	problems := slices.Clone(v.res.Problems)
+	if v.hostErr != nil {
+		problems = append(problems, v.hostErr.Error())
+	}
+	reply(w, api.PlanResponse{
+		Plan: v.plan, Counts: v.plan.Counts(), Manual: manual.Counts(),
+		SessionResets: resets, Problems: problems,
+	}, nil)
+}
+
+// The ways an apply refuses a plan; nothing is changed then.
+var (
+	errStalePlan = errors.New("the plan is stale")
+	errWrongPlan = errors.New("the plan does not fit this daemon")
+)
+
+// applySaved applies a saved plan's OVN and kernel operations; it runs on
+// the loop. Nothing is applied when the plan is for another node or format,
+// or when what it read has changed since: the kernel routes it touches are
+// checked first, then the OVN operations go in one transaction behind OVSDB
+// wait operations on the gateway routers and rows it read. Advertisements
+// are not part of an apply: the loop keeps them current by itself.
+func (d *Daemon) applySaved(ctx context.Context, p plan.Plan) (api.ApplyResult, error) {
+	cfg := d.config()
+	var out api.ApplyResult
+	switch {
+	case p.Version != plan.PlanVersion:
+		return out, fmt.Errorf("%w: format version %d, this ovnbgp reads %d; make a new plan", errWrongPlan, p.Version, plan.PlanVersion)
+	case p.Node != cfg.Node.Name:
+		return out, fmt.Errorf("%w: it was made on node %q, this is %q", errWrongPlan, p.Node, cfg.Node.Name)
+	case len(p.OVN) > 0 && len(p.Guards) == 0:
+		return out, fmt.Errorf("%w: it has OVN operations but no guards (what it read), so staleness cannot be checked; make a new plan", errWrongPlan)
+	}
+	d.mu.Lock()
+	nb := d.nb
+	d.mu.Unlock()
+	if len(p.Kernel) > 0 {
+		if d.imp.host == nil {
+			return out, d.imp.hostErr
+		}
+		host, err := d.imp.host.Snapshot()
+		if err != nil {
+			return out, fmt.Errorf("read the kernel's routes: %w", err)
+		}
+		if err := kernelStale(p.Kernel, host); err != nil {
+			return out, fmt.Errorf("%w: %w; make a new plan (nothing was changed)", errStalePlan, err)
+		}
+	}
+	if len(p.OVN) > 0 {
+		applied, err := nb.ApplyRoutes(ctx, cfg.Node.Name, p.OVN, p.Guards)
+		out.OVN = applied
+		if err != nil {
+			if len(applied) == 0 {
+				return out, fmt.Errorf("%w: %w (nothing was changed)", errStalePlan, err)
+			}
+			return out, fmt.Errorf("ovn: %w", err)
+		}
+		d.log.Info("saved plan applied to OVN", zap.Int("ops", len(applied)))
+	}
+	if len(p.Kernel) > 0 {
+		applied, err := d.imp.host.Apply(ctx, p.Kernel)
+		out.Kernel = applied
+		if err != nil {
+			return out, fmt.Errorf("kernel: %w", err)
+		}
+		d.log.Info("saved plan applied to the kernel", zap.Int("ops", len(applied)))
+	}
+	d.poke()
+	return out, nil
+}
+
+// kernelStale says what a plan's kernel operations assumed that is no
+// longer true: an add's key is taken, a replaced route is gone, a deleted
+// route is not as the plan read it, a VRF to create exists.
+func kernelStale(ops []model.KernelOp, host model.Host) error {
+	have := make(map[model.KernelRouteKey]model.KernelRoute, len(host.Routes))
+	for _, r := range host.Routes {
+		have[r.Key()] = r
+	}
+	var errs []error
+	for _, op := range ops {
+		switch {
+		case op.Route != nil:
+			r := *op.Route
+			cur, ok := have[r.Key()]
+			switch op.Op {
+			case model.OpAdd:
+				if ok {
+					errs = append(errs, fmt.Errorf("table %d now has %v (the plan adds it)", r.Table, r.Prefix))
+				}
+			case model.OpReplace:
+				if !ok {
+					errs = append(errs, fmt.Errorf("table %d no longer has %v (the plan replaces it)", r.Table, r.Prefix))
+				}
+			case model.OpDelete:
+				if !ok || !plan.SameNextHops(cur.NextHops, r.NextHops) {
+					errs = append(errs, fmt.Errorf("table %d: %v is not as the plan read it (the plan deletes it)", r.Table, r.Prefix))
+				}
+			}
+		case op.VRF != nil && op.Op == model.OpAdd:
+			if slices.ContainsFunc(host.VRFs, func(v model.VRFDevice) bool { return v.Name == op.VRF.Name }) {
+				errs = append(errs, fmt.Errorf("VRF %s exists now (the plan creates it)", op.VRF.Name))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// imported is `routes imported`: what the last pass wants in OVN and the
+// kernel next to what is there; it runs on the loop.
+func (d *Daemon) imported(network string) (api.Imported, error) {
+	cfg := d.config()
+	d.mu.Lock()
+	nb := d.nb
+	res, manual, held := d.imp.decided, d.imp.manual, d.imp.last.Held
+	d.mu.Unlock()
+	if nb == nil {
+		return api.Imported{}, fmt.Errorf("%w: OVN Northbound is not dialled yet", errNotReady)
+	}
+	snap, ok := nb.Snapshot(cfg.Node.Name)
+	if !ok {
+		return api.Imported{}, fmt.Errorf("%w: OVN Northbound is not synced yet", errNotReady)
+	}
+	host, _ := d.hostState()
+	return importedView(cfg, network, res, snap, host, manual, held), nil
+}
+
+// importedView joins wanted and installed routes, OVN and kernel.
+func importedView(cfg *config.Config, network string, res plan.ImportResult, snap model.Snapshot, host model.Host,
+	manual plan.Plan, held []plan.Held) api.Imported {
+	out := api.Imported{OVN: []api.ImportedOVN{}, Kernel: []api.ImportedKernel{}}
+	heldOVN := map[model.OVNRouteKey]string{}
+	heldKernel := map[model.KernelRouteKey]string{}
+	for _, h := range held {
+		if h.OVN != nil {
+			heldOVN[h.OVN.Route.Key()] = h.Reason
+		}
+		if h.Kernel != nil && h.Kernel.Route != nil {
+			heldKernel[h.Kernel.Route.Key()] = h.Reason
+		}
+	}
+	manualOVN := map[model.OVNRouteKey]bool{}
+	for _, op := range manual.OVN {
+		manualOVN[op.Route.Key()] = true
+	}
+	manualKernel := map[model.KernelRouteKey]bool{}
+	for _, op := range manual.Kernel {
+		if op.Route != nil {
+			manualKernel[op.Route.Key()] = true
+		}
+	}
+	const waitApply = "waiting for `ovnbgp apply` (its rule is mode manual)"
+
+	networkOf := map[string]string{}
+	for _, gr := range snap.Routers {
+		networkOf[gr.Name] = gr.Network
+	}
+	have := map[model.OVNRouteKey]model.OVNRoute{}
+	for _, r := range snap.OwnedRoutes {
+		if r.Network == "" {
+			r.Network = networkOf[r.Router]
+		}
+		have[r.Key()] = r
+	}
+	for _, want := range res.OVN {
+		if want.Network == "" {
+			want.Network = networkOf[want.Router]
+		}
+		row := api.ImportedOVN{OVNRoute: want, State: api.ImportMissing}
+		if cur, ok := have[want.Key()]; ok {
+			row.OVNRoute.UUID = cur.UUID
+			row.State = api.ImportInstalled
+			if cur.OutputPort != want.OutputPort || cur.Rule != want.Rule {
+				row.State, row.Reason = api.ImportDrift, fmt.Sprintf("installed with output port %q and rule %q", cur.OutputPort, cur.Rule)
+			}
+			delete(have, want.Key())
+		} else if manualOVN[want.Key()] {
+			row.Reason = waitApply
+		}
+		out.OVN = append(out.OVN, row)
+	}
+	for _, cur := range have {
+		row := api.ImportedOVN{OVNRoute: cur, State: api.ImportStale, Reason: "no longer wanted: deleted on the next pass"}
+		if why, ok := heldOVN[cur.Key()]; ok {
+			row.Reason = "held: " + why
+		} else if manualOVN[cur.Key()] {
+			row.Reason = waitApply
+		}
+		out.OVN = append(out.OVN, row)
+	}
+
+	haveK := map[model.KernelRouteKey]model.KernelRoute{}
+	for _, r := range host.Routes {
+		haveK[r.Key()] = r
+	}
+	ruleNetwork := map[string]string{}
+	for _, r := range cfg.Import {
+		ruleNetwork[r.Name] = r.Network
+	}
+	for _, want := range res.Kernel {
+		row := api.ImportedKernel{KernelRoute: want, State: api.ImportMissing}
+		if cur, ok := haveK[want.Key()]; ok {
+			row.State = api.ImportInstalled
+			if !plan.SameNextHops(cur.NextHops, want.NextHops) {
+				row.State, row.Want = api.ImportDrift, want.NextHops
+				row.KernelRoute.NextHops = cur.NextHops
+				row.Reason = "installed with other next hops"
+			}
+			delete(haveK, want.Key())
+		} else if manualKernel[want.Key()] {
+			row.Reason = waitApply
+		}
+		out.Kernel = append(out.Kernel, row)
+	}
+	for _, cur := range haveK {
+		row := api.ImportedKernel{KernelRoute: cur, State: api.ImportStale, Reason: "no longer wanted: deleted on the next pass"}
+		if why, ok := heldKernel[cur.Key()]; ok {
+			row.Reason = "held: " + why
+		} else if manualKernel[cur.Key()] {
+			row.Reason = waitApply
+		}
+		out.Kernel = append(out.Kernel, row)
+	}
+	if network != "" {
+		out.OVN = slices.DeleteFunc(out.OVN, func(r api.ImportedOVN) bool { return r.Network != network })
+		out.Kernel = slices.DeleteFunc(out.Kernel, func(r api.ImportedKernel) bool {
+			return r.Rule == "" || ruleNetwork[r.Rule] != network
+		})
+	}
+	slices.SortFunc(out.OVN, func(a, b api.ImportedOVN) int {
+		return cmp.Or(strings.Compare(a.Router, b.Router), a.Prefix.Addr().Compare(b.Prefix.Addr()),
+			cmp.Compare(a.Prefix.Bits(), b.Prefix.Bits()), a.NextHop.Compare(b.NextHop))
+	})
+	slices.SortFunc(out.Kernel, func(a, b api.ImportedKernel) int {
+		return cmp.Or(cmp.Compare(a.Table, b.Table), a.Prefix.Addr().Compare(b.Prefix.Addr()),
+			cmp.Compare(a.Prefix.Bits(), b.Prefix.Bits()))
+	})
+	return out
+}
