@@ -250,10 +250,17 @@ type cfgText struct {
 	asn      uint32 // 0 = 65010
 	gr       bool   // bgp.gracefulRestart.enabled
 	logLevel string // "" = info
+	// deferral is bgp.gracefulRestart.deferralTime ("" = default);
+	// extra is appended as it is (e.g. import rules).
+	deferral string
+	extra    string
 }
 
 func (c cfgText) String() string {
-	asn, lvl := c.asn, c.logLevel
+	asn, lvl, deferral := c.asn, c.logLevel, ""
+	if c.deferral != "" {
+		deferral = ", deferralTime: " + c.deferral
+	}
 	if asn == 0 {
 		asn = 65010
 	}
@@ -265,7 +272,7 @@ bgp:
   asn: %d
   routerID: 192.0.2.0
   listenPort: -1
-  gracefulRestart: {enabled: %v}
+  gracefulRestart: {enabled: %v%s}
   peers:
     - {name: tor, address: 192.0.2.1, asn: 65001}
 ovn: {northbound: "unix:/nonexistent/nb.sock"}
@@ -274,7 +281,7 @@ advertise:
 control: {socket: %s}
 metrics: {address: ""}
 log: {level: %s}
-`, asn, c.gr, c.networks, c.sock, lvl)
+%s`, asn, c.gr, deferral, c.networks, c.sock, lvl, c.extra)
 }
 
 type harness struct {

@@ -1,0 +1,289 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/ovnbgp/ovnbgp/api"
+	"github.com/ovnbgp/ovnbgp/model"
+	"github.com/ovnbgp/ovnbgp/plan"
+)
+
+// importRule is an import rule of the harness's config: routes of tor in
+// 198.51.100.0/22 (up to /24) into the default network's gateway router
+// and table 100.
+func importRule(mode string) string {
+	return `import:
+  - name: uplink
+    peers: [tor]
+    network: default
+    accept: [{prefix: 198.51.100.0/22, maxLength: 24}]
+    mode: ` + mode + `
+    targets: {ovn: true, kernel: {table: 100}}
+`
+}
+
+var (
+	learnedUplink = model.LearnedPath{Peer: "tor", Prefix: netip.MustParsePrefix("198.51.100.0/24"),
+		NextHop: netip.MustParseAddr("192.0.2.1"), ASPath: []uint32{65001}, Origin: "igp"}
+	gr = model.GatewayRouter{Network: "default", Name: "GR_node1", UUID: "gr1", ExternalPort: "rtoe-GR_node1",
+		ExternalNetworks: []netip.Prefix{netip.MustParsePrefix("192.0.2.10/24")}}
+	uplinkLink = model.Link{Name: "eth0", Index: 2, Up: true, Addrs: []netip.Prefix{netip.MustParsePrefix("192.0.2.10/24")}}
+)
+
+// startImport starts the harness with an import rule, a gateway router, a
+// host link towards the peer, and the given owned state.
+func startImport(t *testing.T, mode string, owned []model.OVNRoute, kernel []model.KernelRoute, options ...func(*harness)) *harness {
+	t.Helper()
+	opts := append([]func(*harness){func(h *harness) {
+		h.cfg.extra = importRule(mode)
+		h.host.host = model.Host{Links: []model.Link{uplinkLink}, Routes: kernel}
+		h.nb.snap = model.Snapshot{Networks: []model.Network{network("default", "10.128.0.0/23")},
+			Routers: []model.GatewayRouter{gr}, OwnedRoutes: owned}
+		h.nb.ok = true
+		h.nb.uuids = 100
+		h.nb.syncRouters()
+	}}, options...)
+	return start(t, "default", opts...)
+}
+
+func (h *harness) ovnPrefixes() []string {
+	var out []string
+	for _, r := range h.nb.ownedRoutes() {
+		out = append(out, r.Router+" "+r.Prefix.String()+" via "+r.NextHop.String())
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (h *harness) kernelPrefixes() []string {
+	var out []string
+	for _, r := range h.host.routes() {
+		var nhs []string
+		for _, nh := range r.NextHops {
+			nhs = append(nhs, nh.Addr.String()+"@"+nh.Dev)
+		}
+		out = append(out, r.Prefix.String()+" via "+strings.Join(nhs, ","))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestImportAuto: an accepted path lands in OVN and in the kernel table in
+// one pass, with the rule; when the peer withdraws it, both go.
+func TestImportAuto(t *testing.T) {
+	h := startImport(t, "auto", nil, nil)
+	h.sp.setLearned(learnedUplink)
+	h.d.poke()
+	h.eventually("the route in OVN", func() bool {
+		return slices.Equal(h.ovnPrefixes(), []string{"GR_node1 198.51.100.0/24 via 192.0.2.1"})
+	})
+	h.eventually("the route in table 100", func() bool {
+		return slices.Equal(h.kernelPrefixes(), []string{"198.51.100.0/24 via 192.0.2.1@eth0"})
+	})
+	if r := h.nb.ownedRoutes()[0]; r.Rule != "uplink" || r.OutputPort != "rtoe-GR_node1" {
+		t.Errorf("row = %+v, want rule uplink and output port rtoe-GR_node1", r)
+	}
+	// The verdict is what routes learned shows.
+	paths, _, err := api.NewClient(h.sock).LearnedRoutes(context.Background(), api.ListOptions{})
+	if err != nil || len(paths) != 1 || !paths[0].Accepted || paths[0].Rule != "uplink" {
+		t.Fatalf("learned = %+v, %v; want the path accepted by uplink", paths, err)
+	}
+	h.sp.mu.Lock()
+	h.sp.eor = true
+	h.sp.mu.Unlock()
+	h.sp.setLearned()
+	h.d.poke()
+	h.eventually("the route gone from OVN and the kernel", func() bool {
+		return len(h.ovnPrefixes()) == 0 && len(h.kernelPrefixes()) == 0
+	})
+}
+
+// TestImportFailStatic: after a restart, owned routes whose peer has not
+// sent End-of-RIB yet are adopted, not deleted; they go once it has.
+func TestImportFailStatic(t *testing.T) {
+	owned := []model.OVNRoute{{UUID: "u1", Router: "GR_node1", Prefix: netip.MustParsePrefix("198.51.101.0/24"),
+		NextHop: netip.MustParseAddr("192.0.2.1"), OutputPort: "rtoe-GR_node1", Rule: "uplink"}}
+	kernel := []model.KernelRoute{{Table: 100, Prefix: netip.MustParsePrefix("198.51.101.0/24"), Protocol: 200,
+		NextHops: []model.NextHop{{Addr: netip.MustParseAddr("192.0.2.1"), Dev: "eth0"}}}}
+	h := startImport(t, "auto", owned, kernel)
+	h.passDone()
+	h.passDone()
+	if got := h.ovnPrefixes(); len(got) != 1 {
+		t.Fatalf("OVN routes = %v: an owned route was deleted before End-of-RIB", got)
+	}
+	if got := h.kernelPrefixes(); len(got) != 1 {
+		t.Fatalf("kernel routes = %v: an owned route was deleted before End-of-RIB", got)
+	}
+	var pr api.PlanResponse
+	getJSON(t, h.sock, api.PathPlan, &pr)
+	if len(pr.Plan.Held) != 2 {
+		t.Errorf("plan held = %+v, want the OVN and the kernel delete", pr.Plan.Held)
+	}
+	h.sp.mu.Lock()
+	h.sp.eor = true
+	h.sp.mu.Unlock()
+	h.d.poke()
+	h.eventually("stale routes deleted after End-of-RIB", func() bool {
+		return len(h.ovnPrefixes()) == 0 && len(h.kernelPrefixes()) == 0
+	})
+}
+
+// TestImportManualApply: in manual mode nothing is applied until a saved
+// plan is; a plan that went stale changes nothing.
+func TestImportManualApply(t *testing.T) {
+	h := startImport(t, "manual", nil, nil)
+	h.sp.setLearned(learnedUplink)
+	h.passDone()
+	h.passDone()
+	if got := h.ovnPrefixes(); len(got) != 0 {
+		t.Fatalf("manual mode applied %v by itself", got)
+	}
+	var pr api.PlanResponse
+	getJSON(t, h.sock, api.PathPlan, &pr)
+	if pr.Manual.OVNAdd != 1 || pr.Manual.KernelAdd != 1 {
+		t.Fatalf("manual counts = %+v, want one OVN and one kernel add", pr.Manual)
+	}
+	if os.Getuid() != 0 {
+		code, body := post(t, h.sock, api.PathApply, pr.Plan)
+		if code != http.StatusForbidden {
+			t.Fatalf("apply as uid %d: %d %s, want 403", os.Getuid(), code, body)
+		}
+		t.Skip("apply is root's: the rest needs root")
+	}
+	stale := pr.Plan
+	// Another owned row appears on the router: the saved plan is stale.
+	h.nb.mu.Lock()
+	h.nb.snap.OwnedRoutes = append(h.nb.snap.OwnedRoutes, model.OVNRoute{UUID: "x9", Router: "GR_node1",
+		Prefix: netip.MustParsePrefix("198.51.102.0/24"), NextHop: netip.MustParseAddr("192.0.2.1"), Rule: "uplink"})
+	h.nb.syncRouters()
+	h.nb.mu.Unlock()
+	code, body := post(t, h.sock, api.PathApply, stale)
+	if code != http.StatusConflict || !strings.Contains(body, "stale") {
+		t.Fatalf("stale apply: %d %s, want 409 naming the stale plan", code, body)
+	}
+	if got := h.kernelPrefixes(); len(got) != 0 {
+		t.Fatalf("a stale plan changed the kernel: %v", got)
+	}
+	getJSON(t, h.sock, api.PathPlan, &pr)
+	code, body = post(t, h.sock, api.PathApply, pr.Plan)
+	if code != http.StatusOK {
+		t.Fatalf("apply: %d %s", code, body)
+	}
+	if !slices.Contains(h.ovnPrefixes(), "GR_node1 198.51.100.0/24 via 192.0.2.1") ||
+		!slices.Equal(h.kernelPrefixes(), []string{"198.51.100.0/24 via 192.0.2.1@eth0"}) {
+		t.Fatalf("after apply: OVN %v, kernel %v", h.ovnPrefixes(), h.kernelPrefixes())
+	}
+	// A plan for another node is refused.
+	pr.Plan.Node = "node2"
+	if code, body := post(t, h.sock, api.PathApply, pr.Plan); code != http.StatusConflict {
+		t.Fatalf("apply of node2's plan: %d %s, want 409", code, body)
+	}
+}
+
+// TestImportCapAlarm: above maxRoutes the peer's status carries the alarm
+// and routes learned names the cap; the installed route stays.
+func TestImportCapAlarm(t *testing.T) {
+	h := start(t, "default", func(h *harness) {
+		h.cfg.extra = strings.Replace(importRule("auto"), "    mode: auto\n", "    mode: auto\n    maxRoutes: 1\n", 1)
+		h.host.host = model.Host{Links: []model.Link{uplinkLink}}
+		h.nb.snap = model.Snapshot{Networks: []model.Network{network("default", "10.128.0.0/23")}, Routers: []model.GatewayRouter{gr}}
+		h.nb.ok = true
+	})
+	h.sp.setLearned(learnedUplink)
+	h.d.poke()
+	h.eventually("the first route in OVN", func() bool { return len(h.ovnPrefixes()) == 1 })
+	second := learnedUplink
+	second.Prefix = netip.MustParsePrefix("198.51.101.0/24")
+	h.sp.setLearned(learnedUplink, second)
+	h.d.poke()
+	h.eventually("the alarm in peers", func() bool {
+		peers, err := api.NewClient(h.sock).Peers(context.Background())
+		return err == nil && len(peers) == 1 && strings.Contains(peers[0].ImportAlarm, "at most 1") && peers[0].Imported == 1
+	})
+	if got := h.ovnPrefixes(); !slices.Equal(got, []string{"GR_node1 198.51.100.0/24 via 192.0.2.1"}) {
+		t.Errorf("OVN = %v, want only the first route", got)
+	}
+	paths, _, err := api.NewClient(h.sock).LearnedRoutes(context.Background(), api.ListOptions{Rejected: true})
+	if err != nil || len(paths) != 1 || !strings.Contains(paths[0].Reason, "import cap") {
+		t.Fatalf("rejected = %+v, %v; want the second path, rejected by the cap", paths, err)
+	}
+}
+
+// TestExplainAndImported: explain names the rule that accepted a prefix and
+// where it is installed; routes imported shows it installed.
+func TestExplainAndImported(t *testing.T) {
+	h := startImport(t, "auto", nil, nil)
+	h.sp.setLearned(learnedUplink)
+	h.d.poke()
+	h.eventually("the route in OVN", func() bool { return len(h.ovnPrefixes()) == 1 })
+	var e api.Explanation
+	getJSON(t, h.sock, api.PathExplain+"?prefix=198.51.100.7", &e)
+	if len(e.Learned) != 1 || e.Learned[0].Rule != "uplink" || len(e.OVN) != 1 {
+		t.Fatalf("explain = %+v", e)
+	}
+	var imp api.Imported
+	getJSON(t, h.sock, api.PathImported, &imp)
+	if len(imp.OVN) != 1 || imp.OVN[0].State != api.ImportInstalled || len(imp.Kernel) != 1 || imp.Kernel[0].State != api.ImportInstalled {
+		t.Fatalf("imported = %+v", imp)
+	}
+	code, body := get(t, h.sock, api.PathExplain+"?prefix=nonsense")
+	if code != http.StatusBadRequest || !strings.Contains(body, "not a prefix") {
+		t.Errorf("explain nonsense: %d %s", code, body)
+	}
+}
+
+func unixClient(sock string) *http.Client {
+	return &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", sock)
+	}}}
+}
+
+func get(t *testing.T, sock, path string) (int, string) {
+	t.Helper()
+	resp, err := unixClient(sock).Get("http://ovnbgp" + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func getJSON(t *testing.T, sock, path string, out any) {
+	t.Helper()
+	code, body := get(t, sock, path)
+	if code != http.StatusOK {
+		t.Fatalf("GET %s: %d %s", path, code, body)
+	}
+	if err := json.Unmarshal([]byte(body), out); err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+}
+
+func post(t *testing.T, sock, path string, v any) (int, string) {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := unixClient(sock).Post("http://ovnbgp"+path, "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+var _ = plan.PlanVersion
