@@ -406,6 +406,11 @@ func (v *validator) imports() {
 			v.add(key(p, "peers"), "list the peers whose routes this rule imports")
 		}
 		v.peerNames(key(p, "peers"), r.Peers)
+		for j, n := range r.Peers {
+			if peer, ok := v.c.Peer(n); ok && peer.EBGPMultihop > 0 && peer.Interface == "" {
+				v.add(index(key(p, "peers"), j), "%s is multihop (ebgpMultihop %d) and names no interface, so its next hops cannot be checked on-link and nothing it sends would be imported: set bgp.peers[].interface to the link its next hops are on", n, peer.EBGPMultihop)
+			}
+		}
 		if r.Network == "" {
 			v.add(key(p, "network"), "required (the OVN network, e.g. default)")
 		}
