@@ -2,7 +2,9 @@ package plan
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
@@ -458,5 +460,88 @@ func BenchmarkImport(b *testing.B) {
 		if len(res.Alarms) != 1 {
 			b.Fatalf("alarms %v", res.Alarms)
 		}
+	}
+}
+
+// TestImportInvariants throws random paths, hostile ones among them, at
+// Import and checks what must always hold: nothing installed is equal to or
+// inside a protected prefix, every installed next hop is of the prefix's
+// family, not local and on-link through its peer's link, no (rule, peer)
+// gets more than maxRoutes prefixes, every rejection has a reason, and the
+// result does not depend on the order of the paths.
+func TestImportInvariants(t *testing.T) {
+	rng := rand.New(rand.NewPCG(6, 6))
+	prefixes := []string{"10.1.0.0/16", "10.2.3.0/24", "10.128.0.0/24", "10.129.0.0/16", "172.30.1.0/24", "100.64.0.0/24",
+		"100.88.0.0/16", "0.0.0.0/0", "10.66.1.0/24", "192.0.2.1/32", "192.0.2.10/32", "10.0.0.0/8", "10.9.0.0/28",
+		"2001:db8:100::/48", "2001:db8:100::/40", "fd98::/64", "2001:db8::10/128", "::/0", "172.16.0.0/12", "100.65.0.0/16"}
+	nexthops := []string{"192.0.2.1", "192.0.2.2", "192.0.2.10", "127.0.0.1", "0.0.0.0", "224.0.0.1", "10.128.0.1",
+		"198.51.100.1", "2001:db8::1", "fe80::1", "2001:db8::10", "::", "192.0.2.99", "2001:db8::2", ""}
+	peers := []string{"tor-a", "tor-b", "tor-c", "tor-6", "ghost"}
+	in := importFixture()
+	in.Config.Import[0].MaxRoutes = 2
+	in.Config.Import[0].AllowDefaultRoute = rng.IntN(2) == 0
+	for range 400 {
+		p := path(peers[rng.IntN(len(peers))], prefixes[rng.IntN(len(prefixes))], nexthops[rng.IntN(len(nexthops))])
+		if rng.IntN(20) == 0 {
+			p.Malformed = "AS 0 in the AS path (RFC 7607)"
+		}
+		in.Learned = append(in.Learned, p)
+	}
+	res := Import(in)
+	links := map[string]model.Link{}
+	for _, l := range in.Host.Links {
+		links[l.Name] = l
+	}
+	for _, r := range res.Kernel {
+		if pp, ok := protectedCovering(res.Protected, r.Prefix); ok {
+			t.Errorf("installed %s inside protected %v", r.Prefix, pp)
+		}
+		for _, nh := range r.NextHops {
+			l := links[nh.Dev]
+			if nh.Addr.Is4() != r.Prefix.Addr().Is4() || !onLink(&l, nh.Addr) || nh.Addr.IsLoopback() || nh.Addr.IsLinkLocalUnicast() {
+				t.Errorf("installed %s via %v", r.Prefix, nh)
+			}
+			for _, l := range in.Host.Links {
+				for _, a := range l.Addrs {
+					if a.Addr() == nh.Addr {
+						t.Errorf("installed %s via local %v", r.Prefix, nh)
+					}
+				}
+			}
+		}
+	}
+	perPeer := map[string]map[netip.Prefix]bool{}
+	for _, p := range res.Paths {
+		if !p.Accepted {
+			if p.Reason == "" {
+				t.Errorf("rejected without a reason: %+v", p)
+			}
+			continue
+		}
+		if p.Malformed != "" || (p.Prefix.Bits() == 0 && !in.Config.Import[0].AllowDefaultRoute) {
+			t.Errorf("accepted %+v", p)
+		}
+		if perPeer[p.Peer] == nil {
+			perPeer[p.Peer] = map[netip.Prefix]bool{}
+		}
+		perPeer[p.Peer][p.Prefix] = true
+	}
+	for peer, pfxs := range perPeer {
+		if len(pfxs) > 2 {
+			t.Errorf("peer %s: %d prefixes accepted, cap 2", peer, len(pfxs))
+		}
+	}
+	if len(res.OVN) == 0 || len(res.Alarms) == 0 {
+		t.Errorf("the random input accepted nothing or reached no cap: %d rows, alarms %v", len(res.OVN), res.Alarms)
+	}
+	shuffled := slices.Clone(in.Learned)
+	rng.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+	in.Learned = shuffled
+	again := Import(in)
+	if d := cmp.Diff(res.OVN, again.OVN, cmpAddrs); d != "" {
+		t.Errorf("OVN depends on the order of the paths (-first +shuffled):\n%s", d)
+	}
+	if d := cmp.Diff(res.Kernel, again.Kernel, cmpAddrs); d != "" {
+		t.Errorf("kernel depends on the order of the paths (-first +shuffled):\n%s", d)
 	}
 }
