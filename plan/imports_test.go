@@ -474,14 +474,23 @@ func TestImportInvariants(t *testing.T) {
 	prefixes := []string{"10.1.0.0/16", "10.2.3.0/24", "10.128.0.0/24", "10.129.0.0/16", "172.30.1.0/24", "100.64.0.0/24",
 		"100.88.0.0/16", "0.0.0.0/0", "10.66.1.0/24", "192.0.2.1/32", "192.0.2.10/32", "10.0.0.0/8", "10.9.0.0/28",
 		"2001:db8:100::/48", "2001:db8:100::/40", "fd98::/64", "2001:db8::10/128", "::/0", "172.16.0.0/12", "100.65.0.0/16"}
-	nexthops := []string{"192.0.2.1", "192.0.2.2", "192.0.2.10", "127.0.0.1", "0.0.0.0", "224.0.0.1", "10.128.0.1",
-		"198.51.100.1", "2001:db8::1", "fe80::1", "2001:db8::10", "::", "192.0.2.99", "2001:db8::2", ""}
+	// Hostile next hops for everyone; the good ones of a peer are its own
+	// (so that an installed next hop names its peer), but tor-c, on eth1,
+	// also sends tor-a's, which is not on-link through eth1.
+	hostile := []string{"192.0.2.10", "127.0.0.1", "0.0.0.0", "224.0.0.1", "10.128.0.1", "fe80::1", "2001:db8::10", "::", ""}
+	own := map[string][]string{"tor-a": {"192.0.2.1", "192.0.2.99"}, "tor-b": {"192.0.2.2"}, "tor-c": {"198.51.100.1", "192.0.2.1"},
+		"tor-6": {"2001:db8::1", "2001:db8::2"}, "ghost": {"192.0.2.1"}}
 	peers := []string{"tor-a", "tor-b", "tor-c", "tor-6", "ghost"}
 	in := importFixture()
 	in.Config.Import[0].MaxRoutes = 2
 	in.Config.Import[0].AllowDefaultRoute = rng.IntN(2) == 0
+	in.Config.Import = append(in.Config.Import, config.ImportRule{Name: "kern", Peers: []string{"tor-a", "tor-c"}, Network: "default",
+		Accept: []config.PrefixMatch{{Prefix: pfx("10.0.0.0/8"), MaxLength: 32}}, MaxRoutes: 2, Mode: "auto",
+		Targets: config.ImportTargets{Kernel: config.KernelTarget{Table: 200}}})
 	for range 400 {
-		p := path(peers[rng.IntN(len(peers))], prefixes[rng.IntN(len(prefixes))], nexthops[rng.IntN(len(nexthops))])
+		peer := peers[rng.IntN(len(peers))]
+		nexthops := slices.Concat(hostile, own[peer], own[peer], own[peer])
+		p := path(peer, prefixes[rng.IntN(len(prefixes))], nexthops[rng.IntN(len(nexthops))])
 		if rng.IntN(20) == 0 {
 			p.Malformed = "AS 0 in the AS path (RFC 7607)"
 		}
@@ -511,6 +520,20 @@ func TestImportInvariants(t *testing.T) {
 		}
 	}
 	perPeer := map[string]map[netip.Prefix]bool{}
+	for _, r := range res.OVN {
+		if perPeer[r.Rule+r.NextHop.String()] == nil {
+			perPeer[r.Rule+r.NextHop.String()] = map[netip.Prefix]bool{}
+		}
+		perPeer[r.Rule+r.NextHop.String()][r.Prefix] = true
+	}
+	for _, r := range res.Kernel {
+		for _, nh := range r.NextHops {
+			if perPeer[r.Rule+nh.Addr.String()] == nil {
+				perPeer[r.Rule+nh.Addr.String()] = map[netip.Prefix]bool{}
+			}
+			perPeer[r.Rule+nh.Addr.String()][r.Prefix] = true
+		}
+	}
 	for _, p := range res.Paths {
 		if !p.Accepted {
 			if p.Reason == "" {
@@ -521,14 +544,12 @@ func TestImportInvariants(t *testing.T) {
 		if p.Malformed != "" || (p.Prefix.Bits() == 0 && !in.Config.Import[0].AllowDefaultRoute) {
 			t.Errorf("accepted %+v", p)
 		}
-		if perPeer[p.Peer] == nil {
-			perPeer[p.Peer] = map[netip.Prefix]bool{}
-		}
-		perPeer[p.Peer][p.Prefix] = true
 	}
-	for peer, pfxs := range perPeer {
+	// A good next hop here names its peer: (rule, next hop) stands for
+	// (rule, peer).
+	for k, pfxs := range perPeer {
 		if len(pfxs) > 2 {
-			t.Errorf("peer %s: %d prefixes accepted, cap 2", peer, len(pfxs))
+			t.Errorf("%s: %d prefixes installed, cap 2", k, len(pfxs))
 		}
 	}
 	if len(res.OVN) == 0 || len(res.Alarms) == 0 {
