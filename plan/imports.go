@@ -551,3 +551,34 @@ func (e *importEnv) targets(paths []model.LearnedPath, cands []candidate) ([]mod
 	slices.SortFunc(kernel, compareKernel)
 	return ovn, kernel
 }
+
+// PeerImport is one peer's import state, for model.PeerStatus.Imported and
+// ImportAlarm.
+type PeerImport struct {
+	// Imported counts the peer's accepted paths.
+	Imported int `json:"imported"`
+	// Alarm is every cap the peer reached, "; "-joined, "" if none.
+	Alarm string `json:"alarm,omitempty"`
+}
+
+// PeerImports returns the import state of every peer that sent a path or
+// reached a cap.
+func (r ImportResult) PeerImports() map[string]PeerImport {
+	out := map[string]PeerImport{}
+	for _, p := range r.Paths {
+		pi := out[p.Peer]
+		if p.Accepted {
+			pi.Imported++
+		}
+		out[p.Peer] = pi
+	}
+	for _, a := range r.Alarms {
+		pi := out[a.Peer]
+		if pi.Alarm != "" {
+			pi.Alarm += "; "
+		}
+		pi.Alarm += a.String()
+		out[a.Peer] = pi
+	}
+	return out
+}

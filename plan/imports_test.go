@@ -356,6 +356,10 @@ func TestImportCap(t *testing.T) {
 	if r := res.Paths[0].Reason; r != "import cap: rule up accepts at most 2 routes from peer tor-a (4 offered)" {
 		t.Errorf("cap reason %q", r)
 	}
+	want := map[string]PeerImport{"tor-a": {Imported: 2, Alarm: "import cap: rule up accepts at most 2 routes from peer tor-a (4 offered)"}, "tor-b": {Imported: 1}}
+	if d := cmp.Diff(want, res.PeerImports()); d != "" {
+		t.Errorf("PeerImports (-want +got):\n%s", d)
+	}
 	// Reversed input: same verdicts.
 	rev := make([]model.LearnedPath, len(learned))
 	for i, p := range learned {
