@@ -300,6 +300,9 @@ func TestProblems(t *testing.T) {
 		{name: "import two vrfs one table", add: importDoc(acceptTen, "    targets: {kernel: {vrf: blue, table: 100}}\n") +
 			"  - name: second\n    peers: [tor-a]\n    network: default\n    accept: [{prefix: 10.0.0.0/8, maxLength: 24}]\n    targets: {ovn: false, kernel: {vrf: red, table: 100}}\n",
 			wants: []want{{"import[1].targets.kernel.vrf", "table 100 is also the table of VRF blue (import[0])", 28}}},
+		{name: "import one vrf two modes", add: importDoc(acceptTen, "    targets: {kernel: {vrf: blue}}\n") +
+			"  - name: second\n    peers: [tor-a]\n    network: default\n    mode: manual\n    accept: [{prefix: 10.0.0.0/8, maxLength: 24}]\n    targets: {ovn: false, kernel: {vrf: blue}}\n",
+			wants: []want{{"import[1].mode", "manual, but import[0] (auto) also targets VRF blue", 27}}},
 		{name: "import family no peer speaks", add: importDoc("      - {prefix: 2001:db8::/32, maxLength: 64}\n", ""),
 			wants: []want{{"import[0].accept", "no peer of this rule (tor-a: ipv4) speaks ipv6", 21}}},
 		{name: "import default route only without allowDefaultRoute", add: importDoc("      - {prefix: 0.0.0.0/0}\n", ""),
