@@ -5,6 +5,7 @@ import (
 	"os"
 	"reflect"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 )
@@ -72,5 +73,30 @@ func TestKeyPathsSeesNestedKeys(t *testing.T) {
 		if !found {
 			t.Errorf("keyPaths misses %s", want)
 		}
+	}
+}
+
+// TestExampleImportValidates un-comments the example's import rule and
+// protectedPrefixes, shipped commented out, and validates the result.
+func TestExampleImportValidates(t *testing.T) {
+	data, err := os.ReadFile(exampleFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(data)
+	start, end := strings.Index(doc, "# import:\n"), strings.Index(doc, "\ncluster:\n")
+	if start < 0 || end < start {
+		t.Fatalf("%s: no commented-out import section before cluster:", exampleFile)
+	}
+	var lines []string
+	for _, l := range strings.Split(doc[start:end], "\n") {
+		if rest, ok := strings.CutPrefix(l, "# "); ok && (strings.HasPrefix(rest, " ") || strings.HasSuffix(strings.Fields(rest)[0], ":")) {
+			l = rest
+		}
+		lines = append(lines, l)
+	}
+	c := mustParse(t, doc[:start]+strings.Join(lines, "\n")+doc[end:])
+	if len(c.Import) != 1 || len(c.ProtectedPrefixes) != 1 {
+		t.Errorf("import %+v, protectedPrefixes %v: want one of each", c.Import, c.ProtectedPrefixes)
 	}
 }

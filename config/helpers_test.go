@@ -38,6 +38,8 @@ func TestSpeakerChanged(t *testing.T) {
 		{"router id", []string{"routerID: 192.0.2.10", "routerID: 192.0.2.11"}, true},
 		{"listen port", []string{afterBGP, afterBGP + "  listenPort: -1\n"}, true},
 		{"graceful restart", []string{afterBGP, afterBGP + "  gracefulRestart: {enabled: true}\n"}, true},
+		{"restart time", []string{afterBGP, afterBGP + "  gracefulRestart: {restartTime: 60s}\n"}, true},
+		{"deferral time: the loop's only", []string{afterBGP, afterBGP + "  gracefulRestart: {deferralTime: 30s}\n"}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -73,6 +75,7 @@ func TestRedactedIsDeep(t *testing.T) {
 	r.Import[0].Peers[0] = "x"
 	r.Import[0].Accept[0].MinLength = 9
 	r.ProtectedPrefixes[0] = netip.Prefix{}
+	r.Cluster.ServiceCIDRs[0] = netip.Prefix{}
 
 	after, _ := json.Marshal(c)
 	if diff := cmp.Diff(string(before), string(after)); diff != "" {

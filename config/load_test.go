@@ -300,6 +300,9 @@ func TestProblems(t *testing.T) {
 		{name: "import two vrfs one table", add: importDoc(acceptTen, "    targets: {kernel: {vrf: blue, table: 100}}\n") +
 			"  - name: second\n    peers: [tor-a]\n    network: default\n    accept: [{prefix: 10.0.0.0/8, maxLength: 24}]\n    targets: {ovn: false, kernel: {vrf: red, table: 100}}\n",
 			wants: []want{{"import[1].targets.kernel.vrf", "table 100 is also the table of VRF blue (import[0])", 28}}},
+		{name: "import one vrf two modes", add: importDoc(acceptTen, "    targets: {kernel: {vrf: blue}}\n") +
+			"  - name: second\n    peers: [tor-a]\n    network: default\n    mode: manual\n    accept: [{prefix: 10.0.0.0/8, maxLength: 24}]\n    targets: {ovn: false, kernel: {vrf: blue}}\n",
+			wants: []want{{"import[1].mode", "manual, but import[0] (auto) also targets VRF blue", 27}}},
 		{name: "import family no peer speaks", add: importDoc("      - {prefix: 2001:db8::/32, maxLength: 64}\n", ""),
 			wants: []want{{"import[0].accept", "no peer of this rule (tor-a: ipv4) speaks ipv6", 21}}},
 		{name: "import default route only without allowDefaultRoute", add: importDoc("      - {prefix: 0.0.0.0/0}\n", ""),
@@ -311,6 +314,8 @@ func TestProblems(t *testing.T) {
 			wants: []want{
 				{"import[0].accept[0]", "10.0.0.0/8 is inside protectedPrefixes 10.0.0.0/8", 24},
 				{"import[0].accept[1]", "172.30.1.0/24 is inside cluster.serviceCIDRs 172.30.0.0/16", 25}}},
+		{name: "import from a multihop peer without interface", edits: []string{afterTorA, afterTorA + "      ebgpMultihop: 2\n"}, add: importDoc(acceptTen, ""),
+			wants: []want{{"import[0].peers[0]", "tor-a is multihop (ebgpMultihop 2) and names no interface", 20}}},
 		{name: "import maxRoutes zero", add: importDoc(acceptTen, "    maxRoutes: 0\n"),
 			wants: []want{{"import[0].maxRoutes", "0 imports nothing", 23}}},
 		{name: "protectedPrefixes everything", add: "protectedPrefixes: [0.0.0.0/0]\n",
@@ -383,7 +388,7 @@ func TestValidValues(t *testing.T) {
 		"localPreference to iBGP only": edit(t, afterPods, afterPods+"    peers: [tor-b]\n    localPreference: 200\n    asPathPrepend: 10\n"+
 			"    communities: [no-advertise, no-export-subconfed, blackhole, graceful-shutdown, accept-own, no-llgr, no-peer, \"0:0\", \"65535:65535\"]\n"),
 		"globs": edit(t, afterPods, "    networks: [\"*\", \"udn-?\", \"[a-c]*\"]\n"),
-		"import": baseDoc + "protectedPrefixes: [203.0.113.0/24]\ncluster: {serviceCIDRs: [172.30.0.0/16, fd02::/112]}\n" + importDoc(acceptTen+"      - {prefix: 0.0.0.0/0}\n",
+		"import": edit(t, afterTorA, afterTorA+"      ebgpMultihop: 2\n      interface: eth1\n") + "protectedPrefixes: [203.0.113.0/24]\ncluster: {serviceCIDRs: [172.30.0.0/16, fd02::/112]}\n" + importDoc(acceptTen+"      - {prefix: 0.0.0.0/0}\n",
 			"    allowDefaultRoute: true\n    maxRoutes: 5\n    mode: manual\n    targets: {ovn: true, kernel: {vrf: blue, table: 100, createVRF: true}}\n") +
 			"  - name: second\n    peers: [tor-a, tor-b]\n    network: blue\n    mode: manual\n    accept: [{prefix: 2001:db8::/32, maxLength: 64}]\n    targets: {kernel: {table: 100}}\n",
 		"trailing comment": baseDoc + "\n# trailing comment\n",

@@ -406,6 +406,11 @@ func (v *validator) imports() {
 			v.add(key(p, "peers"), "list the peers whose routes this rule imports")
 		}
 		v.peerNames(key(p, "peers"), r.Peers)
+		for j, n := range r.Peers {
+			if peer, ok := v.c.Peer(n); ok && peer.EBGPMultihop > 0 && peer.Interface == "" {
+				v.add(index(key(p, "peers"), j), "%s is multihop (ebgpMultihop %d) and names no interface, so its next hops cannot be checked on-link and nothing it sends would be imported: set bgp.peers[].interface to the link its next hops are on", n, peer.EBGPMultihop)
+			}
+		}
 		if r.Network == "" {
 			v.add(key(p, "network"), "required (the OVN network, e.g. default)")
 		}
@@ -417,7 +422,7 @@ func (v *validator) imports() {
 		}
 		v.acceptFamilies(p, r)
 		if r.AllowDefaultRoute && !slices.ContainsFunc(r.Accept, func(m PrefixMatch) bool {
-			return m.Prefix.IsValid() && m.Matches(netip.PrefixFrom(netip.IPv6Unspecified(), 0)) || m.Matches(netip.PrefixFrom(netip.IPv4Unspecified(), 0))
+			return m.Matches(netip.PrefixFrom(netip.IPv4Unspecified(), 0)) || m.Matches(netip.PrefixFrom(netip.IPv6Unspecified(), 0))
 		}) {
 			v.add(key(p, "allowDefaultRoute"), "no accept entry matches the default route: add {prefix: 0.0.0.0/0} (or ::/0), or remove allowDefaultRoute")
 		}
@@ -519,12 +524,13 @@ func (v *validator) kernelTarget(p string, r *ImportRule) {
 }
 
 // sharedTables checks what several rules share: a VRF is one table, a
-// table is one VRF, and a table's routes are all auto or all manual (a
-// kernel route records no rule, so its mode comes from its table).
+// table is one VRF, and a table's or a VRF's routes are all auto or all
+// manual (a kernel route records no rule, so its mode comes from its table).
 func (v *validator) sharedTables() {
 	vrfTable := map[string]int{} // VRF -> first rule giving it a table
 	tableVRF := map[int]int{}    // table -> first rule naming a VRF for it
 	tableMode := map[int]int{}   // table -> first rule targeting it
+	vrfMode := map[string]int{}  // VRF -> first rule targeting it
 	for i, r := range v.c.Import {
 		p := index("import", i)
 		k := r.Targets.Kernel
@@ -538,6 +544,13 @@ func (v *validator) sharedTables() {
 				v.add(key(p, "targets.kernel.vrf"), "%s, but table %d is also the table of VRF %s (import[%d]): give each VRF a table of its own", k.VRF, k.Table, v.c.Import[j].Targets.Kernel.VRF, j)
 			} else if !ok {
 				tableVRF[k.Table] = i
+			}
+		}
+		if k.VRF != "" {
+			if j, ok := vrfMode[k.VRF]; ok && v.c.Import[j].Mode != r.Mode {
+				v.add(key(p, "mode"), "%s, but import[%d] (%s) also targets VRF %s: the rules of one VRF share a mode, set the same", r.Mode, j, v.c.Import[j].Mode, k.VRF)
+			} else if !ok {
+				vrfMode[k.VRF] = i
 			}
 		}
 		if k.Table != 0 {
@@ -570,7 +583,7 @@ func (v *validator) prefixMatch(p string, m PrefixMatch, allowDefault bool) {
 		return
 	}
 	if hi == 0 && !allowDefault {
-		v.add(p, "%s matches only the default route, which is refused without allowDefaultRoute: set allowDefaultRoute: true, or a minLength", m)
+		v.add(p, "%s matches only the default route, which is refused without allowDefaultRoute: set allowDefaultRoute: true, or a maxLength (e.g. maxLength: 24)", m)
 	}
 	for _, pr := range []struct {
 		key  string

@@ -112,7 +112,7 @@ func Import(in ImportInput) ImportResult {
 			if !ok {
 				continue
 			}
-			reason := e.check(ri, entry, p)
+			reason := e.check(ri, p)
 			if reason == "" {
 				cands = append(cands, candidate{path: i, rule: ri, entry: entry})
 			}
@@ -137,17 +137,14 @@ func Import(in ImportInput) ImportResult {
 		acceptedBy[c.path] = append(acceptedBy[c.path], c)
 	}
 	res.Paths = make([]model.LearnedPath, len(in.Learned))
+	reasons := map[[2]int]string{} // one string per (rule, entry): shared, not one per path
 	for i, p := range in.Learned {
 		p.Accepted, p.Rule, p.Reason = false, "", ""
 		switch acc := acceptedBy[i]; {
 		case len(acc) > 0:
 			p.Accepted = true
 			p.Rule = cfg.Import[acc[0].rule].Name
-			var by []string
-			for _, c := range acc {
-				by = append(by, fmt.Sprintf("rule %s (%s)", cfg.Import[c.rule].Name, c.entry))
-			}
-			p.Reason = "accepted by " + strings.Join(by, " and ")
+			p.Reason = acceptedReason(cfg, acc, reasons)
 		default:
 			if v := first[i]; v.rule >= 0 {
 				p.Rule = cfg.Import[v.rule].Name
@@ -165,18 +162,37 @@ func Import(in ImportInput) ImportResult {
 
 // candidate is a path that a rule accepts, by one of its accept entries.
 type candidate struct {
-	path, rule int
-	entry      config.PrefixMatch
+	path, rule, entry int
 }
 
-// acceptEntry is the first accept entry of r that matches p.
-func acceptEntry(r *config.ImportRule, p netip.Prefix) (config.PrefixMatch, bool) {
-	for _, m := range r.Accept {
+// acceptEntry is the index of the first accept entry of r that matches p.
+func acceptEntry(r *config.ImportRule, p netip.Prefix) (int, bool) {
+	for i, m := range r.Accept {
 		if m.Matches(p) {
-			return m, true
+			return i, true
 		}
 	}
-	return config.PrefixMatch{}, false
+	return 0, false
+}
+
+// acceptedReason says which rules accepted a path, by which entries; the
+// reason of a path accepted by one rule is cached in reasons.
+func acceptedReason(cfg *config.Config, acc []candidate, reasons map[[2]int]string) string {
+	if len(acc) == 1 {
+		k := [2]int{acc[0].rule, acc[0].entry}
+		if r, ok := reasons[k]; ok {
+			return r
+		}
+		r := &cfg.Import[acc[0].rule]
+		reasons[k] = fmt.Sprintf("accepted by rule %s (%s)", r.Name, r.Accept[acc[0].entry])
+		return reasons[k]
+	}
+	by := make([]string, len(acc))
+	for i, c := range acc {
+		r := &cfg.Import[c.rule]
+		by[i] = fmt.Sprintf("rule %s (%s)", r.Name, r.Accept[c.entry])
+	}
+	return "accepted by " + strings.Join(by, " and ")
 }
 
 // importEnv is what the checks need, derived once per Import.
@@ -343,7 +359,7 @@ func (e *importEnv) noMatch(p model.LearnedPath) string {
 
 // check runs every check after the accept match, for path p and rule ri,
 // and returns the first failing one's reason, or "".
-func (e *importEnv) check(ri int, entry config.PrefixMatch, p model.LearnedPath) string {
+func (e *importEnv) check(ri int, p model.LearnedPath) string {
 	r := &e.cfg.Import[ri]
 	if p.Prefix.Bits() == 0 && !r.AllowDefaultRoute {
 		return fmt.Sprintf("%s is the default route and rule %s does not set allowDefaultRoute", p.Prefix, r.Name)
@@ -505,11 +521,12 @@ func (e *importEnv) targets(paths []model.LearnedPath, cands []candidate) ([]mod
 		router string
 		prefix netip.Prefix
 	}
-	ovnOwner := map[ovnClaim]int{}
-	ovnSeen := map[model.OVNRouteKey]bool{}
-	kernOwner := map[model.KernelRouteKey]int{}
-	kern := map[model.KernelRouteKey]*model.KernelRoute{}
-	var ovn []model.OVNRoute
+	n := len(cands)
+	ovnOwner := make(map[ovnClaim]int, n)
+	ovnSeen := make(map[model.OVNRouteKey]bool, n)
+	kernOwner := make(map[model.KernelRouteKey]int, n)
+	kern := make(map[model.KernelRouteKey]*model.KernelRoute, n)
+	ovn := make([]model.OVNRoute, 0, n)
 	for _, c := range cands {
 		p, r := paths[c.path], &e.cfg.Import[c.rule]
 		if gr := e.routers[c.rule]; gr != nil {
@@ -550,4 +567,35 @@ func (e *importEnv) targets(paths []model.LearnedPath, cands []candidate) ([]mod
 	slices.SortFunc(ovn, compareOVN)
 	slices.SortFunc(kernel, compareKernel)
 	return ovn, kernel
+}
+
+// PeerImport is one peer's import state, for model.PeerStatus.Imported and
+// ImportAlarm.
+type PeerImport struct {
+	// Imported counts the peer's accepted paths.
+	Imported int `json:"imported"`
+	// Alarm is every cap the peer reached, "; "-joined, "" if none.
+	Alarm string `json:"alarm,omitempty"`
+}
+
+// PeerImports returns the import state of every peer that sent a path or
+// reached a cap.
+func (r ImportResult) PeerImports() map[string]PeerImport {
+	out := map[string]PeerImport{}
+	for _, p := range r.Paths {
+		pi := out[p.Peer]
+		if p.Accepted {
+			pi.Imported++
+		}
+		out[p.Peer] = pi
+	}
+	for _, a := range r.Alarms {
+		pi := out[a.Peer]
+		if pi.Alarm != "" {
+			pi.Alarm += "; "
+		}
+		pi.Alarm += a.String()
+		out[a.Peer] = pi
+	}
+	return out
 }

@@ -2,7 +2,9 @@ package plan
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
@@ -354,6 +356,10 @@ func TestImportCap(t *testing.T) {
 	if r := res.Paths[0].Reason; r != "import cap: rule up accepts at most 2 routes from peer tor-a (4 offered)" {
 		t.Errorf("cap reason %q", r)
 	}
+	want := map[string]PeerImport{"tor-a": {Imported: 2, Alarm: "import cap: rule up accepts at most 2 routes from peer tor-a (4 offered)"}, "tor-b": {Imported: 1}}
+	if d := cmp.Diff(want, res.PeerImports()); d != "" {
+		t.Errorf("PeerImports (-want +got):\n%s", d)
+	}
 	// Reversed input: same verdicts.
 	rev := make([]model.LearnedPath, len(learned))
 	for i, p := range learned {
@@ -458,5 +464,109 @@ func BenchmarkImport(b *testing.B) {
 		if len(res.Alarms) != 1 {
 			b.Fatalf("alarms %v", res.Alarms)
 		}
+	}
+}
+
+// TestImportInvariants throws random paths, hostile ones among them, at
+// Import and checks what must always hold: nothing installed is equal to or
+// inside a protected prefix, every installed next hop is of the prefix's
+// family, not local and on-link through its peer's link, no (rule, peer)
+// gets more than maxRoutes prefixes, every rejection has a reason, and the
+// result does not depend on the order of the paths.
+func TestImportInvariants(t *testing.T) {
+	rng := rand.New(rand.NewPCG(6, 6))
+	prefixes := []string{"10.1.0.0/16", "10.2.3.0/24", "10.128.0.0/24", "10.129.0.0/16", "172.30.1.0/24", "100.64.0.0/24",
+		"100.88.0.0/16", "0.0.0.0/0", "10.66.1.0/24", "192.0.2.1/32", "192.0.2.10/32", "10.0.0.0/8", "10.9.0.0/28",
+		"2001:db8:100::/48", "2001:db8:100::/40", "fd98::/64", "2001:db8::10/128", "::/0", "172.16.0.0/12", "100.65.0.0/16"}
+	// Hostile next hops for everyone; the good ones of a peer are its own
+	// (so that an installed next hop names its peer), but tor-c, on eth1,
+	// also sends tor-a's, which is not on-link through eth1.
+	hostile := []string{"192.0.2.10", "127.0.0.1", "0.0.0.0", "224.0.0.1", "10.128.0.1", "fe80::1", "2001:db8::10", "::", ""}
+	own := map[string][]string{"tor-a": {"192.0.2.1", "192.0.2.99"}, "tor-b": {"192.0.2.2"}, "tor-c": {"198.51.100.1", "192.0.2.1"},
+		"tor-6": {"2001:db8::1", "2001:db8::2"}, "ghost": {"192.0.2.1"}}
+	peers := []string{"tor-a", "tor-b", "tor-c", "tor-6", "ghost"}
+	in := importFixture()
+	in.Config.Import[0].MaxRoutes = 2
+	in.Config.Import[0].AllowDefaultRoute = rng.IntN(2) == 0
+	in.Config.Import = append(in.Config.Import, config.ImportRule{Name: "kern", Peers: []string{"tor-a", "tor-c"}, Network: "default",
+		Accept: []config.PrefixMatch{{Prefix: pfx("10.0.0.0/8"), MaxLength: 32}}, MaxRoutes: 2, Mode: "auto",
+		Targets: config.ImportTargets{Kernel: config.KernelTarget{Table: 200}}})
+	for range 400 {
+		peer := peers[rng.IntN(len(peers))]
+		nexthops := slices.Concat(hostile, own[peer], own[peer], own[peer])
+		p := path(peer, prefixes[rng.IntN(len(prefixes))], nexthops[rng.IntN(len(nexthops))])
+		if rng.IntN(20) == 0 {
+			p.Malformed = "AS 0 in the AS path (RFC 7607)"
+		}
+		in.Learned = append(in.Learned, p)
+	}
+	res := Import(in)
+	links := map[string]model.Link{}
+	for _, l := range in.Host.Links {
+		links[l.Name] = l
+	}
+	for _, r := range res.Kernel {
+		if pp, ok := protectedCovering(res.Protected, r.Prefix); ok {
+			t.Errorf("installed %s inside protected %v", r.Prefix, pp)
+		}
+		for _, nh := range r.NextHops {
+			l := links[nh.Dev]
+			if nh.Addr.Is4() != r.Prefix.Addr().Is4() || !onLink(&l, nh.Addr) || nh.Addr.IsLoopback() || nh.Addr.IsLinkLocalUnicast() {
+				t.Errorf("installed %s via %v", r.Prefix, nh)
+			}
+			for _, l := range in.Host.Links {
+				for _, a := range l.Addrs {
+					if a.Addr() == nh.Addr {
+						t.Errorf("installed %s via local %v", r.Prefix, nh)
+					}
+				}
+			}
+		}
+	}
+	perPeer := map[string]map[netip.Prefix]bool{}
+	for _, r := range res.OVN {
+		if perPeer[r.Rule+r.NextHop.String()] == nil {
+			perPeer[r.Rule+r.NextHop.String()] = map[netip.Prefix]bool{}
+		}
+		perPeer[r.Rule+r.NextHop.String()][r.Prefix] = true
+	}
+	for _, r := range res.Kernel {
+		for _, nh := range r.NextHops {
+			if perPeer[r.Rule+nh.Addr.String()] == nil {
+				perPeer[r.Rule+nh.Addr.String()] = map[netip.Prefix]bool{}
+			}
+			perPeer[r.Rule+nh.Addr.String()][r.Prefix] = true
+		}
+	}
+	for _, p := range res.Paths {
+		if !p.Accepted {
+			if p.Reason == "" {
+				t.Errorf("rejected without a reason: %+v", p)
+			}
+			continue
+		}
+		if p.Malformed != "" || (p.Prefix.Bits() == 0 && !in.Config.Import[0].AllowDefaultRoute) {
+			t.Errorf("accepted %+v", p)
+		}
+	}
+	// A good next hop here names its peer: (rule, next hop) stands for
+	// (rule, peer).
+	for k, pfxs := range perPeer {
+		if len(pfxs) > 2 {
+			t.Errorf("%s: %d prefixes installed, cap 2", k, len(pfxs))
+		}
+	}
+	if len(res.OVN) == 0 || len(res.Alarms) == 0 {
+		t.Errorf("the random input accepted nothing or reached no cap: %d rows, alarms %v", len(res.OVN), res.Alarms)
+	}
+	shuffled := slices.Clone(in.Learned)
+	rng.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+	in.Learned = shuffled
+	again := Import(in)
+	if d := cmp.Diff(res.OVN, again.OVN, cmpAddrs); d != "" {
+		t.Errorf("OVN depends on the order of the paths (-first +shuffled):\n%s", d)
+	}
+	if d := cmp.Diff(res.Kernel, again.Kernel, cmpAddrs); d != "" {
+		t.Errorf("kernel depends on the order of the paths (-first +shuffled):\n%s", d)
 	}
 }

@@ -151,7 +151,7 @@ func Build(in BuildInput) Plan {
 			return ""
 		}
 		return fmt.Sprintf("waiting for End-of-RIB from %s or bgp.gracefulRestart.deferralTime (%s) since start (fail static)",
-			strings.Join(waiting, ", "), cfg.BGP.GracefulRestart.DeferralTime)
+			strings.Join(waiting, ", "), fmt.Sprintf("%gs", cfg.BGP.GracefulRestart.DeferralTime.Seconds()))
 	}
 
 	for _, op := range DiffOVN(in.Import.OVN, in.Snapshot.OwnedRoutes) {

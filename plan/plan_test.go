@@ -80,7 +80,7 @@ func TestBuildFailStatic(t *testing.T) {
 		t.Errorf("nothing synced (-want +got):\n%s", d)
 	}
 	for _, h := range p.Held {
-		if h.Reason != "waiting for End-of-RIB from tor-a, tor-b, tor-6 or bgp.gracefulRestart.deferralTime (2m0s) since start (fail static)" {
+		if h.Reason != "waiting for End-of-RIB from tor-a, tor-b, tor-6 or bgp.gracefulRestart.deferralTime (120s) since start (fail static)" {
 			t.Errorf("held reason %q", h.Reason)
 		}
 	}
