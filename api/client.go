@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -203,4 +204,71 @@ func (c *Client) explain(ctx context.Context, err error) error {
 		return fmt.Errorf("permission denied on %s (the control socket is for root; try sudo): %w", c.socket, err)
 	}
 	return fmt.Errorf("control socket %s: %w", c.socket, err)
+}
+
+// Plan returns every change the daemon would make now.
+func (c *Client) Plan(ctx context.Context) (PlanResponse, error) {
+	var p PlanResponse
+	return p, c.get(ctx, PathPlan, nil, &p)
+}
+
+// PlanConfig returns the changes the config file at path (absolute) would
+// make, and the sessions it would reset (root only).
+func (c *Client) PlanConfig(ctx context.Context, path string) (PlanResponse, error) {
+	var p PlanResponse
+	return p, c.post(ctx, PathPlan, PlanRequest{Config: path}, &p)
+}
+
+// Apply sends a saved plan (the JSON `ovnbgp plan --out` wrote) to be
+// applied (root only).
+func (c *Client) Apply(ctx context.Context, savedPlan json.RawMessage) (ApplyResult, error) {
+	var r ApplyResult
+	return r, c.post(ctx, PathApply, savedPlan, &r)
+}
+
+// Imported returns the imported routes, OVN and kernel ("" = every network).
+func (c *Client) Imported(ctx context.Context, network string) (Imported, error) {
+	var r Imported
+	return r, c.get(ctx, PathImported, url.Values{"network": {network}}, &r)
+}
+
+// Explain says why prefix (or an address) is or is not imported and
+// advertised.
+func (c *Client) Explain(ctx context.Context, prefix string) (Explanation, error) {
+	var e Explanation
+	return e, c.get(ctx, PathExplain, url.Values{"prefix": {prefix}}, &e)
+}
+
+// post sends v as JSON and decodes the answer into out.
+func (c *Client) post(ctx context.Context, path string, v any, out any) error {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	u := url.URL{Scheme: "http", Host: "ovnbgp", Path: path}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return c.explain(ctx, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if err != nil {
+		return c.explain(ctx, fmt.Errorf("read %s: %w", path, err))
+	}
+	if resp.StatusCode/100 != 2 {
+		var e Error
+		if json.Unmarshal(data, &e) == nil && e.Error != "" {
+			return errors.New(e.Error)
+		}
+		return fmt.Errorf("%s: %s", path, resp.Status)
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("decode %s: %w", path, err)
+	}
+	return nil
 }

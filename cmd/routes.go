@@ -62,7 +62,7 @@ func newRoutesCommand(o *options) *cobra.Command {
 		c.Flags().IntVar(&lo.Limit, "limit", 0, "show at most N routes (0 = all); a note on stderr says when more exist")
 		_ = c.RegisterFlagCompletionFunc("peer", o.completePeers)
 	}
-	routes.AddCommand(advertised, learned)
+	routes.AddCommand(advertised, learned, newImportedCommand(o))
 	return routes
 }
 
@@ -141,5 +141,33 @@ func learnedTable(w *tabwriter.Writer, paths []model.LearnedPath) {
 			verdict = "accepted: " + p.Reason
 		}
 		row(w, p.Peer, p.Prefix, p.NextHop, dash(strings.Join(as, " ")), ago(p.Age), verdict)
+	}
+}
+
+func newImportedCommand(o *options) *cobra.Command {
+	var network string
+	cmd := &cobra.Command{
+		Use:   "imported",
+		Short: "What is programmed in OVN and in the kernel, by which rule, and any drift",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			imp, err := api.NewClient(o.socket).Imported(cmd.Context(), network)
+			if err != nil {
+				return err
+			}
+			return render(o.stdout, o.output, imp, func(w *tabwriter.Writer) { importedTable(w, imp) })
+		},
+	}
+	cmd.Flags().StringVar(&network, "network", "", "only this OVN network")
+	return cmd
+}
+
+func importedTable(w *tabwriter.Writer, imp api.Imported) {
+	row(w, "TARGET", "WHERE", "PREFIX", "VIA", "RULE", "STATE", "REASON")
+	for _, r := range imp.OVN {
+		row(w, "ovn", r.Router, r.Prefix, r.NextHop, dash(r.Rule), r.State, dash(r.Reason))
+	}
+	for _, r := range imp.Kernel {
+		row(w, "kernel", tableName(r.Table, r.VRF), r.Prefix, nextHops(r.NextHops), dash(r.Rule), r.State, dash(r.Reason))
 	}
 }

@@ -223,9 +223,18 @@ func (d *Daemon) importCounts(peers []model.PeerStatus) {
 		return
 	}
 	accepted := map[string]int{}
+	byFamily := map[string]map[string]int{}
 	for _, p := range d.imp.decided.Paths {
 		if p.Accepted {
 			accepted[p.Peer]++
+			fam := string(config.IPv4)
+			if p.Prefix.Addr().Is6() {
+				fam = string(config.IPv6)
+			}
+			if byFamily[p.Peer] == nil {
+				byFamily[p.Peer] = map[string]int{}
+			}
+			byFamily[p.Peer][fam]++
 		}
 	}
 	alarms := map[string][]string{}
@@ -234,6 +243,9 @@ func (d *Daemon) importCounts(peers []model.PeerStatus) {
 	}
 	for i := range peers {
 		peers[i].Imported = accepted[peers[i].Name]
+		for j := range peers[i].Families {
+			peers[i].Families[j].Accepted = byFamily[peers[i].Name][peers[i].Families[j].Family]
+		}
 		peers[i].ImportAlarm = strings.Join(alarms[peers[i].Name], "; ")
 	}
 }
