@@ -129,7 +129,11 @@ func (f *fakeSpeaker) Peers(context.Context) ([]model.PeerStatus, error) {
 	}
 	var out []model.PeerStatus
 	for _, p := range f.peers {
-		out = append(out, model.PeerStatus{Name: p.Name, Address: p.Address, ASN: p.ASN, State: state, EndOfRIB: f.eor})
+		var fams []model.FamilyCounts
+		for _, fam := range p.Families {
+			fams = append(fams, model.FamilyCounts{Family: string(fam), Negotiated: state == model.StateEstablished})
+		}
+		out = append(out, model.PeerStatus{Name: p.Name, Address: p.Address, ASN: p.ASN, State: state, EndOfRIB: f.eor, Families: fams})
 	}
 	return out, nil
 }

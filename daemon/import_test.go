@@ -213,6 +213,24 @@ func TestImportCapAlarm(t *testing.T) {
 	if got := h.ovnPrefixes(); !slices.Equal(got, []string{"GR_node1 198.51.100.0/24 via 192.0.2.1"}) {
 		t.Errorf("OVN = %v, want only the first route", got)
 	}
+	// The alarm is a metric too.
+	m, err := h.d.serveMetrics("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.close()
+	resp, err := http.Get("http://" + m.ln.Addr().String() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, l := range []string{`ovnbgp_import_cap_reached{peer="tor",rule="uplink"} 1`, `ovnbgp_imported_routes{target="ovn"} 1`,
+		`ovnbgp_peer_prefixes{family="ipv4",kind="accepted",peer="tor"} 1`} {
+		if !strings.Contains(string(body), l+"\n") {
+			t.Errorf("metrics lack %q", l)
+		}
+	}
 	paths, _, err := api.NewClient(h.sock).LearnedRoutes(context.Background(), api.ListOptions{Rejected: true})
 	if err != nil || len(paths) != 1 || !strings.Contains(paths[0].Reason, "import cap") {
 		t.Fatalf("rejected = %+v, %v; want the second path, rejected by the cap", paths, err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,7 +22,8 @@ type collector struct {
 	d *Daemon
 
 	info, up, peerState, peerSince, prefixes, advertised, notApplied, nbConnected,
-	reconciles, lastReconcile, reconcileFailing *prometheus.Desc
+	reconciles, lastReconcile, reconcileFailing,
+	imported, importCap, importPending *prometheus.Desc
 }
 
 func newCollector(d *Daemon) *collector {
@@ -41,6 +43,9 @@ func newCollector(d *Daemon) *collector {
 		reconciles:       n("reconciles_total", "Reconcile passes run."),
 		lastReconcile:    n("last_reconcile_seconds", "Unix time of the last reconcile."),
 		reconcileFailing: n("reconcile_failing", "1 when the last reconcile left changes unapplied."),
+		imported:         n("imported_routes", "Routes import rules want in each target: ovn (static route rows, one per next hop) or kernel (routes, multipath counted once).", "target"),
+		importCap:        n("import_cap_reached", "1 while an import rule's maxRoutes holds back routes of a peer: nothing new is imported, the session stays up.", "rule", "peer"),
+		importPending:    n("import_operations_pending", "OVN and kernel operations not applied: manual (waiting for ovnbgp apply) or held (fail static, until End-of-RIB or deferralTime).", "kind"),
 	}
 }
 
@@ -77,10 +82,24 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	g(c.reconcileFailing, b2f(st.LastError != ""))
 
+	if imp := st.Import; imp != nil {
+		g(c.imported, float64(imp.OVN), "ovn")
+		g(c.imported, float64(imp.Kernel), "kernel")
+		g(c.importPending, float64(imp.Manual), "manual")
+		g(c.importPending, float64(imp.Held), "held")
+		c.d.mu.Lock()
+		alarms := slices.Clone(c.d.imp.decided.Alarms)
+		c.d.mu.Unlock()
+		for _, a := range alarms {
+			g(c.importCap, 1, a.Rule, a.Peer)
+		}
+	}
+
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if sp := c.d.currentSpeaker(); sp != nil {
 		peers, _ := sp.Peers(ctx)
+		c.d.importCounts(peers)
 		for _, p := range peers {
 			g(c.up, b2f(p.State == model.StateEstablished), p.Name)
 			g(c.peerState, stateNumber(p.State), p.Name)
