@@ -12,7 +12,9 @@ import (
 
 // The subnets OVN-Kubernetes uses inside the cluster when NB does not say
 // otherwise: join (100.64.0.0/16, fd98::/64), transit (100.88.0.0/16,
-// fd97::/64) and masquerade (169.254.169.0/29, fd69::/125).
+// fd97::/64) and masquerade (169.254.0.0/17, fd69::/112: the defaults of
+// OpenShift >= 4.17, which contain the older 169.254.169.0/29 and
+// fd69::/125, so clusters installed earlier are covered too).
 var defaultInternal = []struct {
 	// kind is the start of a Why the ovn package writes for a live value of
 	// the same subnet ("join subnet (Logical_Router_Port rtoj-GR_node1)").
@@ -23,8 +25,8 @@ var defaultInternal = []struct {
 	{"join subnet", netip.MustParsePrefix("fd98::/64")},
 	{"transit subnet", netip.MustParsePrefix("100.88.0.0/16")},
 	{"transit subnet", netip.MustParsePrefix("fd97::/64")},
-	{"masquerade subnet", netip.MustParsePrefix("169.254.169.0/29")},
-	{"masquerade subnet", netip.MustParsePrefix("fd69::/125")},
+	{"masquerade subnet", netip.MustParsePrefix("169.254.0.0/17")},
+	{"masquerade subnet", netip.MustParsePrefix("fd69::/112")},
 }
 
 // Why prefixes of the host and peer entries of the protected set: import
