@@ -417,6 +417,11 @@ func (d *Daemon) reconcile(ctx context.Context) error {
 	d.logAlarms(v.res.Alarms)
 	d.mu.Lock()
 	d.imp.decided, d.imp.hostSnap = v.res, v.host
+	if len(cfg.Import) > 0 && len(v.res.Paths) == len(d.imp.learned) {
+		// Keep one copy of the table: the decided paths are the learned
+		// ones with their verdicts, and the next decision overwrites them.
+		d.imp.learned = v.res.Paths
+	}
 	d.mu.Unlock()
 	err = errors.Join(d.applyAuto(ctx, cfg, speaker, nb, v.plan), v.hostErr)
 
