@@ -8,6 +8,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
 )
 
 // resubscribeDelay is how long a lost subscription waits before it is
@@ -36,8 +37,11 @@ type Manager struct {
 // Open opens the kernel target in the current network namespace. protocol
 // is the route protocol that marks ovnbgp's routes and rules
 // (kernel.routeProtocol); notify must not block.
+//
+// The handle speaks NETLINK_ROUTE only: asking for every family (xfrm,
+// netfilter) fails on kernels without those modules loaded.
 func Open(protocol int, log *zap.Logger, notify func()) (*Manager, error) {
-	h, err := netlink.NewHandle()
+	h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
 	if err != nil {
 		return nil, fmt.Errorf("open netlink handle: %w", err)
 	}
@@ -47,7 +51,7 @@ func Open(protocol int, log *zap.Logger, notify func()) (*Manager, error) {
 // OpenAt is Open inside the network namespace ns (tests). ns must stay open
 // until Close.
 func OpenAt(ns netns.NsHandle, protocol int, log *zap.Logger, notify func()) (*Manager, error) {
-	h, err := netlink.NewHandleAt(ns)
+	h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
 	if err != nil {
 		return nil, fmt.Errorf("open netlink handle in netns %s: %w", ns, err)
 	}

@@ -153,7 +153,7 @@ func TestVRFInVM(t *testing.T) {
 
 	var results []string
 	verdict := ""
-	sc := bufio.NewScanner(&console)
+	sc := bufio.NewScanner(bytes.NewReader(console.Bytes()))
 	for sc.Scan() {
 		line := strings.TrimRight(sc.Text(), "\r")
 		i := strings.Index(line, "vmtest: ")

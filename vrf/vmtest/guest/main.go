@@ -47,19 +47,13 @@ func run() int {
 		fmt.Printf("vmtest: FAIL setup: %v\n", err)
 		return 1
 	}
-	pokes := make(chan struct{}, 1)
-	m, err := vrf.Open(proto, zap.NewNop(), func() {
-		select {
-		case pokes <- struct{}{}:
-		default:
-		}
-	})
+	m, err := vrf.Open(proto, zap.NewNop(), func() {})
 	if err != nil {
 		fmt.Printf("vmtest: FAIL open: %v\n", err)
 		return 1
 	}
 	defer m.Close()
-	e := &env{m: m, pokes: pokes}
+	e := &env{m: m}
 	failed := 0
 	for _, c := range []struct {
 		name string
@@ -77,7 +71,7 @@ func run() int {
 		{"foreign-vrf-untouched", e.foreignUntouched},
 	} {
 		start := time.Now()
-		if err := c.fn(); err != nil {
+		if err := guard(c.fn); err != nil {
 			failed++
 			fmt.Printf("vmtest: FAIL %s: %s\n", c.name, strings.ReplaceAll(err.Error(), "\n", "; "))
 			continue
@@ -85,6 +79,17 @@ func run() int {
 		fmt.Printf("vmtest: PASS %s (%s)\n", c.name, time.Since(start).Round(time.Millisecond))
 	}
 	return failed
+}
+
+// guard runs a check, turning a panic into its error: PID 1 must not die
+// before it prints the verdict.
+func guard(fn func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic: %v", r)
+		}
+	}()
+	return fn()
 }
 
 // setup mounts proc and sys, loads the modules shipped in /modules and
@@ -118,8 +123,7 @@ func setup() error {
 }
 
 type env struct {
-	m     *vrf.Manager
-	pokes chan struct{}
+	m *vrf.Manager
 	// foreign is the state of what ovnbgp must never touch, read after
 	// the fixtures: VRF red, its table's routes, device green.
 	foreign string
@@ -323,7 +327,9 @@ func (e *env) notVRF() error {
 	return e.checkForeign()
 }
 
-func hop(addr, dev string) model.NextHop { return model.NextHop{Addr: netip.MustParseAddr(addr), Dev: dev} }
+func hop(addr, dev string) model.NextHop {
+	return model.NextHop{Addr: netip.MustParseAddr(addr), Dev: dev}
+}
 
 // routes: d0 and d1 are enslaved to blue; routes (one named by VRF only,
 // IPv4 and IPv6 multipath, one with the same destination as a foreign route
@@ -403,7 +409,7 @@ func (e *env) routes() error {
 		for i, p := range v6 {
 			if (step+2*i)%4 != 0 {
 				desired = append(desired, model.KernelRoute{Table: 1002, VRF: "blue", Prefix: netip.MustParsePrefix(p),
-					NextHops: h6[(step+i)%2 : 1+(step+i)%2+(step%2)+1], Protocol: proto})
+					NextHops: h6[(step+i)%2 : 1+(step+i)%2+step%2], Protocol: proto})
 			}
 		}
 		host, err := e.m.Snapshot()
@@ -440,8 +446,22 @@ func (e *env) readBack(want []model.KernelRoute) error {
 	return nil
 }
 
+// notify: a fresh manager (it sees only changes made after Open, none
+// left over from the checks before) is told when a route of ours in the
+// VRF's table is deleted by hand.
 func (e *env) notify() error {
-	host, err := e.m.Snapshot()
+	pokes := make(chan struct{}, 1)
+	m, err := vrf.Open(proto, zap.NewNop(), func() {
+		select {
+		case pokes <- struct{}{}:
+		default:
+		}
+	})
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	host, err := m.Snapshot()
 	if err != nil {
 		return err
 	}
@@ -449,15 +469,12 @@ func (e *env) notify() error {
 		return errors.New("no route of ours in blue to delete")
 	}
 	victim := host.Routes[0]
-	for len(e.pokes) > 0 {
-		<-e.pokes
-	}
 	if err := netlink.RouteDel(&netlink.Route{Dst: &net.IPNet{IP: victim.Prefix.Addr().AsSlice(),
 		Mask: net.CIDRMask(victim.Prefix.Bits(), victim.Prefix.Addr().BitLen())}, Table: 1002, Protocol: proto}); err != nil {
 		return fmt.Errorf("delete %s by hand: %w", victim.Prefix, err)
 	}
 	select {
-	case <-e.pokes:
+	case <-pokes:
 		return nil
 	case <-time.After(30 * time.Second):
 		return fmt.Errorf("no notify within 30s after %s was deleted by hand", victim.Prefix)
