@@ -22,6 +22,8 @@ const ipv6DefaultMetric = 1024
 // operations really applied and the joined errors, each naming its route,
 // VRF or rule. See the package doc for the ownership rules it keeps.
 func (m *Manager) Apply(ctx context.Context, ops []model.KernelOp) (applied []model.KernelOp, err error) {
+	m.hmu.Lock()
+	defer m.hmu.Unlock()
 	var errs []error
 	var ls *linkSet
 	for i, op := range ops {

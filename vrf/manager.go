@@ -18,6 +18,10 @@ const resubscribeDelay = time.Second
 // Manager reads and writes the host's routes, VRFs and rules through one
 // long-lived netlink handle, and watches them through subscriptions.
 type Manager struct {
+	// hmu serialises the handle's requests: a netlink.Handle matches
+	// replies to requests on one socket and is not safe for concurrent
+	// dumps. Snapshot and Apply hold it.
+	hmu      sync.Mutex
 	h        *netlink.Handle
 	ns       *netns.NsHandle // nil: the current namespace
 	protocol int
@@ -109,7 +113,9 @@ func (m *Manager) Close() {
 	m.once.Do(func() {
 		close(m.done)
 		m.wg.Wait()
+		m.hmu.Lock()
 		m.h.Close()
+		m.hmu.Unlock()
 	})
 }
 
