@@ -11,6 +11,11 @@
 #   file
 #   gcc, libc6-dev       the C compiler and headers cgo needs for `make race`
 #                        (the race detector runs with cgo on)
+#   qemu-system-x86      the VM of vrf/vmtest (real VRF devices: the host
+#   linux-image-amd64    kernel may have none); Debian's kernel with vrf.ko
+#                        boots there. INITRD=No skips the kernel package's
+#                        initramfs hook (the test makes its own initramfs);
+#                        no boot loader is installed or updated.
 #
 # Idempotent and quiet: when everything is present it only checks and exits.
 # apt-get update runs only when something must be installed. Not root: it
@@ -29,11 +34,18 @@ declare -A probe=(
   [file]=/usr/bin/file
   [gcc]=/usr/bin/gcc
   [libc6-dev]=/usr/include/stdio.h
+  [qemu-system-x86]=/usr/bin/qemu-system-x86_64
 )
 need=()
-for pkg in frr ovn-central ovn-common openvswitch-common iproute2 file gcc libc6-dev; do
+for pkg in frr ovn-central ovn-common openvswitch-common iproute2 file gcc libc6-dev qemu-system-x86; do
   [ -e "${probe[$pkg]}" ] || need+=("$pkg")
 done
+# a kernel for the VM test: any /boot/vmlinuz-VER with VER's vrf.ko
+have_kernel=
+for k in /boot/vmlinuz-*; do
+  [ -e "$k" ] && [ -e "/lib/modules/${k#/boot/vmlinuz-}/kernel/drivers/net/vrf.ko" ] && have_kernel=1
+done
+[ -n "$have_kernel" ] || need+=(linux-image-amd64)
 [ ${#need[@]} -eq 0 ] && exit 0
 
 if [ "$(id -u)" != 0 ]; then
@@ -50,6 +62,6 @@ if [ ! -e /usr/sbin/policy-rc.d ]; then
   chmod 0755 /usr/sbin/policy-rc.d
 fi
 echo "test-deps: installing ${need[*]}" >&2
-export DEBIAN_FRONTEND=noninteractive
+export DEBIAN_FRONTEND=noninteractive INITRD=No
 apt-get update -qq >/dev/null
 apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null

@@ -22,6 +22,8 @@ const ipv6DefaultMetric = 1024
 // operations really applied and the joined errors, each naming its route,
 // VRF or rule. See the package doc for the ownership rules it keeps.
 func (m *Manager) Apply(ctx context.Context, ops []model.KernelOp) (applied []model.KernelOp, err error) {
+	m.hmu.Lock()
+	defer m.hmu.Unlock()
 	var errs []error
 	var ls *linkSet
 	for i, op := range ops {
@@ -77,7 +79,7 @@ func (m *Manager) applyRoute(kind model.OpKind, r model.KernelRoute, ls *linkSet
 	if r.Table == 0 && r.VRF != "" {
 		v, ok := ls.byName[r.VRF].(*netlink.Vrf)
 		if !ok {
-			return false, fmt.Errorf("%s %s: no VRF device %q: create it first (an import rule with createVRF) or fix the rule's vrf", kind, describe(r), r.VRF)
+			return false, fmt.Errorf("%s %s: no VRF device %q: create it first or fix the import rule's targets.kernel.vrf", kind, describe(r), r.VRF)
 		}
 		r.Table = v.Table
 	}
@@ -161,9 +163,9 @@ func (m *Manager) keyOwner(nr *netlink.Route, r model.KernelRoute) (bool, error)
 func checkRoute(r model.KernelRoute) error {
 	switch {
 	case r.Table == 0:
-		return errors.New("no table: set the import rule's table or vrf")
-	case r.Table == unix.RT_TABLE_LOCAL:
-		return errors.New("table 255 is the kernel's local table: ovnbgp never writes there")
+		return errors.New("no table: set the import rule's targets.kernel.table or targets.kernel.vrf")
+	case r.Table >= unix.RT_TABLE_DEFAULT && r.Table <= unix.RT_TABLE_LOCAL:
+		return fmt.Errorf("table %d is one of the kernel's default, main and local tables (253..255): ovnbgp never writes there; choose another table", r.Table)
 	case !r.Prefix.IsValid():
 		return errors.New("invalid prefix")
 	case r.Prefix != r.Prefix.Masked():
@@ -245,7 +247,7 @@ func (m *Manager) applyVRF(kind model.OpKind, v model.VRFDevice, ls *linkSet) (b
 	if v.Name == "" || len(v.Name) >= unix.IFNAMSIZ {
 		return false, fmt.Errorf("add vrf %q: a device name must be 1..%d characters", v.Name, unix.IFNAMSIZ-1)
 	}
-	if v.Table == 0 || v.Table == unix.RT_TABLE_LOCAL || v.Table == unix.RT_TABLE_MAIN {
+	if v.Table == 0 || (v.Table >= unix.RT_TABLE_DEFAULT && v.Table <= unix.RT_TABLE_LOCAL) {
 		return false, fmt.Errorf("add vrf %s: table %d cannot be a VRF's table: choose another", v.Name, v.Table)
 	}
 	if l, ok := ls.byName[v.Name]; ok {

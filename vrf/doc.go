@@ -18,6 +18,9 @@
 // is put back by the next reconcile), on every link and address change, and
 // after a lost subscription was renewed (events may have been missed).
 //
+// Snapshot and Apply may be called from several goroutines (they take turns
+// on the handle); neither may be called after Close.
+//
 // Snapshot returns every link (name, index, up, addresses with prefix
 // length, VRF master), every VRF device with its table, every route that
 // carries ovnbgp's protocol in any table (IPv4 and IPv6; a multipath route is

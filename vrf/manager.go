@@ -8,6 +8,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
 )
 
 // resubscribeDelay is how long a lost subscription waits before it is
@@ -17,6 +18,10 @@ const resubscribeDelay = time.Second
 // Manager reads and writes the host's routes, VRFs and rules through one
 // long-lived netlink handle, and watches them through subscriptions.
 type Manager struct {
+	// hmu serialises the handle's requests: a netlink.Handle matches
+	// replies to requests on one socket and is not safe for concurrent
+	// dumps. Snapshot and Apply hold it.
+	hmu      sync.Mutex
 	h        *netlink.Handle
 	ns       *netns.NsHandle // nil: the current namespace
 	protocol int
@@ -36,8 +41,11 @@ type Manager struct {
 // Open opens the kernel target in the current network namespace. protocol
 // is the route protocol that marks ovnbgp's routes and rules
 // (kernel.routeProtocol); notify must not block.
+//
+// The handle speaks NETLINK_ROUTE only: asking for every family (xfrm,
+// netfilter) fails on kernels without those modules loaded.
 func Open(protocol int, log *zap.Logger, notify func()) (*Manager, error) {
-	h, err := netlink.NewHandle()
+	h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
 	if err != nil {
 		return nil, fmt.Errorf("open netlink handle: %w", err)
 	}
@@ -47,7 +55,7 @@ func Open(protocol int, log *zap.Logger, notify func()) (*Manager, error) {
 // OpenAt is Open inside the network namespace ns (tests). ns must stay open
 // until Close.
 func OpenAt(ns netns.NsHandle, protocol int, log *zap.Logger, notify func()) (*Manager, error) {
-	h, err := netlink.NewHandleAt(ns)
+	h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
 	if err != nil {
 		return nil, fmt.Errorf("open netlink handle in netns %s: %w", ns, err)
 	}
@@ -105,7 +113,9 @@ func (m *Manager) Close() {
 	m.once.Do(func() {
 		close(m.done)
 		m.wg.Wait()
+		m.hmu.Lock()
 		m.h.Close()
+		m.hmu.Unlock()
 	})
 }
 

@@ -17,6 +17,8 @@ import (
 // Snapshot reads the links, VRF devices, and the routes and rules that
 // carry ovnbgp's protocol, IPv4 and IPv6.
 func (m *Manager) Snapshot() (model.Host, error) {
+	m.hmu.Lock()
+	defer m.hmu.Unlock()
 	var host model.Host
 	links, err := m.links()
 	if err != nil {

@@ -247,6 +247,8 @@ func TestBadOperations(t *testing.T) {
 	good := route(100, "10.20.0.0/16", hop("192.0.2.2", "a0"))
 	ops := []model.KernelOp{
 		add(route(0, "10.21.0.0/16", hop("192.0.2.2", "a0"))),
+		add(route(254, "10.26.0.0/16", hop("192.0.2.2", "a0"))),
+		add(model.KernelRoute{VRF: "nosuchvrf", Prefix: pfx("10.27.0.0/16"), NextHops: []model.NextHop{hop("192.0.2.2", "a0")}, Protocol: proto}),
 		add(route(100, "10.22.0.0/16", hop("192.0.2.2", "nosuchdev"))),
 		add(route(100, "10.23.0.0/16", hop("2001:db8:a::2", "a0"))),
 		add(route(100, "10.24.0.1/16", hop("192.0.2.2", "a0"))),
@@ -259,6 +261,8 @@ func TestBadOperations(t *testing.T) {
 	applied, err := m.Apply(context.Background(), ops)
 	for _, want := range []string{
 		"no table",
+		"table 254 is one of the kernel's default, main and local tables",
+		`no VRF device "nosuchvrf"`,
 		`no device "nosuchdev"`,
 		"not of the prefix's address family",
 		"host bits set",
