@@ -77,6 +77,12 @@ func (d *Daemon) computePlan(ctx context.Context, cfg *config.Config) (planView,
 	if !ok {
 		return planView{}, fmt.Errorf("%w: OVN Northbound is not synced yet, so nothing is planned; try again once `ovnbgp status` says synced", errNotReady)
 	}
+	return d.planFrom(ctx, cfg, sp, snap), nil
+}
+
+// planFrom computes cfg's plan from an NB snapshot already read; it runs
+// on the loop.
+func (d *Daemon) planFrom(ctx context.Context, cfg *config.Config, sp Speaker, snap model.Snapshot) planView {
 	desired := plan.Advertisements(cfg, snap)
 	d.openHostOnce(cfg)
 	host, hostErr := d.hostState()
@@ -90,7 +96,7 @@ func (d *Daemon) computePlan(ctx context.Context, cfg *config.Config) (planView,
 		Adverts: desired, Advertised: sp.Advertised(),
 		Snapshot: snap, Host: host, Synced: d.syncedPeers(ctx, sp, cfg),
 	})
-	return planView{plan: p, res: res, snap: snap, host: host, desired: desired, hostErr: hostErr}, nil
+	return planView{plan: p, res: res, snap: snap, host: host, desired: desired, hostErr: hostErr}
 }
 
 // importHandlers adds the endpoints of route import to mux.
@@ -262,9 +268,10 @@ func (d *Daemon) applySaved(ctx context.Context, p plan.Plan) (api.ApplyResult, 
 		if d.imp.host == nil {
 			return out, d.imp.hostErr
 		}
-		host, err := d.imp.host.Snapshot()
+		d.imp.hostDirty.Store(true) // read it now, not from the cache
+		host, err := d.hostState()
 		if err != nil {
-			return out, fmt.Errorf("read the kernel's routes: %w", err)
+			return out, err
 		}
 		if err := kernelStale(p.Kernel, host); err != nil {
 			return out, fmt.Errorf("%w: %w; make a new plan (nothing was changed)", errStalePlan, err)
@@ -283,6 +290,7 @@ func (d *Daemon) applySaved(ctx context.Context, p plan.Plan) (api.ApplyResult, 
 	}
 	if len(p.Kernel) > 0 {
 		applied, err := d.imp.host.Apply(ctx, p.Kernel)
+		d.imp.hostDirty.Store(true)
 		out.Kernel = applied
 		if err != nil {
 			return out, fmt.Errorf("kernel: %w", err)

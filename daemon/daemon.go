@@ -405,15 +405,12 @@ func (d *Daemon) reconcile(ctx context.Context) error {
 		// Nothing known yet: advertise nothing new and withdraw nothing.
 		return nil
 	}
-	desired := plan.Advertisements(cfg, snap)
 	// Peers are added right before the first Apply: their sessions need
 	// an OPEN exchange, so the first UPDATEs carry the whole table and
 	// End-of-RIB follows it.
 	d.addPeers(ctx, "first plan ready")
-	v, err := d.computePlan(ctx, cfg)
-	if err != nil {
-		return nil // the speaker or NB went away meanwhile: poked again
-	}
+	v := d.planFrom(ctx, cfg, speaker, snap)
+	desired := v.desired
 	d.logAlarms(v.res.Alarms)
 	d.mu.Lock()
 	d.imp.decided, d.imp.hostSnap = v.res, v.host
@@ -423,7 +420,7 @@ func (d *Daemon) reconcile(ctx context.Context) error {
 		d.imp.learned = v.res.Paths
 	}
 	d.mu.Unlock()
-	err = errors.Join(d.applyAuto(ctx, cfg, speaker, nb, v.plan), v.hostErr)
+	err := errors.Join(d.applyAuto(ctx, cfg, speaker, nb, v.plan), v.hostErr)
 
 	d.mu.Lock()
 	d.snapshot, d.synced, d.desired = snap, true, desired

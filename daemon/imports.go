@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -25,6 +26,8 @@ import (
 type importState struct {
 	host    Host
 	hostErr error
+	// hostDirty says the kernel may have changed since hostSnap was read.
+	hostDirty atomic.Bool
 	// learned is the last good walk of every peer's paths; learnedGen is
 	// the speaker's LearnedGen when it was taken, learnedFrom the speaker.
 	learned     []model.LearnedPath
@@ -50,7 +53,11 @@ func (d *Daemon) openHostOnce(cfg *config.Config) {
 	if d.imp.host != nil || d.imp.hostErr != nil {
 		return
 	}
-	h, err := d.deps.OpenHost(cfg.Kernel.RouteProtocol, d.log.Named("vrf"), d.poke)
+	d.imp.hostDirty.Store(true)
+	h, err := d.deps.OpenHost(cfg.Kernel.RouteProtocol, d.log.Named("vrf"), func() {
+		d.imp.hostDirty.Store(true)
+		d.poke()
+	})
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err != nil {
@@ -61,15 +68,24 @@ func (d *Daemon) openHostOnce(cfg *config.Config) {
 	d.imp.host = h
 }
 
-// hostState reads the kernel; on error it keeps the last good state.
+// hostState reads the kernel when it may have changed since the last read
+// (a netlink event in our tables or on links and addresses, or our own
+// apply); on error it keeps the last good state.
 func (d *Daemon) hostState() (model.Host, error) {
 	if d.imp.host == nil {
 		return model.Host{}, d.imp.hostErr
 	}
+	if !d.imp.hostDirty.Swap(false) {
+		return d.imp.hostSnap, nil
+	}
 	h, err := d.imp.host.Snapshot()
 	if err != nil {
+		d.imp.hostDirty.Store(true)
 		return d.imp.hostSnap, fmt.Errorf("read the kernel's routes: %w", err)
 	}
+	d.mu.Lock()
+	d.imp.hostSnap = h
+	d.mu.Unlock()
 	return h, nil
 }
 
@@ -153,6 +169,7 @@ func (d *Daemon) applyAuto(ctx context.Context, cfg *config.Config, sp Speaker, 
 			errs = append(errs, d.imp.hostErr)
 		} else {
 			applied, err := d.imp.host.Apply(ctx, auto.Kernel)
+			d.imp.hostDirty.Store(true)
 			d.logOps("kernel", len(auto.Kernel), len(applied), err)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("kernel: %w", err))
