@@ -506,7 +506,7 @@ func (d *Daemon) applyConfig(ctx context.Context, r parsed) error {
 	for _, k := range restartOnly(old, next) {
 		d.log.Warn("config change needs a restart to take effect; keeping the running value", zap.String("key", k))
 	}
-	next.Control, next.Metrics = old.Control, old.Metrics
+	next.Control, next.Metrics, next.Kernel.RouteProtocol = old.Control, old.Metrics, old.Kernel.RouteProtocol
 
 	if next.SpeakerChanged(old) {
 		// A Cease, not a graceful stop: the new speaker may have another
@@ -590,6 +590,11 @@ func restartOnly(old, next *config.Config) []string {
 	}
 	if old.Metrics != next.Metrics {
 		keys = append(keys, "metrics")
+	}
+	if old.Kernel.RouteProtocol != next.Kernel.RouteProtocol {
+		// The routes of the running protocol are ours; switching on the
+		// fly would orphan them (they would look foreign).
+		keys = append(keys, "kernel.routeProtocol")
 	}
 	return keys
 }

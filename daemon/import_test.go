@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/ovnbgp/ovnbgp/api"
+	"github.com/ovnbgp/ovnbgp/config"
 	"github.com/ovnbgp/ovnbgp/model"
 	"github.com/ovnbgp/ovnbgp/plan"
 )
@@ -305,3 +306,14 @@ func post(t *testing.T, sock, path string, v any) (int, string) {
 }
 
 var _ = plan.PlanVersion
+
+// TestRouteProtocolNeedsRestart: a reload keeps the running route protocol
+// (the kernel routes of the running one are ours) and says it needs a
+// restart.
+func TestRouteProtocolNeedsRestart(t *testing.T) {
+	old, next := &config.Config{}, &config.Config{}
+	old.Kernel.RouteProtocol, next.Kernel.RouteProtocol = 200, 201
+	if got := restartOnly(old, next); !slices.Contains(got, "kernel.routeProtocol") {
+		t.Errorf("restartOnly = %v, want kernel.routeProtocol", got)
+	}
+}
