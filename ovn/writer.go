@@ -82,6 +82,16 @@ func (c *Client) ApplyRoutes(ctx context.Context, node string, ops []model.OVNOp
 	if size <= 0 {
 		size = defaultBatchSize
 	}
+	c.mu.Lock()
+	c.writing++
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.writing--
+		c.mu.Unlock()
+		// The session skipped the cache events of the write: re-read.
+		c.poke()
+	}()
 	rows, err := readRows(ctx, cli)
 	if err != nil {
 		return nil, fmt.Errorf("apply routes: read the nb cache: %w", err)

@@ -26,9 +26,20 @@ type StaticRoute struct {
 // benchmark compares ovn.Client.ApplyRoutes with (bench/), and marks the
 // rows with external_ids ovnbgp.io/owner=node like ovnbgp does. It returns
 // how long the transaction took, from sending it to its checked reply.
-func RawInsertStaticRoutes(ctx context.Context, endpoint, router, node string, routes []StaticRoute, log *zap.Logger) (time.Duration, error) {
+//
+// With monitor, the client first monitors Logical_Router and
+// Logical_Router_Static_Route, as a daemon that reads what it writes must:
+// the server then also sends every new row back, and libovsdb decodes them
+// into its cache before it reads the transaction's reply.
+func RawInsertStaticRoutes(ctx context.Context, endpoint, router, node string, routes []StaticRoute, monitor bool, log *zap.Logger) (time.Duration, error) {
 	var took time.Duration
 	err := withWriter(ctx, endpoint, log, func(ctx context.Context, cli client.Client) error {
+		if monitor {
+			if _, err := cli.Monitor(ctx, cli.NewMonitor(
+				client.WithTable(&nbdb.LogicalRouter{}), client.WithTable(&nbdb.LogicalRouterStaticRoute{}))); err != nil {
+				return fmt.Errorf("monitor: %w", err)
+			}
+		}
 		ops := make([]ovsdb.Operation, 0, len(routes)+1)
 		refs := make([]any, 0, len(routes))
 		for i, r := range routes {
