@@ -98,7 +98,7 @@ func (c *Client) ApplyRoutes(ctx context.Context, node string, ops []model.OVNOp
 	}
 	imp := buildImport(rows, node)
 	exists := func(id string) bool { return cacheHasRoute(cli, id) }
-	good, refused := checkOps(imp, node, ops, exists)
+	good, refused := checkOps(imp, node, ops, exists, len(guards) > 0)
 	log := c.log.With(zap.String("node", node))
 
 	if len(guards) > 0 {
@@ -139,8 +139,9 @@ func (c *Client) ApplyRoutes(ctx context.Context, node string, ops []model.OVNOp
 }
 
 // checkOps sorts ops into those that may be written and the refused ones
-// (one error each).
-func checkOps(imp importResult, node string, ops []model.OVNOp, exists func(string) bool) (good []checkedOp, refused []error) {
+// (one error each). In manual mode (strict) a row that changed since the
+// plan is left to staleInCache, which says the plan is stale.
+func checkOps(imp importResult, node string, ops []model.OVNOp, exists func(string) bool, strict bool) (good []checkedOp, refused []error) {
 	routers := make(map[string]model.GatewayRouter, len(imp.Routers))
 	for _, r := range imp.Routers {
 		routers[r.Name] = r
@@ -182,6 +183,8 @@ func checkOps(imp importResult, node string, ops []model.OVNOp, exists func(stri
 				refuse("static route %s is not owned by %s (external_ids has no %s=%s): ovnbgp never changes it", r.UUID, node, extIDOwner, node)
 			case row.Router != r.Router:
 				refuse("static route %s is on router %s, not %s", r.UUID, row.Router, r.Router)
+			case !strict && (row.Prefix != r.Prefix || row.NextHop != r.NextHop):
+				refuse("static route %s is now %s via %s: not written (the next plan starts from it)", r.UUID, row.Prefix, row.NextHop)
 			case op.Op == model.OpReplace && validRoute(r) != nil:
 				refuse("%v", validRoute(r))
 			default:

@@ -202,6 +202,18 @@ func TestApplyRoutes(t *testing.T) {
 	if !slices.ContainsFunc(got, func(r model.OVNRoute) bool { return r.UUID == ecmp0.UUID && r.Rule == "uplink-b" }) {
 		t.Errorf("replace did not keep the row %s: %+v", ecmp0.UUID, got)
 	}
+	if after := l.foreignRows(t); after != before {
+		t.Fatalf("foreign rows changed by replace:\n%s\n---\n%s", before, after)
+	}
+
+	// A replace whose row no longer has the plan's prefix and next hop is
+	// refused; the row is left as it is.
+	stale := model.OVNOp{Op: model.OpReplace, Route: ecmp0}
+	stale.Route.NextHop = netip.MustParseAddr("172.18.0.99")
+	if applied, err := apply(t, l, []model.OVNOp{stale}, nil); err == nil || len(applied) != 0 || !strings.Contains(err.Error(), "is now 192.0.2.0/24 via 172.18.0.10") {
+		t.Fatalf("replace of a changed row: applied %+v, err %v", applied, err)
+	}
+	l.ownedIs(t, desired)
 
 	// Delete one ECMP leg and the blue route.
 	desired = slices.Delete(desired, 3, 4)
