@@ -114,6 +114,7 @@ func (c *Client) ApplyRoutes(ctx context.Context, node string, ops []model.OVNOp
 			return nil, err
 		}
 		c.settle(ctx, cli, done, log)
+		log.Info("static routes written (manual apply)", zap.Int("applied", len(done)), zap.Int("ops", len(ops)))
 		return done, nil
 	}
 
@@ -134,6 +135,10 @@ func (c *Client) ApplyRoutes(ctx context.Context, node string, ops []model.OVNOp
 	}
 	if len(applied) > 0 {
 		c.settle(ctx, cli, applied, log)
+	}
+	if len(ops) > 0 {
+		log.Info("static routes written", zap.Int("applied", len(applied)), zap.Int("ops", len(ops)),
+			zap.Int("refused", len(refused)), zap.Int("failed", len(good)-len(applied)))
 	}
 	return applied, errors.Join(errs...)
 }
