@@ -87,6 +87,11 @@ type Client struct {
 	logged    string        // last connection state logged: "", "connected", "disconnected"
 	cli       client.Client // the live session's client, nil when disconnected (ApplyRoutes writes through it)
 	problems  []string
+	// writing counts the ApplyRoutes calls under way: the session does not
+	// re-read the rows on every cache event meanwhile (a write of 10k rows
+	// would re-read them hundreds of times); ApplyRoutes re-reads them
+	// itself when it is done.
+	writing int
 }
 
 // Status describes the connection to NB, for `ovnbgp` status output.
@@ -388,6 +393,12 @@ func (c *Client) poke() {
 func (c *Client) refresh(cli client.Client) error {
 	ctx, cancel := context.WithTimeout(c.ctx, echoTimeout)
 	defer cancel()
+	c.mu.Lock()
+	busy := c.writing > 0
+	c.mu.Unlock()
+	if busy {
+		return nil
+	}
 	rows, err := readRows(ctx, cli)
 	if err != nil {
 		if c.ctx.Err() != nil {
@@ -502,6 +513,7 @@ func readRows(ctx context.Context, cli client.Client) (nbRows, error) {
 	if err != nil {
 		return out, err
 	}
+	out.Routes = make([]routeRow, 0, len(routes))
 	for _, m := range routes {
 		r, ok := m.(*nbdb.LogicalRouterStaticRoute)
 		if !ok {
@@ -524,9 +536,9 @@ func readRows(ctx context.Context, cli client.Client) (nbRows, error) {
 		}
 		out.Routes = append(out.Routes, row)
 	}
-	slices.SortFunc(out.Routes, func(a, b routeRow) int {
-		return cmp.Or(strings.Compare(a.Router, b.Router), strings.Compare(a.IPPrefix, b.IPPrefix), strings.Compare(a.UUID, b.UUID))
-	})
+	// By UUID only: one comparison (this runs on every NB change, with
+	// every owned route); the builders sort what they return.
+	slices.SortFunc(out.Routes, func(a, b routeRow) int { return strings.Compare(a.UUID, b.UUID) })
 	return out, nil
 }
 

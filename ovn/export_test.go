@@ -4,9 +4,15 @@ import "github.com/ovn-org/libovsdb/ovsdb"
 
 // SetBatchSize sets the most route operations ApplyRoutes puts in one
 // transaction.
-func SetBatchSize(c *Client, n int) { c.batchSize = n }
+func SetBatchSize(c *Client, n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.batchSize = n
+}
 
 // SetTxnHook makes ApplyRoutes pass each transaction through hook.
 func SetTxnHook(c *Client, hook func(batch int, ops []ovsdb.Operation) []ovsdb.Operation) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.txnHook = hook
 }

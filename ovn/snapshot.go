@@ -94,7 +94,7 @@ type routerRow struct {
 }
 
 // nbRows is everything the snapshot is built from, copied out of the
-// libovsdb cache, sorted by name (routes by router, prefix, UUID).
+// libovsdb cache, sorted by name (routes by UUID).
 type nbRows struct {
 	Switches []switchRow
 	Ports    []routerPortRow

@@ -82,13 +82,23 @@ func (c *Client) ApplyRoutes(ctx context.Context, node string, ops []model.OVNOp
 	if size <= 0 {
 		size = defaultBatchSize
 	}
+	c.mu.Lock()
+	c.writing++
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.writing--
+		c.mu.Unlock()
+		// The session skipped the cache events of the write: re-read.
+		c.poke()
+	}()
 	rows, err := readRows(ctx, cli)
 	if err != nil {
 		return nil, fmt.Errorf("apply routes: read the nb cache: %w", err)
 	}
 	imp := buildImport(rows, node)
 	exists := func(id string) bool { return cacheHasRoute(cli, id) }
-	good, refused := checkOps(imp, node, ops, exists)
+	good, refused := checkOps(imp, node, ops, exists, len(guards) > 0)
 	log := c.log.With(zap.String("node", node))
 
 	if len(guards) > 0 {
@@ -104,6 +114,7 @@ func (c *Client) ApplyRoutes(ctx context.Context, node string, ops []model.OVNOp
 			return nil, err
 		}
 		c.settle(ctx, cli, done, log)
+		log.Info("static routes written (manual apply)", zap.Int("applied", len(done)), zap.Int("ops", len(ops)))
 		return done, nil
 	}
 
@@ -125,12 +136,17 @@ func (c *Client) ApplyRoutes(ctx context.Context, node string, ops []model.OVNOp
 	if len(applied) > 0 {
 		c.settle(ctx, cli, applied, log)
 	}
+	if len(ops) > 0 {
+		log.Info("static routes written", zap.Int("applied", len(applied)), zap.Int("ops", len(ops)),
+			zap.Int("refused", len(refused)), zap.Int("failed", len(good)-len(applied)))
+	}
 	return applied, errors.Join(errs...)
 }
 
 // checkOps sorts ops into those that may be written and the refused ones
-// (one error each).
-func checkOps(imp importResult, node string, ops []model.OVNOp, exists func(string) bool) (good []checkedOp, refused []error) {
+// (one error each). In manual mode (strict) a row that changed since the
+// plan is left to staleInCache, which says the plan is stale.
+func checkOps(imp importResult, node string, ops []model.OVNOp, exists func(string) bool, strict bool) (good []checkedOp, refused []error) {
 	routers := make(map[string]model.GatewayRouter, len(imp.Routers))
 	for _, r := range imp.Routers {
 		routers[r.Name] = r
@@ -172,6 +188,8 @@ func checkOps(imp importResult, node string, ops []model.OVNOp, exists func(stri
 				refuse("static route %s is not owned by %s (external_ids has no %s=%s): ovnbgp never changes it", r.UUID, node, extIDOwner, node)
 			case row.Router != r.Router:
 				refuse("static route %s is on router %s, not %s", r.UUID, row.Router, r.Router)
+			case !strict && (row.Prefix != r.Prefix || row.NextHop != r.NextHop):
+				refuse("static route %s is now %s via %s: not written (the next plan starts from it)", r.UUID, row.Prefix, row.NextHop)
 			case op.Op == model.OpReplace && validRoute(r) != nil:
 				refuse("%v", validRoute(r))
 			default:

@@ -3,6 +3,7 @@ package ovn_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/ovnbgp/ovnbgp/model"
 	"github.com/ovnbgp/ovnbgp/ovn"
+	"github.com/ovnbgp/ovnbgp/ovn/labnb"
 	"github.com/ovnbgp/ovnbgp/ovn/ovsdbtest"
 	"github.com/ovnbgp/ovnbgp/plan"
 )
@@ -202,6 +204,18 @@ func TestApplyRoutes(t *testing.T) {
 	if !slices.ContainsFunc(got, func(r model.OVNRoute) bool { return r.UUID == ecmp0.UUID && r.Rule == "uplink-b" }) {
 		t.Errorf("replace did not keep the row %s: %+v", ecmp0.UUID, got)
 	}
+	if after := l.foreignRows(t); after != before {
+		t.Fatalf("foreign rows changed by replace:\n%s\n---\n%s", before, after)
+	}
+
+	// A replace whose row no longer has the plan's prefix and next hop is
+	// refused; the row is left as it is.
+	stale := model.OVNOp{Op: model.OpReplace, Route: ecmp0}
+	stale.Route.NextHop = netip.MustParseAddr("172.18.0.99")
+	if applied, err := apply(t, l, []model.OVNOp{stale}, nil); err == nil || len(applied) != 0 || !strings.Contains(err.Error(), "is now 192.0.2.0/24 via 172.18.0.10") {
+		t.Fatalf("replace of a changed row: applied %+v, err %v", applied, err)
+	}
+	l.ownedIs(t, desired)
 
 	// Delete one ECMP leg and the blue route.
 	desired = slices.Delete(desired, 3, 4)
@@ -583,5 +597,61 @@ func TestApplyRoutesStateWalk(t *testing.T) {
 		if after := l.foreignRows(t); after != before {
 			t.Fatalf("step %d: foreign rows changed:\n%s\n---\n%s", step, before, after)
 		}
+	}
+}
+
+// TestApplyRoutesMemoryServer: the writer against libovsdb's in-memory
+// server with the lab topology (what `ovnbgp lab` serves): add, replace,
+// delete, and a stale guarded apply that changes nothing.
+func TestApplyRoutesMemoryServer(t *testing.T) {
+	log := zaptest.NewLogger(t)
+	srv, err := labnb.NewMemoryServer(log, shortDir(t)+"/nb.sock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := labnb.Topology(ctx, srv.Endpoint(), "node1", log); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := dial(t, srv.Endpoint(), log)
+	var snap model.Snapshot
+	eventually(t, 10*time.Second, func() (bool, string) {
+		var ok bool
+		snap, ok = c.Snapshot("node1")
+		return ok && len(snap.Routers) == 2, fmt.Sprintf("routers %+v", snap.Routers)
+	})
+	gr := snap.Routers[0]
+	if gr.Name != "GR_node1" || gr.ExternalPort != "rtoe-GR_node1" || len(gr.StaticRoutes) != 2 {
+		t.Fatalf("lab GR_node1: %+v", gr)
+	}
+	a := route("GR_node1", "192.0.2.0/24", "172.18.0.10", "rtoe-GR_node1", "uplink", "default")
+	b := route("GR_node1", "2001:db8::/32", "fc00::10", "rtoe-GR_node1", "uplink", "default")
+	if _, err := c.ApplyRoutes(ctx, "node1", plan.DiffOVN([]model.OVNRoute{a, b}, nil), nil); err != nil {
+		t.Fatal(err)
+	}
+	snap, _ = c.Snapshot("node1")
+	if len(snap.OwnedRoutes) != 2 {
+		t.Fatalf("owned after add: %+v", snap.OwnedRoutes)
+	}
+	a.Rule = "other"
+	ops := plan.DiffOVN([]model.OVNRoute{a}, snap.OwnedRoutes) // replace a, delete b
+	if applied, err := c.ApplyRoutes(ctx, "node1", ops, nil); err != nil || len(applied) != 2 {
+		t.Fatalf("replace+delete: %d applied, %v", len(applied), err)
+	}
+	snap, _ = c.Snapshot("node1")
+	if d := diff([]model.OVNRoute{a}, withoutUUIDs(snap.OwnedRoutes)); d != "" {
+		t.Fatalf("owned (-want +got):\n%s", d)
+	}
+	// A guard that does not match NB: nothing changes.
+	g := guardOf(snap.Routers[0])
+	g.StaticRoutes = g.StaticRoutes[1:]
+	applied, err := c.ApplyRoutes(ctx, "node1", plan.DiffOVN(nil, snap.OwnedRoutes), []model.OVNGuard{g})
+	if !errors.Is(err, ovn.ErrStale) || len(applied) != 0 {
+		t.Fatalf("stale guard: applied %+v, err %v", applied, err)
+	}
+	if after, _ := c.Snapshot("node1"); len(after.OwnedRoutes) != 1 {
+		t.Fatalf("a stale plan changed NB: %+v", after.OwnedRoutes)
 	}
 }

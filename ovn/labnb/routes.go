@@ -1,0 +1,78 @@
+package labnb
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"time"
+
+	"github.com/ovn-org/libovsdb/client"
+	"github.com/ovn-org/libovsdb/ovsdb"
+	"go.uber.org/zap"
+
+	"github.com/ovnbgp/ovnbgp/ovn/nbdb"
+)
+
+// StaticRoute is a static route for RawInsertStaticRoutes.
+type StaticRoute struct {
+	Prefix     netip.Prefix
+	NextHop    netip.Addr
+	OutputPort string
+}
+
+// RawInsertStaticRoutes inserts routes into the router named router with
+// one plain libovsdb transaction: every row with a named UUID, then one
+// mutation of the router's static_routes. It is the baseline the OVN import
+// benchmark compares ovn.Client.ApplyRoutes with (bench/), and marks the
+// rows with external_ids ovnbgp.io/owner=node like ovnbgp does. It returns
+// how long the transaction took, from sending it to its checked reply.
+//
+// With monitor, the client first monitors Logical_Router and
+// Logical_Router_Static_Route, as a daemon that reads what it writes must:
+// the server then also sends every new row back, and libovsdb decodes them
+// into its cache before it reads the transaction's reply.
+func RawInsertStaticRoutes(ctx context.Context, endpoint, router, node string, routes []StaticRoute, monitor bool, log *zap.Logger) (time.Duration, error) {
+	var took time.Duration
+	err := withWriter(ctx, endpoint, log, func(ctx context.Context, cli client.Client) error {
+		if monitor {
+			if _, err := cli.Monitor(ctx, cli.NewMonitor(
+				client.WithTable(&nbdb.LogicalRouter{}), client.WithTable(&nbdb.LogicalRouterStaticRoute{}))); err != nil {
+				return fmt.Errorf("monitor: %w", err)
+			}
+		}
+		ops := make([]ovsdb.Operation, 0, len(routes)+1)
+		refs := make([]any, 0, len(routes))
+		for i, r := range routes {
+			name := fmt.Sprintf("raw_route_%d", i)
+			row := ovsdb.Row{
+				"ip_prefix": r.Prefix.String(), "nexthop": r.NextHop.String(),
+				"external_ids": ovsdb.OvsMap{GoMap: map[any]any{"ovnbgp.io/owner": node, "ovnbgp.io/rule": "raw"}},
+			}
+			if r.OutputPort != "" {
+				row["output_port"] = r.OutputPort
+			}
+			ops = append(ops, ovsdb.Operation{Op: ovsdb.OperationInsert, Table: nbdb.LogicalRouterStaticRouteTable, UUIDName: name, Row: row})
+			refs = append(refs, ovsdb.UUID{GoUUID: name})
+		}
+		ops = append(ops, ovsdb.Operation{Op: ovsdb.OperationMutate, Table: nbdb.LogicalRouterTable,
+			Where:     []ovsdb.Condition{ovsdb.NewCondition("name", ovsdb.ConditionEqual, router)},
+			Mutations: []ovsdb.Mutation{*ovsdb.NewMutation("static_routes", ovsdb.MutateOperationInsert, ovsdb.OvsSet{GoSet: refs})}})
+		start := time.Now()
+		res, err := cli.Transact(ctx, ops...)
+		if err != nil {
+			return err
+		}
+		if _, err := ovsdb.CheckOperationResults(res, ops); err != nil {
+			return err
+		}
+		took = time.Since(start)
+		if res[len(ops)-1].Count != 1 {
+			return fmt.Errorf("no router %q", router)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("raw insert of %d static routes into %s: %w", len(routes), router, err)
+	}
+	return took, nil
+}
