@@ -280,10 +280,11 @@ func (d *Daemon) applySaved(ctx context.Context, p plan.Plan) (api.ApplyResult, 
 	if len(p.OVN) > 0 {
 		applied, err := nb.ApplyRoutes(ctx, cfg.Node.Name, p.OVN, p.Guards)
 		out.OVN = applied
-		if err != nil {
-			if len(applied) == 0 {
-				return out, fmt.Errorf("%w: %w (nothing was changed)", errStalePlan, err)
-			}
+		switch {
+		case err != nil && len(applied) == 0:
+			// One guarded transaction: nothing was written.
+			return out, fmt.Errorf("ovn: %w (nothing was changed)", err)
+		case err != nil:
 			return out, fmt.Errorf("ovn: %w", err)
 		}
 		d.log.Info("saved plan applied to OVN", zap.Int("ops", len(applied)))

@@ -39,7 +39,7 @@ func (f *fakeNB) ApplyRoutes(_ context.Context, node string, ops []model.OVNOp, 
 		}
 		slices.Sort(now)
 		if !slices.Equal(now, g.StaticRoutes) {
-			return nil, fmt.Errorf("router %s no longer has the static routes the plan read: make a new plan", g.Router)
+			return nil, fmt.Errorf("%w: router %s no longer has the static routes the plan read: make a new plan", errStalePlan, g.Router)
 		}
 	}
 	var applied []model.OVNOp

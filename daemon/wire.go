@@ -2,12 +2,15 @@ package daemon
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
 	"go.uber.org/zap"
 
 	"github.com/ovnbgp/ovnbgp/api"
 	"github.com/ovnbgp/ovnbgp/bgp"
 	"github.com/ovnbgp/ovnbgp/config"
+	"github.com/ovnbgp/ovnbgp/model"
 	"github.com/ovnbgp/ovnbgp/ovn"
 	"github.com/ovnbgp/ovnbgp/vrf"
 )
@@ -33,6 +36,16 @@ func dialOVN(ctx context.Context, cfg config.OVN, log *zap.Logger, notify func()
 
 // nbClient reports ovn.Status in the control API's terms.
 type nbClient struct{ *ovn.Client }
+
+// ApplyRoutes is ovn.Client.ApplyRoutes; a stale plan's error is
+// errStalePlan, which the control API answers 409.
+func (c nbClient) ApplyRoutes(ctx context.Context, node string, ops []model.OVNOp, guards []model.OVNGuard) ([]model.OVNOp, error) {
+	applied, err := c.Client.ApplyRoutes(ctx, node, ops, guards)
+	if errors.Is(err, ovn.ErrStale) {
+		err = fmt.Errorf("%w: %w", errStalePlan, err)
+	}
+	return applied, err
+}
 
 func (c nbClient) Status() api.NBStatus {
 	s := c.Client.Status()
