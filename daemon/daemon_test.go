@@ -368,7 +368,10 @@ func start(t *testing.T, networks string, options ...func(*harness)) *harness {
 			return h.nb, nil
 		},
 		LoadConfig: func(_ context.Context, path string) (*config.Config, error) { return h.loadConfig(path) },
-		OpenHost: func(int, *zap.Logger, func()) (Host, error) {
+		OpenHost: func(_ int, _ *zap.Logger, notify func()) (Host, error) {
+			h.host.mu.Lock()
+			h.host.notify = notify
+			h.host.mu.Unlock()
 			return h.host, nil
 		},
 	}

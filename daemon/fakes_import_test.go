@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"slices"
 	"sync"
 
@@ -95,6 +96,17 @@ type fakeHost struct {
 	host   model.Host
 	ops    [][]model.KernelOp
 	closed bool
+	notify func() // what OpenHost was given
+}
+
+// deleteByHand removes a route as `ip route del` would, and sends the
+// netlink event package vrf would.
+func (h *fakeHost) deleteByHand(prefix netip.Prefix) {
+	h.mu.Lock()
+	h.host.Routes = slices.DeleteFunc(h.host.Routes, func(r model.KernelRoute) bool { return r.Prefix == prefix })
+	n := h.notify
+	h.mu.Unlock()
+	n()
 }
 
 func (h *fakeHost) Snapshot() (model.Host, error) {

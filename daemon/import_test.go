@@ -109,6 +109,24 @@ func TestImportAuto(t *testing.T) {
 	})
 }
 
+// TestDeletedRouteComesBack: a kernel route of ours that someone deletes
+// is put back by the pass its netlink event starts.
+func TestDeletedRouteComesBack(t *testing.T) {
+	h := startImport(t, "auto", nil, nil)
+	h.sp.setLearned(learnedUplink)
+	h.d.poke()
+	want := []string{"198.51.100.0/24 via 192.0.2.1@eth0"}
+	h.eventually("the route in table 100", func() bool { return slices.Equal(h.kernelPrefixes(), want) })
+	h.host.deleteByHand(learnedUplink.Prefix)
+	h.eventually("the route back in table 100", func() bool { return slices.Equal(h.kernelPrefixes(), want) })
+	h.host.mu.Lock()
+	n := len(h.host.ops)
+	h.host.mu.Unlock()
+	if n < 2 {
+		t.Errorf("%d kernel applies, want the first and the one that put the route back", n)
+	}
+}
+
 // TestImportFailStatic: after a restart, owned routes whose peer has not
 // sent End-of-RIB yet are adopted, not deleted; they go once it has.
 func TestImportFailStatic(t *testing.T) {
