@@ -117,6 +117,7 @@ func TestDeletedRouteComesBack(t *testing.T) {
 	h.d.poke()
 	want := []string{"198.51.100.0/24 via 192.0.2.1@eth0"}
 	h.eventually("the route in table 100", func() bool { return slices.Equal(h.kernelPrefixes(), want) })
+	h.passDone() // a pass that reads the kernel after our own apply
 	h.host.deleteByHand(learnedUplink.Prefix)
 	h.eventually("the route back in table 100", func() bool { return slices.Equal(h.kernelPrefixes(), want) })
 	h.host.mu.Lock()
