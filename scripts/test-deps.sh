@@ -8,6 +8,8 @@
 #   ovn-common           ovn-nbctl
 #   openvswitch-common   ovsdb-server, ovsdb-tool
 #   iproute2             ip (netns, veth), nstat
+#   exabgp               a second, scriptable BGP peer that sends hostile and
+#                        malformed UPDATEs (the route import tests)
 #   file
 #   gcc, libc6-dev       the C compiler and headers cgo needs for `make race`
 #                        (the race detector runs with cgo on)
@@ -26,12 +28,13 @@ declare -A probe=(
   [ovn-common]=/usr/bin/ovn-nbctl
   [openvswitch-common]=/usr/sbin/ovsdb-server
   [iproute2]=/usr/sbin/ip
+  [exabgp]=/usr/sbin/exabgp
   [file]=/usr/bin/file
   [gcc]=/usr/bin/gcc
   [libc6-dev]=/usr/include/stdio.h
 )
 need=()
-for pkg in frr ovn-central ovn-common openvswitch-common iproute2 file gcc libc6-dev; do
+for pkg in frr ovn-central ovn-common openvswitch-common iproute2 exabgp file gcc libc6-dev; do
   [ -e "${probe[$pkg]}" ] || need+=("$pkg")
 done
 [ ${#need[@]} -eq 0 ] && exit 0
