@@ -63,9 +63,15 @@ func startImportWorld(t *testing.T, o importOpts) *importWorld {
 	cfg.GracefulRestart = true
 	cfg.ListenPort = 179 // ExaBGP dials
 	cfg.Peers = importPeers()
+	if o.noFRR {
+		cfg.Peers = cfg.Peers[2:]
+	}
 	w.d = w.l.StartDaemon(w.nb, cfg)
 	w.exa = w.l.StartExaBGP(lab.ExaConfig{IPv6: true, GracefulRestart: true})
 	w.waitEstablished(t, "exa", "exa6")
+	if o.noFRR {
+		return w
+	}
 	if !o.noFRR {
 		w.waitEstablished(t, "tor", "tor6")
 	}
@@ -343,4 +349,171 @@ func TestImportFRR(t *testing.T) {
 		}
 		return w.checkCLI(v4, nil, map[string]int{"tor": 0, "tor6": 0, "exa": 0, "exa6": 0})
 	})
+}
+
+// hostileRules: "legit" takes 10.99.0.0/16 up to /24 (at most 2 routes per
+// peer) and 2001:db8:99::/48 up to /64; "wide" has accept entries over
+// every protected range, so that a protected prefix is rejected as
+// protected, not for want of an accept entry, and one that matches the
+// default route without allowDefaultRoute.
+const hostileRules = `  - name: legit
+    peers: [exa, exa6]
+    network: default
+    maxRoutes: 2
+    accept:
+      - {prefix: 10.99.0.0/16, maxLength: 24}
+      - {prefix: "2001:db8:99::/48", maxLength: 64}
+    targets: {ovn: true, kernel: {table: 100}}
+  - name: wide
+    peers: [exa, exa6]
+    network: default
+    accept:
+      - {prefix: 0.0.0.0/0, maxLength: 1}
+      - {prefix: 10.128.0.0/14, maxLength: 32}
+      - {prefix: 172.16.0.0/12, maxLength: 32}
+      - {prefix: 100.64.0.0/10, maxLength: 32}
+      - {prefix: 169.254.0.0/16, maxLength: 32}
+      - {prefix: 203.0.113.0/24, maxLength: 32}
+      - {prefix: "fd00::/8", maxLength: 128}
+    targets: {ovn: true, kernel: {table: 100}}`
+
+// Every protection rule gets a hostile announcement from ExaBGP: nothing of
+// it is imported, `routes learned --rejected` gives each its reason, and
+// OVN and the kernel end up holding only the legitimate routes. The import
+// cap raises the alarm in `peers` and the session stays up.
+func TestImportHostile(t *testing.T) {
+	t.Parallel()
+	w := startImportWorld(t, importOpts{noFRR: true, cfg: lab.DaemonConfig{Import: hostileRules}})
+	exa, exa6 := lab.ExaIPv4.String(), lab.ExaIPv6.String()
+	// a legitimate route first, installed, so that the cap keeps it
+	w.exa.MustSend("announce route 10.99.1.0/24 next-hop " + exa)
+	lab.Eventually(t, 30*time.Second, 100*time.Millisecond, "legitimate route installed", func() error {
+		if err := w.checkRowsRule("10.99.1.0/24", "legit", exa); err != nil {
+			return err
+		}
+		return w.checkKernel("10.99.1.0/24", exa)
+	})
+
+	cases := []struct {
+		prefix, announce, reason string
+	}{
+		{"10.128.0.0/23", "announce route 10.128.0.0/23 next-hop " + exa, "10.128.0.0/23 is protected: pod subnet"},
+		{"10.128.0.128/25", "announce route 10.128.0.128/25 next-hop " + exa, "is inside protected 10.128.0.0/23: pod subnet"},
+		{"172.30.5.0/24", "announce route 172.30.5.0/24 next-hop " + exa, "is inside protected 172.30.0.0/16: cluster.serviceCIDRs"},
+		{"100.64.7.0/24", "announce route 100.64.7.0/24 next-hop " + exa, "is inside protected 100.64.0.0/16: join"},
+		{"100.88.7.0/24", "announce route 100.88.7.0/24 next-hop " + exa, "is inside protected 100.88.0.0/16: default transit subnet"},
+		{"169.254.7.0/24", "announce route 169.254.7.0/24 next-hop " + exa, "is inside protected 169.254.0.0/17: default masquerade subnet"},
+		{"203.0.113.3/32", "announce route 203.0.113.3/32 next-hop " + exa, "203.0.113.3/32 is protected: address of peer exa"},
+		{"0.0.0.0/0", "announce route 0.0.0.0/0 next-hop " + exa, "is the default route and rule wide does not set allowDefaultRoute"},
+		{"192.168.7.0/24", "announce route 192.168.7.0/24 next-hop " + exa, "no accept entry matches 192.168.7.0/24"},
+		{"10.99.40.0/28", "announce route 10.99.40.0/28 next-hop " + exa, "no accept entry matches 10.99.40.0/28"},
+		{"10.99.11.0/24", "announce route 10.99.11.0/24 next-hop 203.0.113.1", "next hop 203.0.113.1 of 10.99.11.0/24 is local"},
+		{"10.99.13.0/24", "announce route 10.99.13.0/24 next-hop 10.128.0.5", "next hop 10.128.0.5 of 10.99.13.0/24 is inside protected 10.128.0.0/23"},
+		{"10.99.14.0/24", "announce route 10.99.14.0/24 next-hop 198.18.5.5", "next hop 198.18.5.5 of 10.99.14.0/24 is not on-link through peer exa"},
+		{"2001:db8:99:5::/64", "announce route 2001:db8:99:5::/64 next-hop " + exa, "is IPv4 but the prefix 2001:db8:99:5::/64 is IPv6"},
+		{"10.99.21.0/24", "announce route 10.99.21.0/24 next-hop " + exa + " as-path [ 65002 0 ]", "malformed"},
+		{"10.99.22.0/24", "announce route 10.99.22.0/24 next-hop " + exa + " as-path [ 65002 ( 65003 65004 ) ]", "malformed"},
+		{"10.99.23.0/24", "announce route 10.99.23.0/24 next-hop " + exa + " as-path [ ]", "malformed"},
+		// the cap: 10.99.1.0/24 installed and 10.99.2.0/24 fill the 2
+		{"10.99.3.0/24", "announce route 10.99.3.0/24 next-hop " + exa, "import cap: rule legit accepts at most 2 routes from peer exa (3 offered)"},
+	}
+	// A loopback next hop never reaches import: gobgp treats the UPDATE as
+	// a withdraw (RFC 7606) and logs it; the session stays up.
+	cmds := []string{"announce route 10.99.12.0/24 next-hop 127.0.0.1"}
+	for _, c := range cases {
+		cmds = append(cmds, c.announce)
+	}
+	cmds = append(cmds, "announce route 10.99.2.0/24 next-hop "+exa)
+	w.exa.MustSend(cmds...)
+	_ = exa6
+
+	lab.Eventually(t, 30*time.Second, 200*time.Millisecond, "every hostile path learned and rejected with its reason", func() error {
+		rej, err := w.d.Learned(true)
+		if err != nil {
+			return err
+		}
+		byPrefix := map[string]model.LearnedPath{}
+		for _, p := range rej {
+			byPrefix[p.Prefix.String()] = p
+		}
+		var missing []string
+		for _, c := range cases {
+			p, ok := byPrefix[c.prefix]
+			switch {
+			case !ok:
+				missing = append(missing, c.prefix+": not in routes learned --rejected")
+			case p.Accepted || !strings.Contains(p.Reason, c.reason):
+				missing = append(missing, fmt.Sprintf("%s: accepted %v, reason %q (malformed %q), want %q", c.prefix, p.Accepted, p.Reason, p.Malformed, c.reason))
+			}
+		}
+		if len(missing) > 0 {
+			return fmt.Errorf("%d of %d:\n%s", len(missing), len(cases), strings.Join(missing, "\n"))
+		}
+		return nil
+	})
+	lines, err := w.d.LogLines("the received Update message was treated as withdraw")
+	if err != nil || len(lines) == 0 || lines[0]["Error"] != "invalid nexthop address" {
+		t.Errorf("the UPDATE with next hop 127.0.0.1 was not treated as withdraw: log %v (%v)", lines, err)
+	}
+	if all, err := w.d.Learned(false); err != nil {
+		t.Error(err)
+	} else {
+		for _, p := range all {
+			if p.NextHop.IsLoopback() {
+				t.Errorf("routes learned has a path with a loopback next hop: %+v", p)
+			}
+		}
+	}
+	lab.Eventually(t, 30*time.Second, 100*time.Millisecond, "the second legitimate route installed", func() error {
+		if err := w.checkRowsRule("10.99.2.0/24", "legit", exa); err != nil {
+			return err
+		}
+		return w.checkKernel("10.99.2.0/24", exa)
+	})
+	p, err := w.d.Peer("exa")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.State != model.StateEstablished || p.ImportAlarm == "" || p.Imported != 2 {
+		t.Errorf("peers: exa %s, imported %d, import alarm %q: want established, 2, an alarm", p.State, p.Imported, p.ImportAlarm)
+	}
+	// OVN and the kernel hold only the legitimate routes
+	rows, err := w.ownedRows()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range rows {
+		got = append(got, r.Prefix+" via "+r.NextHop)
+	}
+	if want := []string{"10.99.1.0/24 via " + exa, "10.99.2.0/24 via " + exa}; !slices.Equal(got, want) {
+		t.Errorf("owned rows on GR_node1: %q, want %q", got, want)
+	}
+	table, err := w.l.KernelRoutes(w.l.Node, importTable, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(table) != 2 || !strings.Contains(table[0], "10.99.1.0/24") || !strings.Contains(table[1], "10.99.2.0/24") {
+		t.Errorf("table %d: %q, want only 10.99.1.0/24 and 10.99.2.0/24", importTable, table)
+	}
+}
+
+// checkRowsRule is checkRows for a rule other than tor-routes.
+func (w *importWorld) checkRowsRule(prefix, rule string, nextHops ...string) error {
+	rows, err := w.ovnRows(prefix)
+	if err != nil {
+		return err
+	}
+	var got []string
+	for _, r := range rows {
+		if r.ExternalID["ovnbgp.io/owner"] != "node1" || r.ExternalID["ovnbgp.io/rule"] != rule || r.OutputPort != "rtoe-GR_node1" {
+			return fmt.Errorf("row %+v: want owner node1, rule %s, output_port rtoe-GR_node1", r, rule)
+		}
+		got = append(got, r.NextHop)
+	}
+	slices.Sort(got)
+	if want := slices.Sorted(slices.Values(nextHops)); !slices.Equal(got, want) {
+		return fmt.Errorf("GR_node1 rows for %s have next hops %v, want %v", prefix, got, want)
+	}
+	return nil
 }

@@ -173,13 +173,24 @@ func (l *Lab) KernelRoutes(ns string, table int, proto string) ([]string, error)
 	if proto != "" {
 		args = append(args, "proto", proto)
 	}
-	out4, err := run("ip", args...)
-	if err != nil {
-		return nil, fmt.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, out4)
+	// a table no route of the family was ever put in "does not exist"
+	show := func(fam string) (string, error) {
+		out, err := run("ip", append([]string{fam}, args...)...)
+		if err != nil && strings.Contains(out, "FIB table does not exist") {
+			return "", nil
+		}
+		if err != nil {
+			return "", fmt.Errorf("ip %s %s: %v: %s", fam, strings.Join(args, " "), err, out)
+		}
+		return out, nil
 	}
-	out6, err := run("ip", append([]string{"-6"}, args...)...)
+	out4, err := show("-4")
 	if err != nil {
-		return nil, fmt.Errorf("ip -6 %s: %v: %s", strings.Join(args, " "), err, out6)
+		return nil, err
+	}
+	out6, err := show("-6")
+	if err != nil {
+		return nil, err
 	}
 	// a multipath route spans several lines: its next hops start with
 	// whitespace; join them to the route's line
