@@ -32,6 +32,9 @@ type importWorld struct {
 type importOpts struct {
 	frrOriginate []netip.Prefix
 	noFRR        bool
+	// before runs after NB and the links are set up, before the daemon
+	// starts.
+	before func(w *importWorld)
 	cfg          lab.DaemonConfig // Import etc.; peers and listen port are filled in
 }
 
@@ -56,6 +59,9 @@ func startImportWorld(t *testing.T, o importOpts) *importWorld {
 			Neighbors: []lab.FRRNeighbor{{Address: lab.NodeIPv4, ASN: 65010}, {Address: lab.NodeIPv6, ASN: 65010}},
 			Originate: o.frrOriginate, GracefulRestart: true,
 		})
+	}
+	if o.before != nil {
+		o.before(w)
 	}
 	cfg := o.cfg
 	// graceful restart on both sides: peers send End-of-RIB, without which
@@ -516,4 +522,152 @@ func (w *importWorld) checkRowsRule(prefix, rule string, nextHops ...string) err
 		return fmt.Errorf("GR_node1 rows for %s have next hops %v, want %v", prefix, got, want)
 	}
 	return nil
+}
+
+// foreignState is what ovnbgp does not own: the rows added with ovn-nbctl
+// (every column, as ovsdb-server prints them) and the routes of table 100
+// that are not protocol 200.
+func (w *importWorld) foreignState(t *testing.T, uuids []string) string {
+	t.Helper()
+	var b strings.Builder
+	for _, u := range uuids {
+		row, err := w.nb.RowJSON("Logical_Router_Static_Route", u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.WriteString(row + "\n")
+	}
+	refs, err := w.nb.NBCtl("get", "logical_router", "GR_node1", "static_routes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range uuids {
+		if !strings.Contains(refs, u) {
+			fmt.Fprintf(&b, "GR_node1 no longer references %s\n", u)
+		}
+	}
+	lines, err := w.l.KernelRoutes(w.l.Node, importTable, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range lines {
+		if !strings.Contains(l, " proto 200 ") {
+			b.WriteString(l + "\n")
+		}
+	}
+	return b.String()
+}
+
+// Rows and routes ovnbgp does not own are byte-identical before and after
+// import, withdraw and a daemon restart: static routes added with
+// `ovn-nbctl lr-route-add` on GR_node1 (one with a prefix FRR announces
+// too, one with FRR's very prefix and next hop) and foreign routes in table
+// 100 (protocols static and boot), two of them on prefixes FRR announces.
+func TestImportOwnership(t *testing.T) {
+	t.Parallel()
+	prefixes := []string{"10.99.1.0/24", "10.99.50.0/24", "10.99.51.0/24", "10.99.60.0/24", "10.99.61.0/24"}
+	var originate []netip.Prefix
+	for _, p := range prefixes {
+		originate = append(originate, netip.MustParsePrefix(p))
+	}
+	tor, exa := lab.TorIPv4.String(), lab.ExaIPv4.String()
+	var uuids []string
+	var before string
+	w := startImportWorld(t, importOpts{
+		frrOriginate: originate,
+		cfg:          lab.DaemonConfig{Import: importRule},
+		before: func(w *importWorld) {
+			w.nb.MustNBCtl("lr-route-add", "GR_node1", "10.99.50.0/24", exa)
+			w.nb.MustNBCtl("lr-route-add", "GR_node1", "10.99.51.0/24", tor)
+			w.nb.MustNBCtl("lr-route-add", "GR_node1", "10.99.52.0/24", tor, "rtoe-GR_node1")
+			rows, err := w.nb.StaticRoutes("GR_node1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range rows {
+				uuids = append(uuids, r.UUID) // the cluster's own 10.128.0.0/14 too
+			}
+			for _, c := range [][]string{
+				{"ip", "route", "add", "10.99.60.0/24", "via", tor, "table", "100", "proto", "static"},
+				{"ip", "route", "add", "10.99.61.0/24", "via", exa, "table", "100", "proto", "boot"},
+				{"ip", "route", "add", "10.99.62.0/24", "via", exa, "table", "100", "proto", "static", "metric", "50"},
+			} {
+				if out, err := w.l.Exec(w.l.Node, c...); err != nil {
+					t.Fatalf("%s: %v: %s", strings.Join(c, " "), err, out)
+				}
+			}
+			before = w.foreignState(t, uuids)
+			t.Logf("not ovnbgp's:\n%s", before)
+		},
+	})
+	same := func(when string) {
+		t.Helper()
+		if after := w.foreignState(t, uuids); after != before {
+			t.Errorf("%s: what ovnbgp does not own changed:\nbefore:\n%s\nafter:\n%s", when, before, after)
+		}
+	}
+	installed := func(what string) {
+		t.Helper()
+		w.waitInstalled(t, what, "10.99.1.0/24", tor)
+		lab.Eventually(t, 30*time.Second, 100*time.Millisecond, what+": owned rows for the manual rows' prefixes", func() error {
+			if err := w.checkRows("10.99.50.0/24", tor); err == nil {
+				return fmt.Errorf("10.99.50.0/24: the manual row via %s is counted as owned", exa)
+			}
+			rows, err := w.ownedRows()
+			if err != nil {
+				return err
+			}
+			var got []string
+			for _, r := range rows {
+				got = append(got, r.Prefix)
+			}
+			if !slices.Contains(got, "10.99.50.0/24") {
+				return fmt.Errorf("owned rows %v lack 10.99.50.0/24", got)
+			}
+			return nil
+		})
+	}
+	installed("import")
+	same("after import")
+
+	// withdraw everything
+	cmds := []string{"router bgp 65001", "address-family ipv4 unicast"}
+	for _, p := range prefixes {
+		cmds = append(cmds, "no network "+p)
+	}
+	if err := w.frr.Config(cmds...); err != nil {
+		t.Fatal(err)
+	}
+	lab.Eventually(t, 30*time.Second, 100*time.Millisecond, "every imported route withdrawn", func() error {
+		rows, err := w.ownedRows()
+		if err != nil || len(rows) > 0 {
+			return fmt.Errorf("owned rows %v (%v)", rows, err)
+		}
+		lines, err := w.l.KernelRoutes(w.l.Node, importTable, "200")
+		if err != nil || len(lines) > 0 {
+			return fmt.Errorf("table %d proto 200: %q (%v)", importTable, lines, err)
+		}
+		return nil
+	})
+	same("after withdraw")
+
+	// announce again, restart the daemon
+	cmds = cmds[:2]
+	for _, p := range prefixes {
+		cmds = append(cmds, "network "+p)
+	}
+	if err := w.frr.Config(cmds...); err != nil {
+		t.Fatal(err)
+	}
+	installed("import again")
+	if code, _, err := w.d.Stop(10 * time.Second); err != nil || code != 0 {
+		t.Fatalf("stop: exit %d, %v", code, err)
+	}
+	same("daemon stopped")
+	if err := w.d.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	w.waitEstablished(t, "tor", "exa")
+	installed("after restart")
+	same("after restart")
 }
