@@ -35,7 +35,7 @@ type importOpts struct {
 	// before runs after NB and the links are set up, before the daemon
 	// starts.
 	before func(w *importWorld)
-	cfg          lab.DaemonConfig // Import etc.; peers and listen port are filled in
+	cfg    lab.DaemonConfig // Import etc.; peers and listen port are filled in
 }
 
 // importPeers are the daemon's peers of the import tests.
@@ -670,4 +670,154 @@ func TestImportOwnership(t *testing.T) {
 	w.waitEstablished(t, "tor", "exa")
 	installed("after restart")
 	same("after restart")
+}
+
+// nothingInstalled fails unless GR_node1 has no owned row and table 100 no
+// protocol-200 route.
+func (w *importWorld) nothingInstalled() error {
+	rows, err := w.ownedRows()
+	if err != nil || len(rows) > 0 {
+		return fmt.Errorf("owned rows on GR_node1: %+v (%v)", rows, err)
+	}
+	lines, err := w.l.KernelRoutes(w.l.Node, importTable, "200")
+	if err != nil || len(lines) > 0 {
+		return fmt.Errorf("table %d proto 200: %q (%v)", importTable, lines, err)
+	}
+	return nil
+}
+
+// Mode manual: nothing is installed until `plan --out F` and `apply F`; a
+// plan saved before another change on GR_node1 is refused as stale and
+// changes nothing; `plan --config NEW` shows the import changes and session
+// resets of a new config, and a reload then does just that.
+func TestImportManualPlanApply(t *testing.T) {
+	t.Parallel()
+	manual := strings.Replace(importRule, "    maxRoutes: 10\n", "    maxRoutes: 10\n    mode: manual\n", 1)
+	w := startImportWorld(t, importOpts{
+		frrOriginate: []netip.Prefix{netip.MustParsePrefix("10.99.1.0/24"), netip.MustParsePrefix("10.98.1.0/24")},
+		cfg:          lab.DaemonConfig{Import: manual},
+	})
+	tor := lab.TorIPv4.String()
+	planFile := func(name string) string { return w.l.Dir + "/" + name }
+
+	// the path is accepted and waits for apply; nothing is installed
+	lab.Eventually(t, 30*time.Second, 100*time.Millisecond, "plan lists the manual add of 10.99.1.0/24", func() error {
+		p, err := w.d.Plan()
+		if err != nil {
+			return err
+		}
+		if p.Manual.OVNAdd != 1 || len(p.Plan.OVN) != 1 || p.Plan.OVN[0].Route.Prefix.String() != "10.99.1.0/24" {
+			return fmt.Errorf("plan: manual %+v, OVN ops %+v", p.Manual, p.Plan.OVN)
+		}
+		return nil
+	})
+	if err := w.nothingInstalled(); err != nil {
+		t.Fatalf("mode manual installed before apply: %v", err)
+	}
+	imp, err := w.d.Imported()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(imp.OVN) != 1 || imp.OVN[0].State != api.ImportMissing {
+		t.Errorf("routes imported before apply: %+v, want 10.99.1.0/24 missing (waiting for apply)", imp.OVN)
+	}
+
+	// a plan saved, then another change on GR_node1: apply refuses it
+	stale := planFile("stale.json")
+	if _, err := w.d.Plan("--out", stale); err != nil {
+		t.Fatal(err)
+	}
+	w.nb.MustNBCtl("lr-route-add", "GR_node1", "10.99.70.0/24", tor)
+	out, err := w.d.CLI("apply", stale)
+	if err == nil {
+		t.Fatalf("apply of a stale plan succeeded: %s", out)
+	}
+	t.Logf("stale apply refused: %v", err)
+	if err := w.nothingInstalled(); err != nil {
+		t.Fatalf("the refused stale apply changed something: %v", err)
+	}
+
+	// a fresh plan applies
+	fresh := planFile("fresh.json")
+	if _, err := w.d.Plan("--out", fresh); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := w.d.CLI("apply", fresh); err != nil {
+		t.Fatalf("apply of a fresh plan: %v: %s", err, out)
+	}
+	w.waitInstalled(t, "applied", "10.99.1.0/24", tor)
+
+	// plan --config NEW: the new rule's import changes and the session reset
+	next := w.d.Cfg
+	next.Peers = slices.Clone(next.Peers)
+	next.Peers[0].HoldTime, next.Peers[0].KeepaliveTime = 30*time.Second, 10*time.Second
+	next.Import = strings.Replace(importRule, "      - {prefix: 10.99.0.0/16, maxLength: 24}\n",
+		"      - {prefix: 10.99.0.0/16, maxLength: 24}\n      - {prefix: 10.98.0.0/16, maxLength: 24}\n", 1)
+	text, err := next.Render()
+	if err != nil {
+		t.Fatal(err)
+	}
+	newPath := planFile("new.yaml")
+	if err := lab.WriteFileAtomic(newPath, []byte(text)); err != nil {
+		t.Fatal(err)
+	}
+	pc, err := w.d.Plan("--config", newPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var resets []string
+	for _, r := range pc.SessionResets {
+		resets = append(resets, r.Peer)
+	}
+	var adds []string
+	for _, op := range pc.Plan.OVN {
+		adds = append(adds, string(op.Op)+" "+op.Route.Prefix.String()+" via "+op.Route.NextHop.String())
+	}
+	t.Logf("plan --config: resets %v, OVN %v", pc.SessionResets, adds)
+	if !slices.Equal(resets, []string{"tor"}) {
+		t.Errorf("plan --config resets %v, want [tor] (its hold time changed)", resets)
+	}
+	if want := []string{"add 10.98.1.0/24 via " + tor}; !slices.Equal(adds, want) {
+		t.Errorf("plan --config OVN operations %v, want %v", adds, want)
+	}
+	if err := w.nothingInstalledFor("10.98.1.0/24"); err != nil {
+		t.Errorf("plan --config changed something: %v", err)
+	}
+
+	// the reload does what the plan said
+	before, err := w.d.Peers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.d.Reload(next); err != nil {
+		t.Fatal(err)
+	}
+	w.waitInstalled(t, "10.98.1.0/24 installed by the reload", "10.98.1.0/24", tor)
+	w.waitInstalled(t, "10.99.1.0/24 still installed", "10.99.1.0/24", tor)
+	w.waitEstablished(t, "tor", "tor6", "exa", "exa6")
+	after, err := w.d.Peers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reset []string
+	for i, p := range after {
+		if !p.Since.Equal(before[i].Since) {
+			reset = append(reset, p.Name)
+		}
+	}
+	if !slices.Equal(reset, resets) {
+		t.Errorf("the reload reset the sessions of %v; plan --config said %v", reset, resets)
+	}
+}
+
+// nothingInstalledFor fails if prefix has an owned row or a kernel route.
+func (w *importWorld) nothingInstalledFor(prefix string) error {
+	rows, err := w.ovnRows(prefix)
+	if err != nil {
+		return err
+	}
+	if len(rows) > 0 {
+		return fmt.Errorf("GR_node1 has rows for %s: %+v", prefix, rows)
+	}
+	return w.checkKernel(prefix)
 }
