@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -820,4 +821,72 @@ func (w *importWorld) nothingInstalledFor(prefix string) error {
 		return fmt.Errorf("GR_node1 has rows for %s: %+v", prefix, rows)
 	}
 	return w.checkKernel(prefix)
+}
+
+// Fail static: with routes imported, ovnbgp is SIGKILLed and restarted.
+// `ip monitor route` in the node namespace and an NB monitor of
+// Logical_Router_Static_Route record no deletion of the unchanged routes;
+// a route FRR withdrew while ovnbgp was down is removed after End-of-RIB
+// (deferralTime is 10 minutes: only End-of-RIB can remove it).
+func TestImportFailStatic(t *testing.T) {
+	t.Parallel()
+	keep4, keep6, gone := "10.99.1.0/24", "2001:db8:99:1::/64", "10.99.2.0/24"
+	w := startImportWorld(t, importOpts{
+		frrOriginate: []netip.Prefix{netip.MustParsePrefix(keep4), netip.MustParsePrefix(keep6), netip.MustParsePrefix(gone)},
+		cfg:          lab.DaemonConfig{Import: importRule, DeferralTime: 10 * time.Minute},
+	})
+	tor, tor6, exa := lab.TorIPv4.String(), lab.TorIPv6.String(), lab.ExaIPv4.String()
+	w.exa.MustSend("announce route " + keep4 + " next-hop " + exa)
+	w.waitInstalled(t, "ECMP route installed", keep4, tor, exa)
+	w.waitInstalled(t, "IPv6 route installed", keep6, tor6)
+	w.waitInstalled(t, "the route FRR will withdraw installed", gone, tor)
+
+	kmon := w.l.MonitorRoutes(w.l.Node)
+	nbmon := w.nb.Monitor("Logical_Router_Static_Route", "ip_prefix", "nexthop")
+
+	if err := w.d.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	lab.Eventually(t, 10*time.Second, 20*time.Millisecond, "ovnbgp dead after SIGKILL", func() error {
+		if w.d.Exited() == nil {
+			return fmt.Errorf("pid %d still running", w.d.PID())
+		}
+		return nil
+	})
+	// FRR withdraws one route while ovnbgp is down
+	if err := w.frr.Config("router bgp 65001", "address-family ipv4 unicast", "no network "+gone); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.d.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	w.waitEstablished(t, "tor", "tor6", "exa", "exa6")
+	lab.Eventually(t, 30*time.Second, 100*time.Millisecond, "the route withdrawn while down removed after End-of-RIB", func() error {
+		return w.nothingInstalledFor(gone)
+	})
+	w.waitInstalled(t, "ECMP route kept", keep4, tor, exa)
+	w.waitInstalled(t, "IPv6 route kept", keep6, tor6)
+
+	routes, rows := kmon.Stop(), nbmon.Stop()
+	for _, line := range strings.Split(routes, "\n") {
+		if strings.HasPrefix(line, "Deleted") && (strings.Contains(line, keep4) || strings.Contains(line, keep6)) {
+			t.Errorf("ip monitor route saw an unchanged route deleted: %q", line)
+		}
+	}
+	if !strings.Contains(routes, "Deleted "+gone) && !strings.Contains(routes, "Deleted unicast "+gone) {
+		t.Errorf("ip monitor route did not see %s deleted:\n%s", gone, routes)
+	}
+	var deleted []string
+	for _, line := range strings.Split(rows, "\n") {
+		if strings.Contains(line, ",delete,") {
+			deleted = append(deleted, line)
+			if strings.Contains(line, keep4) || strings.Contains(line, keep6) {
+				t.Errorf("the NB monitor saw an unchanged row deleted: %q", line)
+			}
+		}
+	}
+	if len(deleted) != 1 || !strings.Contains(deleted[0], gone) {
+		t.Errorf("NB monitor deletions %q, want the one row of %s", deleted, gone)
+	}
+	t.Logf("ip monitor route:\n%s\nNB monitor:\n%s", routes, rows)
 }
