@@ -372,8 +372,11 @@ func (s *Speaker) onPeerEvent(ev *apiutil.WatchEventMessage_PeerEvent, ts time.T
 }
 
 // onEndOfRIB records an End-of-RIB marker the peer sent (gobgp's EoR
-// event) for the current session, and pokes the daemon.
+// event) for the current session, and pokes the daemon. LearnedGen moves
+// first: whoever sees the End-of-RIB then walks the paths again, rather
+// than reuse a walk from before it.
 func (s *Speaker) onEndOfRIB(p *apiutil.Path) {
+	s.learnedGen.Add(1)
 	if p != nil {
 		f := config.IPv4
 		if p.Family == bgppkt.RF_IPv6_UC {
@@ -388,7 +391,7 @@ func (s *Speaker) onEndOfRIB(p *apiutil.Path) {
 		}
 		s.st.Unlock()
 	}
-	s.learnedChanged()
+	s.notify()
 }
 
 // onNotification records a NOTIFICATION gobgp sent to or received from

@@ -630,6 +630,9 @@ func TestImportOwnership(t *testing.T) {
 	}
 	installed("import")
 	same("after import")
+	if rows, err := w.ownedRows(); err == nil {
+		t.Logf("owned rows after import: %+v", rows)
+	}
 
 	// withdraw everything
 	cmds := []string{"router bgp 65001", "address-family ipv4 unicast"}
