@@ -114,7 +114,7 @@ type Daemon struct {
 	reload chan struct{} // size 1: "re-read the config file"
 	// calls are functions the control API runs on the loop (onLoop).
 	calls chan func(context.Context)
-	heavy  chan struct{} // a slot per route list being streamed
+	heavy chan struct{} // a slot per route list being streamed
 	// parses counts config parses still running (see limits.maxParses).
 	parses atomic.Int32
 	// heavyWaiting counts route list requests waiting for a slot.
