@@ -418,9 +418,9 @@ func TestImportHostile(t *testing.T) {
 		{"10.99.13.0/24", "announce route 10.99.13.0/24 next-hop 10.128.0.5", "next hop 10.128.0.5 of 10.99.13.0/24 is inside protected 10.128.0.0/23"},
 		{"10.99.14.0/24", "announce route 10.99.14.0/24 next-hop 198.18.5.5", "next hop 198.18.5.5 of 10.99.14.0/24 is not on-link through peer exa"},
 		{"2001:db8:99:5::/64", "announce route 2001:db8:99:5::/64 next-hop " + exa, "is IPv4 but the prefix 2001:db8:99:5::/64 is IPv6"},
-		{"10.99.21.0/24", "announce route 10.99.21.0/24 next-hop " + exa + " as-path [ 65002 0 ]", "malformed"},
-		{"10.99.22.0/24", "announce route 10.99.22.0/24 next-hop " + exa + " as-path [ 65002 ( 65003 65004 ) ]", "malformed"},
-		{"10.99.23.0/24", "announce route 10.99.23.0/24 next-hop " + exa + " as-path [ ]", "malformed"},
+		{"10.99.21.0/24", "announce route 10.99.21.0/24 next-hop " + exa + " as-path [ 65002 0 ]", "malformed: AS 0 in the AS path"},
+		{"10.99.22.0/24", "announce route 10.99.22.0/24 next-hop " + exa + " as-path [ 65002 ( 65003 65004 ) ]", "malformed: AS_SET in the AS path"},
+		{"10.99.23.0/24", "announce route 10.99.23.0/24 next-hop " + exa + " as-path [ ]", "malformed: empty AS path from an eBGP peer"},
 		// the cap: 10.99.1.0/24 installed and 10.99.2.0/24 fill the 2
 		{"10.99.3.0/24", "announce route 10.99.3.0/24 next-hop " + exa, "import cap: rule legit accepts at most 2 routes from peer exa (3 offered)"},
 	}
