@@ -406,6 +406,8 @@ func TestImportHostile(t *testing.T) {
 	}{
 		{"10.128.0.0/23", "announce route 10.128.0.0/23 next-hop " + exa, "10.128.0.0/23 is protected: pod subnet"},
 		{"10.128.0.128/25", "announce route 10.128.0.128/25 next-hop " + exa, "is inside protected 10.128.0.0/23: pod subnet"},
+		// a raw unknown optional transitive attribute changes nothing
+		{"10.128.0.64/26", "announce route 10.128.0.64/26 next-hop " + exa + " attribute [ 0xf0 0xc0 0xdeadbeef ]", "is inside protected 10.128.0.0/23: pod subnet"},
 		{"172.30.5.0/24", "announce route 172.30.5.0/24 next-hop " + exa, "is inside protected 172.30.0.0/16: cluster.serviceCIDRs"},
 		{"100.64.7.0/24", "announce route 100.64.7.0/24 next-hop " + exa, "is inside protected 100.64.0.0/16: join"},
 		{"100.88.7.0/24", "announce route 100.88.7.0/24 next-hop " + exa, "is inside protected 100.88.0.0/16: default transit subnet"},
