@@ -383,7 +383,7 @@ func (s *Speaker) peerStatus(c config.Peer, p *api.Peer) model.PeerStatus {
 	}
 	timers := p.GetTimers().GetState()
 	s.st.Lock()
-	var fams map[config.Family]bool
+	var fams, eorGot map[config.Family]bool
 	if ss := s.sessions[c.Address]; ss != nil {
 		ps.Since = ss.since
 		ps.LastError, ps.LastErrorAt = ss.lastError, ss.lastErrorAt
@@ -393,7 +393,7 @@ func (s *Speaker) peerStatus(c config.Peer, p *api.Peer) model.PeerStatus {
 			}
 		}
 		if ps.State == model.StateEstablished {
-			fams = ss.families
+			fams, eorGot = ss.families, ss.eor
 		}
 	}
 	s.st.Unlock()
@@ -417,8 +417,10 @@ func (s *Speaker) peerStatus(c config.Peer, p *api.Peer) model.PeerStatus {
 			ps.Since = up
 		}
 	}
-	// End-of-RIB: gobgp records it per family whether or not graceful
-	// restart was negotiated, and clears it when the session goes down.
+	// End-of-RIB: the markers the peer sent in this session (onEndOfRIB),
+	// per negotiated family. Not gobgp's EndOfRibReceived: gobgp also sets
+	// it, with no marker received, when ovnbgp restarts and the peer's
+	// OPEN has the Restart State bit (RFC 4724 4.1: do not wait for it).
 	eor, negotiatedAny := true, false
 	for _, f := range c.Families {
 		fc := model.FamilyCounts{Family: string(f), Negotiated: fams[f]}
@@ -432,7 +434,7 @@ func (s *Speaker) peerStatus(c config.Peer, p *api.Peer) model.PeerStatus {
 			fc.Advertised = int(as.GetState().GetAdvertised())
 			if fc.Negotiated {
 				negotiatedAny = true
-				eor = eor && as.GetMpGracefulRestart().GetState().GetEndOfRibReceived()
+				eor = eor && eorGot[f]
 			}
 		}
 		ps.Families = append(ps.Families, fc)

@@ -80,6 +80,12 @@ type session struct {
 	notifAt time.Time
 	// families are those negotiated with the peer, while Established.
 	families map[config.Family]bool
+	// eor are the families whose End-of-RIB marker the peer really sent
+	// in the current session (gobgp's own EndOfRibReceived flag is also
+	// set, without any marker, when ovnbgp restarts and the peer's OPEN
+	// carries the Restart State bit: it means "do not wait", not "the
+	// table is complete", and fail static must not act on it).
+	eor map[config.Family]bool
 	// down is when the session was last seen leave Established, or first
 	// seen without it; zero while Established.
 	down time.Time
@@ -214,7 +220,7 @@ func (s *Speaker) start(ctx context.Context) error {
 	err := s.bgp.WatchEvent(wctx, server.WatchEventMessageCallbacks{
 		OnPeerUpdate: s.onPeerEvent,
 		OnPathUpdate: func([]*apiutil.Path, time.Time) { s.learnedChanged() },
-		OnPathEor:    func(*apiutil.Path, time.Time) { s.learnedChanged() },
+		OnPathEor:    func(p *apiutil.Path, _ time.Time) { s.onEndOfRIB(p) },
 	},
 		server.WatchPeer(),
 		// Every UPDATE a peer sends (pre-policy: the Adj-RIB-In).
@@ -322,6 +328,9 @@ func (s *Speaker) onPeerEvent(ev *apiutil.WatchEventMessage_PeerEvent, ts time.T
 		// connection gobgp dialed, gobgp keeps it to itself.
 		reason = "invalid-msg: the session failed during the OPEN exchange; on a connection ovnbgp dialed, gobgp does not report a NOTIFICATION received in OpenSent or OpenConfirm, so its code is unknown here: the peer's log says why it refused the session (a wrong ASN, router ID or capability)"
 	}
+	if state != model.StateEstablished || ss.state != model.StateEstablished {
+		ss.eor = nil // a new session, or none: no End-of-RIB yet
+	}
 	ss.since = ts
 	ss.state = state
 	if reason != "" {
@@ -360,6 +369,29 @@ func (s *Speaker) onPeerEvent(ev *apiutil.WatchEventMessage_PeerEvent, ts time.T
 		s.log.Debug("peer state changed", fields...)
 	}
 	s.learnedChanged()
+}
+
+// onEndOfRIB records an End-of-RIB marker the peer sent (gobgp's EoR
+// event) for the current session, and pokes the daemon. LearnedGen moves
+// first: whoever sees the End-of-RIB then walks the paths again, rather
+// than reuse a walk from before it.
+func (s *Speaker) onEndOfRIB(p *apiutil.Path) {
+	s.learnedGen.Add(1)
+	if p != nil {
+		f := config.IPv4
+		if p.Family == bgppkt.RF_IPv6_UC {
+			f = config.IPv6
+		}
+		s.st.Lock()
+		if ss := s.sessions[p.PeerAddress]; ss != nil && ss.state == model.StateEstablished {
+			if ss.eor == nil {
+				ss.eor = map[config.Family]bool{}
+			}
+			ss.eor[f] = true
+		}
+		s.st.Unlock()
+	}
+	s.notify()
 }
 
 // onNotification records a NOTIFICATION gobgp sent to or received from

@@ -86,6 +86,12 @@ func (d *Daemon) planFrom(ctx context.Context, cfg *config.Config, sp Speaker, s
 	desired := plan.Advertisements(cfg, snap)
 	d.openHostOnce(cfg)
 	host, hostErr := d.hostState()
+	// End-of-RIB before the paths: a peer's paths reach gobgp's table
+	// before its End-of-RIB does, so the walk that follows holds every path
+	// sent before the End-of-RIB seen here. The other order could pair a
+	// fresh End-of-RIB with an older walk, and fail static would then
+	// delete routes the peer had just re-sent.
+	synced := d.syncedPeers(ctx, sp, cfg)
 	var learned []model.LearnedPath
 	if len(cfg.Import) > 0 {
 		learned = d.learnedPaths(ctx, sp)
@@ -94,7 +100,7 @@ func (d *Daemon) planFrom(ctx context.Context, cfg *config.Config, sp Speaker, s
 	p := plan.Build(plan.BuildInput{
 		Node: cfg.Node.Name, Now: time.Now(), Config: cfg, Import: res,
 		Adverts: desired, Advertised: sp.Advertised(),
-		Snapshot: snap, Host: host, Synced: d.syncedPeers(ctx, sp, cfg),
+		Snapshot: snap, Host: host, Synced: synced,
 	})
 	return planView{plan: p, res: res, snap: snap, host: host, desired: desired, hostErr: hostErr}
 }

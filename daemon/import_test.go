@@ -336,3 +336,47 @@ func TestRouteProtocolNeedsRestart(t *testing.T) {
 		t.Errorf("restartOnly = %v, want kernel.routeProtocol", got)
 	}
 }
+
+// TestImportEndOfRIBWithItsPaths: the peer re-sends its table and
+// End-of-RIB while the loop is computing a plan. The plan must not pair the
+// new End-of-RIB with learned paths read before it: that deleted the owned
+// route the peer had just re-sent, and added it back a pass later (test/e2e
+// TestImportFailStatic saw the NB row deleted under load). End-of-RIB is
+// read first, so every path sent before it is in the walk.
+func TestImportEndOfRIBWithItsPaths(t *testing.T) {
+	owned := []model.OVNRoute{{UUID: "u1", Router: "GR_node1", Prefix: learnedUplink.Prefix,
+		NextHop: learnedUplink.NextHop, OutputPort: "rtoe-GR_node1", Rule: "uplink"}}
+	kernel := []model.KernelRoute{{Table: 100, Prefix: learnedUplink.Prefix, Protocol: 200,
+		NextHops: []model.NextHop{{Addr: learnedUplink.NextHop, Dev: "eth0"}}}}
+	h := startImport(t, "auto", owned, kernel)
+	h.passDone()
+	// the table and End-of-RIB arrive while the loop reads the peers
+	arrived := make(chan struct{})
+	h.sp.mu.Lock()
+	h.sp.onPeers = func() {
+		h.sp.mu.Lock()
+		if h.sp.eor {
+			h.sp.mu.Unlock()
+			return
+		}
+		h.sp.learned = []model.LearnedPath{learnedUplink}
+		h.sp.gen++
+		h.sp.eor = true
+		h.sp.mu.Unlock()
+		close(arrived)
+	}
+	h.sp.mu.Unlock()
+	h.d.poke()
+	<-arrived
+	h.passDone()
+	h.passDone()
+	h.nb.mu.Lock()
+	var ops []model.OVNOp
+	for _, a := range h.nb.applies {
+		ops = append(ops, a...)
+	}
+	h.nb.mu.Unlock()
+	if len(ops) > 0 || len(h.ovnPrefixes()) != 1 || len(h.kernelPrefixes()) != 1 {
+		t.Errorf("the re-sent route was touched: OVN operations %+v, OVN %v, kernel %v", ops, h.ovnPrefixes(), h.kernelPrefixes())
+	}
+}

@@ -8,6 +8,8 @@
 #   ovn-common           ovn-nbctl
 #   openvswitch-common   ovsdb-server, ovsdb-tool
 #   iproute2             ip (netns, veth), nstat
+#   exabgp               a second, scriptable BGP peer that sends hostile and
+#                        malformed UPDATEs (the route import tests)
 #   file
 #   gcc, libc6-dev       the C compiler and headers cgo needs for `make race`
 #                        (the race detector runs with cgo on)
@@ -31,13 +33,14 @@ declare -A probe=(
   [ovn-common]=/usr/bin/ovn-nbctl
   [openvswitch-common]=/usr/sbin/ovsdb-server
   [iproute2]=/usr/sbin/ip
+  [exabgp]=/usr/sbin/exabgp
   [file]=/usr/bin/file
   [gcc]=/usr/bin/gcc
   [libc6-dev]=/usr/include/stdio.h
   [qemu-system-x86]=/usr/bin/qemu-system-x86_64
 )
 need=()
-for pkg in frr ovn-central ovn-common openvswitch-common iproute2 file gcc libc6-dev qemu-system-x86; do
+for pkg in frr ovn-central ovn-common openvswitch-common iproute2 exabgp file gcc libc6-dev qemu-system-x86; do
   [ -e "${probe[$pkg]}" ] || need+=("$pkg")
 done
 # a kernel for the VM test: any /boot/vmlinuz-VER with VER's vrf.ko

@@ -40,7 +40,19 @@ func TestDaemonConfigLoads(t *testing.T) {
 		Interface: NodeLink, EBGPMultihop: 2, MaxPrefixes: 3, HoldTime: 30 * time.Second, KeepaliveTime: 10 * time.Second},
 		{Name: "gtsm", Address: netip.MustParseAddr("198.51.100.1"), ASN: 65002, TTLSecurity: true}}
 
-	for name, c := range map[string]DaemonConfig{"ipv4": base, "ipv6": v6, "md5-passive": md5, "gr-two-peers": gr, "peer-options": opts} {
+	imp := base
+	imp.DeferralTime = 10 * time.Minute
+	imp.ProtectedPrefixes = []netip.Prefix{netip.MustParsePrefix("198.18.0.0/15")}
+	imp.ServiceCIDRs = []netip.Prefix{netip.MustParsePrefix("172.30.0.0/16"), netip.MustParsePrefix("fd02::/112")}
+	imp.RouteProtocol = 201
+	imp.Import = `  - name: tor-routes
+    peers: [tor]
+    network: default
+    accept:
+      - {prefix: 10.99.0.0/16, maxLength: 24}
+    targets: {ovn: true, kernel: {table: 100}}`
+
+	for name, c := range map[string]DaemonConfig{"ipv4": base, "ipv6": v6, "md5-passive": md5, "gr-two-peers": gr, "peer-options": opts, "import": imp} {
 		t.Run(name, func(t *testing.T) {
 			text, err := c.Render()
 			if err != nil {
@@ -61,6 +73,16 @@ func TestDaemonConfigLoads(t *testing.T) {
 				if want := cmp.Or(p.Port, 179); cfg.BGP.Peers[i].Port != want {
 					t.Errorf("peer %s: port %d, want %d", p.Name, cfg.BGP.Peers[i].Port, want)
 				}
+			}
+			if c.Import != "" && (len(cfg.Import) != 1 || cfg.Import[0].Name != "tor-routes") {
+				t.Errorf("import rules %+v, want tor-routes", cfg.Import)
+			}
+			if c.DeferralTime != 0 && cfg.BGP.GracefulRestart.DeferralTime != c.DeferralTime {
+				t.Errorf("deferralTime %v, want %v", cfg.BGP.GracefulRestart.DeferralTime, c.DeferralTime)
+			}
+			if len(cfg.ProtectedPrefixes) != len(c.ProtectedPrefixes) || (c.ServiceCIDRs != nil && len(cfg.Cluster.ServiceCIDRs) != len(c.ServiceCIDRs)) ||
+				(c.RouteProtocol != 0 && cfg.Kernel.RouteProtocol != c.RouteProtocol) {
+				t.Errorf("protectedPrefixes %v, serviceCIDRs %v, routeProtocol %d from\n%s", cfg.ProtectedPrefixes, cfg.Cluster.ServiceCIDRs, cfg.Kernel.RouteProtocol, text)
 			}
 			if g := cfg.BGP.GracefulRestart; g.Enabled != c.GracefulRestart || (c.RestartTime != 0 && g.RestartTime != c.RestartTime) {
 				t.Errorf("gracefulRestart %+v, want enabled %v, restart time %v", g, c.GracefulRestart, c.RestartTime)

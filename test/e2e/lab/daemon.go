@@ -66,6 +66,18 @@ type DaemonConfig struct {
 	// the daemon's default, 120 s).
 	GracefulRestart bool
 	RestartTime     time.Duration
+	// DeferralTime sets bgp.gracefulRestart.deferralTime (fail static for
+	// imports), whether or not GracefulRestart is set; 0 = the default.
+	DeferralTime time.Duration
+	// Import is the YAML list of import rules (the lines under
+	// "import:", indented two spaces); "" = no import section.
+	Import string
+	// ProtectedPrefixes and ServiceCIDRs set protectedPrefixes and
+	// cluster.serviceCIDRs when not empty.
+	ProtectedPrefixes []netip.Prefix
+	ServiceCIDRs      []netip.Prefix
+	// RouteProtocol sets kernel.routeProtocol (0 = the default, 200).
+	RouteProtocol int
 
 	Northbound string // filled by StartDaemon
 	Socket     string // filled by StartDaemon
@@ -79,8 +91,8 @@ bgp:
   asn: {{.ASN}}
   routerID: {{.RouterID}}
   listenPort: {{.ListenPort}}
-{{- if .GracefulRestart}}
-  gracefulRestart: {enabled: true{{if .RestartTime}}, restartTime: {{.RestartTime}}{{end}}}
+{{- if or .GracefulRestart .DeferralTime}}
+  gracefulRestart: {enabled: {{.GracefulRestart}}{{if .RestartTime}}, restartTime: {{.RestartTime}}{{end}}{{if .DeferralTime}}, deferralTime: {{.DeferralTime}}{{end}}}
 {{- end}}
   peers:
 {{- range .Peers}}
@@ -121,6 +133,19 @@ bgp:
 ovn: {northbound: "{{.Northbound}}"}
 advertise:
 {{.Advertise}}
+{{- if .Import}}
+import:
+{{.Import}}
+{{- end}}
+{{- if .ProtectedPrefixes}}
+protectedPrefixes: [{{range $i, $p := .ProtectedPrefixes}}{{if $i}}, {{end}}"{{$p}}"{{end}}]
+{{- end}}
+{{- if .ServiceCIDRs}}
+cluster: {serviceCIDRs: [{{range $i, $p := .ServiceCIDRs}}{{if $i}}, {{end}}"{{$p}}"{{end}}]}
+{{- end}}
+{{- if .RouteProtocol}}
+kernel: {routeProtocol: {{.RouteProtocol}}}
+{{- end}}
 control: {socket: {{.Socket}}}
 metrics: {address: ""}
 log: {level: debug, format: json}
