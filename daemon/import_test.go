@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -16,6 +18,7 @@ import (
 	"github.com/ovnbgp/ovnbgp/api"
 	"github.com/ovnbgp/ovnbgp/config"
 	"github.com/ovnbgp/ovnbgp/model"
+	"github.com/ovnbgp/ovnbgp/ovn"
 	"github.com/ovnbgp/ovnbgp/plan"
 )
 
@@ -378,5 +381,17 @@ func TestImportEndOfRIBWithItsPaths(t *testing.T) {
 	h.nb.mu.Unlock()
 	if len(ops) > 0 || len(h.ovnPrefixes()) != 1 || len(h.kernelPrefixes()) != 1 {
 		t.Errorf("the re-sent route was touched: OVN operations %+v, OVN %v, kernel %v", ops, h.ovnPrefixes(), h.kernelPrefixes())
+	}
+}
+
+// TestStaleErrorReadsOnce: package ovn's stale-plan error is errStalePlan
+// for the API's 409, and says "stale" once.
+func TestStaleErrorReadsOnce(t *testing.T) {
+	err := fmt.Errorf("ovn: %w", staleError{fmt.Errorf("%w: router GR_node1 changed", ovn.ErrStale)})
+	if !errors.Is(err, errStalePlan) || !errors.Is(err, ovn.ErrStale) {
+		t.Errorf("%v: want it to be errStalePlan and ovn.ErrStale", err)
+	}
+	if n := strings.Count(err.Error(), "stale"); n != 1 {
+		t.Errorf("%q says stale %d times", err, n)
 	}
 }

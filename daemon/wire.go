@@ -3,7 +3,6 @@ package daemon
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"go.uber.org/zap"
 
@@ -42,10 +41,17 @@ type nbClient struct{ *ovn.Client }
 func (c nbClient) ApplyRoutes(ctx context.Context, node string, ops []model.OVNOp, guards []model.OVNGuard) ([]model.OVNOp, error) {
 	applied, err := c.Client.ApplyRoutes(ctx, node, ops, guards)
 	if errors.Is(err, ovn.ErrStale) {
-		err = fmt.Errorf("%w: %w", errStalePlan, err)
+		err = staleError{err}
 	}
 	return applied, err
 }
+
+// staleError is an error of package ovn that says a plan is stale: it is
+// errStalePlan too, and reads as it is.
+type staleError struct{ error }
+
+func (e staleError) Unwrap() error      { return e.error }
+func (staleError) Is(target error) bool { return target == errStalePlan }
 
 func (c nbClient) Status() api.NBStatus {
 	s := c.Client.Status()
