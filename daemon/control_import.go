@@ -95,6 +95,13 @@ func (d *Daemon) planFrom(ctx context.Context, cfg *config.Config, sp Speaker, s
 	var learned []model.LearnedPath
 	if len(cfg.Import) > 0 {
 		learned = d.learnedPaths(ctx, sp)
+		if d.imp.learnedFrom != sp {
+			// No walk of this speaker's table has succeeded yet: what
+			// it holds is unknown, so nothing may be deleted for it.
+			for p := range synced {
+				synced[p] = false
+			}
+		}
 	}
 	res := plan.Import(plan.ImportInput{Config: cfg, Snapshot: snap, Host: host, Learned: learned})
 	p := plan.Build(plan.BuildInput{

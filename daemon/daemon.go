@@ -530,7 +530,21 @@ func (d *Daemon) applyConfig(ctx context.Context, r parsed) error {
 			d.poke() // the restored speaker starts empty: give it the table now
 			return nil
 		}
+		// The new speaker's peers start their End-of-RIB wait over
+		// (syncSpeaker, at the next pass).
 	} else if d.peersAdded() {
+		// The sessions a reload resets, and the peers it adds, start
+		// their End-of-RIB wait over.
+		var restart []string
+		for _, r := range config.SessionResets(old, next) {
+			restart = append(restart, r.Peer)
+		}
+		for _, p := range next.BGP.Peers {
+			if _, had := old.Peer(p.Name); !had {
+				restart = append(restart, p.Name)
+			}
+		}
+		d.resetSync(d.currentSpeaker(), next, restart...)
 		d.setPeers(ctx, d.currentSpeaker(), next)
 	}
 	if next.OVN != old.OVN {
@@ -634,6 +648,7 @@ func (d *Daemon) addPeers(ctx context.Context, why string) {
 	d.peersUp = true
 	d.mu.Unlock()
 	d.log.Info("starting bgp sessions", zap.String("reason", why), zap.Int("peers", len(cfg.BGP.Peers)))
+	d.syncSpeaker(sp, cfg) // the deferral starts with the sessions
 	d.setPeers(ctx, sp, cfg)
 }
 

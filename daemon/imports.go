@@ -38,8 +38,12 @@ type importState struct {
 	// alarms, problems); hostSnap the host state it read.
 	decided  plan.ImportResult
 	hostSnap model.Host
-	// synced are the peers whose table is complete since start.
-	synced map[string]bool
+	// synced are the peers whose table is complete since their session
+	// was (re)started: End-of-RIB, or deferralTime since addedAt. syncFor
+	// is the speaker they belong to: a new speaker starts them all over.
+	synced  map[string]bool
+	addedAt map[string]time.Time
+	syncFor Speaker
 	// last is the whole plan of the last pass, manual its part that waits
 	// for `ovnbgp apply`.
 	last, manual plan.Plan
@@ -114,15 +118,16 @@ func (d *Daemon) learnedPaths(ctx context.Context, sp Speaker) []model.LearnedPa
 	return paths
 }
 
-// syncedPeers says which peers have sent their whole table since ovnbgp
-// started (End-of-RIB), or for which deferralTime has passed: only then may
-// owned routes of their rules that are no longer wanted be deleted. Once
-// synced, a peer stays synced for the life of the daemon.
+// syncedPeers says which peers have sent their whole table since their
+// session was started by this speaker (End-of-RIB), or for which
+// bgp.gracefulRestart.deferralTime has passed since: only then may owned
+// routes of their rules that are no longer wanted be deleted. A peer not
+// added to the speaker yet (NB not synced, or its addition failed) is not
+// synced; a new speaker (a reload that restarts it) and a session reset by
+// a reload start over (resetSync). Once synced, a peer stays synced until
+// then. It runs on the loop.
 func (d *Daemon) syncedPeers(ctx context.Context, sp Speaker, cfg *config.Config) map[string]bool {
-	if d.imp.synced == nil {
-		d.imp.synced = map[string]bool{}
-	}
-	expired := time.Since(d.startedAt) >= cfg.BGP.GracefulRestart.DeferralTime
+	d.syncSpeaker(sp, cfg)
 	peers, err := sp.Peers(ctx)
 	if err != nil {
 		d.log.Debug("peer states not read for End-of-RIB", zap.Error(err))
@@ -133,12 +138,39 @@ func (d *Daemon) syncedPeers(ctx context.Context, sp Speaker, cfg *config.Config
 	}
 	out := make(map[string]bool, len(cfg.BGP.Peers))
 	for _, p := range cfg.BGP.Peers {
-		if expired || eor[p.Name] {
+		added, ok := d.imp.addedAt[p.Name]
+		if ok && (eor[p.Name] || time.Since(added) >= cfg.BGP.GracefulRestart.DeferralTime) {
 			d.imp.synced[p.Name] = true
 		}
 		out[p.Name] = d.imp.synced[p.Name]
 	}
 	return out
+}
+
+// resetSync starts the named peers' sync over: they were just added to the
+// speaker, or a reload reset their session, so their table is empty until
+// they send it again.
+func (d *Daemon) resetSync(sp Speaker, cfg *config.Config, names ...string) {
+	d.syncSpeaker(sp, cfg)
+	now := time.Now()
+	for _, n := range names {
+		delete(d.imp.synced, n)
+		d.imp.addedAt[n] = now
+	}
+}
+
+// syncSpeaker starts every peer's sync over when the speaker is new: it
+// was just started (at start, or by a reload), with every peer added now
+// and an empty table.
+func (d *Daemon) syncSpeaker(sp Speaker, cfg *config.Config) {
+	if d.imp.syncFor == sp {
+		return
+	}
+	d.imp.syncFor, d.imp.synced, d.imp.addedAt = sp, map[string]bool{}, map[string]time.Time{}
+	now := time.Now()
+	for _, p := range cfg.BGP.Peers {
+		d.imp.addedAt[p.Name] = now
+	}
 }
 
 // applyAuto applies the part of the plan the loop applies by itself:
