@@ -39,8 +39,8 @@ import (
 // waits for the whole OPEN message, and only then hands the connection
 // (with the bytes it read) to gobgp. TCP MD5 keys and the TTL settings are
 // set as gobgp sets them on its own listener; a peer whose key cannot be
-// set is refused. It sees the NOTIFICATIONs a peer sends on these
-// connections only: gobgp dials its own, with no hook to read them.
+// set is refused. The NOTIFICATIONs a peer sends on these connections are
+// read as they go by, as on those ovnbgp dials (dialer.go).
 
 // Listener defaults.
 const (
@@ -249,26 +249,11 @@ func (l *listener) setPeers(peers map[netip.Addr]listenPeer) error {
 // the listening socket of addr's family; for a peer reached through a VRF
 // device, the key is bound to the VRF's index.
 func (l *listener) setMD5(addr netip.Addr, iface, key string) error {
-	sig := unix.TCPMD5Sig{Keylen: uint16(len(key))}
-	copy(sig.Key[:], key)
-	if iface != "" && isVRF(iface) {
-		ifi, err := net.InterfaceByName(iface)
-		if err != nil {
-			return fmt.Errorf("vrf %s: %w", iface, err)
-		}
-		sig.Flags |= unix.TCP_MD5SIG_FLAG_IFINDEX
-		sig.Ifindex = int32(ifi.Index)
+	sig, err := md5Sig(addr, iface, key)
+	if err != nil {
+		return err
 	}
 	v6 := addr.Is6() && !addr.Is4In6()
-	if v6 {
-		sig.Addr.Family = unix.AF_INET6
-		b := addr.As16()
-		copy(sig.Addr.Data[6:], b[:])
-	} else {
-		sig.Addr.Family = unix.AF_INET
-		b := addr.Unmap().As4()
-		copy(sig.Addr.Data[2:], b[:])
-	}
 	var errs []error
 	for _, ln := range l.lns {
 		if isV6Listener(ln) != v6 {
@@ -281,7 +266,7 @@ func (l *listener) setMD5(addr netip.Addr, iface, key string) error {
 		}
 		var serr error
 		if err := rc.Control(func(fd uintptr) {
-			serr = unix.SetsockoptTCPMD5Sig(int(fd), unix.IPPROTO_TCP, unix.TCP_MD5SIG_EXT, &sig)
+			serr = unix.SetsockoptTCPMD5Sig(int(fd), unix.IPPROTO_TCP, unix.TCP_MD5SIG_EXT, sig)
 		}); err != nil {
 			errs = append(errs, err)
 		}
@@ -448,7 +433,7 @@ func (l *listener) awaitOpen(p listenPeer, remote netip.Addr, w *waiting, wait t
 
 	l.log.Debug("bgp listener: OPEN received, connection handed to gobgp", zap.String("peer", p.name), zap.Stringer("address", remote))
 	select {
-	case l.handoff <- &openConn{TCPConn: c, head: msg, sniff: l.sniffer(remote)}:
+	case l.handoff <- &openConn{TCPConn: c, head: msg, sniff: newSniffer(l.tap, remote)}:
 	case <-w.evict:
 		c.Close()
 	case <-l.done:
@@ -554,12 +539,14 @@ func (c *openConn) Read(b []byte) (int, error) {
 	return n, err
 }
 
-func (l *listener) sniffer(remote netip.Addr) *sniffer {
-	if l.tap == nil {
+// newSniffer reports the NOTIFICATIONs read from the peer at remote to
+// tap (nil: none).
+func newSniffer(tap func(addr string, sent bool, code, subcode uint8, communication string), remote netip.Addr) *sniffer {
+	if tap == nil {
 		return nil
 	}
 	addr := remote.String()
-	return &sniffer{tap: func(code, sub uint8) { l.tap(addr, false, code, sub, "") }}
+	return &sniffer{tap: func(code, sub uint8) { tap(addr, false, code, sub, "") }}
 }
 
 // sniffer follows the BGP message boundaries of a byte stream and calls

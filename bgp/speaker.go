@@ -43,6 +43,10 @@ type Speaker struct {
 	// connections that start with an OPEN to gobgp through handoff.
 	ln      *listener
 	handoff chan net.Conn
+	// dial dials the peers that are not passive and hands the
+	// connections to gobgp through handoff (see dialer.go): every peer is
+	// passive in gobgp.
+	dial *dialer
 	// prefixHold is how long a session torn down by maxPrefixes stays
 	// down before ovnbgp re-enables it (FRR's "maximum-prefix N restart").
 	prefixHold time.Duration
@@ -75,6 +79,8 @@ type session struct {
 	// notif describes the last NOTIFICATION sent or received, at notifAt.
 	notif   string
 	notifAt time.Time
+	// recvAt is when the peer last sent a NOTIFICATION.
+	recvAt time.Time
 	// families are those negotiated with the peer, while Established.
 	families map[config.Family]bool
 	// down is when the session was last seen leave Established, or first
@@ -131,6 +137,7 @@ func New(ctx context.Context, global config.BGP, log *zap.Logger, notify func())
 		notify:     notify,
 		gobgpLevel: lvl,
 		handoff:    handoff,
+		dial:       newDialer(log, handoff, s.dialReady, s.onNotification),
 		peers:      map[string]config.Peer{},
 		peerErrs:   map[string]string{},
 		adv:        newAdvState(),
@@ -245,6 +252,7 @@ func (s *Speaker) Stop(ctx context.Context, graceful bool) error {
 // shutdown stops gobgp; the caller holds mu or owns s exclusively.
 func (s *Speaker) shutdown(ctx context.Context, graceful bool) error {
 	s.stopped = true
+	s.dial.close()
 	if s.ln != nil {
 		s.ln.close()
 	}
@@ -304,10 +312,9 @@ func (s *Speaker) onPeerEvent(ev *apiutil.WatchEventMessage_PeerEvent, ts time.T
 		// the NOTIFICATION behind it.
 		reason = ss.notif
 	} else if reason == "invalid-msg" {
-		// ovnbgp sees the NOTIFICATIONs a peer sends only on the
-		// connections its listener accepted (see listener.go); on a
-		// connection gobgp dialed, gobgp keeps it to itself.
-		reason = "invalid-msg: the session failed during the OPEN exchange; on a connection ovnbgp dialed, gobgp does not report a NOTIFICATION received in OpenSent or OpenConfirm, so its code is unknown here: the peer's log says why it refused the session (a wrong ASN, router ID or capability)"
+		// Not a NOTIFICATION (ovnbgp reads those on every connection,
+		// dialed or accepted): gobgp found a message invalid.
+		reason = "invalid-msg: the session failed during the OPEN exchange: the peer sent a message gobgp found invalid; the peer's log may say more"
 	}
 	ss.since = ts
 	ss.state = state
@@ -336,6 +343,7 @@ func (s *Speaker) onPeerEvent(ev *apiutil.WatchEventMessage_PeerEvent, ts time.T
 		ss.reenable = time.AfterFunc(s.prefixHold, func() { s.reenablePeer(addr) })
 	}
 	s.st.Unlock()
+	s.dial.stateChanged(addr)
 
 	fields := []zap.Field{zap.String("peer", name), zap.Stringer("address", addr), zap.String("state", string(state))}
 	if reason != "" {
@@ -375,8 +383,32 @@ func (s *Speaker) onNotification(addr string, sent bool, code, subcode uint8, co
 	if ss == nil {
 		return
 	}
+	if answersReceived(ss, sent, code) {
+		return
+	}
+	if !sent {
+		ss.recvAt = now
+	}
 	ss.notif, ss.notifAt = text, now
 	ss.lastError, ss.lastErrorAt = text, now
+}
+
+// answersReceived reports whether a NOTIFICATION gobgp sent is its answer
+// to one the peer sent in this same OPEN exchange: gobgp answers one
+// received in OpenSent with 5/1 (Finite State Machine Error), and the
+// peer's says why, so it stays lastError. The caller holds st.
+func answersReceived(ss *session, sent bool, code uint8) bool {
+	return sent && code == 5 && !ss.recvAt.IsZero() && !ss.recvAt.Before(ss.since)
+}
+
+// dialReady reports whether gobgp's state machine for the peer at addr
+// waits for a connection (Active, as last reported): only then does the
+// dialer dial it.
+func (s *Speaker) dialReady(addr netip.Addr) bool {
+	s.st.Lock()
+	defer s.st.Unlock()
+	ss := s.sessions[addr]
+	return ss != nil && ss.state == model.StateActive
 }
 
 // negotiated are the families both sides offered (RFC 4760: no
