@@ -9,11 +9,13 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/osrg/gobgp/v4/api"
 	"golang.org/x/sys/unix"
 
 	"github.com/ovnbgp/ovnbgp/config"
@@ -411,9 +413,10 @@ func TestSpeakerStopsDialingRemovedPeer(t *testing.T) {
 	}
 }
 
-// TestBothDialConverge: two speakers that both dial and both listen
-// (connection collision, RFC 4271 6.8) end with one Established session
-// each way, which stays up.
+// TestBothDialConverge: two speakers that both dial and both listen get
+// their peers at the same moment, so both dial at once and the two
+// connections cross (RFC 4271 6.8): each round ends with one Established
+// session, which stays up.
 func TestBothDialConverge(t *testing.T) {
 	parallel(t)
 	l := newLab(t, 40)
@@ -422,15 +425,58 @@ func TestBothDialConverge(t *testing.T) {
 		return config.Peer{Name: name, Address: l.addr(host), ASN: asn, Port: port, SourceAddress: l.addr(5 - host),
 			HoldTime: 90 * time.Second, KeepaliveTime: 30 * time.Second, ConnectRetry: time.Second}
 	}
-	a := l.speaker("a", config.BGP{ASN: nodeASN, RouterID: l.addr(2), ListenPort: pa, Peers: []config.Peer{peer("b", 3, pb, provASN)}})
-	b := l.speaker("b", config.BGP{ASN: provASN, RouterID: l.addr(3), ListenPort: pb, Peers: []config.Peer{peer("a", 2, pa, nodeASN)}})
-	sa := waitEstablished(t, a, "b")
-	sb := waitEstablished(t, b, "a")
-	never(t, 5*time.Second, "a session reset", func() (bool, string) {
-		x, y := peerState(t, a, "b"), peerState(t, b, "a")
-		return x.State != model.StateEstablished || y.State != model.StateEstablished || !x.Since.Equal(sa.Since) || !y.Since.Equal(sb.Since),
-			fmt.Sprintf("a: %s since %v (%s); b: %s since %v (%s)", x.State, x.Since, x.LastError, y.State, y.Since, y.LastError)
+	a := l.speaker("a", config.BGP{ASN: nodeASN, RouterID: l.addr(2), ListenPort: pa})
+	b := l.speaker("b", config.BGP{ASN: provASN, RouterID: l.addr(3), ListenPort: pb})
+	ctx := context.Background()
+	for round := range 3 {
+		var wg sync.WaitGroup
+		for _, x := range []struct {
+			s *Speaker
+			p []config.Peer
+		}{{a, []config.Peer{peer("b", 3, pb, provASN)}}, {b, []config.Peer{peer("a", 2, pa, nodeASN)}}} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := x.s.SetPeers(ctx, x.p); err != nil {
+					t.Errorf("round %d: %v", round, err)
+				}
+			}()
+		}
+		wg.Wait()
+		sa := waitEstablished(t, a, "b")
+		sb := waitEstablished(t, b, "a")
+		// One collision resolved as RFC 4271 6.8 says costs the side whose
+		// connection loses one more OPEN; a retry after both connections
+		// were dropped costs more.
+		if oa, ob := opensSent(t, a), opensSent(t, b); oa+ob > 3 {
+			t.Errorf("round %d: %d + %d OPENs sent before both were Established: the collision was not resolved at once", round, oa, ob)
+		}
+		never(t, 3*time.Second, fmt.Sprintf("round %d: a session reset", round), func() (bool, string) {
+			x, y := peerState(t, a, "b"), peerState(t, b, "a")
+			return x.State != model.StateEstablished || y.State != model.StateEstablished || !x.Since.Equal(sa.Since) || !y.Since.Equal(sb.Since),
+				fmt.Sprintf("a: %s since %v (%s); b: %s since %v (%s)", x.State, x.Since, x.LastError, y.State, y.Since, y.LastError)
+		})
+		// Next round: both peers removed, then added at once again.
+		for _, s := range []*Speaker{a, b} {
+			if err := s.SetPeers(ctx, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// opensSent is how many OPENs s sent to its only peer (gobgp's counter,
+// new with each AddPeer).
+func opensSent(t *testing.T, s *Speaker) uint64 {
+	t.Helper()
+	var n uint64
+	err := s.bgp.ListPeer(context.Background(), &api.ListPeerRequest{}, func(p *api.Peer) {
+		n += p.GetState().GetMessages().GetSent().GetOpen()
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 // notificationBytes is a NOTIFICATION message with code and subcode.
