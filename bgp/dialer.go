@@ -92,6 +92,9 @@ type dialer struct {
 	// ready reports whether gobgp's state machine for the peer at addr
 	// waits for a connection.
 	ready func(addr netip.Addr) bool
+	// claim records c as the connection gobgp gets for addr, unless it
+	// has another one open (see collision.go); nil claims every one.
+	claim func(addr netip.Addr, c *openConn) bool
 
 	mu     sync.Mutex
 	closed bool
@@ -108,8 +111,9 @@ type dialing struct {
 }
 
 func newDialer(log *zap.Logger, handoff chan<- net.Conn, ready func(netip.Addr) bool,
+	claim func(netip.Addr, *openConn) bool,
 	tap func(addr string, sent bool, code, subcode uint8, communication string)) *dialer {
-	return &dialer{log: log, handoff: handoff, ready: ready, tap: tap, peers: map[netip.Addr]*dialing{}}
+	return &dialer{log: log, handoff: handoff, ready: ready, claim: claim, tap: tap, peers: map[netip.Addr]*dialing{}}
 }
 
 // setPeers makes the dialer dial exactly these peers: loops of peers that
@@ -222,19 +226,20 @@ func (d *dialer) run(ctx context.Context, g *dialing) {
 			continue
 		}
 		failures = 0
-		if !d.ready(p.addr) {
-			// A session opened meanwhile (the peer dialed us): gobgp would
-			// close this one (RFC 4271 6.8 is not needed: gobgp sends an
-			// OPEN on one connection at a time).
+		oc := &openConn{TCPConn: c, sniff: newSniffer(d.tap, p.addr)}
+		if !d.ready(p.addr) || (d.claim != nil && !d.claim(p.addr, oc)) {
+			// A session opened meanwhile on a connection the peer
+			// dialed: gobgp sent no OPEN on this one, so the peer sees
+			// no collision, only this connection closed.
 			log.Debug("dialed, but a session is opening already: closed the new connection")
-			c.Close()
+			oc.Close()
 			continue
 		}
 		log.Debug("dialed, connection handed to gobgp", zap.Stringer("local", c.LocalAddr()))
 		select {
-		case d.handoff <- &openConn{TCPConn: c, sniff: newSniffer(d.tap, p.addr)}:
+		case d.handoff <- oc:
 		case <-ctx.Done():
-			c.Close()
+			oc.Close()
 			return
 		}
 	}

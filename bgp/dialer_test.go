@@ -98,8 +98,8 @@ func testListener(t *testing.T, addr, peer netip.Addr, key string) (int, <-chan 
 	return tl.Addr().(*net.TCPAddr).Port, ch
 }
 
-// handed receives what the dialer hands to gobgp, within timeout.
-func handed(t *testing.T, ch <-chan net.Conn, timeout time.Duration, what string) *openConn {
+// handedOver receives what the dialer hands to gobgp, within timeout.
+func handedOver(t *testing.T, ch <-chan net.Conn, timeout time.Duration, what string) *openConn {
 	t.Helper()
 	select {
 	case c := <-ch:
@@ -177,13 +177,13 @@ func TestDialSocketOptions(t *testing.T) {
 	port, accepted := testListener(t, l.addr(3), l.addr(2), key)
 	ch := make(chan net.Conn, 4)
 	var taps atomic.Int64
-	d := newDialer(l.logger(), ch, func(netip.Addr) bool { return true },
+	d := newDialer(l.logger(), ch, func(netip.Addr) bool { return true }, nil,
 		func(string, bool, uint8, uint8, string) { taps.Add(1) })
 	defer d.close()
 	p := dialPeerOf(config.Peer{Name: "tor", Address: l.addr(3), ASN: provASN, Port: port, SourceAddress: l.addr(2),
 		Interface: "lo", Password: key, TTLSecurity: true, ConnectRetry: time.Second}, nodeASN)
 	d.setPeers(map[netip.Addr]dialPeer{p.addr: p})
-	c := handed(t, ch, sessionTimeout, "dial with every option")
+	c := handedOver(t, ch, sessionTimeout, "dial with every option")
 	select {
 	case <-accepted:
 	case <-time.After(sessionTimeout):
@@ -224,10 +224,10 @@ func TestDialSocketOptions(t *testing.T) {
 	}{{provASN, 0, 1, 0}, {provASN, 4, 4, 0}, {nodeASN, 0, defaultTTL(t), 0}} {
 		port, _ := testListener(t, l.addr(4), l.addr(2), "")
 		ch := make(chan net.Conn, 4)
-		d := newDialer(l.logger(), ch, func(netip.Addr) bool { return true }, nil)
+		d := newDialer(l.logger(), ch, func(netip.Addr) bool { return true }, nil, nil)
 		p := dialPeerOf(config.Peer{Name: "p", Address: l.addr(4), ASN: c.asn, Port: port, EBGPMultihop: c.hops}, nodeASN)
 		d.setPeers(map[netip.Addr]dialPeer{p.addr: p})
-		oc := handed(t, ch, sessionTimeout, fmt.Sprintf("dial AS %d multihop %d", c.asn, c.hops))
+		oc := handedOver(t, ch, sessionTimeout, fmt.Sprintf("dial AS %d multihop %d", c.asn, c.hops))
 		d.close()
 		if got := sockInt(t, oc.TCPConn, unix.IPPROTO_IP, unix.IP_TTL); got != c.ttl {
 			t.Errorf("AS %d multihop %d: IP_TTL %d, want %d", c.asn, c.hops, got, c.ttl)
@@ -246,7 +246,7 @@ func TestDialWrongMD5NeverConnects(t *testing.T) {
 	port, accepted := testListener(t, l.addr(3), l.addr(2), "right-key")
 	ch := make(chan net.Conn, 4)
 	var attempts atomic.Int64
-	d := newDialer(l.logger(), ch, func(netip.Addr) bool { attempts.Add(1); return true }, nil)
+	d := newDialer(l.logger(), ch, func(netip.Addr) bool { attempts.Add(1); return true }, nil, nil)
 	defer d.close()
 	p := dialPeerOf(config.Peer{Name: "tor", Address: l.addr(3), ASN: provASN, Port: port, SourceAddress: l.addr(2),
 		Password: "wrong-key", ConnectRetry: time.Second}, nodeASN)
@@ -273,14 +273,14 @@ func TestDialRetry(t *testing.T) {
 	l := newLab(t, 36)
 	port, accepted := testListener(t, l.addr(3), l.addr(2), "")
 	ch := make(chan net.Conn, 4)
-	d := newDialer(l.logger(), ch, func(netip.Addr) bool { return true }, nil)
+	d := newDialer(l.logger(), ch, func(netip.Addr) bool { return true }, nil, nil)
 	defer d.close()
 	const retry = 2 * time.Second
 	p := dialPeerOf(config.Peer{Name: "tor", Address: l.addr(3), ASN: provASN, Port: port, ConnectRetry: retry}, nodeASN)
 	d.setPeers(map[netip.Addr]dialPeer{p.addr: p})
 	var at []time.Time
 	for i := range 3 {
-		handed(t, ch, sessionTimeout, fmt.Sprintf("dial %d", i+1)).Close()
+		handedOver(t, ch, sessionTimeout, fmt.Sprintf("dial %d", i+1)).Close()
 		at = append(at, time.Now())
 		<-accepted
 	}
@@ -308,7 +308,7 @@ func TestDialOnlyWhileActive(t *testing.T) {
 		default:
 		}
 		return a
-	}, nil)
+	}, nil, nil)
 	defer d.close()
 	p := dialPeerOf(config.Peer{Name: "tor", Address: l.addr(3), ASN: provASN, Port: port, ConnectRetry: time.Hour}, nodeASN)
 	d.setPeers(map[netip.Addr]dialPeer{p.addr: p})
@@ -325,7 +325,7 @@ func TestDialOnlyWhileActive(t *testing.T) {
 	active.Store(true)
 	d.stateChanged(p.addr)
 	// connectRetry is an hour: only the first dial, at once, can come.
-	handed(t, ch, sessionTimeout, "dial after the state change")
+	handedOver(t, ch, sessionTimeout, "dial after the state change")
 	<-accepted
 }
 
@@ -337,11 +337,11 @@ func TestDialStopsOnRemoval(t *testing.T) {
 	l := newLab(t, 38)
 	port, _ := testListener(t, l.addr(3), l.addr(2), "")
 	ch := make(chan net.Conn, 4)
-	d := newDialer(l.logger(), ch, func(netip.Addr) bool { return true }, nil)
+	d := newDialer(l.logger(), ch, func(netip.Addr) bool { return true }, nil, nil)
 	p := dialPeerOf(config.Peer{Name: "tor", Address: l.addr(3), ASN: provASN, Port: port, ConnectRetry: time.Hour}, nodeASN)
 	loops := func() int { d.mu.Lock(); defer d.mu.Unlock(); return len(d.peers) }
 	d.setPeers(map[netip.Addr]dialPeer{p.addr: p})
-	handed(t, ch, sessionTimeout, "first dial")
+	handedOver(t, ch, sessionTimeout, "first dial")
 	d.mu.Lock()
 	g := d.peers[p.addr]
 	d.mu.Unlock()
@@ -357,7 +357,7 @@ func TestDialStopsOnRemoval(t *testing.T) {
 
 	// A changed peer gets a new loop (dialing at once), the old one ended.
 	d.setPeers(map[netip.Addr]dialPeer{p.addr: p})
-	handed(t, ch, sessionTimeout, "dial after re-adding")
+	handedOver(t, ch, sessionTimeout, "dial after re-adding")
 	d.mu.Lock()
 	g = d.peers[p.addr]
 	d.mu.Unlock()
@@ -369,7 +369,7 @@ func TestDialStopsOnRemoval(t *testing.T) {
 	default:
 		t.Fatal("setPeers with a changed peer returned before the old loop ended")
 	}
-	c := handed(t, ch, sessionTimeout, "dial of the changed peer")
+	c := handedOver(t, ch, sessionTimeout, "dial of the changed peer")
 	if got := sockInt(t, c.TCPConn, unix.IPPROTO_IP, unix.IP_TTL); got != 7 {
 		t.Errorf("changed peer dialed with TTL %d, want 7", got)
 	}
@@ -509,11 +509,11 @@ func TestDialSocketOptionsIPv6(t *testing.T) {
 	lo := netip.MustParseAddr("::1")
 	port, _ := testListener(t, lo, lo, "v6-key")
 	ch := make(chan net.Conn, 4)
-	d := newDialer(l.logger(), ch, func(netip.Addr) bool { return true }, nil)
+	d := newDialer(l.logger(), ch, func(netip.Addr) bool { return true }, nil, nil)
 	defer d.close()
 	p := dialPeerOf(config.Peer{Name: "tor", Address: lo, ASN: provASN, Port: port, Password: "v6-key", TTLSecurity: true}, nodeASN)
 	d.setPeers(map[netip.Addr]dialPeer{p.addr: p})
-	c := handed(t, ch, sessionTimeout, "IPv6 dial")
+	c := handedOver(t, ch, sessionTimeout, "IPv6 dial")
 	if got := sockInt(t, c.TCPConn, unix.IPPROTO_IPV6, unix.IPV6_UNICAST_HOPS); got != 255 {
 		t.Errorf("IPV6_UNICAST_HOPS %d, want 255", got)
 	}

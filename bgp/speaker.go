@@ -47,6 +47,8 @@ type Speaker struct {
 	// connections to gobgp through handoff (see dialer.go): every peer is
 	// passive in gobgp.
 	dial *dialer
+	// gate records the connection gobgp got last per peer (collision.go).
+	gate connGate
 	// prefixHold is how long a session torn down by maxPrefixes stays
 	// down before ovnbgp re-enables it (FRR's "maximum-prefix N restart").
 	prefixHold time.Duration
@@ -137,7 +139,8 @@ func New(ctx context.Context, global config.BGP, log *zap.Logger, notify func())
 		notify:     notify,
 		gobgpLevel: lvl,
 		handoff:    handoff,
-		dial:       newDialer(log, handoff, s.dialReady, s.onNotification),
+		dial:       newDialer(log, handoff, s.dialReady, s.claimDialed, s.onNotification),
+		gate:       connGate{live: map[netip.Addr]handed{}},
 		peers:      map[string]config.Peer{},
 		peerErrs:   map[string]string{},
 		adv:        newAdvState(),
@@ -174,7 +177,7 @@ func (s *Speaker) start(ctx context.Context) error {
 		return fmt.Errorf("start bgp (asn %d, router id %v): %w", s.global.ASN, s.global.RouterID, err)
 	}
 	if port > 0 {
-		ln, err := newListener(s.log, port, s.handoff, s.onNotification)
+		ln, err := newListener(s.log, port, s.handoff, s.onNotification, s.acceptedOpen)
 		if err != nil {
 			return fmt.Errorf("start bgp: %w", err)
 		}
@@ -343,7 +346,7 @@ func (s *Speaker) onPeerEvent(ev *apiutil.WatchEventMessage_PeerEvent, ts time.T
 		ss.reenable = time.AfterFunc(s.prefixHold, func() { s.reenablePeer(addr) })
 	}
 	s.st.Unlock()
-	s.dial.stateChanged(addr)
+	s.connStateChanged(addr)
 
 	fields := []zap.Field{zap.String("peer", name), zap.Stringer("address", addr), zap.String("state", string(state))}
 	if reason != "" {
@@ -402,13 +405,24 @@ func answersReceived(ss *session, sent bool, code uint8) bool {
 }
 
 // dialReady reports whether gobgp's state machine for the peer at addr
-// waits for a connection (Active, as last reported): only then does the
+// waits for a connection (Active, as last reported) and no connection
+// from the peer waits for it (see collision.go): only then does the
 // dialer dial it.
 func (s *Speaker) dialReady(addr netip.Addr) bool {
 	s.st.Lock()
-	defer s.st.Unlock()
 	ss := s.sessions[addr]
-	return ss != nil && ss.state == model.StateActive
+	active := ss != nil && ss.state == model.StateActive
+	s.st.Unlock()
+	return active && (s.ln == nil || !s.ln.deferring(addr))
+}
+
+// connStateChanged wakes the dialer and the listener's waiting
+// connections: gobgp's state for the peer at addr changed.
+func (s *Speaker) connStateChanged(addr netip.Addr) {
+	s.dial.stateChanged(addr)
+	if s.ln != nil {
+		s.ln.stateChanged()
+	}
 }
 
 // negotiated are the families both sides offered (RFC 4760: no
