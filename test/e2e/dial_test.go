@@ -63,9 +63,12 @@ func TestDialedOpenRefusedNamed(t *testing.T) {
 }
 
 // TestBothDial: FRR and ovnbgp both dial (neither is passive) and both
-// listen: whatever the two connections cross (RFC 4271 6.8), the session
-// converges to one Established session carrying the node's routes, and
-// stays so.
+// listen. The session comes up with the node's routes; then FRR resets it
+// three times (`clear bgp`): FRR dials back at once, while gobgp is Idle
+// (its connection waits with ovnbgp's listener, and ovnbgp's dialer holds
+// off), or both dial at once (connection collision, RFC 4271 6.8). Each
+// time the session converges to one Established session, which then stays
+// up.
 func TestBothDial(t *testing.T) {
 	t.Parallel()
 	w := setup(t,
@@ -76,9 +79,48 @@ func TestBothDial(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("FRR neighbor %s: established %d time(s), FRR port %d, node port %d", lab.NodeIPv4, n.ConnectionsEstablished, n.PortLocal, n.PortForeign)
 	est := n.ConnectionsEstablished
-	// Established and not re-established meanwhile: one session, not
-	// two fighting.
+	for round := range 3 {
+		// vtysh's socket starts in the view node: clear needs enable.
+		for _, cmd := range []string{"enable", "clear bgp " + lab.NodeIPv4.String()} {
+			if _, err := w.frr.VTY(cmd); err != nil {
+				t.Fatal(err)
+			}
+		}
+		start := time.Now()
+		lab.Eventually(t, generous, 100*time.Millisecond, fmt.Sprintf("reset %d: Established again", round+1), func() error {
+			if err := w.d.Exited(); err != nil {
+				return err
+			}
+			n, err = w.frrNeighbor(lab.NodeIPv4)
+			if err != nil {
+				return err
+			}
+			if n.State != "Established" || n.ConnectionsEstablished <= est {
+				return fmt.Errorf("FRR neighbor %s: %s, established %d times, last reset %q", lab.NodeIPv4, n.State, n.ConnectionsEstablished, n.LastReset)
+			}
+			p, err := w.d.Peer("tor")
+			if err != nil {
+				return err
+			}
+			if p.State != model.StateEstablished {
+				return fmt.Errorf("ovnbgp peers: tor is %s (%s)", p.State, p.LastError)
+			}
+			return nil
+		})
+		dialer := "ovnbgp"
+		if n.PortForeign == 179 {
+			dialer = "FRR"
+		}
+		t.Logf("reset %d: Established again after %v on the connection %s dialed (FRR port %d, node port %d), established %d time(s)",
+			round+1, time.Since(start).Round(time.Millisecond), dialer, n.PortLocal, n.PortForeign, n.ConnectionsEstablished)
+		if n.ConnectionsEstablished != est+1 {
+			t.Errorf("reset %d: FRR counts %d establishments, want %d: the session flapped", round+1, n.ConnectionsEstablished, est+1)
+		}
+		est = n.ConnectionsEstablished
+	}
+	// One session, not two fighting.
 	lab.Consistently(t, 12*time.Second, 250*time.Millisecond, "one session stays Established", func() error {
 		if err := w.d.Exited(); err != nil {
 			return err
@@ -99,5 +141,7 @@ func TestBothDial(t *testing.T) {
 		}
 		return nil
 	})
-	t.Logf("FRR neighbor %s: established %d time(s), FRR port %d, node port %d", lab.NodeIPv4, n.ConnectionsEstablished, n.PortLocal, n.PortForeign)
+	if err := w.rib("ipv4", lab.NodeIPv4, nodeSubnets4, notOurs)(); err != nil {
+		t.Error(err)
+	}
 }
