@@ -81,7 +81,9 @@
 // each connection to gobgp through the same acceptCh, with the socket
 // options gobgp's own dialer set (connect-retry with jitter, source
 // address, device, TTL, GTSM, TCP MD5, no MPTCP). Every stream gobgp reads
-// goes through a sniffer that names the peer's NOTIFICATIONs.
+// goes through a sniffer that names the peer's NOTIFICATIONs. collision.go
+// decides, per peer, which connection gobgp gets when both sides dial
+// (RFC 4271 6.8).
 //
 // # What is reported
 //
@@ -107,7 +109,10 @@
 //   - An IPv6 prefix sent over an IPv4 session gets the IPv4-mapped session
 //     address (::ffff:a.b.c.d) as next hop: give IPv6 prefixes IPv6 peers.
 //   - A peer reset by the other side dials back during gobgp's idle hold
-//     time; gobgp refuses it and warns "Closed an accepted connection".
+//     time; gobgp would close that connection ("Closed an accepted
+//     connection"), so the listener holds it until gobgp is Active.
+//   - gobgp resolves connection collisions (RFC 4271 6.8) only against
+//     connections it dialed itself; collision.go does it for ovnbgp.
 //   - gobgp's StartBgp writes package-level variables, and its event
 //     watcher races with graceful-restart stale marking (osrg/gobgp#3658):
 //     harmless in a daemon running one speaker at a time, but visible to
