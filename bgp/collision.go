@@ -79,6 +79,13 @@ func (g *connGate) current(addr netip.Addr) (handed, bool) {
 	return h, true
 }
 
+// forget drops what was recorded for addr (its peer is deleted).
+func (g *connGate) forget(addr netip.Addr) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.live, addr)
+}
+
 // claimDialed records c, dialed by ovnbgp, as gobgp's connection for addr,
 // unless gobgp has another one open (then the caller closes c: gobgp sent
 // no OPEN on it, so the peer sees no collision).

@@ -189,6 +189,7 @@ func (s *Speaker) addPeer(ctx context.Context, p config.Peer) error {
 
 func (s *Speaker) deletePeer(ctx context.Context, p config.Peer) error {
 	s.dial.remove(p.Address) // at once: no connection for it reaches gobgp now
+	s.gate.forget(p.Address)
 	if err := s.bgp.DeletePeer(ctx, &api.DeletePeerRequest{Address: p.Address.String()}); err != nil {
 		return fmt.Errorf("peer %q: delete %v: %w", p.Name, p.Address, err)
 	}
