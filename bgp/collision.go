@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"net/netip"
 	"sync"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -53,6 +54,13 @@ func localWins(localID, remoteID netip.Addr, localASN, remoteASN uint32) bool {
 		return l > r
 	}
 	return localASN > remoteASN
+}
+
+// closedInCollision reports whether ovnbgp closed its own connection to
+// resolve a collision since the session's last state change: gobgp's
+// "read-failed" that follows is no error. The caller holds st.
+func closedInCollision(ss *session) bool {
+	return !ss.collidedAt.IsZero() && !ss.collidedAt.Before(ss.since)
 }
 
 // handed is the connection gobgp got last for a peer, and who dialed it.
@@ -122,6 +130,11 @@ func (s *Speaker) acceptedOpen(p listenPeer, addr netip.Addr, open []byte, c *op
 		}
 		s.log.Debug("connection collision: the peer's stays (higher BGP Identifier), ours closed",
 			zap.String("peer", p.name), zap.Stringer("address", addr), zap.Stringer("peerID", id))
+		s.st.Lock()
+		if ss := s.sessions[addr]; ss != nil {
+			ss.collidedAt = time.Now()
+		}
+		s.st.Unlock()
 		cur.c.Close()
 		delete(s.gate.live, addr)
 		return waitActive

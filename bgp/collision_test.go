@@ -87,6 +87,11 @@ func TestCollisionVerdicts(t *testing.T) {
 		if open := !ours.closed.Load(); open != c.oursOpen {
 			t.Errorf("%s: our dialed connection open = %v, want %v", c.name, open, c.oursOpen)
 		}
+		// gobgp's "read-failed" after ovnbgp closed its own connection
+		// is not the session's lastError.
+		if ss := s.sessions[addr]; closedInCollision(ss) == c.oursOpen {
+			t.Errorf("%s: closedInCollision = %v, want %v", c.name, closedInCollision(ss), !c.oursOpen)
+		}
 	}
 
 	// No collision: Active hands over and records it, so that the dialer
@@ -123,7 +128,7 @@ func TestCollisionVerdicts(t *testing.T) {
 // the decision handOver; closeIt closes it.
 func TestListenerWaitsForActive(t *testing.T) {
 	parallel(t)
-	l := newLab(t, 45)
+	l := newLab(t, 59)
 	peerAddr := l.addr(9)
 	var v atomic.Int32
 	v.Store(int32(waitActive))

@@ -29,7 +29,7 @@ import (
 // name, not gobgp's "invalid-msg" or its own 5/x answer.
 func TestDialedNotificationNamed(t *testing.T) {
 	parallel(t)
-	l := newLab(t, 33)
+	l := newLab(t, 50)
 	port := freePort(t)
 	l.speaker("provider3", config.BGP{
 		ASN: provASN, RouterID: l.addr(3), ListenPort: port,
@@ -172,7 +172,7 @@ func TestDialPeerOf(t *testing.T) {
 // MPTCP; and the connection is handed over with a sniffer.
 func TestDialSocketOptions(t *testing.T) {
 	parallel(t)
-	l := newLab(t, 34)
+	l := newLab(t, 51)
 	const key = "s3cret-dial"
 	port, accepted := testListener(t, l.addr(3), l.addr(2), key)
 	ch := make(chan net.Conn, 4)
@@ -242,7 +242,7 @@ func TestDialSocketOptions(t *testing.T) {
 // the dialer's SYNs: nothing is ever handed over, and the dialer retries.
 func TestDialWrongMD5NeverConnects(t *testing.T) {
 	parallel(t)
-	l := newLab(t, 35)
+	l := newLab(t, 52)
 	port, accepted := testListener(t, l.addr(3), l.addr(2), "right-key")
 	ch := make(chan net.Conn, 4)
 	var attempts atomic.Int64
@@ -270,7 +270,7 @@ func TestDialWrongMD5NeverConnects(t *testing.T) {
 // the first dial goes at once.
 func TestDialRetry(t *testing.T) {
 	parallel(t)
-	l := newLab(t, 36)
+	l := newLab(t, 53)
 	port, accepted := testListener(t, l.addr(3), l.addr(2), "")
 	ch := make(chan net.Conn, 4)
 	d := newDialer(l.logger(), ch, func(netip.Addr) bool { return true }, nil, nil)
@@ -296,7 +296,7 @@ func TestDialRetry(t *testing.T) {
 // session opened meanwhile is closed, not handed over.
 func TestDialOnlyWhileActive(t *testing.T) {
 	parallel(t)
-	l := newLab(t, 37)
+	l := newLab(t, 54)
 	port, accepted := testListener(t, l.addr(3), l.addr(2), "")
 	ch := make(chan net.Conn, 4)
 	var active atomic.Bool
@@ -334,7 +334,7 @@ func TestDialOnlyWhileActive(t *testing.T) {
 // waits out connectRetry; close stops them all.
 func TestDialStopsOnRemoval(t *testing.T) {
 	parallel(t)
-	l := newLab(t, 38)
+	l := newLab(t, 55)
 	port, _ := testListener(t, l.addr(3), l.addr(2), "")
 	ch := make(chan net.Conn, 4)
 	d := newDialer(l.logger(), ch, func(netip.Addr) bool { return true }, nil, nil)
@@ -392,7 +392,7 @@ func TestDialStopsOnRemoval(t *testing.T) {
 // dial loop; Stop ends every loop.
 func TestSpeakerStopsDialingRemovedPeer(t *testing.T) {
 	parallel(t)
-	l := newLab(t, 39)
+	l := newLab(t, 56)
 	port := freePort(t)
 	node := l.node(false, l.peerOf("a", 3, port, provASN), l.peerOf("b", 4, port, provASN))
 	loops := func() int { node.dial.mu.Lock(); defer node.dial.mu.Unlock(); return len(node.dial.peers) }
@@ -419,7 +419,7 @@ func TestSpeakerStopsDialingRemovedPeer(t *testing.T) {
 // session, which stays up.
 func TestBothDialConverge(t *testing.T) {
 	parallel(t)
-	l := newLab(t, 40)
+	l := newLab(t, 57)
 	pa, pb := freePort(t), freePort(t)
 	peer := func(name string, host, port int, asn uint32) config.Peer {
 		return config.Peer{Name: name, Address: l.addr(host), ASN: asn, Port: port, SourceAddress: l.addr(5 - host),
@@ -505,7 +505,7 @@ func TestDialSocketOptionsIPv6(t *testing.T) {
 	if !ipv6Available() {
 		t.Fatal("no IPv6 on this host: the IPv6 dial cannot be tested")
 	}
-	l := newLab(t, 44)
+	l := newLab(t, 58)
 	lo := netip.MustParseAddr("::1")
 	port, _ := testListener(t, lo, lo, "v6-key")
 	ch := make(chan net.Conn, 4)

@@ -83,6 +83,9 @@ type session struct {
 	notifAt time.Time
 	// recvAt is when the peer last sent a NOTIFICATION.
 	recvAt time.Time
+	// collidedAt is when ovnbgp closed its own connection to the peer to
+	// resolve a connection collision (collision.go).
+	collidedAt time.Time
 	// families are those negotiated with the peer, while Established.
 	families map[config.Family]bool
 	// down is when the session was last seen leave Established, or first
@@ -310,7 +313,9 @@ func (s *Speaker) onPeerEvent(ev *apiutil.WatchEventMessage_PeerEvent, ts time.T
 		ss = &session{}
 		s.sessions[addr] = ss
 	}
-	if reason != "" && !ss.notifAt.IsZero() && !ss.notifAt.Before(ss.since) {
+	if closedInCollision(ss) {
+		reason = "" // ovnbgp's own doing, not an error
+	} else if reason != "" && !ss.notifAt.IsZero() && !ss.notifAt.Before(ss.since) {
 		// gobgp's reason ("invalid-msg", "bad-peer-as") says less than
 		// the NOTIFICATION behind it.
 		reason = ss.notif
