@@ -267,26 +267,39 @@ func TestDialWrongMD5NeverConnects(t *testing.T) {
 
 // TestDialRetry: a peer that takes the connection and closes it is dialed
 // again after the jittered connectRetry (75 % of it at least), not before;
-// the first dial goes at once.
+// the first dial goes at once. The dialer asks ready at the top of each
+// attempt and again before it hands the connection over; the retry timer
+// runs between the second ask of one attempt and the first of the next.
 func TestDialRetry(t *testing.T) {
 	parallel(t)
 	l := newLab(t, 53)
 	port, accepted := testListener(t, l.addr(3), l.addr(2), "")
 	ch := make(chan net.Conn, 4)
-	d := newDialer(l.logger(), ch, func(netip.Addr) bool { return true }, nil, nil)
+	var mu sync.Mutex
+	var asks []time.Time
+	d := newDialer(l.logger(), ch, func(netip.Addr) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		asks = append(asks, time.Now())
+		return true
+	}, nil, nil)
 	defer d.close()
 	const retry = 2 * time.Second
 	p := dialPeerOf(config.Peer{Name: "tor", Address: l.addr(3), ASN: provASN, Port: port, ConnectRetry: retry}, nodeASN)
 	d.setPeers(map[netip.Addr]dialPeer{p.addr: p})
-	var at []time.Time
 	for i := range 3 {
 		handedOver(t, ch, sessionTimeout, fmt.Sprintf("dial %d", i+1)).Close()
-		at = append(at, time.Now())
 		<-accepted
 	}
-	for i := 1; i < len(at); i++ {
-		if gap := at[i].Sub(at[i-1]); gap < retry*3/4 {
-			t.Errorf("dial %d came %v after dial %d, want at least 75%% of connectRetry %v", i+1, gap, i, retry)
+	d.close()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(asks) < 6 {
+		t.Fatalf("ready asked %d times for 3 dials, want 2 per dial", len(asks))
+	}
+	for i := 1; i < 3; i++ {
+		if gap := asks[2*i].Sub(asks[2*i-1]); gap < retry*3/4 {
+			t.Errorf("dial %d came %v after dial %d was handed over, want at least 75%% of connectRetry %v", i+1, gap, i, retry)
 		}
 	}
 }
