@@ -74,6 +74,11 @@ type handed struct {
 type connGate struct {
 	mu   sync.Mutex
 	live map[netip.Addr]handed
+	// used is the peer's session.actives when a connection last went
+	// to gobgp: gobgp takes one per Active period (it leaves Active
+	// with it, or fails and comes back through Idle with a new event),
+	// so a last event saying Active is stale once one went.
+	used map[netip.Addr]uint64
 }
 
 // current is the connection gobgp got for addr while it is open; the
@@ -92,6 +97,28 @@ func (g *connGate) forget(addr netip.Addr) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	delete(g.live, addr)
+	delete(g.used, addr)
+}
+
+// takesOne reports whether gobgp waits for a connection for addr: the
+// last event said Active and no connection went to gobgp since. The
+// caller holds gate.mu.
+func (s *Speaker) takesOne(addr netip.Addr) bool {
+	s.st.Lock()
+	defer s.st.Unlock()
+	ss := s.sessions[addr]
+	return ss != nil && ss.state == model.StateActive && ss.actives > s.gate.used[addr]
+}
+
+// give records c as the connection gobgp gets for addr; the caller holds
+// gate.mu.
+func (s *Speaker) give(addr netip.Addr, c *openConn, dialed bool) {
+	s.st.Lock()
+	if ss := s.sessions[addr]; ss != nil {
+		s.gate.used[addr] = ss.actives
+	}
+	s.st.Unlock()
+	s.gate.live[addr] = handed{c: c, dialed: dialed}
 }
 
 // claimDialed records c, dialed by ovnbgp, as gobgp's connection for addr,
@@ -100,10 +127,10 @@ func (g *connGate) forget(addr netip.Addr) {
 func (s *Speaker) claimDialed(addr netip.Addr, c *openConn) bool {
 	s.gate.mu.Lock()
 	defer s.gate.mu.Unlock()
-	if _, ok := s.gate.current(addr); ok {
+	if _, ok := s.gate.current(addr); ok || !s.takesOne(addr) {
 		return false
 	}
-	s.gate.live[addr] = handed{c: c, dialed: true}
+	s.give(addr, c, true)
 	return true
 }
 
@@ -111,6 +138,17 @@ func (s *Speaker) claimDialed(addr netip.Addr, c *openConn) bool {
 // addr that sent open, given gobgp's state for the peer and the connection
 // gobgp has for it; c is recorded when it goes to gobgp.
 func (s *Speaker) acceptedOpen(p listenPeer, addr netip.Addr, open []byte, c *openConn) verdict {
+	if p.source.IsValid() && p.iface == "" {
+		// gobgp closes such a connection and stays Active; ovnbgp
+		// would count it as the one gobgp took.
+		if local := addrOf(c.LocalAddr()); local != p.source {
+			s.log.Info("bgp listener: closed a connection from the peer to an address that is not its sourceAddress",
+				zap.String("peer", p.name), zap.Stringer("address", addr), zap.Stringer("local", local), zap.Stringer("sourceAddress", p.source))
+			return closeIt
+		}
+	}
+	s.gate.mu.Lock()
+	defer s.gate.mu.Unlock()
 	s.st.Lock()
 	state := model.SessionState("")
 	if ss := s.sessions[addr]; ss != nil {
@@ -118,8 +156,6 @@ func (s *Speaker) acceptedOpen(p listenPeer, addr netip.Addr, open []byte, c *op
 	}
 	s.st.Unlock()
 
-	s.gate.mu.Lock()
-	defer s.gate.mu.Unlock()
 	cur, ok := s.gate.current(addr)
 	if ok && cur.dialed && state != model.StateEstablished {
 		id := openID(open)
@@ -144,12 +180,14 @@ func (s *Speaker) acceptedOpen(p listenPeer, addr netip.Addr, open []byte, c *op
 		// gobgp is opening or Established on another connection the
 		// peer dialed (or Established on ours): it closes this one.
 		return handOver
-	case state == model.StateActive:
-		s.gate.live[addr] = handed{c: c}
+	case s.takesOne(addr):
+		s.give(addr, c, false)
 		return handOver
-	case state == model.StateOpenSent, state == model.StateOpenConfirm, state == model.StateEstablished:
-		return handOver // gobgp closes it, as any second connection
 	}
-	// Idle (gobgp would close it) or not known yet: wait for Active.
+	// Every connection gobgp takes is recorded here: with none open,
+	// gobgp is Idle (where it closes what it is handed), or about to be
+	// when the last event still says Active (one went to gobgp since),
+	// OpenSent, OpenConfirm or Established (its connection just closed).
+	// Wait for the next Active.
 	return waitActive
 }

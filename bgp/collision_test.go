@@ -53,12 +53,13 @@ func openFrom(asn uint16, id string) []byte {
 func TestCollisionVerdicts(t *testing.T) {
 	addr := netip.MustParseAddr("192.0.2.1")
 	peer := listenPeer{name: "tor", asn: 65001}
+	// newSpeaker has seen one Active event for the peer, and then state.
 	newSpeaker := func(state model.SessionState, localASN uint32) *Speaker {
 		return &Speaker{
 			global:   config.BGP{ASN: localASN, RouterID: netip.MustParseAddr("192.0.2.100")},
 			log:      zap.NewNop(),
-			sessions: map[netip.Addr]*session{addr: {state: state}},
-			gate:     connGate{live: map[netip.Addr]handed{}},
+			sessions: map[netip.Addr]*session{addr: {state: state, actives: 1}},
+			gate:     connGate{live: map[netip.Addr]handed{}, used: map[netip.Addr]uint64{}},
 		}
 	}
 	for _, c := range []struct {
@@ -75,11 +76,12 @@ func TestCollisionVerdicts(t *testing.T) {
 		{"same ID, peer's AS higher: the peer's stays", model.StateOpenSent, 64512, "192.0.2.100", waitActive, false},
 		{"ours Established: gobgp closes the new one", model.StateEstablished, 65010, "192.0.2.200", handOver, true},
 	} {
-		s := newSpeaker(c.state, c.localASN)
+		s := newSpeaker(model.StateActive, c.localASN)
 		ours := tcpConn(t)
 		if !s.claimDialed(addr, ours) {
 			t.Fatalf("%s: claimDialed refused with no connection in gobgp's hands", c.name)
 		}
+		s.sessions[addr].state = c.state
 		theirs := tcpConn(t)
 		if got := s.acceptedOpen(peer, addr, openFrom(65001, c.peerID), theirs); got != c.want {
 			t.Errorf("%s: verdict %d, want %d", c.name, got, c.want)
@@ -109,12 +111,31 @@ func TestCollisionVerdicts(t *testing.T) {
 	if got := s.acceptedOpen(peer, addr, openFrom(65001, "192.0.2.1"), tcpConn(t)); got != handOver {
 		t.Errorf("second accepted: verdict %d, want handOver", got)
 	}
-	acc.Close() // gobgp closed it: the dialer may hand over again
-	if !s.claimDialed(addr, tcpConn(t)) {
-		t.Error("claimDialed refused after gobgp closed the peer's connection")
+	acc.Close() // gobgp closed it, and the last event still says Active
+	if s.claimDialed(addr, tcpConn(t)) {
+		t.Error("claimDialed accepted on a stale Active (one connection went to gobgp since)")
 	}
-	// Idle (gobgp would close it) and unknown: wait for Active.
-	for _, st := range []model.SessionState{model.StateIdle, ""} {
+	if got := s.acceptedOpen(peer, addr, openFrom(65001, "192.0.2.1"), tcpConn(t)); got != waitActive {
+		t.Errorf("stale Active: verdict %d, want waitActive", got)
+	}
+	s.sessions[addr].actives++ // gobgp came back through Idle to Active
+	if !s.claimDialed(addr, tcpConn(t)) {
+		t.Error("claimDialed refused after a new Active")
+	}
+	// A connection to another local address than the peer's
+	// sourceAddress: gobgp would close it and stay Active; closed here.
+	s = newSpeaker(model.StateActive, 65010)
+	withSource := peer
+	withSource.source = netip.MustParseAddr("127.0.0.2")
+	if got := s.acceptedOpen(withSource, addr, openFrom(65001, "192.0.2.1"), tcpConn(t)); got != closeIt {
+		t.Errorf("wrong local address: verdict %d, want closeIt", got)
+	}
+	if !s.takesOne(addr) {
+		t.Error("a connection closed for its local address used up the Active period")
+	}
+	// Idle (gobgp would close it), unknown, or a state left over from a
+	// connection gobgp already closed: wait for Active.
+	for _, st := range []model.SessionState{model.StateIdle, "", model.StateOpenSent, model.StateOpenConfirm, model.StateEstablished} {
 		s := newSpeaker(st, 65010)
 		if got := s.acceptedOpen(peer, addr, openFrom(65001, "192.0.2.1"), tcpConn(t)); got != waitActive {
 			t.Errorf("state %q: verdict %d, want waitActive", st, got)

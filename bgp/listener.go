@@ -64,8 +64,11 @@ const bgpHeaderLen = 19
 
 // listenPeer is what the listener needs to know about a peer.
 type listenPeer struct {
-	name     string
-	asn      uint32
+	name string
+	asn  uint32
+	// source is the peer's sourceAddress (gobgp takes only connections
+	// to it, unless an interface is set).
+	source   netip.Addr
 	password string
 	// iface is the peer's interface; when it is a VRF, its MD5 key is
 	// bound to that VRF (as gobgp does).

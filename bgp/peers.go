@@ -150,7 +150,7 @@ func (s *Speaker) listenFor() error {
 	}
 	lp := make(map[netip.Addr]listenPeer, len(s.peers))
 	for _, p := range s.peers {
-		x := listenPeer{name: p.Name, asn: p.ASN, password: p.Password, iface: p.Interface}
+		x := listenPeer{name: p.Name, asn: p.ASN, source: p.SourceAddress, password: p.Password, iface: p.Interface}
 		if p.TTLSecurity {
 			x.minTTL = 256 - max(int(p.EBGPMultihop), 1)
 		}

@@ -86,6 +86,9 @@ type session struct {
 	// collidedAt is when ovnbgp closed its own connection to the peer to
 	// resolve a connection collision (collision.go).
 	collidedAt time.Time
+	// actives counts the events that said Active: each one lets one
+	// connection go to gobgp (collision.go).
+	actives uint64
 	// families are those negotiated with the peer, while Established.
 	families map[config.Family]bool
 	// down is when the session was last seen leave Established, or first
@@ -143,7 +146,7 @@ func New(ctx context.Context, global config.BGP, log *zap.Logger, notify func())
 		gobgpLevel: lvl,
 		handoff:    handoff,
 		dial:       newDialer(log, handoff, s.dialReady, s.claimDialed, s.onNotification),
-		gate:       connGate{live: map[netip.Addr]handed{}},
+		gate:       connGate{live: map[netip.Addr]handed{}, used: map[netip.Addr]uint64{}},
 		peers:      map[string]config.Peer{},
 		peerErrs:   map[string]string{},
 		adv:        newAdvState(),
@@ -414,16 +417,20 @@ func answersReceived(ss *session, sent bool, code uint8) bool {
 // from the peer waits for it (see collision.go): only then does the
 // dialer dial it.
 func (s *Speaker) dialReady(addr netip.Addr) bool {
-	s.st.Lock()
-	ss := s.sessions[addr]
-	active := ss != nil && ss.state == model.StateActive
-	s.st.Unlock()
+	s.gate.mu.Lock()
+	active := s.takesOne(addr)
+	s.gate.mu.Unlock()
 	return active && (s.ln == nil || !s.ln.deferring(addr))
 }
 
 // connStateChanged wakes the dialer and the listener's waiting
 // connections: gobgp's state for the peer at addr changed.
 func (s *Speaker) connStateChanged(addr netip.Addr) {
+	s.st.Lock()
+	if ss := s.sessions[addr]; ss != nil && ss.state == model.StateActive {
+		ss.actives++
+	}
+	s.st.Unlock()
 	s.dial.stateChanged(addr)
 	if s.ln != nil {
 		s.ln.stateChanged()
