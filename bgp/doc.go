@@ -74,6 +74,17 @@
 // connections per peer address wait, until gobgp took them. It sets TCP
 // MD5 keys and TTLs as gobgp did.
 //
+// # Dialing
+//
+// Every gobgp peer is passive: dialer.go dials the peers that are not
+// passive, only while gobgp waits for a connection (Active), and hands
+// each connection to gobgp through the same acceptCh, with the socket
+// options gobgp's own dialer set (connect-retry with jitter, source
+// address, device, TTL, GTSM, TCP MD5, no MPTCP). Every stream gobgp reads
+// goes through a sniffer that names the peer's NOTIFICATIONs. collision.go
+// decides, per peer, which connection gobgp gets when both sides dial
+// (RFC 4271 6.8).
+//
 // # What is reported
 //
 // Advertised marks each advertisement in effect sent, pending (session
@@ -82,13 +93,13 @@
 // names NOTIFICATIONs with their time where ovnbgp can see them: those
 // gobgp logs (sent ones, and those received once Established; its events
 // carry only "invalid-msg") and those a peer sends during the OPEN
-// exchange on a connection the listener accepted. One received during the
-// OPEN exchange on a connection gobgp dialed stays unnamed.
+// exchange, read by the sniffer on every connection, dialed or accepted.
 //
 // # gobgp v4.8.0 behaviour worth knowing
 //
-//   - The first dial comes about 2 s after AddPeer (connect-retry has a
-//     2 s floor), and after a session drop gobgp stays Idle for 5 s.
+//   - After a session drop gobgp stays Idle for 5 s (and closes a
+//     connection handed to it then). Its own dialer, unused here, waited
+//     1.5 to 2 s before the first dial (connect-retry has a 2 s floor).
 //   - Timers are whole seconds; a holdTime of 0 cannot be expressed through
 //     gobgp's API (it becomes 90 s).
 //   - An empty neighbor set matches every peer; this package never leaves
@@ -98,7 +109,10 @@
 //   - An IPv6 prefix sent over an IPv4 session gets the IPv4-mapped session
 //     address (::ffff:a.b.c.d) as next hop: give IPv6 prefixes IPv6 peers.
 //   - A peer reset by the other side dials back during gobgp's idle hold
-//     time; gobgp refuses it and warns "Closed an accepted connection".
+//     time; gobgp would close that connection ("Closed an accepted
+//     connection"), so the listener holds it until gobgp is Active.
+//   - gobgp resolves connection collisions (RFC 4271 6.8) only against
+//     connections it dialed itself; collision.go does it for ovnbgp.
 //   - gobgp's StartBgp writes package-level variables, and its event
 //     watcher races with graceful-restart stale marking (osrg/gobgp#3658):
 //     harmless in a daemon running one speaker at a time, but visible to

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -39,8 +40,8 @@ import (
 // waits for the whole OPEN message, and only then hands the connection
 // (with the bytes it read) to gobgp. TCP MD5 keys and the TTL settings are
 // set as gobgp sets them on its own listener; a peer whose key cannot be
-// set is refused. It sees the NOTIFICATIONs a peer sends on these
-// connections only: gobgp dials its own, with no hook to read them.
+// set is refused. The NOTIFICATIONs a peer sends on these connections are
+// read as they go by, as on those ovnbgp dials (dialer.go).
 
 // Listener defaults.
 const (
@@ -63,7 +64,11 @@ const bgpHeaderLen = 19
 
 // listenPeer is what the listener needs to know about a peer.
 type listenPeer struct {
-	name     string
+	name string
+	asn  uint32
+	// source is the peer's sourceAddress (gobgp takes only connections
+	// to it, unless an interface is set).
+	source   netip.Addr
 	password string
 	// iface is the peer's interface; when it is a VRF, its MD5 key is
 	// bound to that VRF (as gobgp does).
@@ -79,7 +84,10 @@ type listener struct {
 	// tap is told of every NOTIFICATION a peer sends on a connection the
 	// listener accepted (gobgp does not log those it receives before
 	// Established).
-	tap     func(addr string, sent bool, code, subcode uint8, communication string)
+	tap func(addr string, sent bool, code, subcode uint8, communication string)
+	// decide says what becomes of a peer's connection that sent its OPEN
+	// (see collision.go); nil hands every one over.
+	decide  func(p listenPeer, addr netip.Addr, open []byte, c *openConn) verdict
 	handoff chan net.Conn
 	// openWait is guarded by mu (tests shorten it).
 	openWait time.Duration
@@ -91,6 +99,9 @@ type listener struct {
 	closed  bool
 	peers   map[netip.Addr]listenPeer
 	pending map[netip.Addr][]*waiting
+	// kick is closed (and replaced) when gobgp's state for a peer
+	// changed: connections waiting for Active look again.
+	kick chan struct{}
 	// logged rate-limits the per-connection log lines: when each
 	// (message, address) was last logged.
 	logged map[string]time.Time
@@ -102,6 +113,9 @@ type listener struct {
 type waiting struct {
 	c     *net.TCPConn
 	evict chan struct{}
+	// deferred: it sent its OPEN and waits for gobgp to be Active; the
+	// dialer holds off meanwhile. Guarded by the listener's mu.
+	deferred bool
 }
 
 // logLimit is how often the listener logs a line per message and address.
@@ -152,10 +166,13 @@ func handoffTo(srv *server.BgpServer, ch chan net.Conn) error {
 // host has IPv6) and starts accepting. Connections that pass go to handoff;
 // the NOTIFICATIONs peers send on them go to tap (may be nil).
 func newListener(log *zap.Logger, port int, handoff chan net.Conn,
-	tap func(addr string, sent bool, code, subcode uint8, communication string)) (*listener, error) {
+	tap func(addr string, sent bool, code, subcode uint8, communication string),
+	decide func(p listenPeer, addr netip.Addr, open []byte, c *openConn) verdict) (*listener, error) {
 	l := &listener{
 		log:      log,
 		tap:      tap,
+		decide:   decide,
+		kick:     make(chan struct{}),
 		handoff:  handoff,
 		openWait: openWait,
 		done:     make(chan struct{}),
@@ -249,26 +266,11 @@ func (l *listener) setPeers(peers map[netip.Addr]listenPeer) error {
 // the listening socket of addr's family; for a peer reached through a VRF
 // device, the key is bound to the VRF's index.
 func (l *listener) setMD5(addr netip.Addr, iface, key string) error {
-	sig := unix.TCPMD5Sig{Keylen: uint16(len(key))}
-	copy(sig.Key[:], key)
-	if iface != "" && isVRF(iface) {
-		ifi, err := net.InterfaceByName(iface)
-		if err != nil {
-			return fmt.Errorf("vrf %s: %w", iface, err)
-		}
-		sig.Flags |= unix.TCP_MD5SIG_FLAG_IFINDEX
-		sig.Ifindex = int32(ifi.Index)
+	sig, err := md5Sig(addr, iface, key)
+	if err != nil {
+		return err
 	}
 	v6 := addr.Is6() && !addr.Is4In6()
-	if v6 {
-		sig.Addr.Family = unix.AF_INET6
-		b := addr.As16()
-		copy(sig.Addr.Data[6:], b[:])
-	} else {
-		sig.Addr.Family = unix.AF_INET
-		b := addr.Unmap().As4()
-		copy(sig.Addr.Data[2:], b[:])
-	}
 	var errs []error
 	for _, ln := range l.lns {
 		if isV6Listener(ln) != v6 {
@@ -281,7 +283,7 @@ func (l *listener) setMD5(addr netip.Addr, iface, key string) error {
 		}
 		var serr error
 		if err := rc.Control(func(fd uintptr) {
-			serr = unix.SetsockoptTCPMD5Sig(int(fd), unix.IPPROTO_TCP, unix.TCP_MD5SIG_EXT, &sig)
+			serr = unix.SetsockoptTCPMD5Sig(int(fd), unix.IPPROTO_TCP, unix.TCP_MD5SIG_EXT, sig)
 		}); err != nil {
 			errs = append(errs, err)
 		}
@@ -446,9 +448,13 @@ func (l *listener) awaitOpen(p listenPeer, remote netip.Addr, w *waiting, wait t
 	}
 	l.mu.Unlock()
 
+	oc := &openConn{TCPConn: c, head: msg, sniff: newSniffer(l.tap, remote)}
+	if !l.settle(p, remote, w, oc, time.Now().Add(wait)) {
+		return
+	}
 	l.log.Debug("bgp listener: OPEN received, connection handed to gobgp", zap.String("peer", p.name), zap.Stringer("address", remote))
 	select {
-	case l.handoff <- &openConn{TCPConn: c, head: msg, sniff: l.sniffer(remote)}:
+	case l.handoff <- oc:
 	case <-w.evict:
 		c.Close()
 	case <-l.done:
@@ -457,6 +463,80 @@ func (l *listener) awaitOpen(p listenPeer, remote netip.Addr, w *waiting, wait t
 	l.mu.Lock()
 	l.release(remote, w)
 	l.mu.Unlock()
+}
+
+// settle decides, with decide, whether the connection goes to gobgp (true),
+// is closed (false), or waits (until deadline) for gobgp to be Active
+// and then goes to gobgp.
+func (l *listener) settle(p listenPeer, remote netip.Addr, w *waiting, oc *openConn, deadline time.Time) bool {
+	if l.decide == nil {
+		return true
+	}
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+		l.mu.Lock()
+		w.deferred = false
+		l.mu.Unlock()
+	}()
+	for {
+		l.mu.Lock()
+		kick := l.kick // before deciding: a change meanwhile wakes us
+		l.mu.Unlock()
+		v := l.decide(p, remote, oc.head, oc)
+		if v == handOver {
+			return true
+		}
+		l.mu.Lock()
+		if v == closeIt {
+			l.release(remote, w)
+			l.mu.Unlock()
+			w.c.Close()
+			return false
+		}
+		w.deferred = true
+		l.mu.Unlock()
+		if timer == nil {
+			timer = time.NewTimer(time.Until(deadline))
+		}
+		select {
+		case <-kick:
+			continue
+		case <-timer.C:
+			l.infoLimited("bgp listener: closed a peer's connection that waited for the session to be ready for it", remote,
+				zap.String("peer", p.name))
+		case <-w.evict:
+		case <-l.done:
+		}
+		l.mu.Lock()
+		l.release(remote, w)
+		l.mu.Unlock()
+		w.c.Close()
+		return false
+	}
+}
+
+// stateChanged wakes the connections waiting for gobgp to be Active.
+func (l *listener) stateChanged() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	close(l.kick)
+	l.kick = make(chan struct{})
+}
+
+// deferring reports whether a connection from addr waits for gobgp to be
+// Active (the dialer holds off then).
+func (l *listener) deferring(addr netip.Addr) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, w := range l.pending[addr] {
+		if w.deferred {
+			return true
+		}
+	}
+	return false
 }
 
 // maxOpenLen is the longest OPEN (RFC 4271 4.1; RFC 8654's extended
@@ -540,6 +620,13 @@ type openConn struct {
 	*net.TCPConn
 	head  []byte
 	sniff *sniffer
+	// closed is set by Close (gobgp's or ovnbgp's).
+	closed atomic.Bool
+}
+
+func (c *openConn) Close() error {
+	c.closed.Store(true)
+	return c.TCPConn.Close()
 }
 
 func (c *openConn) Read(b []byte) (int, error) {
@@ -554,12 +641,14 @@ func (c *openConn) Read(b []byte) (int, error) {
 	return n, err
 }
 
-func (l *listener) sniffer(remote netip.Addr) *sniffer {
-	if l.tap == nil {
+// newSniffer reports the NOTIFICATIONs read from the peer at remote to
+// tap (nil: none).
+func newSniffer(tap func(addr string, sent bool, code, subcode uint8, communication string), remote netip.Addr) *sniffer {
+	if tap == nil {
 		return nil
 	}
 	addr := remote.String()
-	return &sniffer{tap: func(code, sub uint8) { l.tap(addr, false, code, sub, "") }}
+	return &sniffer{tap: func(code, sub uint8) { tap(addr, false, code, sub, "") }}
 }
 
 // sniffer follows the BGP message boundaries of a byte stream and calls

@@ -122,7 +122,7 @@ func bareListener(t *testing.T, l *lab, peers map[netip.Addr]listenPeer) (*liste
 	t.Helper()
 	port := freePort(t)
 	ch := make(chan net.Conn)
-	ln, err := newListener(l.logger(), port, ch, nil)
+	ln, err := newListener(l.logger(), port, ch, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +225,7 @@ func TestMD5KeyFailureKeepsPeerOut(t *testing.T) {
 	l := newLab(t, 37)
 	peer := netip.MustParseAddr("127.0.0.2")
 	port := freePort(t)
-	ln, err := newListener(l.logger(), port, make(chan net.Conn), nil)
+	ln, err := newListener(l.logger(), port, make(chan net.Conn), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

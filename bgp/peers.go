@@ -124,6 +124,7 @@ func (s *Speaker) SetPeers(ctx context.Context, peers []config.Peer) error {
 	if err := s.listenFor(); err != nil {
 		errs = append(errs, err)
 	}
+	s.dialFor()
 	s.peerErrs = peerErrs
 
 	// Advertisements follow the peers: drop those of peers that are gone
@@ -153,13 +154,25 @@ func (s *Speaker) listenFor() error {
 	}
 	lp := make(map[netip.Addr]listenPeer, len(s.peers))
 	for _, p := range s.peers {
-		x := listenPeer{name: p.Name, password: p.Password, iface: p.Interface}
+		x := listenPeer{name: p.Name, asn: p.ASN, source: p.SourceAddress, password: p.Password, iface: p.Interface}
 		if p.TTLSecurity {
 			x.minTTL = 256 - max(int(p.EBGPMultihop), 1)
 		}
 		lp[p.Address] = x
 	}
 	return s.ln.setPeers(lp)
+}
+
+// dialFor tells the dialer which peers to dial: those that are not
+// passive; the caller holds mu.
+func (s *Speaker) dialFor() {
+	dp := make(map[netip.Addr]dialPeer, len(s.peers))
+	for _, p := range s.peers {
+		if !p.Passive {
+			dp[p.Address] = dialPeerOf(p, s.global.ASN)
+		}
+	}
+	s.dial.setPeers(dp)
 }
 
 func (s *Speaker) addPeer(ctx context.Context, p config.Peer) error {
@@ -179,6 +192,8 @@ func (s *Speaker) addPeer(ctx context.Context, p config.Peer) error {
 }
 
 func (s *Speaker) deletePeer(ctx context.Context, p config.Peer) error {
+	s.dial.remove(p.Address) // at once: no connection for it reaches gobgp now
+	s.gate.forget(p.Address)
 	if err := s.bgp.DeletePeer(ctx, &api.DeletePeerRequest{Address: p.Address.String()}); err != nil {
 		return fmt.Errorf("peer %q: delete %v: %w", p.Name, p.Address, err)
 	}
@@ -249,7 +264,9 @@ func (s *Speaker) apiPeer(p config.Peer) *api.Peer {
 			KeepaliveInterval: seconds(p.KeepaliveTime),
 		}},
 		Transport: &api.Transport{
-			PassiveMode:   p.Passive,
+			// ovnbgp dials (dialer.go): gobgp only ever takes connections
+			// handed to it.
+			PassiveMode:   true,
 			RemotePort:    uint32(p.Port),
 			BindInterface: p.Interface,
 		},

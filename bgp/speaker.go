@@ -44,6 +44,12 @@ type Speaker struct {
 	// connections that start with an OPEN to gobgp through handoff.
 	ln      *listener
 	handoff chan net.Conn
+	// dial dials the peers that are not passive and hands the
+	// connections to gobgp through handoff (see dialer.go): every peer is
+	// passive in gobgp.
+	dial *dialer
+	// gate records the connection gobgp got last per peer (collision.go).
+	gate connGate
 	// prefixHold is how long a session torn down by maxPrefixes stays
 	// down before ovnbgp re-enables it (FRR's "maximum-prefix N restart").
 	prefixHold time.Duration
@@ -78,6 +84,14 @@ type session struct {
 	// notif describes the last NOTIFICATION sent or received, at notifAt.
 	notif   string
 	notifAt time.Time
+	// recvAt is when the peer last sent a NOTIFICATION.
+	recvAt time.Time
+	// collidedAt is when ovnbgp closed its own connection to the peer to
+	// resolve a connection collision (collision.go).
+	collidedAt time.Time
+	// actives counts the events that said Active: each one lets one
+	// connection go to gobgp (collision.go).
+	actives uint64
 	// families are those negotiated with the peer, while Established.
 	families map[config.Family]bool
 	// eor are the families whose End-of-RIB marker the peer really sent
@@ -140,6 +154,8 @@ func New(ctx context.Context, global config.BGP, log *zap.Logger, notify func())
 		notify:     notify,
 		gobgpLevel: lvl,
 		handoff:    handoff,
+		dial:       newDialer(log, handoff, s.dialReady, s.claimDialed, s.onNotification),
+		gate:       connGate{live: map[netip.Addr]handed{}, used: map[netip.Addr]uint64{}},
 		peers:      map[string]config.Peer{},
 		peerErrs:   map[string]string{},
 		adv:        newAdvState(),
@@ -176,7 +192,7 @@ func (s *Speaker) start(ctx context.Context) error {
 		return fmt.Errorf("start bgp (asn %d, router id %v): %w", s.global.ASN, s.global.RouterID, err)
 	}
 	if port > 0 {
-		ln, err := newListener(s.log, port, s.handoff, s.onNotification)
+		ln, err := newListener(s.log, port, s.handoff, s.onNotification, s.acceptedOpen)
 		if err != nil {
 			return fmt.Errorf("start bgp: %w", err)
 		}
@@ -264,6 +280,7 @@ func (s *Speaker) Stop(ctx context.Context, graceful bool) error {
 // shutdown stops gobgp; the caller holds mu or owns s exclusively.
 func (s *Speaker) shutdown(ctx context.Context, graceful bool) error {
 	s.stopped = true
+	s.dial.close()
 	if s.ln != nil {
 		s.ln.close()
 	}
@@ -318,15 +335,16 @@ func (s *Speaker) onPeerEvent(ev *apiutil.WatchEventMessage_PeerEvent, ts time.T
 		ss = &session{}
 		s.sessions[addr] = ss
 	}
-	if reason != "" && !ss.notifAt.IsZero() && !ss.notifAt.Before(ss.since) {
+	if closedInCollision(ss) {
+		reason = "" // ovnbgp's own doing, not an error
+	} else if reason != "" && !ss.notifAt.IsZero() && !ss.notifAt.Before(ss.since) {
 		// gobgp's reason ("invalid-msg", "bad-peer-as") says less than
 		// the NOTIFICATION behind it.
 		reason = ss.notif
 	} else if reason == "invalid-msg" {
-		// ovnbgp sees the NOTIFICATIONs a peer sends only on the
-		// connections its listener accepted (see listener.go); on a
-		// connection gobgp dialed, gobgp keeps it to itself.
-		reason = "invalid-msg: the session failed during the OPEN exchange; on a connection ovnbgp dialed, gobgp does not report a NOTIFICATION received in OpenSent or OpenConfirm, so its code is unknown here: the peer's log says why it refused the session (a wrong ASN, router ID or capability)"
+		// Not a NOTIFICATION (ovnbgp reads those on every connection,
+		// dialed or accepted): gobgp found a message invalid.
+		reason = "invalid-msg: the session failed during the OPEN exchange: the peer sent a message gobgp found invalid; the peer's log may say more"
 	}
 	if state != model.StateEstablished || ss.state != model.StateEstablished {
 		ss.eor = nil // a new session, or none: no End-of-RIB yet
@@ -358,6 +376,7 @@ func (s *Speaker) onPeerEvent(ev *apiutil.WatchEventMessage_PeerEvent, ts time.T
 		ss.reenable = time.AfterFunc(s.prefixHold, func() { s.reenablePeer(addr) })
 	}
 	s.st.Unlock()
+	s.connStateChanged(addr)
 
 	fields := []zap.Field{zap.String("peer", name), zap.Stringer("address", addr), zap.String("state", string(state))}
 	if reason != "" {
@@ -420,8 +439,47 @@ func (s *Speaker) onNotification(addr string, sent bool, code, subcode uint8, co
 	if ss == nil {
 		return
 	}
+	if answersReceived(ss, sent, code) {
+		return
+	}
+	if !sent {
+		ss.recvAt = now
+	}
 	ss.notif, ss.notifAt = text, now
 	ss.lastError, ss.lastErrorAt = text, now
+}
+
+// answersReceived reports whether a NOTIFICATION gobgp sent is its answer
+// to one the peer sent in this same OPEN exchange: gobgp answers one
+// received in OpenSent with 5/1 (Finite State Machine Error), and the
+// peer's says why, so it stays lastError. The caller holds st.
+func answersReceived(ss *session, sent bool, code uint8) bool {
+	return sent && code == 5 && !ss.recvAt.IsZero() && !ss.recvAt.Before(ss.since)
+}
+
+// dialReady reports whether gobgp's state machine for the peer at addr
+// waits for a connection (Active, as last reported) and no connection
+// from the peer waits for it (see collision.go): only then does the
+// dialer dial it.
+func (s *Speaker) dialReady(addr netip.Addr) bool {
+	s.gate.mu.Lock()
+	active := s.takesOne(addr)
+	s.gate.mu.Unlock()
+	return active && (s.ln == nil || !s.ln.deferring(addr))
+}
+
+// connStateChanged wakes the dialer and the listener's waiting
+// connections: gobgp's state for the peer at addr changed.
+func (s *Speaker) connStateChanged(addr netip.Addr) {
+	s.st.Lock()
+	if ss := s.sessions[addr]; ss != nil && ss.state == model.StateActive {
+		ss.actives++
+	}
+	s.st.Unlock()
+	s.dial.stateChanged(addr)
+	if s.ln != nil {
+		s.ln.stateChanged()
+	}
 }
 
 // negotiated are the families both sides offered (RFC 4760: no
