@@ -274,24 +274,39 @@ func (d *Daemon) applySaved(ctx context.Context, p plan.Plan) (api.ApplyResult, 
 	case len(p.OVN) > 0 && len(p.Guards) == 0:
 		return out, fmt.Errorf("%w: it has OVN operations but no guards (what it read), so staleness cannot be checked; make a new plan", errWrongPlan)
 	}
+	if err := guarded(p); err != nil {
+		return out, fmt.Errorf("%w: %w; make a new plan", errWrongPlan, err)
+	}
+	// What the running config wants now, from the world now: every saved
+	// operation must still be part of it, exactly. A withdrawn route, a
+	// prefix protected since, a plan of a previewed config (--config) or
+	// a hand-edited one changes nothing.
+	d.imp.hostDirty.Store(true) // read the kernel now, not from the cache
+	now, err := d.computePlan(ctx, cfg)
+	if err != nil {
+		return out, err
+	}
+	if err := sameOps(p, now.plan); err != nil {
+		return out, fmt.Errorf("%w: %w; make a new plan (nothing was changed)", errStalePlan, err)
+	}
 	d.mu.Lock()
 	nb := d.nb
 	d.mu.Unlock()
 	if len(p.Kernel) > 0 {
 		if d.imp.host == nil {
-			return out, d.imp.hostErr
+			if d.imp.hostErr != nil {
+				return out, d.imp.hostErr
+			}
+			return out, fmt.Errorf("%w: the kernel side is not open yet; try again in a few seconds", errNotReady)
 		}
-		d.imp.hostDirty.Store(true) // read it now, not from the cache
-		host, err := d.hostState()
-		if err != nil {
-			return out, err
-		}
-		if err := kernelStale(p.Kernel, host); err != nil {
+		if err := kernelStale(p.Kernel, now.host); err != nil {
 			return out, fmt.Errorf("%w: %w; make a new plan (nothing was changed)", errStalePlan, err)
 		}
 	}
 	if len(p.OVN) > 0 {
-		applied, err := nb.ApplyRoutes(ctx, cfg.Node.Name, p.OVN, p.Guards)
+		actx, cancel := context.WithTimeout(ctx, applyTimeout)
+		applied, err := nb.ApplyRoutes(actx, cfg.Node.Name, p.OVN, p.Guards)
+		cancel()
 		out.OVN = applied
 		switch {
 		case err != nil && len(applied) == 0:
@@ -303,7 +318,9 @@ func (d *Daemon) applySaved(ctx context.Context, p plan.Plan) (api.ApplyResult, 
 		d.log.Info("saved plan applied to OVN", zap.Int("ops", len(applied)))
 	}
 	if len(p.Kernel) > 0 {
-		applied, err := d.imp.host.Apply(ctx, p.Kernel)
+		actx, cancel := context.WithTimeout(ctx, applyTimeout)
+		applied, err := d.imp.host.Apply(actx, p.Kernel)
+		cancel()
 		d.imp.hostDirty.Store(true)
 		out.Kernel = applied
 		if err != nil {
@@ -313,6 +330,66 @@ func (d *Daemon) applySaved(ctx context.Context, p plan.Plan) (api.ApplyResult, 
 	}
 	d.poke()
 	return out, nil
+}
+
+// applyTimeout bounds one apply to OVN or the kernel, so that a database
+// that hangs cannot hold the loop (and every call waiting on it) for ever.
+const applyTimeout = time.Minute
+
+// guarded checks that every gateway router a plan's OVN operations touch
+// has a guard: the routes the plan read there.
+func guarded(p plan.Plan) error {
+	has := make(map[string]bool, len(p.Guards))
+	for _, g := range p.Guards {
+		has[g.Router] = true
+	}
+	for _, op := range p.OVN {
+		if !has[op.Route.Router] {
+			return fmt.Errorf("its OVN operations on router %s have no guard (what the plan read there)", op.Route.Router)
+		}
+	}
+	return nil
+}
+
+// sameOps checks that every OVN and kernel operation of a saved plan is an
+// operation of the plan now, exactly (same kind, key, contents and row).
+func sameOps(saved, now plan.Plan) error {
+	key := func(v any) string {
+		b, _ := json.Marshal(v)
+		return string(b)
+	}
+	ovnNow := make(map[string]bool, len(now.OVN))
+	for _, op := range now.OVN {
+		ovnNow[key(op)] = true
+	}
+	kernelNow := make(map[string]bool, len(now.Kernel))
+	for _, op := range now.Kernel {
+		kernelNow[key(op)] = true
+	}
+	var errs []error
+	for _, op := range saved.OVN {
+		if !ovnNow[key(op)] {
+			errs = append(errs, fmt.Errorf("OVN %s %s via %s on %s is no longer planned", op.Op, op.Route.Prefix, op.Route.NextHop, op.Route.Router))
+		}
+	}
+	for _, op := range saved.Kernel {
+		if !kernelNow[key(op)] {
+			what := "an operation"
+			switch {
+			case op.Route != nil:
+				what = fmt.Sprintf("%s %s in table %d", op.Op, op.Route.Prefix, op.Route.Table)
+			case op.VRF != nil:
+				what = fmt.Sprintf("%s VRF %s", op.Op, op.VRF.Name)
+			case op.PolicyRule != nil:
+				what = fmt.Sprintf("%s ip rule %d", op.Op, op.PolicyRule.Priority)
+			}
+			errs = append(errs, fmt.Errorf("kernel %s is no longer planned", what))
+		}
+	}
+	if len(errs) > 3 {
+		return fmt.Errorf("%w (and %d more)", errors.Join(errs[:3]...), len(errs)-3)
+	}
+	return errors.Join(errs...)
 }
 
 // kernelStale says what a plan's kernel operations assumed that is no

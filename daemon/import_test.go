@@ -213,6 +213,47 @@ func TestImportManualApply(t *testing.T) {
 	}
 }
 
+// TestApplyRechecksThePlan: a saved plan applies only what the running
+// config still wants now: after the peer withdrew the route, or for a
+// hand-edited operation, it changes nothing.
+func TestApplyRechecksThePlan(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("apply is root's") // CI runs as root
+	}
+	h := startImport(t, "manual", nil, nil)
+	h.sp.setLearned(learnedUplink)
+	h.passDone()
+	var pr api.PlanResponse
+	getJSON(t, h.sock, api.PathPlan, &pr)
+	if len(pr.Plan.OVN) != 1 || len(pr.Plan.Kernel) != 1 {
+		t.Fatalf("plan = %+v, want one OVN and one kernel add", pr.Plan)
+	}
+	saved := pr.Plan
+
+	// A hand-edited plan: an ip rule that would take over host routing.
+	edited := saved
+	edited.Kernel = append(slices.Clone(saved.Kernel), model.KernelOp{Op: model.OpAdd,
+		PolicyRule: &model.KernelRule{Priority: 0, Src: netip.MustParsePrefix("0.0.0.0/0"), Table: 100, Protocol: 200}})
+	if code, body := post(t, h.sock, api.PathApply, edited); code != http.StatusConflict || !strings.Contains(body, "ip rule") {
+		t.Fatalf("hand-edited plan: %d %s, want 409 naming the ip rule", code, body)
+	}
+	// An OVN operation on a router the plan has no guard for.
+	unguarded := saved
+	unguarded.Guards = nil
+	if code, body := post(t, h.sock, api.PathApply, unguarded); code != http.StatusConflict || !strings.Contains(body, "guard") {
+		t.Fatalf("unguarded plan: %d %s, want 409", code, body)
+	}
+	// The peer withdraws the route: the saved plan is stale.
+	h.sp.setLearned()
+	h.passDone()
+	if code, body := post(t, h.sock, api.PathApply, saved); code != http.StatusConflict || !strings.Contains(body, "no longer planned") {
+		t.Fatalf("plan of a withdrawn route: %d %s, want 409", code, body)
+	}
+	if len(h.ovnPrefixes()) != 0 || len(h.kernelPrefixes()) != 0 {
+		t.Fatalf("a refused plan changed something: OVN %v, kernel %v", h.ovnPrefixes(), h.kernelPrefixes())
+	}
+}
+
 // TestImportCapAlarm: above maxRoutes the peer's status carries the alarm
 // and routes learned names the cap; the installed route stays.
 func TestImportCapAlarm(t *testing.T) {

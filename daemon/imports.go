@@ -190,7 +190,9 @@ func (d *Daemon) applyAuto(ctx context.Context, cfg *config.Config, sp Speaker, 
 		}
 	}
 	if len(auto.OVN) > 0 {
-		applied, err := nb.ApplyRoutes(ctx, cfg.Node.Name, auto.OVN, nil)
+		actx, cancel := context.WithTimeout(ctx, applyTimeout)
+		applied, err := nb.ApplyRoutes(actx, cfg.Node.Name, auto.OVN, nil)
+		cancel()
 		d.logOps("ovn", len(auto.OVN), len(applied), err)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("ovn: %w", err))
@@ -200,7 +202,9 @@ func (d *Daemon) applyAuto(ctx context.Context, cfg *config.Config, sp Speaker, 
 		if d.imp.host == nil {
 			errs = append(errs, d.imp.hostErr)
 		} else {
-			applied, err := d.imp.host.Apply(ctx, auto.Kernel)
+			actx, cancel := context.WithTimeout(ctx, applyTimeout)
+			applied, err := d.imp.host.Apply(actx, auto.Kernel)
+			cancel()
 			d.imp.hostDirty.Store(true)
 			d.logOps("kernel", len(auto.Kernel), len(applied), err)
 			if err != nil {
