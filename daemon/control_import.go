@@ -197,6 +197,11 @@ func (d *Daemon) importHandlers(mux *http.ServeMux) {
 			replyError(w, http.StatusBadRequest, err)
 			return
 		}
+		release, ok := d.heavySlot(w, r)
+		if !ok {
+			return
+		}
+		defer release()
 		cfg := d.config()
 		var v planView
 		var perr error
@@ -228,8 +233,15 @@ func parsePrefixArg(s string) (netip.Prefix, error) {
 	return netip.PrefixFrom(a, a.BitLen()), nil
 }
 
-// replyPlan computes cfg's plan on the loop and answers it.
+// replyPlan computes cfg's plan on the loop and answers it. A plan is as
+// heavy as a route list (a pass over every learned path): it takes one of
+// their slots.
 func (d *Daemon) replyPlan(w http.ResponseWriter, r *http.Request, cfg *config.Config, resets []config.SessionReset) {
+	release, ok := d.heavySlot(w, r)
+	if !ok {
+		return
+	}
+	defer release()
 	var v planView
 	var perr error
 	if err := d.onLoop(r.Context(), func(ctx context.Context) { v, perr = d.computePlan(ctx, cfg) }); err != nil {
@@ -517,8 +529,25 @@ func importedView(cfg *config.Config, network string, res plan.ImportResult, sna
 		haveK[r.Key()] = r
 	}
 	ruleNetwork := map[string]string{}
+	tableNetwork := map[uint32]string{}
+	vrfNetwork := map[string]string{}
 	for _, r := range cfg.Import {
 		ruleNetwork[r.Name] = r.Network
+		if t := r.Targets.Kernel.Table; t > 0 {
+			tableNetwork[uint32(t)] = r.Network
+		}
+		if v := r.Targets.Kernel.VRF; v != "" {
+			vrfNetwork[v] = r.Network
+		}
+	}
+	kernelNetwork := func(k api.ImportedKernel) string {
+		if n, ok := ruleNetwork[k.Rule]; ok {
+			return n
+		}
+		if n, ok := vrfNetwork[k.VRF]; ok && k.VRF != "" {
+			return n
+		}
+		return tableNetwork[k.Table]
 	}
 	for _, want := range res.Kernel {
 		row := api.ImportedKernel{KernelRoute: want, State: api.ImportMissing}
@@ -546,9 +575,7 @@ func importedView(cfg *config.Config, network string, res plan.ImportResult, sna
 	}
 	if network != "" {
 		out.OVN = slices.DeleteFunc(out.OVN, func(r api.ImportedOVN) bool { return r.Network != network })
-		out.Kernel = slices.DeleteFunc(out.Kernel, func(r api.ImportedKernel) bool {
-			return r.Rule == "" || ruleNetwork[r.Rule] != network
-		})
+		out.Kernel = slices.DeleteFunc(out.Kernel, func(r api.ImportedKernel) bool { return kernelNetwork(r) != network })
 	}
 	slices.SortFunc(out.OVN, func(a, b api.ImportedOVN) int {
 		return cmp.Or(strings.Compare(a.Router, b.Router), a.Prefix.Addr().Compare(b.Prefix.Addr()),

@@ -436,3 +436,19 @@ func TestStaleErrorReadsOnce(t *testing.T) {
 		t.Errorf("%q says stale %d times", err, n)
 	}
 }
+
+// TestImportedViewNetwork: `routes imported --network N` keeps a stale
+// kernel route of a table N's rules target, though the kernel keeps no
+// rule name.
+func TestImportedViewNetwork(t *testing.T) {
+	cfg := &config.Config{Import: []config.ImportRule{
+		{Name: "up", Network: "default", Targets: config.ImportTargets{Kernel: config.KernelTarget{Table: 100}}},
+		{Name: "blue", Network: "blue", Targets: config.ImportTargets{Kernel: config.KernelTarget{Table: 200}}},
+	}}
+	stale := model.KernelRoute{Table: 100, Prefix: netip.MustParsePrefix("198.51.101.0/24"), Protocol: 200}
+	other := model.KernelRoute{Table: 200, Prefix: netip.MustParsePrefix("198.51.102.0/24"), Protocol: 200}
+	v := importedView(cfg, "default", plan.ImportResult{}, model.Snapshot{}, model.Host{Routes: []model.KernelRoute{stale, other}}, plan.Plan{}, nil)
+	if len(v.Kernel) != 1 || v.Kernel[0].Prefix != stale.Prefix || v.Kernel[0].State != api.ImportStale {
+		t.Errorf("kernel = %+v, want only the stale route of table 100", v.Kernel)
+	}
+}
