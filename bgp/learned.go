@@ -117,6 +117,7 @@ func (s *Speaker) learnedPath(peer config.Peer, prefix netip.Prefix, p *apiutil.
 	}
 	lp.Stale = p.Stale
 	asSet, mpNextHop := false, false
+	var originator netip.Addr
 	for _, a := range p.Attrs {
 		switch a := a.(type) {
 		case *bgppkt.PathAttributeOrigin:
@@ -138,6 +139,8 @@ func (s *Speaker) learnedPath(peer config.Peer, prefix netip.Prefix, p *apiutil.
 			// prefix with an IPv4 next hop stays visible as such, and
 			// import rejects it.
 			lp.NextHop, mpNextHop = a.Nexthop, true
+		case *bgppkt.PathAttributeOriginatorId:
+			originator = a.Value
 		case *bgppkt.PathAttributeMultiExitDisc:
 			lp.MED = a.Value
 		case *bgppkt.PathAttributeLocalPref:
@@ -154,11 +157,18 @@ func (s *Speaker) learnedPath(peer config.Peer, prefix netip.Prefix, p *apiutil.
 			}
 		}
 	}
-	if why := malformed(lp.ASPath, asSet, peer.ASN != s.global.ASN); why != "" {
+	switch why := malformed(lp.ASPath, asSet, peer.ASN != s.global.ASN); {
+	case why != "":
 		lp.Malformed = why
 		lp.Reason = "malformed: " + why + "; never imported"
-	} else if slices.Contains(lp.ASPath, s.global.ASN) {
-		lp.Reason = fmt.Sprintf("AS path contains our own ASN %d (loop, RFC 4271 9.1.2); %s", s.global.ASN, ReasonDefaultDeny)
+	case slices.Contains(lp.ASPath, s.global.ASN):
+		// gobgp rejects such a path for its Loc-RIB but keeps it in the
+		// Adj-RIB-In: it must never be imported either.
+		lp.Malformed = fmt.Sprintf("a routing loop: the AS path holds our own ASN %d (RFC 4271 9.1.2)", s.global.ASN)
+		lp.Reason = lp.Malformed + "; never imported"
+	case originator.IsValid() && originator == s.global.RouterID:
+		lp.Malformed = fmt.Sprintf("a routing loop: ORIGINATOR_ID is our router ID %v (RFC 4456 8)", originator)
+		lp.Reason = lp.Malformed + "; never imported"
 	}
 	return lp
 }
