@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -267,19 +268,36 @@ func (d *Daemon) decidedPaths(sp Speaker) (paths []model.LearnedPath, ok bool) {
 	return paths, true
 }
 
-// importCounts fills each peer's Imported count and ImportAlarm from the
-// last pass.
+// importCounts fills each peer's Imported count (accepted and installed),
+// its accepted count per family, and its ImportAlarm, from the last pass.
 func (d *Daemon) importCounts(peers []model.PeerStatus) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if len(d.cfg.Import) == 0 {
 		return
 	}
+	// Imported counts accepted paths whose next hop is really installed
+	// for their prefix, in OVN or in the kernel, not only wanted there.
+	type hop struct {
+		prefix netip.Prefix
+		nh     netip.Addr
+	}
+	installed := map[hop]bool{}
+	for _, r := range d.snapshot.OwnedRoutes {
+		installed[hop{r.Prefix, r.NextHop}] = true
+	}
+	for _, r := range d.imp.hostSnap.Routes {
+		for _, nh := range r.NextHops {
+			installed[hop{r.Prefix, nh.Addr}] = true
+		}
+	}
 	accepted := map[string]int{}
 	byFamily := map[string]map[string]int{}
 	for _, p := range d.imp.decided.Paths {
 		if p.Accepted {
-			accepted[p.Peer]++
+			if installed[hop{p.Prefix, p.NextHop}] {
+				accepted[p.Peer]++
+			}
 			fam := string(config.IPv4)
 			if p.Prefix.Addr().Is6() {
 				fam = string(config.IPv6)
