@@ -236,7 +236,9 @@ func (f *fakeNB) set(ok bool, nets ...model.Network) {
 	f.snap, f.ok = model.Snapshot{Networks: nets}, ok
 	n := f.notify
 	f.mu.Unlock()
-	n()
+	if n != nil { // nil before the daemon dialled: its first pass reads the snapshot anyway
+		n()
+	}
 }
 
 func network(name string, prefixes ...string) model.Network {
