@@ -95,10 +95,14 @@ func Import(in ImportInput) ImportResult {
 		first[i] = verdict{rule: -1}
 		switch {
 		case p.Malformed != "":
-			first[i].reason = fmt.Sprintf("malformed: %s; such a path is never imported", p.Malformed)
+			first[i].reason = malformedReason(p.Malformed)
 			continue
 		case !p.Prefix.IsValid() || p.Prefix != p.Prefix.Masked():
 			first[i].reason = fmt.Sprintf("malformed: prefix %s is invalid or has host bits set; such a path is never imported", p.Prefix)
+			continue
+		case p.Prefix.Addr().Is4In6():
+			// masked, so Bits() >= 96: ::ffff:0:0/96 or inside it
+			first[i].reason = fmt.Sprintf("malformed: prefix %s is IPv4-mapped IPv6 (inside ::ffff:0:0/96); such a path is never imported", p.Prefix)
 			continue
 		}
 		listed := false
@@ -158,6 +162,16 @@ func Import(in ImportInput) ImportResult {
 	}
 	res.OVN, res.Kernel = e.targets(in.Learned, cands)
 	return res
+}
+
+// malformedReason is the reason of a path bgp marked Malformed: "malformed:
+// WHY", or just WHY when it names a loop (our ASN in the AS path, our
+// router ID as ORIGINATOR_ID), which is not a malformed path.
+func malformedReason(why string) string {
+	if strings.Contains(why, "loop") {
+		return why + "; such a path is never imported"
+	}
+	return "malformed: " + why + "; such a path is never imported"
 }
 
 // candidate is a path that a rule accepts, by one of its accept entries.

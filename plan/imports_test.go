@@ -86,6 +86,10 @@ func TestImportReasons(t *testing.T) {
 	malformed.Malformed = "AS 0 in the AS path (RFC 7607)"
 	asSet := path("tor-a", "10.1.0.0/16", "192.0.2.1")
 	asSet.Malformed = "AS_SET in the AS path (RFC 9774)"
+	loopASN := path("tor-a", "10.1.0.0/16", "192.0.2.1")
+	loopASN.Malformed = "AS path contains our own ASN 64512 (loop, RFC 4271 9.1.2)"
+	loopID := path("tor-a", "10.1.0.0/16", "192.0.2.1")
+	loopID.Malformed = "ORIGINATOR_ID 192.0.2.10 is our router ID (loop, RFC 4456)"
 	stale := path("tor-a", "10.3.0.0/16", "192.0.2.1")
 	stale.Stale = true
 	tests := []struct {
@@ -152,6 +156,17 @@ func TestImportReasons(t *testing.T) {
 				t.Errorf("an accepted path is not installed once in each target: OVN %v, kernel %v", res.OVN, res.Kernel)
 			}
 		})
+	}
+	// A loop (our ASN in the AS path, our router ID as ORIGINATOR_ID, set
+	// in Malformed by bgp) reads as a loop, not "malformed: ...loop".
+	for _, p := range []model.LearnedPath{loopASN, loopID} {
+		in := importFixture()
+		in.Learned = []model.LearnedPath{p}
+		res := Import(in)
+		want := p.Malformed + "; such a path is never imported"
+		if got := res.Paths[0]; got.Accepted || got.Reason != want || len(res.OVN)+len(res.Kernel) != 0 {
+			t.Errorf("loop: got accepted=%v %q (OVN %v, kernel %v), want rejected %q", got.Accepted, got.Reason, res.OVN, res.Kernel, want)
+		}
 	}
 }
 
@@ -568,5 +583,33 @@ func TestImportInvariants(t *testing.T) {
 	}
 	if d := cmp.Diff(res.Kernel, again.Kernel, cmpAddrs); d != "" {
 		t.Errorf("kernel depends on the order of the paths (-first +shuffled):\n%s", d)
+	}
+}
+
+// TestImportMappedPrefix: an IPv4-mapped IPv6 prefix (::ffff:0:0/96 or
+// inside it) is malformed and never imported, even where a rule accepts
+// every IPv6 prefix; it would otherwise slip past the IPv4 protected set.
+func TestImportMappedPrefix(t *testing.T) {
+	in := importFixture()
+	in.Config.Import[0].AllowDefaultRoute = true
+	in.Config.Import[0].Accept = append(in.Config.Import[0].Accept, config.PrefixMatch{Prefix: pfx("::/0"), MaxLength: 128})
+	in.Learned = []model.LearnedPath{
+		path("tor-6", "::ffff:0:0/96", "2001:db8::1"),
+		path("tor-6", "::ffff:10.128.0.0/110", "2001:db8::1"),
+		path("tor-6", "::ffff:203.0.113.0/120", "2001:db8::1"),
+		path("tor-6", "2001:db8:100::/48", "2001:db8::1"),
+	}
+	res := Import(in)
+	for _, p := range res.Paths[:3] {
+		want := fmt.Sprintf("malformed: prefix %s is IPv4-mapped IPv6 (inside ::ffff:0:0/96); such a path is never imported", p.Prefix)
+		if p.Accepted || p.Reason != want {
+			t.Errorf("%s: got accepted=%v %q, want rejected %q", p.Prefix, p.Accepted, p.Reason, want)
+		}
+	}
+	if !res.Paths[3].Accepted {
+		t.Errorf("control 2001:db8:100::/48 rejected: %q", res.Paths[3].Reason)
+	}
+	if len(res.OVN) != 1 || len(res.Kernel) != 1 {
+		t.Errorf("only the control is installed: OVN %v, kernel %v", res.OVN, res.Kernel)
 	}
 }
