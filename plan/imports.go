@@ -218,7 +218,8 @@ type importEnv struct {
 	// (without host and peer addresses: a peer's address is the usual
 	// next hop, a local one has its own reason).
 	prot, nhProt []model.ProtectedPrefix
-	local        map[netip.Addr]string // host address -> link
+	local        map[netip.Addr]string               // host address -> link
+	grAddr       map[netip.Addr]*model.GatewayRouter // a GR's own external address -> GR
 	// peerLink is each configured peer's link, or why it has none.
 	peerLink    map[string]*model.Link
 	peerNoLink  map[string]string
@@ -238,7 +239,7 @@ type installedKey struct {
 
 func newImportEnv(cfg *config.Config, snap model.Snapshot, host model.Host, prot []model.ProtectedPrefix) *importEnv {
 	e := &importEnv{cfg: cfg, snap: snap, host: host, prot: prot,
-		local: map[netip.Addr]string{}, peerLink: map[string]*model.Link{}, peerNoLink: map[string]string{},
+		local: map[netip.Addr]string{}, grAddr: map[netip.Addr]*model.GatewayRouter{}, peerLink: map[string]*model.Link{}, peerNoLink: map[string]string{},
 		installedAt: map[installedKey]bool{}}
 	for _, pp := range prot {
 		if !strings.HasPrefix(pp.Why, whyPeer) && !strings.HasPrefix(pp.Why, whyHost) {
@@ -248,6 +249,13 @@ func newImportEnv(cfg *config.Config, snap model.Snapshot, host model.Host, prot
 	for li := range host.Links {
 		for _, a := range host.Links[li].Addrs {
 			e.local[a.Addr()] = host.Links[li].Name
+		}
+	}
+	for gi := range snap.Routers {
+		for _, n := range snap.Routers[gi].ExternalNetworks {
+			if _, ok := e.grAddr[n.Addr()]; !ok {
+				e.grAddr[n.Addr()] = &snap.Routers[gi]
+			}
 		}
 	}
 	for _, p := range cfg.BGP.Peers {
@@ -420,6 +428,9 @@ func (e *importEnv) nextHop(p model.LearnedPath) string {
 	if link, ok := e.local[nh]; ok {
 		return fmt.Sprintf("next hop %s of %s is local (an address of host link %s)", nh, p.Prefix, link)
 	}
+	if gr, ok := e.grAddr[nh]; ok {
+		return fmt.Sprintf("next hop %s of %s is the own address of gateway router %s on its external port %s", nh, p.Prefix, gr.Name, gr.ExternalPort)
+	}
 	if pp, ok := protectedCovering(e.nhProt, hostPrefix(nh)); ok {
 		return fmt.Sprintf("next hop %s of %s is inside protected %s: %s", nh, p.Prefix, pp.Prefix, pp.Why)
 	}
@@ -434,7 +445,30 @@ func (e *importEnv) nextHop(p model.LearnedPath) string {
 	if !onLink(link, nh) {
 		return fmt.Sprintf("next hop %s of %s is not on-link through peer %s's link %s (%s)", nh, p.Prefix, p.Peer, link.Name, prefixList(link.Addrs))
 	}
+	if nh.Is4() {
+		for _, c := range link.Addrs {
+			if !c.Addr().Is4() || c.Bits() >= 31 || !c.Masked().Contains(nh) {
+				continue
+			}
+			switch nh {
+			case c.Masked().Addr():
+				return fmt.Sprintf("next hop %s of %s is the network address of on-link prefix %s (link %s)", nh, p.Prefix, c.Masked(), link.Name)
+			case broadcast(c):
+				return fmt.Sprintf("next hop %s of %s is the broadcast address of on-link prefix %s (link %s)", nh, p.Prefix, c.Masked(), link.Name)
+			}
+		}
+	}
 	return ""
+}
+
+// broadcast is the last address of IPv4 prefix c.
+func broadcast(c netip.Prefix) netip.Addr {
+	a := c.Masked().Addr().As4()
+	host := uint32(1)<<(32-c.Bits()) - 1
+	for i := range 4 {
+		a[3-i] |= byte(host >> (8 * i))
+	}
+	return netip.AddrFrom4(a)
 }
 
 // onLink reports whether a is inside a connected prefix of l.

@@ -133,6 +133,8 @@ func TestImportReasons(t *testing.T) {
 		{"next hop in a pod subnet", path("tor-a", "10.1.0.0/16", "10.128.0.5"), false, "up", "next hop 10.128.0.5 of 10.1.0.0/16 is inside protected 10.128.0.0/14"},
 		{"next hop in serviceCIDRs", path("tor-a", "10.1.0.0/16", "172.30.0.10"), false, "up", "inside protected 172.30.0.0/16: cluster.serviceCIDRs"},
 		{"next hop not on-link", path("tor-a", "10.1.0.0/16", "198.51.100.7"), false, "up", "next hop 198.51.100.7 of 10.1.0.0/16 is not on-link through peer tor-a's link eth0 (192.0.2.10/24, 2001:db8::10/64, fe80::10/64) (rule up)"},
+		{"next hop network address of the link", path("tor-a", "10.1.0.0/16", "192.0.2.0"), false, "up", "next hop 192.0.2.0 of 10.1.0.0/16 is the network address of on-link prefix 192.0.2.0/24 (link eth0) (rule up)"},
+		{"next hop broadcast address of the link", path("tor-a", "10.1.0.0/16", "192.0.2.255"), false, "up", "next hop 192.0.2.255 of 10.1.0.0/16 is the broadcast address of on-link prefix 192.0.2.0/24 (link eth0) (rule up)"},
 		{"next hop another peer on the link", path("tor-a", "10.1.0.0/16", "192.0.2.2"), true, "up", "accepted"},
 		{"next hop another address on the link", path("tor-6", "2001:db8:100::/48", "2001:db8::1:0:0:1"), true, "up", "accepted"},
 	}
@@ -207,6 +209,34 @@ func TestImportNextHopChecks(t *testing.T) {
 		want := "next hop 192.0.2.20 of 10.1.0.0/16 is outside the external networks 192.0.2.0/28 of gateway router GR_n1 (rule up, network default)"
 		if got := Import(in).Paths[0]; got.Accepted || got.Reason != want {
 			t.Errorf("got %v %q, want %q", got.Accepted, got.Reason, want)
+		}
+	})
+	t.Run("the gateway router's own address", func(t *testing.T) {
+		in := importFixture()
+		in.Snapshot.Routers[0].ExternalNetworks = []netip.Prefix{pfx("192.0.2.20/24"), pfx("2001:db8::20/64")}
+		in.Learned = []model.LearnedPath{path("tor-a", "10.1.0.0/16", "192.0.2.20"), path("tor-6", "2001:db8:100::/48", "2001:db8::20")}
+		for _, kernelOnly := range []bool{false, true} {
+			if kernelOnly { // any target: the kernel would send it to the GR's port too
+				in.Config.Import[0].Targets.OVN = false
+			}
+			res := Import(in)
+			for i, nh := range []string{"192.0.2.20", "2001:db8::20"} {
+				want := fmt.Sprintf("next hop %s of %s is the own address of gateway router GR_n1 on its external port rtoe-GR_n1 (rule up)", nh, in.Learned[i].Prefix)
+				if got := res.Paths[i]; got.Accepted || got.Reason != want {
+					t.Errorf("ovn=%v: got %v %q, want %q", !kernelOnly, got.Accepted, got.Reason, want)
+				}
+			}
+		}
+	})
+	t.Run("a /31 has no network nor broadcast address", func(t *testing.T) {
+		in := importFixture()
+		in.Host.Links[2].Addrs = []netip.Prefix{pfx("198.51.100.0/31")}
+		in.Config.BGP.Peers[2].Address = addr("198.51.100.1")
+		in.Config.Import[0].Peers = append(in.Config.Import[0].Peers, "tor-c")
+		in.Config.Import[0].Targets.OVN = false
+		in.Learned = []model.LearnedPath{path("tor-c", "10.1.0.0/16", "198.51.100.1")}
+		if got := Import(in).Paths[0]; !got.Accepted {
+			t.Errorf("next hop on a /31: %q", got.Reason)
 		}
 	})
 	t.Run("default route with opt-in", func(t *testing.T) {
