@@ -148,7 +148,7 @@ func Import(in ImportInput) ImportResult {
 		case len(acc) > 0:
 			p.Accepted = true
 			p.Rule = cfg.Import[acc[0].rule].Name
-			p.Reason = acceptedReason(cfg, acc, reasons)
+			p.Reason = acceptedReason(cfg, acc, reasons, func(ri int) string { return e.where(ri, p) })
 		default:
 			if v := first[i]; v.rule >= 0 {
 				p.Rule = cfg.Import[v.rule].Name
@@ -189,10 +189,16 @@ func acceptEntry(r *config.ImportRule, p netip.Prefix) (int, bool) {
 	return 0, false
 }
 
-// acceptedReason says which rules accepted a path, by which entries; the
-// reason of a path accepted by one rule is cached in reasons.
-func acceptedReason(cfg *config.Config, acc []candidate, reasons map[[2]int]string) string {
+// acceptedReason says which rules accepted a path, by which entries, and,
+// after each, where (from where) the path is not installed and why; the
+// reason of a path accepted by one rule and installed in all its targets
+// is cached in reasons.
+func acceptedReason(cfg *config.Config, acc []candidate, reasons map[[2]int]string, where func(rule int) string) string {
 	if len(acc) == 1 {
+		if w := where(acc[0].rule); w != "" {
+			r := &cfg.Import[acc[0].rule]
+			return fmt.Sprintf("accepted by rule %s (%s)%s", r.Name, r.Accept[acc[0].entry], w)
+		}
 		k := [2]int{acc[0].rule, acc[0].entry}
 		if r, ok := reasons[k]; ok {
 			return r
@@ -204,7 +210,7 @@ func acceptedReason(cfg *config.Config, acc []candidate, reasons map[[2]int]stri
 	by := make([]string, len(acc))
 	for i, c := range acc {
 		r := &cfg.Import[c.rule]
-		by[i] = fmt.Sprintf("rule %s (%s)", r.Name, r.Accept[c.entry])
+		by[i] = fmt.Sprintf("rule %s (%s)%s", r.Name, r.Accept[c.entry], where(c.rule))
 	}
 	return "accepted by " + strings.Join(by, " and ")
 }
@@ -221,14 +227,17 @@ type importEnv struct {
 	local        map[netip.Addr]string               // host address -> link
 	grAddr       map[netip.Addr]*model.GatewayRouter // a GR's own external address -> GR
 	// peerLink is each configured peer's link, or why it has none.
-	peerLink    map[string]*model.Link
-	peerNoLink  map[string]string
-	routers     []*model.GatewayRouter // per rule: its OVN target, nil if none
-	tables      []uint32               // per rule: its kernel table, 0 if none
-	vrfs        []string               // per rule: its VRF, "" if none
-	problems    []string
-	createVRFs  []model.VRFDevice
-	installedAt map[installedKey]bool
+	peerLink   map[string]*model.Link
+	peerNoLink map[string]string
+	routers    []*model.GatewayRouter // per rule: its OVN target, nil if none
+	tables     []uint32               // per rule: its kernel table, 0 if none
+	vrfs       []string               // per rule: its VRF, "" if none
+	// ovnWhy and kernelWhy are, per rule, why its configured OVN or
+	// kernel target receives nothing ("" if usable or not configured).
+	ovnWhy, kernelWhy []string
+	problems          []string
+	createVRFs        []model.VRFDevice
+	installedAt       map[installedKey]bool
 }
 
 type installedKey struct {
@@ -264,10 +273,15 @@ func newImportEnv(cfg *config.Config, snap model.Snapshot, host model.Host, prot
 	created := map[string]bool{}
 	for ri := range cfg.Import {
 		r := &cfg.Import[ri]
-		e.routers = append(e.routers, e.router(r))
+		n := len(e.problems)
+		gr := e.router(r)
+		e.routers = append(e.routers, gr)
+		e.ovnWhy = append(e.ovnWhy, e.newProblem(n))
+		n = len(e.problems)
 		t, vrf := e.kernelTable(r, created)
 		e.tables = append(e.tables, t)
 		e.vrfs = append(e.vrfs, vrf)
+		e.kernelWhy = append(e.kernelWhy, e.newProblem(n))
 	}
 	for _, o := range snap.OwnedRoutes {
 		e.installedAt[installedKey{rule: o.Rule, prefix: o.Prefix}] = true
@@ -358,6 +372,14 @@ func (e *importEnv) kernelTable(r *config.ImportRule, created map[string]bool) (
 	return uint32(k.Table), k.VRF
 }
 
+// newProblem is the problem recorded since there were n, or "".
+func (e *importEnv) newProblem(n int) string {
+	if len(e.problems) > n {
+		return e.problems[len(e.problems)-1]
+	}
+	return ""
+}
+
 func (e *importEnv) problem(format string, args ...any) {
 	e.problems = append(e.problems, fmt.Sprintf(format, args...))
 }
@@ -395,13 +417,53 @@ func (e *importEnv) check(ri int, p model.LearnedPath) string {
 	if reason := e.nextHop(p); reason != "" {
 		return reason + fmt.Sprintf(" (rule %s)", r.Name)
 	}
-	if gr := e.routers[ri]; gr != nil && !slices.ContainsFunc(gr.ExternalNetworks, func(n netip.Prefix) bool {
-		return n.Masked().Contains(p.NextHop)
-	}) {
+	if gr := e.routers[ri]; gr != nil && !inExternal(gr, p.NextHop) && e.tables[ri] == 0 {
+		// with a kernel target, the path goes there only (see where)
 		return fmt.Sprintf("next hop %s of %s is outside the external networks %s of gateway router %s (rule %s, network %s)",
 			p.NextHop, p.Prefix, prefixList(gr.ExternalNetworks), gr.Name, r.Name, r.Network)
 	}
 	return ""
+}
+
+// inExternal reports whether a is inside a network of gr's external port.
+func inExternal(gr *model.GatewayRouter, a netip.Addr) bool {
+	return slices.ContainsFunc(gr.ExternalNetworks, func(n netip.Prefix) bool { return n.Masked().Contains(a) })
+}
+
+// where says, for path p accepted by rule ri, where it is not installed
+// and why, and where it is: "" when it goes to every target the rule
+// configures.
+func (e *importEnv) where(ri int, p model.LearnedPath) string {
+	r := &e.cfg.Import[ri]
+	var in, not []string
+	if r.Targets.OVN {
+		switch gr := e.routers[ri]; {
+		case gr == nil:
+			not = append(not, "not in OVN: "+e.ovnWhy[ri])
+		case !inExternal(gr, p.NextHop):
+			not = append(not, fmt.Sprintf("not in OVN: next hop %s of %s is outside the external networks %s of gateway router %s (network %s)",
+				p.NextHop, p.Prefix, prefixList(gr.ExternalNetworks), gr.Name, r.Network))
+		default:
+			in = append(in, fmt.Sprintf("OVN (%s)", gr.Name))
+		}
+	}
+	if k := r.Targets.Kernel; k.Table != 0 || k.VRF != "" {
+		switch {
+		case e.tables[ri] == 0:
+			not = append(not, "not in the kernel: "+e.kernelWhy[ri])
+		case e.vrfs[ri] != "":
+			in = append(in, fmt.Sprintf("VRF %s (table %d)", e.vrfs[ri], e.tables[ri]))
+		default:
+			in = append(in, fmt.Sprintf("table %d", e.tables[ri]))
+		}
+	}
+	switch {
+	case len(not) == 0:
+		return ""
+	case len(in) == 0:
+		return ", but installed nowhere: " + strings.Join(not, "; ")
+	}
+	return ", installed in " + strings.Join(in, " and ") + " only: " + strings.Join(not, "; ")
 }
 
 // nextHop checks path p's next hop (safety rule 3); "" if it is fine.
@@ -577,7 +639,7 @@ func (e *importEnv) targets(paths []model.LearnedPath, cands []candidate) ([]mod
 	ovn := make([]model.OVNRoute, 0, n)
 	for _, c := range cands {
 		p, r := paths[c.path], &e.cfg.Import[c.rule]
-		if gr := e.routers[c.rule]; gr != nil {
+		if gr := e.routers[c.rule]; gr != nil && inExternal(gr, p.NextHop) {
 			k := ovnClaim{gr.Name, p.Prefix}
 			if owner, ok := ovnOwner[k]; !ok || owner == c.rule {
 				ovnOwner[k] = c.rule

@@ -205,6 +205,7 @@ func TestImportNextHopChecks(t *testing.T) {
 	t.Run("outside the GR's external networks", func(t *testing.T) {
 		in := importFixture()
 		in.Snapshot.Routers[0].ExternalNetworks = []netip.Prefix{pfx("192.0.2.0/28")}
+		in.Config.Import[0].Targets.Kernel = config.KernelTarget{} // with one, see TestImportAcceptedWhere
 		in.Learned = []model.LearnedPath{path("tor-a", "10.1.0.0/16", "192.0.2.20")}
 		want := "next hop 192.0.2.20 of 10.1.0.0/16 is outside the external networks 192.0.2.0/28 of gateway router GR_n1 (rule up, network default)"
 		if got := Import(in).Paths[0]; got.Accepted || got.Reason != want {
@@ -641,5 +642,62 @@ func TestImportMappedPrefix(t *testing.T) {
 	}
 	if len(res.OVN) != 1 || len(res.Kernel) != 1 {
 		t.Errorf("only the control is installed: OVN %v, kernel %v", res.OVN, res.Kernel)
+	}
+}
+
+// TestImportAcceptedWhere: an accepted path's reason says where it is not
+// installed and why, so that `routes learned` and `explain` never claim an
+// install that does not happen; a fully installed one says only which rule
+// accepted it.
+func TestImportAcceptedWhere(t *testing.T) {
+	const accepted = "accepted by rule up (10.0.0.0/8 length 8..24)"
+	foreign := "static route 10.9.0.0/16 carries k8s.ovn.org/owner-controller=RouteImport"
+	tests := []struct {
+		name   string
+		nh     string
+		edit   func(*ImportInput)
+		reason string // exact, "" = rejected with the want below
+		ovn    int
+		kernel int
+	}{
+		{"installed everywhere", "192.0.2.1", func(*ImportInput) {}, accepted, 1, 1},
+		{"foreign import, OVN only", "192.0.2.1", func(in *ImportInput) {
+			in.Snapshot.Routers[0].ForeignImport = foreign
+			in.Config.Import[0].Targets.Kernel = config.KernelTarget{}
+		}, accepted + ", but installed nowhere: not in OVN: rule up: refusing to import into GR_n1, which OVN-Kubernetes' own route import manages: " + foreign, 0, 0},
+		{"foreign import, with a table", "192.0.2.1", func(in *ImportInput) {
+			in.Snapshot.Routers[0].ForeignImport = foreign
+		}, accepted + ", installed in table 100 only: not in OVN: rule up: refusing to import into GR_n1, which OVN-Kubernetes' own route import manages: " + foreign, 0, 1},
+		{"no gateway router", "192.0.2.1", func(in *ImportInput) { in.Snapshot.Routers = nil },
+			accepted + ", installed in table 100 only: not in OVN: rule up: network default has no gateway router on node n1 in NB: nothing is imported into OVN", 0, 1},
+		{"VRF missing", "192.0.2.1", func(in *ImportInput) { in.Config.Import[0].Targets.Kernel = config.KernelTarget{VRF: "blue"} },
+			accepted + ", installed in OVN (GR_n1) only: not in the kernel: rule up: VRF blue does not exist on this host: create it, or set targets.kernel.createVRF: true with a table", 1, 0},
+		{"next hop outside the external networks, with a table", "192.0.2.20", func(in *ImportInput) {
+			in.Snapshot.Routers[0].ExternalNetworks = []netip.Prefix{pfx("192.0.2.0/28")}
+		}, accepted + ", installed in table 100 only: not in OVN: next hop 192.0.2.20 of 10.1.0.0/16 is outside the external networks 192.0.2.0/28 of gateway router GR_n1 (network default)", 0, 1},
+		{"next hop outside the external networks, OVN only", "192.0.2.20", func(in *ImportInput) {
+			in.Snapshot.Routers[0].ExternalNetworks = []netip.Prefix{pfx("192.0.2.0/28")}
+			in.Config.Import[0].Targets.Kernel = config.KernelTarget{}
+		}, "", 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := importFixture()
+			in.Learned = []model.LearnedPath{path("tor-a", "10.1.0.0/16", tt.nh)}
+			tt.edit(&in)
+			res := Import(in)
+			got := res.Paths[0]
+			if tt.reason == "" {
+				want := "next hop 192.0.2.20 of 10.1.0.0/16 is outside the external networks 192.0.2.0/28 of gateway router GR_n1 (rule up, network default)"
+				if got.Accepted || got.Reason != want {
+					t.Errorf("got %v %q, want rejected %q", got.Accepted, got.Reason, want)
+				}
+			} else if !got.Accepted || got.Reason != tt.reason {
+				t.Errorf("got %v %q\nwant accepted %q", got.Accepted, got.Reason, tt.reason)
+			}
+			if len(res.OVN) != tt.ovn || len(res.Kernel) != tt.kernel {
+				t.Errorf("OVN %v, kernel %v, want %d and %d", res.OVN, res.Kernel, tt.ovn, tt.kernel)
+			}
+		})
 	}
 }
