@@ -303,6 +303,9 @@ func TestProblems(t *testing.T) {
 		{name: "import one vrf two modes", add: importDoc(acceptTen, "    targets: {kernel: {vrf: blue}}\n") +
 			"  - name: second\n    peers: [tor-a]\n    network: default\n    mode: manual\n    accept: [{prefix: 10.0.0.0/8, maxLength: 24}]\n    targets: {ovn: false, kernel: {vrf: blue}}\n",
 			wants: []want{{"import[1].mode", "manual, but import[0] (auto) also targets VRF blue", 27}}},
+		{name: "import one ovn network two modes", add: importDoc(acceptTen, "") +
+			"  - name: second\n    peers: [tor-a]\n    network: default\n    mode: manual\n    accept: [{prefix: 10.0.0.0/8, maxLength: 24}]\n    targets: {ovn: true, kernel: {table: 101}}\n",
+			wants: []want{{"import[1].mode", "manual, but rule uplink (import[0], auto) also imports into OVN network default's gateway router: the rules of one OVN network share a mode, set mode: auto on rule second or mode: manual on rule uplink", 26}}},
 		{name: "import family no peer speaks", add: importDoc("      - {prefix: 2001:db8::/32, maxLength: 64}\n", ""),
 			wants: []want{{"import[0].accept", "no peer of this rule (tor-a: ipv4) speaks ipv6", 21}}},
 		{name: "import default route only without allowDefaultRoute", add: importDoc("      - {prefix: 0.0.0.0/0}\n", ""),
@@ -391,6 +394,8 @@ func TestValidValues(t *testing.T) {
 		"import": edit(t, afterTorA, afterTorA+"      ebgpMultihop: 2\n      interface: eth1\n") + "protectedPrefixes: [203.0.113.0/24]\ncluster: {serviceCIDRs: [172.30.0.0/16, fd02::/112]}\n" + importDoc(acceptTen+"      - {prefix: 0.0.0.0/0}\n",
 			"    allowDefaultRoute: true\n    maxRoutes: 5\n    mode: manual\n    targets: {ovn: true, kernel: {vrf: blue, table: 100, createVRF: true}}\n") +
 			"  - name: second\n    peers: [tor-a, tor-b]\n    network: blue\n    mode: manual\n    accept: [{prefix: 2001:db8::/32, maxLength: 64}]\n    targets: {kernel: {table: 100}}\n",
+		"import one network, OVN auto and kernel-only manual": baseDoc + importDoc(acceptTen, "") +
+			"  - name: second\n    peers: [tor-a]\n    network: default\n    mode: manual\n    accept: [{prefix: 10.0.0.0/8, maxLength: 24}]\n    targets: {ovn: false, kernel: {table: 101}}\n",
 		"trailing comment": baseDoc + "\n# trailing comment\n",
 	}
 	for name, doc := range docs {

@@ -525,12 +525,16 @@ func (v *validator) kernelTarget(p string, r *ImportRule) {
 
 // sharedTables checks what several rules share: a VRF is one table, a
 // table is one VRF, and a table's or a VRF's routes are all auto or all
-// manual (a kernel route records no rule, so its mode comes from its table).
+// manual (a kernel route records no rule, so its mode comes from its
+// table); so are the rules importing into one OVN network's gateway router
+// (an auto rule's changes would make every manual plan guarding the router
+// stale).
 func (v *validator) sharedTables() {
 	vrfTable := map[string]int{} // VRF -> first rule giving it a table
 	tableVRF := map[int]int{}    // table -> first rule naming a VRF for it
 	tableMode := map[int]int{}   // table -> first rule targeting it
 	vrfMode := map[string]int{}  // VRF -> first rule targeting it
+	ovnMode := map[string]int{}  // OVN network -> first rule importing into it
 	for i, r := range v.c.Import {
 		p := index("import", i)
 		k := r.Targets.Kernel
@@ -551,6 +555,15 @@ func (v *validator) sharedTables() {
 				v.add(key(p, "mode"), "%s, but import[%d] (%s) also targets VRF %s: the rules of one VRF share a mode, set the same", r.Mode, j, v.c.Import[j].Mode, k.VRF)
 			} else if !ok {
 				vrfMode[k.VRF] = i
+			}
+		}
+		if r.Targets.OVN && r.Network != "" {
+			if j, ok := ovnMode[r.Network]; ok && v.c.Import[j].Mode != r.Mode {
+				o := v.c.Import[j]
+				v.add(key(p, "mode"), "%s, but rule %s (import[%d], %s) also imports into OVN network %s's gateway router: the rules of one OVN network share a mode, set mode: %s on rule %s or mode: %s on rule %s",
+					r.Mode, o.Name, j, o.Mode, r.Network, o.Mode, r.Name, r.Mode, o.Name)
+			} else if !ok {
+				ovnMode[r.Network] = i
 			}
 		}
 		if k.Table != 0 {

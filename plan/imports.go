@@ -95,10 +95,14 @@ func Import(in ImportInput) ImportResult {
 		first[i] = verdict{rule: -1}
 		switch {
 		case p.Malformed != "":
-			first[i].reason = fmt.Sprintf("malformed: %s; such a path is never imported", p.Malformed)
+			first[i].reason = malformedReason(p.Malformed)
 			continue
 		case !p.Prefix.IsValid() || p.Prefix != p.Prefix.Masked():
 			first[i].reason = fmt.Sprintf("malformed: prefix %s is invalid or has host bits set; such a path is never imported", p.Prefix)
+			continue
+		case p.Prefix.Addr().Is4In6():
+			// masked, so Bits() >= 96: ::ffff:0:0/96 or inside it
+			first[i].reason = fmt.Sprintf("malformed: prefix %s is IPv4-mapped IPv6 (inside ::ffff:0:0/96); such a path is never imported", p.Prefix)
 			continue
 		}
 		listed := false
@@ -144,7 +148,7 @@ func Import(in ImportInput) ImportResult {
 		case len(acc) > 0:
 			p.Accepted = true
 			p.Rule = cfg.Import[acc[0].rule].Name
-			p.Reason = acceptedReason(cfg, acc, reasons)
+			p.Reason = acceptedReason(cfg, acc, reasons, func(ri int) string { return e.where(ri, p) })
 		default:
 			if v := first[i]; v.rule >= 0 {
 				p.Rule = cfg.Import[v.rule].Name
@@ -158,6 +162,16 @@ func Import(in ImportInput) ImportResult {
 	}
 	res.OVN, res.Kernel = e.targets(in.Learned, cands)
 	return res
+}
+
+// malformedReason is the reason of a path bgp marked Malformed: "malformed:
+// WHY", or just WHY when it names a loop (our ASN in the AS path, our
+// router ID as ORIGINATOR_ID), which is not a malformed path.
+func malformedReason(why string) string {
+	if strings.Contains(why, "loop") {
+		return why + "; such a path is never imported"
+	}
+	return "malformed: " + why + "; such a path is never imported"
 }
 
 // candidate is a path that a rule accepts, by one of its accept entries.
@@ -175,10 +189,16 @@ func acceptEntry(r *config.ImportRule, p netip.Prefix) (int, bool) {
 	return 0, false
 }
 
-// acceptedReason says which rules accepted a path, by which entries; the
-// reason of a path accepted by one rule is cached in reasons.
-func acceptedReason(cfg *config.Config, acc []candidate, reasons map[[2]int]string) string {
+// acceptedReason says which rules accepted a path, by which entries, and,
+// after each, where (from where) the path is not installed and why; the
+// reason of a path accepted by one rule and installed in all its targets
+// is cached in reasons.
+func acceptedReason(cfg *config.Config, acc []candidate, reasons map[[2]int]string, where func(rule int) string) string {
 	if len(acc) == 1 {
+		if w := where(acc[0].rule); w != "" {
+			r := &cfg.Import[acc[0].rule]
+			return fmt.Sprintf("accepted by rule %s (%s)%s", r.Name, r.Accept[acc[0].entry], w)
+		}
 		k := [2]int{acc[0].rule, acc[0].entry}
 		if r, ok := reasons[k]; ok {
 			return r
@@ -190,7 +210,7 @@ func acceptedReason(cfg *config.Config, acc []candidate, reasons map[[2]int]stri
 	by := make([]string, len(acc))
 	for i, c := range acc {
 		r := &cfg.Import[c.rule]
-		by[i] = fmt.Sprintf("rule %s (%s)", r.Name, r.Accept[c.entry])
+		by[i] = fmt.Sprintf("rule %s (%s)%s", r.Name, r.Accept[c.entry], where(c.rule))
 	}
 	return "accepted by " + strings.Join(by, " and ")
 }
@@ -204,16 +224,20 @@ type importEnv struct {
 	// (without host and peer addresses: a peer's address is the usual
 	// next hop, a local one has its own reason).
 	prot, nhProt []model.ProtectedPrefix
-	local        map[netip.Addr]string // host address -> link
+	local        map[netip.Addr]string               // host address -> link
+	grAddr       map[netip.Addr]*model.GatewayRouter // a GR's own external address -> GR
 	// peerLink is each configured peer's link, or why it has none.
-	peerLink    map[string]*model.Link
-	peerNoLink  map[string]string
-	routers     []*model.GatewayRouter // per rule: its OVN target, nil if none
-	tables      []uint32               // per rule: its kernel table, 0 if none
-	vrfs        []string               // per rule: its VRF, "" if none
-	problems    []string
-	createVRFs  []model.VRFDevice
-	installedAt map[installedKey]bool
+	peerLink   map[string]*model.Link
+	peerNoLink map[string]string
+	routers    []*model.GatewayRouter // per rule: its OVN target, nil if none
+	tables     []uint32               // per rule: its kernel table, 0 if none
+	vrfs       []string               // per rule: its VRF, "" if none
+	// ovnWhy and kernelWhy are, per rule, why its configured OVN or
+	// kernel target receives nothing ("" if usable or not configured).
+	ovnWhy, kernelWhy []string
+	problems          []string
+	createVRFs        []model.VRFDevice
+	installedAt       map[installedKey]bool
 }
 
 type installedKey struct {
@@ -224,7 +248,7 @@ type installedKey struct {
 
 func newImportEnv(cfg *config.Config, snap model.Snapshot, host model.Host, prot []model.ProtectedPrefix) *importEnv {
 	e := &importEnv{cfg: cfg, snap: snap, host: host, prot: prot,
-		local: map[netip.Addr]string{}, peerLink: map[string]*model.Link{}, peerNoLink: map[string]string{},
+		local: map[netip.Addr]string{}, grAddr: map[netip.Addr]*model.GatewayRouter{}, peerLink: map[string]*model.Link{}, peerNoLink: map[string]string{},
 		installedAt: map[installedKey]bool{}}
 	for _, pp := range prot {
 		if !strings.HasPrefix(pp.Why, whyPeer) && !strings.HasPrefix(pp.Why, whyHost) {
@@ -236,16 +260,28 @@ func newImportEnv(cfg *config.Config, snap model.Snapshot, host model.Host, prot
 			e.local[a.Addr()] = host.Links[li].Name
 		}
 	}
+	for gi := range snap.Routers {
+		for _, n := range snap.Routers[gi].ExternalNetworks {
+			if _, ok := e.grAddr[n.Addr()]; !ok {
+				e.grAddr[n.Addr()] = &snap.Routers[gi]
+			}
+		}
+	}
 	for _, p := range cfg.BGP.Peers {
 		e.findPeerLink(p)
 	}
 	created := map[string]bool{}
 	for ri := range cfg.Import {
 		r := &cfg.Import[ri]
-		e.routers = append(e.routers, e.router(r))
+		n := len(e.problems)
+		gr := e.router(r)
+		e.routers = append(e.routers, gr)
+		e.ovnWhy = append(e.ovnWhy, e.newProblem(n))
+		n = len(e.problems)
 		t, vrf := e.kernelTable(r, created)
 		e.tables = append(e.tables, t)
 		e.vrfs = append(e.vrfs, vrf)
+		e.kernelWhy = append(e.kernelWhy, e.newProblem(n))
 	}
 	for _, o := range snap.OwnedRoutes {
 		e.installedAt[installedKey{rule: o.Rule, prefix: o.Prefix}] = true
@@ -336,6 +372,14 @@ func (e *importEnv) kernelTable(r *config.ImportRule, created map[string]bool) (
 	return uint32(k.Table), k.VRF
 }
 
+// newProblem is the problem recorded since there were n, or "".
+func (e *importEnv) newProblem(n int) string {
+	if len(e.problems) > n {
+		return e.problems[len(e.problems)-1]
+	}
+	return ""
+}
+
 func (e *importEnv) problem(format string, args ...any) {
 	e.problems = append(e.problems, fmt.Sprintf(format, args...))
 }
@@ -373,13 +417,53 @@ func (e *importEnv) check(ri int, p model.LearnedPath) string {
 	if reason := e.nextHop(p); reason != "" {
 		return reason + fmt.Sprintf(" (rule %s)", r.Name)
 	}
-	if gr := e.routers[ri]; gr != nil && !slices.ContainsFunc(gr.ExternalNetworks, func(n netip.Prefix) bool {
-		return n.Masked().Contains(p.NextHop)
-	}) {
+	if gr := e.routers[ri]; gr != nil && !inExternal(gr, p.NextHop) && e.tables[ri] == 0 {
+		// with a kernel target, the path goes there only (see where)
 		return fmt.Sprintf("next hop %s of %s is outside the external networks %s of gateway router %s (rule %s, network %s)",
 			p.NextHop, p.Prefix, prefixList(gr.ExternalNetworks), gr.Name, r.Name, r.Network)
 	}
 	return ""
+}
+
+// inExternal reports whether a is inside a network of gr's external port.
+func inExternal(gr *model.GatewayRouter, a netip.Addr) bool {
+	return slices.ContainsFunc(gr.ExternalNetworks, func(n netip.Prefix) bool { return n.Masked().Contains(a) })
+}
+
+// where says, for path p accepted by rule ri, where it is not installed
+// and why, and where it is: "" when it goes to every target the rule
+// configures.
+func (e *importEnv) where(ri int, p model.LearnedPath) string {
+	r := &e.cfg.Import[ri]
+	var in, not []string
+	if r.Targets.OVN {
+		switch gr := e.routers[ri]; {
+		case gr == nil:
+			not = append(not, "not in OVN: "+e.ovnWhy[ri])
+		case !inExternal(gr, p.NextHop):
+			not = append(not, fmt.Sprintf("not in OVN: next hop %s of %s is outside the external networks %s of gateway router %s (network %s)",
+				p.NextHop, p.Prefix, prefixList(gr.ExternalNetworks), gr.Name, r.Network))
+		default:
+			in = append(in, fmt.Sprintf("OVN (%s)", gr.Name))
+		}
+	}
+	if k := r.Targets.Kernel; k.Table != 0 || k.VRF != "" {
+		switch {
+		case e.tables[ri] == 0:
+			not = append(not, "not in the kernel: "+e.kernelWhy[ri])
+		case e.vrfs[ri] != "":
+			in = append(in, fmt.Sprintf("VRF %s (table %d)", e.vrfs[ri], e.tables[ri]))
+		default:
+			in = append(in, fmt.Sprintf("table %d", e.tables[ri]))
+		}
+	}
+	switch {
+	case len(not) == 0:
+		return ""
+	case len(in) == 0:
+		return ", but installed nowhere: " + strings.Join(not, "; ")
+	}
+	return ", installed in " + strings.Join(in, " and ") + " only: " + strings.Join(not, "; ")
 }
 
 // nextHop checks path p's next hop (safety rule 3); "" if it is fine.
@@ -406,6 +490,9 @@ func (e *importEnv) nextHop(p model.LearnedPath) string {
 	if link, ok := e.local[nh]; ok {
 		return fmt.Sprintf("next hop %s of %s is local (an address of host link %s)", nh, p.Prefix, link)
 	}
+	if gr, ok := e.grAddr[nh]; ok {
+		return fmt.Sprintf("next hop %s of %s is the own address of gateway router %s on its external port %s", nh, p.Prefix, gr.Name, gr.ExternalPort)
+	}
 	if pp, ok := protectedCovering(e.nhProt, hostPrefix(nh)); ok {
 		return fmt.Sprintf("next hop %s of %s is inside protected %s: %s", nh, p.Prefix, pp.Prefix, pp.Why)
 	}
@@ -420,7 +507,30 @@ func (e *importEnv) nextHop(p model.LearnedPath) string {
 	if !onLink(link, nh) {
 		return fmt.Sprintf("next hop %s of %s is not on-link through peer %s's link %s (%s)", nh, p.Prefix, p.Peer, link.Name, prefixList(link.Addrs))
 	}
+	if nh.Is4() {
+		for _, c := range link.Addrs {
+			if !c.Addr().Is4() || c.Bits() >= 31 || !c.Masked().Contains(nh) {
+				continue
+			}
+			switch nh {
+			case c.Masked().Addr():
+				return fmt.Sprintf("next hop %s of %s is the network address of on-link prefix %s (link %s)", nh, p.Prefix, c.Masked(), link.Name)
+			case broadcast(c):
+				return fmt.Sprintf("next hop %s of %s is the broadcast address of on-link prefix %s (link %s)", nh, p.Prefix, c.Masked(), link.Name)
+			}
+		}
+	}
 	return ""
+}
+
+// broadcast is the last address of IPv4 prefix c.
+func broadcast(c netip.Prefix) netip.Addr {
+	a := c.Masked().Addr().As4()
+	host := uint32(1)<<(32-c.Bits()) - 1
+	for i := range 4 {
+		a[3-i] |= byte(host >> (8 * i))
+	}
+	return netip.AddrFrom4(a)
 }
 
 // onLink reports whether a is inside a connected prefix of l.
@@ -529,7 +639,7 @@ func (e *importEnv) targets(paths []model.LearnedPath, cands []candidate) ([]mod
 	ovn := make([]model.OVNRoute, 0, n)
 	for _, c := range cands {
 		p, r := paths[c.path], &e.cfg.Import[c.rule]
-		if gr := e.routers[c.rule]; gr != nil {
+		if gr := e.routers[c.rule]; gr != nil && inExternal(gr, p.NextHop) {
 			k := ovnClaim{gr.Name, p.Prefix}
 			if owner, ok := ovnOwner[k]; !ok || owner == c.rule {
 				ovnOwner[k] = c.rule

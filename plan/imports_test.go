@@ -86,6 +86,10 @@ func TestImportReasons(t *testing.T) {
 	malformed.Malformed = "AS 0 in the AS path (RFC 7607)"
 	asSet := path("tor-a", "10.1.0.0/16", "192.0.2.1")
 	asSet.Malformed = "AS_SET in the AS path (RFC 9774)"
+	loopASN := path("tor-a", "10.1.0.0/16", "192.0.2.1")
+	loopASN.Malformed = "AS path contains our own ASN 64512 (loop, RFC 4271 9.1.2)"
+	loopID := path("tor-a", "10.1.0.0/16", "192.0.2.1")
+	loopID.Malformed = "ORIGINATOR_ID 192.0.2.10 is our router ID (loop, RFC 4456)"
 	stale := path("tor-a", "10.3.0.0/16", "192.0.2.1")
 	stale.Stale = true
 	tests := []struct {
@@ -129,6 +133,8 @@ func TestImportReasons(t *testing.T) {
 		{"next hop in a pod subnet", path("tor-a", "10.1.0.0/16", "10.128.0.5"), false, "up", "next hop 10.128.0.5 of 10.1.0.0/16 is inside protected 10.128.0.0/14"},
 		{"next hop in serviceCIDRs", path("tor-a", "10.1.0.0/16", "172.30.0.10"), false, "up", "inside protected 172.30.0.0/16: cluster.serviceCIDRs"},
 		{"next hop not on-link", path("tor-a", "10.1.0.0/16", "198.51.100.7"), false, "up", "next hop 198.51.100.7 of 10.1.0.0/16 is not on-link through peer tor-a's link eth0 (192.0.2.10/24, 2001:db8::10/64, fe80::10/64) (rule up)"},
+		{"next hop network address of the link", path("tor-a", "10.1.0.0/16", "192.0.2.0"), false, "up", "next hop 192.0.2.0 of 10.1.0.0/16 is the network address of on-link prefix 192.0.2.0/24 (link eth0) (rule up)"},
+		{"next hop broadcast address of the link", path("tor-a", "10.1.0.0/16", "192.0.2.255"), false, "up", "next hop 192.0.2.255 of 10.1.0.0/16 is the broadcast address of on-link prefix 192.0.2.0/24 (link eth0) (rule up)"},
 		{"next hop another peer on the link", path("tor-a", "10.1.0.0/16", "192.0.2.2"), true, "up", "accepted"},
 		{"next hop another address on the link", path("tor-6", "2001:db8:100::/48", "2001:db8::1:0:0:1"), true, "up", "accepted"},
 	}
@@ -152,6 +158,17 @@ func TestImportReasons(t *testing.T) {
 				t.Errorf("an accepted path is not installed once in each target: OVN %v, kernel %v", res.OVN, res.Kernel)
 			}
 		})
+	}
+	// A loop (our ASN in the AS path, our router ID as ORIGINATOR_ID, set
+	// in Malformed by bgp) reads as a loop, not "malformed: ...loop".
+	for _, p := range []model.LearnedPath{loopASN, loopID} {
+		in := importFixture()
+		in.Learned = []model.LearnedPath{p}
+		res := Import(in)
+		want := p.Malformed + "; such a path is never imported"
+		if got := res.Paths[0]; got.Accepted || got.Reason != want || len(res.OVN)+len(res.Kernel) != 0 {
+			t.Errorf("loop: got accepted=%v %q (OVN %v, kernel %v), want rejected %q", got.Accepted, got.Reason, res.OVN, res.Kernel, want)
+		}
 	}
 }
 
@@ -188,10 +205,39 @@ func TestImportNextHopChecks(t *testing.T) {
 	t.Run("outside the GR's external networks", func(t *testing.T) {
 		in := importFixture()
 		in.Snapshot.Routers[0].ExternalNetworks = []netip.Prefix{pfx("192.0.2.0/28")}
+		in.Config.Import[0].Targets.Kernel = config.KernelTarget{} // with one, see TestImportAcceptedWhere
 		in.Learned = []model.LearnedPath{path("tor-a", "10.1.0.0/16", "192.0.2.20")}
 		want := "next hop 192.0.2.20 of 10.1.0.0/16 is outside the external networks 192.0.2.0/28 of gateway router GR_n1 (rule up, network default)"
 		if got := Import(in).Paths[0]; got.Accepted || got.Reason != want {
 			t.Errorf("got %v %q, want %q", got.Accepted, got.Reason, want)
+		}
+	})
+	t.Run("the gateway router's own address", func(t *testing.T) {
+		in := importFixture()
+		in.Snapshot.Routers[0].ExternalNetworks = []netip.Prefix{pfx("192.0.2.20/24"), pfx("2001:db8::20/64")}
+		in.Learned = []model.LearnedPath{path("tor-a", "10.1.0.0/16", "192.0.2.20"), path("tor-6", "2001:db8:100::/48", "2001:db8::20")}
+		for _, kernelOnly := range []bool{false, true} {
+			if kernelOnly { // any target: the kernel would send it to the GR's port too
+				in.Config.Import[0].Targets.OVN = false
+			}
+			res := Import(in)
+			for i, nh := range []string{"192.0.2.20", "2001:db8::20"} {
+				want := fmt.Sprintf("next hop %s of %s is the own address of gateway router GR_n1 on its external port rtoe-GR_n1 (rule up)", nh, in.Learned[i].Prefix)
+				if got := res.Paths[i]; got.Accepted || got.Reason != want {
+					t.Errorf("ovn=%v: got %v %q, want %q", !kernelOnly, got.Accepted, got.Reason, want)
+				}
+			}
+		}
+	})
+	t.Run("a /31 has no network nor broadcast address", func(t *testing.T) {
+		in := importFixture()
+		in.Host.Links[2].Addrs = []netip.Prefix{pfx("198.51.100.0/31")}
+		in.Config.BGP.Peers[2].Address = addr("198.51.100.1")
+		in.Config.Import[0].Peers = append(in.Config.Import[0].Peers, "tor-c")
+		in.Config.Import[0].Targets.OVN = false
+		in.Learned = []model.LearnedPath{path("tor-c", "10.1.0.0/16", "198.51.100.1")}
+		if got := Import(in).Paths[0]; !got.Accepted {
+			t.Errorf("next hop on a /31: %q", got.Reason)
 		}
 	})
 	t.Run("default route with opt-in", func(t *testing.T) {
@@ -568,5 +614,90 @@ func TestImportInvariants(t *testing.T) {
 	}
 	if d := cmp.Diff(res.Kernel, again.Kernel, cmpAddrs); d != "" {
 		t.Errorf("kernel depends on the order of the paths (-first +shuffled):\n%s", d)
+	}
+}
+
+// TestImportMappedPrefix: an IPv4-mapped IPv6 prefix (::ffff:0:0/96 or
+// inside it) is malformed and never imported, even where a rule accepts
+// every IPv6 prefix; it would otherwise slip past the IPv4 protected set.
+func TestImportMappedPrefix(t *testing.T) {
+	in := importFixture()
+	in.Config.Import[0].AllowDefaultRoute = true
+	in.Config.Import[0].Accept = append(in.Config.Import[0].Accept, config.PrefixMatch{Prefix: pfx("::/0"), MaxLength: 128})
+	in.Learned = []model.LearnedPath{
+		path("tor-6", "::ffff:0:0/96", "2001:db8::1"),
+		path("tor-6", "::ffff:10.128.0.0/110", "2001:db8::1"),
+		path("tor-6", "::ffff:203.0.113.0/120", "2001:db8::1"),
+		path("tor-6", "2001:db8:100::/48", "2001:db8::1"),
+	}
+	res := Import(in)
+	for _, p := range res.Paths[:3] {
+		want := fmt.Sprintf("malformed: prefix %s is IPv4-mapped IPv6 (inside ::ffff:0:0/96); such a path is never imported", p.Prefix)
+		if p.Accepted || p.Reason != want {
+			t.Errorf("%s: got accepted=%v %q, want rejected %q", p.Prefix, p.Accepted, p.Reason, want)
+		}
+	}
+	if !res.Paths[3].Accepted {
+		t.Errorf("control 2001:db8:100::/48 rejected: %q", res.Paths[3].Reason)
+	}
+	if len(res.OVN) != 1 || len(res.Kernel) != 1 {
+		t.Errorf("only the control is installed: OVN %v, kernel %v", res.OVN, res.Kernel)
+	}
+}
+
+// TestImportAcceptedWhere: an accepted path's reason says where it is not
+// installed and why, so that `routes learned` and `explain` never claim an
+// install that does not happen; a fully installed one says only which rule
+// accepted it.
+func TestImportAcceptedWhere(t *testing.T) {
+	const accepted = "accepted by rule up (10.0.0.0/8 length 8..24)"
+	foreign := "static route 10.9.0.0/16 carries k8s.ovn.org/owner-controller=RouteImport"
+	tests := []struct {
+		name   string
+		nh     string
+		edit   func(*ImportInput)
+		reason string // exact, "" = rejected with the want below
+		ovn    int
+		kernel int
+	}{
+		{"installed everywhere", "192.0.2.1", func(*ImportInput) {}, accepted, 1, 1},
+		{"foreign import, OVN only", "192.0.2.1", func(in *ImportInput) {
+			in.Snapshot.Routers[0].ForeignImport = foreign
+			in.Config.Import[0].Targets.Kernel = config.KernelTarget{}
+		}, accepted + ", but installed nowhere: not in OVN: rule up: refusing to import into GR_n1, which OVN-Kubernetes' own route import manages: " + foreign, 0, 0},
+		{"foreign import, with a table", "192.0.2.1", func(in *ImportInput) {
+			in.Snapshot.Routers[0].ForeignImport = foreign
+		}, accepted + ", installed in table 100 only: not in OVN: rule up: refusing to import into GR_n1, which OVN-Kubernetes' own route import manages: " + foreign, 0, 1},
+		{"no gateway router", "192.0.2.1", func(in *ImportInput) { in.Snapshot.Routers = nil },
+			accepted + ", installed in table 100 only: not in OVN: rule up: network default has no gateway router on node n1 in NB: nothing is imported into OVN", 0, 1},
+		{"VRF missing", "192.0.2.1", func(in *ImportInput) { in.Config.Import[0].Targets.Kernel = config.KernelTarget{VRF: "blue"} },
+			accepted + ", installed in OVN (GR_n1) only: not in the kernel: rule up: VRF blue does not exist on this host: create it, or set targets.kernel.createVRF: true with a table", 1, 0},
+		{"next hop outside the external networks, with a table", "192.0.2.20", func(in *ImportInput) {
+			in.Snapshot.Routers[0].ExternalNetworks = []netip.Prefix{pfx("192.0.2.0/28")}
+		}, accepted + ", installed in table 100 only: not in OVN: next hop 192.0.2.20 of 10.1.0.0/16 is outside the external networks 192.0.2.0/28 of gateway router GR_n1 (network default)", 0, 1},
+		{"next hop outside the external networks, OVN only", "192.0.2.20", func(in *ImportInput) {
+			in.Snapshot.Routers[0].ExternalNetworks = []netip.Prefix{pfx("192.0.2.0/28")}
+			in.Config.Import[0].Targets.Kernel = config.KernelTarget{}
+		}, "", 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := importFixture()
+			in.Learned = []model.LearnedPath{path("tor-a", "10.1.0.0/16", tt.nh)}
+			tt.edit(&in)
+			res := Import(in)
+			got := res.Paths[0]
+			if tt.reason == "" {
+				want := "next hop 192.0.2.20 of 10.1.0.0/16 is outside the external networks 192.0.2.0/28 of gateway router GR_n1 (rule up, network default)"
+				if got.Accepted || got.Reason != want {
+					t.Errorf("got %v %q, want rejected %q", got.Accepted, got.Reason, want)
+				}
+			} else if !got.Accepted || got.Reason != tt.reason {
+				t.Errorf("got %v %q\nwant accepted %q", got.Accepted, got.Reason, tt.reason)
+			}
+			if len(res.OVN) != tt.ovn || len(res.Kernel) != tt.kernel {
+				t.Errorf("OVN %v, kernel %v, want %d and %d", res.OVN, res.Kernel, tt.ovn, tt.kernel)
+			}
+		})
 	}
 }

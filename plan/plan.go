@@ -36,8 +36,9 @@ type Plan struct {
 }
 
 // Held is an operation the plan holds back: a delete of an owned route (or
-// a kernel route losing a next hop) while a peer of its rule has not sent
-// End-of-RIB since the start and deferralTime has not passed (fail static).
+// a kernel route losing a next hop) while a peer of its rule (any
+// configured peer, for an orphan) has not sent End-of-RIB since the start
+// and deferralTime has not passed (fail static).
 // Exactly one of OVN and Kernel is set.
 type Held struct {
 	OVN    *model.OVNOp    `json:"ovn,omitempty"`
@@ -126,7 +127,9 @@ type BuildInput struct {
 // peer not yet Synced are Held, so that at start owned routes are adopted,
 // not flushed (fail static); so is a kernel route replace that drops a
 // next hop. A kernel route's rule is the rule of the desired route, else
-// every rule targeting its table or VRF.
+// every rule targeting its table or VRF. An orphan (its rule is no longer
+// configured, or no rule targets its table or VRF) is held until every
+// configured peer is Synced.
 func Build(in BuildInput) Plan {
 	cfg := in.Config
 	if cfg == nil {
@@ -134,29 +137,42 @@ func Build(in BuildInput) Plan {
 	}
 	p := Plan{Version: PlanVersion, Node: in.Node, CreatedAt: in.Now}
 	r := ruleIndex{cfg: cfg, host: in.Host, desired: in.Import.Kernel}
-	hold := func(rules []string) string {
+	// hold is why an operation of rules must wait, or "". orphan says why
+	// it has no configured rule ("" if it has one): such an operation
+	// waits for every configured peer.
+	hold := func(rules []string, orphan string) string {
 		var waiting []string
-		for _, name := range rules {
-			rule, ok := cfg.ImportRule(name)
-			if !ok {
-				continue
+		wait := func(peer string) {
+			if !in.Synced[peer] && !slices.Contains(waiting, peer) {
+				waiting = append(waiting, peer)
 			}
-			for _, peer := range rule.Peers {
-				if !in.Synced[peer] && !slices.Contains(waiting, peer) {
-					waiting = append(waiting, peer)
+		}
+		if orphan != "" {
+			for _, peer := range cfg.BGP.Peers {
+				wait(peer.Name)
+			}
+		}
+		for _, name := range rules {
+			if rule, ok := cfg.ImportRule(name); ok {
+				for _, peer := range rule.Peers {
+					wait(peer)
 				}
 			}
 		}
 		if len(waiting) == 0 {
 			return ""
 		}
-		return fmt.Sprintf("waiting for End-of-RIB from %s or bgp.gracefulRestart.deferralTime (%s) since start (fail static)",
+		why := fmt.Sprintf("waiting for End-of-RIB from %s or bgp.gracefulRestart.deferralTime (%s) since start (fail static)",
 			strings.Join(waiting, ", "), fmt.Sprintf("%gs", cfg.BGP.GracefulRestart.DeferralTime.Seconds()))
+		if orphan != "" {
+			why += ": " + orphan + ", so it is held until every configured peer is synced"
+		}
+		return why
 	}
 
 	for _, op := range DiffOVN(in.Import.OVN, in.Snapshot.OwnedRoutes) {
 		if op.Op == model.OpDelete {
-			if why := hold([]string{op.Route.Rule}); why != "" {
+			if why := hold([]string{op.Route.Rule}, orphanRule(cfg, op.Route.Rule)); why != "" {
 				op := op
 				p.Held = append(p.Held, Held{OVN: &op, Rules: []string{op.Route.Rule}, Reason: why})
 				continue
@@ -186,7 +202,7 @@ func Build(in BuildInput) Plan {
 			op.Op == model.OpReplace && dropsNextHop(observed[op.Route.Key()].NextHops, op.Route.NextHops)
 		if losing {
 			rules := r.ofRoute(*op.Route)
-			if why := hold(rules); why != "" {
+			if why := hold(rules, r.orphan(*op.Route, rules)); why != "" {
 				op := op
 				p.Held = append(p.Held, Held{Kernel: &op, Rules: rules, Reason: why})
 				continue
@@ -202,6 +218,17 @@ func Build(in BuildInput) Plan {
 	p.Kernel = slices.Concat(p.Kernel, ruleAdds, kernelDeletes, ruleDeletes)
 	p.Advertise = DiffAdvertisements(in.Adverts, in.Advertised)
 	return p
+}
+
+// orphanRule says that rule name is no longer configured, or "".
+func orphanRule(cfg *config.Config, name string) string {
+	if _, ok := cfg.ImportRule(name); ok {
+		return ""
+	}
+	if name == "" {
+		return "it names no import rule"
+	}
+	return fmt.Sprintf("its rule %s is no longer configured", name)
 }
 
 // dropsNextHop reports whether a next hop of old is not in new.
@@ -273,6 +300,23 @@ func (x ruleIndex) ofRoute(k model.KernelRoute) []string {
 		}
 	}
 	return out
+}
+
+// orphan says why kernel route k, of rules (from ofRoute), has no
+// configured rule, or "".
+func (x ruleIndex) orphan(k model.KernelRoute, rules []string) string {
+	for _, name := range rules {
+		if why := orphanRule(x.cfg, name); why != "" {
+			return why
+		}
+	}
+	if len(rules) > 0 {
+		return ""
+	}
+	if k.VRF != "" {
+		return fmt.Sprintf("no configured import rule targets VRF %s (table %d)", k.VRF, k.Table)
+	}
+	return fmt.Sprintf("no configured import rule targets table %d", k.Table)
 }
 
 // targets reports whether rule r's kernel target is k's table (given, or

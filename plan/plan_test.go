@@ -2,6 +2,7 @@ package plan
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -106,23 +107,47 @@ func TestBuildFailStatic(t *testing.T) {
 	if c.OVNAdd != 1 || c.OVNDelete != 1 || c.KernelReplace != 1 || c.KernelDelete != 1 || c.Held != 0 || p.Empty() {
 		t.Errorf("counts %+v, empty %v", c, p.Empty())
 	}
-	// A route of a rule that is no longer configured is not held.
-	in.Synced = nil
+	// TestBuildFailStatic (orphans): a route whose rule is no longer
+	// configured (renamed), or a kernel route in a table no rule maps to,
+	// is held until EVERY configured peer is Synced, and the reason says
+	// so; a renamed rule targeting the same table still holds its table's
+	// routes by its own peers.
+	in.Synced = map[string]bool{"tor-a": true, "tor-b": true, "tor-6": true}
 	in.Config.Import[0].Name = "renamed"
 	in.Import.OVN = nil
 	in.Import.Kernel = nil
+	in.Host.Routes = append(in.Host.Routes, kroute(999, "10.9.0.0/16", "192.0.2.1"))
 	p = Build(in)
-	var held []string
+	type heldLine struct{ Op, Rules, Reason string }
+	var held []heldLine
 	for _, h := range p.Held {
-		held = append(held, strings.Join(h.Rules, ","))
+		op := ""
+		if h.OVN != nil {
+			op = "ovn " + h.OVN.Route.Prefix.String()
+		} else {
+			op = fmt.Sprintf("kernel %d %s", h.Kernel.Route.Table, h.Kernel.Route.Prefix)
+		}
+		held = append(held, heldLine{op, strings.Join(h.Rules, ","), h.Reason})
 	}
-	// the OVN row says rule "up" (gone); the kernel routes are in table
-	// 100, which "renamed" targets: held.
-	if d := cmp.Diff([]string{"renamed", "renamed"}, held); d != "" {
-		t.Errorf("held rules (-want +got):\n%s", d)
+	orphan := "waiting for End-of-RIB from tor-c or bgp.gracefulRestart.deferralTime (120s) since start (fail static): "
+	want2 := []heldLine{
+		{"ovn 10.2.0.0/16", "up", orphan + "its rule up is no longer configured, so it is held until every configured peer is synced"},
+		{"kernel 999 10.9.0.0/16", "", orphan + "no configured import rule targets table 999, so it is held until every configured peer is synced"},
 	}
-	if len(p.OVN) != 1 || p.OVN[0].Op != model.OpDelete {
-		t.Errorf("OVN ops %v, want the delete of the orphan row", p.OVN)
+	if d := cmp.Diff(want2, held); d != "" {
+		t.Errorf("orphans, tor-c not synced: held (-want +got):\n%s", d)
+	}
+	if len(p.OVN) != 0 {
+		t.Errorf("OVN ops %v, want none: the orphan delete is held", p.OVN)
+	}
+	// The renamed rule's own peers are synced: its table's deletes go.
+	if n := p.Counts().KernelDelete; n != 2 {
+		t.Errorf("kernel deletes %d, want 2 (table 100's routes of the renamed rule)", n)
+	}
+	in.Synced["tor-c"] = true
+	p = Build(in)
+	if len(p.Held) != 0 || p.Counts().OVNDelete != 1 || p.Counts().KernelDelete != 3 {
+		t.Errorf("every peer synced: held %+v, counts %+v", p.Held, p.Counts())
 	}
 }
 
