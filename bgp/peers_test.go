@@ -191,13 +191,13 @@ func TestLearnedDefaultDeny(t *testing.T) {
 }
 
 // TestOwnASNReason: a path reflected back with our ASN in its AS path says
-// so.
+// so, and is a loop that import never takes.
 func TestOwnASNReason(t *testing.T) {
 	s := &Speaker{global: config.BGP{ASN: nodeASN}}
 	tor := config.Peer{Name: "tor", ASN: provASN}
 	lp := s.learnedPath(tor, pfx("10.0.0.0/24"), pathWithASPath(t, provASN, nodeASN))
-	if lp.Accepted || !strings.Contains(lp.Reason, "own ASN 64512") || !strings.Contains(lp.Reason, ReasonDefaultDeny) {
-		t.Errorf("reason = %q, accepted = %v", lp.Reason, lp.Accepted)
+	if lp.Accepted || !strings.Contains(lp.Reason, "own ASN 64512") || !strings.Contains(lp.Malformed, "loop") {
+		t.Errorf("reason = %q, malformed = %q, accepted = %v", lp.Reason, lp.Malformed, lp.Accepted)
 	}
 	lp = s.learnedPath(tor, pfx("10.0.0.0/24"), pathWithASPath(t, provASN))
 	if lp.Reason != ReasonDefaultDeny {
