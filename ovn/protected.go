@@ -1,6 +1,7 @@
 package ovn
 
 import (
+	"cmp"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -79,7 +80,15 @@ func buildProtectedAddresses(in nbRows) (prot []model.ProtectedPrefix, problems 
 		}
 	}
 
-	for _, n := range in.NATs {
+	// The rows come sorted by UUID, which differs on every load: sort
+	// by what the reason names, so that a shared address (an egress IP on
+	// several pods, a transit address in several networks) always shows
+	// the same one.
+	nats := slices.Clone(in.NATs)
+	slices.SortFunc(nats, func(a, b natRow) int {
+		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.Router, b.Router), cmp.Compare(a.UUID, b.UUID))
+	})
+	for _, n := range nats {
 		a, err := netip.ParseAddr(n.ExternalIP)
 		if err != nil || a.Zone() != "" || a.IsUnspecified() {
 			problems = append(problems, fmt.Sprintf("%s %s (%s=%s, %s=%s) external_ip %q: not an address; not protected",
@@ -112,10 +121,16 @@ func buildProtectedAddresses(in nbRows) (prot []model.ProtectedPrefix, problems 
 		}
 	}
 
+	var ic []routeRow
 	for _, rt := range in.Routes {
-		if rt.ICNode == "" {
-			continue
+		if rt.ICNode != "" {
+			ic = append(ic, rt)
 		}
+	}
+	slices.SortFunc(ic, func(a, b routeRow) int {
+		return cmp.Or(cmp.Compare(a.Router, b.Router), cmp.Compare(a.ICNode, b.ICNode), cmp.Compare(a.Nexthop, b.Nexthop), cmp.Compare(a.UUID, b.UUID))
+	})
+	for _, rt := range ic {
 		a, err := netip.ParseAddr(rt.Nexthop)
 		if err != nil || a.Zone() != "" || a.IsUnspecified() {
 			// ip_prefix is what matters; buildNB reports a bad one.

@@ -40,6 +40,10 @@ func TestBuildProtectedAddresses(t *testing.T) {
 			{UUID: "n3", Router: "GR_node1", Type: "snat", ExternalIP: "2001:db8::100", LogicalIP: "fd00:10:128:1::5",
 				Name: "eip3_ns1/pod3", Controller: "default-network-controller"},
 			{UUID: "n4", Router: "", Type: "snat", ExternalIP: "bogus", Name: "eip4_ns1/pod4"},
+			// The same egress IP for another pod, first by UUID: the reason
+			// stays the same whatever the UUIDs.
+			{UUID: "n0", Router: "GR_node2", Type: "snat", ExternalIP: "172.18.0.100", LogicalIP: "10.128.2.9",
+				Name: "eip1_ns1/pod9", Controller: "default-network-controller"},
 		},
 		Routes: []routeRow{
 			{UUID: "s1", Router: "ovn_cluster_router", IPPrefix: "10.128.2.0/23", Nexthop: "100.88.0.3", ICNode: "node2"},
