@@ -43,7 +43,8 @@ type Snapshot struct {
 	Routers []GatewayRouter `json:"routers,omitempty"`
 	// Protected are the prefixes NB says belong to the cluster: every
 	// node's pod subnets (switches and interconnect routes), the join and
-	// transit subnets. Import never accepts anything inside them.
+	// transit subnets, Service VIPs, egress IPs and node addresses
+	// (docs/ovn-nb.md). Import never accepts anything inside them.
 	Protected []ProtectedPrefix `json:"protected,omitempty"`
 	// OwnedRoutes are the static routes carrying ovnbgp.io/owner=<Node>.
 	OwnedRoutes []OVNRoute `json:"ownedRoutes,omitempty"`

@@ -368,11 +368,15 @@ func (c *Client) start(cli client.Client) (nbRows, error) {
 	lrp := &nbdb.LogicalRouterPort{}
 	lr := &nbdb.LogicalRouter{}
 	lrsr := &nbdb.LogicalRouterStaticRoute{}
+	lb := &nbdb.LoadBalancer{}
+	nat := &nbdb.NAT{}
 	mon := cli.NewMonitor(
 		client.WithTable(ls, &ls.Name, &ls.ExternalIDs, &ls.OtherConfig),
 		client.WithTable(lrp, &lrp.Name, &lrp.Networks),
-		client.WithTable(lr, &lr.Name, &lr.ExternalIDs, &lr.StaticRoutes),
+		client.WithTable(lr, &lr.Name, &lr.ExternalIDs, &lr.StaticRoutes, &lr.Nat),
 		client.WithTable(lrsr, &lrsr.IPPrefix, &lrsr.Nexthop, &lrsr.OutputPort, &lrsr.ExternalIDs),
+		client.WithTable(lb, &lb.Name, &lb.Vips, &lb.ExternalIDs),
+		client.WithTable(nat, &nat.Type, &nat.ExternalIP, &nat.LogicalIP, &nat.ExternalIDs),
 	)
 	if _, err := cli.Monitor(ctx, mon); err != nil {
 		return nbRows{}, fmt.Errorf("monitor NB: %w", err)
@@ -486,6 +490,26 @@ func readRows(ctx context.Context, cli client.Client) (nbRows, error) {
 		return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.UUID, b.UUID))
 	})
 
+	// Egress IP SNATs only: a gateway router also holds a SNAT per node
+	// subnet or pod, which are not addresses of the cluster's own.
+	nats, err := table(nbdb.NATTable)
+	if err != nil {
+		return out, err
+	}
+	eip := map[string]int{} // UUID -> index in out.NATs
+	for _, m := range nats {
+		n, ok := m.(*nbdb.NAT)
+		if !ok {
+			return out, fmt.Errorf("%s cache holds a %T", nbdb.NATTable, m)
+		}
+		if n.ExternalIDs[ovnk.ExtIDOwnerType] != ovnk.OwnerTypeEgressIP {
+			continue
+		}
+		eip[n.UUID] = len(out.NATs)
+		out.NATs = append(out.NATs, natRow{UUID: n.UUID, Type: string(n.Type), ExternalIP: n.ExternalIP, LogicalIP: n.LogicalIP,
+			Name: n.ExternalIDs[ovnk.ExtIDName], Controller: n.ExternalIDs[ovnk.ExtIDOwnerController]})
+	}
+
 	routers, err := table(nbdb.LogicalRouterTable)
 	if err != nil {
 		return out, err
@@ -498,6 +522,13 @@ func readRows(ctx context.Context, cli client.Client) (nbRows, error) {
 		}
 		for _, id := range r.StaticRoutes {
 			routerOf[id] = r.Name
+		}
+		if len(eip) > 0 {
+			for _, id := range r.Nat {
+				if i, ok := eip[id]; ok {
+					out.NATs[i].Router = r.Name
+				}
+			}
 		}
 		if !strings.HasPrefix(r.Name, ovnk.GatewayRouterPrefix) {
 			continue
@@ -536,6 +567,31 @@ func readRows(ctx context.Context, cli client.Client) (nbRows, error) {
 		}
 		out.Routes = append(out.Routes, row)
 	}
+	slices.SortFunc(out.NATs, func(a, b natRow) int { return strings.Compare(a.UUID, b.UUID) })
+
+	lbs, err := table(nbdb.LoadBalancerTable)
+	if err != nil {
+		return out, err
+	}
+	for _, m := range lbs {
+		l, ok := m.(*nbdb.LoadBalancer)
+		if !ok {
+			return out, fmt.Errorf("%s cache holds a %T", nbdb.LoadBalancerTable, m)
+		}
+		if l.ExternalIDs[ovnk.ExtIDLBKind] != ovnk.LBKindService {
+			continue
+		}
+		vips := make([]string, 0, len(l.Vips))
+		for k := range l.Vips {
+			vips = append(vips, k)
+		}
+		slices.Sort(vips)
+		out.LoadBalancers = append(out.LoadBalancers, lbRow{UUID: l.UUID, Name: l.Name, Owner: l.ExternalIDs[ovnk.ExtIDLBOwner], VIPs: vips})
+	}
+	slices.SortFunc(out.LoadBalancers, func(a, b lbRow) int {
+		return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.UUID, b.UUID))
+	})
+
 	// By UUID only: one comparison (this runs on every NB change, with
 	// every owned route); the builders sort what they return.
 	slices.SortFunc(out.Routes, func(a, b routeRow) int { return strings.Compare(a.UUID, b.UUID) })

@@ -5,9 +5,10 @@
 // Reading. Dial returns a Client that connects in the background, keeps a
 // libovsdb monitor on the few columns ovnbgp needs (Logical_Switch name,
 // external_ids, other_config; Logical_Router_Port name, networks;
-// Logical_Router name, external_ids, static_routes;
+// Logical_Router name, external_ids, static_routes, nat;
 // Logical_Router_Static_Route ip_prefix, nexthop, output_port,
-// external_ids) and reconnects with exponential backoff
+// external_ids; Load_Balancer name, vips, external_ids; NAT type,
+// external_ip, logical_ip, external_ids) and reconnects with exponential backoff
 // (250ms doubling to 30s) while the database is away. Every change of the
 // monitored rows and every connect or disconnect calls the caller's notify
 // function; the caller re-reads with Snapshot, which builds this node's

@@ -100,6 +100,10 @@ type nbRows struct {
 	Ports    []routerPortRow
 	Routes   []routeRow
 	Routers  []routerRow
+	// LoadBalancers are the Service load balancers, NATs the egress IP
+	// SNATs (protected.go).
+	LoadBalancers []lbRow
+	NATs          []natRow
 }
 
 // networkPrefix is the prefix of a network's entity names.
@@ -280,8 +284,10 @@ func buildNB(in nbRows, node string) buildResult {
 
 	imp := buildImport(in, node)
 	snap.Routers, snap.OwnedRoutes = imp.Routers, imp.Owned
-	snap.Protected = sortProtected(slices.Concat(guarded, imp.Protected))
+	addrs, addrProblems := buildProtectedAddresses(in)
+	snap.Protected = sortProtected(slices.Concat(guarded, imp.Protected, addrs))
 	problems = append(problems, imp.Problems...)
+	problems = append(problems, addrProblems...)
 
 	slices.Sort(problems)
 	return buildResult{Snapshot: snap, Cluster: sortSubnets(cluster), Problems: slices.Compact(problems)}

@@ -105,3 +105,27 @@ func NetworkPrefix(network string) string {
 	}
 	return strings.NewReplacer("-", ".", "/", ".").Replace(network) + "_"
 }
+
+// Service load balancers, egress IPs (go-controller/pkg/types/const.go,
+// pkg/libovsdb/ops/db_object_types.go and db_object_ids.go).
+const (
+	// ExtIDLBKind is the kind of the object a Load_Balancer row serves
+	// (types.LoadBalancerKindExternalID); "Service" for Services.
+	ExtIDLBKind = "k8s.ovn.org/kind"
+	// ExtIDLBOwner is "<namespace>/<name>" of the Service
+	// (types.LoadBalancerOwnerExternalID).
+	ExtIDLBOwner = "k8s.ovn.org/owner"
+	// LBKindService is the value of ExtIDLBKind on Service load balancers.
+	LBKindService = "Service"
+	// ExtIDOwnerType is the owner type of a row written with DbObjectIDs
+	// (libovsdbops.OwnerTypeKey).
+	ExtIDOwnerType = "k8s.ovn.org/owner-type"
+	// ExtIDName is the object name of such a row (libovsdbops.ObjectNameKey);
+	// on an egress IP SNAT "<egressip>_<namespace>/<pod>".
+	ExtIDName = "k8s.ovn.org/name"
+	// OwnerTypeEgressIP is ExtIDOwnerType on the SNAT rows of egress IPs
+	// (libovsdbops.EgressIPOwnerType, NATEgressIP), on the gateway router of
+	// the egress node, for the default network and for user-defined
+	// networks alike (the controller, in ExtIDOwnerController, differs).
+	OwnerTypeEgressIP = "EgressIP"
+)
