@@ -115,17 +115,20 @@ func (m *Manager) applyRoute(kind model.OpKind, r model.KernelRoute, ls *linkSet
 	if err := setNextHops(nr, r.NextHops, ls); err != nil {
 		return false, fmt.Errorf("%s %s: %w", kind, describe(r), err)
 	}
-	ours, err := m.keyOwner(nr, r)
-	if err != nil {
-		return false, err
-	}
 	m.watch1(int(r.Table))
-	if ours {
-		err = m.h.RouteReplace(nr)
-	} else {
-		// Create only: if a foreign route took the key since we looked,
-		// the kernel refuses (EEXIST) rather than replacing it.
+	var err error
+	if kind == model.OpAdd {
+		// Create only (NLM_F_EXCL): the kernel refuses (EEXIST) to touch
+		// a key that is taken, ours or not. Only then is the key looked
+		// up: a lookup dumps the whole table (netlink filters the
+		// destination in user space), and one per add made importing a
+		// large table quadratic (bench: 47,698 of 100k routes in 15 min).
 		err = m.h.RouteAdd(nr)
+		if errors.Is(err, unix.EEXIST) {
+			err = m.replaceOurs(nr, r)
+		}
+	} else {
+		err = m.replaceOurs(nr, r)
 	}
 	if err != nil {
 		return false, fmt.Errorf("%s %s via %s: %w", kind, describe(r), hopsString(r.NextHops), err)
@@ -138,7 +141,23 @@ func (m *Manager) applyRoute(kind model.OpKind, r model.KernelRoute, ls *linkSet
 // keyOwner looks at the routes holding the key (table, dst, metric 0) of
 // nr: it reports whether one of ours is there, and refuses when a route
 // that is not ours holds it.
+// replaceOurs replaces the route at nr's key if it carries our protocol;
+// a route that is not ours is refused, and a missing one is created.
+func (m *Manager) replaceOurs(nr *netlink.Route, r model.KernelRoute) error {
+	ours, err := m.keyOwner(nr, r)
+	if err != nil {
+		return err
+	}
+	if ours {
+		return m.h.RouteReplace(nr)
+	}
+	// Create only: if a foreign route took the key since we looked, the
+	// kernel refuses (EEXIST) rather than replacing it.
+	return m.h.RouteAdd(nr)
+}
+
 func (m *Manager) keyOwner(nr *netlink.Route, r model.KernelRoute) (bool, error) {
+	m.lookups.Add(1)
 	filter := &netlink.Route{Table: nr.Table, Dst: nr.Dst}
 	list, err := retryDump("routes", func() ([]netlink.Route, error) {
 		return m.h.RouteListFiltered(nr.Family, filter, netlink.RT_FILTER_TABLE|netlink.RT_FILTER_DST)

@@ -3,6 +3,7 @@ package vrf
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/vishvananda/netlink"
@@ -27,6 +28,9 @@ type Manager struct {
 	protocol int
 	log      *zap.Logger
 	notify   func()
+	// lookups counts key lookups (each dumps a whole table): an add
+	// looks its key up only when the kernel says it is taken.
+	lookups atomic.Int64
 
 	done chan struct{}
 	wg   sync.WaitGroup

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ovnbgp/ovnbgp/model"
 	"github.com/ovnbgp/ovnbgp/plan"
+	"github.com/ovnbgp/ovnbgp/vrf"
 )
 
 func pfx(s string) netip.Prefix { return netip.MustParsePrefix(s) }
@@ -411,5 +412,32 @@ func TestRules(t *testing.T) {
 	}
 	if after := n.foreignRules(); after != before {
 		t.Fatalf("foreign rules changed:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+}
+
+// TestAddsDoNotLookUp: adding routes to free keys dumps no table (a lookup
+// per add made a 100k-route import quadratic); only an add that finds its
+// key taken looks it up, to replace ours or refuse a foreign one.
+func TestAddsDoNotLookUp(t *testing.T) {
+	n := newNS(t)
+	n.ip("route", "add", "10.9.0.0/16", "via", "192.0.2.2", "table", "100", "proto", "static")
+	m := n.open(nil)
+	var ops []model.KernelOp
+	for i := range 200 {
+		ops = append(ops, add(route(100, netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 20, byte(i), 0}), 24).String(), hop("192.0.2.3", "a0"))))
+	}
+	mustApply(t, m, ops...)
+	if got := vrf.Lookups(m); got != 0 {
+		t.Fatalf("200 adds to free keys made %d table lookups, want 0", got)
+	}
+	// Our own key again (the plan did not see it yet): replaced.
+	mustApply(t, m, ops[0])
+	// A foreign key: looked up once, and refused.
+	if _, err := m.Apply(context.Background(), []model.KernelOp{add(route(100, "10.9.0.0/16", hop("192.0.2.3", "a0")))}); err == nil ||
+		!strings.Contains(err.Error(), "not ovnbgp's") {
+		t.Fatalf("add onto a foreign key: %v, want it refused", err)
+	}
+	if got := vrf.Lookups(m); got != 2 {
+		t.Errorf("%d lookups, want 2 (our key taken, a foreign key taken)", got)
 	}
 }
