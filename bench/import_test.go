@@ -138,6 +138,19 @@ import:
 	})
 	ob := runImport(b, t, counter, ovnbgpName, n, ovnbgpImportTable, ovnbgpProto,
 		map[string]int{"ovnbgp": d.pid()}, d.exited)
+	// With GODEBUG=gctrace=1 in the environment, the daemon's last GC lines
+	// tell its live heap apart from the GC's headroom in RSS.
+	if log, err := os.ReadFile(filepath.Join(l.Dir, "ovnbgp", "ovnbgp.log")); err == nil {
+		var gc []string
+		for _, line := range strings.Split(string(log), "\n") {
+			if strings.HasPrefix(line, "gc ") {
+				gc = append(gc, line)
+			}
+		}
+		if len(gc) > 0 {
+			b.Logf("ovnbgp's last GCs (%d in all):\n%s", len(gc), strings.Join(gc[max(0, len(gc)-3):], "\n"))
+		}
+	}
 	d.stop(b)
 	t.shut(b, true)
 	if out, err := l.Exec(l.Node, "ip", "route", "flush", "table", strconv.Itoa(ovnbgpImportTable)); err != nil {
