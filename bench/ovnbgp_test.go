@@ -32,11 +32,18 @@ type daemon struct {
 // by PID at the end of the benchmark.
 func startOvnbgp(b testing.TB, l *lab.Lab, nb *lab.NB) *daemon {
 	b.Helper()
+	return startOvnbgpWith(b, l, nb, lab.DefaultTor(), "")
+}
+
+// startOvnbgpWith is startOvnbgp with the given tor peer and extra
+// top-level YAML (e.g. an import: section) appended to the config.
+func startOvnbgpWith(b testing.TB, l *lab.Lab, nb *lab.NB, peer lab.Peer, extra string) *daemon {
+	b.Helper()
 	bin := lab.Binary(b)
 	dir := l.Mkdir("ovnbgp")
 	cfg := lab.DaemonConfig{
 		Node: "node1", ASN: 65010, RouterID: lab.NodeIPv4, ListenPort: -1,
-		Peers:      []lab.Peer{lab.DefaultTor()},
+		Peers:      []lab.Peer{peer},
 		Advertise:  `  - {name: pods, kind: podNetwork, networks: ["*"]}`,
 		Northbound: nb.Endpoint(),
 		Socket:     filepath.Join(dir, "ovnbgp.sock"),
@@ -49,7 +56,7 @@ func startOvnbgp(b testing.TB, l *lab.Lab, nb *lab.NB) *daemon {
 	if !strings.Contains(text, debug) {
 		b.Fatalf("the harness's daemon config no longer has %q: update startOvnbgp\n%s", debug, text)
 	}
-	text = strings.Replace(text, debug, info, 1)
+	text = strings.Replace(text, debug, info, 1) + extra
 	conf, logPath := filepath.Join(dir, "config.yaml"), filepath.Join(dir, "ovnbgp.log")
 	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
 		b.Fatal(err)
@@ -81,6 +88,17 @@ func startOvnbgp(b testing.TB, l *lab.Lab, nb *lab.NB) *daemon {
 		}
 	})
 	return d
+}
+
+// stop ends the daemon (SIGTERM) and waits for it.
+func (d *daemon) stop(b testing.TB) {
+	b.Helper()
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-d.done:
+	case <-time.After(30 * time.Second):
+		b.Fatalf("ovnbgp daemon (pid %d) still running 30 s after SIGTERM", d.cmd.Process.Pid)
+	}
 }
 
 func (d *daemon) pid() int { return d.cmd.Process.Pid }
