@@ -292,6 +292,8 @@ Try, in another terminal:
   %[1]s --socket %[2]s peers
   %[1]s --socket %[2]s routes advertised -o yaml
   %[1]s --socket %[2]s routes learned --rejected
+  %[1]s --socket %[2]s explain 203.0.113.0/24
+  %[1]s --socket %[2]s plan
   %[1]s --socket %[2]s status
   %[1]s --socket %[2]s config show --running
   curl -s --unix-socket %[2]s http://ovnbgp/v1/peers

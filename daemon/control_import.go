@@ -77,12 +77,14 @@ func (d *Daemon) computePlan(ctx context.Context, cfg *config.Config) (planView,
 	if !ok {
 		return planView{}, fmt.Errorf("%w: OVN Northbound is not synced yet, so nothing is planned; try again once `ovnbgp status` says synced", errNotReady)
 	}
-	return d.planFrom(ctx, cfg, sp, snap), nil
+	// What is shown walks the learned table even without import rules:
+	// explain and plan show what peers sent and why it is not imported.
+	return d.planFrom(ctx, cfg, sp, snap, true), nil
 }
 
 // planFrom computes cfg's plan from an NB snapshot already read; it runs
 // on the loop.
-func (d *Daemon) planFrom(ctx context.Context, cfg *config.Config, sp Speaker, snap model.Snapshot) planView {
+func (d *Daemon) planFrom(ctx context.Context, cfg *config.Config, sp Speaker, snap model.Snapshot, walkAlways bool) planView {
 	desired := plan.Advertisements(cfg, snap)
 	d.openHostOnce(cfg)
 	host, hostErr := d.hostState()
@@ -93,9 +95,9 @@ func (d *Daemon) planFrom(ctx context.Context, cfg *config.Config, sp Speaker, s
 	// delete routes the peer had just re-sent.
 	synced := d.syncedPeers(ctx, sp, cfg)
 	var learned []model.LearnedPath
-	if len(cfg.Import) > 0 {
+	if len(cfg.Import) > 0 || walkAlways {
 		learned = d.learnedPaths(ctx, sp)
-		if d.imp.learnedFrom != sp {
+		if len(cfg.Import) > 0 && d.imp.learnedFrom != sp {
 			// No walk of this speaker's table has succeeded yet: what
 			// it holds is unknown, so nothing may be deleted for it.
 			for p := range synced {

@@ -409,7 +409,7 @@ func (d *Daemon) reconcile(ctx context.Context) error {
 	// an OPEN exchange, so the first UPDATEs carry the whole table and
 	// End-of-RIB follows it.
 	d.addPeers(ctx, "first plan ready")
-	v := d.planFrom(ctx, cfg, speaker, snap)
+	v := d.planFrom(ctx, cfg, speaker, snap, false)
 	desired := v.desired
 	d.logAlarms(v.res.Alarms)
 	d.mu.Lock()

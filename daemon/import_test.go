@@ -452,3 +452,17 @@ func TestImportedViewNetwork(t *testing.T) {
 		t.Errorf("kernel = %+v, want only the stale route of table 100", v.Kernel)
 	}
 }
+
+// TestExplainWithoutImportRules: with no import rule, explain still shows
+// what a peer sent, rejected by default deny (the lab's first question).
+func TestExplainWithoutImportRules(t *testing.T) {
+	h := start(t, "default")
+	h.nb.set(true, network("default", "10.128.0.0/23"))
+	h.wantPrefixes("tor 10.128.0.0/23")
+	h.sp.setLearned(learnedUplink)
+	var e api.Explanation
+	getJSON(t, h.sock, api.PathExplain+"?prefix=198.51.100.0/24", &e)
+	if len(e.Learned) != 1 || e.Learned[0].Accepted || !strings.Contains(e.Learned[0].Reason, "RFC 8212") {
+		t.Fatalf("explain = %+v; want the path, rejected by default deny", e.Learned)
+	}
+}
