@@ -93,16 +93,20 @@ func (d *Daemon) planFrom(ctx context.Context, cfg *config.Config, sp Speaker, s
 	// sent before the End-of-RIB seen here. The other order could pair a
 	// fresh End-of-RIB with an older walk, and fail static would then
 	// delete routes the peer had just re-sent.
-	synced := d.syncedPeers(ctx, sp, cfg)
+	// A preview (plan --config) reads the sync state but never changes it.
+	synced := d.syncedPeers(ctx, sp, cfg, cfg != d.config())
 	var learned []model.LearnedPath
 	if len(cfg.Import) > 0 || walkAlways {
 		learned = d.learnedPaths(ctx, sp)
-		if len(cfg.Import) > 0 && d.imp.learnedFrom != sp {
-			// No walk of this speaker's table has succeeded yet: what
-			// it holds is unknown, so nothing may be deleted for it.
-			for p := range synced {
-				synced[p] = false
-			}
+	}
+	if len(cfg.Import) > 0 && (d.imp.learnedFrom != sp || d.imp.walkErr != "" || d.imp.host == nil || hostErr != nil) {
+		// What peers hold or what the host holds is not known this pass:
+		// no walk of this speaker's table succeeded (or this pass's walk
+		// failed, and the last good one may predate an End-of-RIB seen
+		// now), or the kernel could not be read (every next hop would
+		// fail its on-link check). Nothing may be deleted on such input.
+		for p := range synced {
+			synced[p] = false
 		}
 	}
 	res := plan.Import(plan.ImportInput{Config: cfg, Snapshot: snap, Host: host, Learned: learned})
@@ -166,7 +170,7 @@ func (d *Daemon) importHandlers(mux *http.ServeMux) {
 		var out api.ApplyResult
 		var aerr error
 		if err := d.onLoop(r.Context(), func(ctx context.Context) { out, aerr = d.applySaved(ctx, p) }); err != nil {
-			replyError(w, http.StatusServiceUnavailable, err)
+			replyError(w, http.StatusServiceUnavailable, fmt.Errorf("%w; if the apply was already queued it may still run: check `ovnbgp routes imported` before you apply again", err))
 			return
 		}
 		if aerr != nil {
@@ -381,6 +385,13 @@ func sameOps(saved, now plan.Plan) error {
 		kernelNow[key(op)] = true
 	}
 	var errs []error
+	seen := make(map[string]bool, len(saved.OVN)+len(saved.Kernel))
+	for _, k := range append(mapKeys(saved.OVN, key), mapKeys(saved.Kernel, key)...) {
+		if seen[k] {
+			return fmt.Errorf("it repeats an operation (%s): not a plan ovnbgp made", k)
+		}
+		seen[k] = true
+	}
 	for _, op := range saved.OVN {
 		if !ovnNow[key(op)] {
 			errs = append(errs, fmt.Errorf("OVN %s %s via %s on %s is no longer planned", op.Op, op.Route.Prefix, op.Route.NextHop, op.Route.Router))
@@ -404,6 +415,15 @@ func sameOps(saved, now plan.Plan) error {
 		return fmt.Errorf("%w (and %d more)", errors.Join(errs[:3]...), len(errs)-3)
 	}
 	return errors.Join(errs...)
+}
+
+// mapKeys is f of each element.
+func mapKeys[T any](ops []T, f func(any) string) []string {
+	out := make([]string, len(ops))
+	for i, op := range ops {
+		out[i] = f(op)
+	}
+	return out
 }
 
 // kernelStale says what a plan's kernel operations assumed that is no

@@ -310,6 +310,8 @@ type harness struct {
 	newSpeaker func(ctx context.Context, cfg config.BGP, log *zap.Logger, notify func()) (Speaker, error)
 	loadConfig func(string) (*config.Config, error)
 	dialLog    *zap.Logger // the logger DialNB was given
+	// openHostErr makes OpenHost fail (netlink unavailable).
+	openHostErr error
 	// runErr is what run returned (stop records it).
 	runErr      error
 	wantRunFail bool
@@ -371,6 +373,9 @@ func start(t *testing.T, networks string, options ...func(*harness)) *harness {
 		},
 		LoadConfig: func(_ context.Context, path string) (*config.Config, error) { return h.loadConfig(path) },
 		OpenHost: func(_ int, _ *zap.Logger, notify func()) (Host, error) {
+			if h.openHostErr != nil {
+				return nil, h.openHostErr
+			}
 			h.host.mu.Lock()
 			h.host.notify = notify
 			h.host.mu.Unlock()

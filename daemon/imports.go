@@ -27,6 +27,8 @@ import (
 type importState struct {
 	host    Host
 	hostErr error
+	// hostTried is when opening the host was last tried (hostRetry).
+	hostTried time.Time
 	// hostDirty says the kernel may have changed since hostSnap was read.
 	hostDirty atomic.Bool
 	// learned is the last good walk of every peer's paths; learnedGen is
@@ -52,12 +54,18 @@ type importState struct {
 	alarms map[string]bool
 }
 
-// openHost opens the kernel side once; a failure is kept and reported (the
-// next-hop checks then reject everything: nothing is imported blind).
+// hostRetry is how long a failed open of the kernel side waits before the
+// next try.
+const hostRetry = 30 * time.Second
+
+// openHostOnce opens the kernel side; a failure is reported and retried
+// every hostRetry. Meanwhile the next-hop checks reject everything (nothing
+// is imported blind) and nothing imported is deleted (planFrom).
 func (d *Daemon) openHostOnce(cfg *config.Config) {
-	if d.imp.host != nil || d.imp.hostErr != nil {
+	if d.imp.host != nil || (d.imp.hostErr != nil && time.Since(d.imp.hostTried) < hostRetry) {
 		return
 	}
+	d.imp.hostTried = time.Now()
 	d.imp.hostDirty.Store(true)
 	h, err := d.deps.OpenHost(cfg.Kernel.RouteProtocol, d.log.Named("vrf"), func() {
 		d.imp.hostDirty.Store(true)
@@ -66,11 +74,11 @@ func (d *Daemon) openHostOnce(cfg *config.Config) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err != nil {
-		d.imp.hostErr = fmt.Errorf("kernel (netlink) unavailable: %w; nothing is imported, since next hops cannot be checked", err)
+		d.imp.hostErr = fmt.Errorf("kernel (netlink) unavailable: %w; nothing is imported, since next hops cannot be checked, and nothing imported is deleted; retried every %s", err, hostRetry)
 		d.log.Error("route import disabled", zap.Error(d.imp.hostErr))
 		return
 	}
-	d.imp.host = h
+	d.imp.host, d.imp.hostErr = h, nil
 }
 
 // hostState reads the kernel when it may have changed since the last read
@@ -122,13 +130,17 @@ func (d *Daemon) learnedPaths(ctx context.Context, sp Speaker) []model.LearnedPa
 // syncedPeers says which peers have sent their whole table since their
 // session was started by this speaker (End-of-RIB), or for which
 // bgp.gracefulRestart.deferralTime has passed since: only then may owned
-// routes of their rules that are no longer wanted be deleted. A peer not
-// added to the speaker yet (NB not synced, or its addition failed) is not
-// synced; a new speaker (a reload that restarts it) and a session reset by
-// a reload start over (resetSync). Once synced, a peer stays synced until
-// then. It runs on the loop.
-func (d *Daemon) syncedPeers(ctx context.Context, sp Speaker, cfg *config.Config) map[string]bool {
-	d.syncSpeaker(sp, cfg)
+// routes of their rules that are no longer wanted be deleted. The wait
+// starts when the sessions are started (the first plan with NB data) or
+// the peer appears in the config; a peer whose addition failed counts from
+// then too (after the deferral, like a peer that is down, its routes may
+// go). A new speaker (a reload that restarts it) and a session reset by a
+// reload start over (resetSync). Once synced, a peer stays synced until
+// then. With readOnly (a preview), nothing is recorded. It runs on the loop.
+func (d *Daemon) syncedPeers(ctx context.Context, sp Speaker, cfg *config.Config, readOnly bool) map[string]bool {
+	if !readOnly {
+		d.syncSpeaker(sp, cfg)
+	}
 	peers, err := sp.Peers(ctx)
 	if err != nil {
 		d.log.Debug("peer states not read for End-of-RIB", zap.Error(err))
@@ -139,11 +151,25 @@ func (d *Daemon) syncedPeers(ctx context.Context, sp Speaker, cfg *config.Config
 	}
 	out := make(map[string]bool, len(cfg.BGP.Peers))
 	for _, p := range cfg.BGP.Peers {
+		if d.imp.syncFor != sp {
+			out[p.Name] = false // a preview before the new speaker's first pass
+			continue
+		}
 		added, ok := d.imp.addedAt[p.Name]
-		if ok && (eor[p.Name] || time.Since(added) >= cfg.BGP.GracefulRestart.DeferralTime) {
+		if !ok {
+			if readOnly {
+				out[p.Name] = false
+				continue
+			}
+			// A peer the running config gained: its wait starts now.
+			added = time.Now()
+			d.imp.addedAt[p.Name] = added
+		}
+		synced := d.imp.synced[p.Name] || eor[p.Name] || time.Since(added) >= cfg.BGP.GracefulRestart.DeferralTime
+		if !readOnly && synced {
 			d.imp.synced[p.Name] = true
 		}
-		out[p.Name] = d.imp.synced[p.Name]
+		out[p.Name] = synced
 	}
 	return out
 }
@@ -344,6 +370,9 @@ func (d *Daemon) importStatus() *api.ImportStatus {
 	}
 	if d.imp.hostErr != nil {
 		st.Problems = append(slices.Clone(st.Problems), d.imp.hostErr.Error())
+	}
+	if d.imp.walkErr != "" {
+		st.Problems = append(slices.Clone(st.Problems), "learned paths not read (decided on the last good walk; nothing is deleted meanwhile): "+d.imp.walkErr)
 	}
 	return st
 }
