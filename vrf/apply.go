@@ -143,6 +143,11 @@ func (m *Manager) applyRoute(kind model.OpKind, r model.KernelRoute, ls *linkSet
 // that is not ours holds it.
 // replaceOurs replaces the route at nr's key if it carries our protocol;
 // a route that is not ours is refused, and a missing one is created.
+// Netlink has no compare-and-swap: a process that deletes our route and
+// adds its own at the same key in the microseconds between the lookup and
+// the replace would be overwritten. Deleting ours first and adding
+// exclusively would close that window but open a gap in forwarding for
+// every replace; ovnbgp keeps forwarding and accepts the race.
 func (m *Manager) replaceOurs(nr *netlink.Route, r model.KernelRoute) error {
 	ours, err := m.keyOwner(nr, r)
 	if err != nil {
