@@ -170,4 +170,8 @@ type Host struct {
 	VRFs   []VRFDevice   `json:"vrfs,omitempty"`
 	Routes []KernelRoute `json:"routes,omitempty"`
 	Rules  []KernelRule  `json:"rules,omitempty"`
+	// Foreign are the keys held by routes that are not ovnbgp's, in every
+	// table but local, main and default: import never plans a route
+	// onto them (the kernel writer would refuse it on every pass).
+	Foreign []KernelRouteKey `json:"foreign,omitempty"`
 }

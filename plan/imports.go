@@ -161,6 +161,14 @@ func Import(in ImportInput) ImportResult {
 		res.Paths[i] = p
 	}
 	res.OVN, res.Kernel = e.targets(in.Learned, cands)
+	const named = 10
+	for i, k := range e.foreignHit {
+		if i == named {
+			res.Problems = append(res.Problems, fmt.Sprintf("%d more accepted prefixes are held in their kernel table by routes not ovnbgp's", len(e.foreignHit)-named))
+			break
+		}
+		res.Problems = append(res.Problems, fmt.Sprintf("table %d: %s is held by a route not ovnbgp's: not imported there (it is left alone; remove it to let ovnbgp install its own)", k.Table, k.Prefix))
+	}
 	return res
 }
 
@@ -238,6 +246,10 @@ type importEnv struct {
 	problems          []string
 	createVRFs        []model.VRFDevice
 	installedAt       map[installedKey]bool
+	// foreign are the kernel keys routes not ours hold (Host.Foreign);
+	// foreignHit those a path wanted, for one problem each.
+	foreign    map[model.KernelRouteKey]bool
+	foreignHit []model.KernelRouteKey
 }
 
 type installedKey struct {
@@ -249,7 +261,10 @@ type installedKey struct {
 func newImportEnv(cfg *config.Config, snap model.Snapshot, host model.Host, prot []model.ProtectedPrefix) *importEnv {
 	e := &importEnv{cfg: cfg, snap: snap, host: host, prot: prot,
 		local: map[netip.Addr]string{}, grAddr: map[netip.Addr]*model.GatewayRouter{}, peerLink: map[string]*model.Link{}, peerNoLink: map[string]string{},
-		installedAt: map[installedKey]bool{}}
+		installedAt: map[installedKey]bool{}, foreign: make(map[model.KernelRouteKey]bool, len(host.Foreign))}
+	for _, k := range host.Foreign {
+		e.foreign[k] = true
+	}
 	for _, pp := range prot {
 		if !strings.HasPrefix(pp.Why, whyPeer) && !strings.HasPrefix(pp.Why, whyHost) {
 			e.nhProt = append(e.nhProt, pp)
@@ -653,6 +668,12 @@ func (e *importEnv) targets(paths []model.LearnedPath, cands []candidate) ([]mod
 		}
 		if t := e.tables[c.rule]; t != 0 {
 			k := model.KernelRouteKey{Table: t, Prefix: p.Prefix}
+			if e.foreign[k] {
+				if !slices.Contains(e.foreignHit, k) {
+					e.foreignHit = append(e.foreignHit, k)
+				}
+				continue
+			}
 			if owner, ok := kernOwner[k]; ok && owner != c.rule {
 				continue
 			}

@@ -701,3 +701,26 @@ func TestImportAcceptedWhere(t *testing.T) {
 		})
 	}
 }
+
+// TestImportForeignKernelKey: a key a route not ours holds in the target
+// table gets no kernel route (the writer would refuse it on every pass);
+// OVN still gets the path, and the problem says why.
+func TestImportForeignKernelKey(t *testing.T) {
+	in := importFixture()
+	in.Host.Foreign = []model.KernelRouteKey{{Table: 100, Prefix: pfx("10.1.0.0/16")}}
+	in.Learned = []model.LearnedPath{path("tor-a", "10.1.0.0/16", "192.0.2.1"), path("tor-a", "10.2.0.0/16", "192.0.2.1")}
+	res := Import(in)
+	if len(res.Kernel) != 1 || res.Kernel[0].Prefix != pfx("10.2.0.0/16") {
+		t.Errorf("kernel = %+v, want only 10.2.0.0/16", res.Kernel)
+	}
+	if len(res.OVN) != 2 {
+		t.Errorf("OVN = %+v, want both", res.OVN)
+	}
+	found := false
+	for _, p := range res.Problems {
+		found = found || strings.Contains(p, "10.1.0.0/16") && strings.Contains(p, "not ovnbgp's")
+	}
+	if !found {
+		t.Errorf("problems = %q, want one naming 10.1.0.0/16 held by a route not ovnbgp's", res.Problems)
+	}
+}

@@ -25,11 +25,11 @@ func (m *Manager) Snapshot() (model.Host, error) {
 		return host, err
 	}
 	host.Links, host.VRFs = links.host()
-	routes, err := m.ownRoutes(links)
+	routes, foreign, err := m.ownRoutes(links)
 	if err != nil {
 		return host, err
 	}
-	host.Routes = routes
+	host.Routes, host.Foreign = routes, foreign
 	tables := make(map[int]bool, len(routes))
 	for _, r := range routes {
 		tables[int(r.Table)] = true
@@ -146,15 +146,39 @@ func isUp(a *netlink.LinkAttrs) bool {
 }
 
 // ownRoutes lists every route carrying our protocol in any table, merged by
-// (table, prefix, metric) into one route with all its next hops.
-func (m *Manager) ownRoutes(ls *linkSet) ([]model.KernelRoute, error) {
-	filter := &netlink.Route{Table: unix.RT_TABLE_UNSPEC, Protocol: netlink.RouteProtocol(m.protocol)}
+// (table, prefix, metric) into one route with all its next hops, and the
+// keys (metric 0, 1024 for IPv6) that routes not ours hold in every table
+// but local, main and default.
+func (m *Manager) ownRoutes(ls *linkSet) ([]model.KernelRoute, []model.KernelRouteKey, error) {
+	filter := &netlink.Route{Table: unix.RT_TABLE_UNSPEC}
 	list, err := retryDump("routes", func() ([]netlink.Route, error) {
-		return m.h.RouteListFiltered(netlink.FAMILY_ALL, filter, netlink.RT_FILTER_TABLE|netlink.RT_FILTER_PROTOCOL)
+		return m.h.RouteListFiltered(netlink.FAMILY_ALL, filter, netlink.RT_FILTER_TABLE)
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	var foreign []model.KernelRouteKey
+	seenForeign := map[model.KernelRouteKey]bool{}
+	list = slices.DeleteFunc(list, func(r netlink.Route) bool {
+		if int(r.Protocol) == m.protocol {
+			return false
+		}
+		switch r.Table {
+		case unix.RT_TABLE_LOCAL, unix.RT_TABLE_MAIN, unix.RT_TABLE_DEFAULT:
+			return true
+		}
+		if r.Priority != 0 && !(r.Family == unix.AF_INET6 && r.Priority == ipv6DefaultMetric) {
+			return true // another metric: another key than ours
+		}
+		if p, ok := routeDst(r); ok {
+			k := model.KernelRouteKey{Table: uint32(r.Table), Prefix: p}
+			if !seenForeign[k] {
+				seenForeign[k] = true
+				foreign = append(foreign, k)
+			}
+		}
+		return true
+	})
 	type key struct {
 		table  int
 		prefix netip.Prefix
@@ -190,7 +214,10 @@ func (m *Manager) ownRoutes(ls *linkSet) ([]model.KernelRoute, error) {
 	slices.SortFunc(out, func(a, b model.KernelRoute) int {
 		return cmp.Or(cmp.Compare(a.Table, b.Table), comparePrefix(a.Prefix, b.Prefix))
 	})
-	return out, nil
+	slices.SortFunc(foreign, func(a, b model.KernelRouteKey) int {
+		return cmp.Or(cmp.Compare(a.Table, b.Table), comparePrefix(a.Prefix, b.Prefix))
+	})
+	return out, foreign, nil
 }
 
 // nextHops reads a route's next hops, single or multipath.

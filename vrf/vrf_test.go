@@ -441,3 +441,22 @@ func TestAddsDoNotLookUp(t *testing.T) {
 		t.Errorf("%d lookups, want 2 (our key taken, a foreign key taken)", got)
 	}
 }
+
+// TestSnapshotForeignKeys: Snapshot names the keys routes not ours hold
+// outside local, main and default, so the plan never targets them; a route
+// of another metric is another key.
+func TestSnapshotForeignKeys(t *testing.T) {
+	n := newNS(t)
+	n.ip("route", "add", "10.9.0.0/16", "via", "192.0.2.2", "table", "100", "proto", "static")
+	n.ip("route", "add", "10.8.0.0/16", "via", "192.0.2.2", "table", "100", "proto", "static", "metric", "5")
+	n.ip("route", "add", "10.7.0.0/16", "via", "192.0.2.2", "proto", "static") // main
+	m := n.open(nil)
+	host, err := m.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []model.KernelRouteKey{{Table: 100, Prefix: pfx("10.9.0.0/16")}}
+	if !slices.Equal(host.Foreign, want) {
+		t.Errorf("Foreign = %v, want %v", host.Foreign, want)
+	}
+}
