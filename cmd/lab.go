@@ -132,7 +132,7 @@ func runLabSteps(ctx context.Context, out io.Writer, lo labOptions) error {
 	daemonErr := func() error { <-done; return runErr }
 
 	client := api.NewClient(sock)
-	if err := waitEstablished(ctx, client, lo.timeout, done, daemonErr, events); err != nil {
+	if err := waitEstablished(ctx, client, provider, lo.timeout, done, daemonErr, events); err != nil {
 		return labStopped(stop, done, fmt.Errorf("lab: %w (log: %s)", err, logPath))
 	}
 	if err := printLab(ctx, out, client, provider, labFiles{cfg: cfgPath, sock: sock, log: logPath}); err != nil {
@@ -223,22 +223,44 @@ log:
 `, node, labNodeASN, port, labProviderASN, nb, labNodeASN, sock)
 }
 
-// waitEstablished waits until the daemon shows an Established peer and
-// advertises something. It checks on every provider event (the session
-// coming up, our UPDATEs arriving), and every 250 ms for what only the
-// daemon's API shows.
-func waitEstablished(ctx context.Context, c *api.Client, timeout time.Duration, done <-chan struct{}, daemonErr func() error,
-	events <-chan struct{}) error {
+// waitEstablished waits until the daemon shows an Established peer, says
+// every advertisement is sent, and the provider router has every one of
+// them: the summary then shows a settled state, not the session's first
+// milliseconds. It checks on every provider event (the session coming up,
+// our UPDATEs arriving), and every 250 ms for what only the daemon's API
+// shows.
+func waitEstablished(ctx context.Context, c *api.Client, provider *bgp.Speaker, timeout time.Duration, done <-chan struct{},
+	daemonErr func() error, events <-chan struct{}) error {
 	deadline := time.After(timeout)
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
-	for {
+	settled := func() bool {
 		peers, err := c.Peers(ctx)
-		if err == nil && len(peers) > 0 && peers[0].State == model.StateEstablished {
-			advs, err := c.Advertised(ctx, "")
-			if err == nil && len(advs) > 0 {
-				return nil
+		if err != nil || len(peers) == 0 || peers[0].State != model.StateEstablished {
+			return false
+		}
+		advs, err := c.Advertised(ctx, "")
+		if err != nil || len(advs) == 0 {
+			return false
+		}
+		got, err := provider.Learned(ctx, "")
+		if err != nil {
+			return false
+		}
+		have := make(map[netip.Prefix]bool, len(got))
+		for _, p := range got {
+			have[p.Prefix] = true
+		}
+		for _, a := range advs {
+			if a.State != model.AdvSent || !have[a.Prefix] {
+				return false
 			}
+		}
+		return true
+	}
+	for {
+		if settled() {
+			return nil
 		}
 		select {
 		case <-ctx.Done():
