@@ -33,6 +33,10 @@ type GatewayRouter struct {
 	// StaticRoutes are the UUIDs of every static route the router
 	// references (owned or not), sorted: a manual plan waits on them.
 	StaticRoutes []string `json:"staticRoutes,omitempty"`
+	// ForeignRoutes are the static routes the router holds that are not
+	// ovnbgp's (an operator's, OVN-Kubernetes'): import adds no duplicate
+	// of one; sorted.
+	ForeignRoutes []OVNRouteKey `json:"foreignRoutes,omitempty"`
 	// ForeignImport is set when OVN-Kubernetes' own route import manages
 	// this router (rows tagged k8s.ovn.org/owner-controller=RouteImport):
 	// ovnbgp then refuses to import here, and this says why.
@@ -56,9 +60,9 @@ type OVNRoute struct {
 
 // OVNRouteKey identifies a static route: router, prefix and next hop.
 type OVNRouteKey struct {
-	Router  string
-	Prefix  netip.Prefix
-	NextHop netip.Addr
+	Router  string       `json:"router"`
+	Prefix  netip.Prefix `json:"prefix"`
+	NextHop netip.Addr   `json:"nextHop"`
 }
 
 // Key returns the route's identity.

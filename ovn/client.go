@@ -560,9 +560,11 @@ func readRows(ctx context.Context, cli client.Client) (nbRows, error) {
 		if r.OutputPort != nil {
 			row.OutputPort = *r.OutputPort
 		}
-		// Only interconnect routes (protected), ours, and OVN-Kubernetes'
-		// imported ones (ForeignImport) matter.
-		if row.ICNode == "" && row.Owner == "" && row.OwnerController != ovnk.RouteImportController {
+		// Only interconnect routes (protected), ours, OVN-Kubernetes'
+		// imported ones (ForeignImport), and any on a gateway router (import
+		// adds no duplicate of one) matter.
+		if row.ICNode == "" && row.Owner == "" && row.OwnerController != ovnk.RouteImportController &&
+			!strings.HasPrefix(row.Router, ovnk.GatewayRouterPrefix) {
 			continue
 		}
 		out.Routes = append(out.Routes, row)

@@ -141,10 +141,25 @@ func buildImport(in nbRows, node string) importResult {
 		}
 		var foreign []routeRow
 		for _, id := range r.StaticRoutes {
-			if rt, ok := routes[id]; ok && rt.OwnerController == ovnk.RouteImportController {
+			rt, ok := routes[id]
+			if !ok {
+				continue
+			}
+			if rt.OwnerController == ovnk.RouteImportController {
 				foreign = append(foreign, rt)
 			}
+			if rt.Owner != node {
+				pfx, perr := netip.ParsePrefix(rt.IPPrefix)
+				nh, nerr := netip.ParseAddr(rt.Nexthop)
+				if perr == nil && nerr == nil {
+					gr.ForeignRoutes = append(gr.ForeignRoutes, model.OVNRouteKey{Router: r.Name, Prefix: pfx.Masked(), NextHop: nh})
+				}
+			}
 		}
+		slices.SortFunc(gr.ForeignRoutes, func(a, b model.OVNRouteKey) int {
+			return cmp.Or(comparePrefix(a.Prefix, b.Prefix), a.NextHop.Compare(b.NextHop))
+		})
+		gr.ForeignRoutes = slices.Compact(gr.ForeignRoutes)
 		if len(foreign) > 0 {
 			gr.ForeignImport = fmt.Sprintf("OVN-Kubernetes' route import manages %s: %d of its static routes carry "+
 				"external_ids:%s=%s (e.g. %s via %s); ovnbgp does not import into a router another importer manages: "+

@@ -162,6 +162,13 @@ func Import(in ImportInput) ImportResult {
 	}
 	res.OVN, res.Kernel = e.targets(in.Learned, cands)
 	const named = 10
+	for i, k := range e.foreignOVNHit {
+		if i == named {
+			res.Problems = append(res.Problems, fmt.Sprintf("%d more accepted routes are on their gateway router already, as static routes not ovnbgp's", len(e.foreignOVNHit)-named))
+			break
+		}
+		res.Problems = append(res.Problems, fmt.Sprintf("%s: %s via %s is there already as a static route not ovnbgp's: no duplicate added (it is left alone)", k.Router, k.Prefix, k.NextHop))
+	}
 	for i, k := range e.foreignHit {
 		if i == named {
 			res.Problems = append(res.Problems, fmt.Sprintf("%d more accepted prefixes are held in their kernel table by routes not ovnbgp's", len(e.foreignHit)-named))
@@ -250,6 +257,10 @@ type importEnv struct {
 	// foreignHit those a path wanted, for one problem each.
 	foreign    map[model.KernelRouteKey]bool
 	foreignHit []model.KernelRouteKey
+	// foreignOVN are the static routes not ours on the gateway routers;
+	// foreignOVNHit those a path wanted, for one problem each.
+	foreignOVN    map[model.OVNRouteKey]bool
+	foreignOVNHit []model.OVNRouteKey
 }
 
 type installedKey struct {
@@ -264,6 +275,12 @@ func newImportEnv(cfg *config.Config, snap model.Snapshot, host model.Host, prot
 		installedAt: map[installedKey]bool{}, foreign: make(map[model.KernelRouteKey]bool, len(host.Foreign))}
 	for _, k := range host.Foreign {
 		e.foreign[k] = true
+	}
+	e.foreignOVN = map[model.OVNRouteKey]bool{}
+	for _, gr := range snap.Routers {
+		for _, k := range gr.ForeignRoutes {
+			e.foreignOVN[k] = true
+		}
 	}
 	for _, pp := range prot {
 		if !strings.HasPrefix(pp.Why, whyPeer) && !strings.HasPrefix(pp.Why, whyHost) {
@@ -660,7 +677,13 @@ func (e *importEnv) targets(paths []model.LearnedPath, cands []candidate) ([]mod
 				ovnOwner[k] = c.rule
 				row := model.OVNRoute{Router: gr.Name, Prefix: p.Prefix, NextHop: p.NextHop,
 					OutputPort: gr.ExternalPort, Rule: r.Name, Network: r.Network}
-				if !ovnSeen[row.Key()] {
+				if e.foreignOVN[row.Key()] {
+					// The same route is there already, not ours: a
+					// duplicate row would add nothing but confusion.
+					if !slices.Contains(e.foreignOVNHit, row.Key()) {
+						e.foreignOVNHit = append(e.foreignOVNHit, row.Key())
+					}
+				} else if !ovnSeen[row.Key()] {
 					ovnSeen[row.Key()] = true
 					ovn = append(ovn, row)
 				}

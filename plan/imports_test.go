@@ -724,3 +724,26 @@ func TestImportForeignKernelKey(t *testing.T) {
 		t.Errorf("problems = %q, want one naming 10.1.0.0/16 held by a route not ovnbgp's", res.Problems)
 	}
 }
+
+// TestImportForeignOVNRoute: an identical static route that is not ours
+// (an operator's ovn-nbctl lr-route-add) is not duplicated by import; the
+// kernel still gets the path, and the problem says why.
+func TestImportForeignOVNRoute(t *testing.T) {
+	in := importFixture()
+	in.Snapshot.Routers[0].ForeignRoutes = []model.OVNRouteKey{{Router: "GR_n1", Prefix: pfx("10.1.0.0/16"), NextHop: addr("192.0.2.1")}}
+	in.Learned = []model.LearnedPath{path("tor-a", "10.1.0.0/16", "192.0.2.1"), path("tor-b", "10.1.0.0/16", "192.0.2.2")}
+	res := Import(in)
+	if len(res.OVN) != 1 || res.OVN[0].NextHop != addr("192.0.2.2") {
+		t.Errorf("OVN = %+v, want only the row via 192.0.2.2", res.OVN)
+	}
+	if len(res.Kernel) != 1 || len(res.Kernel[0].NextHops) != 2 {
+		t.Errorf("kernel = %+v, want one route via both", res.Kernel)
+	}
+	found := false
+	for _, p := range res.Problems {
+		found = found || strings.Contains(p, "GR_n1") && strings.Contains(p, "10.1.0.0/16 via 192.0.2.1") && strings.Contains(p, "not ovnbgp's")
+	}
+	if !found {
+		t.Errorf("problems = %q, want one naming the foreign row", res.Problems)
+	}
+}

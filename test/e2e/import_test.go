@@ -627,6 +627,9 @@ func TestImportOwnership(t *testing.T) {
 			if !slices.Contains(got, "10.99.50.0/24") {
 				return fmt.Errorf("owned rows %v lack 10.99.50.0/24", got)
 			}
+			if slices.Contains(got, "10.99.51.0/24") {
+				return fmt.Errorf("owned rows %v duplicate the manual row 10.99.51.0/24 via %s", got, tor)
+			}
 			return nil
 		})
 	}
