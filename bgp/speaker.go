@@ -349,7 +349,12 @@ func (s *Speaker) onPeerEvent(ev *apiutil.WatchEventMessage_PeerEvent, ts time.T
 	if state != model.StateEstablished || ss.state != model.StateEstablished {
 		ss.eor = nil // a new session, or none: no End-of-RIB yet
 	}
-	ss.since = ts
+	if state != ss.state || ss.since.IsZero() {
+		// Since is when the session entered its state: the same state
+		// reported again (gobgp repeats it when a peer is updated) is
+		// not a new session.
+		ss.since = ts
+	}
 	ss.state = state
 	if reason != "" {
 		ss.lastError = reason
