@@ -41,8 +41,11 @@ func (d *Daemon) onLoop(ctx context.Context, fn func(ctx context.Context)) error
 		defer close(done)
 		fn(lctx)
 	}
+	stopping := errors.New("ovnbgp is stopping: its loop has ended")
 	select {
 	case d.calls <- call:
+	case <-d.loopDone:
+		return stopping
 	case <-ctx.Done():
 		return fmt.Errorf("the daemon's loop is busy: %w", context.Cause(ctx))
 	}

@@ -114,7 +114,10 @@ type Daemon struct {
 	reload chan struct{} // size 1: "re-read the config file"
 	// calls are functions the control API runs on the loop (onLoop).
 	calls chan func(context.Context)
-	heavy chan struct{} // a slot per route list being streamed
+	// loopDone is closed when the loop has ended: onLoop then answers at
+	// once instead of waiting for a loop that never comes back.
+	loopDone chan struct{}
+	heavy    chan struct{} // a slot per route list being streamed
 	// parses counts config parses still running (see limits.maxParses).
 	parses atomic.Int32
 	// heavyWaiting counts route list requests waiting for a slot.
@@ -174,6 +177,7 @@ func newDaemon(opts Options, deps Deps, lim limits, logs *logging, cfg *config.C
 		signal:    make(chan struct{}, 1),
 		reload:    make(chan struct{}, 1),
 		calls:     make(chan func(context.Context)),
+		loopDone:  make(chan struct{}),
 		heavy:     make(chan struct{}, lim.heavyRequests),
 		cfg:       cfg,
 		phase:     api.PhaseStarting,
@@ -281,6 +285,7 @@ func (d *Daemon) run(ctx context.Context) error {
 	d.mu.Unlock()
 
 	err = d.loop(ctx, hup)
+	close(d.loopDone)
 
 	d.setPhase(api.PhaseStopping)
 	if err != nil {

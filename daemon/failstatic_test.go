@@ -82,3 +82,18 @@ func TestPreviewDoesNotTouchSync(t *testing.T) {
 		t.Errorf("peers with End-of-RIB are not synced: %v", got)
 	}
 }
+
+// TestOnLoopAfterTheLoopEnded: once the loop has ended (the daemon stops,
+// its speaker may take seconds to), a call that needs it answers at once
+// instead of waiting for its client to give up.
+func TestOnLoopAfterTheLoopEnded(t *testing.T) {
+	d := &Daemon{calls: make(chan func(context.Context)), loopDone: make(chan struct{})}
+	close(d.loopDone)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ran := false
+	err := d.onLoop(ctx, func(context.Context) { ran = true })
+	if err == nil || ran || ctx.Err() != nil {
+		t.Fatalf("onLoop after the loop ended: err %v, ran %v, ctx %v; want a stopping error at once", err, ran, ctx.Err())
+	}
+}
