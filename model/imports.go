@@ -179,3 +179,40 @@ type Host struct {
 	// onto them (the kernel writer would refuse it on every pass).
 	Foreign []KernelRouteKey `json:"foreign,omitempty"`
 }
+
+// LearnedDelta is what peers sent since the speaker's previous TakeLearned:
+// the daemon keeps the learned table up to date from it instead of walking
+// every peer's table on each change.
+type LearnedDelta struct {
+	// Paths are the present state of every (peer, prefix) that was
+	// announced or replaced, latest first-wins by key: one per key.
+	Paths []LearnedPath
+	// Gone are the (peer, prefix) whose path was withdrawn or dropped
+	// (withdraw, session down, graceful-restart expiry) and not announced
+	// again since.
+	Gone []Key
+	// Resync names the peers whose whole table must be read again
+	// (EachLearned): their session changed state, they sent End-of-RIB, or
+	// events may have been missed. Their Paths and Gone are included too,
+	// and the walk, being newer, wins over them.
+	Resync []string
+}
+
+// Empty reports whether nothing changed.
+func (d LearnedDelta) Empty() bool {
+	return len(d.Paths) == 0 && len(d.Gone) == 0 && len(d.Resync) == 0
+}
+
+// HostChanges is what changed in the kernel since the host's previous
+// TakeChanges.
+type HostChanges struct {
+	// Links: links, addresses or VRF devices changed, so the next-hop
+	// checks must be redone.
+	Links bool
+	// Routes are the keys (table, prefix) where a route changed, ovnbgp's
+	// or not, in a table ovnbgp watches; each key once.
+	Routes []KernelRouteKey
+	// All: events may have been missed (a subscription was renewed, a
+	// socket overflowed): everything must be read again with Snapshot.
+	All bool
+}
