@@ -185,7 +185,7 @@ type Host struct {
 // every peer's table on each change.
 type LearnedDelta struct {
 	// Paths are the present state of every (peer, prefix) that was
-	// announced or replaced, latest first-wins by key: one per key.
+	// announced or replaced since: its latest state, one per key.
 	Paths []LearnedPath
 	// Gone are the (peer, prefix) whose path was withdrawn or dropped
 	// (withdraw, session down, graceful-restart expiry) and not announced
