@@ -71,112 +71,11 @@ func (a ImportAlarm) String() string {
 // Import decides, for every learned path, whether an import rule accepts it
 // and why (the order of the checks is in docs/config.md, "Import
 // decision"), and computes the desired OVN static routes, kernel routes and
-// VRFs. It is pure: the same input gives the same result.
+// VRFs. It is pure: the same input gives the same result. Paths are keyed
+// by (peer, prefix), as a peer sends them: of two paths with the same key,
+// the later one is decided. It is NewImportTable(in).Result().
 func Import(in ImportInput) ImportResult {
-	cfg := in.Config
-	if cfg == nil {
-		cfg = &config.Config{}
-	}
-	prot := Protected(cfg, in.Snapshot, in.Host)
-	e := newImportEnv(cfg, in.Snapshot, in.Host, prot)
-	res := ImportResult{Protected: prot, Problems: e.problems, VRFs: e.createVRFs}
-
-	// Each path against each rule listing its peer: a candidate passes
-	// every check but the cap; first is the first rule whose accept
-	// matched, with its verdict when it rejects.
-	type verdict struct {
-		rule   int
-		reason string
-	}
-	first := make([]verdict, len(in.Learned))
-	matched := make([]bool, len(in.Learned))
-	var cands []candidate
-	for i, p := range in.Learned {
-		first[i] = verdict{rule: -1}
-		switch {
-		case p.Malformed != "":
-			first[i].reason = malformedReason(p.Malformed)
-			continue
-		case !p.Prefix.IsValid() || p.Prefix != p.Prefix.Masked():
-			first[i].reason = fmt.Sprintf("malformed: prefix %s is invalid or has host bits set; such a path is never imported", p.Prefix)
-			continue
-		case p.Prefix.Addr().Is4In6():
-			// masked, so Bits() >= 96: ::ffff:0:0/96 or inside it
-			first[i].reason = fmt.Sprintf("malformed: prefix %s is IPv4-mapped IPv6 (inside ::ffff:0:0/96); such a path is never imported", p.Prefix)
-			continue
-		}
-		listed := false
-		for ri := range cfg.Import {
-			r := &cfg.Import[ri]
-			if !slices.Contains(r.Peers, p.Peer) {
-				continue
-			}
-			listed = true
-			entry, ok := acceptEntry(r, p.Prefix)
-			if !ok {
-				continue
-			}
-			reason := e.check(ri, p)
-			if reason == "" {
-				cands = append(cands, candidate{path: i, rule: ri, entry: entry})
-			}
-			if !matched[i] {
-				matched[i] = true
-				first[i] = verdict{rule: ri, reason: reason}
-			}
-		}
-		switch {
-		case !listed:
-			first[i].reason = fmt.Sprintf("no import rule lists peer %s: rejected by default (RFC 8212)", p.Peer)
-		case !matched[i]:
-			first[i].reason = e.noMatch(p)
-		}
-	}
-
-	cands, capReasons, alarms := e.applyCaps(in.Learned, cands)
-	res.Alarms = alarms
-
-	acceptedBy := make([][]candidate, len(in.Learned))
-	for _, c := range cands {
-		acceptedBy[c.path] = append(acceptedBy[c.path], c)
-	}
-	res.Paths = make([]model.LearnedPath, len(in.Learned))
-	reasons := map[[2]int]string{} // one string per (rule, entry): shared, not one per path
-	for i, p := range in.Learned {
-		p.Accepted, p.Rule, p.Reason = false, "", ""
-		switch acc := acceptedBy[i]; {
-		case len(acc) > 0:
-			p.Accepted = true
-			p.Rule = cfg.Import[acc[0].rule].Name
-			p.Reason = acceptedReason(cfg, acc, reasons, func(ri int) string { return e.where(ri, p) })
-		default:
-			if v := first[i]; v.rule >= 0 {
-				p.Rule = cfg.Import[v.rule].Name
-			}
-			p.Reason = first[i].reason
-			if r, ok := capReasons[i]; ok && p.Reason == "" {
-				p.Reason = r
-			}
-		}
-		res.Paths[i] = p
-	}
-	res.OVN, res.Kernel = e.targets(in.Learned, cands)
-	const named = 10
-	for i, k := range e.foreignOVNHit {
-		if i == named {
-			res.Problems = append(res.Problems, fmt.Sprintf("%d more accepted routes are on their gateway router already, as static routes not ovnbgp's", len(e.foreignOVNHit)-named))
-			break
-		}
-		res.Problems = append(res.Problems, fmt.Sprintf("%s: %s via %s is there already as a static route not ovnbgp's: no duplicate added (it is left alone)", k.Router, k.Prefix, k.NextHop))
-	}
-	for i, k := range e.foreignHit {
-		if i == named {
-			res.Problems = append(res.Problems, fmt.Sprintf("%d more accepted prefixes are held in their kernel table by routes not ovnbgp's", len(e.foreignHit)-named))
-			break
-		}
-		res.Problems = append(res.Problems, fmt.Sprintf("table %d: %s is held by a route not ovnbgp's: not imported there (it is left alone; remove it to let ovnbgp install its own)", k.Table, k.Prefix))
-	}
-	return res
+	return NewImportTable(in).Result()
 }
 
 // malformedReason is the reason of a path bgp marked Malformed: "malformed:
@@ -254,13 +153,9 @@ type importEnv struct {
 	createVRFs        []model.VRFDevice
 	installedAt       map[installedKey]bool
 	// foreign are the kernel keys routes not ours hold (Host.Foreign);
-	// foreignHit those a path wanted, for one problem each.
+	// foreignOVN the static routes not ours on the gateway routers.
 	foreign    map[model.KernelRouteKey]bool
-	foreignHit []model.KernelRouteKey
-	// foreignOVN are the static routes not ours on the gateway routers;
-	// foreignOVNHit those a path wanted, for one problem each.
-	foreignOVN    map[model.OVNRouteKey]bool
-	foreignOVNHit []model.OVNRouteKey
+	foreignOVN map[model.OVNRouteKey]bool
 }
 
 type installedKey struct {
@@ -581,69 +476,6 @@ func prefixList(ps []netip.Prefix) string {
 	return strings.Join(s, ", ")
 }
 
-// applyCaps keeps, per (rule, peer), at most the rule's maxRoutes distinct
-// prefixes: those already installed by the rule first, then the others in
-// prefix order. It returns the candidates kept, the cap reason of each path
-// that lost every rule to a cap, and the alarms.
-func (e *importEnv) applyCaps(paths []model.LearnedPath, cands []candidate) ([]candidate, map[int]string, []ImportAlarm) {
-	type group struct {
-		rule int
-		peer string
-	}
-	groups := map[group][]netip.Prefix{}
-	seen := map[group]map[netip.Prefix]bool{}
-	for _, c := range cands {
-		g := group{c.rule, paths[c.path].Peer}
-		if seen[g] == nil {
-			seen[g] = map[netip.Prefix]bool{}
-		}
-		if pfx := paths[c.path].Prefix; !seen[g][pfx] {
-			seen[g][pfx] = true
-			groups[g] = append(groups[g], pfx)
-		}
-	}
-	dropped := map[group]map[netip.Prefix]bool{}
-	var alarms []ImportAlarm
-	for g, pfxs := range groups {
-		r := &e.cfg.Import[g.rule]
-		if r.MaxRoutes <= 0 || len(pfxs) <= r.MaxRoutes {
-			continue
-		}
-		slices.SortFunc(pfxs, func(a, b netip.Prefix) int {
-			ia, ib := e.installed(g.rule, a), e.installed(g.rule, b)
-			if ia != ib {
-				if ia {
-					return -1
-				}
-				return 1
-			}
-			return comparePrefix(a, b)
-		})
-		dropped[g] = map[netip.Prefix]bool{}
-		for _, p := range pfxs[r.MaxRoutes:] {
-			dropped[g][p] = true
-		}
-		alarms = append(alarms, ImportAlarm{Rule: r.Name, Peer: g.peer, Max: r.MaxRoutes, Wanted: len(pfxs)})
-	}
-	slices.SortFunc(alarms, func(a, b ImportAlarm) int {
-		return cmp.Or(cmp.Compare(a.Rule, b.Rule), cmp.Compare(a.Peer, b.Peer))
-	})
-	reasons := map[int]string{}
-	var kept []candidate
-	for _, c := range cands {
-		g := group{c.rule, paths[c.path].Peer}
-		if dropped[g][paths[c.path].Prefix] {
-			if _, ok := reasons[c.path]; !ok {
-				r := &e.cfg.Import[c.rule]
-				reasons[c.path] = ImportAlarm{Rule: r.Name, Peer: g.peer, Max: r.MaxRoutes, Wanted: len(groups[g])}.String()
-			}
-			continue
-		}
-		kept = append(kept, c)
-	}
-	return kept, reasons, alarms
-}
-
 // installed reports whether rule ri has prefix p installed: an owned OVN
 // row of the rule, or a route in the rule's kernel table.
 func (e *importEnv) installed(ri int, p netip.Prefix) bool {
@@ -653,38 +485,30 @@ func (e *importEnv) installed(ri int, p netip.Prefix) bool {
 	return e.tables[ri] != 0 && e.installedAt[installedKey{table: e.tables[ri], prefix: p}]
 }
 
-// targets turns the accepted candidates into OVN rows (one per next hop)
-// and kernel routes (one multipath route per table and prefix). A target
-// (router or table) takes a prefix from the first rule, in config order,
-// that accepts it.
-func (e *importEnv) targets(paths []model.LearnedPath, cands []candidate) ([]model.OVNRoute, []model.KernelRoute) {
+// targets turns the accepted candidates of one prefix's paths into OVN
+// rows (one per next hop) and kernel routes (one multipath route per
+// table), and names the keys that routes not ovnbgp's hold (foreignOVN,
+// foreignK). A target (router or table) takes a prefix from the first rule,
+// in config order, that accepts it.
+func (e *importEnv) targets(paths []model.LearnedPath, cands []candidate) (ovn []model.OVNRoute, kernel []model.KernelRoute, foreignOVN []model.OVNRouteKey, foreignK []model.KernelRouteKey) {
 	slices.SortStableFunc(cands, func(a, b candidate) int { return cmp.Compare(a.rule, b.rule) })
-	type ovnClaim struct {
-		router string
-		prefix netip.Prefix
-	}
-	n := len(cands)
-	ovnOwner := make(map[ovnClaim]int, n)
-	ovnSeen := make(map[model.OVNRouteKey]bool, n)
-	kernOwner := make(map[model.KernelRouteKey]int, n)
-	kern := make(map[model.KernelRouteKey]*model.KernelRoute, n)
-	ovn := make([]model.OVNRoute, 0, n)
+	ovnOwner := map[string]int{}             // router -> rule
+	kernOwner := map[uint32]int{}            // table -> rule
+	kern := map[uint32]*model.KernelRoute{} // table -> route
 	for _, c := range cands {
 		p, r := paths[c.path], &e.cfg.Import[c.rule]
 		if gr := e.routers[c.rule]; gr != nil && inExternal(gr, p.NextHop) {
-			k := ovnClaim{gr.Name, p.Prefix}
-			if owner, ok := ovnOwner[k]; !ok || owner == c.rule {
-				ovnOwner[k] = c.rule
+			if owner, ok := ovnOwner[gr.Name]; !ok || owner == c.rule {
+				ovnOwner[gr.Name] = c.rule
 				row := model.OVNRoute{Router: gr.Name, Prefix: p.Prefix, NextHop: p.NextHop,
 					OutputPort: gr.ExternalPort, Rule: r.Name, Network: r.Network}
 				if e.foreignOVN[row.Key()] {
 					// The same route is there already, not ours: a
 					// duplicate row would add nothing but confusion.
-					if !slices.Contains(e.foreignOVNHit, row.Key()) {
-						e.foreignOVNHit = append(e.foreignOVNHit, row.Key())
+					if !slices.Contains(foreignOVN, row.Key()) {
+						foreignOVN = append(foreignOVN, row.Key())
 					}
-				} else if !ovnSeen[row.Key()] {
-					ovnSeen[row.Key()] = true
+				} else if !slices.ContainsFunc(ovn, func(o model.OVNRoute) bool { return o.Key() == row.Key() }) {
 					ovn = append(ovn, row)
 				}
 			}
@@ -692,20 +516,20 @@ func (e *importEnv) targets(paths []model.LearnedPath, cands []candidate) ([]mod
 		if t := e.tables[c.rule]; t != 0 {
 			k := model.KernelRouteKey{Table: t, Prefix: p.Prefix}
 			if e.foreign[k] {
-				if !slices.Contains(e.foreignHit, k) {
-					e.foreignHit = append(e.foreignHit, k)
+				if !slices.Contains(foreignK, k) {
+					foreignK = append(foreignK, k)
 				}
 				continue
 			}
-			if owner, ok := kernOwner[k]; ok && owner != c.rule {
+			if owner, ok := kernOwner[t]; ok && owner != c.rule {
 				continue
 			}
-			kernOwner[k] = c.rule
-			kr := kern[k]
+			kernOwner[t] = c.rule
+			kr := kern[t]
 			if kr == nil {
 				kr = &model.KernelRoute{Table: t, VRF: e.vrfs[c.rule], Prefix: p.Prefix,
 					Protocol: e.cfg.Kernel.RouteProtocol, Rule: r.Name}
-				kern[k] = kr
+				kern[t] = kr
 			}
 			nh := model.NextHop{Addr: p.NextHop, Dev: e.peerLink[p.Peer].Name}
 			if !slices.Contains(kr.NextHops, nh) {
@@ -713,14 +537,13 @@ func (e *importEnv) targets(paths []model.LearnedPath, cands []candidate) ([]mod
 			}
 		}
 	}
-	kernel := make([]model.KernelRoute, 0, len(kern))
 	for _, kr := range kern {
 		slices.SortFunc(kr.NextHops, compareNextHop)
 		kernel = append(kernel, *kr)
 	}
 	slices.SortFunc(ovn, compareOVN)
 	slices.SortFunc(kernel, compareKernel)
-	return ovn, kernel
+	return ovn, kernel, foreignOVN, foreignK
 }
 
 // PeerImport is one peer's import state, for model.PeerStatus.Imported and

@@ -537,10 +537,16 @@ func TestImportInvariants(t *testing.T) {
 	in.Config.Import = append(in.Config.Import, config.ImportRule{Name: "kern", Peers: []string{"tor-a", "tor-c"}, Network: "default",
 		Accept: []config.PrefixMatch{{Prefix: pfx("10.0.0.0/8"), MaxLength: 32}}, MaxRoutes: 2, Mode: "auto",
 		Targets: config.ImportTargets{Kernel: config.KernelTarget{Table: 200}}})
+	seen := map[model.Key]bool{} // a peer sends one path per prefix
 	for range 400 {
 		peer := peers[rng.IntN(len(peers))]
 		nexthops := slices.Concat(hostile, own[peer], own[peer], own[peer])
 		p := path(peer, prefixes[rng.IntN(len(prefixes))], nexthops[rng.IntN(len(nexthops))])
+		if k := (model.Key{Peer: p.Peer, Prefix: p.Prefix}); seen[k] {
+			continue
+		} else {
+			seen[k] = true
+		}
 		if rng.IntN(20) == 0 {
 			p.Malformed = "AS 0 in the AS path (RFC 7607)"
 		}

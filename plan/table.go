@@ -1,0 +1,585 @@
+package plan
+
+import (
+	"cmp"
+	"fmt"
+	"net/netip"
+	"slices"
+
+	"github.com/ovnbgp/ovnbgp/config"
+	"github.com/ovnbgp/ovnbgp/model"
+)
+
+// ImportTable is the import decision kept between passes: every learned
+// path with its verdict, the import caps' state, and the desired OVN static
+// routes and kernel routes, by prefix. NewImportTable decides everything
+// (Import is NewImportTable(in).Result()); Update decides again only the
+// prefixes a change touches, so a pass costs what changed, not the size of
+// the table. The environment (config, gateway routers, protected prefixes,
+// links, VRFs) is fixed for a table: when it changes, build a new one.
+//
+// After any sequence of Updates the table equals a new table built from
+// the same paths (TestTableUpdateEqualsRebuild), with one difference that
+// is the point of a cap: where a rule's maxRoutes holds prefixes back, the
+// prefixes kept earlier stay kept (a new table keeps the installed ones
+// first, which after an apply are the same), and a freed slot goes to the
+// held-back prefix that comes first in prefix order.
+//
+// An ImportTable is not safe for concurrent use.
+type ImportTable struct {
+	cfg  *config.Config
+	env  *importEnv
+	prot []model.ProtectedPrefix
+	// paths holds one path per (peer, prefix); byPrefix the peers with a
+	// path for each prefix.
+	paths    map[model.Key]*tablePath
+	byPrefix map[netip.Prefix][]string
+	seq      uint64
+	// caps are the (rule, peer) groups of rules with maxRoutes.
+	caps map[capGroup]*capState
+	// The desired routes, and the foreign routes a path wanted, by prefix.
+	ovn        map[netip.Prefix][]model.OVNRoute
+	kernel     map[netip.Prefix][]model.KernelRoute
+	foreignOVN map[netip.Prefix][]model.OVNRouteKey
+	foreignK   map[netip.Prefix][]model.KernelRouteKey
+	// reasons: one accepted-reason string per (rule, entry), shared.
+	reasons map[[2]int]string
+}
+
+// tablePath is a learned path with its decision.
+type tablePath struct {
+	p model.LearnedPath
+	// seq orders paths as they were first given.
+	seq uint64
+	// cands are the rules (and their accept entry) whose every check but
+	// the cap the path passes, in config order.
+	cands []ruleEntry
+	// first is the first rule whose accept matched (-1: none) and its
+	// verdict ("" when it passed); why is the reason when none did.
+	first  int
+	reason string
+	// capped is the rule whose cap held the path back from every rule
+	// that accepted it (-1: none); the reason is made when asked for,
+	// since it counts what the peer offers now.
+	capped int
+}
+
+type ruleEntry struct {
+	rule, entry int
+}
+
+type capGroup struct {
+	rule int
+	peer string
+}
+
+// capState is one (rule, peer) group's prefixes: kept (at most maxRoutes)
+// and held back by the cap.
+type capState struct {
+	kept, held map[netip.Prefix]struct{}
+}
+
+// NewImportTable decides every path of in. Paths are keyed by (peer,
+// prefix): of two paths with the same key the later one is kept. Where a
+// cap holds prefixes back, the prefixes installed now (owned OVN rows of
+// the rule, routes in its kernel table) are kept first, then the others in
+// prefix order.
+func NewImportTable(in ImportInput) *ImportTable {
+	cfg := in.Config
+	if cfg == nil {
+		cfg = &config.Config{}
+	}
+	prot := Protected(cfg, in.Snapshot, in.Host)
+	t := &ImportTable{
+		cfg: cfg, env: newImportEnv(cfg, in.Snapshot, in.Host, prot), prot: prot,
+		paths: make(map[model.Key]*tablePath, len(in.Learned)), byPrefix: make(map[netip.Prefix][]string, len(in.Learned)),
+		caps: map[capGroup]*capState{},
+		ovn:  map[netip.Prefix][]model.OVNRoute{}, kernel: make(map[netip.Prefix][]model.KernelRoute, len(in.Learned)),
+		foreignOVN: map[netip.Prefix][]model.OVNRouteKey{}, foreignK: map[netip.Prefix][]model.KernelRouteKey{},
+		reasons: map[[2]int]string{},
+	}
+	for _, p := range in.Learned {
+		t.put(p)
+	}
+	// Caps: per group, the installed prefixes first, then prefix order.
+	groups := map[capGroup][]netip.Prefix{}
+	for _, tp := range t.paths {
+		for _, g := range t.groupsOf(tp) {
+			groups[g] = append(groups[g], tp.p.Prefix)
+		}
+	}
+	for g, pfxs := range groups {
+		max := t.cfg.Import[g.rule].MaxRoutes
+		slices.SortFunc(pfxs, func(a, b netip.Prefix) int {
+			ia, ib := t.env.installed(g.rule, a), t.env.installed(g.rule, b)
+			if ia != ib {
+				if ia {
+					return -1
+				}
+				return 1
+			}
+			return comparePrefix(a, b)
+		})
+		cs := t.capState(g)
+		for i, p := range pfxs {
+			if i < max {
+				cs.kept[p] = struct{}{}
+			} else {
+				cs.held[p] = struct{}{}
+			}
+		}
+	}
+	for pfx := range t.byPrefix {
+		t.settle(pfx)
+	}
+	return t
+}
+
+// put stores path p (replacing the path of its key) and decides it
+// against every rule, caps aside.
+func (t *ImportTable) put(p model.LearnedPath) {
+	k := model.Key{Peer: p.Peer, Prefix: p.Prefix}
+	tp, ok := t.paths[k]
+	if !ok {
+		tp = &tablePath{seq: t.seq}
+		t.seq++
+		t.paths[k] = tp
+		t.byPrefix[p.Prefix] = append(t.byPrefix[p.Prefix], p.Peer)
+	}
+	tp.p = p
+	t.decide(tp)
+}
+
+// remove forgets the path of key k.
+func (t *ImportTable) remove(k model.Key) bool {
+	if _, ok := t.paths[k]; !ok {
+		return false
+	}
+	delete(t.paths, k)
+	peers := slices.DeleteFunc(t.byPrefix[k.Prefix], func(p string) bool { return p == k.Peer })
+	if len(peers) == 0 {
+		delete(t.byPrefix, k.Prefix)
+	} else {
+		t.byPrefix[k.Prefix] = peers
+	}
+	return true
+}
+
+// decide runs every check of every rule listing the path's peer (the
+// order is in docs/config.md, "Import decision"); the caps come later.
+func (t *ImportTable) decide(tp *tablePath) {
+	p, e := tp.p, t.env
+	tp.cands, tp.first, tp.reason, tp.capped = tp.cands[:0], -1, "", -1
+	switch {
+	case p.Malformed != "":
+		tp.reason = malformedReason(p.Malformed)
+		return
+	case !p.Prefix.IsValid() || p.Prefix != p.Prefix.Masked():
+		tp.reason = fmt.Sprintf("malformed: prefix %s is invalid or has host bits set; such a path is never imported", p.Prefix)
+		return
+	case p.Prefix.Addr().Is4In6():
+		// masked, so Bits() >= 96: ::ffff:0:0/96 or inside it
+		tp.reason = fmt.Sprintf("malformed: prefix %s is IPv4-mapped IPv6 (inside ::ffff:0:0/96); such a path is never imported", p.Prefix)
+		return
+	}
+	listed := false
+	for ri := range t.cfg.Import {
+		r := &t.cfg.Import[ri]
+		if !slices.Contains(r.Peers, p.Peer) {
+			continue
+		}
+		listed = true
+		entry, ok := acceptEntry(r, p.Prefix)
+		if !ok {
+			continue
+		}
+		reason := e.check(ri, p)
+		if reason == "" {
+			tp.cands = append(tp.cands, ruleEntry{rule: ri, entry: entry})
+		}
+		if tp.first < 0 {
+			tp.first, tp.reason = ri, reason
+		}
+	}
+	switch {
+	case !listed:
+		tp.reason = fmt.Sprintf("no import rule lists peer %s: rejected by default (RFC 8212)", p.Peer)
+	case tp.first < 0:
+		tp.reason = e.noMatch(p)
+	}
+}
+
+// groupsOf are the cap groups the path is a candidate of.
+func (t *ImportTable) groupsOf(tp *tablePath) []capGroup {
+	var out []capGroup
+	for _, c := range tp.cands {
+		if t.cfg.Import[c.rule].MaxRoutes > 0 {
+			out = append(out, capGroup{c.rule, tp.p.Peer})
+		}
+	}
+	return out
+}
+
+func (t *ImportTable) capState(g capGroup) *capState {
+	cs := t.caps[g]
+	if cs == nil {
+		cs = &capState{kept: map[netip.Prefix]struct{}{}, held: map[netip.Prefix]struct{}{}}
+		t.caps[g] = cs
+	}
+	return cs
+}
+
+// kept reports whether candidate c of a path of peer for pfx passes its
+// rule's cap.
+func (t *ImportTable) kept(c ruleEntry, peer string, pfx netip.Prefix) bool {
+	if t.cfg.Import[c.rule].MaxRoutes <= 0 {
+		return true
+	}
+	cs := t.caps[capGroup{c.rule, peer}]
+	if cs == nil {
+		return false
+	}
+	_, ok := cs.kept[pfx]
+	return ok
+}
+
+// settle recomputes prefix pfx's verdicts (caps applied) and desired
+// routes from its paths' decisions.
+func (t *ImportTable) settle(pfx netip.Prefix) {
+	e := t.env
+	var accepted []candidate
+	var tps []*tablePath
+	for _, peer := range t.byPrefix[pfx] {
+		tps = append(tps, t.paths[model.Key{Peer: peer, Prefix: pfx}])
+	}
+	slices.SortFunc(tps, func(a, b *tablePath) int { return cmp.Compare(a.seq, b.seq) })
+	for i, tp := range tps {
+		p := &tp.p
+		p.Accepted, p.Rule, p.Reason, tp.capped = false, "", "", -1
+		var acc []candidate
+		for _, c := range tp.cands {
+			if t.kept(c, p.Peer, pfx) {
+				acc = append(acc, candidate{path: i, rule: c.rule, entry: c.entry})
+			} else if tp.capped < 0 {
+				tp.capped = c.rule
+			}
+		}
+		if len(acc) > 0 {
+			tp.capped = -1
+			p.Accepted = true
+			p.Rule = t.cfg.Import[acc[0].rule].Name
+			p.Reason = acceptedReason(t.cfg, acc, t.reasons, func(ri int) string { return e.where(ri, *p) })
+			accepted = append(accepted, acc...)
+			continue
+		}
+		if tp.first >= 0 {
+			p.Rule = t.cfg.Import[tp.first].Name
+		}
+		p.Reason = tp.reason
+		if p.Reason != "" {
+			tp.capped = -1 // the first rule's own reason wins
+		}
+	}
+	paths := make([]model.LearnedPath, len(tps))
+	for i, tp := range tps {
+		paths[i] = tp.p
+	}
+	ovn, kernel, fovn, fk := e.targets(paths, accepted)
+	setOrDelete(t.ovn, pfx, ovn)
+	setOrDelete(t.kernel, pfx, kernel)
+	setOrDelete(t.foreignOVN, pfx, fovn)
+	setOrDelete(t.foreignK, pfx, fk)
+}
+
+func setOrDelete[T any](m map[netip.Prefix][]T, k netip.Prefix, v []T) {
+	if len(v) == 0 {
+		delete(m, k)
+		return
+	}
+	m[k] = v
+}
+
+// TableChange is what changed since the table last decided: paths
+// announced or replaced, paths gone, and kernel keys whose foreign state
+// is stated anew (Foreign lists those of KernelKeys held by routes not
+// ovnbgp's now; the others are not).
+type TableChange struct {
+	Paths      []model.LearnedPath
+	Gone       []model.Key
+	KernelKeys []model.KernelRouteKey
+	Foreign    []model.KernelRouteKey
+}
+
+// Update decides again the prefixes that c touches, and those a cap's
+// freed slot lets in, and returns them in prefix order: only their
+// desired routes can have changed.
+func (t *ImportTable) Update(c TableChange) []netip.Prefix {
+	dirty := map[netip.Prefix]bool{}
+	for _, k := range c.Gone {
+		if t.remove(k) {
+			dirty[k.Prefix] = true
+		}
+	}
+	for _, p := range c.Paths {
+		t.put(p)
+		dirty[p.Prefix] = true
+	}
+	if len(c.KernelKeys) > 0 {
+		foreign := make(map[model.KernelRouteKey]bool, len(c.Foreign))
+		for _, k := range c.Foreign {
+			foreign[k] = true
+		}
+		for _, k := range c.KernelKeys {
+			if t.env.foreign[k] != foreign[k] {
+				if foreign[k] {
+					t.env.foreign[k] = true
+				} else {
+					delete(t.env.foreign, k)
+				}
+				dirty[k.Prefix] = true
+			}
+		}
+	}
+	queue := make([]netip.Prefix, 0, len(dirty))
+	for p := range dirty {
+		queue = append(queue, p)
+	}
+	slices.SortFunc(queue, comparePrefix)
+	done := make(map[netip.Prefix]bool, len(queue))
+	for i := 0; i < len(queue); i++ {
+		pfx := queue[i]
+		if done[pfx] {
+			continue
+		}
+		done[pfx] = true
+		for _, freed := range t.recap(pfx) {
+			if !done[freed] {
+				queue = append(queue, freed)
+			}
+		}
+		t.settle(pfx)
+	}
+	out := make([]netip.Prefix, 0, len(done))
+	for p := range done {
+		out = append(out, p)
+	}
+	slices.SortFunc(out, comparePrefix)
+	return out
+}
+
+// recap updates every cap group's membership of pfx from its paths'
+// decisions: a new candidate is kept while the group has room and held
+// back otherwise; a kept prefix that leaves frees its slot for the first
+// held-back prefix in prefix order, which is returned (its verdict
+// changes).
+func (t *ImportTable) recap(pfx netip.Prefix) []netip.Prefix {
+	want := map[capGroup]bool{}
+	for _, peer := range t.byPrefix[pfx] {
+		for _, g := range t.groupsOf(t.paths[model.Key{Peer: peer, Prefix: pfx}]) {
+			want[g] = true
+		}
+	}
+	var freed []netip.Prefix
+	for g, cs := range t.caps {
+		_, isKept := cs.kept[pfx]
+		_, isHeld := cs.held[pfx]
+		switch {
+		case want[g] || !(isKept || isHeld):
+		case isHeld:
+			delete(cs.held, pfx)
+		default:
+			delete(cs.kept, pfx)
+			if len(cs.held) > 0 {
+				first := netip.Prefix{}
+				for h := range cs.held {
+					if !first.IsValid() || comparePrefix(h, first) < 0 {
+						first = h
+					}
+				}
+				delete(cs.held, first)
+				cs.kept[first] = struct{}{}
+				freed = append(freed, first)
+			}
+		}
+	}
+	for g := range want {
+		cs := t.capState(g)
+		_, isKept := cs.kept[pfx]
+		_, isHeld := cs.held[pfx]
+		switch {
+		case isKept || isHeld:
+		case len(cs.kept) < t.cfg.Import[g.rule].MaxRoutes:
+			cs.kept[pfx] = struct{}{}
+		default:
+			cs.held[pfx] = struct{}{}
+		}
+	}
+	return freed
+}
+
+// Desired returns the desired OVN rows and kernel routes of the given
+// prefixes, sorted as in ImportResult.
+func (t *ImportTable) Desired(prefixes []netip.Prefix) ([]model.OVNRoute, []model.KernelRoute) {
+	var ovn []model.OVNRoute
+	var kernel []model.KernelRoute
+	for _, p := range prefixes {
+		ovn = append(ovn, t.ovn[p]...)
+		kernel = append(kernel, t.kernel[p]...)
+	}
+	slices.SortFunc(ovn, compareOVN)
+	slices.SortFunc(kernel, compareKernel)
+	return ovn, kernel
+}
+
+// KernelTables are the kernel tables the rules import into: the keys of a
+// prefix that can hold ovnbgp's routes for it.
+func (t *ImportTable) KernelTables() []uint32 {
+	var out []uint32
+	for _, tb := range t.env.tables {
+		if tb != 0 && !slices.Contains(out, tb) {
+			out = append(out, tb)
+		}
+	}
+	return out
+}
+
+// Len is the number of paths.
+func (t *ImportTable) Len() int { return len(t.paths) }
+
+// TableCounts are the table's figures: per peer, the accepted paths per family
+// ("ipv4", "ipv6") and the accepted paths whose next hop is in installed
+// for their prefix (model.PeerStatus.Imported); and the accepted and
+// rejected paths in all.
+type TableCounts struct {
+	Accepted, Rejected int
+	ByPeer             map[string]PeerCounts
+}
+
+// PeerCounts are one peer's figures in TableCounts.
+type PeerCounts struct {
+	IPv4, IPv6, Installed int
+}
+
+// Count counts the table's paths; installed says whether a next hop of a
+// prefix is really installed (nil: none is).
+func (t *ImportTable) Count(installed func(netip.Prefix, netip.Addr) bool) TableCounts {
+	c := TableCounts{ByPeer: map[string]PeerCounts{}}
+	for _, tp := range t.paths {
+		if !tp.p.Accepted {
+			c.Rejected++
+			continue
+		}
+		c.Accepted++
+		pc := c.ByPeer[tp.p.Peer]
+		if tp.p.Prefix.Addr().Is4() {
+			pc.IPv4++
+		} else {
+			pc.IPv6++
+		}
+		if installed != nil && installed(tp.p.Prefix, tp.p.NextHop) {
+			pc.Installed++
+		}
+		c.ByPeer[tp.p.Peer] = pc
+	}
+	return c
+}
+
+// Alarms are the caps reached, sorted by rule and peer.
+func (t *ImportTable) Alarms() []ImportAlarm {
+	var out []ImportAlarm
+	for g, cs := range t.caps {
+		r := &t.cfg.Import[g.rule]
+		if n := len(cs.kept) + len(cs.held); len(cs.held) > 0 {
+			out = append(out, ImportAlarm{Rule: r.Name, Peer: g.peer, Max: r.MaxRoutes, Wanted: n})
+		}
+	}
+	slices.SortFunc(out, func(a, b ImportAlarm) int {
+		return cmp.Or(cmp.Compare(a.Rule, b.Rule), cmp.Compare(a.Peer, b.Peer))
+	})
+	return out
+}
+
+// path is tp's path with its reason filled in.
+func (t *ImportTable) path(tp *tablePath) model.LearnedPath {
+	p := tp.p
+	if tp.capped >= 0 && p.Reason == "" {
+		r := &t.cfg.Import[tp.capped]
+		n := 0
+		if cs := t.caps[capGroup{tp.capped, p.Peer}]; cs != nil {
+			n = len(cs.kept) + len(cs.held)
+		}
+		p.Reason = ImportAlarm{Rule: r.Name, Peer: p.Peer, Max: r.MaxRoutes, Wanted: n}.String()
+	}
+	return p
+}
+
+// Result is the whole decision: every path (in the order first given),
+// the desired routes and VRFs, the alarms and problems.
+func (t *ImportTable) Result() ImportResult {
+	res := ImportResult{Protected: t.prot, Problems: slices.Clone(t.env.problems), VRFs: t.env.createVRFs, Alarms: t.Alarms()}
+	tps := make([]*tablePath, 0, len(t.paths))
+	for _, tp := range t.paths {
+		tps = append(tps, tp)
+	}
+	slices.SortFunc(tps, func(a, b *tablePath) int { return cmp.Compare(a.seq, b.seq) })
+	res.Paths = make([]model.LearnedPath, len(tps))
+	for i, tp := range tps {
+		res.Paths[i] = t.path(tp)
+	}
+	for _, rows := range t.ovn {
+		res.OVN = append(res.OVN, rows...)
+	}
+	for _, routes := range t.kernel {
+		res.Kernel = append(res.Kernel, routes...)
+	}
+	slices.SortFunc(res.OVN, compareOVN)
+	slices.SortFunc(res.Kernel, compareKernel)
+	res.Problems = append(res.Problems, t.foreignProblems()...)
+	return res
+}
+
+// foreignProblems name the accepted routes that a route not ovnbgp's
+// holds, at most ten of each target by name.
+func (t *ImportTable) foreignProblems() []string {
+	var fovn []model.OVNRouteKey
+	for _, ks := range t.foreignOVN {
+		fovn = append(fovn, ks...)
+	}
+	var fk []model.KernelRouteKey
+	for _, ks := range t.foreignK {
+		fk = append(fk, ks...)
+	}
+	slices.SortFunc(fovn, func(a, b model.OVNRouteKey) int {
+		return cmp.Or(cmp.Compare(a.Router, b.Router), comparePrefix(a.Prefix, b.Prefix), a.NextHop.Compare(b.NextHop))
+	})
+	slices.SortFunc(fk, func(a, b model.KernelRouteKey) int {
+		return cmp.Or(cmp.Compare(a.Table, b.Table), comparePrefix(a.Prefix, b.Prefix))
+	})
+	const named = 10
+	var out []string
+	for i, k := range fovn {
+		if i == named {
+			out = append(out, fmt.Sprintf("%d more accepted routes are on their gateway router already, as static routes not ovnbgp's", len(fovn)-named))
+			break
+		}
+		out = append(out, fmt.Sprintf("%s: %s via %s is there already as a static route not ovnbgp's: no duplicate added (it is left alone)", k.Router, k.Prefix, k.NextHop))
+	}
+	for i, k := range fk {
+		if i == named {
+			out = append(out, fmt.Sprintf("%d more accepted prefixes are held in their kernel table by routes not ovnbgp's", len(fk)-named))
+			break
+		}
+		out = append(out, fmt.Sprintf("table %d: %s is held by a route not ovnbgp's: not imported there (it is left alone; remove it to let ovnbgp install its own)", k.Table, k.Prefix))
+	}
+	return out
+}
+
+// Each calls fn for every path with its decision, in no particular order,
+// until fn returns false.
+func (t *ImportTable) Each(fn func(model.LearnedPath) bool) {
+	for _, tp := range t.paths {
+		if !fn(t.path(tp)) {
+			return
+		}
+	}
+}

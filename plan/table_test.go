@@ -1,0 +1,231 @@
+package plan
+
+import (
+	"cmp"
+	"math/rand/v2"
+	"net/netip"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	gocmp "github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/ovnbgp/ovnbgp/config"
+	"github.com/ovnbgp/ovnbgp/model"
+)
+
+// tableFixture is importFixture with a second, kernel-only rule, a foreign
+// kernel route and a foreign OVN row, so that every kind of decision can
+// happen.
+func tableFixture(maxRoutes int) ImportInput {
+	in := importFixture()
+	in.Config.Import[0].MaxRoutes = maxRoutes
+	in.Config.Import = append(in.Config.Import, config.ImportRule{Name: "kern", Peers: []string{"tor-a", "tor-c"}, Network: "default",
+		Accept: []config.PrefixMatch{{Prefix: pfx("10.0.0.0/8"), MaxLength: 32}}, MaxRoutes: maxRoutes, Mode: "auto",
+		Targets: config.ImportTargets{Kernel: config.KernelTarget{Table: 200}}})
+	in.Host.Foreign = []model.KernelRouteKey{{Table: 100, Prefix: pfx("10.2.3.0/24")}}
+	in.Snapshot.Routers[0].ForeignRoutes = []model.OVNRouteKey{{Router: "GR_n1", Prefix: pfx("10.9.0.0/28"), NextHop: addr("192.0.2.2")}}
+	return in
+}
+
+// randomPath is a path of a random peer for a random prefix, with a next
+// hop that is good for the peer or hostile.
+func randomPath(rng *rand.Rand) model.LearnedPath {
+	prefixes := []string{"10.1.0.0/16", "10.2.3.0/24", "10.128.0.0/24", "10.129.0.0/16", "172.30.1.0/24", "100.64.0.0/24",
+		"0.0.0.0/0", "10.66.1.0/24", "192.0.2.1/32", "10.0.0.0/8", "10.9.0.0/28", "10.3.0.0/24", "10.4.0.0/24", "10.5.0.0/24",
+		"2001:db8:100::/48", "2001:db8:100::/40", "fd98::/64", "::/0", "172.16.0.0/12", "172.17.0.0/16", "10.6.0.0/24"}
+	hostile := []string{"192.0.2.10", "127.0.0.1", "0.0.0.0", "10.128.0.1", "fe80::1", ""}
+	own := map[string][]string{"tor-a": {"192.0.2.1", "192.0.2.99"}, "tor-b": {"192.0.2.2"}, "tor-c": {"198.51.100.1"},
+		"tor-6": {"2001:db8::1", "2001:db8::2"}, "ghost": {"192.0.2.1"}}
+	peers := []string{"tor-a", "tor-a", "tor-b", "tor-c", "tor-6", "ghost"}
+	peer := peers[rng.IntN(len(peers))]
+	nexthops := slices.Concat(hostile, own[peer], own[peer], own[peer], own[peer])
+	p := path(peer, prefixes[rng.IntN(len(prefixes))], nexthops[rng.IntN(len(nexthops))])
+	if rng.IntN(15) == 0 {
+		p.Malformed = "AS 0 in the AS path (RFC 7607)"
+	}
+	p.MED = uint32(rng.IntN(3))
+	return p
+}
+
+// TestTableUpdateEqualsRebuild walks random changes (announcements,
+// replacements, withdrawals, foreign kernel routes appearing and going)
+// through one ImportTable with Update, and after each compares it with a
+// table built anew from the same paths and host: the verdicts, reasons and
+// desired routes must be the same, and Update must have returned every
+// prefix whose desired routes changed. Without caps the two are equal by
+// definition; caps are TestTableCaps'.
+func TestTableUpdateEqualsRebuild(t *testing.T) {
+	for seed := range uint64(20) {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		in := tableFixture(0)
+		table := NewImportTable(in)
+		live := map[model.Key]model.LearnedPath{}
+		foreign := map[model.KernelRouteKey]bool{in.Host.Foreign[0]: true}
+		for step := range 60 {
+			var c TableChange
+			for range 1 + rng.IntN(6) {
+				switch rng.IntN(5) {
+				case 0, 1, 2:
+					p := randomPath(rng)
+					c.Paths = append(c.Paths, p)
+				case 3:
+					for k := range live {
+						c.Gone = append(c.Gone, k)
+						break
+					}
+				case 4:
+					k := model.KernelRouteKey{Table: []uint32{100, 200}[rng.IntN(2)], Prefix: randomPath(rng).Prefix}
+					c.KernelKeys = append(c.KernelKeys, k)
+					if rng.IntN(2) == 0 {
+						c.Foreign = append(c.Foreign, k)
+					}
+				}
+			}
+			before := table.Result()
+			touched := table.Update(c)
+			for _, k := range c.Gone {
+				delete(live, k)
+			}
+			for _, p := range c.Paths {
+				live[model.Key{Peer: p.Peer, Prefix: p.Prefix}] = p
+			}
+			for _, k := range c.KernelKeys {
+				foreign[k] = slices.Contains(c.Foreign, k)
+			}
+			fresh := in
+			fresh.Host.Foreign = nil
+			for k, f := range foreign {
+				if f {
+					fresh.Host.Foreign = append(fresh.Host.Foreign, k)
+				}
+			}
+			fresh.Learned = nil
+			for _, p := range live {
+				fresh.Learned = append(fresh.Learned, p)
+			}
+			got, want := table.Result(), NewImportTable(fresh).Result()
+			for _, r := range []*ImportResult{&got, &want} {
+				slices.SortFunc(r.Paths, func(a, b model.LearnedPath) int {
+					return cmp.Or(strings.Compare(a.Peer, b.Peer), comparePrefix(a.Prefix, b.Prefix))
+				})
+				slices.Sort(r.Problems)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("seed %d step %d: the updated table differs from a new one (-new +updated):\n%s", seed, step,
+					gocmp.Diff(want, got, cmpAddrs, cmpopts.EquateEmpty()))
+			}
+			// Every prefix whose desired routes changed was returned.
+			changed := map[netip.Prefix]bool{}
+			for _, op := range DiffOVN(got.OVN, before.OVN) {
+				changed[op.Route.Prefix] = true
+			}
+			for _, op := range DiffKernel(got.Kernel, before.Kernel) {
+				changed[op.Route.Prefix] = true
+			}
+			for p := range changed {
+				if !slices.Contains(touched, p) {
+					t.Fatalf("seed %d step %d: %s's desired routes changed, but Update did not return it (%v)", seed, step, p, touched)
+				}
+			}
+		}
+	}
+}
+
+// TestTableCaps: with maxRoutes, Update never lets a (rule, peer) group
+// hold more than the cap, keeps what it kept, holds back the rest with an
+// alarm, and gives a freed slot to the first held-back prefix.
+func TestTableCaps(t *testing.T) {
+	in := tableFixture(2)
+	a := func(prefix string) model.LearnedPath { return path("tor-a", prefix, "192.0.2.1") }
+	table := NewImportTable(in)
+	table.Update(TableChange{Paths: []model.LearnedPath{a("10.5.0.0/24"), a("10.4.0.0/24")}})
+	table.Update(TableChange{Paths: []model.LearnedPath{a("10.3.0.0/24")}}) // first in prefix order, but late
+	accepted := func() []string {
+		var out []string
+		for _, p := range table.Result().Paths {
+			if p.Accepted && p.Rule == "up" {
+				out = append(out, p.Prefix.String())
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	if got := accepted(); !slices.Equal(got, []string{"10.4.0.0/24", "10.5.0.0/24"}) {
+		t.Fatalf("accepted %v: the two kept first must stay", got)
+	}
+	if d := gocmp.Diff([]ImportAlarm{{Rule: "kern", Peer: "tor-a", Max: 2, Wanted: 3}, {Rule: "up", Peer: "tor-a", Max: 2, Wanted: 3}}, table.Alarms()); d != "" {
+		t.Errorf("alarms (-want +got):\n%s", d)
+	}
+	for _, p := range table.Result().Paths {
+		if p.Prefix == pfx("10.3.0.0/24") && (p.Accepted || p.Reason != "import cap: rule up accepts at most 2 routes from peer tor-a (3 offered)") {
+			t.Errorf("held-back path: %+v", p)
+		}
+	}
+	table.Update(TableChange{Paths: []model.LearnedPath{a("10.6.0.0/24")}})
+	touched := table.Update(TableChange{Gone: []model.Key{{Peer: "tor-a", Prefix: pfx("10.5.0.0/24")}}})
+	if !slices.Contains(touched, pfx("10.3.0.0/24")) {
+		t.Errorf("touched %v: the freed slot's new holder is missing", touched)
+	}
+	if got := accepted(); !slices.Equal(got, []string{"10.3.0.0/24", "10.4.0.0/24"}) {
+		t.Fatalf("accepted %v: the freed slot goes to the first held-back prefix, 10.3.0.0/24", got)
+	}
+	if _, kernel := table.Desired([]netip.Prefix{pfx("10.3.0.0/24")}); len(kernel) != 2 {
+		t.Errorf("desired kernel routes of 10.3.0.0/24: %v, want tables 100 and 200", kernel)
+	}
+	table.Update(TableChange{Gone: []model.Key{{Peer: "tor-a", Prefix: pfx("10.6.0.0/24")}}})
+	if al := table.Alarms(); len(al) != 0 {
+		t.Errorf("alarms %v after the group fits its cap again", al)
+	}
+}
+
+// TestTableRandomCaps: random changes with caps keep every group within
+// its cap, full whenever it holds something back, and every accepted path
+// inside its groups' kept prefixes.
+func TestTableRandomCaps(t *testing.T) {
+	for seed := range uint64(20) {
+		rng := rand.New(rand.NewPCG(seed, 9))
+		table := NewImportTable(tableFixture(3))
+		for step := range 80 {
+			var c TableChange
+			for range 1 + rng.IntN(4) {
+				if rng.IntN(3) == 0 {
+					p := randomPath(rng)
+					c.Gone = append(c.Gone, model.Key{Peer: p.Peer, Prefix: p.Prefix})
+				} else {
+					c.Paths = append(c.Paths, randomPath(rng))
+				}
+			}
+			table.Update(c)
+			members := map[capGroup]map[netip.Prefix]bool{}
+			for _, tp := range table.paths {
+				for _, g := range table.groupsOf(tp) {
+					if members[g] == nil {
+						members[g] = map[netip.Prefix]bool{}
+					}
+					members[g][tp.p.Prefix] = true
+				}
+			}
+			for g, cs := range table.caps {
+				max := table.cfg.Import[g.rule].MaxRoutes
+				if len(cs.kept) > max || len(cs.held) > 0 && len(cs.kept) != max {
+					t.Fatalf("seed %d step %d: group %v keeps %d, holds %d, cap %d", seed, step, g, len(cs.kept), len(cs.held), max)
+				}
+				if len(cs.kept)+len(cs.held) != len(members[g]) {
+					t.Fatalf("seed %d step %d: group %v has %d+%d prefixes, its candidates are %d", seed, step, g, len(cs.kept), len(cs.held), len(members[g]))
+				}
+			}
+			for _, p := range table.Result().Paths {
+				if !p.Accepted {
+					continue
+				}
+				ri := slices.IndexFunc(table.cfg.Import, func(r config.ImportRule) bool { return r.Name == p.Rule })
+				if _, ok := table.caps[capGroup{ri, p.Peer}].kept[p.Prefix]; !ok {
+					t.Fatalf("seed %d step %d: accepted %s from %s by rule %s, not kept by its cap", seed, step, p.Prefix, p.Peer, p.Rule)
+				}
+			}
+		}
+	}
+}
