@@ -492,8 +492,8 @@ func (e *importEnv) installed(ri int, p netip.Prefix) bool {
 // in config order, that accepts it.
 func (e *importEnv) targets(paths []model.LearnedPath, cands []candidate) (ovn []model.OVNRoute, kernel []model.KernelRoute, foreignOVN []model.OVNRouteKey, foreignK []model.KernelRouteKey) {
 	slices.SortStableFunc(cands, func(a, b candidate) int { return cmp.Compare(a.rule, b.rule) })
-	ovnOwner := map[string]int{}             // router -> rule
-	kernOwner := map[uint32]int{}            // table -> rule
+	ovnOwner := map[string]int{}            // router -> rule
+	kernOwner := map[uint32]int{}           // table -> rule
 	kern := map[uint32]*model.KernelRoute{} // table -> route
 	for _, c := range cands {
 		p, r := paths[c.path], &e.cfg.Import[c.rule]
