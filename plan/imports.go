@@ -491,15 +491,24 @@ func (e *importEnv) installed(ri int, p netip.Prefix) bool {
 // foreignK). A target (router or table) takes a prefix from the first rule,
 // in config order, that accepts it.
 func (e *importEnv) targets(paths []model.LearnedPath, cands []candidate) (ovn []model.OVNRoute, kernel []model.KernelRoute, foreignOVN []model.OVNRouteKey, foreignK []model.KernelRouteKey) {
-	slices.SortStableFunc(cands, func(a, b candidate) int { return cmp.Compare(a.rule, b.rule) })
-	ovnOwner := map[string]int{}            // router -> rule
-	kernOwner := map[uint32]int{}           // table -> rule
-	kern := map[uint32]*model.KernelRoute{} // table -> route
+	if len(cands) > 1 {
+		slices.SortStableFunc(cands, func(a, b candidate) int { return cmp.Compare(a.rule, b.rule) })
+	}
+	// A prefix has few claims (one per router and per table): slices.
+	type claim[K comparable] struct {
+		key  K
+		rule int
+	}
+	var ovnOwner []claim[string]  // router -> rule
+	var kernOwner []claim[uint32] // table -> rule; kernel[i] is kernOwner[i]'s route
 	for _, c := range cands {
 		p, r := paths[c.path], &e.cfg.Import[c.rule]
 		if gr := e.routers[c.rule]; gr != nil && inExternal(gr, p.NextHop) {
-			if owner, ok := ovnOwner[gr.Name]; !ok || owner == c.rule {
-				ovnOwner[gr.Name] = c.rule
+			i := slices.IndexFunc(ovnOwner, func(o claim[string]) bool { return o.key == gr.Name })
+			if i < 0 {
+				ovnOwner = append(ovnOwner, claim[string]{gr.Name, c.rule})
+			}
+			if i < 0 || ovnOwner[i].rule == c.rule {
 				row := model.OVNRoute{Router: gr.Name, Prefix: p.Prefix, NextHop: p.NextHop,
 					OutputPort: gr.ExternalPort, Rule: r.Name, Network: r.Network}
 				if e.foreignOVN[row.Key()] {
@@ -521,28 +530,31 @@ func (e *importEnv) targets(paths []model.LearnedPath, cands []candidate) (ovn [
 				}
 				continue
 			}
-			if owner, ok := kernOwner[t]; ok && owner != c.rule {
+			i := slices.IndexFunc(kernOwner, func(o claim[uint32]) bool { return o.key == t })
+			if i >= 0 && kernOwner[i].rule != c.rule {
 				continue
 			}
-			kernOwner[t] = c.rule
-			kr := kern[t]
-			if kr == nil {
-				kr = &model.KernelRoute{Table: t, VRF: e.vrfs[c.rule], Prefix: p.Prefix,
-					Protocol: e.cfg.Kernel.RouteProtocol, Rule: r.Name}
-				kern[t] = kr
+			if i < 0 {
+				kernOwner = append(kernOwner, claim[uint32]{t, c.rule})
+				kernel = append(kernel, model.KernelRoute{Table: t, VRF: e.vrfs[c.rule], Prefix: p.Prefix,
+					Protocol: e.cfg.Kernel.RouteProtocol, Rule: r.Name})
+				i = len(kernel) - 1
 			}
 			nh := model.NextHop{Addr: p.NextHop, Dev: e.peerLink[p.Peer].Name}
-			if !slices.Contains(kr.NextHops, nh) {
-				kr.NextHops = append(kr.NextHops, nh)
+			if !slices.Contains(kernel[i].NextHops, nh) {
+				kernel[i].NextHops = append(kernel[i].NextHops, nh)
 			}
 		}
 	}
-	for _, kr := range kern {
-		slices.SortFunc(kr.NextHops, compareNextHop)
-		kernel = append(kernel, *kr)
+	for i := range kernel {
+		slices.SortFunc(kernel[i].NextHops, compareNextHop)
 	}
-	slices.SortFunc(ovn, compareOVN)
-	slices.SortFunc(kernel, compareKernel)
+	if len(ovn) > 1 {
+		slices.SortFunc(ovn, compareOVN)
+	}
+	if len(kernel) > 1 {
+		slices.SortFunc(kernel, compareKernel)
+	}
 	return ovn, kernel, foreignOVN, foreignK
 }
 

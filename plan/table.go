@@ -247,16 +247,19 @@ func (t *ImportTable) kept(c ruleEntry, peer string, pfx netip.Prefix) bool {
 // routes from its paths' decisions.
 func (t *ImportTable) settle(pfx netip.Prefix) {
 	e := t.env
-	var accepted []candidate
-	var tps []*tablePath
+	var accBuf [4]candidate
+	var tpBuf [2]*tablePath
+	accepted, tps := accBuf[:0], tpBuf[:0]
 	for _, peer := range t.byPrefix[pfx] {
 		tps = append(tps, t.paths[model.Key{Peer: peer, Prefix: pfx}])
 	}
-	slices.SortFunc(tps, func(a, b *tablePath) int { return cmp.Compare(a.seq, b.seq) })
+	if len(tps) > 1 {
+		slices.SortFunc(tps, func(a, b *tablePath) int { return cmp.Compare(a.seq, b.seq) })
+	}
 	for i, tp := range tps {
 		p := &tp.p
 		p.Accepted, p.Rule, p.Reason, tp.capped = false, "", "", -1
-		var acc []candidate
+		acc := accepted[len(accepted):]
 		for _, c := range tp.cands {
 			if t.kept(c, p.Peer, pfx) {
 				acc = append(acc, candidate{path: i, rule: c.rule, entry: c.entry})
@@ -280,9 +283,10 @@ func (t *ImportTable) settle(pfx netip.Prefix) {
 			tp.capped = -1 // the first rule's own reason wins
 		}
 	}
-	paths := make([]model.LearnedPath, len(tps))
-	for i, tp := range tps {
-		paths[i] = tp.p
+	var pathBuf [2]model.LearnedPath
+	paths := pathBuf[:0]
+	for _, tp := range tps {
+		paths = append(paths, tp.p)
 	}
 	ovn, kernel, fovn, fk := e.targets(paths, accepted)
 	setOrDelete(t.ovn, pfx, ovn)
@@ -526,9 +530,11 @@ func (t *ImportTable) Result() ImportResult {
 	for i, tp := range tps {
 		res.Paths[i] = t.path(tp)
 	}
+	res.OVN = make([]model.OVNRoute, 0, len(t.ovn))
 	for _, rows := range t.ovn {
 		res.OVN = append(res.OVN, rows...)
 	}
+	res.Kernel = make([]model.KernelRoute, 0, len(t.kernel))
 	for _, routes := range t.kernel {
 		res.Kernel = append(res.Kernel, routes...)
 	}

@@ -229,3 +229,26 @@ func TestTableRandomCaps(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkTableUpdate: one path changes in a table of 100,000 (what a
+// pass costs in steady state), against BenchmarkImport's whole decision.
+func BenchmarkTableUpdate(b *testing.B) {
+	in := importFixture()
+	in.Config.Import[0].MaxRoutes = 60000
+	in.Config.Import[0].Accept[0].MaxLength = 30
+	for i := range 100000 {
+		pf := netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(i >> 14), byte(i >> 6), byte(i << 2)}), 30).Masked()
+		in.Learned = append(in.Learned, model.LearnedPath{Peer: "tor-a", Prefix: pf, NextHop: addr("192.0.2.1")})
+	}
+	table := NewImportTable(in)
+	b.ResetTimer()
+	i := 0
+	for b.Loop() {
+		p := in.Learned[i%len(in.Learned)]
+		p.MED = uint32(i)
+		if touched := table.Update(TableChange{Paths: []model.LearnedPath{p}}); len(touched) != 1 {
+			b.Fatalf("touched %v", touched)
+		}
+		i++
+	}
+}
