@@ -59,12 +59,19 @@ func (d *Daemon) onLoop(ctx context.Context, fn func(ctx context.Context)) error
 
 // planView is one computation of the plan and everything it read.
 type planView struct {
-	plan    plan.Plan
-	res     plan.ImportResult
+	plan plan.Plan
+	// table is the import decision, res its whole result (nil in an
+	// incremental pass, which has only what changed).
+	table   *plan.ImportTable
+	res     *plan.ImportResult
 	snap    model.Snapshot
 	host    model.Host
 	desired []model.Advertisement
 	hostErr error
+	synced  map[string]bool
+	// learnedOK is false when the walk of the speaker failed and the
+	// last good paths were decided on.
+	learnedOK bool
 }
 
 // computePlan computes the plan of cfg against the world now; it runs on
@@ -82,12 +89,15 @@ func (d *Daemon) computePlan(ctx context.Context, cfg *config.Config) (planView,
 	}
 	// What is shown walks the learned table even without import rules:
 	// explain and plan show what peers sent and why it is not imported.
-	return d.planFrom(ctx, cfg, sp, snap, true), nil
+	return d.planFrom(ctx, cfg, sp, snap, true, false), nil
 }
 
-// planFrom computes cfg's plan from an NB snapshot already read; it runs
-// on the loop.
-func (d *Daemon) planFrom(ctx context.Context, cfg *config.Config, sp Speaker, snap model.Snapshot, walkAlways bool) planView {
+// planFrom computes cfg's whole plan from an NB snapshot already read,
+// deciding every learned path anew; it runs on the loop. The paths are the
+// loop's table (what the loop decided on), or a walk of the speaker when
+// walk is set (the loop's full pass) or there is no table of sp; without
+// import rules only walkAlways walks.
+func (d *Daemon) planFrom(ctx context.Context, cfg *config.Config, sp Speaker, snap model.Snapshot, walkAlways, walk bool) planView {
 	desired := plan.Advertisements(cfg, snap)
 	d.openHostOnce(cfg)
 	host, hostErr := d.hostState()
@@ -99,10 +109,11 @@ func (d *Daemon) planFrom(ctx context.Context, cfg *config.Config, sp Speaker, s
 	// A preview (plan --config) reads the sync state but never changes it.
 	synced := d.syncedPeers(ctx, sp, cfg, cfg != d.config())
 	var learned []model.LearnedPath
+	learnedOK := true
 	if len(cfg.Import) > 0 || walkAlways {
-		learned = d.learnedPaths(ctx, sp)
+		learned, learnedOK = d.learnedPaths(ctx, sp, walk)
 	}
-	if len(cfg.Import) > 0 && (d.imp.learnedFrom != sp || d.imp.walkErr != "" || d.imp.host == nil || hostErr != nil) {
+	if len(cfg.Import) > 0 && (!learnedOK || d.imp.host == nil || hostErr != nil) {
 		// What peers hold or what the host holds is not known this pass:
 		// no walk of this speaker's table succeeded (or this pass's walk
 		// failed, and the last good one may predate an End-of-RIB seen
@@ -112,13 +123,15 @@ func (d *Daemon) planFrom(ctx context.Context, cfg *config.Config, sp Speaker, s
 			synced[p] = false
 		}
 	}
-	res := plan.Import(plan.ImportInput{Config: cfg, Snapshot: snap, Host: host, Learned: learned})
+	table := plan.NewImportTable(plan.ImportInput{Config: cfg, Snapshot: snap, Host: host, Learned: learned})
+	res := table.Result()
 	p := plan.Build(plan.BuildInput{
 		Node: cfg.Node.Name, Now: time.Now(), Config: cfg, Import: res,
 		Adverts: desired, Advertised: sp.Advertised(),
 		Snapshot: snap, Host: host, Synced: synced,
 	})
-	return planView{plan: p, res: res, snap: snap, host: host, desired: desired, hostErr: hostErr}
+	return planView{plan: p, table: table, res: &res, snap: snap, host: host, desired: desired, hostErr: hostErr,
+		synced: synced, learnedOK: learnedOK}
 }
 
 // importHandlers adds the endpoints of route import to mux.
@@ -222,7 +235,7 @@ func (d *Daemon) importHandlers(mux *http.ServeMux) {
 			replyError(w, http.StatusServiceUnavailable, perr)
 			return
 		}
-		reply(w, plan.Explain(prefix, v.res, v.desired, v.plan, v.snap, v.host), nil)
+		reply(w, plan.Explain(prefix, *v.res, v.desired, v.plan, v.snap, v.host), nil)
 	})
 }
 
@@ -302,7 +315,6 @@ func (d *Daemon) applySaved(ctx context.Context, p plan.Plan) (api.ApplyResult, 
 	// operation must still be part of it, exactly. A withdrawn route, a
 	// prefix protected since, a plan of a previewed config (--config) or
 	// a hand-edited one changes nothing.
-	d.imp.hostDirty.Store(true) // read the kernel now, not from the cache
 	now, err := d.computePlan(ctx, cfg)
 	if err != nil {
 		return out, err
@@ -342,7 +354,6 @@ func (d *Daemon) applySaved(ctx context.Context, p plan.Plan) (api.ApplyResult, 
 		actx, cancel := context.WithTimeout(ctx, applyTimeout)
 		applied, err := d.imp.host.Apply(actx, p.Kernel)
 		cancel()
-		d.imp.hostDirty.Store(true)
 		out.Kernel = applied
 		if err != nil {
 			return out, fmt.Errorf("kernel: %w", err)
@@ -472,7 +483,11 @@ func (d *Daemon) imported(network string) (api.Imported, error) {
 	cfg := d.config()
 	d.mu.Lock()
 	nb := d.nb
-	res, manual, held := d.imp.decided, d.imp.manual, d.imp.last.Held
+	var res plan.ImportResult
+	if d.imp.table != nil {
+		res = d.imp.table.Result()
+	}
+	manual, held := d.imp.manual, d.heldOps()
 	d.mu.Unlock()
 	if nb == nil {
 		return api.Imported{}, fmt.Errorf("%w: OVN Northbound is not dialled yet", errNotReady)

@@ -414,18 +414,19 @@ func (d *Daemon) reconcile(ctx context.Context) error {
 	// an OPEN exchange, so the first UPDATEs carry the whole table and
 	// End-of-RIB follows it.
 	d.addPeers(ctx, "first plan ready")
-	v := d.planFrom(ctx, cfg, speaker, snap, false)
+	v := d.loopPlan(ctx, cfg, speaker, snap)
 	desired := v.desired
-	d.logAlarms(v.res.Alarms)
-	d.mu.Lock()
-	d.imp.decided, d.imp.hostSnap = v.res, v.host
-	if len(cfg.Import) > 0 && len(v.res.Paths) == len(d.imp.learned) {
-		// Keep one copy of the table: the decided paths are the learned
-		// ones with their verdicts, and the next decision overwrites them.
-		d.imp.learned = v.res.Paths
+	if v.table != nil {
+		d.logAlarms(v.table.Alarms())
 	}
-	d.mu.Unlock()
 	err := errors.Join(d.applyAuto(ctx, cfg, speaker, nb, v.plan), v.hostErr)
+	if err != nil && v.table != nil {
+		// What failed is not retried by an incremental pass, which
+		// diffs only what changes: the next pass is full.
+		d.mu.Lock()
+		d.imp.fullDue = true
+		d.mu.Unlock()
+	}
 
 	d.mu.Lock()
 	d.snapshot, d.synced, d.desired = snap, true, desired

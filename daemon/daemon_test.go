@@ -51,7 +51,7 @@ type fakeSpeaker struct {
 	// paths; onPeers is called by Peers, unlocked.
 	failLearnedAfter int
 	onPeers          func()
-	gen              uint64 // LearnedGen
+	gen, taken       uint64 // setLearned's changes, and the last TakeLearned's
 	eor              bool   // every peer's EndOfRIB
 }
 

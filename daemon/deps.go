@@ -28,9 +28,10 @@ type Speaker interface {
 	// peer) sent, one at a time, so that a large table is never held in
 	// memory twice; an error from fn stops the walk and is returned.
 	EachLearned(ctx context.Context, peer string, fn func(model.LearnedPath) error) error
-	// LearnedGen changes whenever what peers sent may have changed: the
-	// loop walks the learned paths again only then.
-	LearnedGen() uint64
+	// TakeLearned returns what peers sent since the previous call: the
+	// loop keeps its table from it, and walks a peer again (EachLearned)
+	// only when it is named in Resync.
+	TakeLearned() model.LearnedDelta
 	// Stop ends every session; graceful sends no NOTIFICATION so that
 	// peers with graceful restart keep our routes.
 	Stop(ctx context.Context, graceful bool) error
@@ -56,6 +57,11 @@ type Northbound interface {
 // it): links for the next-hop checks, and ovnbgp's own routes and VRFs.
 type Host interface {
 	Snapshot() (model.Host, error)
+	// TakeChanges returns what changed since the previous call.
+	TakeChanges() model.HostChanges
+	// Routes returns the current state of the given keys: ovnbgp's
+	// routes, and the keys held by routes not ovnbgp's.
+	Routes(keys []model.KernelRouteKey) (ours []model.KernelRoute, foreign []model.KernelRouteKey, err error)
 	// Apply applies kernel operations in order, keeps going on per-op
 	// errors, and returns what was really applied.
 	Apply(ctx context.Context, ops []model.KernelOp) ([]model.KernelOp, error)

@@ -10,11 +10,21 @@ import (
 	"github.com/ovnbgp/ovnbgp/model"
 )
 
-// LearnedGen moves with every change of the fake's learned paths (setLearned).
-func (f *fakeSpeaker) LearnedGen() uint64 {
+// TakeLearned names every peer in Resync after a change of the fake's
+// learned paths (setLearned), as package bgp does after a session change:
+// the daemon walks them again.
+func (f *fakeSpeaker) TakeLearned() model.LearnedDelta {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.gen
+	if f.gen == f.taken {
+		return model.LearnedDelta{}
+	}
+	f.taken = f.gen
+	var d model.LearnedDelta
+	for _, p := range f.peers {
+		d.Resync = append(d.Resync, p.Name)
+	}
+	return d
 }
 
 // setLearned replaces what peers sent, as gobgp's path events would.
@@ -92,21 +102,63 @@ func (f *fakeNB) ownedRoutes() []model.OVNRoute {
 // fakeHost is the kernel as package vrf reports it: links, and the routes
 // carrying our protocol.
 type fakeHost struct {
-	mu     sync.Mutex
-	host   model.Host
-	ops    [][]model.KernelOp
-	closed bool
-	notify func() // what OpenHost was given
+	mu      sync.Mutex
+	host    model.Host
+	ops     [][]model.KernelOp
+	changes model.HostChanges // since the last TakeChanges
+	closed  bool
+	notify  func() // what OpenHost was given
 }
 
 // deleteByHand removes a route as `ip route del` would, and sends the
 // netlink event package vrf would.
 func (h *fakeHost) deleteByHand(prefix netip.Prefix) {
 	h.mu.Lock()
-	h.host.Routes = slices.DeleteFunc(h.host.Routes, func(r model.KernelRoute) bool { return r.Prefix == prefix })
+	h.host.Routes = slices.DeleteFunc(h.host.Routes, func(r model.KernelRoute) bool {
+		if r.Prefix == prefix {
+			h.changes.Routes = append(h.changes.Routes, r.Key())
+		}
+		return r.Prefix == prefix
+	})
 	n := h.notify
 	h.mu.Unlock()
 	n()
+}
+
+// setLinks replaces the host's links, as a link or address event would.
+func (h *fakeHost) setLinks(links []model.Link) {
+	h.mu.Lock()
+	h.host.Links = links
+	h.changes.Links = true
+	n := h.notify
+	h.mu.Unlock()
+	if n != nil {
+		n()
+	}
+}
+
+func (h *fakeHost) TakeChanges() model.HostChanges {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	c := h.changes
+	h.changes = model.HostChanges{}
+	return c
+}
+
+func (h *fakeHost) Routes(keys []model.KernelRouteKey) ([]model.KernelRoute, []model.KernelRouteKey, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var ours []model.KernelRoute
+	var foreign []model.KernelRouteKey
+	for _, k := range keys {
+		if i := slices.IndexFunc(h.host.Routes, func(r model.KernelRoute) bool { return r.Key() == k }); i >= 0 {
+			ours = append(ours, h.host.Routes[i])
+		}
+		if slices.Contains(h.host.Foreign, k) {
+			foreign = append(foreign, k)
+		}
+	}
+	return ours, foreign, nil
 }
 
 func (h *fakeHost) Snapshot() (model.Host, error) {
@@ -126,6 +178,7 @@ func (h *fakeHost) Apply(_ context.Context, ops []model.KernelOp) ([]model.Kerne
 			continue
 		}
 		i := slices.IndexFunc(h.host.Routes, func(r model.KernelRoute) bool { return r.Key() == op.Route.Key() })
+		h.changes.Routes = append(h.changes.Routes, op.Route.Key()) // the echo
 		switch {
 		case op.Op == model.OpDelete && i >= 0:
 			h.host.Routes = slices.Delete(h.host.Routes, i, i+1)

@@ -8,7 +8,6 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -20,36 +19,46 @@ import (
 )
 
 // importState is what the loop keeps between passes for route import: the
-// learned paths as last walked, the import decision, the host, the peers
-// that are synced (End-of-RIB, or deferralTime since start), and the last
-// plan. Only the loop writes it, under Daemon.mu for what the control API
-// reads (everything but synced and alarms).
+// import decision (the table, which holds the learned paths), the host,
+// the peers that are synced (End-of-RIB, or deferralTime since start), and
+// the last plan. Only the loop writes it, under Daemon.mu for what the
+// control API reads (everything but synced, alarms and the table's
+// bookkeeping).
 type importState struct {
 	host    Host
 	hostErr error
 	// hostTried is when opening the host was last tried (hostRetry).
 	hostTried time.Time
-	// hostDirty says the kernel may have changed since hostSnap was read.
-	hostDirty atomic.Bool
-	// learned is the last good walk of every peer's paths; learnedGen is
-	// the speaker's LearnedGen when it was taken, learnedFrom the speaker.
-	learned     []model.LearnedPath
-	learnedGen  uint64
-	learnedFrom Speaker
-	walkErr     string
-	// decided is the import decision of the last pass (Paths, targets,
-	// alarms, problems); hostSnap the host state it read.
-	decided  plan.ImportResult
+	// hostSnap is the host as last read in full: its links, VRFs and
+	// rules are current (a change of them makes the next pass full), its
+	// routes only as of that read.
 	hostSnap model.Host
+	// table is the import decision of every learned path; tableFor is the
+	// speaker whose paths it holds (nil: none yet), tableCfg the config,
+	// tableEnv the NB snapshot (OwnedRoutes and StaticRoutes aside) and
+	// tableSynced the synced peers it was last fully planned with;
+	// fullAt is when. fullDue makes the next pass full (a failed walk or
+	// apply). ovnSeen are the owned OVN routes the last pass diffed.
+	table       *plan.ImportTable
+	tableFor    Speaker
+	tableCfg    *config.Config
+	tableEnv    model.Snapshot
+	tableSynced map[string]bool
+	fullAt      time.Time
+	fullDue     bool
+	ovnSeen     []model.OVNRoute
+	walkErr     string
 	// synced are the peers whose table is complete since their session
 	// was (re)started: End-of-RIB, or deferralTime since addedAt. syncFor
 	// is the speaker they belong to: a new speaker starts them all over.
 	synced  map[string]bool
 	addedAt map[string]time.Time
 	syncFor Speaker
-	// last is the whole plan of the last pass, manual its part that waits
-	// for `ovnbgp apply`.
+	// last is the plan of the last pass (in an incremental pass, of what
+	// changed), manual the part of the last full plan that waits for
+	// `ovnbgp apply`, held the operations held back, by prefix.
 	last, manual plan.Plan
+	held         map[netip.Prefix][]plan.Held
 	// alarms are the import caps reached, by rule and peer, as last logged.
 	alarms map[string]bool
 }
@@ -66,11 +75,7 @@ func (d *Daemon) openHostOnce(cfg *config.Config) {
 		return
 	}
 	d.imp.hostTried = time.Now()
-	d.imp.hostDirty.Store(true)
-	h, err := d.deps.OpenHost(cfg.Kernel.RouteProtocol, d.log.Named("vrf"), func() {
-		d.imp.hostDirty.Store(true)
-		d.poke()
-	})
+	h, err := d.deps.OpenHost(cfg.Kernel.RouteProtocol, d.log.Named("vrf"), d.poke)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err != nil {
@@ -81,50 +86,55 @@ func (d *Daemon) openHostOnce(cfg *config.Config) {
 	d.imp.host, d.imp.hostErr = h, nil
 }
 
-// hostState reads the kernel when it may have changed since the last read
-// (a netlink event in our tables or on links and addresses, or our own
-// apply); on error it keeps the last good state.
+// hostState reads the whole host (links, VRFs, rules, our routes); on
+// error it keeps the last good state.
 func (d *Daemon) hostState() (model.Host, error) {
 	if d.imp.host == nil {
 		return model.Host{}, d.imp.hostErr
 	}
-	if !d.imp.hostDirty.Swap(false) {
-		return d.imp.hostSnap, nil
-	}
 	h, err := d.imp.host.Snapshot()
 	if err != nil {
-		d.imp.hostDirty.Store(true)
 		return d.imp.hostSnap, fmt.Errorf("read the kernel's routes: %w", err)
 	}
-	d.mu.Lock()
-	d.imp.hostSnap = h
-	d.mu.Unlock()
 	return h, nil
 }
 
-// learnedPaths walks every peer's paths again when the speaker says they
-// may have changed; a failed walk keeps the last good one.
-func (d *Daemon) learnedPaths(ctx context.Context, sp Speaker) []model.LearnedPath {
-	gen := sp.LearnedGen()
-	if d.imp.learnedFrom == sp && d.imp.learned != nil && gen == d.imp.learnedGen {
-		return d.imp.learned
+// learnedPaths are every peer's paths: from the table when it holds what
+// sp sent and a full walk is not asked for (walk), else from a walk; ok
+// is false when the walk failed and the last good table was used.
+func (d *Daemon) learnedPaths(ctx context.Context, sp Speaker, walk bool) (paths []model.LearnedPath, ok bool) {
+	d.mu.Lock()
+	table := d.imp.table
+	if d.imp.tableFor != sp {
+		table = nil
 	}
-	paths := make([]model.LearnedPath, 0, len(d.imp.learned))
+	d.mu.Unlock()
+	if !walk && table != nil {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		return table.LearnedPaths(), true
+	}
+	n := 0
+	if table != nil {
+		n = table.Len()
+	}
+	paths = make([]model.LearnedPath, 0, n)
 	err := sp.EachLearned(ctx, "", func(p model.LearnedPath) error {
 		paths = append(paths, p)
 		return nil
 	})
-	if err != nil {
-		d.mu.Lock()
-		d.imp.walkErr = err.Error()
-		d.mu.Unlock()
-		d.log.Warn("learned paths not read; deciding on the last good ones", zap.Error(err))
-		return d.imp.learned
-	}
 	d.mu.Lock()
-	d.imp.learned, d.imp.learnedGen, d.imp.learnedFrom, d.imp.walkErr = paths, gen, sp, ""
-	d.mu.Unlock()
-	return paths
+	defer d.mu.Unlock()
+	if err != nil {
+		d.imp.walkErr = err.Error()
+		d.log.Warn("learned paths not read; deciding on the last good ones", zap.Error(err))
+		if table == nil {
+			return nil, false
+		}
+		return table.LearnedPaths(), false
+	}
+	d.imp.walkErr = ""
+	return paths, true
 }
 
 // syncedPeers says which peers have sent their whole table since their
@@ -232,7 +242,6 @@ func (d *Daemon) applyAuto(ctx context.Context, cfg *config.Config, sp Speaker, 
 			actx, cancel := context.WithTimeout(ctx, applyTimeout)
 			applied, err := d.imp.host.Apply(actx, auto.Kernel)
 			cancel()
-			d.imp.hostDirty.Store(true)
 			d.logOps("kernel", len(auto.Kernel), len(applied), err)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("kernel: %w", err))
@@ -278,28 +287,33 @@ func (d *Daemon) closeHost() {
 	}
 }
 
-// decidedPaths are the learned paths with the last pass's import verdicts,
-// sorted by peer and prefix, when import rules decided on what sp sent;
-// ok is false without import rules (the caller walks the speaker then).
+// decidedPaths are the learned paths with their import verdicts, sorted
+// by peer and prefix, when import rules decided on what sp sent; ok is
+// false without import rules (the caller walks the speaker then).
 func (d *Daemon) decidedPaths(sp Speaker) (paths []model.LearnedPath, ok bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if len(d.cfg.Import) == 0 || d.imp.learnedFrom != sp || d.imp.decided.Paths == nil {
+	if len(d.cfg.Import) == 0 || d.imp.tableFor != sp || d.imp.table == nil {
 		return nil, false
 	}
-	paths = slices.Clone(d.imp.decided.Paths)
-	slices.SortStableFunc(paths, func(a, b model.LearnedPath) int {
+	paths = make([]model.LearnedPath, 0, d.imp.table.Len())
+	d.imp.table.Each(func(p model.LearnedPath) bool {
+		paths = append(paths, p)
+		return true
+	})
+	slices.SortFunc(paths, func(a, b model.LearnedPath) int {
 		return cmp.Or(cmp.Compare(a.Peer, b.Peer), a.Prefix.Addr().Compare(b.Prefix.Addr()), cmp.Compare(a.Prefix.Bits(), b.Prefix.Bits()))
 	})
 	return paths, true
 }
 
 // importCounts fills each peer's Imported count (accepted and installed),
-// its accepted count per family, and its ImportAlarm, from the last pass.
+// its accepted count per family, and its ImportAlarm.
 func (d *Daemon) importCounts(peers []model.PeerStatus) {
 	d.mu.Lock()
-	defer d.mu.Unlock()
-	if len(d.cfg.Import) == 0 {
+	table, owned, host := d.imp.table, d.snapshot.OwnedRoutes, d.imp.host
+	if len(d.cfg.Import) == 0 || table == nil {
+		d.mu.Unlock()
 		return
 	}
 	// Imported counts accepted paths whose next hop is really installed
@@ -309,39 +323,49 @@ func (d *Daemon) importCounts(peers []model.PeerStatus) {
 		nh     netip.Addr
 	}
 	installed := map[hop]bool{}
-	for _, r := range d.snapshot.OwnedRoutes {
+	for _, r := range owned {
 		installed[hop{r.Prefix, r.NextHop}] = true
 	}
-	for _, r := range d.imp.hostSnap.Routes {
-		for _, nh := range r.NextHops {
-			installed[hop{r.Prefix, nh.Addr}] = true
-		}
-	}
-	accepted := map[string]int{}
-	byFamily := map[string]map[string]int{}
-	for _, p := range d.imp.decided.Paths {
+	var keys []model.KernelRouteKey
+	tables := table.KernelTables()
+	table.Each(func(p model.LearnedPath) bool {
 		if p.Accepted {
-			if installed[hop{p.Prefix, p.NextHop}] {
-				accepted[p.Peer]++
+			for _, t := range tables {
+				keys = append(keys, model.KernelRouteKey{Table: t, Prefix: p.Prefix})
 			}
-			fam := string(config.IPv4)
-			if p.Prefix.Addr().Is6() {
-				fam = string(config.IPv6)
+		}
+		return true
+	})
+	d.mu.Unlock()
+	if host != nil && len(keys) > 0 {
+		if ours, _, err := host.Routes(keys); err == nil {
+			for _, r := range ours {
+				for _, nh := range r.NextHops {
+					installed[hop{r.Prefix, nh.Addr}] = true
+				}
 			}
-			if byFamily[p.Peer] == nil {
-				byFamily[p.Peer] = map[string]int{}
-			}
-			byFamily[p.Peer][fam]++
 		}
 	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.imp.table != table {
+		return // a new table meanwhile: the next call counts it
+	}
+	c := table.Count(func(p netip.Prefix, nh netip.Addr) bool { return installed[hop{p, nh}] })
 	alarms := map[string][]string{}
-	for _, a := range d.imp.decided.Alarms {
+	for _, a := range table.Alarms() {
 		alarms[a.Peer] = append(alarms[a.Peer], a.String())
 	}
 	for i := range peers {
-		peers[i].Imported = accepted[peers[i].Name]
+		pc := c.ByPeer[peers[i].Name]
+		peers[i].Imported = pc.Installed
 		for j := range peers[i].Families {
-			peers[i].Families[j].Accepted = byFamily[peers[i].Name][peers[i].Families[j].Family]
+			switch peers[i].Families[j].Family {
+			case string(config.IPv4):
+				peers[i].Families[j].Accepted = pc.IPv4
+			case string(config.IPv6):
+				peers[i].Families[j].Accepted = pc.IPv6
+			}
 		}
 		peers[i].ImportAlarm = strings.Join(alarms[peers[i].Name], "; ")
 	}
@@ -349,30 +373,29 @@ func (d *Daemon) importCounts(peers []model.PeerStatus) {
 
 // importStatus summarises route import for `status`; the caller holds mu.
 func (d *Daemon) importStatus() *api.ImportStatus {
-	if len(d.cfg.Import) == 0 && len(d.imp.decided.OVN) == 0 && len(d.imp.decided.Kernel) == 0 {
+	if len(d.cfg.Import) == 0 && d.imp.table == nil {
 		return nil
 	}
-	st := &api.ImportStatus{
-		OVN: len(d.imp.decided.OVN), Kernel: len(d.imp.decided.Kernel),
-		Held: len(d.imp.last.Held), Problems: d.imp.decided.Problems,
+	st := &api.ImportStatus{}
+	for _, h := range d.imp.held {
+		st.Held += len(h)
 	}
-	for _, p := range d.imp.decided.Paths {
-		if p.Accepted {
-			st.Accepted++
-		} else {
-			st.Rejected++
+	if t := d.imp.table; t != nil {
+		st.OVN, st.Kernel = t.Sizes()
+		st.Problems = t.Problems()
+		c := t.Count(nil)
+		st.Accepted, st.Rejected = c.Accepted, c.Rejected
+		for _, a := range t.Alarms() {
+			st.Alarms = append(st.Alarms, a.String())
 		}
 	}
 	c := d.imp.manual.Counts()
 	st.Manual = c.OVNAdd + c.OVNReplace + c.OVNDelete + c.KernelAdd + c.KernelReplace + c.KernelDelete + c.VRFAdd + c.RuleAdd + c.RuleDelete
-	for _, a := range d.imp.decided.Alarms {
-		st.Alarms = append(st.Alarms, a.String())
-	}
 	if d.imp.hostErr != nil {
-		st.Problems = append(slices.Clone(st.Problems), d.imp.hostErr.Error())
+		st.Problems = append(st.Problems, d.imp.hostErr.Error())
 	}
 	if d.imp.walkErr != "" {
-		st.Problems = append(slices.Clone(st.Problems), "learned paths not read (decided on the last good walk; nothing is deleted meanwhile): "+d.imp.walkErr)
+		st.Problems = append(st.Problems, "learned paths not read (decided on the last good walk; nothing is deleted meanwhile): "+d.imp.walkErr)
 	}
 	return st
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -14,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ovnbgp/ovnbgp/model"
+	"github.com/ovnbgp/ovnbgp/plan"
 )
 
 // collector reads the daemon's live state at scrape time, so no counter can
@@ -88,7 +88,10 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		g(c.importPending, float64(imp.Manual), "manual")
 		g(c.importPending, float64(imp.Held), "held")
 		c.d.mu.Lock()
-		alarms := slices.Clone(c.d.imp.decided.Alarms)
+		var alarms []plan.ImportAlarm
+		if c.d.imp.table != nil {
+			alarms = c.d.imp.table.Alarms()
+		}
 		c.d.mu.Unlock()
 		for _, a := range alarms {
 			g(c.importCap, 1, a.Rule, a.Peer)

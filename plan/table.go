@@ -589,3 +589,65 @@ func (t *ImportTable) Each(fn func(model.LearnedPath) bool) {
 		}
 	}
 }
+
+// Learned returns the path of key k as the peer sent it (no decision).
+func (t *ImportTable) Learned(k model.Key) (model.LearnedPath, bool) {
+	tp, ok := t.paths[k]
+	if !ok {
+		return model.LearnedPath{}, false
+	}
+	return raw(tp.p), true
+}
+
+// raw is p without the decision.
+func raw(p model.LearnedPath) model.LearnedPath {
+	p.Accepted, p.Rule, p.Reason = false, "", ""
+	return p
+}
+
+// LearnedPaths are every path as the peers sent it (no decision), in the
+// order first given: the input of another decision (a plan of a new
+// config).
+func (t *ImportTable) LearnedPaths() []model.LearnedPath {
+	tps := make([]*tablePath, 0, len(t.paths))
+	for _, tp := range t.paths {
+		tps = append(tps, tp)
+	}
+	slices.SortFunc(tps, func(a, b *tablePath) int { return cmp.Compare(a.seq, b.seq) })
+	out := make([]model.LearnedPath, len(tps))
+	for i, tp := range tps {
+		out[i] = raw(tp.p)
+	}
+	return out
+}
+
+// PeerKeys are the keys of every path of peer.
+func (t *ImportTable) PeerKeys(peer string) []model.Key {
+	var out []model.Key
+	for k := range t.paths {
+		if k.Peer == peer {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// VRFs are the VRF devices the rules ask to be created.
+func (t *ImportTable) VRFs() []model.VRFDevice { return t.env.createVRFs }
+
+// Sizes are the numbers of desired OVN rows and kernel routes.
+func (t *ImportTable) Sizes() (ovn, kernel int) {
+	for _, rows := range t.ovn {
+		ovn += len(rows)
+	}
+	for _, routes := range t.kernel {
+		kernel += len(routes)
+	}
+	return ovn, kernel
+}
+
+// Problems are the rule-level problems and the foreign routes in the way,
+// as in ImportResult.
+func (t *ImportTable) Problems() []string {
+	return append(slices.Clone(t.env.problems), t.foreignProblems()...)
+}

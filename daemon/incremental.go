@@ -1,0 +1,284 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"reflect"
+	"slices"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/ovnbgp/ovnbgp/config"
+	"github.com/ovnbgp/ovnbgp/model"
+	"github.com/ovnbgp/ovnbgp/plan"
+)
+
+// importResync is how often the loop decides every learned path again from
+// a full walk of the speaker and a full read of the kernel, whatever the
+// events said: a missed event costs at most this long.
+const importResync = 10 * time.Minute
+
+// loopPlan is the plan of one pass of the loop. With import rules it is
+// incremental: the table is updated with what the speaker, the kernel and
+// NB say changed since the last pass, and only the prefixes that touches
+// are diffed, so a pass costs what changed, not the size of the table. A
+// pass is full (every path walked and decided, the whole kernel read and
+// diffed: planFrom) when anything the table was decided against changed,
+// and every importResync.
+func (d *Daemon) loopPlan(ctx context.Context, cfg *config.Config, sp Speaker, snap model.Snapshot) planView {
+	if len(cfg.Import) == 0 {
+		d.setTable(planView{}, nil, nil, nil)
+		return d.planFrom(ctx, cfg, sp, snap, false, false)
+	}
+	d.openHostOnce(cfg)
+	// What changed is taken first: whatever happens after is in the next
+	// take, and a walk that follows is newer than what was taken.
+	var hc model.HostChanges
+	if d.imp.host != nil {
+		hc = d.imp.host.TakeChanges()
+	}
+	delta := sp.TakeLearned()
+	synced := d.syncedPeers(ctx, sp, cfg, false)
+	if why := d.fullWhy(cfg, sp, snap, hc, synced); why != "" {
+		return d.fullPass(ctx, cfg, sp, snap, why)
+	}
+	v, err := d.incrementalPass(ctx, cfg, sp, snap, delta, hc, synced)
+	if err != nil {
+		return d.fullPass(ctx, cfg, sp, snap, err.Error())
+	}
+	return v
+}
+
+// fullPass plans everything anew and keeps the new table.
+func (d *Daemon) fullPass(ctx context.Context, cfg *config.Config, sp Speaker, snap model.Snapshot, why string) planView {
+	d.log.Debug("import: full pass", zap.String("why", why))
+	v := d.planFrom(ctx, cfg, sp, snap, false, true)
+	d.setTable(v, cfg, sp, v.synced)
+	return v
+}
+
+// fullWhy says why this pass must be full, or "".
+func (d *Daemon) fullWhy(cfg *config.Config, sp Speaker, snap model.Snapshot, hc model.HostChanges, synced map[string]bool) string {
+	switch {
+	case d.imp.table == nil || d.imp.tableFor != sp:
+		return "no table of this speaker yet"
+	case d.imp.tableCfg != cfg:
+		return "the config changed"
+	case d.imp.host == nil:
+		return "the kernel side is not open"
+	case hc.All:
+		return "kernel events may have been missed"
+	case hc.Links:
+		return "links, addresses or VRFs changed"
+	case d.imp.fullDue:
+		return "the last pass did not finish"
+	case time.Since(d.imp.fullAt) >= importResync:
+		return "periodic resync"
+	case slices.ContainsFunc(cfg.Import, func(r config.ImportRule) bool { return r.Mode == "manual" }):
+		return "a rule is in manual mode (its plan is always whole)"
+	case !reflect.DeepEqual(synced, d.imp.tableSynced):
+		return "a peer's sync state changed"
+	case !sameImportEnv(snap, d.imp.tableEnv):
+		return "NB changed what import checks against"
+	}
+	return ""
+}
+
+// importEnv is the part of a snapshot the import decision is checked
+// against: all but the owned routes and the routers' route lists, which
+// change with every write.
+func importEnv(s model.Snapshot) model.Snapshot {
+	s.OwnedRoutes = nil
+	s.Routers = slices.Clone(s.Routers)
+	for i := range s.Routers {
+		s.Routers[i].StaticRoutes = nil
+	}
+	return s
+}
+
+func sameImportEnv(a, b model.Snapshot) bool {
+	return reflect.DeepEqual(importEnv(a), b)
+}
+
+// setTable keeps the decision of a full pass (v.table nil: none).
+func (d *Daemon) setTable(v planView, cfg *config.Config, sp Speaker, synced map[string]bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.imp.table, d.imp.tableFor, d.imp.tableCfg, d.imp.tableSynced = v.table, sp, cfg, synced
+	// A table decided on the last good paths (the walk failed), or on a
+	// kernel that could not be read, is redone by the next pass.
+	d.imp.fullDue = v.table != nil && (!v.learnedOK || v.hostErr != nil)
+	d.imp.tableEnv = importEnv(v.snap)
+	d.imp.fullAt = time.Now()
+	d.imp.ovnSeen = v.snap.OwnedRoutes
+	d.imp.hostSnap = v.host
+	d.imp.held = map[netip.Prefix][]plan.Held{}
+	d.addHeld(v.plan.Held)
+}
+
+// addHeld records held operations by prefix; the caller holds mu.
+func (d *Daemon) addHeld(held []plan.Held) {
+	for _, h := range held {
+		var p netip.Prefix
+		switch {
+		case h.OVN != nil:
+			p = h.OVN.Route.Prefix
+		case h.Kernel != nil && h.Kernel.Route != nil:
+			p = h.Kernel.Route.Prefix
+		}
+		d.imp.held[p] = append(d.imp.held[p], h)
+	}
+}
+
+// heldOps are the operations held back now; the caller holds mu.
+func (d *Daemon) heldOps() []plan.Held {
+	var out []plan.Held
+	for _, h := range d.imp.held {
+		out = append(out, h...)
+	}
+	return out
+}
+
+// incrementalPass updates the table with what changed and plans the
+// prefixes that touches. An error means the change could not be read
+// whole: the caller makes the pass full instead.
+func (d *Daemon) incrementalPass(ctx context.Context, cfg *config.Config, sp Speaker, snap model.Snapshot,
+	delta model.LearnedDelta, hc model.HostChanges, synced map[string]bool) (planView, error) {
+	t := d.imp.table
+	change := plan.TableChange{Paths: delta.Paths, Gone: delta.Gone}
+	for _, peer := range delta.Resync {
+		paths, gone, err := d.resyncPeer(ctx, sp, t, peer)
+		if err != nil {
+			return planView{}, err
+		}
+		change.Paths = append(change.Paths, paths...)
+		change.Gone = append(change.Gone, gone...)
+	}
+	if len(hc.Routes) > 0 {
+		_, foreign, err := d.imp.host.Routes(hc.Routes)
+		if err != nil {
+			return planView{}, fmt.Errorf("read changed kernel routes: %w", err)
+		}
+		change.KernelKeys, change.Foreign = hc.Routes, foreign
+	}
+	d.mu.Lock()
+	touched := t.Update(change)
+	d.mu.Unlock()
+
+	// Prefixes whose owned OVN rows changed in NB (ours just written, or
+	// someone's edit) are diffed again too.
+	if !slices.Equal(snap.OwnedRoutes, d.imp.ovnSeen) {
+		touched = append(touched, changedOVNPrefixes(d.imp.ovnSeen, snap.OwnedRoutes)...)
+	}
+	for _, k := range hc.Routes {
+		touched = append(touched, k.Prefix)
+	}
+	slices.SortFunc(touched, func(a, b netip.Prefix) int {
+		if c := a.Addr().Compare(b.Addr()); c != 0 {
+			return c
+		}
+		return a.Bits() - b.Bits()
+	})
+	touched = slices.Compact(touched)
+
+	in := map[netip.Prefix]bool{}
+	for _, p := range touched {
+		in[p] = true
+	}
+	var keys []model.KernelRouteKey
+	for _, tb := range t.KernelTables() {
+		for _, p := range touched {
+			keys = append(keys, model.KernelRouteKey{Table: tb, Prefix: p})
+		}
+	}
+	for _, k := range hc.Routes {
+		if !slices.Contains(t.KernelTables(), k.Table) {
+			keys = append(keys, k)
+		}
+	}
+	host := d.imp.hostSnap
+	host.Routes = nil
+	if len(keys) > 0 {
+		ours, _, err := d.imp.host.Routes(keys)
+		if err != nil {
+			return planView{}, fmt.Errorf("read the kernel routes of the changed prefixes: %w", err)
+		}
+		host.Routes = ours
+	}
+	part := snap
+	part.OwnedRoutes = nil
+	for _, r := range snap.OwnedRoutes {
+		if in[r.Prefix] {
+			part.OwnedRoutes = append(part.OwnedRoutes, r)
+		}
+	}
+	ovn, kernel := t.Desired(touched)
+	desired := plan.Advertisements(cfg, snap)
+	p := plan.Build(plan.BuildInput{
+		Node: cfg.Node.Name, Now: time.Now(), Config: cfg,
+		Import:  plan.ImportResult{OVN: ovn, Kernel: kernel, VRFs: t.VRFs()},
+		Adverts: desired, Advertised: sp.Advertised(),
+		Snapshot: part, Host: host, Synced: synced,
+	})
+	d.mu.Lock()
+	d.imp.ovnSeen = snap.OwnedRoutes
+	for _, pfx := range touched {
+		delete(d.imp.held, pfx)
+	}
+	d.addHeld(p.Held)
+	d.mu.Unlock()
+	return planView{plan: p, table: t, snap: snap, host: host, desired: desired, synced: synced, learnedOK: true}, nil
+}
+
+// resyncPeer walks one peer's paths and returns how they differ from the
+// table's: paths new or changed, and keys gone.
+func (d *Daemon) resyncPeer(ctx context.Context, sp Speaker, t *plan.ImportTable, peer string) ([]model.LearnedPath, []model.Key, error) {
+	d.mu.Lock()
+	had := t.PeerKeys(peer)
+	d.mu.Unlock()
+	left := make(map[model.Key]bool, len(had))
+	for _, k := range had {
+		left[k] = true
+	}
+	var changed []model.LearnedPath
+	err := sp.EachLearned(ctx, peer, func(p model.LearnedPath) error {
+		k := model.Key{Peer: p.Peer, Prefix: p.Prefix}
+		delete(left, k)
+		d.mu.Lock()
+		old, ok := t.Learned(k)
+		d.mu.Unlock()
+		if !ok || !reflect.DeepEqual(old, p) {
+			changed = append(changed, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("walk the paths of peer %s: %w", peer, err)
+	}
+	gone := make([]model.Key, 0, len(left))
+	for k := range left {
+		gone = append(gone, k)
+	}
+	return changed, gone, nil
+}
+
+// changedOVNPrefixes are the prefixes of the rows that differ between two
+// lists of owned routes.
+func changedOVNPrefixes(old, now []model.OVNRoute) []netip.Prefix {
+	count := map[model.OVNRoute]int{}
+	for _, r := range old {
+		count[r]++
+	}
+	for _, r := range now {
+		count[r]--
+	}
+	var out []netip.Prefix
+	for r, n := range count {
+		if n != 0 {
+			out = append(out, r.Prefix)
+		}
+	}
+	return out
+}
