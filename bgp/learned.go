@@ -7,7 +7,6 @@ import (
 	"net/netip"
 	"slices"
 	"sort"
-	"time"
 
 	"github.com/osrg/gobgp/v4/api"
 	"github.com/osrg/gobgp/v4/pkg/apiutil"
@@ -20,6 +19,11 @@ import (
 // ReasonDefaultDeny is the Reason of every learned path: gobgp's import
 // policy rejects everything; ovnbgp's own import rules decide later.
 const ReasonDefaultDeny = "no import rule accepts it (default deny, RFC 8212)"
+
+// ErrPeerNotConfigured is returned (wrapped) by EachLearned for a peer
+// that is not configured: a peer of LearnedDelta.Resync that SetPeers
+// removed has no paths.
+var ErrPeerNotConfigured = errors.New("peer is not configured")
 
 // Learned returns the Adj-RIB-In of the named peer ("" = every peer), before
 // any policy, sorted by peer and prefix. It holds the whole table in memory:
@@ -62,11 +66,12 @@ func (s *Speaker) EachLearned(ctx context.Context, peer string, fn func(model.Le
 		return errors.New("list learned paths: speaker is stopped")
 	}
 	if peer != "" && len(peers) == 0 {
-		return fmt.Errorf("list learned paths: peer %q is not configured", peer)
+		return fmt.Errorf("list learned paths: peer %q: %w", peer, ErrPeerNotConfigured)
 	}
 
 	var errs []error
 	var stop error // from fn or ctx: ends the walk
+	var cache attrCache
 	for _, p := range peers {
 		for _, f := range p.Families {
 			if err := ctx.Err(); err != nil {
@@ -88,7 +93,7 @@ func (s *Speaker) EachLearned(ctx context.Context, peer string, fn func(model.Le
 					if path.Withdrawal {
 						continue
 					}
-					if stop = fn(s.learnedPath(p, prefix, path)); stop != nil {
+					if stop = fn(s.learnedPath(p, prefix, path, &cache)); stop != nil {
 						return
 					}
 				}
@@ -105,30 +110,86 @@ func (s *Speaker) EachLearned(ctx context.Context, peer string, fn func(model.Le
 	return errors.Join(errs...)
 }
 
-func (s *Speaker) learnedPath(peer config.Peer, prefix netip.Prefix, p *apiutil.Path) model.LearnedPath {
+// attrCache lets the paths of one UPDATE share their AS path and
+// communities slices: gobgp gives every path of an UPDATE the same
+// attribute objects, so a walk or an event converts each attribute once
+// and the learned table holds one copy per UPDATE, not per prefix. Nobody
+// mutates a LearnedPath's slices (the daemon, plan and cmd only read
+// them). The zero value is ready; one cache serves one goroutine.
+type attrCache struct {
+	asAttr *bgppkt.PathAttributeAsPath
+	asPath []uint32
+	asSet  bool
+
+	comm  *bgppkt.PathAttributeCommunities
+	large *bgppkt.PathAttributeLargeCommunities
+	comms []string
+}
+
+// asPathOf is the flattened AS path of a, and whether it holds an AS_SET.
+func (c *attrCache) asPathOf(a *bgppkt.PathAttributeAsPath) ([]uint32, bool) {
+	if c != nil && a == c.asAttr {
+		return c.asPath, c.asSet
+	}
+	out, set := []uint32{}, false
+	for _, seg := range a.Value {
+		out = append(out, seg.GetAS()...)
+		if seg.GetType() == bgppkt.BGP_ASPATH_ATTR_TYPE_SET {
+			set = true
+		}
+	}
+	if c != nil {
+		c.asAttr, c.asPath, c.asSet = a, out, set
+	}
+	return out, set
+}
+
+// communitiesOf are the communities, then the large communities (the ones
+// with three parts: model.LearnedPath has one list), nil if none.
+func (c *attrCache) communitiesOf(comm *bgppkt.PathAttributeCommunities, large *bgppkt.PathAttributeLargeCommunities) []string {
+	if c != nil && comm == c.comm && large == c.large {
+		return c.comms
+	}
+	var out []string
+	if comm != nil {
+		for _, v := range comm.Value {
+			out = append(out, formatCommunity(v))
+		}
+	}
+	if large != nil {
+		for _, v := range large.Values {
+			out = append(out, fmt.Sprintf("%d:%d:%d", v.ASN, v.LocalData1, v.LocalData2))
+		}
+	}
+	if c != nil {
+		c.comm, c.large, c.comms = comm, large, out
+	}
+	return out
+}
+
+// learnedPath converts one Adj-RIB-In path of peer: the one conversion of
+// EachLearned and of TakeLearned's events, so that both say the same
+// about a key. cache may be nil.
+func (s *Speaker) learnedPath(peer config.Peer, prefix netip.Prefix, p *apiutil.Path, cache *attrCache) model.LearnedPath {
 	lp := model.LearnedPath{
 		Peer:   peer.Name,
 		Prefix: prefix,
 		ASPath: []uint32{},
 		Reason: ReasonDefaultDeny,
+		Age:    ageOf(p),
+		Stale:  p.Stale,
 	}
-	if p.Age > 0 {
-		lp.Age = time.Unix(p.Age, 0)
-	}
-	lp.Stale = p.Stale
+	ebgp := peer.ASN != s.global.ASN
 	asSet, mpNextHop := false, false
 	var originator netip.Addr
+	var comm *bgppkt.PathAttributeCommunities
+	var large *bgppkt.PathAttributeLargeCommunities
 	for _, a := range p.Attrs {
 		switch a := a.(type) {
 		case *bgppkt.PathAttributeOrigin:
 			lp.Origin = originName(a.Value)
 		case *bgppkt.PathAttributeAsPath:
-			for _, seg := range a.Value {
-				lp.ASPath = append(lp.ASPath, seg.GetAS()...)
-				if seg.GetType() == bgppkt.BGP_ASPATH_ATTR_TYPE_SET {
-					asSet = true
-				}
-			}
+			lp.ASPath, asSet = cache.asPathOf(a)
 		case *bgppkt.PathAttributeNextHop:
 			if !mpNextHop {
 				lp.NextHop = a.Value
@@ -144,20 +205,21 @@ func (s *Speaker) learnedPath(peer config.Peer, prefix netip.Prefix, p *apiutil.
 		case *bgppkt.PathAttributeMultiExitDisc:
 			lp.MED = a.Value
 		case *bgppkt.PathAttributeLocalPref:
-			lp.LocalPref = a.Value
+			// LOCAL_PREF means nothing from an eBGP peer (RFC 4271
+			// 5.1.5), and gobgp strips it from such a path in its
+			// Adj-RIB-In after announcing the UPDATE to watchers: read
+			// either way, it must say the same.
+			if !ebgp {
+				lp.LocalPref = a.Value
+			}
 		case *bgppkt.PathAttributeCommunities:
-			for _, c := range a.Value {
-				lp.Communities = append(lp.Communities, formatCommunity(c))
-			}
+			comm = a
 		case *bgppkt.PathAttributeLargeCommunities:
-			// model.LearnedPath has one list: large communities are the
-			// ones with three parts.
-			for _, c := range a.Values {
-				lp.Communities = append(lp.Communities, fmt.Sprintf("%d:%d:%d", c.ASN, c.LocalData1, c.LocalData2))
-			}
+			large = a
 		}
 	}
-	switch why := malformed(lp.ASPath, asSet, peer.ASN != s.global.ASN); {
+	lp.Communities = cache.communitiesOf(comm, large)
+	switch why := malformed(lp.ASPath, asSet, ebgp); {
 	case why != "":
 		lp.Malformed = why
 		lp.Reason = "malformed: " + why + "; never imported"

@@ -74,7 +74,7 @@ func TestLearnedNextHopOfMPReach(t *testing.T) {
 				bgppkt.NewPathAttributeOrigin(0),
 				bgppkt.NewPathAttributeAsPath([]bgppkt.AsPathParamInterface{bgppkt.NewAs4PathParam(bgppkt.BGP_ASPATH_ATTR_TYPE_SEQ, []uint32{provASN})}),
 			}, attrs...)}
-			if got := s.learnedPath(peer, prefix, path).NextHop.String(); got != tc.want {
+			if got := s.learnedPath(peer, prefix, path, nil).NextHop.String(); got != tc.want {
 				t.Errorf("%s: next hop = %s, want %s", tc.name, got, tc.want)
 			}
 		}

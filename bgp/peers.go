@@ -85,6 +85,9 @@ func (s *Speaker) SetPeers(ctx context.Context, peers []config.Peer) error {
 		switch {
 		case len(changed) == 0:
 			s.peers[name] = p // e.g. a new passwordFile holding the same secret
+			s.st.Lock()
+			s.learnFrom[p.Address] = p
+			s.st.Unlock()
 		case !config.ResetsSession(changed):
 			if _, err := s.bgp.UpdatePeer(ctx, &api.UpdatePeerRequest{Peer: s.apiPeer(p)}); err != nil {
 				err = fmt.Errorf("peer %q: update max prefixes: %w", name, err)
@@ -93,6 +96,10 @@ func (s *Speaker) SetPeers(ctx context.Context, peers []config.Peer) error {
 				continue
 			}
 			s.peers[name] = p
+			s.st.Lock()
+			s.learnFrom[p.Address] = p
+			s.st.Unlock()
+			s.journal.markResync(name)
 			s.log.Info("peer updated without a session reset", zap.String("peer", name), zap.Strings("changed", changed))
 			s.reenableNow(ctx, p)
 		default:
@@ -178,11 +185,14 @@ func (s *Speaker) dialFor() {
 func (s *Speaker) addPeer(ctx context.Context, p config.Peer) error {
 	s.st.Lock()
 	s.byAddr[p.Address] = p.Name
+	s.learnFrom[p.Address] = p
 	s.sessions[p.Address] = &session{since: time.Now()}
 	s.st.Unlock()
+	s.journal.markResync(p.Name)
 	if err := s.bgp.AddPeer(ctx, &api.AddPeerRequest{Peer: s.apiPeer(p)}); err != nil {
 		s.st.Lock()
 		delete(s.byAddr, p.Address)
+		delete(s.learnFrom, p.Address)
 		delete(s.sessions, p.Address)
 		s.st.Unlock()
 		return fmt.Errorf("peer %q: add %v: %w", p.Name, p.Address, err)
@@ -203,10 +213,16 @@ func (s *Speaker) deletePeer(ctx context.Context, p config.Peer) error {
 		ss.reenable.Stop() // a new peer on this address starts enabled
 	}
 	delete(s.byAddr, p.Address)
+	delete(s.learnFrom, p.Address)
 	delete(s.sessions, p.Address)
 	s.st.Unlock()
+	s.journal.markResync(p.Name)
 	return nil
 }
+
+// maxAllowOwnAS is the most gobgp's allow-own-as takes (uint8): a path
+// with our ASN more often than that still gets no path event (doc.go).
+const maxAllowOwnAS = 255
 
 // checkPeer rejects what gobgp would refuse or silently misread.
 func (s *Speaker) checkPeer(p config.Peer) error {
@@ -257,6 +273,13 @@ func (s *Speaker) apiPeer(p config.Peer) *api.Peer {
 			PeerAsn:         p.ASN,
 			AuthPassword:    p.Password,
 			Description:     p.Name,
+			// gobgp keeps a path whose AS path holds our ASN more than
+			// this many times in the Adj-RIB-In but leaves it out of
+			// its path events; ovnbgp marks every such path malformed
+			// itself (learnedPath), and the import policy keeps it out
+			// of the Loc-RIB: the maximum lets such paths (a peer
+			// reflecting our own routes) reach TakeLearned.
+			AllowOwnAsn: maxAllowOwnAS,
 		},
 		Timers: &api.Timers{Config: &api.TimersConfig{
 			ConnectRetry:      seconds(p.ConnectRetry),

@@ -195,11 +195,11 @@ func TestLearnedDefaultDeny(t *testing.T) {
 func TestOwnASNReason(t *testing.T) {
 	s := &Speaker{global: config.BGP{ASN: nodeASN}}
 	tor := config.Peer{Name: "tor", ASN: provASN}
-	lp := s.learnedPath(tor, pfx("10.0.0.0/24"), pathWithASPath(t, provASN, nodeASN))
+	lp := s.learnedPath(tor, pfx("10.0.0.0/24"), pathWithASPath(t, provASN, nodeASN), nil)
 	if lp.Accepted || !strings.Contains(lp.Reason, "own ASN 64512") || !strings.Contains(lp.Malformed, "loop") {
 		t.Errorf("reason = %q, malformed = %q, accepted = %v", lp.Reason, lp.Malformed, lp.Accepted)
 	}
-	lp = s.learnedPath(tor, pfx("10.0.0.0/24"), pathWithASPath(t, provASN))
+	lp = s.learnedPath(tor, pfx("10.0.0.0/24"), pathWithASPath(t, provASN), nil)
 	if lp.Reason != ReasonDefaultDeny {
 		t.Errorf("reason = %q, want %q", lp.Reason, ReasonDefaultDeny)
 	}
@@ -333,7 +333,7 @@ func TestMalformedReasons(t *testing.T) {
 	} {
 		path := pathWithASPath(t, 1)
 		path.Attrs[1] = bgppkt.NewPathAttributeAsPath(tc.segs)
-		lp := s.learnedPath(tc.peer, pfx("10.0.0.0/24"), path)
+		lp := s.learnedPath(tc.peer, pfx("10.0.0.0/24"), path, nil)
 		if tc.peer.ASN == nodeASN { // iBGP: a reflected route of ours
 			s.global.RouterID = netip.MustParseAddr("192.0.2.9")
 			oid, err := bgppkt.NewPathAttributeOriginatorId(netip.MustParseAddr("192.0.2.9"))
@@ -341,7 +341,7 @@ func TestMalformedReasons(t *testing.T) {
 				t.Fatal(err)
 			}
 			path.Attrs = append(path.Attrs, oid)
-			if got := s.learnedPath(tc.peer, pfx("10.0.0.0/24"), path); !strings.Contains(got.Malformed, "ORIGINATOR_ID is our router ID") {
+			if got := s.learnedPath(tc.peer, pfx("10.0.0.0/24"), path, nil); !strings.Contains(got.Malformed, "ORIGINATOR_ID is our router ID") {
 				t.Errorf("%s with our ORIGINATOR_ID: Malformed = %q", tc.name, got.Malformed)
 			}
 		}

@@ -66,11 +66,16 @@ type Speaker struct {
 	// learnedGen counts the events that may change what peers sent
 	// (paths, End-of-RIB, session changes): LearnedGen.
 	learnedGen atomic.Uint64
+	// journal is what peers sent since the last TakeLearned.
+	journal *journal
 
 	// st guards the session bookkeeping fed by gobgp's event goroutine.
 	st       sync.Mutex
 	byAddr   map[netip.Addr]string
 	sessions map[netip.Addr]*session
+	// learnFrom are the configured peers by address, for the conversion
+	// of gobgp's path events (which name the address).
+	learnFrom map[netip.Addr]config.Peer
 }
 
 // session is what gobgp's peer events tell us and ListPeer does not.
@@ -161,6 +166,8 @@ func New(ctx context.Context, global config.BGP, log *zap.Logger, notify func())
 		adv:        newAdvState(),
 		byAddr:     map[netip.Addr]string{},
 		sessions:   map[netip.Addr]*session{},
+		learnFrom:  map[netip.Addr]config.Peer{},
+		journal:    newJournal(),
 		prefixHold: defaultPrefixHold,
 	}
 	go srv.Serve()
@@ -235,7 +242,7 @@ func (s *Speaker) start(ctx context.Context) error {
 	s.cancelWatch = cancel
 	err := s.bgp.WatchEvent(wctx, server.WatchEventMessageCallbacks{
 		OnPeerUpdate: s.onPeerEvent,
-		OnPathUpdate: func([]*apiutil.Path, time.Time) { s.learnedChanged() },
+		OnPathUpdate: func(paths []*apiutil.Path, _ time.Time) { s.onPaths(paths) },
 		OnPathEor:    func(p *apiutil.Path, _ time.Time) { s.onEndOfRIB(p) },
 	},
 		server.WatchPeer(),
@@ -381,6 +388,10 @@ func (s *Speaker) onPeerEvent(ev *apiutil.WatchEventMessage_PeerEvent, ts time.T
 		ss.reenable = time.AfterFunc(s.prefixHold, func() { s.reenablePeer(addr) })
 	}
 	s.st.Unlock()
+	// Every state change may come with Adj-RIB-In changes gobgp makes
+	// without a path event (graceful-restart stale marking, the paths
+	// of an UPDATE that crossed maxPrefixes): read the table again.
+	s.resyncAddr(addr)
 	s.connStateChanged(addr)
 
 	fields := []zap.Field{zap.String("peer", name), zap.Stringer("address", addr), zap.String("state", string(state))}
@@ -414,6 +425,10 @@ func (s *Speaker) onEndOfRIB(p *apiutil.Path) {
 			ss.eor[f] = true
 		}
 		s.st.Unlock()
+		// gobgp drops the peer's stale paths right after this event,
+		// without path events, in the same critical section: a walk
+		// started after the event reads the table after the drop.
+		s.resyncAddr(p.PeerAddress)
 	}
 	s.notify()
 }

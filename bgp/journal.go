@@ -1,0 +1,160 @@
+package bgp
+
+import (
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/osrg/gobgp/v4/pkg/apiutil"
+
+	"github.com/ovnbgp/ovnbgp/config"
+	"github.com/ovnbgp/ovnbgp/model"
+)
+
+// journal is what peers sent since the last TakeLearned: the latest state of
+// every (peer, prefix) that changed, and the peers whose whole table must be
+// read again. It is fed by gobgp's event goroutine (one event at a time, in
+// gobgp's order) and drained by TakeLearned; each event costs O(paths in it).
+type journal struct {
+	mu     sync.Mutex
+	paths  map[model.Key]journalEntry
+	resync map[string]struct{}
+}
+
+// journalEntry is the latest state of one key: a path, or gone.
+type journalEntry struct {
+	path model.LearnedPath
+	gone bool
+}
+
+func newJournal() *journal {
+	return &journal{paths: map[model.Key]journalEntry{}, resync: map[string]struct{}{}}
+}
+
+// markResync puts peers into Resync.
+func (j *journal) markResync(peers ...string) {
+	j.mu.Lock()
+	for _, p := range peers {
+		j.resync[p] = struct{}{}
+	}
+	j.mu.Unlock()
+}
+
+// take returns the delta and starts a new one.
+func (j *journal) take() model.LearnedDelta {
+	j.mu.Lock()
+	paths, resync := j.paths, j.resync
+	if len(paths) == 0 && len(resync) == 0 {
+		j.mu.Unlock()
+		return model.LearnedDelta{}
+	}
+	j.paths, j.resync = map[model.Key]journalEntry{}, map[string]struct{}{}
+	j.mu.Unlock()
+
+	var d model.LearnedDelta
+	for k, e := range paths {
+		if e.gone {
+			d.Gone = append(d.Gone, k)
+		} else {
+			d.Paths = append(d.Paths, e.path)
+		}
+	}
+	for p := range resync {
+		d.Resync = append(d.Resync, p)
+	}
+	return d
+}
+
+// TakeLearned returns what peers sent since the previous call and starts a
+// new delta: per (peer, prefix) its latest state only, O(changes), built
+// from gobgp's events with the same conversion as EachLearned (a path of
+// the delta is equal, field by field, to what a walk returns for its key).
+//
+// The caller keeps a table of learned paths up to date with it this way,
+// and never loses a change:
+//
+//  1. d := TakeLearned()
+//  2. apply d.Paths (replace) and d.Gone (delete);
+//  3. for each peer of d.Resync, read its table with EachLearned (after
+//     TakeLearned returned) and replace all of that peer's entries with
+//     the walk; a peer that is no longer configured (EachLearned fails with
+//     ErrPeerNotConfigured) has no paths.
+//
+// Why it holds: every Adj-RIB-In change gobgp makes either comes as an
+// event carrying the paths, or is followed, in the same ordered event
+// stream, by an event that puts the peer in Resync (see doc.go for the
+// table), or happens inside the same gobgp critical section as such an
+// event (End-of-RIB, then the drop of the stale paths), which a walk can
+// only read after. Events are delivered in gobgp's order, so a path event
+// that arrives after a walk is never older than a change the walk missed
+// unless a later event for the same key, or a later Resync, follows it.
+func (s *Speaker) TakeLearned() model.LearnedDelta { return s.journal.take() }
+
+// onPaths records the paths of one gobgp event: an UPDATE a peer sent
+// (before policy), or paths gobgp dropped from an Adj-RIB-In itself.
+func (s *Speaker) onPaths(paths []*apiutil.Path) {
+	if len(paths) > 0 {
+		s.journalPaths(paths)
+	}
+	s.learnedChanged()
+}
+
+func (s *Speaker) journalPaths(paths []*apiutil.Path) {
+	var conv attrCache
+	var (
+		lastAddr netip.Addr
+		peer     config.Peer
+		known    bool
+	)
+	j := s.journal
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for _, p := range paths {
+		if p == nil {
+			continue
+		}
+		if addr := p.PeerAddress.Unmap(); addr != lastAddr || !lastAddr.IsValid() {
+			lastAddr = addr
+			s.st.Lock()
+			peer, known = s.learnFrom[addr]
+			s.st.Unlock()
+		}
+		if !known {
+			// A peer SetPeers deleted (gobgp drops its paths after it
+			// is gone): SetPeers put it into Resync by name already.
+			continue
+		}
+		prefix, ok := nlriPrefix(p.Nlri)
+		if !ok {
+			// Cannot happen with the unicast families ovnbgp configures;
+			// if it does, the walk decides.
+			j.resync[peer.Name] = struct{}{}
+			continue
+		}
+		k := model.Key{Peer: peer.Name, Prefix: prefix}
+		if p.Withdrawal {
+			j.paths[k] = journalEntry{gone: true}
+			continue
+		}
+		j.paths[k] = journalEntry{path: s.learnedPath(peer, prefix, p, &conv)}
+	}
+}
+
+// learnedEvent notes a peer's session or End-of-RIB event: the peer's
+// whole table is read again.
+func (s *Speaker) resyncAddr(addr netip.Addr) {
+	s.st.Lock()
+	peer, ok := s.learnFrom[addr]
+	s.st.Unlock()
+	if ok {
+		s.journal.markResync(peer.Name)
+	}
+}
+
+// ageOf is a gobgp path's age as LearnedPath reports it.
+func ageOf(p *apiutil.Path) time.Time {
+	if p.Age > 0 {
+		return time.Unix(p.Age, 0)
+	}
+	return time.Time{}
+}
