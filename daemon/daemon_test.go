@@ -51,8 +51,10 @@ type fakeSpeaker struct {
 	// paths; onPeers is called by Peers, unlocked.
 	failLearnedAfter int
 	onPeers          func()
-	gen, taken       uint64 // setLearned's changes, and the last TakeLearned's
-	eor              bool   // every peer's EndOfRIB
+	gen, taken       uint64             // setLearned's changes, and the last TakeLearned's
+	pending          model.LearnedDelta // change's, until TakeLearned
+	walks            int                // EachLearned calls
+	eor              bool               // every peer's EndOfRIB
 }
 
 func (f *fakeSpeaker) SetPeers(_ context.Context, p []config.Peer) error {
@@ -141,6 +143,7 @@ func (f *fakeSpeaker) Peers(context.Context) ([]model.PeerStatus, error) {
 func (f *fakeSpeaker) EachLearned(ctx context.Context, peer string, fn func(model.LearnedPath) error) error {
 	f.mu.Lock()
 	learned, n, on, failAfter, stopped := slices.Clone(f.learned), f.learnedN, f.onLearned, f.failLearnedAfter, f.stopped
+	f.walks++
 	f.mu.Unlock()
 	if stopped {
 		return errors.New("speaker is stopped") // as package bgp answers

@@ -16,15 +16,32 @@ import (
 func (f *fakeSpeaker) TakeLearned() model.LearnedDelta {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	d := f.pending
+	f.pending = model.LearnedDelta{}
 	if f.gen == f.taken {
-		return model.LearnedDelta{}
+		return d
 	}
 	f.taken = f.gen
-	var d model.LearnedDelta
 	for _, p := range f.peers {
 		d.Resync = append(d.Resync, p.Name)
 	}
 	return d
+}
+
+// change announces paths and withdraws keys as a peer's UPDATEs would:
+// the next TakeLearned reports them, and no peer is walked again.
+func (f *fakeSpeaker) change(announce []model.LearnedPath, withdraw []model.Key) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, k := range withdraw {
+		f.learned = slices.DeleteFunc(f.learned, func(p model.LearnedPath) bool { return p.Peer == k.Peer && p.Prefix == k.Prefix })
+		f.pending.Gone = append(f.pending.Gone, k)
+	}
+	for _, p := range announce {
+		f.learned = slices.DeleteFunc(f.learned, func(q model.LearnedPath) bool { return q.Peer == p.Peer && q.Prefix == p.Prefix })
+		f.learned = append(f.learned, p)
+		f.pending.Paths = append(f.pending.Paths, p)
+	}
 }
 
 // setLearned replaces what peers sent, as gobgp's path events would.
@@ -203,4 +220,22 @@ func (h *fakeHost) routes() []model.KernelRoute {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return slices.Clone(h.host.Routes)
+}
+
+// snapshotNow is the fake's snapshot as the daemon would read it.
+func (f *fakeNB) snapshotNow() model.Snapshot {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s := f.snap
+	s.OwnedRoutes = slices.Clone(f.snap.OwnedRoutes)
+	return s
+}
+
+// deleteOwnedByHand removes an owned row as `ovn-nbctl lr-route-del` would
+// (the daemon sees it in its next snapshot).
+func (f *fakeNB) deleteOwnedByHand(prefix netip.Prefix) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.snap.OwnedRoutes = slices.DeleteFunc(slices.Clone(f.snap.OwnedRoutes), func(r model.OVNRoute) bool { return r.Prefix == prefix })
+	f.syncRouters()
 }

@@ -1,0 +1,155 @@
+package daemon
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"slices"
+	"testing"
+
+	"github.com/ovnbgp/ovnbgp/model"
+	"github.com/ovnbgp/ovnbgp/plan"
+)
+
+// uplinkPath is tor's path for the i-th /24 of 198.51.100.0/22 (i < 4) or,
+// beyond, of 198.51.0.0/16, which no rule of importRule accepts.
+func uplinkPath(i int, nh string) model.LearnedPath {
+	p := learnedUplink
+	p.Prefix = netip.PrefixFrom(netip.AddrFrom4([4]byte{198, 51, 100 + byte(i), 0}), 24)
+	if nh != "" {
+		p.NextHop = netip.MustParseAddr(nh)
+	}
+	return p
+}
+
+func (h *harness) walks() int {
+	h.sp.mu.Lock()
+	defer h.sp.mu.Unlock()
+	return h.sp.walks
+}
+
+func (h *harness) lastKernelOps() []model.KernelOp {
+	h.host.mu.Lock()
+	defer h.host.mu.Unlock()
+	if len(h.host.ops) == 0 {
+		return nil
+	}
+	return h.host.ops[len(h.host.ops)-1]
+}
+
+// TestIncrementalPass: once the table is built, an UPDATE (a new path, a
+// withdrawal, a changed next hop) is applied from the speaker's delta alone:
+// no peer is walked again, and the kernel apply holds exactly the changed
+// routes. A route someone deletes comes back the same way.
+func TestIncrementalPass(t *testing.T) {
+	h := startImport(t, "auto", nil, nil)
+	h.sp.mu.Lock()
+	h.sp.eor = true
+	h.sp.mu.Unlock()
+	h.sp.setLearned(uplinkPath(0, "192.0.2.1"), uplinkPath(1, "192.0.2.1"))
+	h.d.poke()
+	h.eventually("two routes in table 100", func() bool { return len(h.kernelPrefixes()) == 2 })
+	walks := h.walks()
+
+	h.sp.change([]model.LearnedPath{uplinkPath(2, "192.0.2.1"), uplinkPath(1, "192.0.2.2")},
+		[]model.Key{{Peer: "tor", Prefix: uplinkPath(0, "").Prefix}})
+	h.d.poke()
+	want := []string{"198.51.101.0/24 via 192.0.2.2@eth0", "198.51.102.0/24 via 192.0.2.1@eth0"}
+	h.eventually("the delta applied", func() bool { return slices.Equal(h.kernelPrefixes(), want) })
+	h.eventually("OVN too", func() bool {
+		return slices.Equal(h.ovnPrefixes(), []string{"GR_node1 198.51.101.0/24 via 192.0.2.2", "GR_node1 198.51.102.0/24 via 192.0.2.1"})
+	})
+	if got := h.walks(); got != walks {
+		t.Errorf("the speaker was walked %d more times: an UPDATE must not cost a walk of the table", got-walks)
+	}
+	counts := map[model.OpKind]int{}
+	h.host.mu.Lock()
+	for _, ops := range h.host.ops {
+		for _, op := range ops {
+			if op.Route != nil && op.Route.Prefix != uplinkPath(0, "").Prefix || op.Op != model.OpDelete {
+				continue
+			}
+			counts[op.Op]++
+		}
+	}
+	h.host.mu.Unlock()
+	if counts[model.OpDelete] != 1 {
+		t.Errorf("198.51.100.0/24 deleted %d times, want once", counts[model.OpDelete])
+	}
+
+	h.host.deleteByHand(uplinkPath(2, "").Prefix)
+	h.d.poke()
+	h.eventually("the deleted route back", func() bool { return slices.Equal(h.kernelPrefixes(), want) })
+	ops := h.lastKernelOps()
+	if len(ops) != 1 || ops[0].Op != model.OpAdd || ops[0].Route.Prefix != uplinkPath(2, "").Prefix {
+		t.Errorf("last kernel apply %v, want only the add of 198.51.102.0/24", ops)
+	}
+	if got := h.walks(); got != walks {
+		t.Errorf("the speaker was walked %d more times for a kernel event", got-walks)
+	}
+}
+
+// TestIncrementalStateWalk walks random changes (announcements, next-hop
+// changes, withdrawals, kernel routes and OVN rows deleted by hand, links
+// changing) through
+// the daemon's incremental passes; after each settles, OVN and the kernel
+// hold exactly what a whole plan of the same state wants.
+func TestIncrementalStateWalk(t *testing.T) {
+	h := startImport(t, "auto", nil, nil)
+	h.sp.mu.Lock()
+	h.sp.eor = true
+	h.sp.mu.Unlock()
+	h.sp.setLearned()
+	rng := rand.New(rand.NewPCG(3, 3))
+	nhs := []string{"192.0.2.1", "192.0.2.2", "192.0.2.10", "203.0.113.1"}
+	for step := range 40 {
+		var announce []model.LearnedPath
+		var withdraw []model.Key
+		for range 1 + rng.IntN(4) {
+			i := rng.IntN(6)
+			switch rng.IntN(5) {
+			case 0:
+				withdraw = append(withdraw, model.Key{Peer: "tor", Prefix: uplinkPath(i, "").Prefix})
+			case 1:
+				if owned := h.host.routes(); len(owned) > 0 {
+					h.host.deleteByHand(owned[rng.IntN(len(owned))].Prefix)
+				}
+			case 2:
+				if owned := h.nb.ownedRoutes(); len(owned) > 0 {
+					h.nb.deleteOwnedByHand(owned[rng.IntN(len(owned))].Prefix)
+				}
+			default:
+				announce = append(announce, uplinkPath(i, nhs[rng.IntN(len(nhs))]))
+			}
+		}
+		if step%10 == 9 {
+			h.host.setLinks([]model.Link{uplinkLink})
+		}
+		h.sp.change(announce, withdraw)
+		h.d.poke()
+		h.sp.mu.Lock()
+		learned := slices.Clone(h.sp.learned)
+		h.sp.mu.Unlock()
+		cfg := h.d.config()
+		want := plan.Import(plan.ImportInput{Config: cfg, Snapshot: h.nb.snapshotNow(), Host: model.Host{Links: []model.Link{uplinkLink}}, Learned: learned})
+		wantKernel := map[string]bool{}
+		for _, r := range want.Kernel {
+			wantKernel[fmt.Sprint(r.Prefix, r.NextHops)] = true
+		}
+		wantOVN := map[string]bool{}
+		for _, r := range want.OVN {
+			wantOVN[fmt.Sprint(r.Prefix, r.NextHop)] = true
+		}
+		h.eventually(fmt.Sprintf("step %d: kernel and OVN as a whole plan wants", step), func() bool {
+			got := map[string]bool{}
+			for _, r := range h.host.routes() {
+				got[fmt.Sprint(r.Prefix, r.NextHops)] = true
+			}
+			gotOVN := map[string]bool{}
+			for _, r := range h.nb.ownedRoutes() {
+				gotOVN[fmt.Sprint(r.Prefix, r.NextHop)] = true
+			}
+			return fmt.Sprint(got) == fmt.Sprint(wantKernel) && fmt.Sprint(gotOVN) == fmt.Sprint(wantOVN)
+		})
+	}
+}
