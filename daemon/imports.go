@@ -48,6 +48,9 @@ type importState struct {
 	fullDue     bool
 	ovnSeen     []model.OVNRoute
 	walkErr     string
+	// resync are the peers to walk again (LearnedDelta.Resync) not walked
+	// yet.
+	resync map[string]bool
 	// synced are the peers whose table is complete since their session
 	// was (re)started: End-of-RIB, or deferralTime since addedAt. syncFor
 	// is the speaker they belong to: a new speaker starts them all over.

@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/netip"
 	"reflect"
 	"slices"
@@ -33,14 +34,18 @@ func (d *Daemon) loopPlan(ctx context.Context, cfg *config.Config, sp Speaker, s
 		return d.planFrom(ctx, cfg, sp, snap, false, false)
 	}
 	d.openHostOnce(cfg)
-	// What changed is taken first: whatever happens after is in the next
-	// take, and a walk that follows is newer than what was taken.
+	// End-of-RIB is read before what peers sent is taken: gobgp reports a
+	// peer's paths before its End-of-RIB, so every path sent before an
+	// End-of-RIB seen here is in the delta (the other order could let a
+	// held delete go for a route the peer had just re-sent). What changed
+	// is taken before anything is walked: whatever happens after is in
+	// the next take, and a walk that follows is newer.
+	synced := d.syncedPeers(ctx, sp, cfg, false)
 	var hc model.HostChanges
 	if d.imp.host != nil {
 		hc = d.imp.host.TakeChanges()
 	}
 	delta := sp.TakeLearned()
-	synced := d.syncedPeers(ctx, sp, cfg, false)
 	if why := d.fullWhy(cfg, sp, snap, hc, synced); why != "" {
 		return d.fullPass(ctx, cfg, sp, snap, why)
 	}
@@ -78,8 +83,6 @@ func (d *Daemon) fullWhy(cfg *config.Config, sp Speaker, snap model.Snapshot, hc
 		return "periodic resync"
 	case slices.ContainsFunc(cfg.Import, func(r config.ImportRule) bool { return r.Mode == "manual" }):
 		return "a rule is in manual mode (its plan is always whole)"
-	case !reflect.DeepEqual(synced, d.imp.tableSynced):
-		return "a peer's sync state changed"
 	case !sameImportEnv(snap, d.imp.tableEnv):
 		return "NB changed what import checks against"
 	}
@@ -116,6 +119,7 @@ func (d *Daemon) setTable(v planView, cfg *config.Config, sp Speaker, synced map
 	d.imp.hostSnap = v.host
 	d.imp.held = map[netip.Prefix][]plan.Held{}
 	d.addHeld(v.plan.Held)
+	d.imp.resync = map[string]bool{} // the full walk covered them
 }
 
 // addHeld records held operations by prefix; the caller holds mu.
@@ -148,13 +152,31 @@ func (d *Daemon) incrementalPass(ctx context.Context, cfg *config.Config, sp Spe
 	delta model.LearnedDelta, hc model.HostChanges, synced map[string]bool) (planView, error) {
 	t := d.imp.table
 	change := plan.TableChange{Paths: delta.Paths, Gone: delta.Gone}
+	// A peer to walk again waits one pass when paths came too: what the
+	// peer sent is decided and applied first (at the end of a table
+	// transfer, End-of-RIB comes right after the last UPDATE), and the
+	// walk, newer than anything taken, follows at once.
 	for _, peer := range delta.Resync {
-		paths, gone, err := d.resyncPeer(ctx, sp, t, peer)
-		if err != nil {
-			return planView{}, err
+		d.imp.resync[peer] = true
+	}
+	if len(d.imp.resync) > 0 && len(change.Paths)+len(change.Gone) > 0 {
+		// Until its walk, a peer's table may miss what only the walk
+		// shows (paths gobgp drops without an event): nothing of its
+		// rules is deleted meanwhile.
+		for peer := range d.imp.resync {
+			synced[peer] = false
 		}
-		change.Paths = append(change.Paths, paths...)
-		change.Gone = append(change.Gone, gone...)
+		d.poke()
+	} else {
+		for _, peer := range slices.Sorted(maps.Keys(d.imp.resync)) {
+			paths, gone, err := d.resyncPeer(ctx, sp, t, peer)
+			if err != nil {
+				return planView{}, err
+			}
+			change.Paths = append(change.Paths, paths...)
+			change.Gone = append(change.Gone, gone...)
+			delete(d.imp.resync, peer)
+		}
 	}
 	if len(hc.Routes) > 0 {
 		_, foreign, err := d.imp.host.Routes(hc.Routes)
@@ -174,6 +196,14 @@ func (d *Daemon) incrementalPass(ctx context.Context, cfg *config.Config, sp Spe
 	}
 	for _, k := range hc.Routes {
 		touched = append(touched, k.Prefix)
+	}
+	// A peer that synced lets held deletes go: their prefixes are diffed
+	// again.
+	if !reflect.DeepEqual(synced, d.imp.tableSynced) {
+		for p := range d.imp.held {
+			touched = append(touched, p)
+		}
+		d.imp.tableSynced = synced
 	}
 	slices.SortFunc(touched, func(a, b netip.Prefix) int {
 		if c := a.Addr().Compare(b.Addr()); c != 0 {
