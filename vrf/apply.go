@@ -21,34 +21,62 @@ const ipv6DefaultMetric = 1024
 // Apply runs ops in order, going on after a failed one, and returns the
 // operations really applied and the joined errors, each naming its route,
 // VRF or rule. See the package doc for the ownership rules it keeps.
+//
+// Route operations go to the kernel in batches (batch.go): up to
+// batchMessages requests in one sendmsg, each acked on its own. VRF and
+// rule operations run one at a time, after the route operations before
+// them.
 func (m *Manager) Apply(ctx context.Context, ops []model.KernelOp) (applied []model.KernelOp, err error) {
 	m.hmu.Lock()
 	defer m.hmu.Unlock()
 	var errs []error
-	var ls *linkSet
+	done := make([]bool, len(ops))
+	var run []routeOp
+	size := 0
+	flush := func() {
+		m.applyRoutes(run, done, &errs)
+		run, size = run[:0], 0
+	}
 	for i, op := range ops {
 		if cerr := ctx.Err(); cerr != nil {
-			errs = append(errs, fmt.Errorf("apply stopped before operation %d of %d: %w", i+1, len(ops), cerr))
+			first := i
+			if len(run) > 0 {
+				first = run[0].i
+			}
+			errs = append(errs, fmt.Errorf("apply stopped before operation %d of %d: %w", first+1, len(ops), cerr))
+			run = nil
 			break
 		}
-		if ls == nil {
-			if ls, err = m.links(); err != nil {
-				errs = append(errs, err)
-				break
-			}
+		ls, lerr := m.linkSetLocked()
+		if lerr != nil {
+			errs = append(errs, lerr)
+			break
 		}
-		var done bool
+		var ok bool
 		var oerr error
 		switch {
 		case op.Route != nil && op.VRF == nil && op.PolicyRule == nil:
-			done, oerr = m.applyRoute(op.Op, *op.Route, ls)
+			ro, rerr := m.prepareRoute(i, op.Op, *op.Route, ls)
+			if rerr != nil {
+				oerr = rerr
+				break
+			}
+			run = append(run, ro)
+			size += 128
+			if len(run) >= batchMessages || size >= batchBytes {
+				flush()
+			}
 		case op.VRF != nil && op.Route == nil && op.PolicyRule == nil:
-			done, oerr = m.applyVRF(op.Op, *op.VRF, ls)
-			if done {
-				ls = nil // a new device: read the links again
+			flush()
+			ok, oerr = m.applyVRF(op.Op, *op.VRF, ls)
+			if ok {
+				m.cmu.Lock()
+				m.linksDirty = true // a new device: read the links again
+				m.cmu.Unlock()
 			}
 		case op.PolicyRule != nil && op.Route == nil && op.VRF == nil:
-			done, oerr = m.applyRule(op.Op, *op.PolicyRule)
+			flush()
+			ok, oerr = m.applyRule(op.Op, *op.PolicyRule)
 		default:
 			oerr = fmt.Errorf("kernel operation %d (%s): exactly one of route, vrf and policyRule must be set", i+1, op.Op)
 		}
@@ -56,7 +84,11 @@ func (m *Manager) Apply(ctx context.Context, ops []model.KernelOp) (applied []mo
 			m.log.Warn("kernel operation failed", zap.Error(oerr))
 			errs = append(errs, oerr)
 		}
-		if done {
+		done[i] = done[i] || ok
+	}
+	flush()
+	for i, op := range ops {
+		if done[i] {
 			applied = append(applied, op)
 		}
 	}
@@ -75,113 +107,253 @@ func protoName(p netlink.RouteProtocol) string {
 	return p.String()
 }
 
-func (m *Manager) applyRoute(kind model.OpKind, r model.KernelRoute, ls *linkSet) (bool, error) {
+// routeOp is a route operation checked and resolved for the kernel.
+type routeOp struct {
+	i    int // index in Apply's ops
+	kind model.OpKind
+	r    model.KernelRoute // Table resolved from the VRF
+	k    rkey
+	hops []nlHop
+}
+
+func (o routeOp) family() int {
+	if o.r.Prefix.Addr().Is6() {
+		return unix.AF_INET6
+	}
+	return unix.AF_INET
+}
+
+// prepareRoute checks a route operation and resolves its table and
+// devices.
+func (m *Manager) prepareRoute(i int, kind model.OpKind, r model.KernelRoute, ls *linkSet) (routeOp, error) {
 	if r.Table == 0 && r.VRF != "" {
 		v, ok := ls.byName[r.VRF].(*netlink.Vrf)
 		if !ok {
-			return false, fmt.Errorf("%s %s: no VRF device %q: create it first or fix the import rule's targets.kernel.vrf", kind, describe(r), r.VRF)
+			return routeOp{}, fmt.Errorf("%s %s: no VRF device %q: create it first or fix the import rule's targets.kernel.vrf", kind, describe(r), r.VRF)
 		}
 		r.Table = v.Table
 	}
 	if err := checkRoute(r); err != nil {
-		return false, fmt.Errorf("%s %s: %w", kind, describe(r), err)
+		return routeOp{}, fmt.Errorf("%s %s: %w", kind, describe(r), err)
 	}
-	family := unix.AF_INET
-	if r.Prefix.Addr().Is6() {
-		family = unix.AF_INET6
-	}
-	dst := ipNet(r.Prefix)
+	o := routeOp{i: i, kind: kind, r: r, k: rkey{table: r.Table, prefix: r.Prefix, metric: defaultMetric(r.Prefix)}}
 	switch kind {
 	case model.OpDelete:
-		// Name our protocol, table and destination: the kernel then
-		// removes only a route carrying our protocol (all its next hops).
-		nr := &netlink.Route{Family: family, Dst: dst, Table: int(r.Table), Protocol: netlink.RouteProtocol(m.protocol)}
-		err := m.h.RouteDel(nr)
-		if errors.Is(err, unix.ESRCH) || errors.Is(err, unix.ENOENT) {
-			return false, nil
-		}
-		if err != nil {
-			return false, fmt.Errorf("delete %s (protocol %d): %w", describe(r), m.protocol, err)
-		}
-		m.log.Debug("deleted kernel route", zap.String("route", describe(r)))
-		return true, nil
+		return o, nil
 	case model.OpAdd, model.OpReplace:
 	default:
-		return false, fmt.Errorf("%s: unknown operation %q (add, replace or delete)", describe(r), kind)
+		return routeOp{}, fmt.Errorf("%s: unknown operation %q (add, replace or delete)", describe(r), kind)
 	}
-
-	nr := &netlink.Route{Family: family, Dst: dst, Table: int(r.Table), Protocol: netlink.RouteProtocol(m.protocol),
-		Type: unix.RTN_UNICAST}
-	if err := setNextHops(nr, r.NextHops, ls); err != nil {
-		return false, fmt.Errorf("%s %s: %w", kind, describe(r), err)
-	}
-	m.watch1(int(r.Table))
-	var err error
-	if kind == model.OpAdd {
-		// Create only (NLM_F_EXCL): the kernel refuses (EEXIST) to touch
-		// a key that is taken, ours or not. Only then is the key looked
-		// up: a lookup dumps the whole table (netlink filters the
-		// destination in user space), and one per add made importing a
-		// large table quadratic (bench: 47,698 of 100k routes in 15 min).
-		err = m.h.RouteAdd(nr)
-		if errors.Is(err, unix.EEXIST) {
-			err = m.replaceOurs(nr, r)
-		}
-	} else {
-		err = m.replaceOurs(nr, r)
-	}
+	hops, err := resolveHops(r.NextHops, r.Prefix.Addr().Is4(), ls)
 	if err != nil {
-		return false, fmt.Errorf("%s %s via %s: %w", kind, describe(r), hopsString(r.NextHops), err)
+		return routeOp{}, fmt.Errorf("%s %s: %w", kind, describe(r), err)
 	}
-	m.log.Debug("programmed kernel route", zap.String("op", string(kind)), zap.String("route", describe(r)),
-		zap.String("via", hopsString(r.NextHops)))
-	return true, nil
+	o.hops = hops
+	return o, nil
 }
 
-// keyOwner looks at the routes holding the key (table, dst, metric 0) of
-// nr: it reports whether one of ours is there, and refuses when a route
-// that is not ours holds it.
-// replaceOurs replaces the route at nr's key if it carries our protocol;
-// a route that is not ours is refused, and a missing one is created.
+// resolveHops checks the next hops and names their devices by index.
+func resolveHops(hops []model.NextHop, v4 bool, ls *linkSet) ([]nlHop, error) {
+	if len(hops) == 0 {
+		return nil, errors.New("no next hop")
+	}
+	out := make([]nlHop, 0, len(hops))
+	for _, h := range hops {
+		if !h.Addr.IsValid() && h.Dev == "" {
+			return nil, errors.New("a next hop has neither an address nor a device")
+		}
+		if h.Addr.IsValid() && h.Addr.Is4() != v4 {
+			return nil, fmt.Errorf("next hop %s is not of the prefix's address family", h.Addr)
+		}
+		idx := 0
+		if h.Dev != "" {
+			l, ok := ls.byName[h.Dev]
+			if !ok {
+				return nil, fmt.Errorf("next hop %s: no device %q", hopString(h), h.Dev)
+			}
+			idx = l.Attrs().Index
+		}
+		out = append(out, nlHop{gw: h.Addr.Unmap(), ifindex: idx})
+	}
+	return out, nil
+}
+
+// How a route request is sent.
+const (
+	flagsCreate  = unix.NLM_F_CREATE | unix.NLM_F_EXCL    // only onto a free key
+	flagsReplace = unix.NLM_F_CREATE | unix.NLM_F_REPLACE // ours only
+)
+
+// applyRoutes sends one batch of route operations and records, per
+// operation, whether it was applied (done) or why not (errs).
+//
+// Adds are create-exclusive: the kernel refuses (EEXIST) a key that is
+// taken, ours or not. Only then is the key looked up, with one dump per
+// table of the batch's refused adds (one lookup per add made a large
+// import quadratic), and the add replaces the route if it is ours, is
+// refused if it is not, and is created again if the key was freed since.
+// A replace replaces only a route the cache says is ours, is refused if
+// the cache says the key is held by a route not ours, and is
+// create-exclusive if the key is free. A delete names our protocol.
+//
 // Netlink has no compare-and-swap: a process that deletes our route and
-// adds its own at the same key in the microseconds between the lookup and
-// the replace would be overwritten. Deleting ours first and adding
+// adds its own at the same key between the cache's (or the lookup's) view
+// and the replace would be overwritten. Deleting ours first and adding
 // exclusively would close that window but open a gap in forwarding for
 // every replace; ovnbgp keeps forwarding and accepts the race.
-func (m *Manager) replaceOurs(nr *netlink.Route, r model.KernelRoute) error {
-	ours, err := m.keyOwner(nr, r)
-	if err != nil {
-		return err
+func (m *Manager) applyRoutes(run []routeOp, done []bool, errs *[]error) {
+	if len(run) == 0 {
+		return
 	}
-	if ours {
-		return m.h.RouteReplace(nr)
+	var sent []routeOp
+	var msgs [][]byte
+	for _, o := range run {
+		switch o.kind {
+		case model.OpDelete:
+			msgs = append(msgs, routeMsg(unix.RTM_DELROUTE, 0, m.sock.next(), o.r.Prefix, o.r.Table, uint8(m.protocol), nil))
+		case model.OpAdd:
+			msgs = append(msgs, routeMsg(unix.RTM_NEWROUTE, flagsCreate, m.sock.next(), o.r.Prefix, o.r.Table, uint8(m.protocol), o.hops))
+		default: // replace
+			ours, fp, taken := m.owner(o.k)
+			switch {
+			case taken:
+				*errs = append(*errs, m.fail(o, foreignErr(o.r, fp)))
+				continue
+			case ours:
+				msgs = append(msgs, routeMsg(unix.RTM_NEWROUTE, flagsReplace, m.sock.next(), o.r.Prefix, o.r.Table, uint8(m.protocol), o.hops))
+			default:
+				msgs = append(msgs, routeMsg(unix.RTM_NEWROUTE, flagsCreate, m.sock.next(), o.r.Prefix, o.r.Table, uint8(m.protocol), o.hops))
+			}
+		}
+		sent = append(sent, o)
 	}
-	// Create only: if a foreign route took the key since we looked, the
-	// kernel refuses (EEXIST) rather than replacing it.
-	return m.h.RouteAdd(nr)
+	var taken []routeOp
+	for j, err := range m.sock.exchange(msgs) {
+		o := sent[j]
+		switch {
+		case err == nil:
+			m.applied(o, done)
+		case o.kind == model.OpDelete && (errors.Is(err, unix.ESRCH) || errors.Is(err, unix.ENOENT)):
+			// already gone: not applied, not an error
+		case o.kind == model.OpDelete:
+			*errs = append(*errs, m.fail(o, fmt.Errorf("delete %s (protocol %d): %w", describe(o.r), m.protocol, err)))
+		case errors.Is(err, unix.EEXIST):
+			taken = append(taken, o)
+		default:
+			*errs = append(*errs, m.fail(o, fmt.Errorf("%s %s via %s: %w", o.kind, describe(o.r), hopsString(o.r.NextHops), err)))
+		}
+	}
+	if len(taken) == 0 {
+		return
+	}
+	owners, lerrs := m.lookUp(taken)
+	sent, msgs = sent[:0], msgs[:0]
+	for _, o := range taken {
+		if err := lerrs[o.k.table]; err != nil {
+			*errs = append(*errs, m.fail(o, fmt.Errorf("%s %s: %w", o.kind, describe(o.r), err)))
+			continue
+		}
+		own := owners[o.k]
+		flags := uint16(flagsCreate)
+		switch {
+		case own.taken:
+			*errs = append(*errs, m.fail(o, foreignErr(o.r, own.foreign)))
+			continue
+		case own.ours:
+			flags = flagsReplace
+		}
+		msgs = append(msgs, routeMsg(unix.RTM_NEWROUTE, flags, m.sock.next(), o.r.Prefix, o.r.Table, uint8(m.protocol), o.hops))
+		sent = append(sent, o)
+	}
+	for j, err := range m.sock.exchange(msgs) {
+		o := sent[j]
+		if err != nil {
+			*errs = append(*errs, m.fail(o, fmt.Errorf("%s %s via %s: %w", o.kind, describe(o.r), hopsString(o.r.NextHops), err)))
+			continue
+		}
+		m.applied(o, done)
+	}
 }
 
-func (m *Manager) keyOwner(nr *netlink.Route, r model.KernelRoute) (bool, error) {
-	m.lookups.Add(1)
-	filter := &netlink.Route{Table: nr.Table, Dst: nr.Dst}
-	list, err := retryDump("routes", func() ([]netlink.Route, error) {
-		return m.h.RouteListFiltered(nr.Family, filter, netlink.RT_FILTER_TABLE|netlink.RT_FILTER_DST)
-	})
-	if err != nil {
-		return false, fmt.Errorf("%s: %w", describe(r), err)
+func foreignErr(r model.KernelRoute, proto uint8) error {
+	return fmt.Errorf("table %d already has %s from protocol %s: not ovnbgp's, left alone",
+		r.Table, r.Prefix, protoName(netlink.RouteProtocol(proto)))
+}
+
+func (m *Manager) fail(o routeOp, err error) error {
+	m.log.Warn("kernel operation failed", zap.Error(err))
+	return err
+}
+
+// applied records a successful write in the cache and the result.
+func (m *Manager) applied(o routeOp, done []bool) {
+	done[o.i] = true
+	m.wrote(o.k, o.hops, o.kind == model.OpDelete)
+	if o.kind == model.OpDelete {
+		m.log.Debug("deleted kernel route", zap.String("route", describe(o.r)))
+		return
 	}
-	ours := false
-	for _, e := range list {
-		if e.Priority != 0 && !(nr.Family == unix.AF_INET6 && e.Priority == ipv6DefaultMetric) {
-			continue // another metric: another key
-		}
-		if int(e.Protocol) != m.protocol {
-			return false, fmt.Errorf("table %d already has %s from protocol %s: not ovnbgp's, left alone",
-				r.Table, r.Prefix, protoName(e.Protocol))
-		}
-		ours = true
+	m.log.Debug("programmed kernel route", zap.String("op", string(o.kind)), zap.String("route", describe(o.r)),
+		zap.String("via", hopsString(o.r.NextHops)))
+}
+
+// keyOwner is who holds a key, as a lookup found it.
+type keyOwner struct {
+	ours    bool
+	taken   bool  // by a route not ours
+	foreign uint8 // its protocol
+}
+
+// lookUp reads the owners of the keys of ops from the kernel: one dump per
+// table and family (the kernel filters the table with strict checking).
+func (m *Manager) lookUp(ops []routeOp) (map[rkey]keyOwner, map[uint32]error) {
+	type tf struct {
+		table  uint32
+		family int
 	}
-	return ours, nil
+	want := map[rkey]bool{}
+	var order []tf
+	seen := map[tf]bool{}
+	for _, o := range ops {
+		want[o.k] = true
+		t := tf{o.k.table, o.family()}
+		if !seen[t] {
+			seen[t] = true
+			order = append(order, t)
+		}
+	}
+	owners := map[rkey]keyOwner{}
+	errs := map[uint32]error{}
+	m.dmu.Lock()
+	defer m.dmu.Unlock()
+	for _, t := range order {
+		m.lookups.Add(1)
+		list, err := retryDump("routes", func() ([]netlink.Route, error) {
+			return m.dh.RouteListFiltered(t.family, &netlink.Route{Table: int(t.table)}, netlink.RT_FILTER_TABLE)
+		})
+		if err != nil {
+			errs[t.table] = err
+			continue
+		}
+		for _, r := range list {
+			p, ok := routeDst(r)
+			if !ok {
+				continue
+			}
+			k := rkey{table: uint32(r.Table), prefix: p, metric: uint32(r.Priority)}
+			if !want[k] {
+				continue // another key, or another metric: another key
+			}
+			own := owners[k]
+			if int(r.Protocol) == m.protocol {
+				own.ours = true
+			} else if !own.taken {
+				own.taken, own.foreign = true, uint8(r.Protocol)
+			}
+			owners[k] = own
+		}
+	}
+	return owners, errs
 }
 
 func checkRoute(r model.KernelRoute) error {
@@ -195,41 +367,6 @@ func checkRoute(r model.KernelRoute) error {
 	case r.Prefix != r.Prefix.Masked():
 		return fmt.Errorf("prefix %s has host bits set (use %s)", r.Prefix, r.Prefix.Masked())
 	}
-	return nil
-}
-
-// setNextHops fills a single next hop, or a multipath route for several.
-func setNextHops(nr *netlink.Route, hops []model.NextHop, ls *linkSet) error {
-	if len(hops) == 0 {
-		return errors.New("no next hop")
-	}
-	var infos []*netlink.NexthopInfo
-	for _, h := range hops {
-		if !h.Addr.IsValid() && h.Dev == "" {
-			return errors.New("a next hop has neither an address nor a device")
-		}
-		if h.Addr.IsValid() && h.Addr.Is4() != (nr.Family == unix.AF_INET) {
-			return fmt.Errorf("next hop %s is not of the prefix's address family", h.Addr)
-		}
-		idx := 0
-		if h.Dev != "" {
-			l, ok := ls.byName[h.Dev]
-			if !ok {
-				return fmt.Errorf("next hop %s: no device %q", hopString(h), h.Dev)
-			}
-			idx = l.Attrs().Index
-		}
-		var gw net.IP
-		if h.Addr.IsValid() {
-			gw = net.IP(h.Addr.AsSlice())
-		}
-		infos = append(infos, &netlink.NexthopInfo{LinkIndex: idx, Gw: gw})
-	}
-	if len(infos) == 1 {
-		nr.Gw, nr.LinkIndex = infos[0].Gw, infos[0].LinkIndex
-		return nil
-	}
-	nr.MultiPath = infos
 	return nil
 }
 

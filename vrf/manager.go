@@ -10,6 +10,8 @@ import (
 	"github.com/vishvananda/netns"
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
+
+	"github.com/ovnbgp/ovnbgp/model"
 )
 
 // resubscribeDelay is how long a lost subscription waits before it is
@@ -19,27 +21,46 @@ const resubscribeDelay = time.Second
 // Manager reads and writes the host's routes, VRFs and rules through one
 // long-lived netlink handle, and watches them through subscriptions.
 type Manager struct {
-	// hmu serialises the handle's requests: a netlink.Handle matches
-	// replies to requests on one socket and is not safe for concurrent
-	// dumps. Snapshot and Apply hold it.
-	hmu      sync.Mutex
-	h        *netlink.Handle
+	// hmu serialises the handle's requests and the batch socket: a
+	// netlink.Handle matches replies to requests on one socket and is not
+	// safe for concurrent dumps. Apply and the link and rule reads hold
+	// it.
+	hmu  sync.Mutex
+	h    *netlink.Handle
+	sock *nlSocket // batched route writes
+	// dmu serialises dh, the handle that dumps routes (strict checking
+	// on, so the kernel filters a table's dump itself).
+	dmu      sync.Mutex
+	dh       *netlink.Handle
 	ns       *netns.NsHandle // nil: the current namespace
 	protocol int
 	log      *zap.Logger
 	notify   func()
-	// lookups counts key lookups (each dumps a whole table): an add
-	// looks its key up only when the kernel says it is taken.
+	// lookups counts key lookups (each dumps a table): an add looks its
+	// key up only when the kernel says it is taken.
 	lookups atomic.Int64
+	// reloadReq asks the route watcher to dump the routes again (a link
+	// or address changed: the kernel flushes IPv4 routes silently).
+	reloadReq chan struct{}
 
 	done chan struct{}
 	wg   sync.WaitGroup
 	once sync.Once
 
-	mu sync.Mutex
-	// tables are the tables where ovnbgp has or wants routes: a route
-	// change there, whatever its protocol, pokes notify.
-	tables map[int]bool
+	// cmu guards the route cache and what changed since TakeChanges.
+	cmu   sync.Mutex
+	cache map[rkey][]alias
+	// tables are the watched tables: where ovnbgp has or had routes,
+	// wrote, or was asked about; a route change there, whatever its
+	// protocol, pokes notify and is reported by TakeChanges.
+	tables       map[int]bool
+	changed      map[model.KernelRouteKey]struct{}
+	linksChanged bool
+	all          bool
+	// ls is the last read of the links; linksDirty says it must be read
+	// again (a link or address event came since).
+	ls         *linkSet
+	linksDirty bool
 }
 
 // Open opens the kernel target in the current network namespace. protocol
@@ -49,26 +70,17 @@ type Manager struct {
 // The handle speaks NETLINK_ROUTE only: asking for every family (xfrm,
 // netfilter) fails on kernels without those modules loaded.
 func Open(protocol int, log *zap.Logger, notify func()) (*Manager, error) {
-	h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
-	if err != nil {
-		return nil, fmt.Errorf("open netlink handle: %w", err)
-	}
-	return start(h, nil, protocol, log, notify)
+	return start(nil, protocol, log, notify)
 }
 
 // OpenAt is Open inside the network namespace ns (tests). ns must stay open
 // until Close.
 func OpenAt(ns netns.NsHandle, protocol int, log *zap.Logger, notify func()) (*Manager, error) {
-	h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
-	if err != nil {
-		return nil, fmt.Errorf("open netlink handle in netns %s: %w", ns, err)
-	}
-	return start(h, &ns, protocol, log, notify)
+	return start(&ns, protocol, log, notify)
 }
 
-func start(h *netlink.Handle, ns *netns.NsHandle, protocol int, log *zap.Logger, notify func()) (*Manager, error) {
+func start(ns *netns.NsHandle, protocol int, log *zap.Logger, notify func()) (*Manager, error) {
 	if protocol <= 0 || protocol > 255 {
-		h.Close()
 		return nil, fmt.Errorf("route protocol %d: must be 1..255 (kernel.routeProtocol)", protocol)
 	}
 	if log == nil {
@@ -77,9 +89,32 @@ func start(h *netlink.Handle, ns *netns.NsHandle, protocol int, log *zap.Logger,
 	if notify == nil {
 		notify = func() {}
 	}
-	m := &Manager{h: h, ns: ns, protocol: protocol, log: log.Named("vrf"), notify: notify,
-		done: make(chan struct{}), tables: map[int]bool{}}
-	// Subscribe before returning, so no change after Open goes unseen.
+	m := &Manager{ns: ns, protocol: protocol, log: log.Named("vrf"), notify: notify,
+		done: make(chan struct{}), tables: map[int]bool{}, cache: map[rkey][]alias{},
+		changed: map[model.KernelRouteKey]struct{}{}, linksDirty: true, reloadReq: make(chan struct{}, 1)}
+	var err error
+	where := "the current netns"
+	nsh := netns.None()
+	if ns != nil {
+		where, nsh = "netns "+ns.String(), *ns
+	}
+	if m.h, err = netlink.NewHandleAt(nsh, unix.NETLINK_ROUTE); err != nil {
+		return nil, fmt.Errorf("open netlink handle in %s: %w", where, err)
+	}
+	if m.dh, err = netlink.NewHandleAt(nsh, unix.NETLINK_ROUTE); err != nil {
+		m.h.Close()
+		return nil, fmt.Errorf("open netlink handle in %s: %w", where, err)
+	}
+	if err := m.dh.SetStrictCheck(true); err != nil {
+		m.log.Warn("netlink strict checking unavailable: table dumps are filtered in user space", zap.Error(err))
+	}
+	if m.sock, err = openSocket(ns); err != nil {
+		m.h.Close()
+		m.dh.Close()
+		return nil, err
+	}
+	// Subscribe before returning, so no change after Open goes unseen;
+	// the route subscription fills the cache once subscribed.
 	subs := []subscription{
 		{"route", m.subscribeRoutes}, {"link", m.subscribeLinks}, {"address", m.subscribeAddrs},
 	}
@@ -91,7 +126,9 @@ func start(h *netlink.Handle, ns *netns.NsHandle, protocol int, log *zap.Logger,
 			for _, c := range consumers[:i] {
 				c() // drains until the channel closes
 			}
-			h.Close()
+			m.h.Close()
+			m.dh.Close()
+			m.sock.close()
 			return nil, err
 		}
 		consumers[i] = consume
@@ -119,7 +156,11 @@ func (m *Manager) Close() {
 		m.wg.Wait()
 		m.hmu.Lock()
 		m.h.Close()
+		m.sock.close()
 		m.hmu.Unlock()
+		m.dmu.Lock()
+		m.dh.Close()
+		m.dmu.Unlock()
 	})
 }
 
@@ -152,6 +193,7 @@ func (m *Manager) watch(s subscription, consume func()) {
 			return
 		}
 		m.log.Warn("netlink subscription ended, renewing", zap.String("subscription", s.what))
+		m.lost()
 		m.notify()
 		for {
 			select {
@@ -166,6 +208,7 @@ func (m *Manager) watch(s subscription, consume func()) {
 			m.log.Warn("netlink subscription failed, retrying", zap.String("subscription", s.what), zap.Error(err))
 		}
 		m.log.Info("netlink subscription renewed", zap.String("subscription", s.what))
+		m.lost()
 		m.notify()
 	}
 }
@@ -173,19 +216,96 @@ func (m *Manager) watch(s subscription, consume func()) {
 // The subscribe functions subscribe and return the consumer of the events,
 // which returns when the channel closes.
 
+// routeRcvBuf is the receive buffer of the route subscription: the echoes
+// of a large import arrive faster than they are read, and an overflow
+// costs a full dump.
+const routeRcvBuf = 8 << 20
+
+// subscribeRoutes subscribes, then fills the cache with one dump (events
+// that come meanwhile queue and are replayed over it), and returns the
+// consumer that keeps the cache from the events.
 func (m *Manager) subscribeRoutes(onErr func(error)) (func(), error) {
-	ch := make(chan netlink.RouteUpdate, 256)
+	ch := make(chan netlink.RouteUpdate, 1024)
 	if err := netlink.RouteSubscribeWithOptions(ch, m.done, netlink.RouteSubscribeOptions{
-		Namespace: m.ns, ErrorCallback: onErr}); err != nil {
+		Namespace: m.ns, ErrorCallback: onErr, ReceiveBufferSize: routeRcvBuf, ReceiveBufferForceSize: true}); err != nil {
 		return nil, fmt.Errorf("subscribe to route changes: %w", err)
 	}
-	return func() {
-		for u := range ch {
-			if int(u.Protocol) == m.protocol || m.watched(u.Table) {
-				m.notify()
+	consume := func() {
+		for {
+			select {
+			case u, ok := <-ch:
+				if !ok {
+					return
+				}
+				if m.onRouteEvent(u) {
+					m.notify()
+				}
+			case <-m.reloadReq:
+				m.reloadAndNotify()
 			}
 		}
-	}, nil
+	}
+	if err := m.reload(); err != nil {
+		// The subscription is made: consume it, and retry the dump at
+		// once (the cache must not stay empty).
+		m.log.Warn("route dump failed, retrying", zap.Error(err))
+		m.requestReload()
+	}
+	return consume, nil
+}
+
+// reloadAndNotify dumps the routes again; notify if something changed.
+func (m *Manager) reloadAndNotify() {
+	if err := m.reload(); err != nil {
+		if m.closed() {
+			return
+		}
+		m.log.Warn("route dump failed, everything is read again", zap.Error(err))
+		m.cmu.Lock()
+		m.all = true
+		m.cmu.Unlock()
+		m.notify()
+		go func() { // retry later, without blocking the events
+			select {
+			case <-m.done:
+			case <-time.After(resubscribeDelay):
+				m.requestReload()
+			}
+		}()
+		return
+	}
+	m.cmu.Lock()
+	n := len(m.changed)
+	m.cmu.Unlock()
+	if n > 0 {
+		m.notify()
+	}
+}
+
+func (m *Manager) requestReload() {
+	select {
+	case m.reloadReq <- struct{}{}:
+	default:
+	}
+}
+
+// lost records that events may have been lost: everything is to be read
+// again, and the links are.
+func (m *Manager) lost() {
+	m.cmu.Lock()
+	m.all, m.linksChanged, m.linksDirty = true, true, true
+	m.cmu.Unlock()
+}
+
+// linkEvent records a link, address or VRF change: the links are read
+// again, and so are the routes (the kernel removes IPv4 routes through a
+// device that went down or lost its address without an event).
+func (m *Manager) linkEvent() {
+	m.cmu.Lock()
+	m.linksChanged, m.linksDirty = true, true
+	m.cmu.Unlock()
+	m.requestReload()
+	m.notify()
 }
 
 func (m *Manager) subscribeLinks(onErr func(error)) (func(), error) {
@@ -196,7 +316,7 @@ func (m *Manager) subscribeLinks(onErr func(error)) (func(), error) {
 	}
 	return func() {
 		for range ch {
-			m.notify()
+			m.linkEvent()
 		}
 	}, nil
 }
@@ -209,26 +329,46 @@ func (m *Manager) subscribeAddrs(onErr func(error)) (func(), error) {
 	}
 	return func() {
 		for range ch {
-			m.notify()
+			m.linkEvent()
 		}
 	}, nil
 }
 
-func (m *Manager) watched(table int) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.tables[table]
+// linkSet returns the links, read again only when they changed.
+func (m *Manager) linkSet() (*linkSet, error) {
+	m.cmu.Lock()
+	ls, dirty := m.ls, m.linksDirty
+	m.cmu.Unlock()
+	if !dirty && ls != nil {
+		return ls, nil
+	}
+	m.hmu.Lock()
+	defer m.hmu.Unlock()
+	return m.linkSetLocked()
+}
+
+// linkSetLocked is linkSet for a caller holding hmu.
+func (m *Manager) linkSetLocked() (*linkSet, error) {
+	m.cmu.Lock()
+	ls, dirty := m.ls, m.linksDirty
+	m.linksDirty = false // an event from now on sets it again
+	m.cmu.Unlock()
+	if !dirty && ls != nil {
+		return ls, nil
+	}
+	ls, err := m.links()
+	m.cmu.Lock()
+	defer m.cmu.Unlock()
+	if err != nil {
+		m.linksDirty = true
+		return nil, err
+	}
+	m.ls = ls
+	return ls, nil
 }
 
 func (m *Manager) watch1(table int) {
-	m.mu.Lock()
+	m.cmu.Lock()
 	m.tables[table] = true
-	m.mu.Unlock()
-}
-
-// setWatched replaces the watched tables with those holding our routes now.
-func (m *Manager) setWatched(tables map[int]bool) {
-	m.mu.Lock()
-	m.tables = tables
-	m.mu.Unlock()
+	m.cmu.Unlock()
 }

@@ -21,7 +21,7 @@ const proto = 200
 
 // requireNetns fails under CI=true, and skips elsewhere, when network
 // namespaces cannot be made here.
-func requireNetns(t *testing.T) {
+func requireNetns(t testing.TB) {
 	t.Helper()
 	var missing []string
 	if runtime.GOOS != "linux" {
@@ -49,12 +49,12 @@ func requireNetns(t *testing.T) {
 //	a0 192.0.2.1/24 2001:db8:a::1/64 (peer a1)
 //	b0 198.51.100.1/24 2001:db8:b::1/64 (peer b1)
 type testNS struct {
-	t    *testing.T
+	t    testing.TB
 	name string
 	h    netns.NsHandle
 }
 
-func newNS(t *testing.T) *testNS {
+func newNS(t testing.TB) *testNS {
 	t.Helper()
 	requireNetns(t)
 	var b [4]byte

@@ -14,8 +14,9 @@ import (
 	"github.com/ovnbgp/ovnbgp/vrf"
 )
 
-// TestResubscribeAfterOverflow: while notify is held up, thousands of
-// route changes overflow the subscription's socket (ENOBUFS). The manager
+// TestResubscribeAfterOverflow: while notify is held up, 100k route
+// changes overflow the subscription's socket (ENOBUFS; its buffer is
+// large, routeRcvBuf, so a large import's echoes do not). The manager
 // must notice, call notify, renew the subscription, and the renewed
 // subscription must see the next change (a route of ours deleted by hand).
 func TestResubscribeAfterOverflow(t *testing.T) {
@@ -38,8 +39,8 @@ func TestResubscribeAfterOverflow(t *testing.T) {
 	t.Cleanup(m.Close)
 
 	var batch strings.Builder
-	for i := range 6000 {
-		fmt.Fprintf(&batch, "route add 10.%d.%d.0/24 via 192.0.2.2 table 100 proto 200\n", 64+i/256, i%256)
+	for i := range 100_000 {
+		fmt.Fprintf(&batch, "route add %d.%d.%d.0/24 via 192.0.2.2 table 100 proto 200\n", 11+i>>16, byte(i>>8), byte(i))
 	}
 	cmd := exec.Command("ip", "-n", n.name, "-batch", "-")
 	cmd.Stdin = strings.NewReader(batch.String())
@@ -49,7 +50,7 @@ func TestResubscribeAfterOverflow(t *testing.T) {
 	select {
 	case <-held:
 	case <-time.After(30 * time.Second):
-		t.Fatal("notify was never called for 6000 route adds")
+		t.Fatal("notify was never called for 100k route adds")
 	}
 	close(release)
 
@@ -70,6 +71,6 @@ func TestResubscribeAfterOverflow(t *testing.T) {
 		t.Error("no log line says the subscription ended")
 	}
 	drain(pokes)
-	n.ip("route", "del", "10.64.7.0/24", "table", "100")
+	n.ip("route", "del", "11.0.7.0/24", "table", "100")
 	waitPoke(t, pokes, "ip route del on the renewed subscription")
 }

@@ -16,26 +16,20 @@ import (
 
 // Snapshot reads the links, VRF devices, and the routes and rules that
 // carry ovnbgp's protocol, IPv4 and IPv6.
+//
+// The routes come from the cache the route events keep (see cache.go);
+// the links are read again only after a link or address event.
 func (m *Manager) Snapshot() (model.Host, error) {
-	m.hmu.Lock()
-	defer m.hmu.Unlock()
 	var host model.Host
-	links, err := m.links()
+	ls, err := m.linkSet()
 	if err != nil {
 		return host, err
 	}
-	host.Links, host.VRFs = links.host()
-	routes, foreign, err := m.ownRoutes(links)
-	if err != nil {
-		return host, err
-	}
-	host.Routes, host.Foreign = routes, foreign
-	tables := make(map[int]bool, len(routes))
-	for _, r := range routes {
-		tables[int(r.Table)] = true
-	}
-	m.setWatched(tables)
+	host.Links, host.VRFs = ls.host()
+	host.Routes, host.Foreign = m.cachedRoutes(ls)
+	m.hmu.Lock()
 	rules, err := m.ownRules()
+	m.hmu.Unlock()
 	if err != nil {
 		return host, err
 	}
@@ -143,95 +137,6 @@ func isUp(a *netlink.LinkAttrs) bool {
 		return false
 	}
 	return true
-}
-
-// ownRoutes lists every route carrying our protocol in any table, merged by
-// (table, prefix, metric) into one route with all its next hops, and the
-// keys (metric 0, 1024 for IPv6) that routes not ours hold in every table
-// but local, main and default.
-func (m *Manager) ownRoutes(ls *linkSet) ([]model.KernelRoute, []model.KernelRouteKey, error) {
-	filter := &netlink.Route{Table: unix.RT_TABLE_UNSPEC}
-	list, err := retryDump("routes", func() ([]netlink.Route, error) {
-		return m.h.RouteListFiltered(netlink.FAMILY_ALL, filter, netlink.RT_FILTER_TABLE)
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	var foreign []model.KernelRouteKey
-	seenForeign := map[model.KernelRouteKey]bool{}
-	list = slices.DeleteFunc(list, func(r netlink.Route) bool {
-		if int(r.Protocol) == m.protocol {
-			return false
-		}
-		switch r.Table {
-		case unix.RT_TABLE_LOCAL, unix.RT_TABLE_MAIN, unix.RT_TABLE_DEFAULT:
-			return true
-		}
-		if r.Priority != 0 && !(r.Family == unix.AF_INET6 && r.Priority == ipv6DefaultMetric) {
-			return true // another metric: another key than ours
-		}
-		if p, ok := routeDst(r); ok {
-			k := model.KernelRouteKey{Table: uint32(r.Table), Prefix: p}
-			if !seenForeign[k] {
-				seenForeign[k] = true
-				foreign = append(foreign, k)
-			}
-		}
-		return true
-	})
-	type key struct {
-		table  int
-		prefix netip.Prefix
-		metric int
-	}
-	merged := map[key]*model.KernelRoute{}
-	var order []key
-	for _, r := range list {
-		if r.Type != unix.RTN_UNICAST {
-			continue
-		}
-		p, ok := routeDst(r)
-		if !ok {
-			continue
-		}
-		k := key{r.Table, p, r.Priority}
-		kr := merged[k]
-		if kr == nil {
-			kr = &model.KernelRoute{Table: uint32(r.Table), Prefix: p, Protocol: int(r.Protocol),
-				VRF: ls.vrfOfTable(uint32(r.Table))}
-			merged[k] = kr
-			order = append(order, k)
-		}
-		kr.NextHops = append(kr.NextHops, nextHops(r, ls)...)
-	}
-	out := make([]model.KernelRoute, 0, len(order))
-	for _, k := range order {
-		kr := merged[k]
-		slices.SortFunc(kr.NextHops, compareNextHop)
-		kr.NextHops = slices.Compact(kr.NextHops)
-		out = append(out, *kr)
-	}
-	slices.SortFunc(out, func(a, b model.KernelRoute) int {
-		return cmp.Or(cmp.Compare(a.Table, b.Table), comparePrefix(a.Prefix, b.Prefix))
-	})
-	slices.SortFunc(foreign, func(a, b model.KernelRouteKey) int {
-		return cmp.Or(cmp.Compare(a.Table, b.Table), comparePrefix(a.Prefix, b.Prefix))
-	})
-	return out, foreign, nil
-}
-
-// nextHops reads a route's next hops, single or multipath.
-func nextHops(r netlink.Route, ls *linkSet) []model.NextHop {
-	if len(r.MultiPath) == 0 {
-		addr, _ := netip.AddrFromSlice(r.Gw)
-		return []model.NextHop{{Addr: addr.Unmap(), Dev: ls.name(r.LinkIndex)}}
-	}
-	hops := make([]model.NextHop, 0, len(r.MultiPath))
-	for _, nh := range r.MultiPath {
-		addr, _ := netip.AddrFromSlice(nh.Gw)
-		hops = append(hops, model.NextHop{Addr: addr.Unmap(), Dev: ls.name(nh.LinkIndex)})
-	}
-	return hops
 }
 
 // routeDst is the route's destination; a nil Dst is the default route.

@@ -1,0 +1,63 @@
+package vrf_test
+
+import (
+	"context"
+	"net/netip"
+	"os"
+	"strconv"
+	"testing"
+
+	"go.uber.org/zap"
+
+	"github.com/ovnbgp/ovnbgp/model"
+	"github.com/ovnbgp/ovnbgp/vrf"
+)
+
+// benchRoutes returns n /24 routes in table 100 via 192.0.2.2 on a0, as
+// the import of a ToR's table writes them. OVNBGP_BENCH_ROUTES overrides n.
+func benchRoutes(b *testing.B, n int) []model.KernelOp {
+	b.Helper()
+	if s := os.Getenv("OVNBGP_BENCH_ROUTES"); s != "" {
+		v, err := strconv.Atoi(s)
+		if err != nil || v <= 0 {
+			b.Fatalf("OVNBGP_BENCH_ROUTES=%q: want a positive count", s)
+		}
+		n = v
+	}
+	ops := make([]model.KernelOp, 0, n)
+	for i := range n {
+		a := netip.AddrFrom4([4]byte{byte(10 + i>>16), byte(i >> 8), byte(i), 0})
+		ops = append(ops, add(route(100, netip.PrefixFrom(a, 24).String(), hop("192.0.2.2", "a0"))))
+	}
+	return ops
+}
+
+// BenchmarkApplyAdds adds 100k routes to a table in a fresh netns through
+// one Apply (what the daemon does when a ToR sends its table), then deletes
+// them outside the timer. It reports routes/s.
+func BenchmarkApplyAdds(b *testing.B) {
+	n := newNS(b)
+	m, err := vrf.OpenAt(n.h, proto, zap.NewNop(), func() {})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	ops := benchRoutes(b, 100_000)
+	dels := make([]model.KernelOp, len(ops))
+	for i, op := range ops {
+		dels[i] = del(*op.Route)
+	}
+	b.ResetTimer()
+	for range b.N {
+		applied, err := m.Apply(context.Background(), ops)
+		if err != nil || len(applied) != len(ops) {
+			b.Fatalf("Apply: %d of %d applied: %v", len(applied), len(ops), err)
+		}
+		b.StopTimer()
+		if applied, err := m.Apply(context.Background(), dels); err != nil || len(applied) != len(dels) {
+			b.Fatalf("delete: %d of %d applied: %v", len(applied), len(dels), err)
+		}
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(len(ops))*float64(b.N)/b.Elapsed().Seconds(), "routes/s")
+}

@@ -1,0 +1,380 @@
+package vrf
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
+	"github.com/ovnbgp/ovnbgp/model"
+)
+
+// The route cache. The manager keeps what the kernel holds at every key
+// (table, prefix, metric): our routes in every table, and every route of
+// every table but local, main and default (so foreign keys are known).
+// One dump fills it at Open and after a lost subscription (or a link or
+// address change: the kernel flushes IPv4 routes of a device that goes
+// away without telling); from then on the route events keep it, and so do
+// our own successful writes (their echoes follow, and then change
+// nothing). An event replayed over a newer dump converges: events are in
+// order, and the last event of a key carries its latest state.
+
+// rkey is the kernel's key of a route.
+type rkey struct {
+	table  uint32
+	prefix netip.Prefix
+	metric uint32
+}
+
+// alias is one route at a key: IPv4 can hold several (ip route append),
+// IPv6 one per key with all its next hops (siblings).
+type alias struct {
+	proto uint8
+	typ   uint8
+	hops  []nlHop // sorted
+}
+
+func defaultMetric(p netip.Prefix) uint32 {
+	if p.Addr().Is6() {
+		return ipv6DefaultMetric
+	}
+	return 0
+}
+
+func kernelTable(t uint32) bool {
+	return t == unix.RT_TABLE_LOCAL || t == unix.RT_TABLE_MAIN || t == unix.RT_TABLE_DEFAULT
+}
+
+func compareHop(a, b nlHop) int {
+	return cmp.Or(a.gw.Compare(b.gw), cmp.Compare(a.ifindex, b.ifindex))
+}
+
+// fromRoute turns a netlink route into its key and alias; ok is false for
+// what the cache does not keep (cloned routes, no destination, and routes
+// not ours in the kernel's own tables).
+func (m *Manager) fromRoute(r netlink.Route) (rkey, alias, bool) {
+	if r.Flags&unix.RTM_F_CLONED != 0 {
+		return rkey{}, alias{}, false
+	}
+	p, ok := routeDst(r)
+	if !ok || r.Table <= 0 {
+		return rkey{}, alias{}, false
+	}
+	k := rkey{table: uint32(r.Table), prefix: p, metric: uint32(r.Priority)}
+	if int(r.Protocol) != m.protocol && kernelTable(k.table) {
+		return rkey{}, alias{}, false
+	}
+	a := alias{proto: uint8(r.Protocol), typ: uint8(r.Type)}
+	if len(r.MultiPath) == 0 {
+		if gw, ok := netip.AddrFromSlice(r.Gw); ok || r.LinkIndex != 0 {
+			a.hops = []nlHop{{gw: gw.Unmap(), ifindex: r.LinkIndex}}
+		}
+	}
+	for _, nh := range r.MultiPath {
+		gw, _ := netip.AddrFromSlice(nh.Gw)
+		a.hops = append(a.hops, nlHop{gw: gw.Unmap(), ifindex: nh.LinkIndex})
+	}
+	slices.SortFunc(a.hops, compareHop)
+	a.hops = slices.Compact(a.hops)
+	return k, a, true
+}
+
+// dumpRoutes reads every route of every table (IPv4 and IPv6) into a new
+// cache.
+func (m *Manager) dumpRoutes() (map[rkey][]alias, error) {
+	m.dmu.Lock()
+	defer m.dmu.Unlock()
+	list, err := retryDump("routes", func() ([]netlink.Route, error) {
+		return m.dh.RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{Table: unix.RT_TABLE_UNSPEC}, netlink.RT_FILTER_TABLE)
+	})
+	if err != nil {
+		return nil, err
+	}
+	c := make(map[rkey][]alias, len(list))
+	for _, r := range list {
+		k, a, ok := m.fromRoute(r)
+		if !ok {
+			continue
+		}
+		as := c[k]
+		// Old kernels report an IPv6 multipath route one next hop per
+		// message: merge them into one alias.
+		if i := slices.IndexFunc(as, func(o alias) bool { return o.proto == a.proto }); i >= 0 && k.prefix.Addr().Is6() {
+			as[i].hops = append(as[i].hops, a.hops...)
+			slices.SortFunc(as[i].hops, compareHop)
+			as[i].hops = slices.Compact(as[i].hops)
+			continue
+		}
+		c[k] = append(as, a)
+	}
+	return c, nil
+}
+
+// reload dumps the routes again and installs them, recording every key
+// whose routes differ from the cache's.
+func (m *Manager) reload() error {
+	c, err := m.dumpRoutes()
+	if err != nil {
+		return err
+	}
+	m.cmu.Lock()
+	for k, as := range c {
+		if !sameAliases(m.cache[k], as) {
+			m.changedLocked(k, m.cache[k], as)
+		}
+	}
+	for k, as := range m.cache {
+		if _, ok := c[k]; !ok {
+			m.changedLocked(k, as, nil)
+		}
+	}
+	m.cache = c
+	m.cmu.Unlock()
+	return nil
+}
+
+// changedLocked records a change at k (from old to now) for TakeChanges
+// and reports whether it is one notify is for: in a watched table, or a
+// route of ours. A table where ours appear becomes watched.
+func (m *Manager) changedLocked(k rkey, old, now []alias) bool {
+	ours := m.hasOurs(old) || m.hasOurs(now)
+	if ours {
+		m.tables[int(k.table)] = true
+	}
+	if !ours && !m.tables[int(k.table)] {
+		return false
+	}
+	m.changed[model.KernelRouteKey{Table: k.table, Prefix: k.prefix}] = struct{}{}
+	return true
+}
+
+func (m *Manager) hasOurs(as []alias) bool {
+	return slices.ContainsFunc(as, func(a alias) bool { return int(a.proto) == m.protocol })
+}
+
+func sameAliases(a, b []alias) bool {
+	return slices.EqualFunc(a, b, func(x, y alias) bool {
+		return x.proto == y.proto && x.typ == y.typ && slices.Equal(x.hops, y.hops)
+	})
+}
+
+// onRouteEvent applies one route event to the cache; it reports whether
+// notify is due (something changed where it matters).
+func (m *Manager) onRouteEvent(u netlink.RouteUpdate) bool {
+	k, a, ok := m.fromRoute(u.Route)
+	if !ok {
+		return false
+	}
+	m.cmu.Lock()
+	defer m.cmu.Unlock()
+	old := m.cache[k]
+	now := mergeEvent(old, u.Type, u.NlFlags, a, k.prefix.Addr().Is6())
+	if sameAliases(old, now) {
+		return false // e.g. the echo of our own write
+	}
+	if len(now) == 0 {
+		delete(m.cache, k)
+	} else {
+		m.cache[k] = now
+	}
+	return m.changedLocked(k, old, now)
+}
+
+// mergeEvent returns the routes at a key after an event, as the kernel
+// changed them: IPv4 keeps a list (replace changes the first, append adds
+// last, a plain create adds first); an IPv6 event carries the route with
+// all its next hops, except a delete of some of them.
+func mergeEvent(old []alias, typ uint16, flags uint16, a alias, v6 bool) []alias {
+	now := slices.Clone(old)
+	switch typ {
+	case unix.RTM_NEWROUTE:
+		switch {
+		case v6:
+			if flags&unix.NLM_F_REPLACE != 0 {
+				return []alias{a}
+			}
+			if i := slices.IndexFunc(now, func(o alias) bool { return o.proto == a.proto }); i >= 0 {
+				now[i] = a
+				return now
+			}
+			return append(now, a)
+		case flags&unix.NLM_F_REPLACE != 0 && len(now) > 0:
+			now[0] = a
+			return now
+		case flags&unix.NLM_F_APPEND != 0:
+			return append(now, a)
+		}
+		return append([]alias{a}, now...)
+	case unix.RTM_DELROUTE:
+		if i := slices.IndexFunc(now, func(o alias) bool { return o.proto == a.proto && slices.Equal(o.hops, a.hops) }); i >= 0 {
+			return slices.Delete(now, i, i+1)
+		}
+		// Some next hops of a multipath route deleted.
+		for i, o := range now {
+			if o.proto != a.proto || len(a.hops) == 0 || !containsAll(o.hops, a.hops) {
+				continue
+			}
+			o.hops = slices.DeleteFunc(slices.Clone(o.hops), func(h nlHop) bool { return slices.Contains(a.hops, h) })
+			if len(o.hops) == 0 {
+				return slices.Delete(now, i, i+1)
+			}
+			now[i] = o
+			return now
+		}
+	}
+	return now
+}
+
+func containsAll(hops, sub []nlHop) bool {
+	for _, h := range sub {
+		if !slices.Contains(hops, h) {
+			return false
+		}
+	}
+	return true
+}
+
+// wrote records our own successful write at k: a route of ours with these
+// hops (add or replace), or none (delete).
+func (m *Manager) wrote(k rkey, hops []nlHop, deleted bool) {
+	m.cmu.Lock()
+	defer m.cmu.Unlock()
+	old := m.cache[k]
+	now := slices.DeleteFunc(slices.Clone(old), func(a alias) bool { return int(a.proto) == m.protocol })
+	if !deleted {
+		h := slices.Clone(hops)
+		slices.SortFunc(h, compareHop)
+		now = append([]alias{{proto: uint8(m.protocol), typ: unix.RTN_UNICAST, hops: h}}, now...)
+	}
+	if len(now) == 0 {
+		delete(m.cache, k)
+	} else {
+		m.cache[k] = now
+	}
+	m.tables[int(k.table)] = true
+	m.changed[model.KernelRouteKey{Table: k.table, Prefix: k.prefix}] = struct{}{}
+}
+
+// owner says who holds the key k now, from the cache: ours, foreign (a
+// route not ours), both false if nobody.
+func (m *Manager) owner(k rkey) (ours bool, foreign uint8, taken bool) {
+	m.cmu.Lock()
+	defer m.cmu.Unlock()
+	for _, a := range m.cache[k] {
+		if int(a.proto) == m.protocol {
+			ours = true
+		} else if !taken {
+			foreign, taken = a.proto, true
+		}
+	}
+	return ours, foreign, taken
+}
+
+// TakeChanges returns what changed since the previous call and starts
+// over: the keys where a route changed (by an event, ovnbgp's own or
+// someone else's, in a watched table or of ovnbgp's protocol, or by
+// ovnbgp's own write), whether links, addresses or VRFs changed, and All
+// when events may have been lost (a subscription was renewed).
+func (m *Manager) TakeChanges() model.HostChanges {
+	m.cmu.Lock()
+	defer m.cmu.Unlock()
+	hc := model.HostChanges{Links: m.linksChanged, All: m.all}
+	for k := range m.changed {
+		hc.Routes = append(hc.Routes, k)
+	}
+	slices.SortFunc(hc.Routes, compareKey)
+	m.changed = map[model.KernelRouteKey]struct{}{}
+	m.linksChanged, m.all = false, false
+	return hc
+}
+
+func compareKey(a, b model.KernelRouteKey) int {
+	return cmp.Or(cmp.Compare(a.Table, b.Table), comparePrefix(a.Prefix, b.Prefix))
+}
+
+// Routes returns the current state of these keys from the cache: ovnbgp's
+// routes at them (metric 0; 1024 for IPv6) and the keys held by routes
+// that are not ovnbgp's (never reported in local, main and default, where
+// ovnbgp never writes). Their tables are watched from then on.
+func (m *Manager) Routes(keys []model.KernelRouteKey) (ours []model.KernelRoute, foreign []model.KernelRouteKey, err error) {
+	if m.closed() {
+		return nil, nil, errors.New("kernel target closed")
+	}
+	ls, err := m.linkSet()
+	if err != nil {
+		return nil, nil, err
+	}
+	m.cmu.Lock()
+	defer m.cmu.Unlock()
+	for _, key := range keys {
+		if !key.Prefix.IsValid() {
+			return nil, nil, fmt.Errorf("routes of table %d: invalid prefix", key.Table)
+		}
+		m.tables[int(key.Table)] = true
+		k := rkey{table: key.Table, prefix: key.Prefix.Masked(), metric: defaultMetric(key.Prefix)}
+		r, isOurs, isForeign := m.modelLocked(k, ls)
+		if isOurs {
+			ours = append(ours, r)
+		}
+		if isForeign && !kernelTable(k.table) {
+			foreign = append(foreign, model.KernelRouteKey{Table: k.table, Prefix: k.prefix})
+		}
+	}
+	return ours, foreign, nil
+}
+
+// modelLocked is the model route of ours at k (all our unicast next hops
+// merged), and whether a route not ours holds k.
+func (m *Manager) modelLocked(k rkey, ls *linkSet) (r model.KernelRoute, ours, foreign bool) {
+	for _, a := range m.cache[k] {
+		if int(a.proto) != m.protocol {
+			foreign = true
+			continue
+		}
+		if a.typ != unix.RTN_UNICAST {
+			continue
+		}
+		if !ours {
+			r = model.KernelRoute{Table: k.table, Prefix: k.prefix, Protocol: m.protocol, VRF: ls.vrfOfTable(k.table)}
+			ours = true
+		}
+		for _, h := range a.hops {
+			r.NextHops = append(r.NextHops, model.NextHop{Addr: h.gw, Dev: ls.name(h.ifindex)})
+		}
+	}
+	if ours {
+		slices.SortFunc(r.NextHops, compareNextHop)
+		r.NextHops = slices.Compact(r.NextHops)
+	}
+	return r, ours, foreign
+}
+
+// cachedRoutes is Snapshot's view of the cache: every route of ours (any
+// table, any metric) and the keys held by routes not ours outside local,
+// main and default, both sorted.
+func (m *Manager) cachedRoutes(ls *linkSet) ([]model.KernelRoute, []model.KernelRouteKey) {
+	m.cmu.Lock()
+	defer m.cmu.Unlock()
+	var routes []model.KernelRoute
+	var foreign []model.KernelRouteKey
+	seen := map[model.KernelRouteKey]bool{}
+	for k := range m.cache {
+		r, ours, isForeign := m.modelLocked(k, ls)
+		if ours {
+			routes = append(routes, r)
+			m.tables[int(k.table)] = true
+		}
+		mk := model.KernelRouteKey{Table: k.table, Prefix: k.prefix}
+		if isForeign && !kernelTable(k.table) && k.metric == defaultMetric(k.prefix) && !seen[mk] {
+			seen[mk] = true
+			foreign = append(foreign, mk)
+		}
+	}
+	slices.SortFunc(routes, func(a, b model.KernelRoute) int { return compareKey(a.Key(), b.Key()) })
+	slices.SortFunc(foreign, compareKey)
+	return routes, foreign
+}
