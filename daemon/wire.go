@@ -11,11 +11,12 @@ import (
 	"github.com/ovnbgp/ovnbgp/config"
 	"github.com/ovnbgp/ovnbgp/model"
 	"github.com/ovnbgp/ovnbgp/ovn"
+	"github.com/ovnbgp/ovnbgp/vrf"
 )
 
 // openHost is the real Host: package vrf over netlink.
 func openHost(protocol int, log *zap.Logger, notify func()) (Host, error) {
-	return openHostShim(protocol, log, notify)
+	return vrf.Open(protocol, log, notify)
 }
 
 // newBGPSpeaker is the real Speaker: package bgp over gobgp.
