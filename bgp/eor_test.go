@@ -22,9 +22,9 @@ import (
 // test/e2e TestImportFailStatic).
 func TestEndOfRIBNeedsTheMarker(t *testing.T) {
 	addr := netip.MustParseAddr("192.0.2.1")
-	s := &Speaker{log: zap.NewNop(), notify: func() {}, byAddr: map[netip.Addr]string{addr: "tor"},
-		sessions: map[netip.Addr]*session{}}
 	c := config.Peer{Name: "tor", Address: addr, ASN: provASN, Families: []config.Family{config.IPv4}}
+	s := &Speaker{log: zap.NewNop(), notify: func() {}, byAddr: map[netip.Addr]string{addr: "tor"},
+		sessions: map[netip.Addr]*session{}, peers: map[string]config.Peer{"tor": c}}
 	// gobgp's view: Established, End-of-RIB "received" for IPv4
 	p := &api.Peer{
 		State: &api.PeerState{SessionState: api.PeerState_SESSION_STATE_ESTABLISHED, NeighborAddress: addr.String()},
@@ -46,6 +46,10 @@ func TestEndOfRIBNeedsTheMarker(t *testing.T) {
 		t.Helper()
 		if got := s.peerStatus(c, p); got.State != model.StateEstablished || got.EndOfRIB != want {
 			t.Errorf("%s: state %s, EndOfRIB %v, want established and %v", when, got.State, got.EndOfRIB, want)
+		}
+		// The daemon's per-pass question agrees, without asking gobgp.
+		if got := s.EndOfRIB()["tor"]; got != want {
+			t.Errorf("%s: EndOfRIB() %v, want %v", when, got, want)
 		}
 	}
 	event(bgppkt.BGP_FSM_ESTABLISHED)

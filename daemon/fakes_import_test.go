@@ -239,3 +239,14 @@ func (f *fakeNB) deleteOwnedByHand(prefix netip.Prefix) {
 	f.snap.OwnedRoutes = slices.DeleteFunc(slices.Clone(f.snap.OwnedRoutes), func(r model.OVNRoute) bool { return r.Prefix == prefix })
 	f.syncRouters()
 }
+
+// EndOfRIB is Peers' EndOfRIB of every peer (onPeers is called first, as
+// by Peers).
+func (f *fakeSpeaker) EndOfRIB() map[string]bool {
+	peers, _ := f.Peers(context.Background())
+	out := map[string]bool{}
+	for _, p := range peers {
+		out[p.Name] = p.EndOfRIB
+	}
+	return out
+}

@@ -154,14 +154,7 @@ func (d *Daemon) syncedPeers(ctx context.Context, sp Speaker, cfg *config.Config
 	if !readOnly {
 		d.syncSpeaker(sp, cfg)
 	}
-	peers, err := sp.Peers(ctx)
-	if err != nil {
-		d.log.Debug("peer states not read for End-of-RIB", zap.Error(err))
-	}
-	eor := map[string]bool{}
-	for _, p := range peers {
-		eor[p.Name] = p.EndOfRIB
-	}
+	eor := sp.EndOfRIB()
 	out := make(map[string]bool, len(cfg.BGP.Peers))
 	for _, p := range cfg.BGP.Peers {
 		if d.imp.syncFor != sp {

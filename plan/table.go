@@ -35,8 +35,10 @@ type ImportTable struct {
 	paths    map[model.Key]*tablePath
 	byPrefix map[netip.Prefix][]string
 	seq      uint64
-	// caps are the (rule, peer) groups of rules with maxRoutes.
-	caps map[capGroup]*capState
+	// caps are the (rule, peer) groups of rules with maxRoutes; hasCaps
+	// says a rule has one.
+	caps    map[capGroup]*capState
+	hasCaps bool
 	// The desired routes, and the foreign routes a path wanted, by prefix.
 	ovn        map[netip.Prefix][]model.OVNRoute
 	kernel     map[netip.Prefix][]model.KernelRoute
@@ -98,6 +100,7 @@ func NewImportTable(in ImportInput) *ImportTable {
 		foreignOVN: map[netip.Prefix][]model.OVNRouteKey{}, foreignK: map[netip.Prefix][]model.KernelRouteKey{},
 		reasons: map[[2]int]string{},
 	}
+	t.hasCaps = slices.ContainsFunc(cfg.Import, func(r config.ImportRule) bool { return r.MaxRoutes > 0 })
 	for _, p := range in.Learned {
 		t.put(p)
 	}
@@ -211,6 +214,9 @@ func (t *ImportTable) decide(tp *tablePath) {
 
 // groupsOf are the cap groups the path is a candidate of.
 func (t *ImportTable) groupsOf(tp *tablePath) []capGroup {
+	if !t.hasCaps {
+		return nil
+	}
 	var out []capGroup
 	for _, c := range tp.cands {
 		if t.cfg.Import[c.rule].MaxRoutes > 0 {
@@ -377,18 +383,19 @@ func (t *ImportTable) Update(c TableChange) []netip.Prefix {
 // held-back prefix in prefix order, which is returned (its verdict
 // changes).
 func (t *ImportTable) recap(pfx netip.Prefix) []netip.Prefix {
-	want := map[capGroup]bool{}
+	if !t.hasCaps {
+		return nil
+	}
+	var want []capGroup
 	for _, peer := range t.byPrefix[pfx] {
-		for _, g := range t.groupsOf(t.paths[model.Key{Peer: peer, Prefix: pfx}]) {
-			want[g] = true
-		}
+		want = append(want, t.groupsOf(t.paths[model.Key{Peer: peer, Prefix: pfx}])...)
 	}
 	var freed []netip.Prefix
 	for g, cs := range t.caps {
 		_, isKept := cs.kept[pfx]
 		_, isHeld := cs.held[pfx]
 		switch {
-		case want[g] || !(isKept || isHeld):
+		case slices.Contains(want, g) || !(isKept || isHeld):
 		case isHeld:
 			delete(cs.held, pfx)
 		default:
@@ -406,7 +413,7 @@ func (t *ImportTable) recap(pfx netip.Prefix) []netip.Prefix {
 			}
 		}
 	}
-	for g := range want {
+	for _, g := range want {
 		cs := t.capState(g)
 		_, isKept := cs.kept[pfx]
 		_, isHeld := cs.held[pfx]
