@@ -30,22 +30,38 @@ type ImportTable struct {
 	cfg  *config.Config
 	env  *importEnv
 	prot []model.ProtectedPrefix
-	// paths holds one path per (peer, prefix); byPrefix the peers with a
-	// path for each prefix.
-	paths    map[model.Key]*tablePath
-	byPrefix map[netip.Prefix][]string
+	// prefixes holds, per prefix, one path per peer and what they make
+	// the targets want; n counts the paths.
+	prefixes map[netip.Prefix]*prefixEntry
+	n        int
 	seq      uint64
 	// caps are the (rule, peer) groups of rules with maxRoutes; hasCaps
 	// says a rule has one.
 	caps    map[capGroup]*capState
 	hasCaps bool
-	// The desired routes, and the foreign routes a path wanted, by prefix.
-	ovn        map[netip.Prefix][]model.OVNRoute
-	kernel     map[netip.Prefix][]model.KernelRoute
-	foreignOVN map[netip.Prefix][]model.OVNRouteKey
-	foreignK   map[netip.Prefix][]model.KernelRouteKey
 	// reasons: one accepted-reason string per (rule, entry), shared.
 	reasons map[[2]int]string
+}
+
+// prefixEntry is one prefix: its paths (one per peer, in the order first
+// given), the desired routes they make, and the routes not ovnbgp's in
+// their way. One map lookup finds it all.
+type prefixEntry struct {
+	paths      []tablePath
+	ovn        []model.OVNRoute
+	kernel     []model.KernelRoute
+	foreignOVN []model.OVNRouteKey
+	foreignK   []model.KernelRouteKey
+}
+
+// path is the entry's path of peer, or nil.
+func (pe *prefixEntry) path(peer string) *tablePath {
+	for i := range pe.paths {
+		if pe.paths[i].p.Peer == peer {
+			return &pe.paths[i]
+		}
+	}
+	return nil
 }
 
 // tablePath is a learned path with its decision.
@@ -54,20 +70,44 @@ type tablePath struct {
 	// seq orders paths as they were first given.
 	seq uint64
 	// cands are the rules (and their accept entry) whose every check but
-	// the cap the path passes, in config order.
-	cands []ruleEntry
-	// first is the first rule whose accept matched (-1: none) and its
-	// verdict ("" when it passed); why is the reason when none did.
-	first  int
+	// the cap the path passes, in config order: the first two inline.
+	cands candidates
+	// first is the first rule whose accept matched (-1: none) and reason
+	// its verdict ("" when it passed), or the reason when none did.
+	first  int32
 	reason string
 	// capped is the rule whose cap held the path back from every rule
 	// that accepted it (-1: none); the reason is made when asked for,
 	// since it counts what the peer offers now.
-	capped int
+	capped int32
+}
+
+// candidates is a short list of rule entries kept without an allocation
+// up to two (a path rarely passes more rules).
+type candidates struct {
+	n      uint8
+	inline [2]ruleEntry
+	more   []ruleEntry
+}
+
+func (c *candidates) reset() { c.n, c.more = 0, c.more[:0] }
+
+func (c *candidates) add(r ruleEntry) {
+	if int(c.n) < len(c.inline) {
+		c.inline[c.n] = r
+	} else {
+		c.more = append(c.more, r)
+	}
+	c.n++
+}
+
+// all appends the candidates to buf.
+func (c *candidates) all(buf []ruleEntry) []ruleEntry {
+	return append(append(buf, c.inline[:min(int(c.n), len(c.inline))]...), c.more...)
 }
 
 type ruleEntry struct {
-	rule, entry int
+	rule, entry int32
 }
 
 type capGroup struct {
@@ -94,11 +134,8 @@ func NewImportTable(in ImportInput) *ImportTable {
 	prot := Protected(cfg, in.Snapshot, in.Host)
 	t := &ImportTable{
 		cfg: cfg, env: newImportEnv(cfg, in.Snapshot, in.Host, prot), prot: prot,
-		paths: make(map[model.Key]*tablePath, len(in.Learned)), byPrefix: make(map[netip.Prefix][]string, len(in.Learned)),
-		caps: map[capGroup]*capState{},
-		ovn:  map[netip.Prefix][]model.OVNRoute{}, kernel: make(map[netip.Prefix][]model.KernelRoute, len(in.Learned)),
-		foreignOVN: map[netip.Prefix][]model.OVNRouteKey{}, foreignK: map[netip.Prefix][]model.KernelRouteKey{},
-		reasons: map[[2]int]string{},
+		prefixes: make(map[netip.Prefix]*prefixEntry, len(in.Learned)),
+		caps:     map[capGroup]*capState{}, reasons: map[[2]int]string{},
 	}
 	t.hasCaps = slices.ContainsFunc(cfg.Import, func(r config.ImportRule) bool { return r.MaxRoutes > 0 })
 	for _, p := range in.Learned {
@@ -106,9 +143,11 @@ func NewImportTable(in ImportInput) *ImportTable {
 	}
 	// Caps: per group, the installed prefixes first, then prefix order.
 	groups := map[capGroup][]netip.Prefix{}
-	for _, tp := range t.paths {
-		for _, g := range t.groupsOf(tp) {
-			groups[g] = append(groups[g], tp.p.Prefix)
+	for _, pe := range t.prefixes {
+		for i := range pe.paths {
+			for _, g := range t.groupsOf(&pe.paths[i]) {
+				groups[g] = append(groups[g], pe.paths[i].p.Prefix)
+			}
 		}
 	}
 	for g, pfxs := range groups {
@@ -132,8 +171,8 @@ func NewImportTable(in ImportInput) *ImportTable {
 			}
 		}
 	}
-	for pfx := range t.byPrefix {
-		t.settle(pfx)
+	for pfx, pe := range t.prefixes {
+		t.settle(pfx, pe)
 	}
 	return t
 }
@@ -141,13 +180,17 @@ func NewImportTable(in ImportInput) *ImportTable {
 // put stores path p (replacing the path of its key) and decides it
 // against every rule, caps aside.
 func (t *ImportTable) put(p model.LearnedPath) {
-	k := model.Key{Peer: p.Peer, Prefix: p.Prefix}
-	tp, ok := t.paths[k]
-	if !ok {
-		tp = &tablePath{seq: t.seq}
+	pe := t.prefixes[p.Prefix]
+	if pe == nil {
+		pe = &prefixEntry{}
+		t.prefixes[p.Prefix] = pe
+	}
+	tp := pe.path(p.Peer)
+	if tp == nil {
+		pe.paths = append(pe.paths, tablePath{seq: t.seq})
 		t.seq++
-		t.paths[k] = tp
-		t.byPrefix[p.Prefix] = append(t.byPrefix[p.Prefix], p.Peer)
+		t.n++
+		tp = &pe.paths[len(pe.paths)-1]
 	}
 	tp.p = p
 	t.decide(tp)
@@ -155,15 +198,15 @@ func (t *ImportTable) put(p model.LearnedPath) {
 
 // remove forgets the path of key k.
 func (t *ImportTable) remove(k model.Key) bool {
-	if _, ok := t.paths[k]; !ok {
+	pe := t.prefixes[k.Prefix]
+	if pe == nil || pe.path(k.Peer) == nil {
 		return false
 	}
-	delete(t.paths, k)
-	peers := slices.DeleteFunc(t.byPrefix[k.Prefix], func(p string) bool { return p == k.Peer })
-	if len(peers) == 0 {
-		delete(t.byPrefix, k.Prefix)
-	} else {
-		t.byPrefix[k.Prefix] = peers
+	pe.paths = slices.DeleteFunc(pe.paths, func(tp tablePath) bool { return tp.p.Peer == k.Peer })
+	t.n--
+	if len(pe.paths) == 0 {
+		// settle forgets the entry once its routes are recomputed
+		pe.paths = nil
 	}
 	return true
 }
@@ -172,7 +215,8 @@ func (t *ImportTable) remove(k model.Key) bool {
 // order is in docs/config.md, "Import decision"); the caps come later.
 func (t *ImportTable) decide(tp *tablePath) {
 	p, e := tp.p, t.env
-	tp.cands, tp.first, tp.reason, tp.capped = tp.cands[:0], -1, "", -1
+	tp.cands.reset()
+	tp.first, tp.reason, tp.capped = -1, "", -1
 	switch {
 	case p.Malformed != "":
 		tp.reason = malformedReason(p.Malformed)
@@ -198,10 +242,10 @@ func (t *ImportTable) decide(tp *tablePath) {
 		}
 		reason := e.check(ri, p)
 		if reason == "" {
-			tp.cands = append(tp.cands, ruleEntry{rule: ri, entry: entry})
+			tp.cands.add(ruleEntry{rule: int32(ri), entry: int32(entry)})
 		}
 		if tp.first < 0 {
-			tp.first, tp.reason = ri, reason
+			tp.first, tp.reason = int32(ri), reason
 		}
 	}
 	switch {
@@ -217,10 +261,11 @@ func (t *ImportTable) groupsOf(tp *tablePath) []capGroup {
 	if !t.hasCaps {
 		return nil
 	}
+	var buf [4]ruleEntry
 	var out []capGroup
-	for _, c := range tp.cands {
+	for _, c := range tp.cands.all(buf[:0]) {
 		if t.cfg.Import[c.rule].MaxRoutes > 0 {
-			out = append(out, capGroup{c.rule, tp.p.Peer})
+			out = append(out, capGroup{int(c.rule), tp.p.Peer})
 		}
 	}
 	return out
@@ -241,7 +286,7 @@ func (t *ImportTable) kept(c ruleEntry, peer string, pfx netip.Prefix) bool {
 	if t.cfg.Import[c.rule].MaxRoutes <= 0 {
 		return true
 	}
-	cs := t.caps[capGroup{c.rule, peer}]
+	cs := t.caps[capGroup{int(c.rule), peer}]
 	if cs == nil {
 		return false
 	}
@@ -250,25 +295,28 @@ func (t *ImportTable) kept(c ruleEntry, peer string, pfx netip.Prefix) bool {
 }
 
 // settle recomputes prefix pfx's verdicts (caps applied) and desired
-// routes from its paths' decisions.
-func (t *ImportTable) settle(pfx netip.Prefix) {
+// routes from its paths' decisions; an entry left without paths is
+// forgotten.
+func (t *ImportTable) settle(pfx netip.Prefix, pe *prefixEntry) {
+	if len(pe.paths) == 0 {
+		delete(t.prefixes, pfx)
+		return
+	}
 	e := t.env
 	var accBuf [4]candidate
-	var tpBuf [2]*tablePath
-	accepted, tps := accBuf[:0], tpBuf[:0]
-	for _, peer := range t.byPrefix[pfx] {
-		tps = append(tps, t.paths[model.Key{Peer: peer, Prefix: pfx}])
+	var candBuf [4]ruleEntry
+	accepted := accBuf[:0]
+	if len(pe.paths) > 1 {
+		slices.SortFunc(pe.paths, func(a, b tablePath) int { return cmp.Compare(a.seq, b.seq) })
 	}
-	if len(tps) > 1 {
-		slices.SortFunc(tps, func(a, b *tablePath) int { return cmp.Compare(a.seq, b.seq) })
-	}
-	for i, tp := range tps {
+	for i := range pe.paths {
+		tp := &pe.paths[i]
 		p := &tp.p
 		p.Accepted, p.Rule, p.Reason, tp.capped = false, "", "", -1
 		acc := accepted[len(accepted):]
-		for _, c := range tp.cands {
+		for _, c := range tp.cands.all(candBuf[:0]) {
 			if t.kept(c, p.Peer, pfx) {
-				acc = append(acc, candidate{path: i, rule: c.rule, entry: c.entry})
+				acc = append(acc, candidate{path: i, rule: int(c.rule), entry: int(c.entry)})
 			} else if tp.capped < 0 {
 				tp.capped = c.rule
 			}
@@ -291,22 +339,10 @@ func (t *ImportTable) settle(pfx netip.Prefix) {
 	}
 	var pathBuf [2]model.LearnedPath
 	paths := pathBuf[:0]
-	for _, tp := range tps {
-		paths = append(paths, tp.p)
+	for i := range pe.paths {
+		paths = append(paths, pe.paths[i].p)
 	}
-	ovn, kernel, fovn, fk := e.targets(paths, accepted)
-	setOrDelete(t.ovn, pfx, ovn)
-	setOrDelete(t.kernel, pfx, kernel)
-	setOrDelete(t.foreignOVN, pfx, fovn)
-	setOrDelete(t.foreignK, pfx, fk)
-}
-
-func setOrDelete[T any](m map[netip.Prefix][]T, k netip.Prefix, v []T) {
-	if len(v) == 0 {
-		delete(m, k)
-		return
-	}
-	m[k] = v
+	pe.ovn, pe.kernel, pe.foreignOVN, pe.foreignK = e.targets(paths, accepted)
 }
 
 // TableChange is what changed since the table last decided: paths
@@ -362,12 +398,15 @@ func (t *ImportTable) Update(c TableChange) []netip.Prefix {
 			continue
 		}
 		done[pfx] = true
-		for _, freed := range t.recap(pfx) {
+		pe := t.prefixes[pfx]
+		for _, freed := range t.recap(pfx, pe) {
 			if !done[freed] {
 				queue = append(queue, freed)
 			}
 		}
-		t.settle(pfx)
+		if pe != nil {
+			t.settle(pfx, pe)
+		}
 	}
 	out := make([]netip.Prefix, 0, len(done))
 	for p := range done {
@@ -382,13 +421,15 @@ func (t *ImportTable) Update(c TableChange) []netip.Prefix {
 // back otherwise; a kept prefix that leaves frees its slot for the first
 // held-back prefix in prefix order, which is returned (its verdict
 // changes).
-func (t *ImportTable) recap(pfx netip.Prefix) []netip.Prefix {
+func (t *ImportTable) recap(pfx netip.Prefix, pe *prefixEntry) []netip.Prefix {
 	if !t.hasCaps {
 		return nil
 	}
 	var want []capGroup
-	for _, peer := range t.byPrefix[pfx] {
-		want = append(want, t.groupsOf(t.paths[model.Key{Peer: peer, Prefix: pfx}])...)
+	if pe != nil {
+		for i := range pe.paths {
+			want = append(want, t.groupsOf(&pe.paths[i])...)
+		}
 	}
 	var freed []netip.Prefix
 	for g, cs := range t.caps {
@@ -434,8 +475,10 @@ func (t *ImportTable) Desired(prefixes []netip.Prefix) ([]model.OVNRoute, []mode
 	var ovn []model.OVNRoute
 	var kernel []model.KernelRoute
 	for _, p := range prefixes {
-		ovn = append(ovn, t.ovn[p]...)
-		kernel = append(kernel, t.kernel[p]...)
+		if pe := t.prefixes[p]; pe != nil {
+			ovn = append(ovn, pe.ovn...)
+			kernel = append(kernel, pe.kernel...)
+		}
 	}
 	slices.SortFunc(ovn, compareOVN)
 	slices.SortFunc(kernel, compareKernel)
@@ -455,7 +498,18 @@ func (t *ImportTable) KernelTables() []uint32 {
 }
 
 // Len is the number of paths.
-func (t *ImportTable) Len() int { return len(t.paths) }
+func (t *ImportTable) Len() int { return t.n }
+
+// each calls fn for every path, until fn returns false.
+func (t *ImportTable) each(fn func(*tablePath) bool) {
+	for _, pe := range t.prefixes {
+		for i := range pe.paths {
+			if !fn(&pe.paths[i]) {
+				return
+			}
+		}
+	}
+}
 
 // TableCounts are the table's figures: per peer, the accepted paths per family
 // ("ipv4", "ipv6") and the accepted paths whose next hop is in installed
@@ -475,10 +529,10 @@ type PeerCounts struct {
 // prefix is really installed (nil: none is).
 func (t *ImportTable) Count(installed func(netip.Prefix, netip.Addr) bool) TableCounts {
 	c := TableCounts{ByPeer: map[string]PeerCounts{}}
-	for _, tp := range t.paths {
+	t.each(func(tp *tablePath) bool {
 		if !tp.p.Accepted {
 			c.Rejected++
-			continue
+			return true
 		}
 		c.Accepted++
 		pc := c.ByPeer[tp.p.Peer]
@@ -491,7 +545,8 @@ func (t *ImportTable) Count(installed func(netip.Prefix, netip.Addr) bool) Table
 			pc.Installed++
 		}
 		c.ByPeer[tp.p.Peer] = pc
-	}
+		return true
+	})
 	return c
 }
 
@@ -516,7 +571,7 @@ func (t *ImportTable) path(tp *tablePath) model.LearnedPath {
 	if tp.capped >= 0 && p.Reason == "" {
 		r := &t.cfg.Import[tp.capped]
 		n := 0
-		if cs := t.caps[capGroup{tp.capped, p.Peer}]; cs != nil {
+		if cs := t.caps[capGroup{int(tp.capped), p.Peer}]; cs != nil {
 			n = len(cs.kept) + len(cs.held)
 		}
 		p.Reason = ImportAlarm{Rule: r.Name, Peer: p.Peer, Max: r.MaxRoutes, Wanted: n}.String()
@@ -528,22 +583,17 @@ func (t *ImportTable) path(tp *tablePath) model.LearnedPath {
 // the desired routes and VRFs, the alarms and problems.
 func (t *ImportTable) Result() ImportResult {
 	res := ImportResult{Protected: t.prot, Problems: slices.Clone(t.env.problems), VRFs: t.env.createVRFs, Alarms: t.Alarms()}
-	tps := make([]*tablePath, 0, len(t.paths))
-	for _, tp := range t.paths {
-		tps = append(tps, tp)
-	}
-	slices.SortFunc(tps, func(a, b *tablePath) int { return cmp.Compare(a.seq, b.seq) })
+	tps := t.sorted()
 	res.Paths = make([]model.LearnedPath, len(tps))
 	for i, tp := range tps {
 		res.Paths[i] = t.path(tp)
 	}
-	res.OVN = make([]model.OVNRoute, 0, len(t.ovn))
-	for _, rows := range t.ovn {
-		res.OVN = append(res.OVN, rows...)
-	}
-	res.Kernel = make([]model.KernelRoute, 0, len(t.kernel))
-	for _, routes := range t.kernel {
-		res.Kernel = append(res.Kernel, routes...)
+	nOVN, nKernel := t.Sizes()
+	res.OVN = make([]model.OVNRoute, 0, nOVN)
+	res.Kernel = make([]model.KernelRoute, 0, nKernel)
+	for _, pe := range t.prefixes {
+		res.OVN = append(res.OVN, pe.ovn...)
+		res.Kernel = append(res.Kernel, pe.kernel...)
 	}
 	slices.SortFunc(res.OVN, compareOVN)
 	slices.SortFunc(res.Kernel, compareKernel)
@@ -555,12 +605,10 @@ func (t *ImportTable) Result() ImportResult {
 // holds, at most ten of each target by name.
 func (t *ImportTable) foreignProblems() []string {
 	var fovn []model.OVNRouteKey
-	for _, ks := range t.foreignOVN {
-		fovn = append(fovn, ks...)
-	}
 	var fk []model.KernelRouteKey
-	for _, ks := range t.foreignK {
-		fk = append(fk, ks...)
+	for _, pe := range t.prefixes {
+		fovn = append(fovn, pe.foreignOVN...)
+		fk = append(fk, pe.foreignK...)
 	}
 	slices.SortFunc(fovn, func(a, b model.OVNRouteKey) int {
 		return cmp.Or(cmp.Compare(a.Router, b.Router), comparePrefix(a.Prefix, b.Prefix), a.NextHop.Compare(b.NextHop))
@@ -590,17 +638,28 @@ func (t *ImportTable) foreignProblems() []string {
 // Each calls fn for every path with its decision, in no particular order,
 // until fn returns false.
 func (t *ImportTable) Each(fn func(model.LearnedPath) bool) {
-	for _, tp := range t.paths {
-		if !fn(t.path(tp)) {
-			return
-		}
-	}
+	t.each(func(tp *tablePath) bool { return fn(t.path(tp)) })
+}
+
+// sorted are the paths in the order first given.
+func (t *ImportTable) sorted() []*tablePath {
+	tps := make([]*tablePath, 0, t.n)
+	t.each(func(tp *tablePath) bool {
+		tps = append(tps, tp)
+		return true
+	})
+	slices.SortFunc(tps, func(a, b *tablePath) int { return cmp.Compare(a.seq, b.seq) })
+	return tps
 }
 
 // Learned returns the path of key k as the peer sent it (no decision).
 func (t *ImportTable) Learned(k model.Key) (model.LearnedPath, bool) {
-	tp, ok := t.paths[k]
-	if !ok {
+	pe := t.prefixes[k.Prefix]
+	if pe == nil {
+		return model.LearnedPath{}, false
+	}
+	tp := pe.path(k.Peer)
+	if tp == nil {
 		return model.LearnedPath{}, false
 	}
 	return raw(tp.p), true
@@ -616,11 +675,7 @@ func raw(p model.LearnedPath) model.LearnedPath {
 // order first given: the input of another decision (a plan of a new
 // config).
 func (t *ImportTable) LearnedPaths() []model.LearnedPath {
-	tps := make([]*tablePath, 0, len(t.paths))
-	for _, tp := range t.paths {
-		tps = append(tps, tp)
-	}
-	slices.SortFunc(tps, func(a, b *tablePath) int { return cmp.Compare(a.seq, b.seq) })
+	tps := t.sorted()
 	out := make([]model.LearnedPath, len(tps))
 	for i, tp := range tps {
 		out[i] = raw(tp.p)
@@ -631,11 +686,12 @@ func (t *ImportTable) LearnedPaths() []model.LearnedPath {
 // PeerKeys are the keys of every path of peer.
 func (t *ImportTable) PeerKeys(peer string) []model.Key {
 	var out []model.Key
-	for k := range t.paths {
-		if k.Peer == peer {
-			out = append(out, k)
+	t.each(func(tp *tablePath) bool {
+		if tp.p.Peer == peer {
+			out = append(out, model.Key{Peer: peer, Prefix: tp.p.Prefix})
 		}
-	}
+		return true
+	})
 	return out
 }
 
@@ -644,11 +700,9 @@ func (t *ImportTable) VRFs() []model.VRFDevice { return t.env.createVRFs }
 
 // Sizes are the numbers of desired OVN rows and kernel routes.
 func (t *ImportTable) Sizes() (ovn, kernel int) {
-	for _, rows := range t.ovn {
-		ovn += len(rows)
-	}
-	for _, routes := range t.kernel {
-		kernel += len(routes)
+	for _, pe := range t.prefixes {
+		ovn += len(pe.ovn)
+		kernel += len(pe.kernel)
 	}
 	return ovn, kernel
 }

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -200,14 +201,15 @@ func TestTableRandomCaps(t *testing.T) {
 			}
 			table.Update(c)
 			members := map[capGroup]map[netip.Prefix]bool{}
-			for _, tp := range table.paths {
+			table.each(func(tp *tablePath) bool {
 				for _, g := range table.groupsOf(tp) {
 					if members[g] == nil {
 						members[g] = map[netip.Prefix]bool{}
 					}
 					members[g][tp.p.Prefix] = true
 				}
-			}
+				return true
+			})
 			for g, cs := range table.caps {
 				max := table.cfg.Import[g.rule].MaxRoutes
 				if len(cs.kept) > max || len(cs.held) > 0 && len(cs.kept) != max {
@@ -250,5 +252,32 @@ func BenchmarkTableUpdate(b *testing.B) {
 			b.Fatalf("touched %v", touched)
 		}
 		i++
+	}
+}
+
+// BenchmarkTableMemory reports the heap a table keeps per path (B/path):
+// 100,000 paths of one peer, each accepted into OVN and a kernel table, as
+// the loop holds them.
+func BenchmarkTableMemory(b *testing.B) {
+	in := importFixture()
+	in.Config.Import[0].Accept[0].MaxLength = 30
+	const n = 100000
+	paths := make([]model.LearnedPath, n)
+	for i := range paths {
+		pf := netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(i >> 14), byte(i >> 6), byte(i << 2)}), 30).Masked()
+		paths[i] = model.LearnedPath{Peer: "tor-a", Prefix: pf, NextHop: addr("192.0.2.1"), ASPath: []uint32{65001}, Origin: "igp"}
+	}
+	for b.Loop() {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		table := NewImportTable(in)
+		for i := 0; i < n; i += 1000 {
+			table.Update(TableChange{Paths: paths[i : i+1000]})
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n, "B/path")
+		runtime.KeepAlive(table)
 	}
 }
