@@ -393,3 +393,70 @@ func isMalformed(bad map[string]string) func(model.LearnedPath) string {
 		return ""
 	}
 }
+
+// TestTakeLearnedEndOfRIBDropsStale: after a peer's graceful restart,
+// gobgp drops the stale paths the peer did not send again when its
+// End-of-RIB arrives, without any path event: the End-of-RIB puts the peer
+// in Resync, and the walk (which gobgp serializes after the drop) shows
+// the table without them. The first walk of the new session happens
+// before the End-of-RIB here, so a delta that relied on it would keep the
+// stale paths.
+func TestTakeLearnedEndOfRIBDropsStale(t *testing.T) {
+	parallel(t)
+	l := newLab(t, 84)
+	port := freePort(t)
+	w := newWirePeer(t, l.addr(3), port, provASN)
+	w.gr = true
+	node := l.node(true, l.peerOf("tor", 3, port, provASN))
+	waitEstablished(t, node, "tor")
+	<-w.up
+	dt := newDeltaTable()
+	nh4, nh6 := l.addr(3), netip.MustParseAddr("fd00:84::3")
+	as := []uint32{provASN}
+	w.send(announce(t, nh4, as, false, nil, "10.84.0.0/24", "10.84.1.0/24", "10.84.2.0/24"),
+		announce(t, nh6, as, false, nil, "fd00:84:1::/64"))
+	all := []string{"10.84.0.0/24", "10.84.1.0/24", "10.84.2.0/24", "fd00:84:1::/64"}
+	dt.checkpoint(t, node, "announced", stales(nil, all...))
+
+	// The session drops without a NOTIFICATION: all stale.
+	w.mu.Lock()
+	w.conn.Close()
+	w.mu.Unlock()
+	everything := map[string]bool{}
+	for _, p := range all {
+		everything[p] = true
+	}
+	dt.checkpoint(t, node, "all stale", stales(everything, all...))
+
+	// The peer is back and sends one path again: the others stay stale
+	// until its End-of-RIB.
+	select {
+	case <-w.up:
+	case <-time.After(sessionTimeout):
+		t.Fatal("the node did not come back")
+	}
+	w.send(announce(t, nh4, as, false, nil, "10.84.0.0/24"))
+	dt.checkpoint(t, node, "one refreshed", stales(map[string]bool{"10.84.1.0/24": true, "10.84.2.0/24": true, "fd00:84:1::/64": true}, all...))
+
+	w.send(bgppkt.NewEndOfRib(bgppkt.RF_IPv4_UC), bgppkt.NewEndOfRib(bgppkt.RF_IPv6_UC))
+	dt.checkpoint(t, node, "stale paths dropped at End-of-RIB", stales(nil, "10.84.0.0/24"))
+}
+
+// stales wants the walk to hold exactly prefixes from tor, those of stale
+// stale and the others not.
+func stales(stale map[string]bool, prefixes ...string) func([]model.LearnedPath) string {
+	return func(walk []model.LearnedPath) string {
+		if len(walk) != len(prefixes) {
+			return fmt.Sprintf("%d paths, want %d", len(walk), len(prefixes))
+		}
+		for _, p := range walk {
+			if !slices.Contains(prefixes, p.Prefix.String()) || p.Peer != "tor" {
+				return fmt.Sprintf("unexpected %s %v", p.Peer, p.Prefix)
+			}
+			if p.Stale != stale[p.Prefix.String()] {
+				return fmt.Sprintf("%v stale %v", p.Prefix, p.Stale)
+			}
+		}
+		return ""
+	}
+}

@@ -25,6 +25,10 @@ type wirePeer struct {
 	mu   sync.Mutex
 	conn net.Conn
 	up   chan struct{}
+	// gr: the OPEN offers graceful restart (RFC 4724) for both families,
+	// forwarding preserved, so the node keeps this peer's paths stale
+	// when the session drops without a NOTIFICATION.
+	gr bool
 }
 
 // newWirePeer listens on addr:port; each connection the node makes
@@ -81,6 +85,14 @@ func (w *wirePeer) serve(c net.Conn) {
 		bgppkt.NewCapMultiProtocol(bgppkt.RF_IPv6_UC),
 		bgppkt.NewCapFourOctetASNumber(w.asn),
 	}
+	w.mu.Lock()
+	if w.gr {
+		caps = append(caps, bgppkt.NewCapGracefulRestart(false, false, 120, []*bgppkt.CapGracefulRestartTuple{
+			bgppkt.NewCapGracefulRestartTuple(bgppkt.RF_IPv4_UC, true),
+			bgppkt.NewCapGracefulRestartTuple(bgppkt.RF_IPv6_UC, true),
+		}))
+	}
+	w.mu.Unlock()
 	open, err := bgppkt.NewBGPOpenMessage(uint16(w.asn), 90, w.id, []bgppkt.OptionParameterInterface{bgppkt.NewOptionParameterCapability(caps)})
 	if err != nil {
 		w.t.Errorf("wire peer: open: %v", err)
