@@ -58,6 +58,67 @@
 // loss or graceful-restart expiry, End-of-RIB) call the notify function
 // given to New; the daemon coalesces them.
 //
+// # Learned paths: TakeLearned
+//
+// EachLearned walks a peer's whole Adj-RIB-In (O(table)). TakeLearned
+// returns only what changed since its previous call (model.LearnedDelta):
+// the latest state of each changed (peer, prefix), kept in a journal map
+// fed by gobgp's events (O(1) per path), plus the peers whose table must be
+// walked again (Resync). Event paths and walked paths go through the same
+// conversion (learnedPath), so both say the same about a key. The paths of
+// one UPDATE share their AS path and communities slices (nobody mutates
+// a LearnedPath's slices: daemon, plan and cmd only read them).
+//
+// One gobgp watcher (WatchPeer, WatchUpdate pre-policy, WatchAdjInWithdraw,
+// WatchEor) delivers every event in gobgp's order. What changes an
+// Adj-RIB-In in gobgp v4.8.0 (pkg/server/server.go handleFSMMessage,
+// peer.go handleUpdate, table/adj.go), and how each change reaches the
+// journal:
+//
+//	change                                  event?                      handled as
+//	announce, implicit withdraw (re-announce) pre-policy UPDATE path    Paths
+//	withdraw (WITHDRAWN, MP_UNREACH)          pre-policy, Withdrawal    Gone
+//	treat-as-withdraw (RFC 7606)              pre-policy, Withdrawal    Gone
+//	attribute discard (RFC 7606)              pre-policy path           Paths
+//	path with our ASN in its AS path          none by default: gobgp    Paths, Malformed; the peer
+//	                                          keeps it (rejected) but   allows our ASN 255 times
+//	                                          leaves it out of events   (allow-own-as) so it has one
+//	ORIGINATOR_ID = our router ID (iBGP), or  none                      not covered: next Resync
+//	  our ASN more than 255 times                                       of the peer (see below)
+//	UPDATE crossing maxPrefixes (stored,      none; then the session    Resync (state event)
+//	  then the session is torn down)          goes down
+//	session down, no graceful restart         AdjInWithdraw + state     Gone, then Resync
+//	session down with graceful restart:       none (StaleAll); state    Resync
+//	  paths marked stale                      event follows
+//	graceful-restart timer expiry             AdjInWithdraw + state     Gone, then Resync
+//	End-of-RIB ending a restart: stale paths  EoR event first, then     Resync (see ordering)
+//	  dropped (DropStale)                     the drop, no path event
+//	peer deleted (SetPeers)                   AdjInWithdraw (address    Resync by SetPeers; events
+//	                                          no longer configured)     of an unknown address ignored
+//	peer added or updated (SetPeers)          -                         Resync by SetPeers
+//	soft reset in, ROUTE-REFRESH received     Adj-RIB-In unchanged      nothing
+//	LOCAL_PREF of an eBGP path, stripped      the event may show it     learnedPath drops it for
+//	  after the event was queued                                        eBGP peers (RFC 4271 5.1.5)
+//
+// Every peer-state event (any transition) and every End-of-RIB puts the
+// peer in Resync, as do SetPeers' additions, deletions and updates, and a
+// path ovnbgp cannot convert.
+//
+// Ordering, the guarantee TakeLearned documents: a change without a path
+// event is followed, in the same ordered stream, by an event that puts the
+// peer in Resync (state changes come after the stale marking or drop they
+// cause), except the End-of-RIB drop, which gobgp makes after the EoR event
+// but inside the same handleFSMMessage call, under a read lock of the
+// server whose write lock ListPath's table snapshot takes: a walk started
+// after the event was seen reads the table after the drop. A path event
+// still queued when a walk ran is older than the walk but is applied after
+// it; it is then followed by the newer event of the same key, or by a
+// newer Resync, so the table converges. The gap: gobgp's loop checks it
+// makes with no event at all (ORIGINATOR_ID, our ASN more than 255 times)
+// are seen only at the peer's next Resync; such a path is never imported,
+// but one that replaces a good path leaves that one in the table until
+// then (the daemon's periodic full resync bounds it).
+//
 // Stop(graceful=true) uses gobgp's StopBgp{AllowGracefulRestart}: no
 // NOTIFICATION to peers that negotiated graceful restart, which then keep
 // our routes stale for the restart time.
