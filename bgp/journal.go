@@ -19,6 +19,9 @@ type journal struct {
 	mu     sync.Mutex
 	paths  map[model.Key]journalEntry
 	resync map[string]struct{}
+	// spare is an emptied paths map, reused by the next take so that a
+	// steady flow of changes does not regrow a map every time.
+	spare map[model.Key]journalEntry
 }
 
 // journalEntry is the latest state of one key: a path, or gone.
@@ -48,10 +51,26 @@ func (j *journal) take() model.LearnedDelta {
 		j.mu.Unlock()
 		return model.LearnedDelta{}
 	}
-	j.paths, j.resync = map[model.Key]journalEntry{}, map[string]struct{}{}
+	j.paths, j.resync = j.spare, map[string]struct{}{}
+	j.spare = nil
+	if j.paths == nil {
+		j.paths = map[model.Key]journalEntry{}
+	}
 	j.mu.Unlock()
 
+	gone := 0
+	for _, e := range paths {
+		if e.gone {
+			gone++
+		}
+	}
 	var d model.LearnedDelta
+	if n := len(paths) - gone; n > 0 {
+		d.Paths = make([]model.LearnedPath, 0, n)
+	}
+	if gone > 0 {
+		d.Gone = make([]model.Key, 0, gone)
+	}
 	for k, e := range paths {
 		if e.gone {
 			d.Gone = append(d.Gone, k)
@@ -62,6 +81,12 @@ func (j *journal) take() model.LearnedDelta {
 	for p := range resync {
 		d.Resync = append(d.Resync, p)
 	}
+	clear(paths)
+	j.mu.Lock()
+	if j.spare == nil {
+		j.spare = paths
+	}
+	j.mu.Unlock()
 	return d
 }
 
