@@ -143,6 +143,7 @@ func exactly(peer string, stale bool, check func(model.LearnedPath) string, pref
 // Adj-RIB-In reaches the table through its own kind of event (or Resync):
 // one missed kind leaves the table different from the walk for good.
 func TestTakeLearnedTruth(t *testing.T) {
+	skipGRUnderRace(t)
 	parallel(t)
 	l := newLab(t, 81)
 	port := freePort(t)
@@ -402,6 +403,7 @@ func isMalformed(bad map[string]string) func(model.LearnedPath) string {
 // before the End-of-RIB here, so a delta that relied on it would keep the
 // stale paths.
 func TestTakeLearnedEndOfRIBDropsStale(t *testing.T) {
+	skipGRUnderRace(t)
 	parallel(t)
 	l := newLab(t, 84)
 	port := freePort(t)
@@ -458,5 +460,16 @@ func stales(stale map[string]bool, prefixes ...string) func([]model.LearnedPath)
 			}
 		}
 		return ""
+	}
+}
+
+// skipGRUnderRace skips a test whose peer goes down with graceful restart
+// under the race detector: gobgp v4.8.0 races on a path's stale flag then
+// (see TestGracefulStop; osrg/gobgp#3658). The race build still runs the
+// tests without graceful restart.
+func skipGRUnderRace(t *testing.T) {
+	if raceEnabled {
+		t.Skip("gobgp v4.8.0 races on a path's stale flag when a graceful-restart peer goes down " +
+			"while an event watcher converts its paths (fixed upstream by osrg/gobgp#3658, not yet released)")
 	}
 }
