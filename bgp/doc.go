@@ -113,11 +113,16 @@
 // after the event was seen reads the table after the drop. A path event
 // still queued when a walk ran is older than the walk but is applied after
 // it; it is then followed by the newer event of the same key, or by a
-// newer Resync, so the table converges. The gap: gobgp's loop checks it
-// makes with no event at all (ORIGINATOR_ID, our ASN more than 255 times)
-// are seen only at the peer's next Resync; such a path is never imported,
-// but one that replaces a good path leaves that one in the table until
-// then (the daemon's periodic full resync bounds it).
+// newer Resync, so the table converges. The gap: the paths gobgp's loop
+// checks reject with no event at all (ORIGINATOR_ID equal to our router ID
+// from an iBGP peer, our ASN more than 255 times in the AS path) are seen
+// only at the peer's next Resync. Such a path is never imported anyway;
+// one that replaces a good path of the same prefix leaves that one in the
+// table until then. A route reflector reflects only prefixes we originate,
+// which are protected (never imported); 256 copies of our ASN is a peer
+// that could as well keep announcing the old path. A periodic walk of
+// every peer bounds it. (gobgp gives no hook to close it: its debug log
+// is written before the Adj-RIB-In changes, outside the event stream.)
 //
 // Stop(graceful=true) uses gobgp's StopBgp{AllowGracefulRestart}: no
 // NOTIFICATION to peers that negotiated graceful restart, which then keep
