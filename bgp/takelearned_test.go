@@ -473,3 +473,28 @@ func skipGRUnderRace(t *testing.T) {
 			"while an event watcher converts its paths (fixed upstream by osrg/gobgp#3658, not yet released)")
 	}
 }
+
+// TestTakeLearnedMaxPrefixes: the UPDATE that crosses maxPrefixes is stored
+// in the Adj-RIB-In without a path event, then gobgp tears the session
+// down and drops everything: the delta table follows (empty), through the
+// drop's events and the state change's Resync.
+func TestTakeLearnedMaxPrefixes(t *testing.T) {
+	parallel(t)
+	l := newLab(t, 85)
+	port := freePort(t)
+	w := newWirePeer(t, l.addr(3), port, provASN)
+	tor := l.peerOf("tor", 3, port, provASN)
+	tor.MaxPrefixes = 2
+	node := l.node(false, tor)
+	waitEstablished(t, node, "tor")
+	<-w.up
+	dt := newDeltaTable()
+	as := []uint32{provASN}
+	w.send(announce(t, l.addr(3), as, false, nil, "10.85.0.0/24", "10.85.1.0/24"))
+	dt.checkpoint(t, node, "at the limit", exactly("tor", false, nil, "10.85.0.0/24", "10.85.1.0/24"))
+	w.send(announce(t, l.addr(3), as, false, nil, "10.85.2.0/24"))
+	dt.checkpoint(t, node, "over the limit: session down, nothing learned", exactly("tor", false, nil))
+	if st := peerState(t, node, "tor"); st.State == model.StateEstablished {
+		t.Errorf("tor still established over its limit")
+	}
+}
