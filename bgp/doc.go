@@ -75,29 +75,29 @@
 // peer.go handleUpdate, table/adj.go), and how each change reaches the
 // journal:
 //
-//	change                                  event?                      handled as
-//	announce, implicit withdraw (re-announce) pre-policy UPDATE path    Paths
-//	withdraw (WITHDRAWN, MP_UNREACH)          pre-policy, Withdrawal    Gone
-//	treat-as-withdraw (RFC 7606)              pre-policy, Withdrawal    Gone
-//	attribute discard (RFC 7606)              pre-policy path           Paths
-//	path with our ASN in its AS path          none by default: gobgp    Paths, Malformed; the peer
-//	                                          keeps it (rejected) but   allows our ASN 255 times
-//	                                          leaves it out of events   (allow-own-as) so it has one
-//	ORIGINATOR_ID = our router ID (iBGP), or  none                      not covered: next Resync
-//	  our ASN more than 255 times                                       of the peer (see below)
-//	UPDATE crossing maxPrefixes (stored,      none; then the session    Resync (state event)
-//	  then the session is torn down)          goes down
-//	session down, no graceful restart         AdjInWithdraw + state     Gone, then Resync
-//	session down with graceful restart:       none (StaleAll); state    Resync
-//	  paths marked stale                      event follows
-//	graceful-restart timer expiry             AdjInWithdraw + state     Gone, then Resync
-//	End-of-RIB ending a restart: stale paths  EoR event first, then     Resync (see ordering)
-//	  dropped (DropStale)                     the drop, no path event
-//	peer deleted (SetPeers)                   AdjInWithdraw (address    Resync by SetPeers; events
-//	                                          no longer configured)     of an unknown address ignored
-//	peer added or updated (SetPeers)          -                         Resync by SetPeers
-//	soft reset in, ROUTE-REFRESH received     Adj-RIB-In unchanged      nothing
-//	LOCAL_PREF of an eBGP path, stripped      the event may show it     learnedPath drops it for
+//	change                                     event?                   handled as
+//	announce, re-announce (implicit withdraw)  pre-policy UPDATE path   Paths
+//	withdraw (WITHDRAWN, MP_UNREACH)           pre-policy, Withdrawal   Gone
+//	treat-as-withdraw (RFC 7606)               pre-policy, Withdrawal   Gone
+//	attribute discard (RFC 7606)               pre-policy path          Paths
+//	path with our ASN in its AS path           none by default (gobgp   Paths, Malformed: each peer
+//	                                           keeps it, rejected, out  allows our ASN 255 times
+//	                                           of its events)           (allow-own-as)
+//	ORIGINATOR_ID = our router ID (iBGP),      none                     not covered: the peer's next
+//	  or our ASN more than 255 times                                    Resync (see below)
+//	UPDATE crossing maxPrefixes (stored,       none; the session then   Resync (state event)
+//	  then the session is torn down)           goes down
+//	session down, no graceful restart          AdjInWithdraw, state     Gone, then Resync
+//	session down with graceful restart:        none (StaleAll); state   Resync
+//	  paths marked stale                       event follows
+//	graceful-restart timer expiry              AdjInWithdraw, state     Gone, then Resync
+//	End-of-RIB ending a restart: stale         EoR first, then the      Resync (see ordering)
+//	  paths dropped (DropStale)                drop, no path event
+//	peer deleted (SetPeers)                    AdjInWithdraw (address   Resync by SetPeers; events of
+//	                                           no longer configured)    an unknown address ignored
+//	peer added or updated (SetPeers)           -                        Resync by SetPeers
+//	soft reset in, ROUTE-REFRESH received      Adj-RIB-In unchanged     nothing
+//	LOCAL_PREF of an eBGP path, stripped       the event may show it    learnedPath drops it for
 //	  after the event was queued                                        eBGP peers (RFC 4271 5.1.5)
 //
 // Every peer-state event (any transition) and every End-of-RIB puts the
