@@ -110,9 +110,11 @@ func (j *journal) take() model.LearnedDelta {
 // stream, by an event that puts the peer in Resync (see doc.go for the
 // table), or happens inside the same gobgp critical section as such an
 // event (End-of-RIB, then the drop of the stale paths), which a walk can
-// only read after. Events are delivered in gobgp's order, so a path event
-// that arrives after a walk is never older than a change the walk missed
-// unless a later event for the same key, or a later Resync, follows it.
+// only read after. A path event queued before a walk but delivered after
+// it can leave an entry older than the walk for a while: whatever changed
+// the key since has its own later event, or a later Resync, so the table
+// converges to the Adj-RIB-In. The exception (no event, no Resync) is in
+// doc.go: paths gobgp's own loop checks reject.
 func (s *Speaker) TakeLearned() model.LearnedDelta { return s.journal.take() }
 
 // onPaths records the paths of one gobgp event: an UPDATE a peer sent
@@ -165,8 +167,8 @@ func (s *Speaker) journalPaths(paths []*apiutil.Path) {
 	}
 }
 
-// learnedEvent notes a peer's session or End-of-RIB event: the peer's
-// whole table is read again.
+// resyncAddr puts the peer at addr into Resync (a session or End-of-RIB
+// event): its whole table is read again.
 func (s *Speaker) resyncAddr(addr netip.Addr) {
 	s.st.Lock()
 	peer, ok := s.learnFrom[addr]
