@@ -58,6 +58,72 @@
 // loss or graceful-restart expiry, End-of-RIB) call the notify function
 // given to New; the daemon coalesces them.
 //
+// # Learned paths: TakeLearned
+//
+// EachLearned walks a peer's whole Adj-RIB-In (O(table)). TakeLearned
+// returns only what changed since its previous call (model.LearnedDelta):
+// the latest state of each changed (peer, prefix), kept in a journal map
+// fed by gobgp's events (O(1) per path), plus the peers whose table must be
+// walked again (Resync). Event paths and walked paths go through the same
+// conversion (learnedPath), so both say the same about a key. The paths of
+// one UPDATE share their AS path and communities slices (nobody mutates
+// a LearnedPath's slices: daemon, plan and cmd only read them).
+//
+// One gobgp watcher (WatchPeer, WatchUpdate pre-policy, WatchAdjInWithdraw,
+// WatchEor) delivers every event in gobgp's order. What changes an
+// Adj-RIB-In in gobgp v4.8.0 (pkg/server/server.go handleFSMMessage,
+// peer.go handleUpdate, table/adj.go), and how each change reaches the
+// journal:
+//
+//	change                                     event?                   handled as
+//	announce, re-announce (implicit withdraw)  pre-policy UPDATE path   Paths
+//	withdraw (WITHDRAWN, MP_UNREACH)           pre-policy, Withdrawal   Gone
+//	treat-as-withdraw (RFC 7606)               pre-policy, Withdrawal   Gone
+//	attribute discard (RFC 7606)               pre-policy path          Paths
+//	path with our ASN in its AS path           none by default (gobgp   Paths, Malformed: each peer
+//	                                           keeps it, rejected, out  allows our ASN 255 times
+//	                                           of its events)           (allow-own-as)
+//	ORIGINATOR_ID = our router ID (iBGP),      none                     not covered: the peer's next
+//	  or our ASN more than 255 times                                    Resync (see below)
+//	UPDATE crossing maxPrefixes (stored,       none; the session then   Resync (state event)
+//	  then the session is torn down)           goes down
+//	session down, no graceful restart          AdjInWithdraw, state     Gone, then Resync
+//	session down with graceful restart:        none (StaleAll); state   Resync
+//	  paths marked stale                       event follows
+//	graceful-restart timer expiry              AdjInWithdraw, state     Gone, then Resync
+//	End-of-RIB ending a restart: stale         EoR first, then the      Resync (see ordering)
+//	  paths dropped (DropStale)                drop, no path event
+//	peer deleted (SetPeers)                    AdjInWithdraw (address   Resync by SetPeers; events of
+//	                                           no longer configured)    an unknown address ignored
+//	peer added or updated (SetPeers)           -                        Resync by SetPeers
+//	soft reset in, ROUTE-REFRESH received      Adj-RIB-In unchanged     nothing
+//	LOCAL_PREF of an eBGP path, stripped       the event may show it    learnedPath drops it for
+//	  after the event was queued                                        eBGP peers (RFC 4271 5.1.5)
+//
+// Every peer-state event (any transition) and every End-of-RIB puts the
+// peer in Resync, as do SetPeers' additions, deletions and updates, and a
+// path ovnbgp cannot convert.
+//
+// Ordering, the guarantee TakeLearned documents: a change without a path
+// event is followed, in the same ordered stream, by an event that puts the
+// peer in Resync (state changes come after the stale marking or drop they
+// cause), except the End-of-RIB drop, which gobgp makes after the EoR event
+// but inside the same handleFSMMessage call, under a read lock of the
+// server whose write lock ListPath's table snapshot takes: a walk started
+// after the event was seen reads the table after the drop. A path event
+// still queued when a walk ran is older than the walk but is applied after
+// it; it is then followed by the newer event of the same key, or by a
+// newer Resync, so the table converges. The gap: the paths gobgp's loop
+// checks reject with no event at all (ORIGINATOR_ID equal to our router ID
+// from an iBGP peer, our ASN more than 255 times in the AS path) are seen
+// only at the peer's next Resync. Such a path is never imported anyway;
+// one that replaces a good path of the same prefix leaves that one in the
+// table until then. A route reflector reflects only prefixes we originate,
+// which are protected (never imported); 256 copies of our ASN is a peer
+// that could as well keep announcing the old path. A periodic walk of
+// every peer bounds it. (gobgp gives no hook to close it: its debug log
+// is written before the Adj-RIB-In changes, outside the event stream.)
+//
 // Stop(graceful=true) uses gobgp's StopBgp{AllowGracefulRestart}: no
 // NOTIFICATION to peers that negotiated graceful restart, which then keep
 // our routes stale for the restart time.

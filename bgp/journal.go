@@ -19,6 +19,9 @@ type journal struct {
 	mu     sync.Mutex
 	paths  map[model.Key]journalEntry
 	resync map[string]struct{}
+	// spare is an emptied paths map, reused by the next take so that a
+	// steady flow of changes does not regrow a map every time.
+	spare map[model.Key]journalEntry
 }
 
 // journalEntry is the latest state of one key: a path, or gone.
@@ -48,10 +51,26 @@ func (j *journal) take() model.LearnedDelta {
 		j.mu.Unlock()
 		return model.LearnedDelta{}
 	}
-	j.paths, j.resync = map[model.Key]journalEntry{}, map[string]struct{}{}
+	j.paths, j.resync = j.spare, map[string]struct{}{}
+	j.spare = nil
+	if j.paths == nil {
+		j.paths = map[model.Key]journalEntry{}
+	}
 	j.mu.Unlock()
 
+	gone := 0
+	for _, e := range paths {
+		if e.gone {
+			gone++
+		}
+	}
 	var d model.LearnedDelta
+	if n := len(paths) - gone; n > 0 {
+		d.Paths = make([]model.LearnedPath, 0, n)
+	}
+	if gone > 0 {
+		d.Gone = make([]model.Key, 0, gone)
+	}
 	for k, e := range paths {
 		if e.gone {
 			d.Gone = append(d.Gone, k)
@@ -62,6 +81,12 @@ func (j *journal) take() model.LearnedDelta {
 	for p := range resync {
 		d.Resync = append(d.Resync, p)
 	}
+	clear(paths)
+	j.mu.Lock()
+	if j.spare == nil {
+		j.spare = paths
+	}
+	j.mu.Unlock()
 	return d
 }
 
@@ -85,9 +110,11 @@ func (j *journal) take() model.LearnedDelta {
 // stream, by an event that puts the peer in Resync (see doc.go for the
 // table), or happens inside the same gobgp critical section as such an
 // event (End-of-RIB, then the drop of the stale paths), which a walk can
-// only read after. Events are delivered in gobgp's order, so a path event
-// that arrives after a walk is never older than a change the walk missed
-// unless a later event for the same key, or a later Resync, follows it.
+// only read after. A path event queued before a walk but delivered after
+// it can leave an entry older than the walk for a while: whatever changed
+// the key since has its own later event, or a later Resync, so the table
+// converges to the Adj-RIB-In. The exception (no event, no Resync) is in
+// doc.go: paths gobgp's own loop checks reject.
 func (s *Speaker) TakeLearned() model.LearnedDelta { return s.journal.take() }
 
 // onPaths records the paths of one gobgp event: an UPDATE a peer sent
@@ -140,8 +167,8 @@ func (s *Speaker) journalPaths(paths []*apiutil.Path) {
 	}
 }
 
-// learnedEvent notes a peer's session or End-of-RIB event: the peer's
-// whole table is read again.
+// resyncAddr puts the peer at addr into Resync (a session or End-of-RIB
+// event): its whole table is read again.
 func (s *Speaker) resyncAddr(addr netip.Addr) {
 	s.st.Lock()
 	peer, ok := s.learnFrom[addr]
