@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/vishvananda/netlink"
+	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 
 	"github.com/ovnbgp/ovnbgp/model"
@@ -86,10 +87,15 @@ func (m *Manager) fromRoute(r netlink.Route) (rkey, alias, bool) {
 // dumpRoutes reads every route of every table (IPv4 and IPv6) into a new
 // cache.
 func (m *Manager) dumpRoutes() (map[rkey][]alias, error) {
+	return m.dumpRoutesOf(unix.RT_TABLE_UNSPEC)
+}
+
+// dumpRoutesOf reads the routes of one table (all tables: RT_TABLE_UNSPEC).
+func (m *Manager) dumpRoutesOf(table uint32) (map[rkey][]alias, error) {
 	m.dmu.Lock()
 	defer m.dmu.Unlock()
 	list, err := retryDump("routes", func() ([]netlink.Route, error) {
-		return m.dh.RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{Table: unix.RT_TABLE_UNSPEC}, netlink.RT_FILTER_TABLE)
+		return m.dh.RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{Table: int(table)}, netlink.RT_FILTER_TABLE)
 	})
 	if err != nil {
 		return nil, err
@@ -137,6 +143,30 @@ func (m *Manager) reload() error {
 	return nil
 }
 
+// reloadTable reads one table again (the kernel filters the dump) and
+// installs it, recording every key that differs from the cache.
+func (m *Manager) reloadTable(table uint32) error {
+	c, err := m.dumpRoutesOf(table)
+	if err != nil {
+		return err
+	}
+	m.cmu.Lock()
+	defer m.cmu.Unlock()
+	for k, as := range c {
+		if !sameAliases(m.cache[k], as) {
+			m.changedLocked(k, m.cache[k], as)
+			m.cache[k] = as
+		}
+	}
+	for k, as := range m.cache {
+		if _, ok := c[k]; !ok && k.table == table {
+			m.changedLocked(k, as, nil)
+			delete(m.cache, k)
+		}
+	}
+	return nil
+}
+
 // changedLocked records a change at k (from old to now) for TakeChanges
 // and reports whether it is one notify is for: in a watched table, or a
 // route of ours. A table where ours appear becomes watched.
@@ -163,16 +193,29 @@ func sameAliases(a, b []alias) bool {
 }
 
 // onRouteEvent applies one route event to the cache; it reports whether
-// notify is due (something changed where it matters).
+// notify is due (something changed where it matters). An event that does
+// not apply cleanly (the cache cannot tell what it did to the key) makes
+// the cache read the event's table again.
 func (m *Manager) onRouteEvent(u netlink.RouteUpdate) bool {
 	k, a, ok := m.fromRoute(u.Route)
 	if !ok {
 		return false
 	}
 	m.cmu.Lock()
-	defer m.cmu.Unlock()
 	old := m.cache[k]
-	now := mergeEvent(old, u.Type, u.NlFlags, a, k.prefix.Addr().Is6())
+	now, clean := mergeEvent(old, u.Type, u.NlFlags, a, k.prefix.Addr().Is6())
+	if !clean {
+		m.cmu.Unlock()
+		if err := m.reloadTable(k.table); err != nil {
+			m.log.Warn("route dump failed, everything is read again", zap.Uint32("table", k.table), zap.Error(err))
+			m.requestReload()
+		}
+		m.cmu.Lock()
+		n := len(m.changed)
+		m.cmu.Unlock()
+		return n > 0
+	}
+	defer m.cmu.Unlock()
 	if sameAliases(old, now) {
 		return false // e.g. the echo of our own write
 	}
@@ -185,48 +228,54 @@ func (m *Manager) onRouteEvent(u netlink.RouteUpdate) bool {
 }
 
 // mergeEvent returns the routes at a key after an event, as the kernel
-// changed them: IPv4 keeps a list (replace changes the first, append adds
-// last, a plain create adds first); an IPv6 event carries the route with
-// all its next hops, except a delete of some of them.
-func mergeEvent(old []alias, typ uint16, flags uint16, a alias, v6 bool) []alias {
+// changed them, and false when it cannot tell. IPv4 keeps a list of routes
+// at a key (replace changes the first, append adds one last, a plain create
+// adds one first); IPv6 one route with all its next hops (siblings), which
+// an event carries whole, except a delete of some of them.
+func mergeEvent(old []alias, typ uint16, flags uint16, a alias, v6 bool) ([]alias, bool) {
 	now := slices.Clone(old)
+	same := func(o alias) bool { return sameAliases([]alias{o}, []alias{a}) }
 	switch typ {
 	case unix.RTM_NEWROUTE:
 		switch {
+		case v6 && (flags&unix.NLM_F_REPLACE != 0 || len(now) == 0):
+			return []alias{a}, true
+		case v6 && len(now) == 1 && now[0].proto == a.proto:
+			return []alias{a}, true // a next hop added, or the echo of our write
 		case v6:
-			if flags&unix.NLM_F_REPLACE != 0 {
-				return []alias{a}
-			}
-			if i := slices.IndexFunc(now, func(o alias) bool { return o.proto == a.proto }); i >= 0 {
-				now[i] = a
-				return now
-			}
-			return append(now, a)
+			// A next hop of another protocol joined the route: the kernel
+			// reports the route with its first sibling's protocol.
+			return nil, false
 		case flags&unix.NLM_F_REPLACE != 0 && len(now) > 0:
 			now[0] = a
-			return now
+			return now, true
+		case slices.ContainsFunc(now, same):
+			// The kernel never holds the same route twice at a key: this
+			// is the echo of a write the cache has already.
+			return now, true
 		case flags&unix.NLM_F_APPEND != 0:
-			return append(now, a)
+			return append(now, a), true
 		}
-		return append([]alias{a}, now...)
+		return append([]alias{a}, now...), true
 	case unix.RTM_DELROUTE:
-		if i := slices.IndexFunc(now, func(o alias) bool { return o.proto == a.proto && slices.Equal(o.hops, a.hops) }); i >= 0 {
-			return slices.Delete(now, i, i+1)
+		if i := slices.IndexFunc(now, same); i >= 0 {
+			return slices.Delete(now, i, i+1), true
 		}
-		// Some next hops of a multipath route deleted.
-		for i, o := range now {
-			if o.proto != a.proto || len(a.hops) == 0 || !containsAll(o.hops, a.hops) {
-				continue
-			}
+		if v6 && len(now) == 1 && now[0].proto == a.proto && len(a.hops) > 0 && containsAll(now[0].hops, a.hops) {
+			// Some next hops of a multipath route deleted.
+			o := now[0]
 			o.hops = slices.DeleteFunc(slices.Clone(o.hops), func(h nlHop) bool { return slices.Contains(a.hops, h) })
 			if len(o.hops) == 0 {
-				return slices.Delete(now, i, i+1)
+				return nil, true
 			}
-			now[i] = o
-			return now
+			return []alias{o}, true
 		}
+		if len(now) == 0 {
+			return nil, true // already gone (our own delete came first)
+		}
+		return nil, false
 	}
-	return now
+	return now, true
 }
 
 func containsAll(hops, sub []nlHop) bool {
@@ -238,17 +287,33 @@ func containsAll(hops, sub []nlHop) bool {
 	return true
 }
 
-// wrote records our own successful write at k: a route of ours with these
-// hops (add or replace), or none (delete).
-func (m *Manager) wrote(k rkey, hops []nlHop, deleted bool) {
+// wrote records our own successful write at k in the cache, as the
+// kernel did it: a create-exclusive add leaves exactly our route at the
+// key; a replace changes the first IPv4 route there (IPv6: the route); a
+// delete naming our protocol removes the first IPv4 route of ours (IPv6:
+// the route). The write's echo then changes nothing.
+func (m *Manager) wrote(k rkey, flags uint16, deleted bool, hops []nlHop) {
 	m.cmu.Lock()
 	defer m.cmu.Unlock()
 	old := m.cache[k]
-	now := slices.DeleteFunc(slices.Clone(old), func(a alias) bool { return int(a.proto) == m.protocol })
-	if !deleted {
-		h := slices.Clone(hops)
-		slices.SortFunc(h, compareHop)
-		now = append([]alias{{proto: uint8(m.protocol), typ: unix.RTN_UNICAST, hops: h}}, now...)
+	a := alias{proto: uint8(m.protocol), typ: unix.RTN_UNICAST, hops: slices.Clone(hops)}
+	slices.SortFunc(a.hops, compareHop)
+	a.hops = slices.Compact(a.hops)
+	var now []alias
+	switch {
+	case deleted:
+		now = slices.Clone(old)
+		if i := slices.IndexFunc(now, func(o alias) bool { return int(o.proto) == m.protocol }); i >= 0 {
+			now = slices.Delete(now, i, i+1)
+		}
+		if k.prefix.Addr().Is6() {
+			now = nil
+		}
+	case flags&unix.NLM_F_REPLACE != 0 && len(old) > 0 && !k.prefix.Addr().Is6():
+		now = slices.Clone(old)
+		now[0] = a
+	default:
+		now = []alias{a}
 	}
 	if len(now) == 0 {
 		delete(m.cache, k)
