@@ -306,8 +306,12 @@ func TestCacheTruth(t *testing.T) {
 					ops = append(ops, del(r))
 				}
 			}
-			_, err := m.Apply(context.Background(), ops) // refusals of foreign keys are expected
-			why = fmt.Sprintf("apply %d ops (err %v)", len(ops), err)
+			applied, err := m.Apply(context.Background(), ops) // refusals of foreign keys are expected
+			var desc []string
+			for _, op := range ops {
+				desc = append(desc, fmt.Sprintf("%s %d %s via %v", op.Op, op.Route.Table, op.Route.Prefix, op.Route.NextHops))
+			}
+			why = fmt.Sprintf("apply [%s]: %d applied (err %v)", strings.Join(desc, "; "), len(applied), err)
 			kinds[0]++
 		case c < 5: // a foreign add, or an add of our protocol by someone else
 			k, all := pickKey()

@@ -21,6 +21,7 @@ import (
 // the links are read again only after a link or address event.
 func (m *Manager) Snapshot() (model.Host, error) {
 	var host model.Host
+	m.sync()
 	ls, err := m.linkSet()
 	if err != nil {
 		return host, err
