@@ -3,9 +3,9 @@ package vrf
 import (
 	"cmp"
 	"encoding/binary"
-	"net"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"slices"
 
