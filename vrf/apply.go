@@ -28,6 +28,7 @@ const ipv6DefaultMetric = 1024
 // rule operations run one at a time, after the route operations before
 // them.
 func (m *Manager) Apply(ctx context.Context, ops []model.KernelOp) (applied []model.KernelOp, err error) {
+	m.sync() // the cache, which replaces consult, has every change made so far
 	m.hmu.Lock()
 	defer m.hmu.Unlock()
 	var errs []error

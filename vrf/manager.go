@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -427,14 +428,34 @@ func (m *Manager) lost() {
 }
 
 // linkEvent records a link, address or VRF change: the links are read
-// again, and so are the routes (the kernel removes IPv4 routes through a
-// device that went down or lost its address without an event).
-func (m *Manager) linkEvent() {
+// again. When a device went down or away, or lost an address (flush), and
+// a cached route goes through it, the routes are read again too: the
+// kernel removes IPv4 routes through such a device without an event. A
+// device that comes and goes without carrying a cached route (a pod's
+// veth) costs no dump.
+func (m *Manager) linkEvent(index int, flush bool) {
 	m.cmu.Lock()
 	m.linksChanged, m.linksDirty = true, true
+	reload := flush && m.usesLocked(index)
 	m.cmu.Unlock()
-	m.requestReload()
+	if reload {
+		m.requestReload()
+	}
 	m.notify()
+}
+
+// usesLocked reports whether a cached route goes through device index.
+func (m *Manager) usesLocked(index int) bool {
+	for _, as := range m.cache {
+		for _, a := range as {
+			for _, h := range a.hops {
+				if h.ifindex == index {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 func (m *Manager) subscribeLinks(onErr func(error)) (func(), error) {
@@ -444,8 +465,10 @@ func (m *Manager) subscribeLinks(onErr func(error)) (func(), error) {
 		return nil, fmt.Errorf("subscribe to link changes: %w", err)
 	}
 	return func() {
-		for range ch {
-			m.linkEvent()
+		for u := range ch {
+			down := u.Header.Type == unix.RTM_DELLINK || u.Attrs().Flags&net.FlagUp == 0 ||
+				u.Attrs().OperState == netlink.OperDown || u.Attrs().OperState == netlink.OperLowerLayerDown
+			m.linkEvent(u.Attrs().Index, down)
 		}
 	}, nil
 }
@@ -457,8 +480,8 @@ func (m *Manager) subscribeAddrs(onErr func(error)) (func(), error) {
 		return nil, fmt.Errorf("subscribe to address changes: %w", err)
 	}
 	return func() {
-		for range ch {
-			m.linkEvent()
+		for u := range ch {
+			m.linkEvent(u.LinkIndex, !u.NewAddr)
 		}
 	}, nil
 }
