@@ -150,8 +150,8 @@ func (s *nlSocket) exchange(msgs [][]byte) []error {
 			if m.Header.Type != unix.NLMSG_ERROR {
 				continue
 			}
-			i := int(m.Header.Seq - first)
-			if m.Header.Seq < first || i >= len(msgs) || acked[i] {
+			i := int(m.Header.Seq - first) // wraps with the sequence numbers
+			if i >= len(msgs) || acked[i] {
 				continue // not ours (an earlier batch's stray answer)
 			}
 			acked[i] = true

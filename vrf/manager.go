@@ -351,16 +351,19 @@ func (m *Manager) sync() {
 	seq := m.syncSeq
 	ch := make(chan struct{})
 	m.syncs[seq] = ch
-	m.cmu.Unlock()
 	msg := make([]byte, unix.SizeofNlMsghdr)
 	binary.NativeEndian.PutUint32(msg[0:4], unix.SizeofNlMsghdr)
 	binary.NativeEndian.PutUint16(msg[4:6], unix.NLMSG_NOOP)
 	binary.NativeEndian.PutUint16(msg[6:8], unix.NLM_F_REQUEST|unix.NLM_F_ACK)
 	binary.NativeEndian.PutUint32(msg[8:12], seq)
-	if err := unix.Sendto(fd, msg, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
-		m.cmu.Lock()
+	// Sent under cmu: endSub clears subFd under it before closing, so fd
+	// is still this socket (never a reused descriptor).
+	err := unix.Sendto(fd, msg, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK})
+	if err != nil {
 		delete(m.syncs, seq)
-		m.cmu.Unlock()
+	}
+	m.cmu.Unlock()
+	if err != nil {
 		return
 	}
 	select {
