@@ -66,3 +66,39 @@ func BenchmarkApplyAdds(b *testing.B) {
 	// full dump and an All: it should not happen.
 	b.ReportMetric(float64(logs.FilterMessage("netlink subscription ended, renewing").Len()), "overflows")
 }
+
+// BenchmarkReadBack measures, with 100k routes of ours in a table, a whole
+// Snapshot (served from the cache) and the incremental path the daemon
+// takes after one change: TakeChanges and Routes of the changed key.
+func BenchmarkReadBack(b *testing.B) {
+	n := newNS(b)
+	m, err := vrf.OpenAt(n.h, proto, zap.NewNop(), func() {})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	ops := benchRoutes(b, 100_000)
+	if applied, err := m.Apply(context.Background(), ops); err != nil || len(applied) != len(ops) {
+		b.Fatalf("Apply: %d of %d applied: %v", len(applied), len(ops), err)
+	}
+	m.TakeChanges()
+	b.Run("Snapshot", func(b *testing.B) {
+		for b.Loop() {
+			if host, err := m.Snapshot(); err != nil || len(host.Routes) != len(ops) {
+				b.Fatalf("Snapshot: %d routes, %v", len(host.Routes), err)
+			}
+		}
+	})
+	b.Run("OneChange", func(b *testing.B) {
+		r := *ops[0].Route
+		for b.Loop() {
+			if _, err := m.Apply(context.Background(), []model.KernelOp{rep(r)}); err != nil {
+				b.Fatal(err)
+			}
+			hc := m.TakeChanges()
+			if ours, _, err := m.Routes(hc.Routes); err != nil || len(ours) != 1 {
+				b.Fatalf("Routes(%v) = %v, %v", hc.Routes, ours, err)
+			}
+		}
+	})
+}
