@@ -2,6 +2,7 @@ package vrf
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -27,6 +28,7 @@ const ipv6DefaultMetric = 1024
 // rule operations run one at a time, after the route operations before
 // them.
 func (m *Manager) Apply(ctx context.Context, ops []model.KernelOp) (applied []model.KernelOp, err error) {
+	m.sync() // the cache, which replaces consult, has every change made so far
 	m.hmu.Lock()
 	defer m.hmu.Unlock()
 	var errs []error
@@ -232,7 +234,7 @@ func (m *Manager) applyRoutes(run []routeOp, done []bool, errs *[]error) {
 		o := sent[j]
 		switch {
 		case err == nil:
-			m.applied(o, done)
+			m.applied(o, msgFlags(msgs[j]), done)
 		case o.kind == model.OpDelete && (errors.Is(err, unix.ESRCH) || errors.Is(err, unix.ENOENT)):
 			// already gone: not applied, not an error
 		case o.kind == model.OpDelete:
@@ -271,9 +273,12 @@ func (m *Manager) applyRoutes(run []routeOp, done []bool, errs *[]error) {
 			*errs = append(*errs, m.fail(o, fmt.Errorf("%s %s via %s: %w", o.kind, describe(o.r), hopsString(o.r.NextHops), err)))
 			continue
 		}
-		m.applied(o, done)
+		m.applied(o, msgFlags(msgs[j]), done)
 	}
 }
+
+// msgFlags are the netlink flags of a serialised request.
+func msgFlags(msg []byte) uint16 { return binary.NativeEndian.Uint16(msg[6:8]) }
 
 func foreignErr(r model.KernelRoute, proto uint8) error {
 	return fmt.Errorf("table %d already has %s from protocol %s: not ovnbgp's, left alone",
@@ -286,9 +291,9 @@ func (m *Manager) fail(o routeOp, err error) error {
 }
 
 // applied records a successful write in the cache and the result.
-func (m *Manager) applied(o routeOp, done []bool) {
+func (m *Manager) applied(o routeOp, flags uint16, done []bool) {
 	done[o.i] = true
-	m.wrote(o.k, o.hops, o.kind == model.OpDelete)
+	m.wrote(o.k, flags, o.kind == model.OpDelete, o.hops)
 	if o.kind == model.OpDelete {
 		m.log.Debug("deleted kernel route", zap.String("route", describe(o.r)))
 		return

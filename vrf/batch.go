@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"runtime"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/vishvananda/netns"
@@ -38,6 +39,8 @@ const (
 type nlSocket struct {
 	fd  int
 	seq uint32
+	// sends counts the sendmsg calls (tests: a batch is one).
+	sends atomic.Int64
 }
 
 // openSocket opens the batch socket in ns (nil: the current namespace).
@@ -114,6 +117,7 @@ func (s *nlSocket) exchange(msgs [][]byte) []error {
 	for _, m := range msgs {
 		buf = append(buf, m...)
 	}
+	s.sends.Add(1)
 	if err := unix.Sendto(s.fd, buf, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
 		for i := range res {
 			res[i] = fmt.Errorf("send netlink batch: %w", err)
@@ -146,8 +150,8 @@ func (s *nlSocket) exchange(msgs [][]byte) []error {
 			if m.Header.Type != unix.NLMSG_ERROR {
 				continue
 			}
-			i := int(m.Header.Seq - first)
-			if m.Header.Seq < first || i >= len(msgs) || acked[i] {
+			i := int(m.Header.Seq - first) // wraps with the sequence numbers
+			if i >= len(msgs) || acked[i] {
 				continue // not ours (an earlier batch's stray answer)
 			}
 			acked[i] = true

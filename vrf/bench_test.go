@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/ovnbgp/ovnbgp/model"
 	"github.com/ovnbgp/ovnbgp/vrf"
@@ -37,7 +38,8 @@ func benchRoutes(b *testing.B, n int) []model.KernelOp {
 // them outside the timer. It reports routes/s.
 func BenchmarkApplyAdds(b *testing.B) {
 	n := newNS(b)
-	m, err := vrf.OpenAt(n.h, proto, zap.NewNop(), func() {})
+	core, logs := observer.New(zap.WarnLevel)
+	m, err := vrf.OpenAt(n.h, proto, zap.New(core), func() {})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -60,4 +62,43 @@ func BenchmarkApplyAdds(b *testing.B) {
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(len(ops))*float64(b.N)/b.Elapsed().Seconds(), "routes/s")
+	// An overflow of the route subscription (its echoes unread) costs a
+	// full dump and an All: it should not happen.
+	b.ReportMetric(float64(logs.FilterMessage("netlink subscription ended, renewing").Len()), "overflows")
+}
+
+// BenchmarkReadBack measures, with 100k routes of ours in a table, a whole
+// Snapshot (served from the cache) and the incremental path the daemon
+// takes after one change: TakeChanges and Routes of the changed key.
+func BenchmarkReadBack(b *testing.B) {
+	n := newNS(b)
+	m, err := vrf.OpenAt(n.h, proto, zap.NewNop(), func() {})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	ops := benchRoutes(b, 100_000)
+	if applied, err := m.Apply(context.Background(), ops); err != nil || len(applied) != len(ops) {
+		b.Fatalf("Apply: %d of %d applied: %v", len(applied), len(ops), err)
+	}
+	m.TakeChanges()
+	b.Run("Snapshot", func(b *testing.B) {
+		for b.Loop() {
+			if host, err := m.Snapshot(); err != nil || len(host.Routes) != len(ops) {
+				b.Fatalf("Snapshot: %d routes, %v", len(host.Routes), err)
+			}
+		}
+	})
+	b.Run("OneChange", func(b *testing.B) {
+		r := *ops[0].Route
+		for b.Loop() {
+			if _, err := m.Apply(context.Background(), []model.KernelOp{rep(r)}); err != nil {
+				b.Fatal(err)
+			}
+			hc := m.TakeChanges()
+			if ours, _, err := m.Routes(hc.Routes); err != nil || len(ours) != 1 {
+				b.Fatalf("Routes(%v) = %v, %v", hc.Routes, ours, err)
+			}
+		}
+	})
 }

@@ -2,12 +2,15 @@ package vrf
 
 import (
 	"cmp"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"slices"
 
 	"github.com/vishvananda/netlink"
+	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 
 	"github.com/ovnbgp/ovnbgp/model"
@@ -86,10 +89,15 @@ func (m *Manager) fromRoute(r netlink.Route) (rkey, alias, bool) {
 // dumpRoutes reads every route of every table (IPv4 and IPv6) into a new
 // cache.
 func (m *Manager) dumpRoutes() (map[rkey][]alias, error) {
+	return m.dumpRoutesOf(unix.RT_TABLE_UNSPEC)
+}
+
+// dumpRoutesOf reads the routes of one table (all tables: RT_TABLE_UNSPEC).
+func (m *Manager) dumpRoutesOf(table uint32) (map[rkey][]alias, error) {
 	m.dmu.Lock()
 	defer m.dmu.Unlock()
 	list, err := retryDump("routes", func() ([]netlink.Route, error) {
-		return m.dh.RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{Table: unix.RT_TABLE_UNSPEC}, netlink.RT_FILTER_TABLE)
+		return m.dh.RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{Table: int(table)}, netlink.RT_FILTER_TABLE)
 	})
 	if err != nil {
 		return nil, err
@@ -137,6 +145,30 @@ func (m *Manager) reload() error {
 	return nil
 }
 
+// reloadTable reads one table again (the kernel filters the dump) and
+// installs it, recording every key that differs from the cache.
+func (m *Manager) reloadTable(table uint32) error {
+	c, err := m.dumpRoutesOf(table)
+	if err != nil {
+		return err
+	}
+	m.cmu.Lock()
+	defer m.cmu.Unlock()
+	for k, as := range c {
+		if !sameAliases(m.cache[k], as) {
+			m.changedLocked(k, m.cache[k], as)
+			m.cache[k] = as
+		}
+	}
+	for k, as := range m.cache {
+		if _, ok := c[k]; !ok && k.table == table {
+			m.changedLocked(k, as, nil)
+			delete(m.cache, k)
+		}
+	}
+	return nil
+}
+
 // changedLocked records a change at k (from old to now) for TakeChanges
 // and reports whether it is one notify is for: in a watched table, or a
 // route of ours. A table where ours appear becomes watched.
@@ -163,16 +195,29 @@ func sameAliases(a, b []alias) bool {
 }
 
 // onRouteEvent applies one route event to the cache; it reports whether
-// notify is due (something changed where it matters).
+// notify is due (something changed where it matters). An event that does
+// not apply cleanly (the cache cannot tell what it did to the key) makes
+// the cache read the event's table again.
 func (m *Manager) onRouteEvent(u netlink.RouteUpdate) bool {
 	k, a, ok := m.fromRoute(u.Route)
 	if !ok {
 		return false
 	}
 	m.cmu.Lock()
-	defer m.cmu.Unlock()
 	old := m.cache[k]
-	now := mergeEvent(old, u.Type, u.NlFlags, a, k.prefix.Addr().Is6())
+	now, clean := mergeEvent(old, u.Type, u.NlFlags, a, k.prefix.Addr().Is6())
+	if !clean {
+		m.cmu.Unlock()
+		if err := m.reloadTable(k.table); err != nil {
+			m.log.Warn("route dump failed, everything is read again", zap.Uint32("table", k.table), zap.Error(err))
+			m.requestReload()
+		}
+		m.cmu.Lock()
+		n := len(m.changed)
+		m.cmu.Unlock()
+		return n > 0
+	}
+	defer m.cmu.Unlock()
 	if sameAliases(old, now) {
 		return false // e.g. the echo of our own write
 	}
@@ -185,48 +230,60 @@ func (m *Manager) onRouteEvent(u netlink.RouteUpdate) bool {
 }
 
 // mergeEvent returns the routes at a key after an event, as the kernel
-// changed them: IPv4 keeps a list (replace changes the first, append adds
-// last, a plain create adds first); an IPv6 event carries the route with
-// all its next hops, except a delete of some of them.
-func mergeEvent(old []alias, typ uint16, flags uint16, a alias, v6 bool) []alias {
+// changed them, and false when it cannot tell. IPv4 keeps a list of routes
+// at a key (replace changes the first, append adds one last, a plain create
+// adds one first); IPv6 one route with all its next hops (siblings), which
+// an event carries whole, except a delete of some of them.
+func mergeEvent(old []alias, typ uint16, flags uint16, a alias, v6 bool) ([]alias, bool) {
 	now := slices.Clone(old)
+	same := func(o alias) bool { return sameAliases([]alias{o}, []alias{a}) }
+	if len(old) > 1 || (len(old) == 1 && typ == unix.RTM_NEWROUTE && !v6 && flags&unix.NLM_F_REPLACE == 0 && !same(old[0])) {
+		// Several IPv4 routes at one key (ip route append or prepend):
+		// which one an event names is not certain; read the table again.
+		// Rare: nobody appends to ovnbgp's keys in normal operation.
+		return nil, false
+	}
 	switch typ {
 	case unix.RTM_NEWROUTE:
 		switch {
+		case v6 && (flags&unix.NLM_F_REPLACE != 0 || len(now) == 0):
+			return []alias{a}, true
+		case v6 && len(now) == 1 && now[0].proto == a.proto:
+			return []alias{a}, true // a next hop added, or the echo of our write
 		case v6:
-			if flags&unix.NLM_F_REPLACE != 0 {
-				return []alias{a}
-			}
-			if i := slices.IndexFunc(now, func(o alias) bool { return o.proto == a.proto }); i >= 0 {
-				now[i] = a
-				return now
-			}
-			return append(now, a)
+			// A next hop of another protocol joined the route: the kernel
+			// reports the route with its first sibling's protocol.
+			return nil, false
 		case flags&unix.NLM_F_REPLACE != 0 && len(now) > 0:
 			now[0] = a
-			return now
+			return now, true
+		case slices.ContainsFunc(now, same):
+			// The kernel never holds the same route twice at a key: this
+			// is the echo of a write the cache has already.
+			return now, true
 		case flags&unix.NLM_F_APPEND != 0:
-			return append(now, a)
+			return append(now, a), true
 		}
-		return append([]alias{a}, now...)
+		return append([]alias{a}, now...), true
 	case unix.RTM_DELROUTE:
-		if i := slices.IndexFunc(now, func(o alias) bool { return o.proto == a.proto && slices.Equal(o.hops, a.hops) }); i >= 0 {
-			return slices.Delete(now, i, i+1)
+		if i := slices.IndexFunc(now, same); i >= 0 {
+			return slices.Delete(now, i, i+1), true
 		}
-		// Some next hops of a multipath route deleted.
-		for i, o := range now {
-			if o.proto != a.proto || len(a.hops) == 0 || !containsAll(o.hops, a.hops) {
-				continue
-			}
+		if v6 && len(now) == 1 && now[0].proto == a.proto && len(a.hops) > 0 && containsAll(now[0].hops, a.hops) {
+			// Some next hops of a multipath route deleted.
+			o := now[0]
 			o.hops = slices.DeleteFunc(slices.Clone(o.hops), func(h nlHop) bool { return slices.Contains(a.hops, h) })
 			if len(o.hops) == 0 {
-				return slices.Delete(now, i, i+1)
+				return nil, true
 			}
-			now[i] = o
-			return now
+			return []alias{o}, true
 		}
+		if len(now) == 0 {
+			return nil, true // already gone (our own delete came first)
+		}
+		return nil, false
 	}
-	return now
+	return now, true
 }
 
 func containsAll(hops, sub []nlHop) bool {
@@ -238,25 +295,47 @@ func containsAll(hops, sub []nlHop) bool {
 	return true
 }
 
-// wrote records our own successful write at k: a route of ours with these
-// hops (add or replace), or none (delete).
-func (m *Manager) wrote(k rkey, hops []nlHop, deleted bool) {
+// wrote records our own successful write at k in the cache, as the
+// kernel did it: a create-exclusive add leaves exactly our route at the
+// key; a replace changes the first IPv4 route there (IPv6: the route); a
+// delete naming our protocol removes the first IPv4 route of ours (IPv6:
+// the route). The write's echo then changes nothing.
+func (m *Manager) wrote(k rkey, flags uint16, deleted bool, hops []nlHop) {
 	m.cmu.Lock()
 	defer m.cmu.Unlock()
+	m.tables[int(k.table)] = true
+	m.changed[model.KernelRouteKey{Table: k.table, Prefix: k.prefix}] = struct{}{}
 	old := m.cache[k]
-	now := slices.DeleteFunc(slices.Clone(old), func(a alias) bool { return int(a.proto) == m.protocol })
-	if !deleted {
-		h := slices.Clone(hops)
-		slices.SortFunc(h, compareHop)
-		now = append([]alias{{proto: uint8(m.protocol), typ: unix.RTN_UNICAST, hops: h}}, now...)
+	if len(old) > 1 {
+		// Several routes at one IPv4 key (someone appended one): which
+		// one the kernel changed is not certain here; the write's event
+		// makes the cache read the table again, and sync waits for it.
+		return
+	}
+	a := alias{proto: uint8(m.protocol), typ: unix.RTN_UNICAST, hops: slices.Clone(hops)}
+	slices.SortFunc(a.hops, compareHop)
+	a.hops = slices.Compact(a.hops)
+	var now []alias
+	switch {
+	case deleted:
+		now = slices.Clone(old)
+		if i := slices.IndexFunc(now, func(o alias) bool { return int(o.proto) == m.protocol }); i >= 0 {
+			now = slices.Delete(now, i, i+1)
+		}
+		if k.prefix.Addr().Is6() {
+			now = nil
+		}
+	case flags&unix.NLM_F_REPLACE != 0 && len(old) > 0 && !k.prefix.Addr().Is6():
+		now = slices.Clone(old)
+		now[0] = a
+	default:
+		now = []alias{a}
 	}
 	if len(now) == 0 {
 		delete(m.cache, k)
 	} else {
 		m.cache[k] = now
 	}
-	m.tables[int(k.table)] = true
-	m.changed[model.KernelRouteKey{Table: k.table, Prefix: k.prefix}] = struct{}{}
 }
 
 // owner says who holds the key k now, from the cache: ours, foreign (a
@@ -304,6 +383,7 @@ func (m *Manager) Routes(keys []model.KernelRouteKey) (ours []model.KernelRoute,
 	if m.closed() {
 		return nil, nil, errors.New("kernel target closed")
 	}
+	m.sync()
 	ls, err := m.linkSet()
 	if err != nil {
 		return nil, nil, err
@@ -377,4 +457,85 @@ func (m *Manager) cachedRoutes(ls *linkSet) ([]model.KernelRoute, []model.Kernel
 	slices.SortFunc(routes, func(a, b model.KernelRoute) int { return compareKey(a.Key(), b.Key()) })
 	slices.SortFunc(foreign, compareKey)
 	return routes, foreign
+}
+
+// parseRoute decodes an RTM_NEWROUTE / RTM_DELROUTE event into the fields
+// the cache keeps: family, destination, table, protocol, type, flags,
+// metric, and the next hops (gateway and device, or RTA_MULTIPATH).
+func parseRoute(b []byte) (netlink.Route, bool) {
+	var r netlink.Route
+	if len(b) < unix.SizeofRtMsg {
+		return r, false
+	}
+	r.Family = int(b[0])
+	dstLen := int(b[1])
+	r.Table = int(b[4])
+	r.Protocol = netlink.RouteProtocol(b[5])
+	r.Scope = netlink.Scope(b[6])
+	r.Type = int(b[7])
+	r.Flags = int(binary.NativeEndian.Uint32(b[8:12]))
+	bits := 32
+	if r.Family == unix.AF_INET6 {
+		bits = 128
+	} else if r.Family != unix.AF_INET {
+		return r, false
+	}
+	for a := range attrs(b[unix.SizeofRtMsg:]) {
+		switch a.typ {
+		case unix.RTA_DST:
+			r.Dst = &net.IPNet{IP: net.IP(slices.Clone(a.data)), Mask: net.CIDRMask(dstLen, bits)}
+		case unix.RTA_TABLE:
+			if len(a.data) >= 4 {
+				r.Table = int(binary.NativeEndian.Uint32(a.data))
+			}
+		case unix.RTA_PRIORITY:
+			if len(a.data) >= 4 {
+				r.Priority = int(binary.NativeEndian.Uint32(a.data))
+			}
+		case unix.RTA_GATEWAY:
+			r.Gw = net.IP(slices.Clone(a.data))
+		case unix.RTA_OIF:
+			if len(a.data) >= 4 {
+				r.LinkIndex = int(binary.NativeEndian.Uint32(a.data))
+			}
+		case unix.RTA_MULTIPATH:
+			mp := a.data
+			for len(mp) >= 8 {
+				l := int(binary.NativeEndian.Uint16(mp[0:2]))
+				if l < 8 || l > len(mp) {
+					break
+				}
+				nh := &netlink.NexthopInfo{LinkIndex: int(int32(binary.NativeEndian.Uint32(mp[4:8])))}
+				for na := range attrs(mp[8:l]) {
+					if na.typ == unix.RTA_GATEWAY {
+						nh.Gw = net.IP(slices.Clone(na.data))
+					}
+				}
+				r.MultiPath = append(r.MultiPath, nh)
+				mp = mp[(l+3)&^3:]
+			}
+		}
+	}
+	return r, true
+}
+
+type rtattr struct {
+	typ  uint16
+	data []byte
+}
+
+// attrs iterates over netlink attributes.
+func attrs(b []byte) func(yield func(rtattr) bool) {
+	return func(yield func(rtattr) bool) {
+		for len(b) >= 4 {
+			l := int(binary.NativeEndian.Uint16(b[0:2]))
+			if l < 4 || l > len(b) {
+				return
+			}
+			if !yield(rtattr{typ: binary.NativeEndian.Uint16(b[2:4]) &^ unix.NLA_F_NESTED, data: b[4:l]}) {
+				return
+			}
+			b = b[min((l+3)&^3, len(b)):]
+		}
+	}
 }

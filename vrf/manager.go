@@ -1,9 +1,13 @@
 package vrf
 
 import (
+	"encoding/binary"
+	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/vishvananda/netlink"
@@ -61,6 +65,11 @@ type Manager struct {
 	// again (a link or address event came since).
 	ls         *linkSet
 	linksDirty bool
+	// subFd is the route subscription socket (-1 while it is renewed);
+	// syncs are the syncs waiting for their marker's ack, by sequence.
+	subFd   int
+	syncSeq uint32
+	syncs   map[uint32]chan struct{}
 }
 
 // Open opens the kernel target in the current network namespace. protocol
@@ -91,7 +100,8 @@ func start(ns *netns.NsHandle, protocol int, log *zap.Logger, notify func()) (*M
 	}
 	m := &Manager{ns: ns, protocol: protocol, log: log.Named("vrf"), notify: notify,
 		done: make(chan struct{}), tables: map[int]bool{}, cache: map[rkey][]alias{},
-		changed: map[model.KernelRouteKey]struct{}{}, linksDirty: true, reloadReq: make(chan struct{}, 1)}
+		changed: map[model.KernelRouteKey]struct{}{}, linksDirty: true, reloadReq: make(chan struct{}, 1),
+		subFd: -1, syncs: map[uint32]chan struct{}{}}
 	var err error
 	where := "the current netns"
 	nsh := netns.None()
@@ -221,27 +231,80 @@ func (m *Manager) watch(s subscription, consume func()) {
 // costs a full dump.
 const routeRcvBuf = 8 << 20
 
-// subscribeRoutes subscribes, then fills the cache with one dump (events
-// that come meanwhile queue and are replayed over it), and returns the
-// consumer that keeps the cache from the events.
+// subscribeRoutes subscribes (a socket of our own in the IPv4 and IPv6
+// route groups), then fills the cache with one dump (events that come
+// meanwhile queue and are replayed over it), and returns the consumer that
+// keeps the cache from the events. The socket is ours so that sync can
+// put a marker behind the events already queued (see sync).
 func (m *Manager) subscribeRoutes(onErr func(error)) (func(), error) {
-	ch := make(chan netlink.RouteUpdate, 1024)
-	if err := netlink.RouteSubscribeWithOptions(ch, m.done, netlink.RouteSubscribeOptions{
-		Namespace: m.ns, ErrorCallback: onErr, ReceiveBufferSize: routeRcvBuf, ReceiveBufferForceSize: true}); err != nil {
+	fd, err := socketIn(m.ns)
+	if err != nil {
 		return nil, fmt.Errorf("subscribe to route changes: %w", err)
 	}
+	if unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, routeRcvBuf) != nil {
+		_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, routeRcvBuf)
+	}
+	// The consumer wakes up this often to see whether the manager closed
+	// or a reload is due.
+	tv := unix.Timeval{Usec: 100_000}
+	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("subscribe to route changes: %w", err)
+	}
+	sa := &unix.SockaddrNetlink{Family: unix.AF_NETLINK, Groups: unix.RTMGRP_IPV4_ROUTE | unix.RTMGRP_IPV6_ROUTE}
+	if err := unix.Bind(fd, sa); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("subscribe to route changes: %w", err)
+	}
+	m.cmu.Lock()
+	m.subFd = fd
+	m.cmu.Unlock()
 	consume := func() {
+		defer m.endSub(fd)
+		buf := make([]byte, 1<<20)
 		for {
+			if m.closed() {
+				return
+			}
 			select {
-			case u, ok := <-ch:
-				if !ok {
-					return
-				}
-				if m.onRouteEvent(u) {
-					m.notify()
-				}
 			case <-m.reloadReq:
 				m.reloadAndNotify()
+			default:
+			}
+			n, _, err := unix.Recvfrom(fd, buf, 0)
+			if err != nil {
+				if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
+					continue
+				}
+				onErr(fmt.Errorf("receive route events: %w", err))
+				return // ENOBUFS: events were lost; watch renews
+			}
+			msgs, err := syscall.ParseNetlinkMessage(buf[:n])
+			if err != nil {
+				onErr(fmt.Errorf("parse route events: %w", err))
+				continue
+			}
+			poke := false
+			for _, msg := range msgs {
+				switch msg.Header.Type {
+				case unix.NLMSG_ERROR: // the ack of a sync marker
+					select {
+					case <-m.reloadReq:
+						m.reloadAndNotify()
+					default:
+					}
+					m.synced(msg.Header.Seq)
+				case unix.RTM_NEWROUTE, unix.RTM_DELROUTE:
+					r, ok := parseRoute(msg.Data)
+					if ok && m.onRouteEvent(netlink.RouteUpdate{Type: msg.Header.Type,
+						NlFlags: msg.Header.Flags & (unix.NLM_F_REPLACE | unix.NLM_F_EXCL | unix.NLM_F_CREATE | unix.NLM_F_APPEND),
+						Route:   r}) {
+						poke = true
+					}
+				}
+			}
+			if poke {
+				m.notify()
 			}
 		}
 	}
@@ -252,6 +315,76 @@ func (m *Manager) subscribeRoutes(onErr func(error)) (func(), error) {
 		m.requestReload()
 	}
 	return consume, nil
+}
+
+// endSub closes a route subscription socket and releases the syncs
+// waiting on it.
+func (m *Manager) endSub(fd int) {
+	m.cmu.Lock()
+	if m.subFd == fd {
+		m.subFd = -1
+	}
+	for seq, ch := range m.syncs {
+		close(ch)
+		delete(m.syncs, seq)
+	}
+	m.cmu.Unlock()
+	unix.Close(fd)
+}
+
+// syncTimeout bounds how long Snapshot and Routes wait for the route
+// events queued before them.
+const syncTimeout = 30 * time.Second
+
+// sync waits until the route events the kernel queued before the call are
+// in the cache: it sends an NLMSG_NOOP asking for an ack on the
+// subscription socket; the kernel queues the ack behind those events, and
+// the consumer sees it after them. Nothing changes in the kernel.
+func (m *Manager) sync() {
+	m.cmu.Lock()
+	fd := m.subFd
+	if fd < 0 {
+		m.cmu.Unlock()
+		return // being renewed: All is set, the next pass reads again
+	}
+	m.syncSeq++
+	seq := m.syncSeq
+	ch := make(chan struct{})
+	m.syncs[seq] = ch
+	msg := make([]byte, unix.SizeofNlMsghdr)
+	binary.NativeEndian.PutUint32(msg[0:4], unix.SizeofNlMsghdr)
+	binary.NativeEndian.PutUint16(msg[4:6], unix.NLMSG_NOOP)
+	binary.NativeEndian.PutUint16(msg[6:8], unix.NLM_F_REQUEST|unix.NLM_F_ACK)
+	binary.NativeEndian.PutUint32(msg[8:12], seq)
+	// Sent under cmu: endSub clears subFd under it before closing, so fd
+	// is still this socket (never a reused descriptor).
+	err := unix.Sendto(fd, msg, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK})
+	if err != nil {
+		delete(m.syncs, seq)
+	}
+	m.cmu.Unlock()
+	if err != nil {
+		return
+	}
+	select {
+	case <-ch:
+	case <-m.done:
+	case <-time.After(syncTimeout):
+		m.log.Warn("route events did not catch up", zap.Duration("waited", syncTimeout))
+		m.cmu.Lock()
+		delete(m.syncs, seq)
+		m.cmu.Unlock()
+	}
+}
+
+// synced releases the sync waiting for seq.
+func (m *Manager) synced(seq uint32) {
+	m.cmu.Lock()
+	defer m.cmu.Unlock()
+	if ch, ok := m.syncs[seq]; ok {
+		close(ch)
+		delete(m.syncs, seq)
+	}
 }
 
 // reloadAndNotify dumps the routes again; notify if something changed.
@@ -298,14 +431,34 @@ func (m *Manager) lost() {
 }
 
 // linkEvent records a link, address or VRF change: the links are read
-// again, and so are the routes (the kernel removes IPv4 routes through a
-// device that went down or lost its address without an event).
-func (m *Manager) linkEvent() {
+// again. When a device went down or away, or lost an address (flush), and
+// a cached route goes through it, the routes are read again too: the
+// kernel removes IPv4 routes through such a device without an event. A
+// device that comes and goes without carrying a cached route (a pod's
+// veth) costs no dump.
+func (m *Manager) linkEvent(index int, flush bool) {
 	m.cmu.Lock()
 	m.linksChanged, m.linksDirty = true, true
+	reload := flush && m.usesLocked(index)
 	m.cmu.Unlock()
-	m.requestReload()
+	if reload {
+		m.requestReload()
+	}
 	m.notify()
+}
+
+// usesLocked reports whether a cached route goes through device index.
+func (m *Manager) usesLocked(index int) bool {
+	for _, as := range m.cache {
+		for _, a := range as {
+			for _, h := range a.hops {
+				if h.ifindex == index {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 func (m *Manager) subscribeLinks(onErr func(error)) (func(), error) {
@@ -315,8 +468,10 @@ func (m *Manager) subscribeLinks(onErr func(error)) (func(), error) {
 		return nil, fmt.Errorf("subscribe to link changes: %w", err)
 	}
 	return func() {
-		for range ch {
-			m.linkEvent()
+		for u := range ch {
+			down := u.Header.Type == unix.RTM_DELLINK || u.Attrs().Flags&net.FlagUp == 0 ||
+				u.Attrs().OperState == netlink.OperDown || u.Attrs().OperState == netlink.OperLowerLayerDown
+			m.linkEvent(u.Attrs().Index, down)
 		}
 	}, nil
 }
@@ -328,8 +483,8 @@ func (m *Manager) subscribeAddrs(onErr func(error)) (func(), error) {
 		return nil, fmt.Errorf("subscribe to address changes: %w", err)
 	}
 	return func() {
-		for range ch {
-			m.linkEvent()
+		for u := range ch {
+			m.linkEvent(u.LinkIndex, !u.NewAddr)
 		}
 	}, nil
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+	"sync"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -21,6 +22,7 @@ import (
 // the links are read again only after a link or address event.
 func (m *Manager) Snapshot() (model.Host, error) {
 	var host model.Host
+	m.sync()
 	ls, err := m.linkSet()
 	if err != nil {
 		return host, err
@@ -42,6 +44,8 @@ type linkSet struct {
 	byIndex map[int]netlink.Link
 	byName  map[string]netlink.Link
 	addrs   map[int][]netip.Prefix
+	once    sync.Once
+	vrfs    map[uint32]string // VRF name by table
 }
 
 // retryDump runs a netlink dump again when the kernel says it was
@@ -105,19 +109,21 @@ func (ls *linkSet) host() ([]model.Link, []model.VRFDevice) {
 	return links, vrfs
 }
 
-// vrfOfTable returns the name of the VRF device whose table is t, "" if none.
+// vrfOfTable returns the name of the VRF device whose table is t, "" if
+// none (the first by name if several). Computed once per read of the links:
+// every cached route asks it.
 func (ls *linkSet) vrfOfTable(t uint32) string {
-	var names []string
-	for _, l := range ls.byIndex {
-		if v, ok := l.(*netlink.Vrf); ok && v.Table == t {
-			names = append(names, v.Name)
+	ls.once.Do(func() {
+		ls.vrfs = map[uint32]string{}
+		for _, l := range ls.byIndex {
+			if v, ok := l.(*netlink.Vrf); ok {
+				if cur, ok := ls.vrfs[v.Table]; !ok || v.Name < cur {
+					ls.vrfs[v.Table] = v.Name
+				}
+			}
 		}
-	}
-	slices.Sort(names)
-	if len(names) == 0 {
-		return ""
-	}
-	return names[0]
+	})
+	return ls.vrfs[t]
 }
 
 func (ls *linkSet) name(index int) string {
