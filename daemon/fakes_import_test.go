@@ -71,6 +71,9 @@ func (f *fakeNB) ApplyRoutes(_ context.Context, node string, ops []model.OVNOp, 
 		}
 	}
 	var applied []model.OVNOp
+	// Snapshots handed out share the fake's slices: change copies, as the
+	// real NB client's snapshots never change under their reader.
+	f.snap.OwnedRoutes = slices.Clone(f.snap.OwnedRoutes)
 	for _, op := range ops {
 		switch op.Op {
 		case model.OpAdd:
@@ -95,9 +98,10 @@ func (f *fakeNB) ApplyRoutes(_ context.Context, node string, ops []model.OVNOp, 
 	return applied, nil
 }
 
-// syncRouters sets each router's StaticRoutes to its owned routes; the
-// caller holds mu.
+// syncRouters sets each router's StaticRoutes to its owned routes (in a
+// copy of Routers: snapshots handed out keep theirs); the caller holds mu.
 func (f *fakeNB) syncRouters() {
+	f.snap.Routers = slices.Clone(f.snap.Routers)
 	for i := range f.snap.Routers {
 		var ids []string
 		for _, r := range f.snap.OwnedRoutes {

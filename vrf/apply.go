@@ -234,7 +234,7 @@ func (m *Manager) applyRoutes(run []routeOp, done []bool, errs *[]error) {
 		o := sent[j]
 		switch {
 		case err == nil:
-			m.applied(o, msgFlags(msgs[j]), done)
+			m.applied(o, done)
 		case o.kind == model.OpDelete && (errors.Is(err, unix.ESRCH) || errors.Is(err, unix.ENOENT)):
 			// already gone: not applied, not an error
 		case o.kind == model.OpDelete:
@@ -273,7 +273,7 @@ func (m *Manager) applyRoutes(run []routeOp, done []bool, errs *[]error) {
 			*errs = append(*errs, m.fail(o, fmt.Errorf("%s %s via %s: %w", o.kind, describe(o.r), hopsString(o.r.NextHops), err)))
 			continue
 		}
-		m.applied(o, msgFlags(msgs[j]), done)
+		m.applied(o, done)
 	}
 }
 
@@ -291,9 +291,9 @@ func (m *Manager) fail(o routeOp, err error) error {
 }
 
 // applied records a successful write in the cache and the result.
-func (m *Manager) applied(o routeOp, flags uint16, done []bool) {
+func (m *Manager) applied(o routeOp, done []bool) {
 	done[o.i] = true
-	m.wrote(o.k, flags, o.kind == model.OpDelete, o.hops)
+	m.wrote(o.k)
 	if o.kind == model.OpDelete {
 		m.log.Debug("deleted kernel route", zap.String("route", describe(o.r)))
 		return

@@ -21,10 +21,10 @@ import (
 // every table but local, main and default (so foreign keys are known).
 // One dump fills it at Open and after a lost subscription (or a link or
 // address change: the kernel flushes IPv4 routes of a device that goes
-// away without telling); from then on the route events keep it, and so do
-// our own successful writes (their echoes follow, and then change
-// nothing). An event replayed over a newer dump converges: events are in
-// order, and the last event of a key carries its latest state.
+// away without telling); from then on the route events keep it, our own
+// writes included (their echoes). An event replayed over a newer dump
+// converges: events are in order, and the last event of a key carries its
+// latest state.
 
 // rkey is the kernel's key of a route.
 type rkey struct {
@@ -295,47 +295,18 @@ func containsAll(hops, sub []nlHop) bool {
 	return true
 }
 
-// wrote records our own successful write at k in the cache, as the
-// kernel did it: a create-exclusive add leaves exactly our route at the
-// key; a replace changes the first IPv4 route there (IPv6: the route); a
-// delete naming our protocol removes the first IPv4 route of ours (IPv6:
-// the route). The write's echo then changes nothing.
-func (m *Manager) wrote(k rkey, flags uint16, deleted bool, hops []nlHop) {
+// wrote records our own successful write at k for TakeChanges and
+// watches its table. It does not touch the cache: the write's echo does,
+// in order with every other event of the key. (Changing the cache here
+// raced with the consumer: an echo, or someone else's change, handled
+// before wrote ran was overwritten by what the write alone implied, and
+// no later event corrected it.) Apply syncs before it reads the cache, so
+// the next Apply sees this write.
+func (m *Manager) wrote(k rkey) {
 	m.cmu.Lock()
 	defer m.cmu.Unlock()
 	m.tables[int(k.table)] = true
 	m.changed[model.KernelRouteKey{Table: k.table, Prefix: k.prefix}] = struct{}{}
-	old := m.cache[k]
-	if len(old) > 1 {
-		// Several routes at one IPv4 key (someone appended one): which
-		// one the kernel changed is not certain here; the write's event
-		// makes the cache read the table again, and sync waits for it.
-		return
-	}
-	a := alias{proto: uint8(m.protocol), typ: unix.RTN_UNICAST, hops: slices.Clone(hops)}
-	slices.SortFunc(a.hops, compareHop)
-	a.hops = slices.Compact(a.hops)
-	var now []alias
-	switch {
-	case deleted:
-		now = slices.Clone(old)
-		if i := slices.IndexFunc(now, func(o alias) bool { return int(o.proto) == m.protocol }); i >= 0 {
-			now = slices.Delete(now, i, i+1)
-		}
-		if k.prefix.Addr().Is6() {
-			now = nil
-		}
-	case flags&unix.NLM_F_REPLACE != 0 && len(old) > 0 && !k.prefix.Addr().Is6():
-		now = slices.Clone(old)
-		now[0] = a
-	default:
-		now = []alias{a}
-	}
-	if len(now) == 0 {
-		delete(m.cache, k)
-	} else {
-		m.cache[k] = now
-	}
 }
 
 // owner says who holds the key k now, from the cache: ours, foreign (a
