@@ -320,6 +320,8 @@ func (d *Daemon) loop(ctx context.Context, hup <-chan os.Signal) error {
 	}
 	retry := newBackoff(time.Second, 30*time.Second)
 	var retryC <-chan time.Time
+	trim := newMemTrim()
+	defer trim.timer.Stop()
 	peerRetry := newBackoff(d.lim.peerRetryMin, d.lim.peerRetryMax)
 	var peerRetryC <-chan time.Time
 	// A reload parses off the loop; the loop keeps reconciling meanwhile.
@@ -379,11 +381,16 @@ func (d *Daemon) loop(ctx context.Context, hup <-chan os.Signal) error {
 		case <-peerGrace.C:
 			d.addPeers(ctx, "OVN Northbound not synced yet")
 			continue
+		case now := <-trim.C():
+			trim.idle(now, d.log)
+			continue
 		case <-d.signal:
 		case <-resync.C:
 		case <-retryC:
 		}
-		if err := d.reconcile(ctx); err != nil {
+		err := d.reconcile(ctx)
+		trim.busy()
+		if err != nil {
 			wait := retry.next()
 			d.log.Warn("reconcile incomplete; retrying", zap.Error(err), zap.Duration("in", wait))
 			retryC = time.After(wait)

@@ -1,0 +1,77 @@
+package daemon
+
+import (
+	"runtime/debug"
+	"runtime/metrics"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Returning memory after a burst.
+//
+// A burst (a peer sending its whole table, a full pass over a large one)
+// allocates far more than it keeps: the Go runtime then holds the heap at
+// about twice the live data and gives the rest back to the kernel only
+// slowly. A node daemon should not sit on hundreds of MiB after a session
+// came up, so once the loop has been idle for trimIdle after at least
+// trimAllocs bytes were allocated, it collects and returns the free memory
+// at once (debug.FreeOSMemory: one GC of the live heap). At most once per
+// trimEvery; a steady flow of changes never leaves the
+// loop idle and is left to the runtime's own scavenger.
+const (
+	trimIdle   = time.Second
+	trimAllocs = 64 << 20
+	trimEvery  = 10 * time.Second
+)
+
+// memTrim decides when to return memory; it lives on the loop.
+type memTrim struct {
+	timer  *time.Timer
+	sample []metrics.Sample
+	// allocs is the runtime's count of bytes allocated at the last trim.
+	allocs uint64
+	last   time.Time
+	// minAllocs and every are trimAllocs and trimEvery (tests change them).
+	minAllocs uint64
+	every     time.Duration
+}
+
+func newMemTrim() *memTrim {
+	t := &memTrim{timer: time.NewTimer(time.Hour), sample: []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}},
+		minAllocs: trimAllocs, every: trimEvery}
+	t.timer.Stop()
+	t.allocs = t.allocated()
+	return t
+}
+
+func (t *memTrim) allocated() uint64 {
+	metrics.Read(t.sample)
+	if t.sample[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return t.sample[0].Value.Uint64()
+}
+
+// busy restarts the idle wait: the loop just did work.
+func (t *memTrim) busy() { t.timer.Reset(trimIdle) }
+
+// C fires when the loop has been idle for trimIdle since it was last busy.
+func (t *memTrim) C() <-chan time.Time { return t.timer.C }
+
+// idle is called when C fires: it returns memory if enough was allocated
+// since the last time, and says whether it did.
+func (t *memTrim) idle(now time.Time, log *zap.Logger) bool {
+	if !t.last.IsZero() && now.Sub(t.last) < t.every {
+		t.timer.Reset(t.every - now.Sub(t.last))
+		return false
+	}
+	a := t.allocated()
+	if a-t.allocs < t.minAllocs {
+		return false
+	}
+	debug.FreeOSMemory()
+	log.Debug("returned free memory after a burst", zap.Uint64("allocatedMiB", (a-t.allocs)>>20), zap.Duration("took", time.Since(now)))
+	t.allocs, t.last = t.allocated(), now
+	return true
+}
