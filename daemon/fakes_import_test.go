@@ -199,7 +199,6 @@ func (h *fakeHost) Apply(_ context.Context, ops []model.KernelOp) ([]model.Kerne
 			continue
 		}
 		i := slices.IndexFunc(h.host.Routes, func(r model.KernelRoute) bool { return r.Key() == op.Route.Key() })
-		h.changes.Routes = append(h.changes.Routes, op.Route.Key()) // the echo
 		switch {
 		case op.Op == model.OpDelete && i >= 0:
 			h.host.Routes = slices.Delete(h.host.Routes, i, i+1)

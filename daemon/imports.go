@@ -38,7 +38,10 @@ type importState struct {
 	// tableEnv the NB snapshot (OwnedRoutes and StaticRoutes aside) and
 	// tableSynced the synced peers it was last fully planned with;
 	// fullAt is when. fullDue makes the next pass full (a failed walk or
-	// apply). ovnSeen are the owned OVN routes the last pass diffed.
+	// apply). ovnSeen are the owned OVN routes the last pass diffed, and
+	// ovnWrote the prefixes of the OVN operations applied since: the next
+	// pass diffs them again (a row added and deleted by hand before the
+	// next snapshot leaves no trace in a comparison of the two).
 	table       *plan.ImportTable
 	tableFor    Speaker
 	tableCfg    *config.Config
@@ -47,6 +50,7 @@ type importState struct {
 	fullAt      time.Time
 	fullDue     bool
 	ovnSeen     []model.OVNRoute
+	ovnWrote    []netip.Prefix
 	walkErr     string
 	// resync are the peers to walk again (LearnedDelta.Resync) not walked
 	// yet.
@@ -226,6 +230,11 @@ func (d *Daemon) applyAuto(ctx context.Context, cfg *config.Config, sp Speaker, 
 		actx, cancel := context.WithTimeout(ctx, applyTimeout)
 		applied, err := nb.ApplyRoutes(actx, cfg.Node.Name, auto.OVN, nil)
 		cancel()
+		d.mu.Lock()
+		for _, op := range auto.OVN {
+			d.imp.ovnWrote = append(d.imp.ovnWrote, op.Route.Prefix)
+		}
+		d.mu.Unlock()
 		d.logOps("ovn", len(auto.OVN), len(applied), err)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("ovn: %w", err))

@@ -115,7 +115,7 @@ func (d *Daemon) setTable(v planView, cfg *config.Config, sp Speaker, synced map
 	d.imp.fullDue = v.table != nil && (!v.learnedOK || v.hostErr != nil)
 	d.imp.tableEnv = importEnv(v.snap)
 	d.imp.fullAt = time.Now()
-	d.imp.ovnSeen = v.snap.OwnedRoutes
+	d.imp.ovnSeen, d.imp.ovnWrote = v.snap.OwnedRoutes, nil
 	d.imp.hostSnap = v.host
 	d.imp.held = map[netip.Prefix][]plan.Held{}
 	d.addHeld(v.plan.Held)
@@ -194,6 +194,10 @@ func (d *Daemon) incrementalPass(ctx context.Context, cfg *config.Config, sp Spe
 	if !slices.Equal(snap.OwnedRoutes, d.imp.ovnSeen) {
 		touched = append(touched, changedOVNPrefixes(d.imp.ovnSeen, snap.OwnedRoutes)...)
 	}
+	d.mu.Lock()
+	touched = append(touched, d.imp.ovnWrote...)
+	d.imp.ovnWrote = nil
+	d.mu.Unlock()
 	for _, k := range hc.Routes {
 		touched = append(touched, k.Prefix)
 	}

@@ -210,7 +210,8 @@ type HostChanges struct {
 	// checks must be redone.
 	Links bool
 	// Routes are the keys (table, prefix) where a route changed, ovnbgp's
-	// or not, in a table ovnbgp watches; each key once.
+	// or not, in a table ovnbgp watches; each key once. The host's own
+	// writes (its Apply) are not among them: the caller knows those.
 	Routes []KernelRouteKey
 	// All: events may have been missed (a subscription was renewed, a
 	// socket overflowed): everything must be read again with Snapshot.

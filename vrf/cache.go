@@ -197,8 +197,12 @@ func sameAliases(a, b []alias) bool {
 // onRouteEvent applies one route event to the cache; it reports whether
 // notify is due (something changed where it matters). An event that does
 // not apply cleanly (the cache cannot tell what it did to the key) makes
-// the cache read the event's table again.
-func (m *Manager) onRouteEvent(u netlink.RouteUpdate) bool {
+// the cache read the event's table again. own says the event is the echo
+// of our own write (it names our batch socket's port): it changes the
+// cache but is not reported by TakeChanges, since the caller of Apply
+// knows what it wrote (re-diffing every key it just wrote cost a large
+// import a third of its passes).
+func (m *Manager) onRouteEvent(u netlink.RouteUpdate, own bool) bool {
 	k, a, ok := m.fromRoute(u.Route)
 	if !ok {
 		return false
@@ -225,6 +229,10 @@ func (m *Manager) onRouteEvent(u netlink.RouteUpdate) bool {
 		delete(m.cache, k)
 	} else {
 		m.cache[k] = now
+	}
+	if own {
+		m.tables[int(k.table)] = true
+		return false
 	}
 	return m.changedLocked(k, old, now)
 }
@@ -295,18 +303,17 @@ func containsAll(hops, sub []nlHop) bool {
 	return true
 }
 
-// wrote records our own successful write at k for TakeChanges and
-// watches its table. It does not touch the cache: the write's echo does,
-// in order with every other event of the key. (Changing the cache here
-// raced with the consumer: an echo, or someone else's change, handled
-// before wrote ran was overwritten by what the write alone implied, and
-// no later event corrected it.) Apply syncs before it reads the cache, so
-// the next Apply sees this write.
+// wrote records our own successful write at k: its table is watched from
+// now on. It does not touch the cache: the write's echo does, in order
+// with every other event of the key. (Changing the cache here raced with
+// the consumer: an echo, or someone else's change, handled before wrote
+// ran was overwritten by what the write alone implied, and no later event
+// corrected it.) Apply syncs before it reads the cache, so the next Apply
+// sees this write.
 func (m *Manager) wrote(k rkey) {
 	m.cmu.Lock()
 	defer m.cmu.Unlock()
 	m.tables[int(k.table)] = true
-	m.changed[model.KernelRouteKey{Table: k.table, Prefix: k.prefix}] = struct{}{}
 }
 
 // owner says who holds the key k now, from the cache: ours, foreign (a
@@ -325,10 +332,11 @@ func (m *Manager) owner(k rkey) (ours bool, foreign uint8, taken bool) {
 }
 
 // TakeChanges returns what changed since the previous call and starts
-// over: the keys where a route changed (by an event, ovnbgp's own or
-// someone else's, in a watched table or of ovnbgp's protocol, or by
-// ovnbgp's own write), whether links, addresses or VRFs changed, and All
-// when events may have been lost (a subscription was renewed).
+// over: the keys where someone else changed a route (in a watched table,
+// or of ovnbgp's protocol; the writes of Apply are not reported, except
+// where the cache had to read a table again to follow one), whether
+// links, addresses or VRFs changed, and All when events may have been
+// lost (a subscription was renewed).
 func (m *Manager) TakeChanges() model.HostChanges {
 	m.cmu.Lock()
 	defer m.cmu.Unlock()

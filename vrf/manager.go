@@ -298,7 +298,7 @@ func (m *Manager) subscribeRoutes(onErr func(error)) (func(), error) {
 					r, ok := parseRoute(msg.Data)
 					if ok && m.onRouteEvent(netlink.RouteUpdate{Type: msg.Header.Type,
 						NlFlags: msg.Header.Flags & (unix.NLM_F_REPLACE | unix.NLM_F_EXCL | unix.NLM_F_CREATE | unix.NLM_F_APPEND),
-						Route:   r}) {
+						Route:   r}, msg.Header.Pid == m.sock.portID) {
 						poke = true
 					}
 				}
