@@ -47,7 +47,9 @@ type ImportTable struct {
 // given), the desired routes they make, and the routes not ovnbgp's in
 // their way. One map lookup finds it all.
 type prefixEntry struct {
-	paths      []tablePath
+	paths []tablePath
+	// caps are the cap groups the prefix is in, kept or held back.
+	caps       []capMember
 	ovn        []model.OVNRoute
 	kernel     []model.KernelRoute
 	foreignOVN []model.OVNRouteKey
@@ -115,10 +117,41 @@ type capGroup struct {
 	peer string
 }
 
-// capState is one (rule, peer) group's prefixes: kept (at most maxRoutes)
-// and held back by the cap.
+// capState is one (rule, peer) group: how many prefixes it keeps (at
+// most max, its rule's maxRoutes) and the prefixes its cap holds back
+// (which prefixes are kept is on their entries: capMember).
 type capState struct {
-	kept, held map[netip.Prefix]struct{}
+	g    capGroup
+	kept int
+	max  int
+	held map[netip.Prefix]struct{}
+}
+
+// capMember is a prefix's membership of a cap group.
+type capMember struct {
+	cs   *capState
+	held bool
+}
+
+// member is pe's membership of cs, or nil.
+func (pe *prefixEntry) member(cs *capState) *capMember {
+	for i := range pe.caps {
+		if pe.caps[i].cs == cs {
+			return &pe.caps[i]
+		}
+	}
+	return nil
+}
+
+// firstHeld is the held-back prefix that comes first in prefix order.
+func (cs *capState) firstHeld() (netip.Prefix, bool) {
+	first := netip.Prefix{}
+	for h := range cs.held {
+		if !first.IsValid() || comparePrefix(h, first) < 0 {
+			first = h
+		}
+	}
+	return first, first.IsValid()
 }
 
 // NewImportTable decides every path of in. Paths are keyed by (peer,
@@ -145,13 +178,12 @@ func NewImportTable(in ImportInput) *ImportTable {
 	groups := map[capGroup][]netip.Prefix{}
 	for _, pe := range t.prefixes {
 		for i := range pe.paths {
-			for _, g := range t.groupsOf(&pe.paths[i]) {
+			t.groupsOf(&pe.paths[i], func(g capGroup) {
 				groups[g] = append(groups[g], pe.paths[i].p.Prefix)
-			}
+			})
 		}
 	}
 	for g, pfxs := range groups {
-		max := t.cfg.Import[g.rule].MaxRoutes
 		slices.SortFunc(pfxs, func(a, b netip.Prefix) int {
 			ia, ib := t.env.installed(g.rule, a), t.env.installed(g.rule, b)
 			if ia != ib {
@@ -163,12 +195,8 @@ func NewImportTable(in ImportInput) *ImportTable {
 			return comparePrefix(a, b)
 		})
 		cs := t.capState(g)
-		for i, p := range pfxs {
-			if i < max {
-				cs.kept[p] = struct{}{}
-			} else {
-				cs.held[p] = struct{}{}
-			}
+		for _, p := range pfxs {
+			t.join(t.prefixes[p], p, cs)
 		}
 	}
 	for pfx, pe := range t.prefixes {
@@ -256,42 +284,53 @@ func (t *ImportTable) decide(tp *tablePath) {
 	}
 }
 
-// groupsOf are the cap groups the path is a candidate of.
-func (t *ImportTable) groupsOf(tp *tablePath) []capGroup {
+// groupsOf calls fn with each cap group the path is a candidate of.
+func (t *ImportTable) groupsOf(tp *tablePath, fn func(capGroup)) {
 	if !t.hasCaps {
-		return nil
+		return
 	}
 	var buf [4]ruleEntry
-	var out []capGroup
 	for _, c := range tp.cands.all(buf[:0]) {
 		if t.cfg.Import[c.rule].MaxRoutes > 0 {
-			out = append(out, capGroup{int(c.rule), tp.p.Peer})
+			fn(capGroup{int(c.rule), tp.p.Peer})
 		}
 	}
-	return out
 }
 
 func (t *ImportTable) capState(g capGroup) *capState {
 	cs := t.caps[g]
 	if cs == nil {
-		cs = &capState{kept: map[netip.Prefix]struct{}{}, held: map[netip.Prefix]struct{}{}}
+		cs = &capState{g: g, max: t.cfg.Import[g.rule].MaxRoutes, held: map[netip.Prefix]struct{}{}}
 		t.caps[g] = cs
 	}
 	return cs
 }
 
-// kept reports whether candidate c of a path of peer for pfx passes its
-// rule's cap.
-func (t *ImportTable) kept(c ruleEntry, peer string, pfx netip.Prefix) bool {
+// join makes pfx a member of group g: kept while the group has room, held
+// back otherwise.
+func (t *ImportTable) join(pe *prefixEntry, pfx netip.Prefix, cs *capState) {
+	m := capMember{cs: cs}
+	if cs.kept < cs.max {
+		cs.kept++
+	} else {
+		m.held = true
+		cs.held[pfx] = struct{}{}
+	}
+	pe.caps = append(pe.caps, m)
+}
+
+// kept reports whether candidate c of a path of peer for the prefix of pe
+// passes its rule's cap.
+func (t *ImportTable) kept(pe *prefixEntry, c ruleEntry, peer string) bool {
 	if t.cfg.Import[c.rule].MaxRoutes <= 0 {
 		return true
 	}
-	cs := t.caps[capGroup{int(c.rule), peer}]
-	if cs == nil {
-		return false
+	for _, m := range pe.caps {
+		if m.cs.g.rule == int(c.rule) && m.cs.g.peer == peer {
+			return !m.held
+		}
 	}
-	_, ok := cs.kept[pfx]
-	return ok
+	return false
 }
 
 // settle recomputes prefix pfx's verdicts (caps applied) and desired
@@ -315,7 +354,7 @@ func (t *ImportTable) settle(pfx netip.Prefix, pe *prefixEntry) {
 		p.Accepted, p.Rule, p.Reason, tp.capped = false, "", "", -1
 		acc := accepted[len(accepted):]
 		for _, c := range tp.cands.all(candBuf[:0]) {
-			if t.kept(c, p.Peer, pfx) {
+			if t.kept(pe, c, p.Peer) {
 				acc = append(acc, candidate{path: i, rule: int(c.rule), entry: int(c.entry)})
 			} else if tp.capped < 0 {
 				tp.capped = c.rule
@@ -360,15 +399,15 @@ type TableChange struct {
 // freed slot lets in, and returns them in prefix order: only their
 // desired routes can have changed.
 func (t *ImportTable) Update(c TableChange) []netip.Prefix {
-	dirty := map[netip.Prefix]bool{}
+	queue := make([]netip.Prefix, 0, len(c.Paths)+len(c.Gone))
 	for _, k := range c.Gone {
 		if t.remove(k) {
-			dirty[k.Prefix] = true
+			queue = append(queue, k.Prefix)
 		}
 	}
 	for _, p := range c.Paths {
 		t.put(p)
-		dirty[p.Prefix] = true
+		queue = append(queue, p.Prefix)
 	}
 	if len(c.KernelKeys) > 0 {
 		foreign := make(map[model.KernelRouteKey]bool, len(c.Foreign))
@@ -382,88 +421,81 @@ func (t *ImportTable) Update(c TableChange) []netip.Prefix {
 				} else {
 					delete(t.env.foreign, k)
 				}
-				dirty[k.Prefix] = true
+				queue = append(queue, k.Prefix)
 			}
 		}
-	}
-	queue := make([]netip.Prefix, 0, len(dirty))
-	for p := range dirty {
-		queue = append(queue, p)
 	}
 	slices.SortFunc(queue, comparePrefix)
-	done := make(map[netip.Prefix]bool, len(queue))
-	for i := 0; i < len(queue); i++ {
-		pfx := queue[i]
-		if done[pfx] {
-			continue
-		}
-		done[pfx] = true
+	queue = slices.Compact(queue)
+	var freed []netip.Prefix
+	for _, pfx := range queue {
 		pe := t.prefixes[pfx]
-		for _, freed := range t.recap(pfx, pe) {
-			if !done[freed] {
-				queue = append(queue, freed)
-			}
-		}
+		freed = append(freed, t.recap(pfx, pe)...)
 		if pe != nil {
 			t.settle(pfx, pe)
 		}
 	}
-	out := make([]netip.Prefix, 0, len(done))
-	for p := range done {
-		out = append(out, p)
+	if len(freed) == 0 {
+		return queue
 	}
-	slices.SortFunc(out, comparePrefix)
-	return out
-}
-
-// recap updates every cap group's membership of pfx from its paths'
-// decisions: a new candidate is kept while the group has room and held
-// back otherwise; a kept prefix that leaves frees its slot for the first
-// held-back prefix in prefix order, which is returned (its verdict
-// changes).
-func (t *ImportTable) recap(pfx netip.Prefix, pe *prefixEntry) []netip.Prefix {
-	if !t.hasCaps {
-		return nil
-	}
-	var want []capGroup
-	if pe != nil {
-		for i := range pe.paths {
-			want = append(want, t.groupsOf(&pe.paths[i])...)
+	// A freed slot's prefix is decided again, even if it was a moment
+	// ago (held back then); deciding a prefix twice changes nothing.
+	for i := 0; i < len(freed); i++ {
+		pfx := freed[i]
+		pe := t.prefixes[pfx]
+		freed = append(freed, t.recap(pfx, pe)...)
+		if pe != nil {
+			t.settle(pfx, pe)
 		}
 	}
+	out := append(queue, freed...)
+	slices.SortFunc(out, comparePrefix)
+	return slices.Compact(out)
+}
+
+// recap updates pfx's cap group memberships from its paths' decisions: a
+// new candidate is kept while the group has room and held back otherwise;
+// a kept prefix that leaves frees its slot for the first held-back prefix
+// in prefix order, which is returned (its verdict changes).
+func (t *ImportTable) recap(pfx netip.Prefix, pe *prefixEntry) []netip.Prefix {
+	if !t.hasCaps || pe == nil {
+		return nil
+	}
+	var wantBuf [4]capGroup
+	want := wantBuf[:0]
+	for i := range pe.paths {
+		t.groupsOf(&pe.paths[i], func(g capGroup) {
+			if !slices.Contains(want, g) {
+				want = append(want, g)
+			}
+		})
+	}
 	var freed []netip.Prefix
-	for g, cs := range t.caps {
-		_, isKept := cs.kept[pfx]
-		_, isHeld := cs.held[pfx]
+	stay := pe.caps[:0]
+	for _, m := range pe.caps {
 		switch {
-		case slices.Contains(want, g) || !(isKept || isHeld):
-		case isHeld:
-			delete(cs.held, pfx)
+		case slices.Contains(want, m.cs.g):
+			stay = append(stay, m)
+		case m.held:
+			delete(m.cs.held, pfx)
 		default:
-			delete(cs.kept, pfx)
-			if len(cs.held) > 0 {
-				first := netip.Prefix{}
-				for h := range cs.held {
-					if !first.IsValid() || comparePrefix(h, first) < 0 {
-						first = h
-					}
+			m.cs.kept--
+			if first, ok := m.cs.firstHeld(); ok {
+				delete(m.cs.held, first)
+				m.cs.kept++
+				if fm := t.prefixes[first].member(m.cs); fm != nil {
+					fm.held = false
 				}
-				delete(cs.held, first)
-				cs.kept[first] = struct{}{}
 				freed = append(freed, first)
 			}
 		}
 	}
+	clear(pe.caps[len(stay):])
+	pe.caps = stay
 	for _, g := range want {
 		cs := t.capState(g)
-		_, isKept := cs.kept[pfx]
-		_, isHeld := cs.held[pfx]
-		switch {
-		case isKept || isHeld:
-		case len(cs.kept) < t.cfg.Import[g.rule].MaxRoutes:
-			cs.kept[pfx] = struct{}{}
-		default:
-			cs.held[pfx] = struct{}{}
+		if pe.member(cs) == nil {
+			t.join(pe, pfx, cs)
 		}
 	}
 	return freed
@@ -555,7 +587,7 @@ func (t *ImportTable) Alarms() []ImportAlarm {
 	var out []ImportAlarm
 	for g, cs := range t.caps {
 		r := &t.cfg.Import[g.rule]
-		if n := len(cs.kept) + len(cs.held); len(cs.held) > 0 {
+		if n := cs.kept + len(cs.held); len(cs.held) > 0 {
 			out = append(out, ImportAlarm{Rule: r.Name, Peer: g.peer, Max: r.MaxRoutes, Wanted: n})
 		}
 	}
@@ -572,7 +604,7 @@ func (t *ImportTable) path(tp *tablePath) model.LearnedPath {
 		r := &t.cfg.Import[tp.capped]
 		n := 0
 		if cs := t.caps[capGroup{int(tp.capped), p.Peer}]; cs != nil {
-			n = len(cs.kept) + len(cs.held)
+			n = cs.kept + len(cs.held)
 		}
 		p.Reason = ImportAlarm{Rule: r.Name, Peer: p.Peer, Max: r.MaxRoutes, Wanted: n}.String()
 	}

@@ -182,6 +182,37 @@ func TestTableCaps(t *testing.T) {
 	}
 }
 
+// TestTableCapFreedInOneUpdate: one Update brings a prefix that the full
+// cap holds back and takes away a kept one that comes later in prefix
+// order: the freed slot goes to the new prefix, which must be decided
+// again although it was decided (held back) earlier in the same Update.
+func TestTableCapFreedInOneUpdate(t *testing.T) {
+	a := func(prefix string) model.LearnedPath { return path("tor-a", prefix, "192.0.2.1") }
+	table := NewImportTable(tableFixtureWith(1))
+	table.Update(TableChange{Paths: []model.LearnedPath{a("10.5.0.0/24")}})
+	touched := table.Update(TableChange{Paths: []model.LearnedPath{a("10.3.0.0/24")}, Gone: []model.Key{{Peer: "tor-a", Prefix: pfx("10.5.0.0/24")}}})
+	if !slices.Equal(touched, []netip.Prefix{pfx("10.3.0.0/24"), pfx("10.5.0.0/24")}) {
+		t.Errorf("touched %v, want 10.3.0.0/24 and 10.5.0.0/24", touched)
+	}
+	res := table.Result()
+	if i := slices.IndexFunc(res.Paths, func(p model.LearnedPath) bool { return p.Prefix == pfx("10.3.0.0/24") }); i < 0 || !res.Paths[i].Accepted {
+		t.Fatalf("10.3.0.0/24 after the only kept prefix left: %+v, want accepted", res.Paths)
+	}
+	if _, kernel := table.Desired([]netip.Prefix{pfx("10.3.0.0/24")}); len(kernel) != 2 {
+		t.Errorf("desired kernel routes of 10.3.0.0/24: %v, want tables 100 and 200", kernel)
+	}
+	if d := gocmp.Diff(NewImportTable(tableFixtureWith(1, a("10.3.0.0/24"))).Result().Paths, table.Result().Paths, cmpAddrs, cmpopts.EquateEmpty()); d != "" {
+		t.Errorf("updated table differs from a new one (-new +updated):\n%s", d)
+	}
+}
+
+// tableFixtureWith is tableFixture learning only paths.
+func tableFixtureWith(maxRoutes int, paths ...model.LearnedPath) ImportInput {
+	in := tableFixture(maxRoutes)
+	in.Learned = paths
+	return in
+}
+
 // TestTableRandomCaps: random changes with caps keep every group within
 // its cap, full whenever it holds something back, and every accepted path
 // inside its groups' kept prefixes.
@@ -202,21 +233,57 @@ func TestTableRandomCaps(t *testing.T) {
 			table.Update(c)
 			members := map[capGroup]map[netip.Prefix]bool{}
 			table.each(func(tp *tablePath) bool {
-				for _, g := range table.groupsOf(tp) {
+				table.groupsOf(tp, func(g capGroup) {
 					if members[g] == nil {
 						members[g] = map[netip.Prefix]bool{}
 					}
 					members[g][tp.p.Prefix] = true
-				}
+				})
 				return true
 			})
+			// What the entries say: per group, kept and held prefixes.
+			kept, held := map[*capState]int{}, map[*capState]map[netip.Prefix]bool{}
+			for pfx, pe := range table.prefixes {
+				for _, m := range pe.caps {
+					g := m.cs.g
+					if table.caps[g] != m.cs {
+						t.Fatalf("seed %d step %d: %s is in a group %v that is not the table's", seed, step, pfx, g)
+					}
+					if !members[g][pfx] {
+						t.Fatalf("seed %d step %d: %s is in group %v, but no path of it is a candidate", seed, step, pfx, g)
+					}
+					if m.held {
+						if held[m.cs] == nil {
+							held[m.cs] = map[netip.Prefix]bool{}
+						}
+						held[m.cs][pfx] = true
+					} else {
+						kept[m.cs]++
+					}
+				}
+			}
+			for g, ps := range members {
+				for pfx := range ps {
+					if table.prefixes[pfx].member(table.caps[g]) == nil {
+						t.Fatalf("seed %d step %d: %s is a candidate of group %v but not in it", seed, step, pfx, g)
+					}
+				}
+			}
 			for g, cs := range table.caps {
 				max := table.cfg.Import[g.rule].MaxRoutes
-				if len(cs.kept) > max || len(cs.held) > 0 && len(cs.kept) != max {
-					t.Fatalf("seed %d step %d: group %v keeps %d, holds %d, cap %d", seed, step, g, len(cs.kept), len(cs.held), max)
+				if cs.kept != kept[cs] || len(cs.held) != len(held[cs]) {
+					t.Fatalf("seed %d step %d: group %v counts %d kept, %d held; its members say %d, %d", seed, step, g, cs.kept, len(cs.held), kept[cs], len(held[cs]))
 				}
-				if len(cs.kept)+len(cs.held) != len(members[g]) {
-					t.Fatalf("seed %d step %d: group %v has %d+%d prefixes, its candidates are %d", seed, step, g, len(cs.kept), len(cs.held), len(members[g]))
+				for pfx := range cs.held {
+					if !held[cs][pfx] {
+						t.Fatalf("seed %d step %d: group %v holds %s back, its entry does not say so", seed, step, g, pfx)
+					}
+				}
+				if cs.kept > max || len(cs.held) > 0 && cs.kept != max {
+					t.Fatalf("seed %d step %d: group %v keeps %d, holds %d, cap %d", seed, step, g, cs.kept, len(cs.held), max)
+				}
+				if cs.kept+len(cs.held) != len(members[g]) {
+					t.Fatalf("seed %d step %d: group %v has %d+%d prefixes, its candidates are %d", seed, step, g, cs.kept, len(cs.held), len(members[g]))
 				}
 			}
 			for _, p := range table.Result().Paths {
@@ -224,7 +291,7 @@ func TestTableRandomCaps(t *testing.T) {
 					continue
 				}
 				ri := slices.IndexFunc(table.cfg.Import, func(r config.ImportRule) bool { return r.Name == p.Rule })
-				if _, ok := table.caps[capGroup{ri, p.Peer}].kept[p.Prefix]; !ok {
+				if m := table.prefixes[p.Prefix].member(table.caps[capGroup{ri, p.Peer}]); m == nil || m.held {
 					t.Fatalf("seed %d step %d: accepted %s from %s by rule %s, not kept by its cap", seed, step, p.Prefix, p.Peer, p.Rule)
 				}
 			}
