@@ -81,6 +81,9 @@ func (j *journal) take() model.LearnedDelta {
 	for p := range resync {
 		d.Resync = append(d.Resync, p)
 	}
+	if len(paths) > spareMax {
+		return d // a table transfer's map: let it go, not its memory
+	}
 	clear(paths)
 	j.mu.Lock()
 	if j.spare == nil {
@@ -89,6 +92,11 @@ func (j *journal) take() model.LearnedDelta {
 	j.mu.Unlock()
 	return d
 }
+
+// spareMax is the largest delta whose map is kept for reuse: a cleared
+// map keeps its size, and one that held a table transfer (~230 B per
+// entry) would sit on megabytes for good.
+const spareMax = 4096
 
 // TakeLearned returns what peers sent since the previous call and starts a
 // new delta: per (peer, prefix) its latest state only, O(changes), built

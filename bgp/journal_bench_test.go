@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ovnbgp/ovnbgp/config"
+	"github.com/ovnbgp/ovnbgp/model"
 )
 
 // BenchmarkJournalPaths: the cost per path of recording an UPDATE event in
@@ -38,5 +39,29 @@ func BenchmarkJournalPaths(b *testing.B) {
 		if d := s.TakeLearned(); len(d.Paths) != perUpdate {
 			b.Fatalf("%d paths", len(d.Paths))
 		}
+	}
+}
+
+// TestJournalSpareBounded: the emptied map of a small delta is reused; the
+// map of a large one (a table transfer) is let go, not kept for good.
+func TestJournalSpareBounded(t *testing.T) {
+	j := newJournal()
+	fill := func(n int) {
+		j.mu.Lock()
+		for i := range n {
+			k := model.Key{Peer: "tor", Prefix: netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}), 32)}
+			j.paths[k] = journalEntry{gone: true}
+		}
+		j.mu.Unlock()
+	}
+	fill(10)
+	if d := j.take(); len(d.Gone) != 10 || j.spare == nil {
+		t.Fatalf("small delta: %d gone, spare kept %v; want 10 and a spare", len(d.Gone), j.spare != nil)
+	}
+	j.take() // nothing: the spare stays
+	fill(spareMax + 1)
+	j.spare = nil
+	if d := j.take(); len(d.Gone) != spareMax+1 || j.spare != nil {
+		t.Fatalf("large delta: %d gone, spare kept %v; want %d and no spare", len(d.Gone), j.spare != nil, spareMax+1)
 	}
 }
