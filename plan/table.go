@@ -11,8 +11,9 @@ import (
 )
 
 // ImportTable is the import decision kept between passes: every learned
-// path with its verdict, the import caps' state, and the desired OVN static
-// routes and kernel routes, by prefix. NewImportTable decides everything
+// path with its verdict and the import caps' state, by prefix; the desired
+// OVN static routes and kernel routes of a prefix are made from them when
+// asked (Desired, Result). NewImportTable decides everything
 // (Import is NewImportTable(in).Result()); Update decides again only the
 // prefixes a change touches, so a pass costs what changed, not the size of
 // the table. The environment (config, gateway routers, protected prefixes,
@@ -30,8 +31,8 @@ type ImportTable struct {
 	cfg  *config.Config
 	env  *importEnv
 	prot []model.ProtectedPrefix
-	// prefixes holds, per prefix, one path per peer and what they make
-	// the targets want; n counts the paths.
+	// prefixes holds, per prefix, one path per peer and its cap groups;
+	// n counts the paths.
 	prefixes map[netip.Prefix]*prefixEntry
 	n        int
 	seq      uint64
@@ -44,16 +45,11 @@ type ImportTable struct {
 }
 
 // prefixEntry is one prefix: its paths (one per peer, in the order first
-// given), the desired routes they make, and the routes not ovnbgp's in
-// their way. One map lookup finds it all.
+// given) and its cap groups. One map lookup finds it all.
 type prefixEntry struct {
 	paths []tablePath
 	// caps are the cap groups the prefix is in, kept or held back.
-	caps       []capMember
-	ovn        []model.OVNRoute
-	kernel     []model.KernelRoute
-	foreignOVN []model.OVNRouteKey
-	foreignK   []model.KernelRouteKey
+	caps []capMember
 }
 
 // path is the entry's path of peer, or nil.
@@ -333,9 +329,8 @@ func (t *ImportTable) kept(pe *prefixEntry, c ruleEntry, peer string) bool {
 	return false
 }
 
-// settle recomputes prefix pfx's verdicts (caps applied) and desired
-// routes from its paths' decisions; an entry left without paths is
-// forgotten.
+// settle recomputes prefix pfx's verdicts (caps applied) from its paths'
+// decisions; an entry left without paths is forgotten.
 func (t *ImportTable) settle(pfx netip.Prefix, pe *prefixEntry) {
 	if len(pe.paths) == 0 {
 		delete(t.prefixes, pfx)
@@ -376,12 +371,33 @@ func (t *ImportTable) settle(pfx netip.Prefix, pe *prefixEntry) {
 			tp.capped = -1 // the first rule's own reason wins
 		}
 	}
+}
+
+// routes are the desired routes of pe's prefix and the keys not ovnbgp's
+// in their way, from its paths' verdicts. They are made when asked, not
+// kept: kept, they cost ~150 B per prefix, and a pass reads only those of
+// the prefixes it touched.
+func (t *ImportTable) routes(pe *prefixEntry) (ovn []model.OVNRoute, kernel []model.KernelRoute, foreignOVN []model.OVNRouteKey, foreignK []model.KernelRouteKey) {
+	var accBuf [4]candidate
+	var candBuf [4]ruleEntry
 	var pathBuf [2]model.LearnedPath
-	paths := pathBuf[:0]
+	accepted, paths := accBuf[:0], pathBuf[:0]
 	for i := range pe.paths {
-		paths = append(paths, pe.paths[i].p)
+		tp := &pe.paths[i]
+		paths = append(paths, tp.p)
+		if !tp.p.Accepted {
+			continue
+		}
+		for _, c := range tp.cands.all(candBuf[:0]) {
+			if t.kept(pe, c, tp.p.Peer) {
+				accepted = append(accepted, candidate{path: i, rule: int(c.rule), entry: int(c.entry)})
+			}
+		}
 	}
-	pe.ovn, pe.kernel, pe.foreignOVN, pe.foreignK = e.targets(paths, accepted)
+	if len(accepted) == 0 {
+		return nil, nil, nil, nil
+	}
+	return t.env.targets(paths, accepted)
 }
 
 // TableChange is what changed since the table last decided: paths
@@ -508,8 +524,9 @@ func (t *ImportTable) Desired(prefixes []netip.Prefix) ([]model.OVNRoute, []mode
 	var kernel []model.KernelRoute
 	for _, p := range prefixes {
 		if pe := t.prefixes[p]; pe != nil {
-			ovn = append(ovn, pe.ovn...)
-			kernel = append(kernel, pe.kernel...)
+			o, k, _, _ := t.routes(pe)
+			ovn = append(ovn, o...)
+			kernel = append(kernel, k...)
 		}
 	}
 	slices.SortFunc(ovn, compareOVN)
@@ -620,28 +637,24 @@ func (t *ImportTable) Result() ImportResult {
 	for i, tp := range tps {
 		res.Paths[i] = t.path(tp)
 	}
-	nOVN, nKernel := t.Sizes()
-	res.OVN = make([]model.OVNRoute, 0, nOVN)
-	res.Kernel = make([]model.KernelRoute, 0, nKernel)
+	var fovn []model.OVNRouteKey
+	var fk []model.KernelRouteKey
+	res.Kernel = make([]model.KernelRoute, 0, len(t.prefixes))
 	for _, pe := range t.prefixes {
-		res.OVN = append(res.OVN, pe.ovn...)
-		res.Kernel = append(res.Kernel, pe.kernel...)
+		o, k, fo, f := t.routes(pe)
+		res.OVN = append(res.OVN, o...)
+		res.Kernel = append(res.Kernel, k...)
+		fovn, fk = append(fovn, fo...), append(fk, f...)
 	}
 	slices.SortFunc(res.OVN, compareOVN)
 	slices.SortFunc(res.Kernel, compareKernel)
-	res.Problems = append(res.Problems, t.foreignProblems()...)
+	res.Problems = append(res.Problems, foreignProblems(fovn, fk)...)
 	return res
 }
 
 // foreignProblems name the accepted routes that a route not ovnbgp's
 // holds, at most ten of each target by name.
-func (t *ImportTable) foreignProblems() []string {
-	var fovn []model.OVNRouteKey
-	var fk []model.KernelRouteKey
-	for _, pe := range t.prefixes {
-		fovn = append(fovn, pe.foreignOVN...)
-		fk = append(fk, pe.foreignK...)
-	}
+func foreignProblems(fovn []model.OVNRouteKey, fk []model.KernelRouteKey) []string {
 	slices.SortFunc(fovn, func(a, b model.OVNRouteKey) int {
 		return cmp.Or(cmp.Compare(a.Router, b.Router), comparePrefix(a.Prefix, b.Prefix), a.NextHop.Compare(b.NextHop))
 	})
@@ -730,11 +743,13 @@ func (t *ImportTable) PeerKeys(peer string) []model.Key {
 // VRFs are the VRF devices the rules ask to be created.
 func (t *ImportTable) VRFs() []model.VRFDevice { return t.env.createVRFs }
 
-// Sizes are the numbers of desired OVN rows and kernel routes.
+// Sizes are the numbers of desired OVN rows and kernel routes (O(table):
+// for status).
 func (t *ImportTable) Sizes() (ovn, kernel int) {
 	for _, pe := range t.prefixes {
-		ovn += len(pe.ovn)
-		kernel += len(pe.kernel)
+		o, k, _, _ := t.routes(pe)
+		ovn += len(o)
+		kernel += len(k)
 	}
 	return ovn, kernel
 }
@@ -742,5 +757,11 @@ func (t *ImportTable) Sizes() (ovn, kernel int) {
 // Problems are the rule-level problems and the foreign routes in the way,
 // as in ImportResult.
 func (t *ImportTable) Problems() []string {
-	return append(slices.Clone(t.env.problems), t.foreignProblems()...)
+	var fovn []model.OVNRouteKey
+	var fk []model.KernelRouteKey
+	for _, pe := range t.prefixes {
+		_, _, fo, f := t.routes(pe)
+		fovn, fk = append(fovn, fo...), append(fk, f...)
+	}
+	return append(slices.Clone(t.env.problems), foreignProblems(fovn, fk)...)
 }
