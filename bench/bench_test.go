@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ovnbgp/ovnbgp/model"
 )
 
 // How the ToR is watched, from the start of the command. A query costs
@@ -185,7 +187,7 @@ func benchBulk(b *testing.B, id, name string) {
 			b.Fatal(err)
 		}
 		for _, p := range ps {
-			if _, found := slices.BinarySearchFunc(best, p, comparePrefix); !found {
+			if _, found := slices.BinarySearchFunc(best, p, model.ComparePrefix); !found {
 				b.Fatalf("%s: the ToR has %d best paths from the node but not %s", name, len(best), p)
 			}
 		}
@@ -232,13 +234,6 @@ func bulkPrefixes(n int) []netip.Prefix {
 		ps[i] = netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(i >> 8), byte(i), 0}), 24)
 	}
 	return ps
-}
-
-func comparePrefix(a, b netip.Prefix) int {
-	if c := a.Addr().Compare(b.Addr()); c != 0 {
-		return c
-	}
-	return a.Bits() - b.Bits()
 }
 
 func field(s []sample, f func(sample) time.Duration) []time.Duration {

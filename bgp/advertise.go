@@ -335,7 +335,7 @@ func (s *Speaker) reconcile(ctx context.Context, want []model.Advertisement, rem
 			toAdd = append(toAdd, p)
 		}
 	}
-	slices.SortFunc(toAdd, comparePrefix)
+	slices.SortFunc(toAdd, model.ComparePrefix)
 	if err := s.addPaths(toAdd); err != nil {
 		errs = append(errs, err)
 	}
@@ -349,7 +349,7 @@ func (s *Speaker) reconcile(ctx context.Context, want []model.Advertisement, rem
 			toDelete = append(toDelete, p)
 		}
 	}
-	slices.SortFunc(toDelete, comparePrefix)
+	slices.SortFunc(toDelete, model.ComparePrefix)
 	if err := s.deletePaths(toDelete); err != nil {
 		errs = append(errs, err)
 	}
@@ -368,7 +368,7 @@ func (s *Speaker) reconcile(ctx context.Context, want []model.Advertisement, rem
 		if len(drop) == 0 {
 			continue
 		}
-		slices.SortFunc(drop, comparePrefix)
+		slices.SortFunc(drop, model.ComparePrefix)
 		if err := s.removeFromGroup(ctx, g, drop); err != nil {
 			errs = append(errs, fmt.Errorf("withdraw %v from peer %q: %w", drop, gid.peer, err))
 			continue
@@ -788,18 +788,11 @@ func nlriPrefix(n bgppkt.NLRI) (netip.Prefix, bool) {
 	return netip.Prefix{}, false
 }
 
-func comparePrefix(a, b netip.Prefix) int {
-	if c := a.Addr().Compare(b.Addr()); c != 0 {
-		return c
-	}
-	return a.Bits() - b.Bits()
-}
-
 func lessKey(a, b model.Key) bool {
 	if a.Peer != b.Peer {
 		return a.Peer < b.Peer
 	}
-	return comparePrefix(a.Prefix, b.Prefix) < 0
+	return model.ComparePrefix(a.Prefix, b.Prefix) < 0
 }
 
 func sortedGroups(m map[groupID]*group) []groupID {

@@ -209,26 +209,18 @@ func (d *Daemon) incrementalPass(ctx context.Context, cfg *config.Config, sp Spe
 		}
 		d.imp.tableSynced = synced
 	}
-	slices.SortFunc(touched, func(a, b netip.Prefix) int {
-		if c := a.Addr().Compare(b.Addr()); c != 0 {
-			return c
-		}
-		return a.Bits() - b.Bits()
-	})
+	slices.SortFunc(touched, model.ComparePrefix)
 	touched = slices.Compact(touched)
 
-	in := map[netip.Prefix]bool{}
-	for _, p := range touched {
-		in[p] = true
-	}
-	var keys []model.KernelRouteKey
-	for _, tb := range t.KernelTables() {
+	tables := t.KernelTables()
+	keys := make([]model.KernelRouteKey, 0, len(tables)*len(touched)+len(hc.Routes))
+	for _, tb := range tables {
 		for _, p := range touched {
 			keys = append(keys, model.KernelRouteKey{Table: tb, Prefix: p})
 		}
 	}
 	for _, k := range hc.Routes {
-		if !slices.Contains(t.KernelTables(), k.Table) {
+		if !slices.Contains(tables, k.Table) {
 			keys = append(keys, k)
 		}
 	}
@@ -244,7 +236,7 @@ func (d *Daemon) incrementalPass(ctx context.Context, cfg *config.Config, sp Spe
 	part := snap
 	part.OwnedRoutes = nil
 	for _, r := range snap.OwnedRoutes {
-		if in[r.Prefix] {
+		if _, ok := slices.BinarySearchFunc(touched, r.Prefix, model.ComparePrefix); ok {
 			part.OwnedRoutes = append(part.OwnedRoutes, r)
 		}
 	}

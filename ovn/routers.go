@@ -137,7 +137,7 @@ func buildImport(in nbRows, node string) importResult {
 				}
 				gr.ExternalNetworks = append(gr.ExternalNetworks, pfx)
 			}
-			slices.SortFunc(gr.ExternalNetworks, comparePrefix)
+			slices.SortFunc(gr.ExternalNetworks, model.ComparePrefix)
 		}
 		var foreign []routeRow
 		for _, id := range r.StaticRoutes {
@@ -157,7 +157,7 @@ func buildImport(in nbRows, node string) importResult {
 			}
 		}
 		slices.SortFunc(gr.ForeignRoutes, func(a, b model.OVNRouteKey) int {
-			return cmp.Or(comparePrefix(a.Prefix, b.Prefix), a.NextHop.Compare(b.NextHop))
+			return cmp.Or(model.ComparePrefix(a.Prefix, b.Prefix), a.NextHop.Compare(b.NextHop))
 		})
 		gr.ForeignRoutes = slices.Compact(gr.ForeignRoutes)
 		if len(foreign) > 0 {
@@ -205,7 +205,7 @@ func buildImport(in nbRows, node string) importResult {
 			OutputPort: rt.OutputPort, Rule: rt.Rule, Network: gr.Network})
 	}
 	slices.SortFunc(res.Owned, func(a, b model.OVNRoute) int {
-		return cmp.Or(cmp.Compare(a.Router, b.Router), comparePrefix(a.Prefix, b.Prefix), a.NextHop.Compare(b.NextHop), cmp.Compare(a.UUID, b.UUID))
+		return cmp.Or(cmp.Compare(a.Router, b.Router), model.ComparePrefix(a.Prefix, b.Prefix), a.NextHop.Compare(b.NextHop), cmp.Compare(a.UUID, b.UUID))
 	})
 	return res
 }
@@ -214,7 +214,7 @@ func buildImport(in nbRows, node string) importResult {
 // keeping the first reason.
 func sortProtected(p []model.ProtectedPrefix) []model.ProtectedPrefix {
 	out := slices.Clone(p)
-	slices.SortStableFunc(out, func(a, b model.ProtectedPrefix) int { return comparePrefix(a.Prefix, b.Prefix) })
+	slices.SortStableFunc(out, func(a, b model.ProtectedPrefix) int { return model.ComparePrefix(a.Prefix, b.Prefix) })
 	return slices.CompactFunc(out, func(a, b model.ProtectedPrefix) bool { return a.Prefix == b.Prefix })
 }
 

@@ -544,12 +544,8 @@ func sortSubnets(s []model.Subnet) []model.Subnet {
 	if out == nil {
 		out = []model.Subnet{}
 	}
-	slices.SortStableFunc(out, func(a, b model.Subnet) int { return comparePrefix(a.Prefix, b.Prefix) })
+	slices.SortStableFunc(out, func(a, b model.Subnet) int { return model.ComparePrefix(a.Prefix, b.Prefix) })
 	return slices.CompactFunc(out, func(a, b model.Subnet) bool { return a.Prefix == b.Prefix })
-}
-
-func comparePrefix(a, b netip.Prefix) int {
-	return cmp.Or(a.Addr().Compare(b.Addr()), cmp.Compare(a.Bits(), b.Bits()))
 }
 
 // firstUUID is the UUID of the first row named name in rows (sorted).

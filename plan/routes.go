@@ -2,7 +2,6 @@ package plan
 
 import (
 	"cmp"
-	"net/netip"
 	"slices"
 
 	"github.com/ovnbgp/ovnbgp/model"
@@ -102,15 +101,10 @@ func compareNextHop(a, b model.NextHop) int {
 }
 
 func compareOVN(a, b model.OVNRoute) int {
-	return cmp.Or(cmp.Compare(a.Router, b.Router), comparePrefix(a.Prefix, b.Prefix),
+	return cmp.Or(cmp.Compare(a.Router, b.Router), model.ComparePrefix(a.Prefix, b.Prefix),
 		a.NextHop.Compare(b.NextHop), cmp.Compare(a.UUID, b.UUID))
 }
 
 func compareKernel(a, b model.KernelRoute) int {
-	return cmp.Or(cmp.Compare(a.Table, b.Table), comparePrefix(a.Prefix, b.Prefix))
-}
-
-// comparePrefix orders prefixes by address, then length.
-func comparePrefix(a, b netip.Prefix) int {
-	return cmp.Or(a.Addr().Compare(b.Addr()), cmp.Compare(a.Bits(), b.Bits()))
+	return cmp.Or(cmp.Compare(a.Table, b.Table), model.ComparePrefix(a.Prefix, b.Prefix))
 }

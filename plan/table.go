@@ -143,7 +143,7 @@ func (pe *prefixEntry) member(cs *capState) *capMember {
 func (cs *capState) firstHeld() (netip.Prefix, bool) {
 	first := netip.Prefix{}
 	for h := range cs.held {
-		if !first.IsValid() || comparePrefix(h, first) < 0 {
+		if !first.IsValid() || model.ComparePrefix(h, first) < 0 {
 			first = h
 		}
 	}
@@ -188,7 +188,7 @@ func NewImportTable(in ImportInput) *ImportTable {
 				}
 				return 1
 			}
-			return comparePrefix(a, b)
+			return model.ComparePrefix(a, b)
 		})
 		cs := t.capState(g)
 		for _, p := range pfxs {
@@ -441,7 +441,7 @@ func (t *ImportTable) Update(c TableChange) []netip.Prefix {
 			}
 		}
 	}
-	slices.SortFunc(queue, comparePrefix)
+	slices.SortFunc(queue, model.ComparePrefix)
 	queue = slices.Compact(queue)
 	var freed []netip.Prefix
 	for _, pfx := range queue {
@@ -465,7 +465,7 @@ func (t *ImportTable) Update(c TableChange) []netip.Prefix {
 		}
 	}
 	out := append(queue, freed...)
-	slices.SortFunc(out, comparePrefix)
+	slices.SortFunc(out, model.ComparePrefix)
 	return slices.Compact(out)
 }
 
@@ -656,10 +656,10 @@ func (t *ImportTable) Result() ImportResult {
 // holds, at most ten of each target by name.
 func foreignProblems(fovn []model.OVNRouteKey, fk []model.KernelRouteKey) []string {
 	slices.SortFunc(fovn, func(a, b model.OVNRouteKey) int {
-		return cmp.Or(cmp.Compare(a.Router, b.Router), comparePrefix(a.Prefix, b.Prefix), a.NextHop.Compare(b.NextHop))
+		return cmp.Or(cmp.Compare(a.Router, b.Router), model.ComparePrefix(a.Prefix, b.Prefix), a.NextHop.Compare(b.NextHop))
 	})
 	slices.SortFunc(fk, func(a, b model.KernelRouteKey) int {
-		return cmp.Or(cmp.Compare(a.Table, b.Table), comparePrefix(a.Prefix, b.Prefix))
+		return cmp.Or(cmp.Compare(a.Table, b.Table), model.ComparePrefix(a.Prefix, b.Prefix))
 	})
 	const named = 10
 	var out []string

@@ -110,7 +110,7 @@ func TestTableUpdateEqualsRebuild(t *testing.T) {
 			got, want := table.Result(), NewImportTable(fresh).Result()
 			for _, r := range []*ImportResult{&got, &want} {
 				slices.SortFunc(r.Paths, func(a, b model.LearnedPath) int {
-					return cmp.Or(strings.Compare(a.Peer, b.Peer), comparePrefix(a.Prefix, b.Prefix))
+					return cmp.Or(strings.Compare(a.Peer, b.Peer), model.ComparePrefix(a.Prefix, b.Prefix))
 				})
 				slices.Sort(r.Problems)
 			}

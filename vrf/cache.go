@@ -351,7 +351,7 @@ func (m *Manager) TakeChanges() model.HostChanges {
 }
 
 func compareKey(a, b model.KernelRouteKey) int {
-	return cmp.Or(cmp.Compare(a.Table, b.Table), comparePrefix(a.Prefix, b.Prefix))
+	return cmp.Or(cmp.Compare(a.Table, b.Table), model.ComparePrefix(a.Prefix, b.Prefix))
 }
 
 // Routes returns the current state of these keys from the cache: ovnbgp's

@@ -95,7 +95,7 @@ func (ls *linkSet) host() ([]model.Link, []model.VRFDevice) {
 	for idx, l := range ls.byIndex {
 		a := l.Attrs()
 		ml := model.Link{Name: a.Name, Index: idx, Up: isUp(a), Addrs: ls.addrs[idx]}
-		slices.SortFunc(ml.Addrs, comparePrefix)
+		slices.SortFunc(ml.Addrs, model.ComparePrefix)
 		if master, ok := ls.byIndex[a.MasterIndex].(*netlink.Vrf); ok && a.MasterIndex != 0 {
 			ml.Master = master.Name
 		}
@@ -211,13 +211,9 @@ func ruleOf(r netlink.Rule) model.KernelRule {
 }
 
 func compareRule(a, b model.KernelRule) int {
-	return cmp.Or(cmp.Compare(a.Priority, b.Priority), comparePrefix(a.Src, b.Src), cmp.Compare(a.Table, b.Table))
+	return cmp.Or(cmp.Compare(a.Priority, b.Priority), model.ComparePrefix(a.Src, b.Src), cmp.Compare(a.Table, b.Table))
 }
 
 func compareNextHop(a, b model.NextHop) int {
 	return cmp.Or(a.Addr.Compare(b.Addr), cmp.Compare(a.Dev, b.Dev))
-}
-
-func comparePrefix(a, b netip.Prefix) int {
-	return cmp.Or(a.Addr().Compare(b.Addr()), cmp.Compare(a.Bits(), b.Bits()))
 }
