@@ -61,10 +61,9 @@ type importState struct {
 	synced  map[string]bool
 	addedAt map[string]time.Time
 	syncFor Speaker
-	// last is the plan of the last pass (in an incremental pass, of what
-	// changed), manual the part of the last full plan that waits for
-	// `ovnbgp apply`, held the operations held back, by prefix.
-	last, manual plan.Plan
+	// manual is the part of the last full plan that waits for `ovnbgp
+	// apply`, held the operations held back, by prefix.
+	manual plan.Plan
 	held         map[netip.Prefix][]plan.Held
 	// alarms are the import caps reached, by rule and peer, as last logged.
 	alarms map[string]bool
@@ -216,7 +215,7 @@ func (d *Daemon) syncSpeaker(sp Speaker, cfg *config.Config) {
 func (d *Daemon) applyAuto(ctx context.Context, cfg *config.Config, sp Speaker, nb Northbound, p plan.Plan) error {
 	auto, manual := p.Split(cfg)
 	d.mu.Lock()
-	d.imp.last, d.imp.manual = p, manual
+	d.imp.manual = manual
 	d.mu.Unlock()
 	var errs []error
 	if !auto.Advertise.Empty() {
