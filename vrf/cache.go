@@ -26,10 +26,11 @@ import (
 // converges: events are in order, and the last event of a key carries its
 // latest state.
 
-// rkey is the kernel's key of a route.
+// rkey is the kernel's key of a route (the prefix first: 40 bytes, not
+// 48, for each of the cache's entries).
 type rkey struct {
-	table  uint32
 	prefix netip.Prefix
+	table  uint32
 	metric uint32
 }
 
