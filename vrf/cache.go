@@ -135,6 +135,7 @@ func (m *Manager) reload() error {
 		if !sameAliases(m.cache[k], as) {
 			m.changedLocked(k, m.cache[k], as)
 		}
+		c[k] = m.internLocked(as)
 	}
 	for k, as := range m.cache {
 		if _, ok := c[k]; !ok {
@@ -158,7 +159,7 @@ func (m *Manager) reloadTable(table uint32) error {
 	for k, as := range c {
 		if !sameAliases(m.cache[k], as) {
 			m.changedLocked(k, m.cache[k], as)
-			m.cache[k] = as
+			m.cache[k] = m.internLocked(as)
 		}
 	}
 	for k, as := range m.cache {
@@ -168,6 +169,45 @@ func (m *Manager) reloadTable(table uint32) error {
 		}
 	}
 	return nil
+}
+
+// internMax bounds the interned values: beyond it (a host with more
+// distinct routes than that, say many foreign gateways) values are kept
+// unshared.
+const internMax = 4096
+
+// internLocked returns the cache's shared copy of as when it is one route
+// with a few next hops, the common case: a large import is thousands of
+// routes with the same few next hops, and shared they cost the cache's
+// map entry only (64 bytes less per route). Values in the cache are never
+// changed in place (mergeEvent and the dumps make new ones), so sharing is
+// safe. The caller holds cmu.
+func (m *Manager) internLocked(as []alias) []alias {
+	if len(as) != 1 || len(as[0].hops) > 8 {
+		return as
+	}
+	b := append(m.internBuf[:0], as[0].proto, as[0].typ)
+	for _, h := range as[0].hops {
+		a16 := h.gw.As16()
+		b = append(b, a16[:]...)
+		b = binary.NativeEndian.AppendUint32(b, uint32(h.ifindex))
+		switch {
+		case h.gw.Is4():
+			b = append(b, 4)
+		case h.gw.Is6():
+			b = append(b, 6)
+		default:
+			b = append(b, 0) // no gateway
+		}
+	}
+	m.internBuf = b
+	if v, ok := m.interned[string(b)]; ok {
+		return v
+	}
+	if len(m.interned) < internMax {
+		m.interned[string(b)] = as
+	}
+	return as
 }
 
 // changedLocked records a change at k (from old to now) for TakeChanges
@@ -229,7 +269,7 @@ func (m *Manager) onRouteEvent(u netlink.RouteUpdate, own bool) bool {
 	if len(now) == 0 {
 		delete(m.cache, k)
 	} else {
-		m.cache[k] = now
+		m.cache[k] = m.internLocked(now)
 	}
 	if own {
 		m.tables[int(k.table)] = true

@@ -54,6 +54,11 @@ type Manager struct {
 	// cmu guards the route cache and what changed since TakeChanges.
 	cmu   sync.Mutex
 	cache map[rkey][]alias
+	// interned are the single-route values of the cache, shared: a large
+	// import is thousands of routes with the same few next hops (see
+	// intern). internBuf is intern's scratch key.
+	interned  map[string][]alias
+	internBuf []byte
 	// tables are the watched tables: where ovnbgp has or had routes,
 	// wrote, or was asked about; a route change there, whatever its
 	// protocol, pokes notify and is reported by TakeChanges.
@@ -99,7 +104,7 @@ func start(ns *netns.NsHandle, protocol int, log *zap.Logger, notify func()) (*M
 		notify = func() {}
 	}
 	m := &Manager{ns: ns, protocol: protocol, log: log.Named("vrf"), notify: notify,
-		done: make(chan struct{}), tables: map[int]bool{}, cache: map[rkey][]alias{},
+		done: make(chan struct{}), tables: map[int]bool{}, cache: map[rkey][]alias{}, interned: map[string][]alias{},
 		changed: map[model.KernelRouteKey]struct{}{}, linksDirty: true, reloadReq: make(chan struct{}, 1),
 		subFd: -1, syncs: map[uint32]chan struct{}{}}
 	var err error
