@@ -61,24 +61,28 @@ func DiffKernel(desired, observed []model.KernelRoute) []model.KernelOp {
 	}
 	var adds, replaces, deletes []model.KernelOp
 	want := make(map[model.KernelRouteKey]bool, len(desired))
+	// The operations' routes, in one allocation (its capacity is never
+	// passed: the pointers stay valid).
+	routes := make([]model.KernelRoute, 0, len(desired)+len(observed))
 	for _, r := range desired {
 		if want[r.Key()] {
 			continue
 		}
 		want[r.Key()] = true
-		r := r
 		old, ok := have[r.Key()]
 		switch {
 		case !ok:
-			adds = append(adds, model.KernelOp{Op: model.OpAdd, Route: &r})
+			routes = append(routes, r)
+			adds = append(adds, model.KernelOp{Op: model.OpAdd, Route: &routes[len(routes)-1]})
 		case !SameNextHops(old.NextHops, r.NextHops) || old.Protocol != r.Protocol:
-			replaces = append(replaces, model.KernelOp{Op: model.OpReplace, Route: &r})
+			routes = append(routes, r)
+			replaces = append(replaces, model.KernelOp{Op: model.OpReplace, Route: &routes[len(routes)-1]})
 		}
 	}
 	for k, r := range have {
 		if !want[k] {
-			r := r
-			deletes = append(deletes, model.KernelOp{Op: model.OpDelete, Route: &r})
+			routes = append(routes, r)
+			deletes = append(deletes, model.KernelOp{Op: model.OpDelete, Route: &routes[len(routes)-1]})
 		}
 	}
 	for _, ops := range [][]model.KernelOp{adds, replaces, deletes} {
@@ -90,6 +94,9 @@ func DiffKernel(desired, observed []model.KernelRoute) []model.KernelOp {
 // SameNextHops reports whether two next-hop lists hold the same next hops,
 // in any order.
 func SameNextHops(a, b []model.NextHop) bool {
+	if slices.Equal(a, b) {
+		return true // the usual case, both sorted already: no copies
+	}
 	x, y := slices.Clone(a), slices.Clone(b)
 	slices.SortFunc(x, compareNextHop)
 	slices.SortFunc(y, compareNextHop)
