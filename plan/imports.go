@@ -489,8 +489,12 @@ func (e *importEnv) installed(ri int, p netip.Prefix) bool {
 // rows (one per next hop) and kernel routes (one multipath route per
 // table), and names the keys that routes not ovnbgp's hold (foreignOVN,
 // foreignK). A target (router or table) takes a prefix from the first rule,
-// in config order, that accepts it.
-func (e *importEnv) targets(paths []model.LearnedPath, cands []candidate) (ovn []model.OVNRoute, kernel []model.KernelRoute, foreignOVN []model.OVNRouteKey, foreignK []model.KernelRouteKey) {
+// in config order, that accepts it. The rows and routes are appended to
+// ovn and kernel (a caller collecting many prefixes' makes no copies).
+func (e *importEnv) targets(paths []model.LearnedPath, cands []candidate, ovn []model.OVNRoute, kernel []model.KernelRoute) ([]model.OVNRoute, []model.KernelRoute, []model.OVNRouteKey, []model.KernelRouteKey) {
+	var foreignOVN []model.OVNRouteKey
+	var foreignK []model.KernelRouteKey
+	o0, k0 := len(ovn), len(kernel) // this prefix's are ovn[o0:], kernel[k0:]
 	if len(cands) > 1 {
 		slices.SortStableFunc(cands, func(a, b candidate) int { return cmp.Compare(a.rule, b.rule) })
 	}
@@ -500,7 +504,7 @@ func (e *importEnv) targets(paths []model.LearnedPath, cands []candidate) (ovn [
 		rule int
 	}
 	var ovnOwner []claim[string]  // router -> rule
-	var kernOwner []claim[uint32] // table -> rule; kernel[i] is kernOwner[i]'s route
+	var kernOwner []claim[uint32] // table -> rule; kernel[k0+i] is kernOwner[i]'s route
 	for _, c := range cands {
 		p, r := paths[c.path], &e.cfg.Import[c.rule]
 		if gr := e.routers[c.rule]; gr != nil && inExternal(gr, p.NextHop) {
@@ -517,7 +521,7 @@ func (e *importEnv) targets(paths []model.LearnedPath, cands []candidate) (ovn [
 					if !slices.Contains(foreignOVN, row.Key()) {
 						foreignOVN = append(foreignOVN, row.Key())
 					}
-				} else if !slices.ContainsFunc(ovn, func(o model.OVNRoute) bool { return o.Key() == row.Key() }) {
+				} else if !slices.ContainsFunc(ovn[o0:], func(o model.OVNRoute) bool { return o.Key() == row.Key() }) {
 					ovn = append(ovn, row)
 				}
 			}
@@ -538,22 +542,22 @@ func (e *importEnv) targets(paths []model.LearnedPath, cands []candidate) (ovn [
 				kernOwner = append(kernOwner, claim[uint32]{t, c.rule})
 				kernel = append(kernel, model.KernelRoute{Table: t, VRF: e.vrfs[c.rule], Prefix: p.Prefix,
 					Protocol: e.cfg.Kernel.RouteProtocol, Rule: r.Name})
-				i = len(kernel) - 1
+				i = len(kernel) - 1 - k0
 			}
 			nh := model.NextHop{Addr: p.NextHop, Dev: e.peerLink[p.Peer].Name}
-			if !slices.Contains(kernel[i].NextHops, nh) {
-				kernel[i].NextHops = append(kernel[i].NextHops, nh)
+			if r := &kernel[k0+i]; !slices.Contains(r.NextHops, nh) {
+				r.NextHops = append(r.NextHops, nh)
 			}
 		}
 	}
-	for i := range kernel {
-		slices.SortFunc(kernel[i].NextHops, compareNextHop)
+	for i := range kernel[k0:] {
+		slices.SortFunc(kernel[k0+i].NextHops, compareNextHop)
 	}
-	if len(ovn) > 1 {
-		slices.SortFunc(ovn, compareOVN)
+	if len(ovn)-o0 > 1 {
+		slices.SortFunc(ovn[o0:], compareOVN)
 	}
-	if len(kernel) > 1 {
-		slices.SortFunc(kernel, compareKernel)
+	if len(kernel)-k0 > 1 {
+		slices.SortFunc(kernel[k0:], compareKernel)
 	}
 	return ovn, kernel, foreignOVN, foreignK
 }

@@ -373,11 +373,11 @@ func (t *ImportTable) settle(pfx netip.Prefix, pe *prefixEntry) {
 	}
 }
 
-// routes are the desired routes of pe's prefix and the keys not ovnbgp's
-// in their way, from its paths' verdicts. They are made when asked, not
-// kept: kept, they cost ~150 B per prefix, and a pass reads only those of
-// the prefixes it touched.
-func (t *ImportTable) routes(pe *prefixEntry) (ovn []model.OVNRoute, kernel []model.KernelRoute, foreignOVN []model.OVNRouteKey, foreignK []model.KernelRouteKey) {
+// routes appends the desired routes of pe's prefix to ovn and kernel and
+// returns them with the keys not ovnbgp's in their way, from its paths'
+// verdicts. They are made when asked, not kept: kept, they cost ~150 B per
+// prefix, and a pass reads only those of the prefixes it touched.
+func (t *ImportTable) routes(pe *prefixEntry, ovn []model.OVNRoute, kernel []model.KernelRoute) ([]model.OVNRoute, []model.KernelRoute, []model.OVNRouteKey, []model.KernelRouteKey) {
 	var accBuf [4]candidate
 	var candBuf [4]ruleEntry
 	var pathBuf [2]model.LearnedPath
@@ -395,9 +395,9 @@ func (t *ImportTable) routes(pe *prefixEntry) (ovn []model.OVNRoute, kernel []mo
 		}
 	}
 	if len(accepted) == 0 {
-		return nil, nil, nil, nil
+		return ovn, kernel, nil, nil
 	}
-	return t.env.targets(paths, accepted)
+	return t.env.targets(paths, accepted, ovn, kernel)
 }
 
 // TableChange is what changed since the table last decided: paths
@@ -521,12 +521,10 @@ func (t *ImportTable) recap(pfx netip.Prefix, pe *prefixEntry) []netip.Prefix {
 // prefixes, sorted as in ImportResult.
 func (t *ImportTable) Desired(prefixes []netip.Prefix) ([]model.OVNRoute, []model.KernelRoute) {
 	var ovn []model.OVNRoute
-	var kernel []model.KernelRoute
+	kernel := make([]model.KernelRoute, 0, len(prefixes))
 	for _, p := range prefixes {
 		if pe := t.prefixes[p]; pe != nil {
-			o, k, _, _ := t.routes(pe)
-			ovn = append(ovn, o...)
-			kernel = append(kernel, k...)
+			ovn, kernel, _, _ = t.routes(pe, ovn, kernel)
 		}
 	}
 	slices.SortFunc(ovn, compareOVN)
@@ -641,9 +639,9 @@ func (t *ImportTable) Result() ImportResult {
 	var fk []model.KernelRouteKey
 	res.Kernel = make([]model.KernelRoute, 0, len(t.prefixes))
 	for _, pe := range t.prefixes {
-		o, k, fo, f := t.routes(pe)
-		res.OVN = append(res.OVN, o...)
-		res.Kernel = append(res.Kernel, k...)
+		var fo []model.OVNRouteKey
+		var f []model.KernelRouteKey
+		res.OVN, res.Kernel, fo, f = t.routes(pe, res.OVN, res.Kernel)
 		fovn, fk = append(fovn, fo...), append(fk, f...)
 	}
 	slices.SortFunc(res.OVN, compareOVN)
@@ -747,7 +745,7 @@ func (t *ImportTable) VRFs() []model.VRFDevice { return t.env.createVRFs }
 // for status).
 func (t *ImportTable) Sizes() (ovn, kernel int) {
 	for _, pe := range t.prefixes {
-		o, k, _, _ := t.routes(pe)
+		o, k, _, _ := t.routes(pe, nil, nil)
 		ovn += len(o)
 		kernel += len(k)
 	}
@@ -760,7 +758,7 @@ func (t *ImportTable) Problems() []string {
 	var fovn []model.OVNRouteKey
 	var fk []model.KernelRouteKey
 	for _, pe := range t.prefixes {
-		_, _, fo, f := t.routes(pe)
+		_, _, fo, f := t.routes(pe, nil, nil)
 		fovn, fk = append(fovn, fo...), append(fk, f...)
 	}
 	return append(slices.Clone(t.env.problems), foreignProblems(fovn, fk)...)
