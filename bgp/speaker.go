@@ -53,6 +53,12 @@ type Speaker struct {
 	// prefixHold is how long a session torn down by maxPrefixes stays
 	// down before ovnbgp re-enables it (FRR's "maximum-prefix N restart").
 	prefixHold time.Duration
+	// limitCheck is how often an armed prefix limit is checked against
+	// the exact count (prefixlimit.go).
+	limitCheck time.Duration
+	// limitReads and limitArms count exact reads of Adj-RIB-In counts
+	// and limit changes (for tests).
+	limitReads, limitArms atomic.Uint64
 
 	// mu serializes SetPeers, Set and Stop and guards the fields below.
 	mu      sync.Mutex
