@@ -70,7 +70,7 @@ func TestPrefixLimitArming(t *testing.T) {
 	tor.MaxPrefixes = 20
 	node := l.node(false)
 	node.prefixHold = 2 * time.Second
-	node.limitCheck = 200 * time.Millisecond
+	node.limitCheck.Store(int64(200 * time.Millisecond))
 	if err := node.SetPeers(context.Background(), []config.Peer{tor}); err != nil {
 		t.Fatal(err)
 	}
