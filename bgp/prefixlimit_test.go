@@ -141,6 +141,31 @@ func TestPrefixLimitArming(t *testing.T) {
 		lim := gobgpLimits(t, node, tor)
 		return len(lim) == 0, fmt.Sprint(lim)
 	})
+
+	// A change of maxPrefixes arms from the bound at once: 10 announced
+	// in this session, 10 >= 90% of 11.
+	w.send(announce(t, nh, as, false, nil, seq(86, 200, 10)...))
+	waitLearned(t, node, "tor", pfxs(seq(86, 200, 10))...)
+	for _, c := range []struct {
+		max  uint32
+		want map[string]uint32
+	}{{11, map[string]uint32{"ipv4": 11}}, {0, map[string]uint32{}}, {100, map[string]uint32{}}} {
+		tor.MaxPrefixes = c.max
+		if err := node.SetPeers(context.Background(), []config.Peer{tor}); err != nil {
+			t.Fatal(err)
+		}
+		if lim := gobgpLimits(t, node, tor); fmt.Sprint(lim) != fmt.Sprint(c.want) {
+			t.Errorf("maxPrefixes %d with 10 prefixes: gobgp's limits %v, want %v", c.max, lim, c.want)
+		}
+	}
+	if st := peerState(t, node, "tor"); st.State != model.StateEstablished {
+		t.Errorf("after the maxPrefixes changes: %s (%s)", st.State, st.LastError)
+	}
+	// Arming and disarming is ovnbgp's business: gobgp's warning about
+	// each change is not the operator's.
+	if strings.Contains(l.logs(), "update prefix limit configuration") {
+		t.Errorf("gobgp's warning about the limit changes reached the log")
+	}
 }
 
 // TestPrefixLimitNoWalkPerUpdate: a table transfer far below maxPrefixes,
