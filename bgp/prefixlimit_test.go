@@ -203,3 +203,44 @@ func TestPrefixLimitNoWalkPerUpdate(t *testing.T) {
 		t.Errorf("%d exact reads of the Adj-RIB-In for %d UPDATEs", r, n)
 	}
 }
+
+// BenchmarkPrefixLimitTransfer: one op is a table transfer of 4000
+// prefixes, one per UPDATE (replacing the previous op's), from a wire peer
+// to a node with no prefix limit and with one far above the table.
+// gobgp's own check walks the Adj-RIB-In on every UPDATE while its limit is
+// configured (quadratic); ovnbgp configures it only near the limit, so
+// both cost the same.
+func BenchmarkPrefixLimitTransfer(b *testing.B) {
+	for i, max := range []uint32{0, 1000000} {
+		b.Run(fmt.Sprintf("maxPrefixes=%d", max), func(b *testing.B) {
+			l := newLab(b, 88+i)
+			port := freePort(b)
+			w := newWirePeer(b, l.addr(3), port, provASN)
+			tor := l.peerOf("tor", 3, port, provASN)
+			tor.MaxPrefixes = max
+			node := l.node(false, tor)
+			waitEstablished(b, node, "tor")
+			<-w.up
+			const n = 4000
+			msgs := make([]*bgppkt.BGPMessage, 0, n)
+			for _, p := range seq(88+i, 0, n) {
+				msgs = append(msgs, announce(b, l.addr(3), []uint32{provASN}, false, nil, p))
+			}
+			b.ResetTimer()
+			for range b.N {
+				w.send(msgs...)
+				seen := map[netip.Prefix]bool{}
+				deadline := time.Now().Add(time.Minute)
+				for len(seen) < n {
+					for _, p := range node.TakeLearned().Paths {
+						seen[p.Prefix] = true
+					}
+					if time.Now().After(deadline) {
+						b.Fatalf("%d of %d prefixes learned after a minute", len(seen), n)
+					}
+					time.Sleep(time.Millisecond)
+				}
+			}
+		})
+	}
+}
