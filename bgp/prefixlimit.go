@@ -27,9 +27,11 @@ import (
 // done rarely) plus every NLRI announced since (withdrawals are not
 // subtracted and a replacement counts as new, so the bound never falls
 // below the real count, whatever the peer sends). When the bound reaches
-// armAt (90%), the limit worker reads the exact count and arms the limit
-// if the count is still at 90% or more. While armed, it reads the count
-// every limitCheck and disarms below 80%. gobgp applies a new limit in
+// armAt (90%), the limit worker reads the exact count, restarts the bound
+// from it and arms the limit if the bound is still at 90% and the count at
+// 80% or more. While armed, it reads the count every limitCheck and
+// disarms below 80%. Reads while disarmed are thus at least 10% of
+// maxPrefixes of announcements apart: O(1) amortized per path. gobgp applies a new limit in
 // place and, when the count is over it already, takes the session down at
 // once: the limit holds except for the arming latency (a worker wake-up
 // and one gobgp call), during which a flood can pass maxPrefixes by what
@@ -221,7 +223,13 @@ func (s *Speaker) readLimit(p config.Peer, b *prefixBound, now time.Time) {
 		if b.armed[fi] {
 			b.armed[fi] = !belowDisarm(counts[fi], p.MaxPrefixes)
 		} else {
-			b.armed[fi] = b.bound(fi) >= armAt(p.MaxPrefixes)
+			// Arm only if the exact count is at 80% or more too: a count
+			// below stays disarmed, with its next wake-up at least 10%
+			// of maxPrefixes of announcements away, so that replacements
+			// near 90% cannot make every UPDATE cost a read. (A bound
+			// at 90% over a count below 80% is a flood under way: the
+			// trigger is still reached, the next path reads again.)
+			b.armed[fi] = b.bound(fi) >= armAt(p.MaxPrefixes) && !belowDisarm(counts[fi], p.MaxPrefixes)
 		}
 	}
 	if b.armed != old {
