@@ -64,8 +64,10 @@
 // of 0.1 s, BenchmarkPrefixLimitTransfer). So the limit is configured in
 // gobgp ("armed") only while the peer's count may be near maxPrefixes:
 // prefixlimit.go keeps an O(1)-per-path upper bound of each count (fed by
-// the path events below, withdrawals not subtracted), arms at 90% after an
-// exact read, disarms below 80%, and reads exactly every 30 s in any case
+// the path events below, withdrawals not subtracted), arms when the bound
+// reaches 90% and an exact read finds 80% or more, disarms when an exact
+// read (every few seconds while armed) finds less than 80%, and reads
+// exactly every 30 s in any case
 // (for the rejected paths that have no event). A flood can pass the limit
 // by what arrives during the arming (one worker wake-up and one gobgp
 // call); then gobgp tears the session down as soon as the limit is armed.

@@ -28,8 +28,8 @@ import (
 // subtracted and a replacement counts as new, so the bound never falls
 // below the real count, whatever the peer sends). When the bound reaches
 // armAt (90%), the limit worker reads the exact count, restarts the bound
-// from it and arms the limit if the bound is still at 90% and the count at
-// 80% or more. While armed, it reads the count every limitCheck and
+// from it and arms the limit if the count is at 80% or more (the bound
+// crossed 90%: the count may be there soon). While armed, it reads the count every limitCheck and
 // disarms below 80%. Reads while disarmed are thus at least 10% of
 // maxPrefixes of announcements apart: O(1) amortized per path. gobgp applies a new limit in
 // place and, when the count is over it already, takes the session down at
@@ -189,8 +189,10 @@ func (s *Speaker) readLimit(p config.Peer, b *prefixBound, now time.Time) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var ann [2]uint64
+	var triggered [2]bool
 	for fi := range ann {
 		ann[fi] = b.announced[fi].Load()
+		triggered[fi] = ann[fi] >= b.trigger[fi].Load()
 	}
 	b.reread.Store(false)
 	var counts [2]uint64
@@ -221,15 +223,17 @@ func (s *Speaker) readLimit(p config.Peer, b *prefixBound, now time.Time) {
 		fi := famIdx(f)
 		b.base[fi], b.baseAnn[fi] = counts[fi], ann[fi]
 		if b.armed[fi] {
-			b.armed[fi] = !belowDisarm(counts[fi], p.MaxPrefixes)
+			b.armed[fi] = triggered[fi] && !belowDisarm(counts[fi], p.MaxPrefixes)
 		} else {
-			// Arm only if the exact count is at 80% or more too: a count
-			// below stays disarmed, with its next wake-up at least 10%
-			// of maxPrefixes of announcements away, so that replacements
-			// near 90% cannot make every UPDATE cost a read. (A bound
-			// at 90% over a count below 80% is a flood under way: the
-			// trigger is still reached, the next path reads again.)
-			b.armed[fi] = b.bound(fi) >= armAt(p.MaxPrefixes) && !belowDisarm(counts[fi], p.MaxPrefixes)
+			// If the bound reached 90% (not a read for a new session
+			// or the audit), arm if the exact count is at 80% or more
+			// (the armed band). A count below stays disarmed, with
+			// its next wake-up at least 10% of maxPrefixes of
+			// announcements away, so that replacements cannot make
+			// every UPDATE cost a read. (A bound still at 90% over a
+			// count below 80% is a flood under way: its paths found the
+			// trigger reached and woke the worker again.)
+			b.armed[fi] = !belowDisarm(counts[fi], p.MaxPrefixes)
 		}
 	}
 	if b.armed != old {

@@ -244,3 +244,47 @@ func BenchmarkPrefixLimitTransfer(b *testing.B) {
 		})
 	}
 }
+
+// TestPrefixLimitReadsAmortized: replacements by a peer one prefix short of
+// 90% do not cost an exact read each (a walk per UPDATE again): the first
+// read finds the count in the 80-90% band and arms the limit, which is then
+// checked on the timer only.
+func TestPrefixLimitReadsAmortized(t *testing.T) {
+	parallel(t)
+	l := newLab(t, 90)
+	port := freePort(t)
+	w := newWirePeer(t, l.addr(3), port, provASN)
+	tor := l.peerOf("tor", 3, port, provASN)
+	tor.MaxPrefixes = 20
+	node := l.node(false)
+	node.limitCheck.Store(int64(time.Hour))
+	if err := node.SetPeers(context.Background(), []config.Peer{tor}); err != nil {
+		t.Fatal(err)
+	}
+	waitEstablished(t, node, "tor")
+	<-w.up
+	nh, as := l.addr(3), []uint32{provASN}
+	w.send(announce(t, nh, as, false, nil, seq(90, 0, 17)...))
+	waitLearned(t, node, "tor", pfxs(seq(90, 0, 17))...)
+	eventually(t, 30*time.Second, "the read when the session came up", func() (bool, string) {
+		return node.limitReads.Load() >= 1, "no read"
+	})
+	before := node.limitReads.Load()
+	const n = 30
+	for i := range n {
+		r := node.limitReads.Load()
+		w.send(announce(t, nh, as, false, nil, seq(90, i%17, 1)...))
+		// One at a time, as a peer that replaces a path now and then:
+		// each replacement is either read or finds the limit armed.
+		eventually(t, 30*time.Second, "a read, or the limit armed", func() (bool, string) {
+			lim := gobgpLimits(t, node, tor)
+			return node.limitReads.Load() > r || lim["ipv4"] == 20, fmt.Sprint(lim)
+		})
+	}
+	if lim := gobgpLimits(t, node, tor); lim["ipv4"] != 20 {
+		t.Errorf("17 of 20 prefixes, replaced: limits %v, want armed", lim)
+	}
+	if r := node.limitReads.Load() - before; r > 3 {
+		t.Errorf("%d exact reads for %d replacements", r, n)
+	}
+}
