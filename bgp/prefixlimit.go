@@ -223,7 +223,7 @@ func (s *Speaker) readLimit(p config.Peer, b *prefixBound, now time.Time) {
 		fi := famIdx(f)
 		b.base[fi], b.baseAnn[fi] = counts[fi], ann[fi]
 		if b.armed[fi] {
-			b.armed[fi] = triggered[fi] && !belowDisarm(counts[fi], p.MaxPrefixes)
+			b.armed[fi] = !belowDisarm(counts[fi], p.MaxPrefixes)
 		} else {
 			// If the bound reached 90% (not a read for a new session
 			// or the audit), arm if the exact count is at 80% or more
@@ -233,7 +233,7 @@ func (s *Speaker) readLimit(p config.Peer, b *prefixBound, now time.Time) {
 			// every UPDATE cost a read. (A bound still at 90% over a
 			// count below 80% is a flood under way: its paths found the
 			// trigger reached and woke the worker again.)
-			b.armed[fi] = !belowDisarm(counts[fi], p.MaxPrefixes)
+			b.armed[fi] = triggered[fi] && !belowDisarm(counts[fi], p.MaxPrefixes)
 		}
 	}
 	if b.armed != old {

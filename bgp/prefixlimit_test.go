@@ -91,6 +91,15 @@ func TestPrefixLimitArming(t *testing.T) {
 		lim := gobgpLimits(t, node, tor)
 		return len(lim) == 1 && lim["ipv4"] == 20, fmt.Sprint(lim)
 	})
+	// Armed, it stays armed through the exact reads while at 80% or more.
+	armedReads, changes := node.limitReads.Load(), node.limitArms.Load()
+	eventually(t, 30*time.Second, "three exact reads while armed", func() (bool, string) {
+		n := node.limitReads.Load()
+		return n >= armedReads+3, fmt.Sprintf("%d reads", n-armedReads)
+	})
+	if lim, c := gobgpLimits(t, node, tor), node.limitArms.Load()-changes; lim["ipv4"] != 20 || c != 0 {
+		t.Fatalf("18 of 20 prefixes after the armed checks: limits %v, %d limit changes; want armed throughout", lim, c)
+	}
 
 	// Down to 8 (below 80%): disarmed after an exact read.
 	w.send(withdraw(t, seq(86, 8, 10)...))
