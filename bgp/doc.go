@@ -58,6 +58,20 @@
 // loss or graceful-restart expiry, End-of-RIB) call the notify function
 // given to New; the daemon coalesces them.
 //
+// maxPrefixes is enforced by gobgp, but gobgp's check counts the peer's
+// whole Adj-RIB-In family on every UPDATE while a limit is configured
+// (quadratic in a table transfer: 4000 one-prefix UPDATEs cost 2.9 s instead
+// of 0.1 s, BenchmarkPrefixLimitTransfer). So the limit is configured in
+// gobgp ("armed") only while the peer's count may be near maxPrefixes:
+// prefixlimit.go keeps an O(1)-per-path upper bound of each count (fed by
+// the path events below, withdrawals not subtracted), arms when the bound
+// reaches 90% and an exact read finds 80% or more, disarms when an exact
+// read (every few seconds while armed) finds less than 80%, and reads
+// exactly every 30 s in any case
+// (for the rejected paths that have no event). A flood can pass the limit
+// by what arrives during the arming (one worker wake-up and one gobgp
+// call); then gobgp tears the session down as soon as the limit is armed.
+//
 // # Learned paths: TakeLearned
 //
 // EachLearned walks a peer's whole Adj-RIB-In (O(table)). TakeLearned
@@ -86,7 +100,8 @@
 //	ORIGINATOR_ID = our router ID (iBGP),      none                     not covered: the peer's next
 //	  or our ASN more than 255 times                                    Resync (see below)
 //	UPDATE crossing maxPrefixes (stored,       none; the session then   Resync (state event)
-//	  then the session is torn down)           goes down
+//	  then the session is torn down, at once   goes down
+//	  or when ovnbgp arms the limit)
 //	session down, no graceful restart          AdjInWithdraw, state     Gone, then Resync
 //	session down with graceful restart:        none (StaleAll); state   Resync
 //	  paths marked stale                       event follows

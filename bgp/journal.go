@@ -140,10 +140,17 @@ func (s *Speaker) journalPaths(paths []*apiutil.Path) {
 		lastAddr netip.Addr
 		peer     config.Peer
 		known    bool
+		bound    *prefixBound
+		wake     bool
 	)
 	j := s.journal
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	defer func() {
+		if wake {
+			s.wakeLimits()
+		}
+	}()
 	for _, p := range paths {
 		if p == nil {
 			continue
@@ -152,12 +159,20 @@ func (s *Speaker) journalPaths(paths []*apiutil.Path) {
 			lastAddr = addr
 			s.st.Lock()
 			peer, known = s.learnFrom[addr]
+			bound = s.bounds[addr]
 			s.st.Unlock()
 		}
 		if !known {
 			// A peer SetPeers deleted (gobgp drops its paths after it
 			// is gone): SetPeers put it into Resync by name already.
 			continue
+		}
+		if !p.Withdrawal && bound != nil {
+			// The Adj-RIB-In upper bound (prefixlimit.go): O(1).
+			fi := pathFamIdx(p)
+			if bound.announced[fi].Add(1) >= bound.trigger[fi].Load() {
+				wake = true
+			}
 		}
 		prefix, ok := nlriPrefix(p.Nlri)
 		if !ok {

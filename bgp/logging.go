@@ -57,6 +57,11 @@ func (h gobgpHandler) Handle(ctx context.Context, r slog.Record) error {
 		})
 		h.tap(h.key, r.Message == "sent notification", uint8(code), uint8(sub), comm)
 	}
+	if r.Message == "update prefix limit configuration" {
+		// ovnbgp arms and disarms the limit itself (prefixlimit.go) and
+		// logs a change of maxPrefixes: gobgp warns of each change.
+		return nil
+	}
 	if !h.passes(ctx, r.Level) {
 		return nil
 	}

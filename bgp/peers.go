@@ -89,11 +89,26 @@ func (s *Speaker) SetPeers(ctx context.Context, peers []config.Peer) error {
 			s.learnFrom[p.Address] = p
 			s.st.Unlock()
 		case !config.ResetsSession(changed):
+			// maxPrefixes changed: arm gobgp's limit from the bound
+			// (prefixlimit.go).
+			b := s.boundOf(p.Address)
+			var was [2]bool
+			if b != nil {
+				was = b.armed
+				b.rearm(p)
+			}
 			if _, err := s.bgp.UpdatePeer(ctx, &api.UpdatePeerRequest{Peer: s.apiPeer(p)}); err != nil {
+				if b != nil {
+					b.armed = was
+				}
 				err = fmt.Errorf("peer %q: update max prefixes: %w", name, err)
 				errs = append(errs, err)
 				peerErrs[name] = err.Error()
 				continue
+			}
+			if b != nil {
+				b.setTriggers(p)
+				s.wakeLimits()
 			}
 			s.peers[name] = p
 			s.st.Lock()
@@ -187,6 +202,9 @@ func (s *Speaker) addPeer(ctx context.Context, p config.Peer) error {
 	s.byAddr[p.Address] = p.Name
 	s.learnFrom[p.Address] = p
 	s.sessions[p.Address] = &session{since: time.Now()}
+	if s.bounds != nil {
+		s.bounds[p.Address] = newPrefixBound(p)
+	}
 	s.st.Unlock()
 	s.journal.markResync(p.Name)
 	if err := s.bgp.AddPeer(ctx, &api.AddPeerRequest{Peer: s.apiPeer(p)}); err != nil {
@@ -194,6 +212,7 @@ func (s *Speaker) addPeer(ctx context.Context, p config.Peer) error {
 		delete(s.byAddr, p.Address)
 		delete(s.learnFrom, p.Address)
 		delete(s.sessions, p.Address)
+		delete(s.bounds, p.Address)
 		s.st.Unlock()
 		return fmt.Errorf("peer %q: add %v: %w", p.Name, p.Address, err)
 	}
@@ -215,6 +234,7 @@ func (s *Speaker) deletePeer(ctx context.Context, p config.Peer) error {
 	delete(s.byAddr, p.Address)
 	delete(s.learnFrom, p.Address)
 	delete(s.sessions, p.Address)
+	delete(s.bounds, p.Address)
 	s.st.Unlock()
 	s.journal.markResync(p.Name)
 	return nil
@@ -267,6 +287,7 @@ func withPeerDefaults(p config.Peer) config.Peer {
 
 // apiPeer is p as gobgp's AddPeer/UpdatePeer want it.
 func (s *Speaker) apiPeer(p config.Peer) *api.Peer {
+	b := s.boundOf(p.Address)
 	ap := &api.Peer{
 		Conf: &api.PeerConf{
 			NeighborAddress: p.Address.String(),
@@ -338,7 +359,9 @@ func (s *Speaker) apiPeer(p config.Peer) *api.Peer {
 			// nothing stale.
 			as.MpGracefulRestart = &api.MpGracefulRestart{Config: &api.MpGracefulRestartConfig{Enabled: true}}
 		}
-		if p.MaxPrefixes > 0 {
+		// gobgp's limit only while armed (prefixlimit.go); a peer
+		// without a bound (not added yet by addPeer) has it.
+		if p.MaxPrefixes > 0 && (b == nil || b.armed[famIdx(f)]) {
 			as.PrefixLimits = &api.PrefixLimit{Family: fam, MaxPrefixes: p.MaxPrefixes}
 		}
 		ap.AfiSafis = append(ap.AfiSafis, as)

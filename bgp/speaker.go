@@ -53,6 +53,15 @@ type Speaker struct {
 	// prefixHold is how long a session torn down by maxPrefixes stays
 	// down before ovnbgp re-enables it (FRR's "maximum-prefix N restart").
 	prefixHold time.Duration
+	// limitCheck is how often, in nanoseconds, the limit worker checks
+	// an armed prefix limit against the exact count (prefixlimit.go).
+	limitCheck atomic.Int64
+	// limitWake wakes the limit worker; limitStop ends it.
+	limitWake chan struct{}
+	limitStop chan struct{}
+	// limitReads and limitArms count the exact reads of Adj-RIB-In
+	// counts and the prefix limit changes in gobgp (for tests).
+	limitReads, limitArms atomic.Uint64
 
 	// mu serializes SetPeers, Set and Stop and guards the fields below.
 	mu      sync.Mutex
@@ -76,6 +85,9 @@ type Speaker struct {
 	// learnFrom are the configured peers by address, for the conversion
 	// of gobgp's path events (which name the address).
 	learnFrom map[netip.Addr]config.Peer
+	// bounds are the configured peers' Adj-RIB-In upper bounds, by
+	// address (prefixlimit.go).
+	bounds map[netip.Addr]*prefixBound
 }
 
 // session is what gobgp's peer events tell us and ListPeer does not.
@@ -169,12 +181,17 @@ func New(ctx context.Context, global config.BGP, log *zap.Logger, notify func())
 		learnFrom:  map[netip.Addr]config.Peer{},
 		journal:    newJournal(),
 		prefixHold: defaultPrefixHold,
+		bounds:     map[netip.Addr]*prefixBound{},
+		limitWake:  make(chan struct{}, 1),
+		limitStop:  make(chan struct{}),
 	}
+	s.limitCheck.Store(int64(defaultLimitCheck))
 	go srv.Serve()
 	if err := s.start(ctx); err != nil {
 		_ = s.shutdown(ctx, false)
 		return nil, err
 	}
+	go s.limitLoop(s.limitStop)
 	log.Info("bgp speaker started", zap.Uint32("asn", global.ASN),
 		zap.Stringer("routerID", global.RouterID), zap.Int("listenPort", listenPort(global.ListenPort)))
 	if err := s.SetPeers(ctx, global.Peers); err != nil {
@@ -287,6 +304,9 @@ func (s *Speaker) Stop(ctx context.Context, graceful bool) error {
 // shutdown stops gobgp; the caller holds mu or owns s exclusively.
 func (s *Speaker) shutdown(ctx context.Context, graceful bool) error {
 	s.stopped = true
+	if s.limitStop != nil {
+		close(s.limitStop)
+	}
 	s.dial.close()
 	if s.ln != nil {
 		s.ln.close()
@@ -353,6 +373,7 @@ func (s *Speaker) onPeerEvent(ev *apiutil.WatchEventMessage_PeerEvent, ts time.T
 		// dialed or accepted): gobgp found a message invalid.
 		reason = "invalid-msg: the session failed during the OPEN exchange: the peer sent a message gobgp found invalid; the peer's log may say more"
 	}
+	wasUp := ss.state == model.StateEstablished
 	if state != model.StateEstablished || ss.state != model.StateEstablished {
 		ss.eor = nil // a new session, or none: no End-of-RIB yet
 	}
@@ -369,6 +390,12 @@ func (s *Speaker) onPeerEvent(ev *apiutil.WatchEventMessage_PeerEvent, ts time.T
 	}
 	switch {
 	case state == model.StateEstablished:
+		if b := s.bounds[addr]; b != nil && !wasUp {
+			// A new session: read its exact counts (stale paths of
+			// graceful restart included).
+			b.reread.Store(true)
+			defer s.wakeLimits()
+		}
 		ss.down = time.Time{}
 		ss.families = negotiated(ev.Peer.State.RemoteCap)
 	case ss.down.IsZero():

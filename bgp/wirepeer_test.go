@@ -29,6 +29,8 @@ type wirePeer struct {
 	// forwarding preserved, so the node keeps this peer's paths stale
 	// when the session drops without a NOTIFICATION.
 	gr bool
+	// notifs are the NOTIFICATIONs the node sent, in order.
+	notifs []*bgppkt.BGPNotification
 }
 
 // newWirePeer listens on addr:port; each connection the node makes
@@ -128,12 +130,25 @@ func (w *wirePeer) serve(c net.Conn) {
 		}
 	}()
 	for {
-		if _, err := readMessage(c); err != nil {
+		m, err := readMessage(c)
+		if err != nil {
 			close(done)
 			c.Close()
 			return
 		}
+		if n, ok := m.Body.(*bgppkt.BGPNotification); ok {
+			w.mu.Lock()
+			w.notifs = append(w.notifs, n)
+			w.mu.Unlock()
+		}
 	}
+}
+
+// notifications are the NOTIFICATIONs the node sent so far.
+func (w *wirePeer) notifications() []*bgppkt.BGPNotification {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]*bgppkt.BGPNotification(nil), w.notifs...)
 }
 
 func writeMessage(c net.Conn, m *bgppkt.BGPMessage) error {
