@@ -154,7 +154,10 @@ func (s *nlSocket) exchange(msgs [][]byte) []error {
 				continue
 			}
 			// ENOBUFS (answers overflowed) or the timeout: the outcome
-			// of every message without an answer is unknown.
+			// of every message without an answer is unknown. What is
+			// still queued is read and dropped, so the next batch starts
+			// on an empty socket (a full one would lose its answers too).
+			s.drain(rb)
 			for i := range res {
 				if !acked[i] {
 					res[i] = fmt.Errorf("no answer from the kernel (%w): the outcome is unknown and is read back", err)
@@ -170,15 +173,24 @@ func (s *nlSocket) exchange(msgs [][]byte) []error {
 			if m.Header.Type != unix.NLMSG_ERROR {
 				continue
 			}
-			i := int(m.Header.Seq - first) // wraps with the sequence numbers
-			if i >= len(msgs) || acked[i] {
+			d := m.Header.Seq - first // wraps with the sequence numbers
+			if d >= uint32(len(msgs)) || acked[d] {
 				continue // not ours (an earlier batch's stray answer)
 			}
-			acked[i] = true
-			res[i] = ackError(m)
+			acked[d] = true
+			res[d] = ackError(m)
 		}
 	}
 	return res
+}
+
+// drain reads and drops whatever answers are queued on the socket.
+func (s *nlSocket) drain(buf []byte) {
+	for {
+		if _, _, err := unix.Recvfrom(s.fd, buf, unix.MSG_DONTWAIT); err != nil && !errors.Is(err, unix.EINTR) {
+			return // EAGAIN: empty
+		}
+	}
 }
 
 // ackError decodes an NLMSG_ERROR: nil for an ack, else the errno with the
@@ -240,8 +252,8 @@ type nlHop struct {
 // RTM_NEWROUTE or RTM_DELROUTE; flags are added to NLM_F_REQUEST|NLM_F_ACK.
 // A delete carries no next hop (the kernel removes every next hop of the
 // route with our protocol at that key), scope "nowhere" and no type, as
-// `ip route del` does. No metric is sent: the kernel's default (0, and
-// 1024 for IPv6) is the key's.
+// `ip route del` does. Adds and replaces send no metric: the kernel's
+// default (0, and 1024 for IPv6) is the key's; an IPv6 delete names 1024.
 func routeMsg(typ uint16, flags uint16, seq uint32, prefix netip.Prefix, table uint32, protocol uint8, hops []nlHop) []byte {
 	b := make([]byte, unix.SizeofNlMsghdr, 128)
 	family := uint8(unix.AF_INET)
@@ -260,6 +272,14 @@ func routeMsg(typ uint16, flags uint16, seq uint32, prefix netip.Prefix, table u
 	b = append(b, family, uint8(prefix.Bits()), 0, 0, rtTable, protocol, scope, rtype, 0, 0, 0, 0)
 	b = appendAttr(b, unix.RTA_DST, prefix.Addr().AsSlice())
 	b = appendAttr(b, unix.RTA_TABLE, binary.NativeEndian.AppendUint32(nil, table))
+	if typ == unix.RTM_DELROUTE && family == unix.AF_INET6 {
+		// An IPv6 delete without a metric removes the lowest-metric
+		// route of our protocol at the prefix, which need not be ours
+		// (someone's `ip -6 route add ... proto 200 metric 100`). IPv4
+		// cannot name metric 0 (0 means any), but its delete takes the
+		// lowest metric first: ours, at 0, when it is there.
+		b = appendAttr(b, unix.RTA_PRIORITY, binary.NativeEndian.AppendUint32(nil, ipv6DefaultMetric))
+	}
 	if typ == unix.RTM_NEWROUTE {
 		switch len(hops) {
 		case 0:

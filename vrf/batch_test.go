@@ -147,3 +147,62 @@ func TestBatchFailuresInTheMiddle(t *testing.T) {
 		t.Fatalf("foreign routes changed:\nbefore:\n%s\nafter:\n%s", before, after)
 	}
 }
+
+// TestBatchLastOrAllFail: only the last request of a batch asks for an
+// ack, so its failure, and a batch where every request fails, are the
+// edge cases of reading the answers: the last of 256 adds refused (255
+// applied, one error), then ten adds all refused (ten errors, none
+// applied).
+func TestBatchLastOrAllFail(t *testing.T) {
+	n := newNS(t)
+	m := n.open(nil)
+	routes := many(256, []model.NextHop{hop("192.0.2.2", "a0")}, []model.NextHop{hop("2001:db8:a::2", "a0")})
+	var ops, want []model.KernelOp
+	for _, r := range routes[:255] {
+		ops = append(ops, add(r))
+		want = append(want, add(r))
+	}
+	ops = append(ops, add(route(100, "10.12.0.0/16", hop("203.0.113.1", "a0")))) // not on-link
+	applied, err := m.Apply(context.Background(), ops)
+	if err == nil || len(strings.Split(err.Error(), "\n")) != 1 || !strings.Contains(err.Error(), "10.12.0.0/16") {
+		t.Fatalf("last request refused: error %v, want one, naming 10.12.0.0/16", err)
+	}
+	if diff := cmp.Diff(want, applied, equateIP); diff != "" {
+		t.Errorf("applied (-want +got):\n%s", diff)
+	}
+	var bad []model.KernelOp
+	for i := range 10 {
+		bad = append(bad, add(route(100, netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 13, byte(i), 0}), 24).String(), hop("203.0.113.1", "a0"))))
+	}
+	applied, err = m.Apply(context.Background(), bad)
+	if err == nil || len(strings.Split(err.Error(), "\n")) != 10 || len(applied) != 0 {
+		t.Fatalf("ten refused requests: %d applied, error %v; want none applied and ten errors", len(applied), err)
+	}
+	var wantRoutes []model.KernelRoute
+	for _, op := range want {
+		wantRoutes = append(wantRoutes, *op.Route)
+	}
+	if diff := cmp.Diff(wantRoutes, n.kernel([]uint32{100}).routes(), sortRoutes); diff != "" {
+		t.Errorf("kernel (-want +got):\n%s", diff)
+	}
+}
+
+// TestIPv6DeleteNamesOurMetric: an IPv6 delete removes our route (metric
+// 1024), not a lower-metric route of our protocol someone added by hand
+// at the same prefix, and that hand-made route is left alone.
+func TestIPv6DeleteNamesOurMetric(t *testing.T) {
+	n := newNS(t)
+	m := n.open(nil)
+	ours := route(100, "2001:db8:60::/48", hop("2001:db8:a::2", "a0"))
+	if _, err := m.Apply(context.Background(), []model.KernelOp{add(ours)}); err != nil {
+		t.Fatal(err)
+	}
+	n.ip("-6", "route", "add", "2001:db8:60::/48", "via", "2001:db8:a::3", "dev", "a0", "table", "100", "proto", "200", "metric", "100")
+	if _, err := m.Apply(context.Background(), []model.KernelOp{del(ours)}); err != nil {
+		t.Fatal(err)
+	}
+	got := n.ip("-6", "route", "show", "table", "100", "2001:db8:60::/48")
+	if strings.Contains(got, "metric 1024") || !strings.Contains(got, "metric 100") {
+		t.Fatalf("after deleting ours, table 100 has:\n%s\nwant only the hand-made route at metric 100", got)
+	}
+}

@@ -204,6 +204,7 @@ func (m *Manager) internLocked(as []alias) []alias {
 	if v, ok := m.interned[string(b)]; ok {
 		return v
 	}
+	as = slices.Clip(as) // an append to a shared value must copy
 	if len(m.interned) < internMax {
 		m.interned[string(b)] = as
 	}
@@ -248,6 +249,9 @@ func (m *Manager) onRouteEvent(u netlink.RouteUpdate, own bool) bool {
 	if !ok {
 		return false
 	}
+	// Our requests touch only the default metric; a change of ours at
+	// another metric is not what the daemon asked for: report it.
+	own = own && k.metric == defaultMetric(k.prefix)
 	m.cmu.Lock()
 	old := m.cache[k]
 	now, clean := mergeEvent(old, u.Type, u.NlFlags, a, k.prefix.Addr().Is6())
