@@ -59,12 +59,9 @@ func DiffKernel(desired, observed []model.KernelRoute) []model.KernelOp {
 	for _, r := range observed {
 		have[r.Key()] = r
 	}
-	var adds, replaces, deletes []model.KernelOp
 	want := make(map[model.KernelRouteKey]bool, len(desired))
-	// The operations' routes, in one allocation (its capacity is never
-	// passed: the pointers stay valid).
-	routes := make([]model.KernelRoute, 0, len(desired)+len(observed))
-	for _, r := range desired {
+	var addAt, replaceAt []int
+	for i, r := range desired {
 		if want[r.Key()] {
 			continue
 		}
@@ -72,18 +69,35 @@ func DiffKernel(desired, observed []model.KernelRoute) []model.KernelOp {
 		old, ok := have[r.Key()]
 		switch {
 		case !ok:
-			routes = append(routes, r)
-			adds = append(adds, model.KernelOp{Op: model.OpAdd, Route: &routes[len(routes)-1]})
+			addAt = append(addAt, i)
 		case !SameNextHops(old.NextHops, r.NextHops) || old.Protocol != r.Protocol:
-			routes = append(routes, r)
-			replaces = append(replaces, model.KernelOp{Op: model.OpReplace, Route: &routes[len(routes)-1]})
+			replaceAt = append(replaceAt, i)
 		}
 	}
-	for k, r := range have {
+	var gone []model.KernelRouteKey
+	for k := range have {
 		if !want[k] {
-			routes = append(routes, r)
-			deletes = append(deletes, model.KernelOp{Op: model.OpDelete, Route: &routes[len(routes)-1]})
+			gone = append(gone, k)
 		}
+	}
+	// The operations' routes, in one allocation of exactly their number
+	// (a held operation keeps it alive; it holds nothing else).
+	routes := make([]model.KernelRoute, 0, len(addAt)+len(replaceAt)+len(gone))
+	op := func(kind model.OpKind, r model.KernelRoute) model.KernelOp {
+		routes = append(routes, r)
+		return model.KernelOp{Op: kind, Route: &routes[len(routes)-1]}
+	}
+	adds := make([]model.KernelOp, 0, len(addAt))
+	for _, i := range addAt {
+		adds = append(adds, op(model.OpAdd, desired[i]))
+	}
+	replaces := make([]model.KernelOp, 0, len(replaceAt))
+	for _, i := range replaceAt {
+		replaces = append(replaces, op(model.OpReplace, desired[i]))
+	}
+	deletes := make([]model.KernelOp, 0, len(gone))
+	for _, k := range gone {
+		deletes = append(deletes, op(model.OpDelete, have[k]))
 	}
 	for _, ops := range [][]model.KernelOp{adds, replaces, deletes} {
 		slices.SortFunc(ops, func(a, b model.KernelOp) int { return compareKernel(*a.Route, *b.Route) })

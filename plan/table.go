@@ -42,6 +42,14 @@ type ImportTable struct {
 	hasCaps bool
 	// reasons: one accepted-reason string per (rule, entry), shared.
 	reasons map[[2]int]string
+	// stats are Sizes and the foreign problems, made when first asked
+	// after a change (status and metrics ask; each costs a walk).
+	stats *tableStats
+}
+
+type tableStats struct {
+	ovn, kernel int
+	problems    []string
 }
 
 // prefixEntry is one prefix: its paths (one per peer, in the order first
@@ -415,6 +423,7 @@ type TableChange struct {
 // freed slot lets in, and returns them in prefix order: only their
 // desired routes can have changed.
 func (t *ImportTable) Update(c TableChange) []netip.Prefix {
+	t.stats = nil
 	queue := make([]netip.Prefix, 0, len(c.Paths)+len(c.Gone))
 	for _, k := range c.Gone {
 		if t.remove(k) {
@@ -741,25 +750,38 @@ func (t *ImportTable) PeerKeys(peer string) []model.Key {
 // VRFs are the VRF devices the rules ask to be created.
 func (t *ImportTable) VRFs() []model.VRFDevice { return t.env.createVRFs }
 
-// Sizes are the numbers of desired OVN rows and kernel routes (O(table):
-// for status).
+// Sizes are the numbers of desired OVN rows and kernel routes (a walk of
+// the table the first time after a change: for status).
 func (t *ImportTable) Sizes() (ovn, kernel int) {
-	for _, pe := range t.prefixes {
-		o, k, _, _ := t.routes(pe, nil, nil)
-		ovn += len(o)
-		kernel += len(k)
+	st := t.statsNow()
+	return st.ovn, st.kernel
+}
+
+// statsNow walks the table for Sizes and Problems once per change.
+func (t *ImportTable) statsNow() *tableStats {
+	if t.stats != nil {
+		return t.stats
 	}
-	return ovn, kernel
+	st := &tableStats{}
+	var fovn []model.OVNRouteKey
+	var fk []model.KernelRouteKey
+	var ovn []model.OVNRoute
+	var kernel []model.KernelRoute
+	for _, pe := range t.prefixes {
+		var fo []model.OVNRouteKey
+		var f []model.KernelRouteKey
+		ovn, kernel, fo, f = t.routes(pe, ovn[:0], kernel[:0])
+		st.ovn += len(ovn)
+		st.kernel += len(kernel)
+		fovn, fk = append(fovn, fo...), append(fk, f...)
+	}
+	st.problems = foreignProblems(fovn, fk)
+	t.stats = st
+	return st
 }
 
 // Problems are the rule-level problems and the foreign routes in the way,
 // as in ImportResult.
 func (t *ImportTable) Problems() []string {
-	var fovn []model.OVNRouteKey
-	var fk []model.KernelRouteKey
-	for _, pe := range t.prefixes {
-		_, _, fo, f := t.routes(pe, nil, nil)
-		fovn, fk = append(fovn, fo...), append(fk, f...)
-	}
-	return append(slices.Clone(t.env.problems), foreignProblems(fovn, fk)...)
+	return append(slices.Clone(t.env.problems), t.statsNow().problems...)
 }

@@ -206,6 +206,31 @@ func TestTableCapFreedInOneUpdate(t *testing.T) {
 	}
 }
 
+// TestTableSizesFollowUpdates: Sizes and Problems, kept between calls,
+// are made again after every Update.
+func TestTableSizesFollowUpdates(t *testing.T) {
+	a := func(prefix string) model.LearnedPath { return path("tor-a", prefix, "192.0.2.1") }
+	table := NewImportTable(tableFixtureWith(10))
+	sizes := func() int { _, k := table.Sizes(); return k }
+	if n := sizes(); n != 0 {
+		t.Fatalf("empty table: %d kernel routes", n)
+	}
+	table.Update(TableChange{Paths: []model.LearnedPath{a("10.5.0.0/24"), a("10.2.3.0/24")}})
+	if n := sizes(); n != 3 {
+		t.Errorf("two prefixes into tables 100 and 200, one of them held by a foreign route in 100: %d kernel routes, want 3", n)
+	}
+	if p := table.Problems(); !slices.ContainsFunc(p, func(s string) bool { return strings.Contains(s, "10.2.3.0/24 is held by a route not ovnbgp's") }) {
+		t.Errorf("problems %q: the foreign route in the way is not named", p)
+	}
+	table.Update(TableChange{Gone: []model.Key{{Peer: "tor-a", Prefix: pfx("10.5.0.0/24")}, {Peer: "tor-a", Prefix: pfx("10.2.3.0/24")}}})
+	if n := sizes(); n != 0 {
+		t.Errorf("after both are gone: %d kernel routes", n)
+	}
+	if p := table.Problems(); slices.ContainsFunc(p, func(s string) bool { return strings.Contains(s, "10.2.3.0/24") }) {
+		t.Errorf("problems %q after the path is gone", p)
+	}
+}
+
 // tableFixtureWith is tableFixture learning only paths.
 func tableFixtureWith(maxRoutes int, paths ...model.LearnedPath) ImportInput {
 	in := tableFixture(maxRoutes)
