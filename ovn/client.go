@@ -527,6 +527,7 @@ func readRows(ctx context.Context, cli client.Client) (nbRows, error) {
 			for _, id := range r.Nat {
 				if i, ok := eip[id]; ok {
 					out.NATs[i].Router = r.Name
+					out.NATs[i].RouterNetwork = r.ExternalIDs[extIDNetwork]
 				}
 			}
 		}
@@ -588,7 +589,12 @@ func readRows(ctx context.Context, cli client.Client) (nbRows, error) {
 			vips = append(vips, k)
 		}
 		slices.Sort(vips)
-		out.LoadBalancers = append(out.LoadBalancers, lbRow{UUID: l.UUID, Name: l.Name, Owner: l.ExternalIDs[ovnk.ExtIDLBOwner], VIPs: vips})
+		backends := make([]string, len(vips))
+		for i, k := range vips {
+			backends[i] = l.Vips[k]
+		}
+		out.LoadBalancers = append(out.LoadBalancers, lbRow{UUID: l.UUID, Name: l.Name, Owner: l.ExternalIDs[ovnk.ExtIDLBOwner],
+			Network: l.ExternalIDs[extIDNetwork], VIPs: vips, Backends: backends})
 	}
 	slices.SortFunc(out.LoadBalancers, func(a, b lbRow) int {
 		return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.UUID, b.UUID))

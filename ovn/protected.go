@@ -17,23 +17,30 @@ const (
 )
 
 // lbRow is a Service load balancer (external_ids k8s.ovn.org/kind=Service):
-// only its VIP keys matter, not the backends.
+// its VIP keys (protected, advertised) and their backends (advertised).
 type lbRow struct {
-	UUID  string
-	Name  string
-	Owner string   // external_ids:k8s.ovn.org/owner, "<namespace>/<name>"
-	VIPs  []string // the keys of vips, sorted: "IP:PORT", "[IPv6]:PORT" or "IP"
+	UUID    string
+	Name    string
+	Owner   string   // external_ids:k8s.ovn.org/owner, "<namespace>/<name>"
+	Network string   // external_ids:k8s.ovn.org/network, "" on the default network
+	VIPs    []string // the keys of vips, sorted: "IP:PORT", "[IPv6]:PORT" or "IP"
+	// Backends are the values of vips, in the order of VIPs: "IP:PORT,...",
+	// "[IPv6]:PORT,...", "IP,..." or "" (no endpoint).
+	Backends []string
 }
 
 // natRow is an egress IP SNAT (external_ids k8s.ovn.org/owner-type=EgressIP).
 type natRow struct {
-	UUID       string
-	Router     string // name of the Logical_Router holding it, "" if none
-	Type       string
-	ExternalIP string
-	LogicalIP  string
-	Name       string // external_ids:k8s.ovn.org/name
-	Controller string // external_ids:k8s.ovn.org/owner-controller
+	UUID   string
+	Router string // name of the Logical_Router holding it, "" if none
+	// RouterNetwork is the router's external_ids:k8s.ovn.org/network, ""
+	// on the default network.
+	RouterNetwork string
+	Type          string
+	ExternalIP    string
+	LogicalIP     string
+	Name          string // external_ids:k8s.ovn.org/name
+	Controller    string // external_ids:k8s.ovn.org/owner-controller
 }
 
 // buildProtectedAddresses returns the addresses NB holds that belong to
@@ -70,7 +77,7 @@ func buildProtectedAddresses(in nbRows) (prot []model.ProtectedPrefix, problems 
 			}
 			a, ok := parseVIP(vip)
 			if !ok {
-				problems = append(problems, fmt.Sprintf("%s %s vips key %q: not IP:PORT, [IPv6]:PORT or an address; not protected",
+				problems = append(problems, fmt.Sprintf("%s %s vips key %q: not IP:PORT, [IPv6]:PORT or an address; not protected nor advertised",
 					tableLoadBalancer, lb.Name, vip))
 				continue
 			}
@@ -91,7 +98,7 @@ func buildProtectedAddresses(in nbRows) (prot []model.ProtectedPrefix, problems 
 	for _, n := range nats {
 		a, err := netip.ParseAddr(n.ExternalIP)
 		if err != nil || a.Zone() != "" || a.IsUnspecified() {
-			problems = append(problems, fmt.Sprintf("%s %s (%s=%s, %s=%s) external_ip %q: not an address; not protected",
+			problems = append(problems, fmt.Sprintf("%s %s (%s=%s, %s=%s) external_ip %q: not an address; not protected nor advertised",
 				tableNAT, n.UUID, ovnk.ExtIDOwnerType, ovnk.OwnerTypeEgressIP, ovnk.ExtIDName, n.Name, n.ExternalIP))
 			continue
 		}
