@@ -139,76 +139,101 @@ func buildEgressIPs(nats []natRow, node string) (out []model.EgressIP, problems 
 // Service VIPs"). Template keys (^NODEIP...) and keys in the masquerade
 // subnets are skipped; a key that does not parse is left out
 // (buildProtectedAddresses reports it). A backend that does not parse is
-// left out and reported; the VIP keeps its other backends.
-func buildServiceVIPs(lbs []lbRow) (out []model.ServiceVIP, problems []string) {
-	type key struct {
-		network, service string
-		vip              netip.Addr
-	}
-	type acc struct {
-		rows     []string
-		backends []netip.Addr
-	}
-	byKey := make(map[key]*acc, len(lbs))
-	var keys []key
+// left out and reported; the VIP keeps its other backends. The parsing is
+// done once per row version (lbRow.Parsed): after one change, only the
+// merge runs over the other rows.
+func buildServiceVIPs(lbs []*lbRow) (out []model.ServiceVIP, problems []string) {
+	// Networks ranked default first, then by name.
+	rank := map[string]int32{}
 	for _, lb := range lbs {
-		network := networkName(lb.Network)
-		for i, vk := range lb.VIPs {
-			if strings.HasPrefix(vk, "^") {
-				continue // a template: node addresses
-			}
-			vip, ok := parseVIP(vk)
-			if !ok {
+		rank[networkName(lb.Network)] = 0
+	}
+	names := make([]string, 0, len(rank))
+	for n := range rank {
+		names = append(names, n)
+	}
+	slices.SortFunc(names, compareNetworks)
+	for i, n := range names {
+		rank[n] = int32(i)
+	}
+
+	// One ref per VIP address of each row, sorted by (network, VIP,
+	// Service, row): the refs of one output are then adjacent, in output
+	// order.
+	type ref struct {
+		vip     netip.Addr
+		network int32
+		lb, a   int32
+	}
+	n := 0
+	for _, lb := range lbs {
+		n += len(lb.parsed().Addrs)
+	}
+	refs := make([]ref, 0, n)
+	for i, lb := range lbs {
+		p := lb.parsed()
+		for _, v := range p.VIPs {
+			if v.Template || !v.Addr.IsValid() || isMasquerade(v.Addr) {
+				// A template names node addresses; a key that does not
+				// parse is reported by buildProtectedAddresses.
 				continue
 			}
-			vip = vip.Unmap()
-			if isMasquerade(vip) {
-				continue
-			}
-			k := key{network: network, service: lb.Owner, vip: vip}
-			e := byKey[k]
-			if e == nil {
-				e = &acc{}
-				byKey[k] = e
-				keys = append(keys, k)
-			}
-			if n := len(e.rows); n == 0 || e.rows[n-1] != lb.Name {
-				e.rows = append(e.rows, lb.Name)
-			}
-			var bs string
-			if i < len(lb.Backends) {
-				bs = lb.Backends[i]
-			}
-			for b := range strings.SplitSeq(bs, ",") {
-				b = strings.TrimSpace(b)
-				if b == "" {
-					continue
-				}
-				a, ok := parseVIP(b)
-				if !ok {
-					problems = append(problems, fmt.Sprintf("%s %s vips[%q] backend %q: not IP:PORT, [IPv6]:PORT or an address; left out",
-						tableLoadBalancer, lb.Name, vk, b))
-					continue
-				}
-				if a = a.Unmap(); !isMasquerade(a) {
-					e.backends = append(e.backends, a)
-				}
+			for _, b := range v.BadBackends {
+				problems = append(problems, fmt.Sprintf("%s %s vips[%q] backend %q: not IP:PORT, [IPv6]:PORT or an address; left out",
+					tableLoadBalancer, lb.Name, v.Key, b))
 			}
 		}
+		r := rank[networkName(lb.Network)]
+		for j, a := range p.Addrs {
+			refs = append(refs, ref{vip: a.Addr, network: r, lb: int32(i), a: int32(j)})
+		}
 	}
-	out = make([]model.ServiceVIP, 0, len(keys))
-	for _, k := range keys {
-		e := byKey[k]
-		slices.SortFunc(e.backends, netip.Addr.Compare)
-		slices.Sort(e.rows)
+	slices.SortFunc(refs, func(a, b ref) int {
+		if c := cmp.Compare(a.network, b.network); c != 0 {
+			return c
+		}
+		if c := a.vip.Compare(b.vip); c != 0 {
+			return c
+		}
+		return cmp.Or(cmp.Compare(lbs[a.lb].Owner, lbs[b.lb].Owner), cmp.Compare(a.lb, b.lb))
+	})
+
+	out = make([]model.ServiceVIP, 0, len(refs))
+	var rows []string
+	for i := 0; i < len(refs); {
+		first := refs[i]
+		service := lbs[first.lb].Owner
+		var backends []netip.Addr
+		merged := false
+		rows = rows[:0]
+		for ; i < len(refs) && refs[i].network == first.network && refs[i].vip == first.vip && lbs[refs[i].lb].Owner == service; i++ {
+			lb := lbs[refs[i].lb]
+			if len(rows) == 0 || rows[len(rows)-1] != lb.Name {
+				rows = append(rows, lb.Name)
+			}
+			bs := lb.parsed().Addrs[refs[i].a].Backends
+			switch {
+			case len(bs) == 0 || slices.Equal(backends, bs):
+			case backends == nil:
+				backends = bs // sorted already; shared until a second list comes
+			default:
+				backends = append(slices.Clip(backends), bs...)
+				merged = true
+			}
+		}
+		if merged {
+			slices.SortFunc(backends, netip.Addr.Compare)
+			backends = slices.Compact(backends)
+		} else {
+			backends = slices.Clone(backends)
+		}
+		if backends == nil {
+			backends = []netip.Addr{}
+		}
 		out = append(out, model.ServiceVIP{
-			Service: k.service, Network: k.network, VIP: k.vip,
-			Backends: append([]netip.Addr{}, slices.Compact(e.backends)...),
-			Source:   fmt.Sprintf("%s %s vips", tableLoadBalancer, sourceNames(slices.Compact(e.rows))),
+			Service: service, Network: names[first.network], VIP: first.vip, Backends: backends,
+			Source: tableLoadBalancer + " " + sourceNames(rows) + " vips",
 		})
 	}
-	slices.SortFunc(out, func(a, b model.ServiceVIP) int {
-		return cmp.Or(compareNetworks(a.Network, b.Network), a.VIP.Compare(b.VIP), cmp.Compare(a.Service, b.Service))
-	})
 	return out, problems
 }

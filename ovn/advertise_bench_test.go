@@ -120,7 +120,7 @@ func BenchmarkNBAtScale(b *testing.B) {
 
 	b.Run("Rebuild", func(b *testing.B) {
 		for b.Loop() {
-			rows, err := readRows(ctx, cli)
+			rows, err := readRows(ctx, cli, c.memo)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -135,7 +135,7 @@ func BenchmarkNBAtScale(b *testing.B) {
 	})
 	b.Run("ReadRows", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := readRows(ctx, cli); err != nil {
+			if _, err := readRows(ctx, cli, c.memo); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -102,7 +102,9 @@ type nbRows struct {
 	Routers  []routerRow
 	// LoadBalancers are the Service load balancers, NATs the egress IP
 	// SNATs (protected.go).
-	LoadBalancers []lbRow
+	// (protected.go); read-only: readRows shares unchanged ones between
+	// reads.
+	LoadBalancers []*lbRow
 	NATs          []natRow
 }
 
