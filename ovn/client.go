@@ -583,18 +583,19 @@ func readRows(ctx context.Context, cli client.Client, memo *lbMemo) (nbRows, err
 	if err != nil {
 		return out, err
 	}
-	fresh := make(map[string]lbMemoEntry, len(lbs))
+	last := memo.get()
+	fresh := make(map[*nbdb.LoadBalancer]*lbRow, len(last))
 	for _, m := range lbs {
 		l, ok := m.(*nbdb.LoadBalancer)
 		if !ok {
 			return out, fmt.Errorf("%s cache holds a %T", nbdb.LoadBalancerTable, m)
 		}
-		if l.ExternalIDs[ovnk.ExtIDLBKind] != ovnk.LBKindService {
+		if row, ok := last[l]; ok {
+			out.LoadBalancers = append(out.LoadBalancers, row)
+			fresh[l] = row
 			continue
 		}
-		if e, ok := memo.get(l.UUID); ok && e.model == l {
-			out.LoadBalancers = append(out.LoadBalancers, e.row)
-			fresh[l.UUID] = e
+		if l.ExternalIDs[ovnk.ExtIDLBKind] != ovnk.LBKindService {
 			continue
 		}
 		vips := make([]string, 0, len(l.Vips))
@@ -609,7 +610,7 @@ func readRows(ctx context.Context, cli client.Client, memo *lbMemo) (nbRows, err
 		row := &lbRow{UUID: l.UUID, Name: l.Name, Owner: l.ExternalIDs[ovnk.ExtIDLBOwner],
 			Network: l.ExternalIDs[extIDNetwork], VIPs: vips, Backends: backends, Parsed: parseLBVIPs(vips, backends)}
 		out.LoadBalancers = append(out.LoadBalancers, row)
-		fresh[l.UUID] = lbMemoEntry{model: l, row: row}
+		fresh[l] = row
 	}
 	memo.replace(fresh)
 	slices.SortFunc(out.LoadBalancers, func(a, b *lbRow) int {
@@ -622,32 +623,27 @@ func readRows(ctx context.Context, cli client.Client, memo *lbMemo) (nbRows, err
 	return out, nil
 }
 
-// lbMemo holds the load-balancer rows readRows made, by UUID, with the
-// cached model each was made from. libovsdb replaces a cached model on an
-// update and never mutates it, so the same pointer is the same row. A new
+// lbMemo holds the Service load-balancer rows readRows made, by the cached
+// model each was made from. libovsdb replaces a cached model on an update
+// and never mutates it, so the same pointer is the same row. A new
 // session's cache holds new models: nothing is reused across sessions.
 type lbMemo struct {
 	mu   sync.Mutex
-	rows map[string]lbMemoEntry
+	rows map[*nbdb.LoadBalancer]*lbRow // replaced, never mutated; rows read-only
 }
 
-type lbMemoEntry struct {
-	model *nbdb.LoadBalancer
-	row   *lbRow // read-only once made
-}
-
-func (m *lbMemo) get(uuid string) (lbMemoEntry, bool) {
+// get returns the rows of the last read.
+func (m *lbMemo) get() map[*nbdb.LoadBalancer]*lbRow {
 	if m == nil {
-		return lbMemoEntry{}, false
+		return nil
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	e, ok := m.rows[uuid]
-	return e, ok
+	return m.rows
 }
 
 // replace keeps only the rows of the last read.
-func (m *lbMemo) replace(rows map[string]lbMemoEntry) {
+func (m *lbMemo) replace(rows map[*nbdb.LoadBalancer]*lbRow) {
 	if m == nil {
 		return
 	}
