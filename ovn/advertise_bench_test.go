@@ -148,6 +148,17 @@ func BenchmarkNBAtScale(b *testing.B) {
 			}
 		}
 	})
+	b.Run("Compare", func(b *testing.B) {
+		rows, err := readRows(ctx, cli, c.memo)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			if !reflect.DeepEqual(rows, last) {
+				b.Fatal("rows changed")
+			}
+		}
+	})
 	b.Run("Build", func(b *testing.B) {
 		for b.Loop() {
 			buildNB(last, "node1")
