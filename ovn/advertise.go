@@ -139,7 +139,9 @@ func buildEgressIPs(nats []natRow, node string) (out []model.EgressIP, problems 
 // Service VIPs"). Template keys (^NODEIP...) and keys in the masquerade
 // subnets are skipped; a key that does not parse is left out
 // (buildProtectedAddresses reports it). A backend that does not parse is
-// left out and reported; the VIP keeps its other backends. The parsing is
+// left out and reported; the VIP keeps its other backends. A row whose
+// k8s.ovn.org/owner is not <namespace>/<name> is reported and its VIPs left
+// out (they are still protected). The parsing is
 // done once per row version (lbRow.Parsed): after one change, only the
 // merge runs over the other rows.
 func buildServiceVIPs(lbs []*lbRow) (out []model.ServiceVIP, problems []string) {
@@ -171,6 +173,11 @@ func buildServiceVIPs(lbs []*lbRow) (out []model.ServiceVIP, problems []string) 
 	}
 	refs := make([]ref, 0, n)
 	for i, lb := range lbs {
+		if ns, name, ok := strings.Cut(lb.Owner, "/"); !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+			problems = append(problems, fmt.Sprintf("%s %s: external_ids %s %q is not <namespace>/<name>; its VIPs are not advertised",
+				tableLoadBalancer, lb.Name, ovnk.ExtIDLBOwner, lb.Owner))
+			continue
+		}
 		p := lb.parsed()
 		for _, v := range p.VIPs {
 			if v.Template || !v.Addr.IsValid() || isMasquerade(v.Addr) {

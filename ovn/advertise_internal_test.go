@@ -22,6 +22,8 @@ func TestBuildServiceVIPs(t *testing.T) {
 			VIPs: []string{"192.0.2.10:8080", "169.254.169.3:30000", "300.1.1.1:80"}, Backends: []string{"10.128.1.5:8080", "10.128.1.5:8080", "10.128.1.5:80"}},
 		{UUID: "l4", Name: "blue_Service_ns1/a_TCP_cluster", Owner: "ns1/a", Network: "blue",
 			VIPs: []string{"192.0.2.10"}, Backends: []string{"10.200.0.5"}},
+		// No owner: which Service it is is unknown.
+		{UUID: "l5", Name: "Service_orphan", VIPs: []string{"192.0.2.99:80"}, Backends: []string{"10.128.0.99:80"}},
 	}
 	vips, problems := buildServiceVIPs(lbs)
 	var got []string
@@ -39,6 +41,7 @@ func TestBuildServiceVIPs(t *testing.T) {
 	}
 	wantProblems := []string{
 		`Load_Balancer Service_ns1/a_UDP_cluster vips["192.0.2.10:53"] backend "bogus:53": not IP:PORT, [IPv6]:PORT or an address; left out`,
+		`Load_Balancer Service_orphan: external_ids k8s.ovn.org/owner "" is not <namespace>/<name>; its VIPs are not advertised`,
 	}
 	if strings.Join(problems, "\n") != strings.Join(wantProblems, "\n") {
 		t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(problems, "\n"), strings.Join(wantProblems, "\n"))
