@@ -167,11 +167,17 @@ func buildServiceVIPs(lbs []*lbRow) (out []model.ServiceVIP, problems []string) 
 		network int32
 		lb, a   int32
 	}
-	n := 0
+	n, nb := 0, 0
 	for _, lb := range lbs {
-		n += len(lb.parsed().Addrs)
+		for _, a := range lb.parsed().Addrs {
+			n++
+			nb += len(a.Backends)
+		}
 	}
 	refs := make([]ref, 0, n)
+	// The output's backend lists are cut from one array (each capped, so
+	// an append by a reader never runs into the next).
+	arena := make([]netip.Addr, 0, nb)
 	for i, lb := range lbs {
 		if ns, name, ok := strings.Cut(lb.Owner, "/"); !ok || ns == "" || name == "" || strings.Contains(name, "/") {
 			problems = append(problems, fmt.Sprintf("%s %s: external_ids %s %q is not <namespace>/<name>; its VIPs are not advertised",
@@ -231,12 +237,10 @@ func buildServiceVIPs(lbs []*lbRow) (out []model.ServiceVIP, problems []string) 
 		if merged {
 			slices.SortFunc(backends, netip.Addr.Compare)
 			backends = slices.Compact(backends)
-		} else {
-			backends = slices.Clone(backends)
 		}
-		if backends == nil {
-			backends = []netip.Addr{}
-		}
+		start := len(arena)
+		arena = append(arena, backends...)
+		backends = arena[start:len(arena):len(arena)]
 		out = append(out, model.ServiceVIP{
 			Service: service, Network: names[first.network], VIP: first.vip, Backends: backends,
 			Source: tableLoadBalancer + " " + sourceNames(rows) + " vips",
