@@ -48,6 +48,13 @@ type Snapshot struct {
 	Protected []ProtectedPrefix `json:"protected,omitempty"`
 	// OwnedRoutes are the static routes carrying ovnbgp.io/owner=<Node>.
 	OwnedRoutes []OVNRoute `json:"ownedRoutes,omitempty"`
+	// EgressIPs are the egress IPs this node holds, sorted by network
+	// (default first) and address.
+	EgressIPs []EgressIP `json:"egressIPs,omitempty"`
+	// ServiceVIPs are the VIPs of every Service load balancer, sorted by
+	// network (default first), address and Service. ClusterIPs and
+	// node-port VIPs are included: the plan tells them apart.
+	ServiceVIPs []ServiceVIP `json:"serviceVIPs,omitempty"`
 }
 
 // PathAttrs are the BGP attributes ovnbgp sets on an advertised prefix,

@@ -68,6 +68,8 @@ type Client struct {
 	// changed is poked by libovsdb's cache event handler; the session
 	// goroutine then re-reads the rows.
 	changed chan struct{}
+	// memo keeps the parsed load-balancer rows between reads (readRows).
+	memo *lbMemo
 	// batchSize is the most route operations ApplyRoutes puts in one
 	// transaction (defaultBatchSize; tests set it small).
 	batchSize int
@@ -158,6 +160,7 @@ func Dial(ctx context.Context, cfg config.OVN, log *zap.Logger, notify func()) (
 		notify:    notify,
 		done:      make(chan struct{}),
 		changed:   make(chan struct{}, 1),
+		memo:      &lbMemo{},
 		since:     time.Now(),
 		batchSize: defaultBatchSize,
 	}
@@ -381,7 +384,7 @@ func (c *Client) start(cli client.Client) (nbRows, error) {
 	if _, err := cli.Monitor(ctx, mon); err != nil {
 		return nbRows{}, fmt.Errorf("monitor NB: %w", err)
 	}
-	return readRows(ctx, cli)
+	return readRows(ctx, cli, c.memo)
 }
 
 // poke tells the session goroutine that the cache changed. It never
@@ -403,7 +406,7 @@ func (c *Client) refresh(cli client.Client) error {
 	if busy {
 		return nil
 	}
-	rows, err := readRows(ctx, cli)
+	rows, err := readRows(ctx, cli, c.memo)
 	if err != nil {
 		if c.ctx.Err() != nil {
 			return nil
@@ -427,7 +430,11 @@ func (c *Client) refresh(cli client.Client) error {
 // replaces, never mutates, a cached model), because List clones every row
 // through reflection: on 5000 switches that was most of the time from an
 // NB commit to the BGP UPDATE.
-func readRows(ctx context.Context, cli client.Client) (nbRows, error) {
+//
+// memo (may be nil) keeps the Service load-balancer rows of the last read:
+// one whose cached model is the same is reused as it is, parse included,
+// so that one NB change does not re-parse 10,000 Services' VIPs.
+func readRows(ctx context.Context, cli client.Client, memo *lbMemo) (nbRows, error) {
 	var out nbRows
 	if err := ctx.Err(); err != nil {
 		return out, err
@@ -527,6 +534,7 @@ func readRows(ctx context.Context, cli client.Client) (nbRows, error) {
 			for _, id := range r.Nat {
 				if i, ok := eip[id]; ok {
 					out.NATs[i].Router = r.Name
+					out.NATs[i].RouterNetwork = r.ExternalIDs[extIDNetwork]
 				}
 			}
 		}
@@ -575,10 +583,17 @@ func readRows(ctx context.Context, cli client.Client) (nbRows, error) {
 	if err != nil {
 		return out, err
 	}
+	last := memo.get()
+	fresh := make(map[*nbdb.LoadBalancer]*lbRow, len(last))
 	for _, m := range lbs {
 		l, ok := m.(*nbdb.LoadBalancer)
 		if !ok {
 			return out, fmt.Errorf("%s cache holds a %T", nbdb.LoadBalancerTable, m)
+		}
+		if row, ok := last[l]; ok {
+			out.LoadBalancers = append(out.LoadBalancers, row)
+			fresh[l] = row
+			continue
 		}
 		if l.ExternalIDs[ovnk.ExtIDLBKind] != ovnk.LBKindService {
 			continue
@@ -588,9 +603,17 @@ func readRows(ctx context.Context, cli client.Client) (nbRows, error) {
 			vips = append(vips, k)
 		}
 		slices.Sort(vips)
-		out.LoadBalancers = append(out.LoadBalancers, lbRow{UUID: l.UUID, Name: l.Name, Owner: l.ExternalIDs[ovnk.ExtIDLBOwner], VIPs: vips})
+		backends := make([]string, len(vips))
+		for i, k := range vips {
+			backends[i] = l.Vips[k]
+		}
+		row := &lbRow{UUID: l.UUID, Name: l.Name, Owner: l.ExternalIDs[ovnk.ExtIDLBOwner],
+			Network: l.ExternalIDs[extIDNetwork], VIPs: vips, Backends: backends, Parsed: parseLBVIPs(vips, backends)}
+		out.LoadBalancers = append(out.LoadBalancers, row)
+		fresh[l] = row
 	}
-	slices.SortFunc(out.LoadBalancers, func(a, b lbRow) int {
+	memo.replace(fresh)
+	slices.SortFunc(out.LoadBalancers, func(a, b *lbRow) int {
 		return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.UUID, b.UUID))
 	})
 
@@ -598,6 +621,35 @@ func readRows(ctx context.Context, cli client.Client) (nbRows, error) {
 	// every owned route); the builders sort what they return.
 	slices.SortFunc(out.Routes, func(a, b routeRow) int { return strings.Compare(a.UUID, b.UUID) })
 	return out, nil
+}
+
+// lbMemo holds the Service load-balancer rows readRows made, by the cached
+// model each was made from. libovsdb replaces a cached model on an update
+// and never mutates it, so the same pointer is the same row. A new
+// session's cache holds new models: nothing is reused across sessions.
+type lbMemo struct {
+	mu   sync.Mutex
+	rows map[*nbdb.LoadBalancer]*lbRow // replaced, never mutated; rows read-only
+}
+
+// get returns the rows of the last read.
+func (m *lbMemo) get() map[*nbdb.LoadBalancer]*lbRow {
+	if m == nil {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.rows
+}
+
+// replace keeps only the rows of the last read.
+func (m *lbMemo) replace(rows map[*nbdb.LoadBalancer]*lbRow) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	m.rows = rows
+	m.mu.Unlock()
 }
 
 // setUp records a live, fully synced session and says so once.

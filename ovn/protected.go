@@ -17,23 +17,130 @@ const (
 )
 
 // lbRow is a Service load balancer (external_ids k8s.ovn.org/kind=Service):
-// only its VIP keys matter, not the backends.
+// its VIP keys (protected, advertised) and their backends (advertised).
 type lbRow struct {
-	UUID  string
-	Name  string
-	Owner string   // external_ids:k8s.ovn.org/owner, "<namespace>/<name>"
-	VIPs  []string // the keys of vips, sorted: "IP:PORT", "[IPv6]:PORT" or "IP"
+	UUID    string
+	Name    string
+	Owner   string   // external_ids:k8s.ovn.org/owner, "<namespace>/<name>"
+	Network string   // external_ids:k8s.ovn.org/network, "" on the default network
+	VIPs    []string // the keys of vips, sorted: "IP:PORT", "[IPv6]:PORT" or "IP"
+	// Backends are the values of vips, in the order of VIPs: "IP:PORT,...",
+	// "[IPv6]:PORT,...", "IP,..." or "" (no endpoint).
+	Backends []string
+	// Parsed is VIPs and Backends parsed: readRows fills it, and reuses it
+	// while the cached row is unchanged. Nil in rows built by hand (parsed
+	// then parses).
+	Parsed *lbParsed
+}
+
+// lbParsed is the vips of a load balancer, parsed.
+type lbParsed struct {
+	// VIPs are the entries, in the order of lbRow.VIPs.
+	VIPs []lbVIP
+	// Addrs are the distinct VIP addresses (not templates, not masquerade
+	// addresses, parsed), sorted, each with the backends of all its
+	// entries (ports) merged.
+	Addrs []lbAddr
+}
+
+// lbAddr is one VIP address of a load balancer and its backends, sorted and
+// unique; read-only, shared between builds.
+type lbAddr struct {
+	Addr     netip.Addr
+	Backends []netip.Addr
+}
+
+// lbVIP is one vips entry of a load balancer, parsed.
+type lbVIP struct {
+	// Key is the vips key as written.
+	Key string
+	// Template is set for a template key (^NODEIP...): Addr is unset.
+	Template bool
+	// Addr is the VIP address; invalid when Key does not parse.
+	Addr netip.Addr
+	// Backends are the backend addresses, sorted and unique, without the
+	// masquerade ones (isMasquerade); read-only, shared between builds.
+	Backends []netip.Addr
+	// BadBackends are the backends that do not parse, as written.
+	BadBackends []string
+}
+
+// parsed returns lb's vips parsed.
+func (lb *lbRow) parsed() *lbParsed {
+	if lb.Parsed != nil {
+		return lb.Parsed
+	}
+	return parseLBVIPs(lb.VIPs, lb.Backends)
+}
+
+// parseLBVIPs parses the vips of a load balancer: keys, and values in the
+// same order (missing values are empty).
+func parseLBVIPs(keys, values []string) *lbParsed {
+	out := make([]lbVIP, len(keys))
+	for i, k := range keys {
+		v := lbVIP{Key: k}
+		if strings.HasPrefix(k, "^") {
+			v.Template = true
+			out[i] = v
+			continue
+		}
+		if a, ok := parseVIP(k); ok {
+			v.Addr = a.Unmap()
+		}
+		var bs string
+		if i < len(values) {
+			bs = values[i]
+		}
+		for b := range strings.SplitSeq(bs, ",") {
+			b = strings.TrimSpace(b)
+			if b == "" {
+				continue
+			}
+			a, ok := parseVIP(b)
+			if !ok {
+				v.BadBackends = append(v.BadBackends, b)
+				continue
+			}
+			if a = a.Unmap(); !isMasquerade(a) {
+				v.Backends = append(v.Backends, a)
+			}
+		}
+		slices.SortFunc(v.Backends, netip.Addr.Compare)
+		v.Backends = slices.Compact(v.Backends)
+		out[i] = v
+	}
+
+	var addrs []lbAddr
+	for _, v := range out {
+		if v.Template || !v.Addr.IsValid() || isMasquerade(v.Addr) {
+			continue
+		}
+		i, found := slices.BinarySearchFunc(addrs, v.Addr, func(a lbAddr, t netip.Addr) int { return a.Addr.Compare(t) })
+		switch {
+		case !found:
+			addrs = slices.Insert(addrs, i, lbAddr{Addr: v.Addr, Backends: v.Backends})
+		case len(v.Backends) > 0 && !slices.Equal(addrs[i].Backends, v.Backends):
+			// The same address on another port: merge.
+			bs := append(slices.Clip(addrs[i].Backends), v.Backends...)
+			slices.SortFunc(bs, netip.Addr.Compare)
+			addrs[i].Backends = slices.Compact(bs)
+		}
+	}
+	return &lbParsed{VIPs: out, Addrs: addrs}
 }
 
 // natRow is an egress IP SNAT (external_ids k8s.ovn.org/owner-type=EgressIP).
 type natRow struct {
-	UUID       string
-	Router     string // name of the Logical_Router holding it, "" if none
-	Type       string
-	ExternalIP string
-	LogicalIP  string
-	Name       string // external_ids:k8s.ovn.org/name
-	Controller string // external_ids:k8s.ovn.org/owner-controller
+	UUID   string
+	Router string // name of the Logical_Router holding it, "" if none
+	// RouterNetwork is the router's external_ids:k8s.ovn.org/network, ""
+	// on the default network.
+	RouterNetwork string
+	Type          string
+	ExternalIP    string
+	LogicalIP     string
+	Name          string // external_ids:k8s.ovn.org/name
+	Controller    string // external_ids:k8s.ovn.org/owner-controller
 }
 
 // buildProtectedAddresses returns the addresses NB holds that belong to
@@ -64,18 +171,19 @@ func buildProtectedAddresses(in nbRows) (prot []model.ProtectedPrefix, problems 
 	}
 
 	for _, lb := range in.LoadBalancers {
-		for _, vip := range lb.VIPs {
-			if strings.HasPrefix(vip, "^") {
+		for _, vip := range lb.parsed().VIPs {
+			if vip.Template {
 				continue // a template: node addresses, from the gateway routers
 			}
-			a, ok := parseVIP(vip)
-			if !ok {
-				problems = append(problems, fmt.Sprintf("%s %s vips key %q: not IP:PORT, [IPv6]:PORT or an address; not protected",
-					tableLoadBalancer, lb.Name, vip))
+			a := vip.Addr
+			if !a.IsValid() {
+				problems = append(problems, fmt.Sprintf("%s %s vips key %q: not IP:PORT, [IPv6]:PORT or an address; not protected nor advertised",
+					tableLoadBalancer, lb.Name, vip.Key))
 				continue
 			}
 			add(a, func() string {
-				return fmt.Sprintf("Service VIP of %s (%s %s vips)", lb.Owner, tableLoadBalancer, lb.Name)
+				// Not Sprintf: one per Service, 10,000 on a big cluster.
+				return "Service VIP of " + lb.Owner + " (" + tableLoadBalancer + " " + lb.Name + " vips)"
 			})
 		}
 	}
@@ -91,7 +199,7 @@ func buildProtectedAddresses(in nbRows) (prot []model.ProtectedPrefix, problems 
 	for _, n := range nats {
 		a, err := netip.ParseAddr(n.ExternalIP)
 		if err != nil || a.Zone() != "" || a.IsUnspecified() {
-			problems = append(problems, fmt.Sprintf("%s %s (%s=%s, %s=%s) external_ip %q: not an address; not protected",
+			problems = append(problems, fmt.Sprintf("%s %s (%s=%s, %s=%s) external_ip %q: not an address; not protected nor advertised",
 				tableNAT, n.UUID, ovnk.ExtIDOwnerType, ovnk.OwnerTypeEgressIP, ovnk.ExtIDName, n.Name, n.ExternalIP))
 			continue
 		}

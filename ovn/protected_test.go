@@ -20,7 +20,7 @@ func TestBuildProtectedAddresses(t *testing.T) {
 			// Not a gateway router's external port: its addresses are not a node's.
 			{UUID: "p4", Name: "rtos-node1", Networks: []string{"10.128.0.1/23"}},
 		},
-		LoadBalancers: []lbRow{
+		LoadBalancers: []*lbRow{
 			{UUID: "l1", Name: "Service_default/kubernetes_TCP_cluster", Owner: "default/kubernetes",
 				VIPs: []string{"10.96.0.1:443", "[fd00:10:96::1]:443"}},
 			{UUID: "l2", Name: "Service_ns1/web_TCP_cluster", Owner: "ns1/web",
@@ -75,9 +75,9 @@ func TestBuildProtectedAddresses(t *testing.T) {
 		t.Errorf("protected:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	wantProblems := []string{
-		`Load_Balancer Service_ns1/bad_TCP_cluster vips key "10.96.0.300:80": not IP:PORT, [IPv6]:PORT or an address; not protected`,
+		`Load_Balancer Service_ns1/bad_TCP_cluster vips key "10.96.0.300:80": not IP:PORT, [IPv6]:PORT or an address; not protected nor advertised`,
 		`Logical_Router_Port rtoe-GR_red_node2 networks "junk": not an address/length; not protected`,
-		`NAT n4 (k8s.ovn.org/owner-type=EgressIP, k8s.ovn.org/name=eip4_ns1/pod4) external_ip "bogus": not an address; not protected`,
+		`NAT n4 (k8s.ovn.org/owner-type=EgressIP, k8s.ovn.org/name=eip4_ns1/pod4) external_ip "bogus": not an address; not protected nor advertised`,
 	}
 	if strings.Join(problems, "\n") != strings.Join(wantProblems, "\n") {
 		t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(problems, "\n"), strings.Join(wantProblems, "\n"))

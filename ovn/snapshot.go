@@ -102,7 +102,9 @@ type nbRows struct {
 	Routers  []routerRow
 	// LoadBalancers are the Service load balancers, NATs the egress IP
 	// SNATs (protected.go).
-	LoadBalancers []lbRow
+	// (protected.go); read-only: readRows shares unchanged ones between
+	// reads.
+	LoadBalancers []*lbRow
 	NATs          []natRow
 }
 
@@ -288,6 +290,14 @@ func buildNB(in nbRows, node string) buildResult {
 	snap.Protected = sortProtected(slices.Concat(guarded, imp.Protected, addrs))
 	problems = append(problems, imp.Problems...)
 	problems = append(problems, addrProblems...)
+	if node != "" {
+		// Only a node's snapshot advertises (ClusterSubnets passes "").
+		var eipProblems, vipProblems []string
+		snap.EgressIPs, eipProblems = buildEgressIPs(in.NATs, node)
+		snap.ServiceVIPs, vipProblems = buildServiceVIPs(in.LoadBalancers)
+		problems = append(problems, eipProblems...)
+		problems = append(problems, vipProblems...)
+	}
 
 	slices.Sort(problems)
 	return buildResult{Snapshot: snap, Cluster: sortSubnets(cluster), Problems: slices.Compact(problems)}

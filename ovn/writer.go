@@ -92,7 +92,7 @@ func (c *Client) ApplyRoutes(ctx context.Context, node string, ops []model.OVNOp
 		// The session skipped the cache events of the write: re-read.
 		c.poke()
 	}()
-	rows, err := readRows(ctx, cli)
+	rows, err := readRows(ctx, cli, c.memo)
 	if err != nil {
 		return nil, fmt.Errorf("apply routes: read the nb cache: %w", err)
 	}
@@ -533,7 +533,7 @@ func (c *Client) settle(ctx context.Context, cli client.Client, done []model.OVN
 	ctx, cancel := context.WithTimeout(ctx, cacheWait)
 	defer cancel()
 	for {
-		rows, err := readRows(ctx, cli)
+		rows, err := readRows(ctx, cli, c.memo)
 		if err == nil && showsAll(rows, cli, done) {
 			c.mu.Lock()
 			same := c.cli != cli || reflect.DeepEqual(rows, c.rows)

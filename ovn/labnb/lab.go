@@ -463,3 +463,61 @@ func transact(ctx context.Context, cli client.Client, ops []ovsdb.Operation) err
 	_, err = ovsdb.CheckOperationResults(res, ops)
 	return err
 }
+
+// MoveNATs moves the NAT rows whose external_ip is externalIP from router
+// from to router to (as OVN-Kubernetes does when an egress IP moves to
+// another node): one transaction mutates both routers' nat columns. It
+// fails if from holds no such row.
+func MoveNATs(ctx context.Context, endpoint, externalIP, from, to string, log *zap.Logger) error {
+	err := withWriter(ctx, endpoint, log, func(ctx context.Context, cli client.Client) error {
+		sel := []ovsdb.Operation{
+			{Op: ovsdb.OperationSelect, Table: nbdb.NATTable, Columns: []string{"_uuid"},
+				Where: []ovsdb.Condition{ovsdb.NewCondition("external_ip", ovsdb.ConditionEqual, externalIP)}},
+			{Op: ovsdb.OperationSelect, Table: nbdb.LogicalRouterTable, Columns: []string{"nat"},
+				Where: []ovsdb.Condition{ovsdb.NewCondition("name", ovsdb.ConditionEqual, from)}},
+		}
+		res, err := cli.Transact(ctx, sel...)
+		if err != nil {
+			return err
+		}
+		if _, err := ovsdb.CheckOperationResults(res, sel); err != nil {
+			return err
+		}
+		if len(res[1].Rows) != 1 {
+			return fmt.Errorf("%d routers named %s", len(res[1].Rows), from)
+		}
+		onFrom := map[string]bool{}
+		if set, ok := res[1].Rows[0]["nat"].(ovsdb.OvsSet); ok {
+			for _, u := range set.GoSet {
+				if id, ok := u.(ovsdb.UUID); ok {
+					onFrom[id.GoUUID] = true
+				}
+			}
+		}
+		var ids []any
+		for _, r := range res[0].Rows {
+			if id, ok := r["_uuid"].(ovsdb.UUID); ok && onFrom[id.GoUUID] {
+				ids = append(ids, id)
+			}
+		}
+		if len(ids) == 0 {
+			return fmt.Errorf("router %s has no NAT with external_ip %s", from, externalIP)
+		}
+		set, err := ovsdb.NewOvsSet(ids)
+		if err != nil {
+			return err
+		}
+		return transact(ctx, cli, []ovsdb.Operation{
+			{Op: ovsdb.OperationMutate, Table: nbdb.LogicalRouterTable,
+				Where:     []ovsdb.Condition{ovsdb.NewCondition("name", ovsdb.ConditionEqual, from)},
+				Mutations: []ovsdb.Mutation{*ovsdb.NewMutation("nat", ovsdb.MutateOperationDelete, set)}},
+			{Op: ovsdb.OperationMutate, Table: nbdb.LogicalRouterTable,
+				Where:     []ovsdb.Condition{ovsdb.NewCondition("name", ovsdb.ConditionEqual, to)},
+				Mutations: []ovsdb.Mutation{*ovsdb.NewMutation("nat", ovsdb.MutateOperationInsert, set)}},
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("lab move NATs %s from %s to %s: %w", externalIP, from, to, err)
+	}
+	return nil
+}

@@ -1,0 +1,167 @@
+package ovn
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/ovnbgp/ovnbgp/config"
+	"github.com/ovnbgp/ovnbgp/ovn/labnb"
+)
+
+// Scale of BenchmarkNBAtScale: OpenShift's tested maximum (issue 7, "NB at
+// OpenShift scale").
+const (
+	scaleServices = 10000
+	scaleBackends = 10
+	scaleNodes    = 250
+)
+
+// scaleLBOps writes n Service load balancers, one per Service, each with a
+// ClusterIP VIP on two ports (TCP) and backends backends spread over the
+// nodes' pod subnets, as the services controller's cluster-wide rows.
+func scaleLBOps(n, backends int) []byte {
+	ops := make([]map[string]any, 0, n)
+	for i := range n {
+		vip := netip.AddrFrom4([4]byte{172, 30, byte(i >> 8), byte(i)}).String()
+		var b80, b443 []string
+		for j := range backends {
+			node := (i + j) % scaleNodes
+			a := netip.AddrFrom4([4]byte{10, byte(128 + node>>7), byte(node<<1 | j>>8&1), byte(10 + j)}).String()
+			b80 = append(b80, a+":8080")
+			b443 = append(b443, a+":8443")
+		}
+		ops = append(ops, map[string]any{
+			"op": "insert", "table": "Load_Balancer",
+			"row": map[string]any{
+				"name":     fmt.Sprintf("Service_ns%d/svc%d_TCP_cluster", i%100, i),
+				"protocol": "tcp",
+				"vips": []any{"map", [][]string{
+					{vip + ":80", strings.Join(b80, ",")},
+					{vip + ":443", strings.Join(b443, ",")},
+				}},
+				"external_ids": []any{"map", [][]string{
+					{"k8s.ovn.org/kind", "Service"},
+					{"k8s.ovn.org/owner", fmt.Sprintf("ns%d/svc%d", i%100, i)},
+				}},
+			},
+		})
+	}
+	raw, err := json.Marshal(ops)
+	if err != nil {
+		panic(err)
+	}
+	return raw
+}
+
+// BenchmarkNBAtScale measures what one NB change costs the client at
+// OpenShift scale (10,000 Services of 10 backends, 250 node switches, a
+// central NB): Rebuild is the whole path after a change (readRows copies
+// the monitored rows out of libovsdb's cache, the session compares them
+// with the last ones, Snapshot builds the node's view, with its egress IPs
+// and Service VIPs); ReadRows and Build are its parts. heap-MiB is the live
+// heap with the client synced (the NB server's included), client-heap-MiB
+// what the client added to it. No timing is asserted.
+func BenchmarkNBAtScale(b *testing.B) {
+	ctx := context.Background()
+	srv, err := labnb.NewMemoryServer(zap.NewNop(), filepath.Join(b.TempDir(), "nb.sock"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Close()
+	sws := make([]labnb.Switch, scaleNodes)
+	for i := range sws {
+		sws[i] = labnb.Switch{Node: fmt.Sprintf("node%d", i+1),
+			Subnets: []netip.Prefix{netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(128 + i>>7), byte(i << 1), 0}), 23)}}
+	}
+	if err := labnb.AddSwitches(ctx, srv.Endpoint(), sws, zap.NewNop()); err != nil {
+		b.Fatal(err)
+	}
+	if err := labnb.Transact(ctx, srv.Endpoint(), scaleLBOps(scaleServices, scaleBackends), zap.NewNop()); err != nil {
+		b.Fatal(err)
+	}
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	before := ms.HeapInuse
+	c, err := Dial(ctx, config.OVN{Northbound: srv.Endpoint()}, zap.NewNop(), func() {})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		s, ok := c.Snapshot("node1")
+		if ok && len(s.ServiceVIPs) == scaleServices && len(s.Networks) == 1 {
+			if n := len(s.ServiceVIPs[0].Backends); n != scaleBackends {
+				b.Fatalf("VIP %s has %d backends, want %d", s.ServiceVIPs[0].VIP, n, scaleBackends)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("not synced: %d VIPs, %d networks", len(s.ServiceVIPs), len(s.Networks))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	c.mu.Lock()
+	cli, last := c.cli, c.rows
+	c.mu.Unlock()
+	if cli == nil {
+		b.Fatal("no live session")
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	heap := float64(ms.HeapInuse) / (1 << 20)
+	// What the client adds (its cache, rows and memo) to the NB server's
+	// share of this process.
+	client := (float64(ms.HeapInuse) - float64(before)) / (1 << 20)
+
+	b.Run("Rebuild", func(b *testing.B) {
+		for b.Loop() {
+			rows, err := readRows(ctx, cli, c.memo)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if !reflect.DeepEqual(rows, last) {
+				b.Fatal("rows changed")
+			}
+			if res := buildNB(rows, "node1"); len(res.Snapshot.ServiceVIPs) != scaleServices {
+				b.Fatalf("%d VIPs", len(res.Snapshot.ServiceVIPs))
+			}
+		}
+		b.ReportMetric(heap, "heap-MiB")
+		b.ReportMetric(client, "client-heap-MiB")
+	})
+	b.Run("ReadRows", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := readRows(ctx, cli, c.memo); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("Compare", func(b *testing.B) {
+		rows, err := readRows(ctx, cli, c.memo)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			if !reflect.DeepEqual(rows, last) {
+				b.Fatal("rows changed")
+			}
+		}
+	})
+	b.Run("Build", func(b *testing.B) {
+		for b.Loop() {
+			buildNB(last, "node1")
+		}
+	})
+}
