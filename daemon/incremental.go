@@ -91,9 +91,10 @@ func (d *Daemon) fullWhy(cfg *config.Config, sp Speaker, snap model.Snapshot, hc
 
 // importEnv is the part of a snapshot the import decision is checked
 // against: all but the owned routes and the routers' route lists, which
-// change with every write.
+// change with every write, and what only advertising reads (egress IPs and
+// Service VIPs: import sees them as Protected).
 func importEnv(s model.Snapshot) model.Snapshot {
-	s.OwnedRoutes = nil
+	s.OwnedRoutes, s.EgressIPs, s.ServiceVIPs = nil, nil, nil
 	s.Routers = slices.Clone(s.Routers)
 	for i := range s.Routers {
 		s.Routers[i].StaticRoutes = nil

@@ -87,6 +87,20 @@ func TestIncrementalPass(t *testing.T) {
 	if got := h.walks(); got != walks {
 		t.Errorf("the speaker was walked %d more times for a kernel event", got-walks)
 	}
+
+	// What only advertising reads (egress IPs, Service VIPs and their
+	// backends) changes often; it must not cost import a full pass.
+	h.nb.mu.Lock()
+	h.nb.snap.EgressIPs = []model.EgressIP{{IP: netip.MustParseAddr("203.0.113.50"), Network: "default", Router: "GR_node1"}}
+	h.nb.snap.ServiceVIPs = []model.ServiceVIP{{Service: "ns1/web", Network: "default", VIP: netip.MustParseAddr("203.0.113.60"),
+		Backends: []netip.Addr{netip.MustParseAddr("10.128.0.5")}}}
+	h.nb.mu.Unlock()
+	reads := h.nb.reads()
+	h.d.poke()
+	h.eventually("a pass over the new snapshot", func() bool { return h.nb.reads() > reads })
+	if got := h.walks(); got != walks {
+		t.Errorf("the speaker was walked %d more times for an egress IP and a Service VIP", got-walks)
+	}
 }
 
 // TestIncrementalStateWalk walks random changes (announcements, next-hop
