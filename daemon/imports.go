@@ -64,7 +64,7 @@ type importState struct {
 	// manual is the part of the last full plan that waits for `ovnbgp
 	// apply`, held the operations held back, by prefix.
 	manual plan.Plan
-	held         map[netip.Prefix][]plan.Held
+	held   map[netip.Prefix][]plan.Held
 	// alarms are the import caps reached, by rule and peer, as last logged.
 	alarms map[string]bool
 }
