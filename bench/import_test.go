@@ -122,7 +122,18 @@ func benchImportKernel(b *testing.B, n int) {
 
 	// ovnbgp.
 	peer := lab.DefaultTor()
-	peer.MaxPrefixes = n + 1000
+	// The session backstop with an operator's headroom (FRR runs with no
+	// maximum-prefix at all). Within 10% of it, gobgp's own check walks
+	// the whole Adj-RIB-In on every UPDATE (bgp/prefixlimit.go): set
+	// OVNBGP_BENCH_MAXPREFIXES=N+1000 to measure that case.
+	peer.MaxPrefixes = 2 * n
+	if v := os.Getenv("OVNBGP_BENCH_MAXPREFIXES"); v != "" {
+		m, err := strconv.ParseUint(v, 10, 32)
+		if err != nil {
+			b.Fatalf("OVNBGP_BENCH_MAXPREFIXES=%q: %v", v, err)
+		}
+		peer.MaxPrefixes = int(m)
+	}
 	importYAML := fmt.Sprintf(`kernel: {routeProtocol: %d}
 import:
   - name: bench
