@@ -48,6 +48,11 @@ type Snapshot struct {
 	Protected []ProtectedPrefix `json:"protected,omitempty"`
 	// OwnedRoutes are the static routes carrying ovnbgp.io/owner=<Node>.
 	OwnedRoutes []OVNRoute `json:"ownedRoutes,omitempty"`
+	// NodeAddresses are the node addresses NB holds: the networks of every
+	// gateway router's external port (rtoe-GR_*), any node's (a central NB
+	// has them all, an interconnect NB this node's), sorted. A Service VIP
+	// on one of them is a NodePort, never advertised.
+	NodeAddresses []netip.Addr `json:"nodeAddresses,omitempty"`
 	// EgressIPs are the egress IPs this node holds, sorted by network
 	// (default first) and address.
 	EgressIPs []EgressIP `json:"egressIPs,omitempty"`

@@ -159,7 +159,7 @@ type natRow struct {
 //
 // A value that does not parse is left out and said in problems. A repeated
 // address is reported once, with its first reason (in row order).
-func buildProtectedAddresses(in nbRows) (prot []model.ProtectedPrefix, problems []string) {
+func buildProtectedAddresses(in nbRows) (prot []model.ProtectedPrefix, nodeAddrs []netip.Addr, problems []string) {
 	seen := make(map[netip.Addr]bool)
 	add := func(a netip.Addr, why func() string) {
 		a = a.Unmap()
@@ -223,6 +223,7 @@ func buildProtectedAddresses(in nbRows) (prot []model.ProtectedPrefix, problems 
 				problems = append(problems, fmt.Sprintf("%s %s networks %q: not an address/length; not protected", tableRouterPort, p.Name, s))
 				continue
 			}
+			nodeAddrs = append(nodeAddrs, pfx.Addr().Unmap())
 			add(pfx.Addr(), func() string {
 				return fmt.Sprintf("node address (%s %s networks)", tableRouterPort, p.Name)
 			})
@@ -250,7 +251,7 @@ func buildProtectedAddresses(in nbRows) (prot []model.ProtectedPrefix, problems 
 		})
 	}
 	slices.Sort(problems)
-	return prot, problems
+	return prot, nodeAddrs, problems
 }
 
 // parseVIP reads a vips key of a Load_Balancer: "IP:PORT", "[IPv6]:PORT",

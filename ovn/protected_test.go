@@ -51,7 +51,7 @@ func TestBuildProtectedAddresses(t *testing.T) {
 			{UUID: "s3", Router: "GR_node1", IPPrefix: "192.0.2.0/24", Nexthop: "172.18.0.10", Owner: "node1"},
 		},
 	}
-	prot, problems := buildProtectedAddresses(in)
+	prot, _, problems := buildProtectedAddresses(in)
 
 	var got []string
 	for _, p := range sortProtected(prot) {

@@ -286,7 +286,9 @@ func buildNB(in nbRows, node string) buildResult {
 
 	imp := buildImport(in, node)
 	snap.Routers, snap.OwnedRoutes = imp.Routers, imp.Owned
-	addrs, addrProblems := buildProtectedAddresses(in)
+	addrs, nodeAddrs, addrProblems := buildProtectedAddresses(in)
+	slices.SortFunc(nodeAddrs, netip.Addr.Compare)
+	snap.NodeAddresses = slices.Compact(nodeAddrs)
 	snap.Protected = sortProtected(slices.Concat(guarded, imp.Protected, addrs))
 	problems = append(problems, imp.Problems...)
 	problems = append(problems, addrProblems...)
