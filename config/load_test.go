@@ -243,10 +243,10 @@ func TestProblems(t *testing.T) {
 			wants: []want{{"advertise[0].kind", "required", 14}}},
 		{name: "kind wrong case", edits: []string{"kind: podNetwork", "kind: PodNetwork"},
 			wants: []want{{"advertise[0].kind", `did you mean "podNetwork"`, 15}}},
-		{name: "kind egressIP", edits: []string{"kind: podNetwork", "kind: egressIP"},
-			wants: []want{{"advertise[0].kind", "not supported yet", 15}}},
-		{name: "kind loadBalancerIP", edits: []string{"kind: podNetwork", "kind: loadBalancerIP"},
-			wants: []want{{"advertise[0].kind", "not supported yet", 15}}},
+		{name: "loadBalancerIP keys on egressIP", edits: []string{"kind: podNetwork", "kind: egressIP", afterPods, afterPods + "    namespaces: [a]\n    services: [a/b]\n    localEndpointsOnly: true\n"},
+			wants: []want{
+				{"advertise[0].services", "only for kind loadBalancerIP", 18},
+				{"advertise[0].localEndpointsOnly", "only for kind loadBalancerIP", 19}}},
 		{name: "networks empty", edits: []string{afterPods, ""},
 			wants: []want{{"advertise[0].networks", "list the networks to advertise", 14}}},
 		{name: "networks bad glob", edits: []string{afterPods, "    networks: [default, \"udn-[\"]\n"},
@@ -257,7 +257,7 @@ func TestProblems(t *testing.T) {
 				{"advertise[0].services", "only for kind loadBalancerIP", 18},
 				{"advertise[0].localEndpointsOnly", "only for kind loadBalancerIP", 19}}},
 		{name: "services shape", edits: []string{"kind: podNetwork", "kind: loadBalancerIP", afterPods, afterPods + "    services: [web, \"web/*\"]\n"},
-			wants: []want{{"advertise[0].kind", "not supported yet", 15}, {"advertise[0].services[0]", "not NAMESPACE/NAME", 17}}},
+			wants: []want{{"advertise[0].services[0]", "not NAMESPACE/NAME", 17}}},
 		{name: "unknown peer", edits: []string{afterPods, afterPods + "    peers: [tor-a, tor-c, tor-a]\n"},
 			wants: []want{{"advertise[0].peers[1]", `no peer is named "tor-c"`, 17}, {"advertise[0].peers[2]", "listed twice", 17}}},
 		{name: "communities", edits: []string{afterPods, afterPods + "    communities: [\"65001:100\", no-export, \"65536:1\", nope, \"1:2:3\"]\n"},
@@ -397,6 +397,8 @@ func TestValidValues(t *testing.T) {
 		"import one network, OVN auto and kernel-only manual": baseDoc + importDoc(acceptTen, "") +
 			"  - name: second\n    peers: [tor-a]\n    network: default\n    mode: manual\n    accept: [{prefix: 10.0.0.0/8, maxLength: 24}]\n    targets: {ovn: false, kernel: {table: 101}}\n",
 		"trailing comment": baseDoc + "\n# trailing comment\n",
+		"egress IPs and load-balancer IPs": baseDoc + "  - name: eips\n    kind: egressIP\n    namespaces: [\"prod-*\"]\n" +
+			"  - name: vips\n    kind: loadBalancerIP\n    networks: [default]\n    namespaces: [web]\n    services: [\"web/*\"]\n    localEndpointsOnly: true\n    peers: [tor-a]\n",
 	}
 	for name, doc := range docs {
 		t.Run(name, func(t *testing.T) {

@@ -176,9 +176,10 @@ const (
 type AdvertiseRule struct {
 	// Name is unique among advertise rules.
 	Name string `yaml:"name" json:"name"`
-	// Kind is podNetwork (egressIP and loadBalancerIP: not supported yet).
+	// Kind is podNetwork, egressIP or loadBalancerIP.
 	Kind AdvertiseKind `yaml:"kind" json:"kind"`
-	// Networks are OVN network name globs ("default" = cluster default).
+	// Networks are OVN network name globs ("default" = cluster default);
+	// required for podNetwork, empty = all for the other kinds.
 	Networks []Glob `yaml:"networks" json:"networks"`
 	// Namespaces are namespace globs (egressIP, loadBalancerIP); empty = all.
 	Namespaces []Glob `yaml:"namespaces" json:"namespaces"`

@@ -344,9 +344,7 @@ func (v *validator) advertise() {
 func (v *validator) kind(p string, k AdvertiseKind) {
 	kinds := []AdvertiseKind{KindPodNetwork, KindEgressIP, KindLoadBalancerIP}
 	switch k {
-	case KindPodNetwork:
-	case KindEgressIP, KindLoadBalancerIP:
-		v.add(p, "%s: %s (it arrives in a later release; use kind podNetwork)", k, notSupported)
+	case KindPodNetwork, KindEgressIP, KindLoadBalancerIP:
 	case "":
 		v.add(p, "required (podNetwork, egressIP or loadBalancerIP)")
 	default:

@@ -4,54 +4,153 @@ import (
 	"cmp"
 	"net/netip"
 	"slices"
+	"strings"
 
 	"github.com/ovnbgp/ovnbgp/config"
 	"github.com/ovnbgp/ovnbgp/model"
 )
 
-// Advertisements returns every (peer, prefix) this node should advertise:
-// for each podNetwork rule, the node's pod subnets of the networks the rule's
-// globs match, to the rule's peers (all peers when it names none) that speak
-// the subnet's address family. When several rules select the same prefix for
-// the same peer, the first rule wins, as in a route-map, so the attributes
-// a peer sees never depend on map order. The result is sorted by peer, then
-// prefix.
+// Advertisements returns every (peer, prefix) this node should advertise,
+// by rule kind (docs/config.md, "advertise[]"):
+//   - podNetwork: the node's pod subnets of the networks the rule's globs
+//     match;
+//   - egressIP: the egress IPs this node holds (host prefixes), of the
+//     networks and namespaces the rule's globs match (none listed: all);
+//   - loadBalancerIP: the external VIPs of Services (LoadBalancer ingress
+//     IPs and externalIPs, host prefixes) of the networks, namespaces and
+//     services the rule's globs match, never a ClusterIP (inside
+//     cluster.serviceCIDRs) or a NodePort (a node address), and only while
+//     the Service has an endpoint (with localEndpointsOnly, one on this
+//     node). Every node that selects a VIP advertises it: the peer sees
+//     ECMP across nodes.
+//
+// Each goes to the rule's peers (all peers when it names none) that speak
+// its address family. When several rules select the same prefix for the
+// same peer, the first rule in config order wins, as in a route-map, so the
+// attributes a peer sees never depend on map order. The result is sorted by
+// peer, then prefix.
 func Advertisements(cfg *config.Config, snap model.Snapshot) []model.Advertisement {
 	seen := make(map[model.Key]bool)
 	var out []model.Advertisement
-	for _, rule := range cfg.Advertise {
-		if rule.Kind != config.KindPodNetwork {
-			continue
-		}
-		peers := selectPeers(cfg.BGP.Peers, rule.Peers)
-		for _, nw := range snap.Networks {
-			if !MatchAny(rule.Networks, nw.Name) {
+	emit := func(rule *config.AdvertiseRule, peers []config.Peer, prefix netip.Prefix, network, source string) {
+		for _, p := range peers {
+			if !speaks(p, prefix) {
 				continue
 			}
-			for _, sn := range nw.Subnets {
-				for _, p := range peers {
-					if !speaks(p, sn.Prefix) {
-						continue
-					}
-					a := model.Advertisement{
-						Peer:    p.Name,
-						Prefix:  sn.Prefix.Masked(),
-						Attrs:   attrs(rule),
-						Rule:    rule.Name,
-						Network: nw.Name,
-						Source:  sn.Source,
-					}
-					if seen[a.Key()] {
-						continue
-					}
-					seen[a.Key()] = true
-					out = append(out, a)
+			a := model.Advertisement{Peer: p.Name, Prefix: prefix, Attrs: attrs(*rule), Rule: rule.Name, Network: network, Source: source}
+			if seen[a.Key()] {
+				continue
+			}
+			seen[a.Key()] = true
+			out = append(out, a)
+		}
+	}
+	var local *localAddrs
+	for i := range cfg.Advertise {
+		rule := &cfg.Advertise[i]
+		peers := selectPeers(cfg.BGP.Peers, rule.Peers)
+		switch rule.Kind {
+		case config.KindPodNetwork:
+			for _, nw := range snap.Networks {
+				if !MatchAny(rule.Networks, nw.Name) {
+					continue
+				}
+				for _, sn := range nw.Subnets {
+					emit(rule, peers, sn.Prefix.Masked(), nw.Name, sn.Source)
+				}
+			}
+		case config.KindEgressIP:
+			for _, e := range snap.EgressIPs {
+				if egressIPSkip(rule, e) == "" {
+					emit(rule, peers, netip.PrefixFrom(e.IP, e.IP.BitLen()), e.Network, e.Source)
+				}
+			}
+		case config.KindLoadBalancerIP:
+			if local == nil {
+				local = newLocalAddrs(snap)
+			}
+			for _, v := range snap.ServiceVIPs {
+				if serviceVIPSkip(cfg, snap, rule, v, local) == "" {
+					emit(rule, peers, netip.PrefixFrom(v.VIP, v.VIP.BitLen()), v.Network, v.Source)
 				}
 			}
 		}
 	}
 	SortAdvertisements(out)
 	return out
+}
+
+// egressIPSkip says why rule (kind egressIP) does not select e, or "".
+func egressIPSkip(rule *config.AdvertiseRule, e model.EgressIP) string {
+	switch {
+	case len(rule.Networks) > 0 && !MatchAny(rule.Networks, e.Network):
+		return "network " + e.Network + " is not in the rule's networks"
+	case len(rule.Namespaces) > 0 && !slices.ContainsFunc(e.Namespaces, func(ns string) bool { return MatchAny(rule.Namespaces, ns) }):
+		if len(e.Namespaces) == 0 {
+			return "its pods' namespace is unknown and the rule lists namespaces"
+		}
+		return "no namespace of its pods (" + strings.Join(e.Namespaces, ", ") + ") is in the rule's namespaces"
+	}
+	return ""
+}
+
+// serviceVIPSkip says why rule (kind loadBalancerIP) does not select v on
+// the node of snap (local: its addresses), or "".
+func serviceVIPSkip(cfg *config.Config, snap model.Snapshot, rule *config.AdvertiseRule, v model.ServiceVIP, local *localAddrs) string {
+	ns, _, _ := strings.Cut(v.Service, "/")
+	switch {
+	case len(rule.Networks) > 0 && !MatchAny(rule.Networks, v.Network):
+		return "network " + v.Network + " is not in the rule's networks"
+	case len(rule.Namespaces) > 0 && !MatchAny(rule.Namespaces, ns):
+		return "namespace " + ns + " is not in the rule's namespaces"
+	case len(rule.Services) > 0 && !MatchAny(rule.Services, v.Service):
+		return "service " + v.Service + " is not in the rule's services"
+	}
+	for _, c := range cfg.Cluster.ServiceCIDRs {
+		if c.Contains(v.VIP) {
+			return "a ClusterIP (inside cluster.serviceCIDRs " + c.String() + "): never advertised"
+		}
+	}
+	if _, ok := slices.BinarySearchFunc(snap.NodeAddresses, v.VIP, netip.Addr.Compare); ok {
+		return "a node address (a NodePort VIP): never advertised"
+	}
+	if len(v.Backends) == 0 {
+		return "the service has no endpoint"
+	}
+	if rule.LocalEndpointsOnly && !slices.ContainsFunc(v.Backends, func(b netip.Addr) bool { return local.has(v.Network, b) }) {
+		return "localEndpointsOnly: no endpoint of the service runs on this node"
+	}
+	return ""
+}
+
+// localAddrs are the addresses of this node, per network: its pod subnets
+// and its own addresses (a host-network endpoint is one of those).
+type localAddrs struct {
+	subnets map[string][]netip.Prefix
+	node    []netip.Prefix
+}
+
+func newLocalAddrs(snap model.Snapshot) *localAddrs {
+	l := &localAddrs{subnets: map[string][]netip.Prefix{}}
+	for _, nw := range snap.Networks {
+		for _, sn := range nw.Subnets {
+			l.subnets[nw.Name] = append(l.subnets[nw.Name], sn.Prefix.Masked())
+		}
+	}
+	for _, gr := range snap.Routers {
+		for _, p := range gr.ExternalNetworks {
+			l.node = append(l.node, netip.PrefixFrom(p.Addr().Unmap(), p.Addr().BitLen()))
+		}
+	}
+	return l
+}
+
+// has says whether backend b of a Service of network runs on this node.
+func (l *localAddrs) has(network string, b netip.Addr) bool {
+	in := func(ps []netip.Prefix) bool {
+		return slices.ContainsFunc(ps, func(p netip.Prefix) bool { return p.Contains(b) })
+	}
+	return in(l.subnets[network]) || in(l.node)
 }
 
 // SortAdvertisements orders advertisements by peer, then prefix.

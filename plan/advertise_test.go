@@ -225,3 +225,117 @@ func TestMatchAnyEveryName(t *testing.T) {
 		t.Errorf(`networks: ["*"] with a network "ns/name": %+v, want it advertised`, got)
 	}
 }
+
+// advSnapshot is snapshot() with egress IPs, Service VIPs, this node's
+// gateway router and the node addresses NB holds.
+func advSnapshot() model.Snapshot {
+	s := snapshot()
+	a := netip.MustParseAddr
+	s.Routers = []model.GatewayRouter{{Network: "default", Name: "GR_node1", ExternalNetworks: []netip.Prefix{pfx("172.18.0.2/16"), pfx("fc00::2/64")}}}
+	s.NodeAddresses = []netip.Addr{a("172.18.0.2"), a("172.18.0.3"), a("fc00::2")}
+	s.EgressIPs = []model.EgressIP{
+		{IP: a("172.18.0.100"), Network: "default", Router: "GR_node1", Name: "eip1", Namespaces: []string{"prod-a", "web"}, Source: "nat eip1"},
+		{IP: a("fc00::100"), Network: "default", Router: "GR_node1", Name: "eip6", Namespaces: []string{"web"}, Source: "nat eip6"},
+		{IP: a("172.19.0.100"), Network: "blue", Router: "GR_blue_node1", Name: "eip2", Namespaces: []string{"blue-ns"}, Source: "nat eip2"},
+		{IP: a("172.18.0.101"), Network: "default", Router: "GR_node1", Name: "eip3", Source: "nat eip3 (no namespace)"},
+	}
+	s.ServiceVIPs = []model.ServiceVIP{
+		{Service: "web/front", Network: "default", VIP: a("172.30.0.10"), Backends: []netip.Addr{a("10.128.0.5")}, Source: "lb clusterip"},
+		{Service: "web/front", Network: "default", VIP: a("192.0.2.50"), Backends: []netip.Addr{a("10.128.2.5")}, Source: "lb remote only"},
+		{Service: "web/front", Network: "default", VIP: a("192.0.2.51"), Backends: []netip.Addr{a("10.128.2.5"), a("10.128.0.5")}, Source: "lb local pod"},
+		{Service: "web/host", Network: "default", VIP: a("192.0.2.52"), Backends: []netip.Addr{a("172.18.0.2")}, Source: "lb host-network here"},
+		{Service: "web/host", Network: "default", VIP: a("172.18.0.3"), Backends: []netip.Addr{a("10.128.0.5")}, Source: "lb nodeport"},
+		{Service: "web/idle", Network: "default", VIP: a("192.0.2.53"), Source: "lb no endpoints"},
+		{Service: "db/pg", Network: "default", VIP: a("192.0.2.54"), Backends: []netip.Addr{a("10.128.0.9")}, Source: "lb db"},
+		{Service: "blue-ns/app", Network: "blue", VIP: a("192.0.2.60"), Backends: []netip.Addr{a("10.200.0.4")}, Source: "lb blue local"},
+		{Service: "web/v6", Network: "default", VIP: a("2001:db8:50::1"), Backends: []netip.Addr{a("fd00:10:128:1::5")}, Source: "lb v6"},
+		{Service: "web/shared-a", Network: "default", VIP: a("192.0.2.70"), Backends: []netip.Addr{a("10.128.2.7")}, Source: "lb shared a"},
+		{Service: "web/shared-b", Network: "default", VIP: a("192.0.2.70"), Backends: []netip.Addr{a("10.128.2.8")}, Source: "lb shared b"},
+	}
+	return s
+}
+
+// TestAdvertiseEgressIPsAndVIPs: what egressIP and loadBalancerIP rules
+// select (networks, namespaces, services, families), what they never do
+// (ClusterIPs, NodePorts, Services without an endpoint), localEndpointsOnly
+// (a pod of the Service's network on this node, or this node's own address
+// for a host-network endpoint), and one prefix per VIP whatever shares it.
+func TestAdvertiseEgressIPsAndVIPs(t *testing.T) {
+	torA := peer("tor-a", "192.0.2.1")
+	torB := peer("tor-b", "192.0.2.3", config.IPv4, config.IPv6)
+	none := model.PathAttrs{}
+	tests := []struct {
+		name  string
+		rules []config.AdvertiseRule
+		want  []model.Advertisement
+	}{
+		{
+			name:  "egress IPs of every network, per family",
+			rules: []config.AdvertiseRule{{Name: "eips", Kind: config.KindEgressIP}},
+			want: []model.Advertisement{
+				adv("tor-a", "172.18.0.100/32", "eips", "default", "nat eip1", none),
+				adv("tor-a", "172.18.0.101/32", "eips", "default", "nat eip3 (no namespace)", none),
+				adv("tor-a", "172.19.0.100/32", "eips", "blue", "nat eip2", none),
+				adv("tor-b", "172.18.0.100/32", "eips", "default", "nat eip1", none),
+				adv("tor-b", "172.18.0.101/32", "eips", "default", "nat eip3 (no namespace)", none),
+				adv("tor-b", "172.19.0.100/32", "eips", "blue", "nat eip2", none),
+				adv("tor-b", "fc00::100/128", "eips", "default", "nat eip6", none),
+			},
+		},
+		{
+			name:  "egress IPs by network and namespace",
+			rules: []config.AdvertiseRule{{Name: "prod", Kind: config.KindEgressIP, Networks: globs("default"), Namespaces: globs("prod-*"), Peers: []string{"tor-a"}}},
+			want:  []model.Advertisement{adv("tor-a", "172.18.0.100/32", "prod", "default", "nat eip1", none)},
+		},
+		{
+			name:  "VIPs: never a ClusterIP, a NodePort or a Service without endpoints; ECMP by default",
+			rules: []config.AdvertiseRule{{Name: "vips", Kind: config.KindLoadBalancerIP, Peers: []string{"tor-a"}}},
+			want: []model.Advertisement{
+				adv("tor-a", "192.0.2.50/32", "vips", "default", "lb remote only", none),
+				adv("tor-a", "192.0.2.51/32", "vips", "default", "lb local pod", none),
+				adv("tor-a", "192.0.2.52/32", "vips", "default", "lb host-network here", none),
+				adv("tor-a", "192.0.2.54/32", "vips", "default", "lb db", none),
+				adv("tor-a", "192.0.2.60/32", "vips", "blue", "lb blue local", none),
+				adv("tor-a", "192.0.2.70/32", "vips", "default", "lb shared a", none),
+			},
+		},
+		{
+			name:  "localEndpointsOnly: a local pod of the Service's network, or this node for a host-network endpoint",
+			rules: []config.AdvertiseRule{{Name: "local", Kind: config.KindLoadBalancerIP, LocalEndpointsOnly: true}},
+			want: []model.Advertisement{
+				adv("tor-a", "192.0.2.51/32", "local", "default", "lb local pod", none),
+				adv("tor-a", "192.0.2.52/32", "local", "default", "lb host-network here", none),
+				adv("tor-a", "192.0.2.54/32", "local", "default", "lb db", none),
+				adv("tor-a", "192.0.2.60/32", "local", "blue", "lb blue local", none),
+				adv("tor-b", "192.0.2.51/32", "local", "default", "lb local pod", none),
+				adv("tor-b", "192.0.2.52/32", "local", "default", "lb host-network here", none),
+				adv("tor-b", "192.0.2.54/32", "local", "default", "lb db", none),
+				adv("tor-b", "192.0.2.60/32", "local", "blue", "lb blue local", none),
+				adv("tor-b", "2001:db8:50::1/128", "local", "default", "lb v6", none),
+			},
+		},
+		{
+			name: "services and namespaces; the first rule wins for a prefix and peer",
+			rules: []config.AdvertiseRule{
+				{Name: "front", Kind: config.KindLoadBalancerIP, Services: globs("web/front"), Peers: []string{"tor-a"}, MED: 5},
+				{Name: "web", Kind: config.KindLoadBalancerIP, Namespaces: globs("web"), Networks: globs("default"), Peers: []string{"tor-a"}},
+			},
+			want: []model.Advertisement{
+				adv("tor-a", "192.0.2.50/32", "front", "default", "lb remote only", model.PathAttrs{MED: 5}),
+				adv("tor-a", "192.0.2.51/32", "front", "default", "lb local pod", model.PathAttrs{MED: 5}),
+				adv("tor-a", "192.0.2.52/32", "web", "default", "lb host-network here", none),
+				adv("tor-a", "192.0.2.70/32", "web", "default", "lb shared a", none),
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := &config.Config{BGP: config.BGP{ASN: 64512, Peers: []config.Peer{torA, torB}}, Advertise: tt.rules,
+				Cluster: config.Cluster{ServiceCIDRs: []netip.Prefix{pfx("172.30.0.0/16"), pfx("fd02::/112")}}}
+			got := Advertisements(cfg, advSnapshot())
+			if d := cmp.Diff(tt.want, got, cmpAddrs, cmpopts.EquateEmpty()); d != "" {
+				t.Errorf("Advertisements() mismatch (-want +got):\n%s", d)
+			}
+		})
+	}
+}
