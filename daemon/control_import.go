@@ -235,7 +235,7 @@ func (d *Daemon) importHandlers(mux *http.ServeMux) {
 			replyError(w, http.StatusServiceUnavailable, perr)
 			return
 		}
-		reply(w, plan.Explain(prefix, *v.res, v.desired, v.plan, v.snap, v.host), nil)
+		reply(w, plan.Explain(cfg, prefix, *v.res, v.desired, v.plan, v.snap, v.host), nil)
 	})
 }
 

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ovnbgp/ovnbgp/config"
 	"github.com/ovnbgp/ovnbgp/model"
 )
 
@@ -31,21 +32,37 @@ type Explanation struct {
 	// Advertised are the desired advertisements equal to or covering
 	// Prefix (which rule sends it to which peer); AdvertiseChanges the
 	// plan's pending ones.
-	Advertised       []model.Advertisement `json:"advertised,omitempty"`
-	AdvertiseChanges AdvertDiff            `json:"advertiseChanges"`
+	Advertised []model.Advertisement `json:"advertised,omitempty"`
+	// AdvertiseRules are every advertise rule's verdict on Prefix, in
+	// config order.
+	AdvertiseRules   []AdvertiseVerdict `json:"advertiseRules,omitempty"`
+	AdvertiseChanges AdvertDiff         `json:"advertiseChanges"`
 	// Problems are the import problems of the rules that decided.
 	Problems []string `json:"problems,omitempty"`
 	// Summary is the explanation in sentences, one per line.
 	Summary []string `json:"summary"`
 }
 
+// AdvertiseVerdict is one advertise rule's verdict on a prefix.
+type AdvertiseVerdict struct {
+	Rule string               `json:"rule"`
+	Kind config.AdvertiseKind `json:"kind"`
+	// Selects says the rule selects the prefix; Why says why not, or,
+	// when it does, from which NB row and to which peers.
+	Selects bool   `json:"selects"`
+	Why     string `json:"why"`
+}
+
 // Explain gathers everything that decides about prefix: the learned paths
 // equal to or covering it and their verdicts, the protected prefixes
-// covering it, where it is installed, the pending and held operations, and
-// the advertisements.
-func Explain(prefix netip.Prefix, res ImportResult, adverts []model.Advertisement, p Plan, snap model.Snapshot, host model.Host) Explanation {
+// covering it, where it is installed, the pending and held operations, the
+// advertisements, and each advertise rule's verdict (cfg nil: none).
+func Explain(cfg *config.Config, prefix netip.Prefix, res ImportResult, adverts []model.Advertisement, p Plan, snap model.Snapshot, host model.Host) Explanation {
 	prefix = prefix.Masked()
 	e := Explanation{Prefix: prefix}
+	if cfg != nil {
+		e.AdvertiseRules = advertiseVerdicts(cfg, prefix, snap, adverts)
+	}
 	related := func(q netip.Prefix) bool { return covers(q, prefix) }
 	var rules []string
 	for _, lp := range res.Paths {
@@ -164,6 +181,13 @@ func (e Explanation) summary() []string {
 	for _, a := range e.Advertised {
 		s = append(s, fmt.Sprintf("advertise: %s to peer %s by rule %s (network %s, %s)", a.Prefix, a.Peer, a.Rule, a.Network, a.Source))
 	}
+	for _, v := range e.AdvertiseRules {
+		verdict := "does not select it"
+		if v.Selects {
+			verdict = "selects it"
+		}
+		s = append(s, fmt.Sprintf("advertise rule %s (%s) %s: %s", v.Rule, v.Kind, verdict, v.Why))
+	}
 	for _, a := range e.AdvertiseChanges.Announce {
 		s = append(s, fmt.Sprintf("pending: announce %s to peer %s", a.Prefix, a.Peer))
 	}
@@ -174,6 +198,102 @@ func (e Explanation) summary() []string {
 		s = append(s, fmt.Sprintf("pending: withdraw %s from peer %s", a.Prefix, a.Peer))
 	}
 	return s
+}
+
+// advertiseVerdicts says, for each advertise rule, whether it selects
+// prefix itself (a pod subnet of this node, an egress IP it holds, a
+// Service VIP) and why, with the same checks as Advertisements.
+func advertiseVerdicts(cfg *config.Config, prefix netip.Prefix, snap model.Snapshot, adverts []model.Advertisement) []AdvertiseVerdict {
+	var out []AdvertiseVerdict
+	var local *localAddrs
+	host := prefix.IsSingleIP()
+	for i := range cfg.Advertise {
+		rule := &cfg.Advertise[i]
+		v := AdvertiseVerdict{Rule: rule.Name, Kind: rule.Kind}
+		var whyNot []string
+		source := ""
+		switch rule.Kind {
+		case config.KindPodNetwork:
+			for _, nw := range snap.Networks {
+				for _, sn := range nw.Subnets {
+					if sn.Prefix.Masked() != prefix {
+						continue
+					}
+					if MatchAny(rule.Networks, nw.Name) {
+						v.Selects, source = true, sn.Source
+					} else {
+						whyNot = append(whyNot, "network "+nw.Name+" is not in the rule's networks")
+					}
+				}
+			}
+			if !v.Selects && len(whyNot) == 0 {
+				whyNot = append(whyNot, "not a pod subnet of this node")
+			}
+		case config.KindEgressIP:
+			for _, eip := range snap.EgressIPs {
+				if !host || eip.IP != prefix.Addr() {
+					continue
+				}
+				if why := egressIPSkip(rule, eip); why != "" {
+					whyNot = append(whyNot, "egress IP "+eip.Name+": "+why)
+				} else {
+					v.Selects, source = true, eip.Source
+				}
+			}
+			if !v.Selects && len(whyNot) == 0 {
+				whyNot = append(whyNot, "not an egress IP this node holds")
+			}
+		case config.KindLoadBalancerIP:
+			if local == nil {
+				local = newLocalAddrs(snap)
+			}
+			for _, vip := range snap.ServiceVIPs {
+				if !host || vip.VIP != prefix.Addr() {
+					continue
+				}
+				if why := serviceVIPSkip(cfg, snap, rule, vip, local); why != "" {
+					whyNot = append(whyNot, "Service "+vip.Service+": "+why)
+				} else if !v.Selects {
+					v.Selects, source = true, "Service "+vip.Service+", "+vip.Source
+				}
+			}
+			if !v.Selects && len(whyNot) == 0 {
+				whyNot = append(whyNot, "not a VIP of a Service in NB")
+			}
+		}
+		if !v.Selects {
+			v.Why = strings.Join(whyNot, "; ")
+			out = append(out, v)
+			continue
+		}
+		var sent, other, family []string
+		for _, p := range selectPeers(cfg.BGP.Peers, rule.Peers) {
+			switch {
+			case !speaks(p, prefix):
+				family = append(family, p.Name)
+			case slices.ContainsFunc(adverts, func(a model.Advertisement) bool { return a.Peer == p.Name && a.Prefix == prefix && a.Rule == rule.Name }):
+				sent = append(sent, p.Name)
+			default:
+				other = append(other, p.Name)
+			}
+		}
+		parts := []string{"from " + source}
+		if len(sent) > 0 {
+			parts = append(parts, "sent to "+strings.Join(sent, ", "))
+		}
+		if len(other) > 0 {
+			parts = append(parts, "an earlier rule sends it to "+strings.Join(other, ", "))
+		}
+		if len(family) > 0 {
+			parts = append(parts, "not to "+strings.Join(family, ", ")+" (their sessions do not carry this address family)")
+		}
+		if len(sent)+len(other)+len(family) == 0 {
+			parts = append(parts, "but the rule names no configured peer")
+		}
+		v.Why = strings.Join(parts, "; ")
+		out = append(out, v)
+	}
+	return out
 }
 
 func vrfText(vrf string) string {

@@ -2,11 +2,15 @@ package plan
 
 import (
 	"encoding/json"
+	"net/netip"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/ovnbgp/ovnbgp/config"
 	"github.com/ovnbgp/ovnbgp/model"
 )
 
@@ -55,7 +59,7 @@ func TestExplain(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.prefix, func(t *testing.T) {
-			e := Explain(pfx(tt.prefix), res, adverts, p, in.Snapshot, in.Host)
+			e := Explain(in.Config, pfx(tt.prefix), res, adverts, p, in.Snapshot, in.Host)
 			if d := cmp.Diff(tt.want, e.Summary); d != "" {
 				t.Errorf("summary (-want +got):\n%s", d)
 			}
@@ -75,8 +79,58 @@ func TestExplain(t *testing.T) {
 	// A problem of the deciding rule is shown.
 	in.Snapshot.Routers[0].ForeignImport = "RouteImport owns 10.9.0.0/16"
 	res = Import(in)
-	e := Explain(pfx("10.1.0.0/16"), res, nil, Build(BuildInput{Config: in.Config, Import: res, Snapshot: in.Snapshot, Host: in.Host}), in.Snapshot, in.Host)
+	e := Explain(in.Config, pfx("10.1.0.0/16"), res, nil, Build(BuildInput{Config: in.Config, Import: res, Snapshot: in.Snapshot, Host: in.Host}), in.Snapshot, in.Host)
 	if len(e.Problems) != 1 || e.Problems[0] != "rule up: refusing to import into GR_n1, which OVN-Kubernetes' own route import manages: RouteImport owns 10.9.0.0/16" {
 		t.Errorf("problems %q", e.Problems)
+	}
+}
+
+// TestExplainAdvertiseRules: explain's per-rule advertise verdicts say
+// which rule selects a prefix and why the others do not, with the checks
+// Advertisements makes.
+func TestExplainAdvertiseRules(t *testing.T) {
+	cfg := &config.Config{
+		BGP: config.BGP{ASN: 64512, Peers: []config.Peer{peer("tor-a", "192.0.2.1"), peer("tor-b", "192.0.2.3", config.IPv4, config.IPv6)}},
+		Advertise: []config.AdvertiseRule{
+			{Name: "pods", Kind: config.KindPodNetwork, Networks: globs("default")},
+			{Name: "front", Kind: config.KindLoadBalancerIP, Services: globs("web/front"), Peers: []string{"tor-a"}},
+			{Name: "local", Kind: config.KindLoadBalancerIP, LocalEndpointsOnly: true},
+			{Name: "eips", Kind: config.KindEgressIP, Namespaces: globs("web")},
+		},
+		Cluster: config.Cluster{ServiceCIDRs: []netip.Prefix{pfx("172.30.0.0/16")}},
+	}
+	snap := advSnapshot()
+	adverts := Advertisements(cfg, snap)
+	tests := []struct {
+		prefix string
+		want   map[string]string // rule -> a part of its verdict ("+" prefix: selects)
+	}{
+		{"10.128.0.0/23", map[string]string{"pods": "+from Logical_Switch node1", "front": "not a VIP of a Service in NB", "eips": "not an egress IP this node holds"}},
+		{"172.30.0.10/32", map[string]string{"front": "a ClusterIP (inside cluster.serviceCIDRs 172.30.0.0/16)", "pods": "not a pod subnet of this node"}},
+		{"192.0.2.50/32", map[string]string{"front": "+sent to tor-a", "local": "Service web/front: localEndpointsOnly: no endpoint of the service runs on this node"}},
+		{"192.0.2.51/32", map[string]string{"front": "+sent to tor-a", "local": "+an earlier rule sends it to tor-a"}},
+		{"192.0.2.54/32", map[string]string{"front": "Service db/pg: service db/pg is not in the rule's services", "local": "+sent to tor-a, tor-b"}},
+		{"fc00::100/128", map[string]string{"eips": "+sent to tor-b; not to tor-a (their sessions do not carry this address family)"}},
+		{"172.18.0.100/32", map[string]string{"eips": "+from nat eip1"}},
+		{"172.19.0.100/32", map[string]string{"eips": "egress IP eip2: no namespace of its pods (blue-ns) is in the rule's namespaces"}},
+	}
+	for _, tt := range tests {
+		e := Explain(cfg, pfx(tt.prefix), ImportResult{}, adverts, Plan{}, snap, model.Host{})
+		if len(e.AdvertiseRules) != len(cfg.Advertise) {
+			t.Fatalf("%s: %d verdicts for %d rules", tt.prefix, len(e.AdvertiseRules), len(cfg.Advertise))
+		}
+		for _, v := range e.AdvertiseRules {
+			want, ok := tt.want[v.Rule]
+			if !ok {
+				continue
+			}
+			selects := strings.HasPrefix(want, "+")
+			if v.Selects != selects || !strings.Contains(v.Why, strings.TrimPrefix(want, "+")) {
+				t.Errorf("%s: rule %s: selects %v, %q; want selects %v and %q", tt.prefix, v.Rule, v.Selects, v.Why, selects, strings.TrimPrefix(want, "+"))
+			}
+		}
+		if !slices.ContainsFunc(e.Summary, func(s string) bool { return strings.HasPrefix(s, "advertise rule ") }) {
+			t.Errorf("%s: summary has no advertise rule lines: %q", tt.prefix, e.Summary)
+		}
 	}
 }
