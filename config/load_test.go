@@ -243,6 +243,12 @@ func TestProblems(t *testing.T) {
 			wants: []want{{"advertise[0].kind", "required", 14}}},
 		{name: "kind wrong case", edits: []string{"kind: podNetwork", "kind: PodNetwork"},
 			wants: []want{{"advertise[0].kind", `did you mean "podNetwork"`, 15}}},
+		{name: "aggregate lengths", edits: []string{afterPods, afterPods + "    aggregateLength: 24\n    aggregateLengthV6: 129\n  - name: eips\n    kind: egressIP\n    aggregateLength: 33\n    aggregateLengthV6: 64\n"},
+			wants: []want{
+				{"advertise[0].aggregateLength", "only for kind egressIP/loadBalancerIP", 17},
+				{"advertise[0].aggregateLengthV6", "only for kind egressIP/loadBalancerIP", 18},
+				{"advertise[0].aggregateLengthV6", "129 is out of range", 18},
+				{"advertise[1].aggregateLength", "33 is out of range", 21}}},
 		{name: "loadBalancerIP keys on egressIP", edits: []string{"kind: podNetwork", "kind: egressIP", afterPods, afterPods + "    namespaces: [a]\n    services: [a/b]\n    localEndpointsOnly: true\n"},
 			wants: []want{
 				{"advertise[0].services", "only for kind loadBalancerIP", 18},
@@ -398,7 +404,7 @@ func TestValidValues(t *testing.T) {
 			"  - name: second\n    peers: [tor-a]\n    network: default\n    mode: manual\n    accept: [{prefix: 10.0.0.0/8, maxLength: 24}]\n    targets: {ovn: false, kernel: {table: 101}}\n",
 		"trailing comment": baseDoc + "\n# trailing comment\n",
 		"egress IPs and load-balancer IPs": baseDoc + "  - name: eips\n    kind: egressIP\n    namespaces: [\"prod-*\"]\n" +
-			"  - name: vips\n    kind: loadBalancerIP\n    networks: [default]\n    namespaces: [web]\n    services: [\"web/*\"]\n    localEndpointsOnly: true\n    peers: [tor-a]\n",
+			"  - name: vips\n    kind: loadBalancerIP\n    networks: [default]\n    namespaces: [web]\n    services: [\"web/*\"]\n    localEndpointsOnly: true\n    peers: [tor-a]\n    aggregateLength: 24\n    aggregateLengthV6: 120\n",
 	}
 	for name, doc := range docs {
 		t.Run(name, func(t *testing.T) {

@@ -189,6 +189,12 @@ type AdvertiseRule struct {
 	// LocalEndpointsOnly advertises a service only if a backend runs on
 	// this node (loadBalancerIP).
 	LocalEndpointsOnly bool `yaml:"localEndpointsOnly" json:"localEndpointsOnly"`
+	// AggregateLength sends, instead of each selected IPv4 address, its
+	// covering prefix of this length, while one member is there
+	// (egressIP, loadBalancerIP; 0 = none); AggregateLengthV6 the same
+	// for IPv6.
+	AggregateLength   int `yaml:"aggregateLength" json:"aggregateLength"`
+	AggregateLengthV6 int `yaml:"aggregateLengthV6" json:"aggregateLengthV6"`
 	// Peers are peer names; empty = all peers.
 	Peers []string `yaml:"peers" json:"peers"`
 	// Communities are "ASN:VALUE" (16 bits each) or well-known names,

@@ -310,6 +310,20 @@ func (v *validator) advertise() {
 		if r.Kind == KindPodNetwork && len(r.Namespaces) > 0 {
 			v.add(key(p, "namespaces"), "only for kind egressIP/loadBalancerIP")
 		}
+		if r.Kind == KindPodNetwork {
+			if r.AggregateLength != 0 {
+				v.add(key(p, "aggregateLength"), "only for kind egressIP/loadBalancerIP (pod subnets are advertised as they are)")
+			}
+			if r.AggregateLengthV6 != 0 {
+				v.add(key(p, "aggregateLengthV6"), "only for kind egressIP/loadBalancerIP (pod subnets are advertised as they are)")
+			}
+		}
+		if r.AggregateLength < 0 || r.AggregateLength > 32 {
+			v.add(key(p, "aggregateLength"), "%d is out of range: an IPv4 prefix length, 1..32 (0 = no aggregation)", r.AggregateLength)
+		}
+		if r.AggregateLengthV6 < 0 || r.AggregateLengthV6 > 128 {
+			v.add(key(p, "aggregateLengthV6"), "%d is out of range: an IPv6 prefix length, 1..128 (0 = no aggregation)", r.AggregateLengthV6)
+		}
 		if r.Kind != KindLoadBalancerIP {
 			if len(r.Services) > 0 {
 				v.add(key(p, "services"), "only for kind loadBalancerIP")

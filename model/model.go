@@ -83,6 +83,9 @@ type Advertisement struct {
 	Rule    string       `json:"rule,omitempty"`
 	Network string       `json:"network,omitempty"`
 	Source  string       `json:"source,omitempty"`
+	// Members are the addresses behind an aggregate (advertise rules with
+	// aggregateLength): the prefix is sent while one of them is selected.
+	Members []netip.Prefix `json:"members,omitempty"`
 	// State, Reason and Problem are filled by the BGP layer when it
 	// reports (bgp.Speaker.Advertised and NotApplied), ignored by Set.
 	// State says whether the prefix is really on the wire, Reason why not.

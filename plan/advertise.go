@@ -2,6 +2,7 @@ package plan
 
 import (
 	"cmp"
+	"fmt"
 	"net/netip"
 	"slices"
 	"strings"
@@ -51,12 +52,12 @@ func Advertisements(cfg *config.Config, snap model.Snapshot) []model.Advertiseme
 	size *= max(1, len(cfg.BGP.Peers))
 	seen := make(map[model.Key]bool, size)
 	out := make([]model.Advertisement, 0, size)
-	emit := func(rule *config.AdvertiseRule, peers []config.Peer, prefix netip.Prefix, network, source string) {
+	emit := func(rule *config.AdvertiseRule, peers []config.Peer, prefix netip.Prefix, network, source string, members []netip.Prefix) {
 		for _, p := range peers {
 			if !speaks(p, prefix) {
 				continue
 			}
-			a := model.Advertisement{Peer: p.Name, Prefix: prefix, Attrs: attrs(*rule), Rule: rule.Name, Network: network, Source: source}
+			a := model.Advertisement{Peer: p.Name, Prefix: prefix, Attrs: attrs(*rule), Rule: rule.Name, Network: network, Source: source, Members: members}
 			if seen[a.Key()] {
 				continue
 			}
@@ -75,28 +76,105 @@ func Advertisements(cfg *config.Config, snap model.Snapshot) []model.Advertiseme
 					continue
 				}
 				for _, sn := range nw.Subnets {
-					emit(rule, peers, sn.Prefix.Masked(), nw.Name, sn.Source)
+					emit(rule, peers, sn.Prefix.Masked(), nw.Name, sn.Source, nil)
 				}
 			}
 		case config.KindEgressIP:
+			agg := aggregator{rule: rule}
 			for _, e := range snap.EgressIPs {
 				if egressIPSkip(rule, e) == "" {
-					emit(rule, peers, netip.PrefixFrom(e.IP, e.IP.BitLen()), e.Network, e.Source)
+					agg.add(e.IP, e.Network, e.Source)
 				}
 			}
+			agg.each(func(prefix netip.Prefix, network, source string, members []netip.Prefix) {
+				emit(rule, peers, prefix, network, source, members)
+			})
 		case config.KindLoadBalancerIP:
 			if local == nil {
 				local = newLocalAddrs(snap)
 			}
+			agg := aggregator{rule: rule}
 			for _, v := range snap.ServiceVIPs {
 				if serviceVIPSkip(cfg, snap, rule, v, local) == "" {
-					emit(rule, peers, netip.PrefixFrom(v.VIP, v.VIP.BitLen()), v.Network, v.Source)
+					agg.add(v.VIP, v.Network, v.Source)
 				}
 			}
+			agg.each(func(prefix netip.Prefix, network, source string, members []netip.Prefix) {
+				emit(rule, peers, prefix, network, source, members)
+			})
 		}
 	}
 	SortAdvertisements(out)
 	return out
+}
+
+// aggregator collects the addresses one egressIP or loadBalancerIP rule
+// selects: each as its host prefix, or, with the rule's aggregateLength
+// (IPv4) or aggregateLengthV6 (IPv6), as the covering prefix of that length
+// with the addresses behind it (its members).
+type aggregator struct {
+	rule   *config.AdvertiseRule
+	order  []netip.Prefix
+	groups map[netip.Prefix]*aggregate
+}
+
+type aggregate struct {
+	network, source string
+	members         []netip.Prefix
+	networks        int
+}
+
+func (g *aggregator) add(a netip.Addr, network, source string) {
+	host := netip.PrefixFrom(a, a.BitLen())
+	length := g.rule.AggregateLength
+	if a.Is6() {
+		length = g.rule.AggregateLengthV6
+	}
+	prefix := host
+	if length > 0 && length < a.BitLen() {
+		prefix = netip.PrefixFrom(a, length).Masked()
+	}
+	if g.groups == nil {
+		g.groups = map[netip.Prefix]*aggregate{}
+	}
+	ag := g.groups[prefix]
+	if ag == nil {
+		ag = &aggregate{network: network, source: source, networks: 1}
+		g.groups[prefix] = ag
+		g.order = append(g.order, prefix)
+	} else if ag.network != network {
+		ag.networks++
+	}
+	if prefix != host && !slices.Contains(ag.members, host) {
+		ag.members = append(ag.members, host)
+	}
+}
+
+// each calls fn with every prefix in the order first added; an
+// aggregate's source names its members (at most eight; Members has them
+// all).
+func (g *aggregator) each(fn func(prefix netip.Prefix, network, source string, members []netip.Prefix)) {
+	for _, prefix := range g.order {
+		ag := g.groups[prefix]
+		if len(ag.members) == 0 {
+			fn(prefix, ag.network, ag.source, nil)
+			continue
+		}
+		slices.SortFunc(ag.members, model.ComparePrefix)
+		var names []string
+		for i, m := range ag.members {
+			if i == 8 {
+				names = append(names, fmt.Sprintf("and %d more", len(ag.members)-8))
+				break
+			}
+			names = append(names, m.String())
+		}
+		network := ag.network
+		if ag.networks > 1 {
+			network += " and other networks"
+		}
+		fn(prefix, network, fmt.Sprintf("aggregate of %d selected by rule %s: %s", len(ag.members), g.rule.Name, strings.Join(names, ", ")), ag.members)
+	}
 }
 
 // egressIPSkip says why rule (kind egressIP) does not select e, or "".

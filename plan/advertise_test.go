@@ -3,6 +3,8 @@ package plan
 import (
 	"fmt"
 	"net/netip"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -375,4 +377,68 @@ func BenchmarkAdvertisementsAtScale(b *testing.B) {
 		n = len(Advertisements(cfg, snap))
 	}
 	b.ReportMetric(float64(n), "advertisements")
+}
+
+// TestAdvertiseAggregates: with aggregateLength (IPv4) and
+// aggregateLengthV6 (IPv6) a rule sends the covering prefix, with the
+// addresses behind it as its members, while one is selected; a members-only
+// change is a Change of what the prefix stands for, not of its attributes.
+func TestAdvertiseAggregates(t *testing.T) {
+	cfg := &config.Config{BGP: config.BGP{ASN: 64512, Peers: []config.Peer{peer("tor-b", "192.0.2.3", config.IPv4, config.IPv6)}},
+		Advertise: []config.AdvertiseRule{
+			{Name: "eips", Kind: config.KindEgressIP, Networks: globs("default"), AggregateLength: 16},
+			{Name: "vips", Kind: config.KindLoadBalancerIP, LocalEndpointsOnly: true, AggregateLength: 24, AggregateLengthV6: 120},
+		},
+		Cluster: config.Cluster{ServiceCIDRs: []netip.Prefix{pfx("172.30.0.0/16")}}}
+	snap := advSnapshot()
+	got := Advertisements(cfg, snap)
+	m := func(ps ...string) []netip.Prefix {
+		var out []netip.Prefix
+		for _, p := range ps {
+			out = append(out, pfx(p))
+		}
+		return out
+	}
+	want := []model.Advertisement{
+		{Peer: "tor-b", Prefix: pfx("172.18.0.0/16"), Rule: "eips", Network: "default",
+			Source: "aggregate of 2 selected by rule eips: 172.18.0.100/32, 172.18.0.101/32", Members: m("172.18.0.100/32", "172.18.0.101/32")},
+		{Peer: "tor-b", Prefix: pfx("192.0.2.0/24"), Rule: "vips", Network: "default and other networks",
+			Source: "aggregate of 4 selected by rule vips: 192.0.2.51/32, 192.0.2.52/32, 192.0.2.54/32, 192.0.2.60/32", Members: m("192.0.2.51/32", "192.0.2.52/32", "192.0.2.54/32", "192.0.2.60/32")},
+		{Peer: "tor-b", Prefix: pfx("2001:db8:50::/120"), Rule: "vips", Network: "default",
+			Source: "aggregate of 1 selected by rule vips: 2001:db8:50::1/128", Members: m("2001:db8:50::1/128")},
+		{Peer: "tor-b", Prefix: pfx("fc00::100/128"), Rule: "eips", Network: "default", Source: "nat eip6"},
+	}
+	if d := cmp.Diff(want, got, cmpAddrs, cmpopts.EquateEmpty()); d != "" {
+		t.Fatalf("Advertisements() mismatch (-want +got):\n%s", d)
+	}
+
+	// The last local endpoint of 192.0.2.51 goes: still three members.
+	snap.ServiceVIPs[2].Backends = []netip.Addr{netip.MustParseAddr("10.128.2.5")}
+	next := Advertisements(cfg, snap)
+	d := DiffAdvertisements(next, got)
+	if len(d.Announce)+len(d.Withdraw) != 0 || len(d.Change) != 1 || d.Change[0].Prefix != pfx("192.0.2.0/24") || len(d.Change[0].Members) != 3 {
+		t.Errorf("one member gone: %+v, want only a change of 192.0.2.0/24 to three members", d)
+	}
+	// Every member gone: the aggregate is withdrawn.
+	for i := range snap.ServiceVIPs {
+		snap.ServiceVIPs[i].Backends = nil
+	}
+	d = DiffAdvertisements(Advertisements(cfg, snap), next)
+	var withdrawn []string
+	for _, a := range d.Withdraw {
+		withdrawn = append(withdrawn, a.Prefix.String())
+	}
+	if !slices.Equal(withdrawn, []string{"192.0.2.0/24", "2001:db8:50::/120"}) || len(d.Announce)+len(d.Change) != 0 {
+		t.Errorf("no endpoint left: %+v, want 192.0.2.0/24 and 2001:db8:50::/120 withdrawn", d)
+	}
+
+	// explain: the aggregate is selected, a member is sent inside it.
+	e := Explain(cfg, pfx("192.0.2.0/24"), ImportResult{}, got, Plan{}, advSnapshot(), model.Host{})
+	if v := e.AdvertiseRules[1]; !v.Selects || !strings.Contains(v.Why, "aggregate of 4") {
+		t.Errorf("explain 192.0.2.0/24, rule vips: %+v", v)
+	}
+	e = Explain(cfg, pfx("192.0.2.54/32"), ImportResult{}, got, Plan{}, advSnapshot(), model.Host{})
+	if v := e.AdvertiseRules[1]; v.Selects || !strings.Contains(v.Why, "sent as part of the aggregate 192.0.2.0/24") {
+		t.Errorf("explain 192.0.2.54/32, rule vips: %+v", v)
+	}
 }

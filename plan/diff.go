@@ -25,7 +25,9 @@ func DiffAdvertisements(desired, current []model.Advertisement) AdvertDiff {
 		switch {
 		case !ok:
 			d.Announce = append(d.Announce, a)
-		case !SameAttrs(old.Attrs, a.Attrs):
+		case !SameAttrs(old.Attrs, a.Attrs) || !slices.Equal(old.Members, a.Members):
+			// Members only: nothing new on the wire, but what the prefix
+			// stands for (routes advertised, explain) follows.
 			d.Change = append(d.Change, a)
 		}
 		delete(cur, a.Key())

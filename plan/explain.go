@@ -212,8 +212,28 @@ func advertiseVerdicts(cfg *config.Config, prefix netip.Prefix, snap model.Snaps
 		v := AdvertiseVerdict{Rule: rule.Name, Kind: rule.Kind}
 		var whyNot []string
 		source := ""
-		switch rule.Kind {
-		case config.KindPodNetwork:
+		// An aggregate this rule sends, or the aggregate a member is in.
+		aggregated := ""
+		for _, a := range adverts {
+			if a.Rule != rule.Name || len(a.Members) == 0 {
+				continue
+			}
+			if a.Prefix == prefix {
+				v.Selects, source = true, a.Source
+				break
+			}
+			if slices.Contains(a.Members, prefix) {
+				aggregated = a.Prefix.String()
+			}
+		}
+		if aggregated != "" && !v.Selects {
+			v.Why = "selected, and sent as part of the aggregate " + aggregated + " (aggregateLength)"
+			out = append(out, v)
+			continue
+		}
+		switch {
+		case v.Selects:
+		case rule.Kind == config.KindPodNetwork:
 			for _, nw := range snap.Networks {
 				for _, sn := range nw.Subnets {
 					if sn.Prefix.Masked() != prefix {
@@ -229,7 +249,7 @@ func advertiseVerdicts(cfg *config.Config, prefix netip.Prefix, snap model.Snaps
 			if !v.Selects && len(whyNot) == 0 {
 				whyNot = append(whyNot, "not a pod subnet of this node")
 			}
-		case config.KindEgressIP:
+		case rule.Kind == config.KindEgressIP:
 			for _, eip := range snap.EgressIPs {
 				if !host || eip.IP != prefix.Addr() {
 					continue
@@ -243,7 +263,7 @@ func advertiseVerdicts(cfg *config.Config, prefix netip.Prefix, snap model.Snaps
 			if !v.Selects && len(whyNot) == 0 {
 				whyNot = append(whyNot, "not an egress IP this node holds")
 			}
-		case config.KindLoadBalancerIP:
+		case rule.Kind == config.KindLoadBalancerIP:
 			if local == nil {
 				local = newLocalAddrs(snap)
 			}
