@@ -186,13 +186,27 @@ func vipsArg(vips map[string]string) string {
 	return "vips={" + strings.Join(parts, ",") + "}"
 }
 
-// addServiceLB writes a Service load balancer row as OVN-Kubernetes names
-// it (Service_<ns>/<name>_<PROTO>_cluster) and returns its UUID.
+// addServiceLB writes a Service load balancer row of the default network
+// as OVN-Kubernetes names it (Service_<ns>/<name>_<PROTO>_cluster) and
+// returns its UUID.
 func (a *advWorld) addServiceLB(owner, proto string, vips map[string]string) string {
 	a.t.Helper()
-	return strings.TrimSpace(a.nb.MustNBCtl("create", "Load_Balancer",
-		"name="+q("Service_"+owner+"_"+strings.ToUpper(proto)+"_cluster"), "protocol="+proto, vipsArg(vips),
-		"external_ids:k8s.ovn.org/kind=Service", "external_ids:k8s.ovn.org/owner="+q(owner)))
+	return a.addNetworkServiceLB("", owner, proto, vips)
+}
+
+// addNetworkServiceLB is addServiceLB for a Service of the UDN network
+// ("" = the default network): its row's name has the network's prefix and
+// its external_ids name the network.
+func (a *advWorld) addNetworkServiceLB(network, owner, proto string, vips map[string]string) string {
+	a.t.Helper()
+	name := "Service_" + owner + "_" + strings.ToUpper(proto) + "_cluster"
+	args := []string{"create", "Load_Balancer", "protocol=" + proto, vipsArg(vips),
+		"external_ids:k8s.ovn.org/kind=Service", "external_ids:k8s.ovn.org/owner=" + q(owner)}
+	if network != "" {
+		name = network + "_" + name
+		args = append(args, "external_ids:k8s.ovn.org/network="+network, "external_ids:k8s.ovn.org/role=primary")
+	}
+	return strings.TrimSpace(a.nb.MustNBCtl(append(args, "name="+q(name))...))
 }
 
 // setVIPs replaces the vips of load balancer uuid.
@@ -261,7 +275,7 @@ func TestAdvertiseServiceVIPs(t *testing.T) {
 		"10.96.0.10:80":           "10.128.0.5:8080,10.128.2.5:8080",
 		"203.0.113.10:80":         "10.128.0.5:8080,10.128.2.5:8080",
 		"203.0.113.10:443":        "10.128.0.5:8443",
-		"172.18.0.2:30080":        "10.128.0.5:8080",
+		"172.18.0.2:30080":        "10.128.0.5:8080", // a node port (node1's address)
 		"[fd00:10:96::10]:80":     "[fd00:10:128:1::5]:8080",
 		"[2001:db8:f00::10]:80":   "[fd00:10:128:1::5]:8080",
 		"[2001:db8:f00::10]:8080": "[fd00:10:128:1::5]:8080",
@@ -295,30 +309,43 @@ func TestAdvertiseServiceVIPs(t *testing.T) {
 
 // TestAdvertiseLocalEndpointsOnly: with localEndpointsOnly a VIP is
 // advertised while a backend is a pod inside node1's subnet of the
-// Service's network; when the only backend is node2's pod it is withdrawn,
-// and announced again when node1's pod is back. A rule without
-// localEndpointsOnly keeps its own Service's VIP throughout.
+// Service's network, or node1's own address (a host-network endpoint);
+// when the only backend is node2's pod or node2's address it is withdrawn,
+// and announced again when node1's is back. Locality is per network: a
+// backend inside node1's subnet of the UDN blue is local for a Service of
+// blue, not for one of the default network. A rule without
+// localEndpointsOnly keeps its Service's VIP (backend on node2) throughout.
 func TestAdvertiseLocalEndpointsOnly(t *testing.T) {
 	t.Parallel()
-	a := setupAdvertise(t, `  - {name: local, kind: loadBalancerIP, services: ["ns1/local"], localEndpointsOnly: true}
+	a := setupAdvertise(t, `  - {name: local, kind: loadBalancerIP, services: ["ns1/local*", "ns2/*"], localEndpointsOnly: true}
   - {name: any, kind: loadBalancerIP, services: ["ns1/any"]}`)
-	local, anywhere := host("203.0.113.30"), host("203.0.113.31")
-	onNode1 := map[string]string{"203.0.113.30:80": "10.128.0.5:8080"}
-	onNode2 := map[string]string{"203.0.113.30:80": "10.128.2.5:8080"}
+	local, anywhere, blue, wrongNet := host("203.0.113.30"), host("203.0.113.31"), host("203.0.113.32"), host("203.0.113.33")
+	vip := func(backends string) map[string]string { return map[string]string{"203.0.113.30:80": backends} }
 
-	lb := a.addServiceLB("ns1/local", "tcp", onNode1)
+	// the default network's Service whose backend is in blue's subnet
+	// first: when the others are in FRR, the daemon has read it
+	a.addServiceLB("ns1/local-wrong-net", "tcp", map[string]string{"203.0.113.33:80": "10.200.0.5:8080"})
+	lb := a.addServiceLB("ns1/local", "tcp", vip("10.128.0.5:8080"))
 	a.addServiceLB("ns1/any", "tcp", map[string]string{"203.0.113.31:80": "10.128.2.5:8080"})
-	a.waitFRR("VIPs with a local endpoint, and of the rule without localEndpointsOnly", []netip.Prefix{local, anywhere}, nil)
-	if advs := a.advertised(local); len(advs) != 1 || advs[0].Rule != "local" {
-		t.Errorf("routes advertised for %s = %+v, want one by rule local", local, advs)
+	a.addNetworkServiceLB("blue", "ns2/web", "tcp", map[string]string{"203.0.113.32:80": "10.200.0.5:8080"})
+	a.waitFRR("VIPs with a local endpoint, and of the rule without localEndpointsOnly", []netip.Prefix{local, anywhere, blue}, []netip.Prefix{wrongNet})
+	a.noFRR("a default-network Service whose only backend is in another network's subnet", []netip.Prefix{wrongNet})
+	for p, rule := range map[netip.Prefix]string{local: "local", blue: "local", anywhere: "any"} {
+		if advs := a.advertised(p); len(advs) != 1 || advs[0].Rule != rule {
+			t.Errorf("routes advertised for %s = %+v, want one by rule %s", p, advs, rule)
+		}
 	}
 
 	for round := range 2 {
-		a.setVIPs(lb, onNode2)
-		a.waitFRR(fmt.Sprintf("round %d: VIP withdrawn when its only endpoint is node2's pod", round), []netip.Prefix{anywhere}, []netip.Prefix{local})
-		a.setVIPs(lb, onNode1)
-		a.waitFRR(fmt.Sprintf("round %d: VIP back with node1's pod", round), []netip.Prefix{local, anywhere}, nil)
+		a.setVIPs(lb, vip("10.128.2.5:8080"))
+		a.waitFRR(fmt.Sprintf("round %d: VIP withdrawn when its only endpoint is node2's pod", round), []netip.Prefix{anywhere, blue}, []netip.Prefix{local})
+		a.setVIPs(lb, vip("10.128.2.5:8080,10.128.0.5:8080"))
+		a.waitFRR(fmt.Sprintf("round %d: VIP back with node1's pod", round), []netip.Prefix{local, anywhere, blue}, nil)
 	}
+	a.setVIPs(lb, vip("172.18.0.3:8080"))
+	a.waitFRR("VIP withdrawn when its only endpoint is node2's address", []netip.Prefix{anywhere}, []netip.Prefix{local})
+	a.setVIPs(lb, vip("172.18.0.2:8080"))
+	a.waitFRR("VIP back with a host-network endpoint on node1", []netip.Prefix{local, anywhere}, nil)
 }
 
 // TestAdvertiseSelectors: namespace and service globs select only the
