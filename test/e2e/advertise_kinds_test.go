@@ -349,7 +349,8 @@ func TestAdvertiseLocalEndpointsOnly(t *testing.T) {
 }
 
 // TestAdvertiseSelectors: namespace and service globs select only the
-// matching egress IPs and Services; a rule naming one peer (tor6, IPv6
+// matching egress IPs and Services (an egress IP when one of its pods'
+// namespaces matches); a rule naming one peer (tor6, IPv6
 // only) sends its Service's IPv6 VIP there and its IPv4 VIP nowhere (not to
 // tor).
 func TestAdvertiseSelectors(t *testing.T) {
@@ -357,7 +358,7 @@ func TestAdvertiseSelectors(t *testing.T) {
 	a := setupAdvertise(t, `  - {name: prod-eips, kind: egressIP, namespaces: ["prod-*"]}
   - {name: prod-web, kind: loadBalancerIP, services: ["prod-*/web-*"]}
   - {name: v6-only, kind: loadBalancerIP, namespaces: [v6], peers: [tor6]}`)
-	eipProd, eipDev := host("172.18.0.110"), host("172.18.0.111")
+	eipProd, eipDev, eipMixed := host("172.18.0.110"), host("172.18.0.111"), host("172.18.0.112")
 	webProd, apiProd, webDev := host("203.0.113.20"), host("203.0.113.21"), host("203.0.113.22")
 	v6 := host("2001:db8:f00::20")
 
@@ -368,11 +369,14 @@ func TestAdvertiseSelectors(t *testing.T) {
 	a.addServiceLB("dev/web-1", "tcp", map[string]string{"203.0.113.22:80": "10.128.0.5:8080"})
 	a.addServiceLB("v6/web-1", "tcp", map[string]string{"203.0.113.23:80": "10.128.0.5:8080", "[2001:db8:f00::20]:80": "[fd00:10:128:1::5]:8080"})
 	a.addServiceLB("prod-a/web-1", "tcp", map[string]string{"203.0.113.20:80": "10.128.0.5:8080"})
+	// one egress IP used by pods of two namespaces, one matching
+	a.addEgressIP("GR_node1", "eip-mixed", "dev", "pod3", "172.18.0.112", "10.128.0.7")
+	a.addEgressIP("GR_node1", "eip-mixed", "prod-b", "pod4", "172.18.0.112", "10.128.0.8")
 	a.addEgressIP("GR_node1", "eip-prod", "prod-a", "pod1", "172.18.0.110", "10.128.0.5")
 	unselected := []netip.Prefix{eipDev, apiProd, webDev, host("203.0.113.23")}
-	a.waitFRR("the selected egress IP and VIPs", []netip.Prefix{eipProd, webProd, v6}, unselected)
+	a.waitFRR("the selected egress IPs and VIPs", []netip.Prefix{eipProd, eipMixed, webProd, v6}, unselected)
 	a.noFRR("egress IP and VIPs no rule selects", unselected)
-	for p, rule := range map[netip.Prefix]string{eipProd: "prod-eips", webProd: "prod-web", v6: "v6-only"} {
+	for p, rule := range map[netip.Prefix]string{eipProd: "prod-eips", eipMixed: "prod-eips", webProd: "prod-web", v6: "v6-only"} {
 		if advs := a.advertised(p); len(advs) != 1 || advs[0].Rule != rule {
 			t.Errorf("routes advertised for %s = %+v, want one by rule %s", p, advs, rule)
 		}
