@@ -16,9 +16,9 @@ import (
 // writes them (docs/ovn-nb.md, "Advertise: egress IPs and Service VIPs"),
 // reach FRR as host prefixes, and leave it when the rows go.
 
-// serviceCIDRs is cluster.serviceCIDRs of these tests: ClusterIPs inside are
+// advServiceCIDRs is cluster.serviceCIDRs of these tests: ClusterIPs inside are
 // never advertised.
-var serviceCIDRs = []netip.Prefix{netip.MustParsePrefix("10.96.0.0/16"), netip.MustParsePrefix("fd00:10:96::/112")}
+var advServiceCIDRs = []netip.Prefix{netip.MustParsePrefix("10.96.0.0/16"), netip.MustParsePrefix("fd00:10:96::/112")}
 
 // advWorld is a lab with two sessions to FRR, tor (IPv4) and tor6 (IPv6),
 // NB with the standard topology plus gateway routers GR_node2 (another
@@ -49,21 +49,21 @@ func setupAdvertise(t *testing.T, rules string) *advWorld {
 		Peers: []lab.Peer{lab.DefaultTor(),
 			{Name: "tor6", Address: lab.TorIPv6, ASN: 65001, Families: []string{"ipv6"}}},
 		Advertise:    rules + "\n  - {name: pods, kind: podNetwork, networks: [default]}",
-		ServiceCIDRs: serviceCIDRs,
+		ServiceCIDRs: advServiceCIDRs,
 	})
 	a := &advWorld{world: w, t: t}
 	a.waitFRR("node1's pod subnets (the sessions are up)", []netip.Prefix{lab.DefaultNode1.Subnet, lab.DefaultNode1.Subnet6}, nil)
 	return a
 }
 
-// host is the host prefix of address s.
-func host(s string) netip.Prefix {
+// hostPrefix is the host prefix of address s.
+func hostPrefix(s string) netip.Prefix {
 	a := netip.MustParseAddr(s)
 	return netip.PrefixFrom(a, a.BitLen())
 }
 
-// split returns the IPv4 and the IPv6 prefixes of ps.
-func split(ps []netip.Prefix) (v4, v6 []netip.Prefix) {
+// splitFamilies returns the IPv4 and the IPv6 prefixes of ps.
+func splitFamilies(ps []netip.Prefix) (v4, v6 []netip.Prefix) {
 	for _, p := range ps {
 		if p.Addr().Is4() {
 			v4 = append(v4, p)
@@ -79,8 +79,8 @@ func split(ps []netip.Prefix) (v4, v6 []netip.Prefix) {
 // ones from its IPv6 session.
 func (a *advWorld) waitFRR(what string, want, absent []netip.Prefix) {
 	a.t.Helper()
-	w4, w6 := split(want)
-	a4, a6 := split(absent)
+	w4, w6 := splitFamilies(want)
+	a4, a6 := splitFamilies(absent)
 	v4 := a.rib("ipv4", lab.NodeIPv4, w4, a4)
 	v6 := a.rib("ipv6", lab.NodeIPv6, w6, a6)
 	lab.Eventually(a.t, generous, 100*time.Millisecond, what, func() error {
@@ -153,12 +153,12 @@ func (a *advWorld) addEgressIP(router, eip, ns, pod, ext, podIP string) string {
 		}
 	}
 	return strings.TrimSpace(a.nb.MustNBCtl("--id=@n", "create", "NAT", "type=snat",
-		"external_ip="+q(ext), "logical_ip="+q(podIP), "logical_port="+q(mgmt),
+		"external_ip="+nbQuote(ext), "logical_ip="+nbQuote(podIP), "logical_port="+nbQuote(mgmt),
 		"external_ids:k8s.ovn.org/owner-type=EgressIP",
 		"external_ids:k8s.ovn.org/owner-controller=default-network-controller",
-		"external_ids:k8s.ovn.org/name="+q(name),
+		"external_ids:k8s.ovn.org/name="+nbQuote(name),
 		"external_ids:ip-family="+fam,
-		"external_ids:k8s.ovn.org/id="+q("default-network-controller:EgressIP:"+name+":"+fam),
+		"external_ids:k8s.ovn.org/id="+nbQuote("default-network-controller:EgressIP:"+name+":"+fam),
 		"--", "add", "Logical_Router", router, "nat", "@n"))
 }
 
@@ -169,8 +169,8 @@ func (a *advWorld) deleteNAT(router, uuid string) {
 	a.nb.MustNBCtl("remove", "Logical_Router", router, "nat", uuid)
 }
 
-// q quotes s as an OVSDB string for ovn-nbctl.
-func q(s string) string { return `"` + s + `"` }
+// nbQuote quotes s as an OVSDB string for ovn-nbctl.
+func nbQuote(s string) string { return `"` + s + `"` }
 
 // vipsArg renders vips (VIP key -> backends) as an ovn-nbctl map.
 func vipsArg(vips map[string]string) string {
@@ -181,7 +181,7 @@ func vipsArg(vips map[string]string) string {
 	slices.Sort(keys)
 	parts := make([]string, len(keys))
 	for i, k := range keys {
-		parts[i] = q(k) + "=" + q(vips[k])
+		parts[i] = nbQuote(k) + "=" + nbQuote(vips[k])
 	}
 	return "vips={" + strings.Join(parts, ",") + "}"
 }
@@ -201,12 +201,12 @@ func (a *advWorld) addNetworkServiceLB(network, owner, proto string, vips map[st
 	a.t.Helper()
 	name := "Service_" + owner + "_" + strings.ToUpper(proto) + "_cluster"
 	args := []string{"create", "Load_Balancer", "protocol=" + proto, vipsArg(vips),
-		"external_ids:k8s.ovn.org/kind=Service", "external_ids:k8s.ovn.org/owner=" + q(owner)}
+		"external_ids:k8s.ovn.org/kind=Service", "external_ids:k8s.ovn.org/owner=" + nbQuote(owner)}
 	if network != "" {
 		name = network + "_" + name
 		args = append(args, "external_ids:k8s.ovn.org/network="+network, "external_ids:k8s.ovn.org/role=primary")
 	}
-	return strings.TrimSpace(a.nb.MustNBCtl(append(args, "name="+q(name))...))
+	return strings.TrimSpace(a.nb.MustNBCtl(append(args, "name="+nbQuote(name))...))
 }
 
 // setVIPs replaces the vips of load balancer uuid.
@@ -228,7 +228,7 @@ func (a *advWorld) deleteLB(uuid string) {
 func TestAdvertiseEgressIPs(t *testing.T) {
 	t.Parallel()
 	a := setupAdvertise(t, `  - {name: eips, kind: egressIP}`)
-	eip4, eip6, eipBlue, eipNode2 := host("172.18.0.100"), host("fc00:f853:ccd:e793::100"), host("172.18.0.101"), host("172.18.0.102")
+	eip4, eip6, eipBlue, eipNode2 := hostPrefix("172.18.0.100"), hostPrefix("fc00:f853:ccd:e793::100"), hostPrefix("172.18.0.101"), hostPrefix("172.18.0.102")
 
 	// node2's first: once node1's are in FRR, the daemon has read it.
 	a.addEgressIP("GR_node2", "eip2", "ns1", "pod9", "172.18.0.102", "10.128.2.5")
@@ -268,8 +268,8 @@ func TestAdvertiseEgressIPs(t *testing.T) {
 func TestAdvertiseServiceVIPs(t *testing.T) {
 	t.Parallel()
 	a := setupAdvertise(t, `  - {name: lbs, kind: loadBalancerIP}`)
-	ext4, ext6 := host("203.0.113.10"), host("2001:db8:f00::10")
-	never := []netip.Prefix{host("10.96.0.10"), host("fd00:10:96::10"), host("172.18.0.2")}
+	ext4, ext6 := hostPrefix("203.0.113.10"), hostPrefix("2001:db8:f00::10")
+	never := []netip.Prefix{hostPrefix("10.96.0.10"), hostPrefix("fd00:10:96::10"), hostPrefix("172.18.0.2")}
 
 	tcp := a.addServiceLB("ns1/web", "tcp", map[string]string{
 		"10.96.0.10:80":           "10.128.0.5:8080,10.128.2.5:8080",
@@ -319,7 +319,7 @@ func TestAdvertiseLocalEndpointsOnly(t *testing.T) {
 	t.Parallel()
 	a := setupAdvertise(t, `  - {name: local, kind: loadBalancerIP, services: ["ns1/local*", "ns2/*"], localEndpointsOnly: true}
   - {name: any, kind: loadBalancerIP, services: ["ns1/any"]}`)
-	local, anywhere, blue, wrongNet := host("203.0.113.30"), host("203.0.113.31"), host("203.0.113.32"), host("203.0.113.33")
+	local, anywhere, blue, wrongNet := hostPrefix("203.0.113.30"), hostPrefix("203.0.113.31"), hostPrefix("203.0.113.32"), hostPrefix("203.0.113.33")
 	vip := func(backends string) map[string]string { return map[string]string{"203.0.113.30:80": backends} }
 
 	// the default network's Service whose backend is in blue's subnet
@@ -358,9 +358,9 @@ func TestAdvertiseSelectors(t *testing.T) {
 	a := setupAdvertise(t, `  - {name: prod-eips, kind: egressIP, namespaces: ["prod-*"]}
   - {name: prod-web, kind: loadBalancerIP, services: ["prod-*/web-*"]}
   - {name: v6-only, kind: loadBalancerIP, namespaces: [v6], peers: [tor6]}`)
-	eipProd, eipDev, eipMixed := host("172.18.0.110"), host("172.18.0.111"), host("172.18.0.112")
-	webProd, apiProd, webDev := host("203.0.113.20"), host("203.0.113.21"), host("203.0.113.22")
-	v6 := host("2001:db8:f00::20")
+	eipProd, eipDev, eipMixed := hostPrefix("172.18.0.110"), hostPrefix("172.18.0.111"), hostPrefix("172.18.0.112")
+	webProd, apiProd, webDev := hostPrefix("203.0.113.20"), hostPrefix("203.0.113.21"), hostPrefix("203.0.113.22")
+	v6 := hostPrefix("2001:db8:f00::20")
 
 	// the unselected rows first, then one selected row in a transaction of
 	// its own: when that is in FRR, the daemon has read the others
@@ -373,7 +373,7 @@ func TestAdvertiseSelectors(t *testing.T) {
 	a.addEgressIP("GR_node1", "eip-mixed", "dev", "pod3", "172.18.0.112", "10.128.0.7")
 	a.addEgressIP("GR_node1", "eip-mixed", "prod-b", "pod4", "172.18.0.112", "10.128.0.8")
 	a.addEgressIP("GR_node1", "eip-prod", "prod-a", "pod1", "172.18.0.110", "10.128.0.5")
-	unselected := []netip.Prefix{eipDev, apiProd, webDev, host("203.0.113.23")}
+	unselected := []netip.Prefix{eipDev, apiProd, webDev, hostPrefix("203.0.113.23")}
 	a.waitFRR("the selected egress IPs and VIPs", []netip.Prefix{eipProd, eipMixed, webProd, v6}, unselected)
 	a.noFRR("egress IP and VIPs no rule selects", unselected)
 	for p, rule := range map[netip.Prefix]string{eipProd: "prod-eips", eipMixed: "prod-eips", webProd: "prod-web", v6: "v6-only"} {
