@@ -254,3 +254,44 @@ func TestApplyTouchesOnlyTheDiff(t *testing.T) {
 		t.Errorf("Advertised() after an empty diff (-want +got):\n%s", diff)
 	}
 }
+
+// TestMembersOnlyChangeSendsNothing: a Change that differs only in what the
+// prefix stands for (an aggregate's members) updates what Advertised
+// reports and puts nothing on the wire (a peer that counts UPDATEs sees
+// the prefix announced once).
+func TestMembersOnlyChangeSendsNothing(t *testing.T) {
+	parallel(t)
+	l := newLab(t, 14)
+	port := freePort(t)
+	w := newWirePeer(t, l.addr(3), port, provASN)
+	node := l.node(false, l.peerOf("a", 3, port, provASN))
+	waitEstablished(t, node, "a")
+	<-w.up
+	ctx := context.Background()
+	x := adv("a", "10.14.0.0/24", model.PathAttrs{})
+	x.Members = []netip.Prefix{pfx("10.14.0.1/32")}
+	set(t, node, x)
+	eventually(t, sessionTimeout, "the peer got "+x.Prefix.String(), func() (bool, string) {
+		return w.announced(x.Prefix) == 1, fmt.Sprint(w.announced(x.Prefix))
+	})
+
+	x.Members = []netip.Prefix{pfx("10.14.0.1/32"), pfx("10.14.0.2/32")}
+	if err := node.Apply(ctx, model.AdvertDiff{Change: []model.Advertisement{x}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := node.Advertised(); len(got) != 1 || len(got[0].Members) != 2 {
+		t.Fatalf("Advertised() after the members changed: %+v, want the two members", got)
+	}
+	// A later announcement of another prefix: once it arrived, anything
+	// the change had sent would have arrived before it.
+	y := adv("a", "10.14.1.0/24", model.PathAttrs{})
+	if err := node.Apply(ctx, model.AdvertDiff{Announce: []model.Advertisement{y}}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, sessionTimeout, "the peer got "+y.Prefix.String(), func() (bool, string) {
+		return w.announced(y.Prefix) == 1, fmt.Sprint(w.announced(y.Prefix))
+	})
+	if n := w.announced(x.Prefix); n != 1 {
+		t.Errorf("%s announced %d times: a members-only change must not send an UPDATE", x.Prefix, n)
+	}
+}

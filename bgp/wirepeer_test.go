@@ -31,6 +31,8 @@ type wirePeer struct {
 	gr bool
 	// notifs are the NOTIFICATIONs the node sent, in order.
 	notifs []*bgppkt.BGPNotification
+	// sent counts, per prefix, the UPDATEs announcing it (IPv4 NLRI).
+	sent map[netip.Prefix]int
 }
 
 // newWirePeer listens on addr:port; each connection the node makes
@@ -141,7 +143,26 @@ func (w *wirePeer) serve(c net.Conn) {
 			w.notifs = append(w.notifs, n)
 			w.mu.Unlock()
 		}
+		if u, ok := m.Body.(*bgppkt.BGPUpdate); ok {
+			w.mu.Lock()
+			for _, n := range u.NLRI {
+				if p, err := netip.ParsePrefix(n.NLRI.String()); err == nil {
+					if w.sent == nil {
+						w.sent = map[netip.Prefix]int{}
+					}
+					w.sent[p]++
+				}
+			}
+			w.mu.Unlock()
+		}
 	}
+}
+
+// announced is how many UPDATEs announced p so far.
+func (w *wirePeer) announced(p netip.Prefix) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.sent[p]
 }
 
 // notifications are the NOTIFICATIONs the node sent so far.
