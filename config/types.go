@@ -129,6 +129,9 @@ type Peer struct {
 	// MaxPrefixes is the per-family session backstop (the session resets
 	// above it); default DefaultMaxPrefixes, 0 = no limit.
 	MaxPrefixes uint32 `yaml:"maxPrefixes" json:"maxPrefixes"`
+	// MaxAdvertised is the export cap: never send this peer more prefixes
+	// than this (an AWS VPC Route Server takes 100); 0 = none.
+	MaxAdvertised int `yaml:"maxAdvertised" json:"maxAdvertised"`
 }
 
 // BFD configures RFC 5880 fast failure detection for a peer.

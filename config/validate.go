@@ -148,6 +148,9 @@ func (v *validator) peer(p string, peer *Peer) {
 	if peer.Passive && v.c.BGP.ListenPort == -1 {
 		v.add(key(p, "passive"), "a passive peer waits for the peer to connect, but bgp.listenPort is -1 (never listen): set bgp.listenPort (e.g. 179) or passive: false")
 	}
+	if peer.MaxAdvertised < 0 {
+		v.add(key(p, "maxAdvertised"), "%d is negative: the most prefixes this peer is sent, 0 = no cap", peer.MaxAdvertised)
+	}
 	if peer.EBGPMultihop > 0 && peer.TTLSecurity {
 		v.add(key(p, "ttlSecurity"), "cannot be combined with ebgpMultihop (FRR rejects this combination too): GTSM expects a directly connected peer")
 	}

@@ -118,6 +118,7 @@ func (d *Daemon) controlHandler() http.Handler {
 		}
 		peers, err := sp.Peers(r.Context())
 		d.importCounts(peers)
+		d.exportCapCounts(peers)
 		reply(w, nonNil(peers), err)
 	})
 	mux.HandleFunc("GET "+api.PathAdvertised, func(w http.ResponseWriter, r *http.Request) {

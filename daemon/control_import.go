@@ -67,6 +67,8 @@ type planView struct {
 	snap    model.Snapshot
 	host    model.Host
 	desired []model.Advertisement
+	// heldAdv are the advertisements peers' export caps hold back.
+	heldAdv []model.Advertisement
 	hostErr error
 	synced  map[string]bool
 	// learnedOK is false when the walk of the speaker failed and the
@@ -98,7 +100,7 @@ func (d *Daemon) computePlan(ctx context.Context, cfg *config.Config) (planView,
 // walk is set (the loop's full pass) or there is no table of sp; without
 // import rules only walkAlways walks.
 func (d *Daemon) planFrom(ctx context.Context, cfg *config.Config, sp Speaker, snap model.Snapshot, walkAlways, walk bool) planView {
-	desired := plan.Advertisements(cfg, snap)
+	desired, heldAdv := plan.CappedAdvertisements(cfg, snap)
 	d.openHostOnce(cfg)
 	host, hostErr := d.hostState()
 	// End-of-RIB before the paths: a peer's paths reach gobgp's table
@@ -130,7 +132,7 @@ func (d *Daemon) planFrom(ctx context.Context, cfg *config.Config, sp Speaker, s
 		Adverts: desired, Advertised: sp.Advertised(),
 		Snapshot: snap, Host: host, Synced: synced,
 	})
-	return planView{plan: p, table: table, res: &res, snap: snap, host: host, desired: desired, hostErr: hostErr,
+	return planView{plan: p, table: table, res: &res, snap: snap, host: host, desired: desired, heldAdv: heldAdv, hostErr: hostErr,
 		synced: synced, learnedOK: learnedOK}
 }
 
@@ -235,7 +237,7 @@ func (d *Daemon) importHandlers(mux *http.ServeMux) {
 			replyError(w, http.StatusServiceUnavailable, perr)
 			return
 		}
-		reply(w, plan.Explain(cfg, prefix, *v.res, v.desired, v.plan, v.snap, v.host), nil)
+		reply(w, plan.Explain(cfg, prefix, *v.res, slices.Concat(v.desired, v.heldAdv), v.plan, v.snap, v.host), nil)
 	})
 }
 

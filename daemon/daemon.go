@@ -133,6 +133,10 @@ type Daemon struct {
 	snapshot   model.Snapshot
 	synced     bool
 	desired    []model.Advertisement
+	// heldAdv are what peers' export caps hold back (last pass).
+	heldAdv []model.Advertisement
+	// capHeld counts them per peer, as last logged.
+	capHeld map[string]int
 	ready      bool
 	peersUp    bool // peers added to the speaker (after the first plan)
 	peersErr   error
@@ -435,8 +439,9 @@ func (d *Daemon) reconcile(ctx context.Context) error {
 		d.mu.Unlock()
 	}
 
+	d.logExportCaps(v.heldAdv)
 	d.mu.Lock()
-	d.snapshot, d.synced, d.desired = snap, true, desired
+	d.snapshot, d.synced, d.desired, d.heldAdv = snap, true, desired, v.heldAdv
 	d.reconciles++
 	d.lastRun = time.Now()
 	d.lastErr = ""
@@ -776,8 +781,49 @@ func (d *Daemon) advertised(sp Speaker, peer string) []model.Advertisement {
 		}
 		out = append(out, a)
 	}
+	d.mu.Lock()
+	for _, a := range d.heldAdv {
+		if peer == "" || a.Peer == peer {
+			out = append(out, a)
+		}
+	}
+	d.mu.Unlock()
 	plan.SortAdvertisements(out)
 	return out
+}
+
+// exportCapCounts fills each peer's HeldBack from the last pass.
+func (d *Daemon) exportCapCounts(peers []model.PeerStatus) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for i := range peers {
+		peers[i].HeldBack = d.capHeld[peers[i].Name]
+	}
+}
+
+// logExportCaps logs, per peer, when its export cap starts or stops
+// holding prefixes back, and how many.
+func (d *Daemon) logExportCaps(held []model.Advertisement) {
+	now := map[string]int{}
+	reason := map[string]string{}
+	for _, a := range held {
+		now[a.Peer]++
+		reason[a.Peer] = a.Reason
+	}
+	d.mu.Lock()
+	before := d.capHeld
+	d.capHeld = now
+	d.mu.Unlock()
+	for peer, n := range now {
+		if before[peer] != n {
+			d.log.Warn("export cap reached: prefixes held back", zap.String("peer", peer), zap.Int("heldBack", n), zap.String("why", reason[peer]))
+		}
+	}
+	for peer := range before {
+		if _, ok := now[peer]; !ok {
+			d.log.Info("export cap no longer holds anything back", zap.String("peer", peer))
+		}
+	}
 }
 
 func (d *Daemon) status() api.Status {

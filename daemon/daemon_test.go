@@ -263,6 +263,9 @@ type cfgText struct {
 	// extra is appended as it is (e.g. import rules).
 	deferral string
 	extra    string
+	// peerExtra is added to the peer's keys (", maxAdvertised: 2"),
+	// advertiseExtra after the pods rule (more rules).
+	peerExtra, advertiseExtra string
 }
 
 func (c cfgText) String() string {
@@ -283,14 +286,14 @@ bgp:
   listenPort: -1
   gracefulRestart: {enabled: %v%s}
   peers:
-    - {name: tor, address: 192.0.2.1, asn: 65001}
+    - {name: tor, address: 192.0.2.1, asn: 65001%s}
 ovn: {northbound: "unix:/nonexistent/nb.sock"}
 advertise:
   - {name: pods, kind: podNetwork, networks: [%s]}
-control: {socket: %s}
+%scontrol: {socket: %s}
 metrics: {address: ""}
 log: {level: %s}
-%s`, asn, c.gr, deferral, c.networks, c.sock, lvl, c.extra)
+%s`, asn, c.gr, deferral, c.peerExtra, c.networks, c.advertiseExtra, c.sock, lvl, c.extra)
 }
 
 type harness struct {
@@ -737,5 +740,57 @@ func TestLogDiffSummarizes(t *testing.T) {
 	d.logDiff(plan.AdvertDiff{}, nil)
 	if n := logs.Len(); n != 0 {
 		t.Fatalf("no change logged %d lines", n)
+	}
+}
+
+// TestExportCapHeldBack: a peer's maxAdvertised keeps the speaker from
+// being asked for more (the pod subnet first, then egress IPs in prefix
+// order); what is held back is in `routes advertised` with its state and
+// why, and in `peers`; when the cap fits again, it is sent.
+func TestExportCapHeldBack(t *testing.T) {
+	h := start(t, "default", func(h *harness) {
+		h.cfg.peerExtra = ", maxAdvertised: 2"
+		h.cfg.advertiseExtra = "  - {name: eips, kind: egressIP}\n"
+	})
+	eip := func(ip string) model.EgressIP {
+		return model.EgressIP{IP: netip.MustParseAddr(ip), Network: "default", Router: "GR_node1", Name: "e", Source: "NAT " + ip}
+	}
+	h.nb.mu.Lock()
+	h.nb.snap, h.nb.ok = model.Snapshot{Networks: []model.Network{network("default", "10.128.0.0/23")},
+		EgressIPs: []model.EgressIP{eip("172.18.0.102"), eip("172.18.0.100"), eip("172.18.0.101")}}, true
+	n := h.nb.notify
+	h.nb.mu.Unlock()
+	if n != nil {
+		n()
+	}
+	h.d.poke()
+	h.wantPrefixes("tor 10.128.0.0/23", "tor 172.18.0.100/32")
+	c := api.NewClient(h.sock)
+	ctx := context.Background()
+	h.eventually("two held back in routes advertised", func() bool {
+		advs, err := c.Advertised(ctx, "")
+		if err != nil {
+			return false
+		}
+		var held []string
+		for _, a := range advs {
+			if a.State == model.AdvHeldBack && strings.Contains(a.Reason, "export cap: peer tor takes at most 2 prefixes") {
+				held = append(held, a.Prefix.String())
+			}
+		}
+		return slices.Equal(held, []string{"172.18.0.101/32", "172.18.0.102/32"})
+	})
+	peers, err := c.Peers(ctx)
+	if err != nil || len(peers) != 1 || peers[0].HeldBack != 2 {
+		t.Fatalf("Peers = %+v, %v; want tor with 2 held back", peers, err)
+	}
+
+	h.nb.mu.Lock()
+	h.nb.snap.EgressIPs = h.nb.snap.EgressIPs[:1] // only 172.18.0.102 left
+	h.nb.mu.Unlock()
+	h.d.poke()
+	h.wantPrefixes("tor 10.128.0.0/23", "tor 172.18.0.102/32")
+	if peers, err := c.Peers(ctx); err != nil || peers[0].HeldBack != 0 {
+		t.Fatalf("Peers after the cap fits = %+v, %v; want none held back", peers, err)
 	}
 }

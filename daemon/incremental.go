@@ -242,7 +242,7 @@ func (d *Daemon) incrementalPass(ctx context.Context, cfg *config.Config, sp Spe
 		}
 	}
 	ovn, kernel := t.Desired(touched)
-	desired := plan.Advertisements(cfg, snap)
+	desired, heldAdv := plan.CappedAdvertisements(cfg, snap)
 	p := plan.Build(plan.BuildInput{
 		Node: cfg.Node.Name, Now: time.Now(), Config: cfg,
 		Import:  plan.ImportResult{OVN: ovn, Kernel: kernel, VRFs: t.VRFs()},
@@ -256,7 +256,7 @@ func (d *Daemon) incrementalPass(ctx context.Context, cfg *config.Config, sp Spe
 	}
 	d.addHeld(p.Held)
 	d.mu.Unlock()
-	return planView{plan: p, table: t, snap: snap, host: host, desired: desired, synced: synced, learnedOK: true}, nil
+	return planView{plan: p, table: t, snap: snap, host: host, desired: desired, heldAdv: heldAdv, synced: synced, learnedOK: true}, nil
 }
 
 // resyncPeer walks one peer's paths and returns how they differ from the

@@ -37,7 +37,7 @@ func newCollector(d *Daemon) *collector {
 		peerState:        n("peer_state", "BGP FSM state: 1 idle, 2 connect, 3 active, 4 opensent, 5 openconfirm, 6 established.", "peer"),
 		peerSince:        n("peer_state_since_seconds", "Unix time the peer entered its state.", "peer"),
 		prefixes:         n("peer_prefixes", "Paths per peer and family: received, accepted or advertised.", "peer", "family", "kind"),
-		advertised:       n("advertisements", "Prefixes in effect per peer, by state: sent (on the wire), pending (session down) or not sent (family not negotiated).", "peer", "state"),
+		advertised:       n("advertisements", "Prefixes selected per peer, by state: sent (on the wire), pending (session down), not sent (family not negotiated) or held back (the peer's export cap, maxAdvertised).", "peer", "state"),
 		notApplied:       n("advertisements_not_applied", "Advertisements the speaker could not apply, per peer: each keeps its last good state, or is not sent if new.", "peer"),
 		nbConnected:      n("northbound_connected", "1 when connected to the OVN Northbound DB."),
 		reconciles:       n("reconciles_total", "Reconcile passes run."),
@@ -120,6 +120,11 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		for _, a := range sp.Advertised() {
 			count[peerState{a.Peer, string(a.State)}]++
 		}
+		c.d.mu.Lock()
+		for _, a := range c.d.heldAdv {
+			count[peerState{a.Peer, string(a.State)}]++
+		}
+		c.d.mu.Unlock()
 		for k, n := range count {
 			g(c.advertised, float64(n), k.peer, k.state)
 		}

@@ -112,6 +112,9 @@ const (
 	AdvNotSent AdvState = "not sent"
 	// AdvNotApplied: asked for, but it could not be applied (see Problem).
 	AdvNotApplied AdvState = "not applied"
+	// AdvHeldBack: selected, but the peer's export cap (maxAdvertised)
+	// keeps it from being sent (see Reason).
+	AdvHeldBack AdvState = "held back"
 )
 
 // AdvertDiff is what must change for the advertised set to become the
@@ -190,6 +193,9 @@ type PeerStatus struct {
 	// ImportAlarm is set while an import cap holds some back.
 	Imported    int    `json:"imported"`
 	ImportAlarm string `json:"importAlarm,omitempty"`
+	// HeldBack counts the prefixes the peer's export cap (maxAdvertised)
+	// keeps from it.
+	HeldBack int `json:"heldBack,omitempty"`
 }
 
 // LearnedPath is a path a peer sent us (its Adj-RIB-In), before import policy.

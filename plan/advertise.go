@@ -31,6 +31,72 @@ import (
 // attributes a peer sees never depend on map order. The result is sorted by
 // peer, then prefix.
 func Advertisements(cfg *config.Config, snap model.Snapshot) []model.Advertisement {
+	sent, _ := CappedAdvertisements(cfg, snap)
+	return sent
+}
+
+// CappedAdvertisements is Advertisements with what the peers' export caps
+// (maxAdvertised) hold back: sent are the advertisements to make, held the
+// ones a cap keeps from a peer (State AdvHeldBack, Reason why), both
+// sorted by peer, then prefix. A peer over its cap is sent, in this order
+// and up to the cap, first aggregates and pod subnets (any prefix that is
+// not a single address), then /32s and /128s, each in prefix order: what a
+// peer gets depends only on what is selected, never on timing, and a /32
+// never pushes out a subnet.
+func CappedAdvertisements(cfg *config.Config, snap model.Snapshot) (sent, held []model.Advertisement) {
+	all := selectAdvertisements(cfg, snap)
+	caps := map[string]int{}
+	for _, p := range cfg.BGP.Peers {
+		if p.MaxAdvertised > 0 {
+			caps[p.Name] = p.MaxAdvertised
+		}
+	}
+	if len(caps) == 0 {
+		return all, nil
+	}
+	byPeer := map[string][]int{}
+	for i, a := range all {
+		if _, ok := caps[a.Peer]; ok {
+			byPeer[a.Peer] = append(byPeer[a.Peer], i)
+		}
+	}
+	drop := map[int]bool{}
+	for peer, idx := range byPeer {
+		max := caps[peer]
+		if len(idx) <= max {
+			continue
+		}
+		slices.SortFunc(idx, func(x, y int) int {
+			a, b := all[x].Prefix, all[y].Prefix
+			return cmp.Or(cmp.Compare(boolInt(a.IsSingleIP()), boolInt(b.IsSingleIP())), model.ComparePrefix(a, b))
+		})
+		reason := fmt.Sprintf("held back: export cap: peer %s takes at most %d prefixes (maxAdvertised), %d selected", peer, max, len(idx))
+		for _, i := range idx[max:] {
+			drop[i] = true
+			a := all[i]
+			a.State, a.Reason = model.AdvHeldBack, reason
+			held = append(held, a)
+		}
+	}
+	sent = make([]model.Advertisement, 0, len(all)-len(drop))
+	for i, a := range all {
+		if !drop[i] {
+			sent = append(sent, a)
+		}
+	}
+	SortAdvertisements(held)
+	return sent, held
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// selectAdvertisements is what the rules select, before export caps.
+func selectAdvertisements(cfg *config.Config, snap model.Snapshot) []model.Advertisement {
 	// At most one advertisement per selectable item and peer, of the
 	// kinds the rules name.
 	size := 0

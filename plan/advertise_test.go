@@ -442,3 +442,68 @@ func TestAdvertiseAggregates(t *testing.T) {
 		t.Errorf("explain 192.0.2.54/32, rule vips: %+v", v)
 	}
 }
+
+// TestExportCap: a peer's maxAdvertised keeps it from being sent more
+// prefixes: subnets and aggregates first, then single addresses, each in
+// prefix order; the rest is held back with why; other peers are not
+// affected; under the cap nothing is held.
+func TestExportCap(t *testing.T) {
+	torA := peer("tor-a", "192.0.2.1")
+	torA.MaxAdvertised = 3
+	torB := peer("tor-b", "192.0.2.3")
+	cfg := &config.Config{BGP: config.BGP{ASN: 64512, Peers: []config.Peer{torA, torB}},
+		Advertise: []config.AdvertiseRule{
+			{Name: "vips", Kind: config.KindLoadBalancerIP},
+			{Name: "pods", Kind: config.KindPodNetwork, Networks: globs("*")},
+		},
+		Cluster: config.Cluster{ServiceCIDRs: []netip.Prefix{pfx("172.30.0.0/16")}}}
+	snap := advSnapshot()
+	// A /32 that comes first in prefix order still waits for the subnets.
+	snap.ServiceVIPs = append(snap.ServiceVIPs, model.ServiceVIP{Service: "web/early", Network: "default",
+		VIP: netip.MustParseAddr("10.1.0.1"), Backends: []netip.Addr{netip.MustParseAddr("10.128.0.5")}, Source: "lb early"})
+	sent, held := CappedAdvertisements(cfg, snap)
+	var gotA, gotB, gotHeld []string
+	for _, a := range sent {
+		if a.Peer == "tor-a" {
+			gotA = append(gotA, a.Prefix.String())
+		} else {
+			gotB = append(gotB, a.Prefix.String())
+		}
+	}
+	for _, a := range held {
+		gotHeld = append(gotHeld, a.Peer+" "+a.Prefix.String())
+		if a.State != model.AdvHeldBack || a.Reason != "held back: export cap: peer tor-a takes at most 3 prefixes (maxAdvertised), 10 selected" {
+			t.Errorf("held %s: state %q, reason %q", a.Prefix, a.State, a.Reason)
+		}
+	}
+	if want := []string{"10.128.0.0/23", "10.200.0.0/24", "10.250.0.0/16"}; !slices.Equal(gotA, want) {
+		t.Errorf("tor-a is sent %v, want the three subnets before any /32: %v", gotA, want)
+	}
+	if want := []string{"tor-a 10.1.0.1/32", "tor-a 192.0.2.50/32", "tor-a 192.0.2.51/32", "tor-a 192.0.2.52/32", "tor-a 192.0.2.54/32", "tor-a 192.0.2.60/32", "tor-a 192.0.2.70/32"}; !slices.Equal(gotHeld, want) {
+		t.Errorf("held back %v, want %v", gotHeld, want)
+	}
+	if len(gotB) != 10 {
+		t.Errorf("tor-b (no cap) is sent %d prefixes, want all 10: %v", len(gotB), gotB)
+	}
+	if d := cmp.Diff(sent, Advertisements(cfg, snap), cmpAddrs, cmpopts.EquateEmpty()); d != "" {
+		t.Errorf("Advertisements differs from CappedAdvertisements' sent (-capped +plain):\n%s", d)
+	}
+
+	// explain says so.
+	e := Explain(cfg, pfx("192.0.2.50/32"), ImportResult{}, slices.Concat(sent, held), Plan{}, snap, model.Host{})
+	if v := e.AdvertiseRules[0]; !v.Selects || !strings.Contains(v.Why, "sent to tor-b; held back from tor-a by the export cap") {
+		t.Errorf("explain 192.0.2.50/32: %+v", v)
+	}
+
+	// The cap at 7: the three subnets and the first four /32s.
+	cfg.BGP.Peers[0].MaxAdvertised = 7
+	_, held = CappedAdvertisements(cfg, advSnapshot())
+	if len(held) != 2 || held[0].Prefix != pfx("192.0.2.60/32") || held[1].Prefix != pfx("192.0.2.70/32") {
+		t.Errorf("cap 7: held %v, want 192.0.2.60/32 and 192.0.2.70/32", held)
+	}
+	// At or under the cap nothing is held.
+	cfg.BGP.Peers[0].MaxAdvertised = 9
+	if _, held = CappedAdvertisements(cfg, advSnapshot()); len(held) != 0 {
+		t.Errorf("cap 9 with 9 selected: held %v", held)
+	}
+}

@@ -179,6 +179,10 @@ func (e Explanation) summary() []string {
 		s = append(s, fmt.Sprintf("advertise: no rule advertises %s or a prefix covering it", e.Prefix))
 	}
 	for _, a := range e.Advertised {
+		if a.State == model.AdvHeldBack {
+			s = append(s, fmt.Sprintf("advertise: %s not to peer %s, rule %s: %s", a.Prefix, a.Peer, a.Rule, a.Reason))
+			continue
+		}
 		s = append(s, fmt.Sprintf("advertise: %s to peer %s by rule %s (network %s, %s)", a.Prefix, a.Peer, a.Rule, a.Network, a.Source))
 	}
 	for _, v := range e.AdvertiseRules {
@@ -286,12 +290,17 @@ func advertiseVerdicts(cfg *config.Config, prefix netip.Prefix, snap model.Snaps
 			out = append(out, v)
 			continue
 		}
-		var sent, other, family []string
+		var sent, held, other, family []string
 		for _, p := range selectPeers(cfg.BGP.Peers, rule.Peers) {
+			i := slices.IndexFunc(adverts, func(a model.Advertisement) bool {
+				return a.Peer == p.Name && a.Prefix == prefix && a.Rule == rule.Name
+			})
 			switch {
 			case !speaks(p, prefix):
 				family = append(family, p.Name)
-			case slices.ContainsFunc(adverts, func(a model.Advertisement) bool { return a.Peer == p.Name && a.Prefix == prefix && a.Rule == rule.Name }):
+			case i >= 0 && adverts[i].State == model.AdvHeldBack:
+				held = append(held, p.Name)
+			case i >= 0:
 				sent = append(sent, p.Name)
 			default:
 				other = append(other, p.Name)
@@ -301,13 +310,16 @@ func advertiseVerdicts(cfg *config.Config, prefix netip.Prefix, snap model.Snaps
 		if len(sent) > 0 {
 			parts = append(parts, "sent to "+strings.Join(sent, ", "))
 		}
+		if len(held) > 0 {
+			parts = append(parts, "held back from "+strings.Join(held, ", ")+" by the export cap (maxAdvertised)")
+		}
 		if len(other) > 0 {
 			parts = append(parts, "an earlier rule sends it to "+strings.Join(other, ", "))
 		}
 		if len(family) > 0 {
 			parts = append(parts, "not to "+strings.Join(family, ", ")+" (their sessions do not carry this address family)")
 		}
-		if len(sent)+len(other)+len(family) == 0 {
+		if len(sent)+len(held)+len(other)+len(family) == 0 {
 			parts = append(parts, "but the rule names no configured peer")
 		}
 		v.Why = strings.Join(parts, "; ")
