@@ -128,15 +128,15 @@ type Daemon struct {
 	phase string // api.Phase*
 	// speaker is nil while it is being started (phase starting or
 	// restarting): readers must check.
-	speaker    Speaker
-	nb         Northbound
-	snapshot   model.Snapshot
-	synced     bool
-	desired    []model.Advertisement
+	speaker  Speaker
+	nb       Northbound
+	snapshot model.Snapshot
+	synced   bool
+	desired  []model.Advertisement
 	// heldAdv are what peers' export caps hold back (last pass).
 	heldAdv []model.Advertisement
 	// capHeld counts them per peer, as last logged.
-	capHeld map[string]int
+	capHeld    map[string]int
 	ready      bool
 	peersUp    bool // peers added to the speaker (after the first plan)
 	peersErr   error
