@@ -762,7 +762,7 @@ func (d *Daemon) advertised(sp Speaker, peer string) []model.Advertisement {
 			continue
 		}
 		if w, ok := why[a.Key()]; ok {
-			a.Rule, a.Network, a.Source = w.Rule, w.Network, w.Source
+			a.Rule, a.Network, a.Source, a.Members = w.Rule, w.Network, w.Source, w.Members
 		}
 		out = append(out, a)
 	}
@@ -777,7 +777,7 @@ func (d *Daemon) advertised(sp Speaker, peer string) []model.Advertisement {
 			continue
 		}
 		if w, ok := why[a.Key()]; ok {
-			a.Rule, a.Network, a.Source = w.Rule, w.Network, w.Source
+			a.Rule, a.Network, a.Source, a.Members = w.Rule, w.Network, w.Source, w.Members
 		}
 		out = append(out, a)
 	}
