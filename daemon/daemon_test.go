@@ -32,6 +32,8 @@ import (
 type fakeSpeaker struct {
 	mu           sync.Mutex
 	advs         []model.Advertisement
+	// peak is the most advertisements each peer held at once (Apply).
+	peak map[string]int
 	peers        []config.Peer
 	sets         int
 	stopped      bool
@@ -75,6 +77,23 @@ func (f *fakeSpeaker) Apply(_ context.Context, d model.AdvertDiff) error {
 	f.sets++
 	var err error
 	f.failed = nil
+	// Like package bgp, one Apply adds before it withdraws: what a peer
+	// holds at its peak within the call.
+	if f.peak == nil {
+		f.peak = map[string]int{}
+	}
+	holds := map[string]int{}
+	for _, a := range f.advs {
+		holds[a.Peer]++
+	}
+	for _, a := range d.Announce {
+		if !slices.ContainsFunc(f.advs, func(o model.Advertisement) bool { return o.Key() == a.Key() }) {
+			holds[a.Peer]++
+		}
+	}
+	for peer, n := range holds {
+		f.peak[peer] = max(f.peak[peer], n)
+	}
 	for _, w := range d.Withdraw {
 		f.advs = slices.DeleteFunc(f.advs, func(a model.Advertisement) bool { return a.Key() == w.Key() })
 	}
@@ -783,6 +802,20 @@ func TestExportCapHeldBack(t *testing.T) {
 	peers, err := c.Peers(ctx)
 	if err != nil || len(peers) != 1 || peers[0].HeldBack != 2 {
 		t.Fatalf("Peers = %+v, %v; want tor with 2 held back", peers, err)
+	}
+
+	// 172.18.0.99 comes first in prefix order: it displaces 172.18.0.100,
+	// which must be withdrawn before 172.18.0.99 is announced.
+	h.nb.mu.Lock()
+	h.nb.snap.EgressIPs = append(h.nb.snap.EgressIPs, eip("172.18.0.99"))
+	h.nb.mu.Unlock()
+	h.d.poke()
+	h.wantPrefixes("tor 10.128.0.0/23", "tor 172.18.0.99/32")
+	h.sp.mu.Lock()
+	peak := h.sp.peak["tor"]
+	h.sp.mu.Unlock()
+	if peak > 2 {
+		t.Errorf("tor held %d prefixes at once, its cap is 2", peak)
 	}
 
 	h.nb.mu.Lock()

@@ -219,7 +219,7 @@ func (d *Daemon) applyAuto(ctx context.Context, cfg *config.Config, sp Speaker, 
 	d.mu.Unlock()
 	var errs []error
 	if !auto.Advertise.Empty() {
-		err := sp.Apply(ctx, auto.Advertise)
+		err := applyAdvertise(ctx, cfg, sp, auto.Advertise)
 		d.logDiff(auto.Advertise, err)
 		if err != nil {
 			errs = append(errs, err)
@@ -253,6 +253,24 @@ func (d *Daemon) applyAuto(ctx context.Context, cfg *config.Config, sp Speaker, 
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// applyAdvertise applies an advertisement diff. With an export cap on a
+// peer, the withdrawals go first, in their own step: a prefix the cap now
+// lets in (displacing another) must not reach the peer before the one it
+// displaces is withdrawn, or the peer holds one more than maxAdvertised
+// for a moment (enough for a router's maximum-prefix to reset the session).
+func applyAdvertise(ctx context.Context, cfg *config.Config, sp Speaker, diff model.AdvertDiff) error {
+	capped := slices.ContainsFunc(cfg.BGP.Peers, func(p config.Peer) bool { return p.MaxAdvertised > 0 })
+	if !capped || len(diff.Withdraw) == 0 || len(diff.Announce)+len(diff.Change) == 0 {
+		return sp.Apply(ctx, diff)
+	}
+	if err := sp.Apply(ctx, model.AdvertDiff{Withdraw: diff.Withdraw}); err != nil {
+		// Nothing new goes out while what it displaces may still be
+		// there; the next pass tries again.
+		return err
+	}
+	return sp.Apply(ctx, model.AdvertDiff{Announce: diff.Announce, Change: diff.Change})
 }
 
 func (d *Daemon) logOps(target string, planned, applied int, err error) {
