@@ -30,10 +30,10 @@ import (
 // gobgp's RIB, and like it refuses prefixes for peers it does not have;
 // failPrefix makes Set refuse one prefix, failSetPeers the next n SetPeers.
 type fakeSpeaker struct {
-	mu           sync.Mutex
-	advs         []model.Advertisement
+	mu   sync.Mutex
+	advs []model.Advertisement
 	// peak is the most advertisements each peer held at once (Apply).
-	peak map[string]int
+	peak         map[string]int
 	peers        []config.Peer
 	sets         int
 	stopped      bool
