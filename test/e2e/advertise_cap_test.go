@@ -1,0 +1,293 @@
+package e2e
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ovnbgp/ovnbgp/model"
+	"github.com/ovnbgp/ovnbgp/test/e2e/lab"
+)
+
+// Issue 7: aggregation (advertise[].aggregateLength, aggregateLengthV6) and
+// the per-peer export cap (bgp.peers[].maxAdvertised), checked against
+// FRR's RIB and the daemon's `routes advertised` and `peers`.
+
+// exactFrom returns a check that FRR's best paths of family from peer are
+// exactly want (nothing more, nothing less).
+func (w *world) exactFrom(family string, peer netip.Addr, want []netip.Prefix) func() error {
+	want = slices.Clone(want)
+	lab.SortPrefixes(want)
+	return func() error {
+		if err := w.d.Exited(); err != nil {
+			return err
+		}
+		got, err := w.frr.BestFrom(family, peer)
+		if err != nil {
+			return err
+		}
+		got = slices.Clone(got)
+		lab.SortPrefixes(got)
+		if !slices.Equal(got, want) {
+			return fmt.Errorf("FRR best paths from %s = %v, want exactly %v", peer, got, want)
+		}
+		return nil
+	}
+}
+
+// aggregateOf returns the daemon's advertisement of prefix p to peer, or an
+// error if there is not exactly one.
+func aggregateOf(d *lab.Daemon, peer string, p netip.Prefix) (model.Advertisement, error) {
+	advs, err := d.Advertised()
+	if err != nil {
+		return model.Advertisement{}, err
+	}
+	var out []model.Advertisement
+	for _, a := range advs {
+		if a.Prefix == p && a.Peer == peer {
+			out = append(out, a)
+		}
+	}
+	if len(out) != 1 {
+		return model.Advertisement{}, fmt.Errorf("routes advertised has %d entries for %s to %s (%+v), want 1", len(out), p, peer, out)
+	}
+	return out[0], nil
+}
+
+// membersAre checks that the daemon advertises aggregate p to peer by rule
+// with exactly the members want (JSON members), each named in its source.
+func membersAre(d *lab.Daemon, peer, rule string, p netip.Prefix, want []netip.Prefix) error {
+	a, err := aggregateOf(d, peer, p)
+	if err != nil {
+		return err
+	}
+	got := slices.Clone(a.Members)
+	lab.SortPrefixes(got)
+	want = slices.Clone(want)
+	lab.SortPrefixes(want)
+	if a.Rule != rule || !slices.Equal(got, want) {
+		return fmt.Errorf("routes advertised for %s to %s: rule %q members %v, want rule %q members %v", p, peer, a.Rule, got, rule, want)
+	}
+	for _, m := range want {
+		if !strings.Contains(a.Source, m.Addr().String()) {
+			return fmt.Errorf("routes advertised for %s: source %q does not name member %s", p, a.Source, m.Addr())
+		}
+	}
+	return nil
+}
+
+// TestAdvertiseAggregate: three Service VIPs in 203.0.113.0/24 under a rule
+// with aggregateLength 24 reach FRR as exactly that /24, never as /32s;
+// `routes advertised` lists the three as its members; deleting two rows
+// keeps the /24 (one member left), deleting the last withdraws it. The
+// same with aggregateLengthV6 64 for two IPv6 VIPs over the IPv6 session,
+// and with aggregateLength 24 for an egress IP.
+func TestAdvertiseAggregate(t *testing.T) {
+	t.Parallel()
+	a := setupAdvertise(t, `  - {name: vips, kind: loadBalancerIP, aggregateLength: 24, aggregateLengthV6: 64}
+  - {name: eips, kind: egressIP, aggregateLength: 24}`)
+	agg4, agg6, aggEIP := netip.MustParsePrefix("203.0.113.0/24"), netip.MustParsePrefix("2001:db8:f00::/64"), netip.MustParsePrefix("172.18.0.0/24")
+	vips4 := []string{"203.0.113.10", "203.0.113.11", "203.0.113.12"}
+	vips6 := []string{"2001:db8:f00::10", "2001:db8:f00::11"}
+	var hosts4, hosts6 []netip.Prefix
+	var lbs4, lbs6 []string
+	for i, v := range vips4 {
+		hosts4 = append(hosts4, hostPrefix(v))
+		lbs4 = append(lbs4, a.addServiceLB(fmt.Sprintf("ns1/web-%d", i), "tcp", map[string]string{v + ":80": "10.128.0.5:8080"}))
+	}
+	for i, v := range vips6 {
+		hosts6 = append(hosts6, hostPrefix(v))
+		lbs6 = append(lbs6, a.addServiceLB(fmt.Sprintf("ns1/web6-%d", i), "tcp", map[string]string{"[" + v + "]:80": "[fd00:10:128:1::5]:8080"}))
+	}
+	eip := a.addEgressIP("GR_node1", "eip1", "ns1", "pod1", "172.18.0.100", "10.128.0.5")
+	node4 := []netip.Prefix{lab.DefaultNode1.Subnet, agg4, aggEIP}
+	node6 := []netip.Prefix{lab.DefaultNode1.Subnet6, agg6}
+	exact := func(what string, v4, v6 []netip.Prefix) {
+		t.Helper()
+		c4, c6 := a.exactFrom("ipv4", lab.NodeIPv4, v4), a.exactFrom("ipv6", lab.NodeIPv6, v6)
+		lab.Eventually(t, generous, 100*time.Millisecond, what, func() error {
+			if err := c4(); err != nil {
+				return err
+			}
+			return c6()
+		})
+	}
+	exact("FRR holds the aggregates, not the addresses", node4, node6)
+	a.noFRR("the aggregates' member host prefixes", append(append(slices.Clone(hosts4), hosts6...), hostPrefix("172.18.0.100")))
+	for _, c := range []struct {
+		peer, rule string
+		p          netip.Prefix
+		members    []netip.Prefix
+	}{{"tor", "vips", agg4, hosts4}, {"tor6", "vips", agg6, hosts6}, {"tor", "eips", aggEIP, []netip.Prefix{hostPrefix("172.18.0.100")}}} {
+		if err := membersAre(a.d, c.peer, c.rule, c.p, c.members); err != nil {
+			t.Error(err)
+		}
+	}
+
+	// two of the three IPv4 VIPs go: the /24 stays, with one member
+	a.deleteLB(lbs4[0])
+	a.deleteLB(lbs4[1])
+	lab.Eventually(t, generous, 100*time.Millisecond, "routes advertised: the /24 has one member left", func() error {
+		return membersAre(a.d, "tor", "vips", agg4, hosts4[2:])
+	})
+	exact("FRR still holds the /24 with one member left", node4, node6)
+
+	// the last one goes: the /24 is withdrawn
+	a.deleteLB(lbs4[2])
+	exact("the /24 withdrawn with its last member", []netip.Prefix{lab.DefaultNode1.Subnet, aggEIP}, node6)
+	a.noFRR("the /24 and its members after the last row went", append([]netip.Prefix{agg4}, hosts4...))
+
+	// IPv6: one of two goes (the /64 stays), then the other (withdrawn)
+	a.deleteLB(lbs6[0])
+	lab.Eventually(t, generous, 100*time.Millisecond, "routes advertised: the /64 has one member left", func() error {
+		return membersAre(a.d, "tor6", "vips", agg6, hosts6[1:])
+	})
+	exact("FRR still holds the /64 with one member left", []netip.Prefix{lab.DefaultNode1.Subnet, aggEIP}, node6)
+	a.deleteLB(lbs6[1])
+	exact("the /64 withdrawn with its last member", []netip.Prefix{lab.DefaultNode1.Subnet, aggEIP}, []netip.Prefix{lab.DefaultNode1.Subnet6})
+
+	// the egress IP's NAT row goes: its aggregate is withdrawn
+	a.deleteNAT("GR_node1", eip)
+	exact("the egress IP's aggregate withdrawn with its NAT row", []netip.Prefix{lab.DefaultNode1.Subnet}, []netip.Prefix{lab.DefaultNode1.Subnet6})
+	a.noFRR("every aggregate after every row went", []netip.Prefix{agg4, agg6, aggEIP})
+}
+
+// capVIPs are the Service VIPs of TestAdvertiseExportCap, in the order the
+// test adds them (not prefix order).
+var capVIPs = []string{"203.0.113.15", "203.0.113.13", "203.0.113.11", "203.0.113.14", "203.0.113.12"}
+
+// TestAdvertiseExportCap: peer tor has maxAdvertised 3 and the rules select
+// node1's pod subnet plus up to five Service VIPs. FRR, told to reset the
+// session past 3 prefixes (`maximum-prefix 3`), never holds more: after
+// each row is added, FRR holds exactly the subnet and the lowest VIPs up
+// to the cap, the others are `held back` in `routes advertised` and
+// counted by `peers`; deleting rows lets held-back VIPs in, in prefix
+// order. The session is never reset.
+func TestAdvertiseExportCap(t *testing.T) {
+	t.Parallel()
+	const maxAdv = 3
+	w := &world{lab: lab.New(t)}
+	w.nb = w.lab.StartNB()
+	w.nb.PopulateOVNK()
+	w.frr = w.lab.StartFRR(lab.FRRConfig{Neighbors: []lab.FRRNeighbor{{Address: lab.NodeIPv4, ASN: 65010, Passive: true}}})
+	// FRR resets the session (Cease, Maximum Number of Prefixes Reached)
+	// when it receives more than maxAdv prefixes: proof of "never", not just
+	// of what the polls below see
+	if err := w.frr.Config("router bgp 65001", "address-family ipv4 unicast",
+		fmt.Sprintf("neighbor %s maximum-prefix %d", lab.NodeIPv4, maxAdv)); err != nil {
+		t.Fatal(err)
+	}
+	tor := lab.DefaultTor()
+	tor.Families = []string{"ipv4"}
+	tor.MaxAdvertised = maxAdv
+	w.d = w.lab.StartDaemon(w.nb, lab.DaemonConfig{
+		Peers: []lab.Peer{tor},
+		Advertise: `  - {name: pods, kind: podNetwork, networks: [default]}
+  - {name: lbs, kind: loadBalancerIP}`,
+		ServiceCIDRs: advServiceCIDRs,
+	})
+	a := &advWorld{world: w, t: t}
+
+	// neverReset fails the test at once if FRR has reset the session (it
+	// does when maximum-prefix is exceeded).
+	neverReset := func(what string) {
+		t.Helper()
+		nbs, err := w.frr.Neighbors()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := nbs[lab.NodeIPv4.String()]
+		if n.ConnectionsDropped != 0 || n.Messages.NotificationsSent != 0 {
+			t.Fatalf("%s: FRR's session with the node was dropped %d times, %d NOTIFICATIONs sent (last %q, reset: %q); maximum-prefix %d exceeded?",
+				what, n.ConnectionsDropped, n.Messages.NotificationsSent, n.LastNotification, n.LastReset, maxAdv)
+		}
+	}
+	// check waits until FRR holds exactly the subnet and the lowest of
+	// present up to the cap (the subnet takes one place), and the daemon
+	// reports the rest held back; every poll also checks that FRR holds
+	// no more than maxAdv prefixes from the node and never reset the
+	// session.
+	check := func(what string, present []string) {
+		t.Helper()
+		var hosts []netip.Prefix
+		for _, v := range present {
+			hosts = append(hosts, hostPrefix(v))
+		}
+		lab.SortPrefixes(hosts)
+		n := min(len(hosts), maxAdv-1)
+		sent := append([]netip.Prefix{lab.DefaultNode1.Subnet}, hosts[:n]...)
+		held := hosts[n:]
+		exact := a.exactFrom("ipv4", lab.NodeIPv4, sent)
+		lab.Eventually(t, generous, 100*time.Millisecond, what, func() error {
+			neverReset(what)
+			got, err := w.frr.BestFrom("ipv4", lab.NodeIPv4)
+			if err != nil {
+				return err
+			}
+			if len(got) > maxAdv {
+				t.Fatalf("%s: FRR holds %d prefixes from the node (%v), more than maxAdvertised %d", what, len(got), got, maxAdv)
+			}
+			if err := exact(); err != nil {
+				return err
+			}
+			advs, err := w.d.Advertised()
+			if err != nil {
+				return err
+			}
+			var gotSent, gotHeld []netip.Prefix
+			for _, adv := range advs {
+				switch adv.State {
+				case model.AdvSent:
+					gotSent = append(gotSent, adv.Prefix)
+				case model.AdvHeldBack:
+					if !strings.Contains(adv.Reason, "maxAdvertised") {
+						return fmt.Errorf("routes advertised: %s held back, reason %q does not name maxAdvertised", adv.Prefix, adv.Reason)
+					}
+					gotHeld = append(gotHeld, adv.Prefix)
+				default:
+					return fmt.Errorf("routes advertised: %s to %s is %q (%s)", adv.Prefix, adv.Peer, adv.State, adv.Reason)
+				}
+			}
+			lab.SortPrefixes(gotSent)
+			lab.SortPrefixes(gotHeld)
+			if !slices.Equal(gotSent, sent) || !slices.Equal(gotHeld, held) {
+				return fmt.Errorf("routes advertised: sent %v held back %v, want sent %v held back %v", gotSent, gotHeld, sent, held)
+			}
+			p, err := w.d.Peer("tor")
+			if err != nil {
+				return err
+			}
+			if p.HeldBack != len(held) {
+				return fmt.Errorf("peers: tor heldBack %d, want %d", p.HeldBack, len(held))
+			}
+			return nil
+		})
+	}
+
+	check("only the subnet before any VIP", nil)
+	lbs := map[string]string{}
+	for i, v := range capVIPs {
+		lbs[v] = a.addServiceLB(fmt.Sprintf("ns1/svc-%d", i), "tcp", map[string]string{v + ":80": "10.128.0.5:8080"})
+		check(fmt.Sprintf("after adding VIP %s (%d of %d)", v, i+1, len(capVIPs)), capVIPs[:i+1])
+	}
+	// delete the sent VIPs, lowest first: the held-back ones come in, in
+	// prefix order (.13 then .14 then .15)
+	present := slices.Clone(capVIPs)
+	for _, v := range []string{"203.0.113.11", "203.0.113.12", "203.0.113.13"} {
+		a.deleteLB(lbs[v])
+		present = slices.DeleteFunc(present, func(s string) bool { return s == v })
+		check(fmt.Sprintf("after deleting VIP %s", v), present)
+	}
+	// a lower VIP comes back: it displaces .15, which is held back again
+	a.addServiceLB("ns1/svc-again", "tcp", map[string]string{"203.0.113.11:80": "10.128.0.5:8080"})
+	present = append(present, "203.0.113.11")
+	check("after adding VIP 203.0.113.11 again", present)
+
+	neverReset("at the end")
+	if err := w.frr.Established(lab.NodeIPv4); err != nil {
+		t.Errorf("at the end: %v", err)
+	}
+}
