@@ -175,9 +175,13 @@ func TestAdvertiseExportCap(t *testing.T) {
 	w.frr = w.lab.StartFRR(lab.FRRConfig{Neighbors: []lab.FRRNeighbor{{Address: lab.NodeIPv4, ASN: 65010, Passive: true}}})
 	// FRR resets the session (Cease, Maximum Number of Prefixes Reached)
 	// when it receives more than maxAdv prefixes: proof of "never", not just
-	// of what the polls below see
+	// of what the polls below see. FRR 8.4 compares its count with the
+	// limit before it adds a new prefix (the count is N-1 when the Nth
+	// arrives), so `maximum-prefix N` lets N+1 in: maxAdv-1 resets the
+	// session on the (maxAdv+1)th (checked: with no cap in the daemon's
+	// config, FRR resets the session when the fourth prefix arrives).
 	if err := w.frr.Config("router bgp 65001", "address-family ipv4 unicast",
-		fmt.Sprintf("neighbor %s maximum-prefix %d", lab.NodeIPv4, maxAdv)); err != nil {
+		fmt.Sprintf("neighbor %s maximum-prefix %d", lab.NodeIPv4, maxAdv-1)); err != nil {
 		t.Fatal(err)
 	}
 	tor := lab.DefaultTor()
