@@ -161,13 +161,30 @@ var capVIPs = []string{"203.0.113.15", "203.0.113.13", "203.0.113.11", "203.0.11
 
 // TestAdvertiseExportCap: peer tor has maxAdvertised 3 and the rules select
 // node1's pod subnet plus up to five Service VIPs. FRR, told to reset the
-// session past 3 prefixes (`maximum-prefix 3`), never holds more: after
-// each row is added, FRR holds exactly the subnet and the lowest VIPs up
-// to the cap, the others are `held back` in `routes advertised` and
-// counted by `peers`; deleting rows lets held-back VIPs in, in prefix
-// order. The session is never reset.
+// session past 3 prefixes (`maximum-prefix`), never holds more: after each
+// row is added, FRR holds exactly the subnet and the lowest VIPs up to the
+// cap, the others are `held back` in `routes advertised` and counted by
+// `peers`; deleting rows lets held-back VIPs in, in prefix order. The
+// session is never reset. Twice: with tor the only peer (a VIP let in or
+// held back is a path added to or deleted from gobgp's RIB), and with a
+// second, uncapped peer that selects every prefix too (passive, it never
+// connects): every path stays in the RIB and the cap works through tor's
+// export policy alone.
 func TestAdvertiseExportCap(t *testing.T) {
 	t.Parallel()
+	for _, other := range []bool{false, true} {
+		name := "tor-only"
+		if other {
+			name = "path-kept-for-another-peer"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			testExportCap(t, other)
+		})
+	}
+}
+
+func testExportCap(t *testing.T, otherPeer bool) {
 	const maxAdv = 3
 	w := &world{lab: lab.New(t)}
 	w.nb = w.lab.StartNB()
@@ -187,8 +204,17 @@ func TestAdvertiseExportCap(t *testing.T) {
 	tor := lab.DefaultTor()
 	tor.Families = []string{"ipv4"}
 	tor.MaxAdvertised = maxAdv
+	peers, listen := []lab.Peer{tor}, 0
+	if otherPeer {
+		// passive (the daemon listens in the node namespace, where
+		// nothing connects from 198.51.100.1): no packet is ever sent to
+		// it, but the daemon selects every prefix for it
+		peers = append(peers, lab.Peer{Name: "other", Address: netip.MustParseAddr("198.51.100.1"), ASN: 65002, Passive: true, Families: []string{"ipv4"}})
+		listen = 179
+	}
 	w.d = w.lab.StartDaemon(w.nb, lab.DaemonConfig{
-		Peers: []lab.Peer{tor},
+		Peers:      peers,
+		ListenPort: listen,
 		Advertise: `  - {name: pods, kind: podNetwork, networks: [default]}
   - {name: lbs, kind: loadBalancerIP}`,
 		ServiceCIDRs: advServiceCIDRs,
@@ -242,7 +268,12 @@ func TestAdvertiseExportCap(t *testing.T) {
 				return err
 			}
 			var gotSent, gotHeld []netip.Prefix
+			var other []netip.Prefix
 			for _, adv := range advs {
+				if adv.Peer == "other" {
+					other = append(other, adv.Prefix)
+					continue
+				}
 				switch adv.State {
 				case model.AdvSent:
 					gotSent = append(gotSent, adv.Prefix)
@@ -259,6 +290,13 @@ func TestAdvertiseExportCap(t *testing.T) {
 			lab.SortPrefixes(gotHeld)
 			if !slices.Equal(gotSent, sent) || !slices.Equal(gotHeld, held) {
 				return fmt.Errorf("routes advertised: sent %v held back %v, want sent %v held back %v", gotSent, gotHeld, sent, held)
+			}
+			if all := append(slices.Clone(sent), held...); otherPeer {
+				lab.SortPrefixes(all)
+				lab.SortPrefixes(other)
+				if !slices.Equal(other, all) {
+					return fmt.Errorf("routes advertised to the uncapped peer other: %v, want every selected prefix %v", other, all)
+				}
 			}
 			p, err := w.d.Peer("tor")
 			if err != nil {
