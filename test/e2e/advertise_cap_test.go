@@ -3,6 +3,9 @@ package e2e
 import (
 	"fmt"
 	"net/netip"
+	"os"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -160,8 +163,9 @@ func TestAdvertiseAggregate(t *testing.T) {
 var capVIPs = []string{"203.0.113.15", "203.0.113.13", "203.0.113.11", "203.0.113.14", "203.0.113.12"}
 
 // TestAdvertiseExportCap: peer tor has maxAdvertised 3 and the rules select
-// node1's pod subnet plus up to five Service VIPs. FRR, told to reset the
-// session past 3 prefixes (`maximum-prefix`), never holds more: after each
+// node1's pod subnet plus up to five Service VIPs. FRR never holds more
+// than 3 prefixes from the node (its log of received UPDATEs, replayed,
+// says so for every moment, not just for the polls): after each
 // row is added, FRR holds exactly the subnet and the lowest VIPs up to the
 // cap, the others are `held back` in `routes advertised` and counted by
 // `peers`; deleting rows lets held-back VIPs in, in prefix order. The
@@ -190,15 +194,13 @@ func testExportCap(t *testing.T, otherPeer bool) {
 	w.nb = w.lab.StartNB()
 	w.nb.PopulateOVNK()
 	w.frr = w.lab.StartFRR(lab.FRRConfig{Neighbors: []lab.FRRNeighbor{{Address: lab.NodeIPv4, ASN: 65010, Passive: true}}})
-	// FRR resets the session (Cease, Maximum Number of Prefixes Reached)
-	// when it receives more than maxAdv prefixes: proof of "never", not just
-	// of what the polls below see. FRR 8.4 compares its count with the
-	// limit before it adds a new prefix (the count is N-1 when the Nth
-	// arrives), so `maximum-prefix N` lets N+1 in: maxAdv-1 resets the
-	// session on the (maxAdv+1)th (checked: with no cap in the daemon's
-	// config, FRR resets the session when the fourth prefix arrives).
-	if err := w.frr.Config("router bgp 65001", "address-family ipv4 unicast",
-		fmt.Sprintf("neighbor %s maximum-prefix %d", lab.NodeIPv4, maxAdv-1)); err != nil {
+	// FRR logs every UPDATE it receives (debug bgp updates in): replayed,
+	// the log tells the most prefixes FRR ever held from the node, not
+	// just what the polls below see. (FRR's own maximum-prefix is no
+	// proof: it counts a withdrawn path until its work queue has reaped
+	// it, so a withdrawal followed at once by an announcement trips it.)
+	frrLog := filepath.Join(w.frr.Dir, "frr.log")
+	if err := w.frr.Config("log file "+frrLog+" debugging", "debug bgp updates in"); err != nil {
 		t.Fatal(err)
 	}
 	tor := lab.DefaultTor()
@@ -221,25 +223,32 @@ func testExportCap(t *testing.T, otherPeer bool) {
 	})
 	a := &advWorld{world: w, t: t}
 
-	// neverReset fails the test at once if FRR has reset the session (it
-	// does when maximum-prefix is exceeded).
-	neverReset := func(what string) {
+	// neverOver fails the test at once if FRR ever held more than maxAdv
+	// prefixes from the node (by its UPDATE log) or reset the session.
+	neverOver := func(what string) {
 		t.Helper()
+		most, when, err := mostHeld(frrLog, lab.NodeIPv4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if most > maxAdv {
+			t.Fatalf("%s: FRR held %d prefixes from the node after %q, more than maxAdvertised %d", what, most, when, maxAdv)
+		}
 		nbs, err := w.frr.Neighbors()
 		if err != nil {
 			t.Fatal(err)
 		}
 		n := nbs[lab.NodeIPv4.String()]
 		if n.ConnectionsDropped != 0 || n.Messages.NotificationsSent != 0 {
-			t.Fatalf("%s: FRR's session with the node was dropped %d times, %d NOTIFICATIONs sent (last %q, reset: %q); maximum-prefix %d exceeded?",
-				what, n.ConnectionsDropped, n.Messages.NotificationsSent, n.LastNotification, n.LastReset, maxAdv)
+			t.Fatalf("%s: FRR's session with the node was dropped %d times, %d NOTIFICATIONs sent (last %q, reset: %q)",
+				what, n.ConnectionsDropped, n.Messages.NotificationsSent, n.LastNotification, n.LastReset)
 		}
 	}
 	// check waits until FRR holds exactly the subnet and the lowest of
 	// present up to the cap (the subnet takes one place), and the daemon
 	// reports the rest held back; every poll also checks that FRR holds
-	// no more than maxAdv prefixes from the node and never reset the
-	// session.
+	// no more than maxAdv prefixes from the node, now and ever, and
+	// never reset the session.
 	check := func(what string, present []string) {
 		t.Helper()
 		var hosts []netip.Prefix
@@ -252,7 +261,7 @@ func testExportCap(t *testing.T, otherPeer bool) {
 		held := hosts[n:]
 		exact := a.exactFrom("ipv4", lab.NodeIPv4, sent)
 		lab.Eventually(t, generous, 100*time.Millisecond, what, func() error {
-			neverReset(what)
+			neverOver(what)
 			got, err := w.frr.BestFrom("ipv4", lab.NodeIPv4)
 			if err != nil {
 				return err
@@ -328,8 +337,51 @@ func testExportCap(t *testing.T, otherPeer bool) {
 	present = append(present, "203.0.113.11")
 	check("after adding VIP 203.0.113.11 again", present)
 
-	neverReset("at the end")
+	neverOver("at the end")
+	// the replay is no proof if it saw nothing: FRR did hold 3
+	if most, _, err := mostHeld(frrLog, lab.NodeIPv4); err != nil || most != maxAdv {
+		t.Errorf("FRR's UPDATE log replayed: at most %d prefixes held from the node (%v), want %d: is `debug bgp updates in` logged?", most, err, maxAdv)
+	}
 	if err := w.frr.Established(lab.NodeIPv4); err != nil {
 		t.Errorf("at the end: %v", err)
 	}
+}
+
+// rcvdRE matches FRR 8.4's `debug bgp updates in` lines about one prefix:
+// "N(host) rcvd P IPv4 unicast[...duplicate ignored]" (announced) and
+// "N(host) rcvd UPDATE about P IPv4 unicast -- withdrawn" (or "-- DENIED
+// due to: ...", not taken).
+var rcvdRE = regexp.MustCompile(`\] (\S+)\(\S*\) rcvd (?:UPDATE about )?(\S+/\d+) IPv(?:4|6) unicast(.*)$`)
+
+// mostHeld replays FRR's log of received UPDATEs from neighbor and returns
+// the most prefixes FRR held from it at any moment, and the log line after
+// which it first held that many.
+func mostHeld(logFile string, neighbor netip.Addr) (int, string, error) {
+	text, err := os.ReadFile(logFile)
+	if err != nil {
+		return 0, "", err
+	}
+	held := map[netip.Prefix]bool{}
+	most, when := 0, ""
+	for _, line := range strings.Split(string(text), "\n") {
+		m := rcvdRE.FindStringSubmatch(line)
+		if m == nil || m[1] != neighbor.String() {
+			continue
+		}
+		p, err := netip.ParsePrefix(m[2])
+		if err != nil {
+			return 0, "", fmt.Errorf("FRR log line %q: %w", line, err)
+		}
+		switch {
+		case strings.Contains(m[3], "withdrawn"):
+			delete(held, p)
+		case strings.Contains(m[3], "DENIED"):
+		default:
+			held[p] = true
+		}
+		if len(held) > most {
+			most, when = len(held), line
+		}
+	}
+	return most, when, nil
 }
