@@ -37,7 +37,7 @@ func TestDaemonConfigLoads(t *testing.T) {
 
 	opts := base
 	opts.Peers = []Peer{{Name: "tor", Address: TorIPv4, ASN: 65001, SourceAddress: netip.MustParseAddr("198.51.100.10"),
-		Interface: NodeLink, EBGPMultihop: 2, MaxPrefixes: 3, HoldTime: 30 * time.Second, KeepaliveTime: 10 * time.Second},
+		Interface: NodeLink, EBGPMultihop: 2, MaxPrefixes: 3, MaxAdvertised: 100, HoldTime: 30 * time.Second, KeepaliveTime: 10 * time.Second},
 		{Name: "gtsm", Address: netip.MustParseAddr("198.51.100.1"), ASN: 65002, TTLSecurity: true}}
 
 	imp := base
@@ -91,7 +91,7 @@ func TestDaemonConfigLoads(t *testing.T) {
 				got := cfg.BGP.Peers[i]
 				wantHold, wantKeep := cmp.Or(p.HoldTime, 9*time.Second), cmp.Or(p.KeepaliveTime, 3*time.Second)
 				if got.SourceAddress != p.SourceAddress || got.Interface != p.Interface || int(got.EBGPMultihop) != p.EBGPMultihop ||
-					got.TTLSecurity != p.TTLSecurity || int(got.MaxPrefixes) != cmp.Or(p.MaxPrefixes, config.DefaultMaxPrefixes) || got.HoldTime != wantHold || got.KeepaliveTime != wantKeep {
+					got.TTLSecurity != p.TTLSecurity || int(got.MaxPrefixes) != cmp.Or(p.MaxPrefixes, config.DefaultMaxPrefixes) || got.MaxAdvertised != p.MaxAdvertised || got.HoldTime != wantHold || got.KeepaliveTime != wantKeep {
 					t.Errorf("peer %s loaded as %+v from\n%s", p.Name, got, text)
 				}
 			}

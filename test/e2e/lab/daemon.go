@@ -43,6 +43,8 @@ type Peer struct {
 	EBGPMultihop  int
 	TTLSecurity   bool
 	MaxPrefixes   int
+	// MaxAdvertised sets the peer's export cap (maxAdvertised) when > 0.
+	MaxAdvertised int
 
 	PasswordFile string // filled by StartDaemon
 }
@@ -119,6 +121,9 @@ bgp:
 {{- end}}
 {{- if .MaxPrefixes}}
       maxPrefixes: {{.MaxPrefixes}}
+{{- end}}
+{{- if .MaxAdvertised}}
+      maxAdvertised: {{.MaxAdvertised}}
 {{- end}}
 {{- if .Passive}}
       passive: true
