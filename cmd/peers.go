@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -36,7 +37,7 @@ func peersTable(w *tabwriter.Writer, peers []model.PeerStatus) {
 			adv = append(adv, fmt.Sprintf("%s:%d", f.Family, f.Advertised))
 		}
 		row(w, p.Name, p.Address, p.ASN, p.State, ago(p.Since), dash(strings.Join(rcv, " ")),
-			dash(strings.Join(acc, " ")), dash(strings.Join(adv, " ")), p.HeldBack, p.Imported, lastError(p), dash(p.ImportAlarm))
+			dash(strings.Join(acc, " ")), dash(strings.Join(adv, " ")), dashZero(p.HeldBack), p.Imported, lastError(p), dash(p.ImportAlarm))
 	}
 }
 
@@ -54,4 +55,12 @@ func lastError(p model.PeerStatus) string {
 		}
 	}
 	return s
+}
+
+// dashZero is n, or "-" for 0.
+func dashZero(n int) string {
+	if n == 0 {
+		return "-"
+	}
+	return strconv.Itoa(n)
 }

@@ -32,8 +32,10 @@ import (
 type fakeSpeaker struct {
 	mu   sync.Mutex
 	advs []model.Advertisement
-	// peak is the most advertisements each peer held at once (Apply).
+	// peak is the most advertisements each peer held at once (Apply);
+	// applies are the diffs Apply was given.
 	peak         map[string]int
+	applies      []model.AdvertDiff
 	peers        []config.Peer
 	sets         int
 	stopped      bool
@@ -75,6 +77,7 @@ func (f *fakeSpeaker) Apply(_ context.Context, d model.AdvertDiff) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.sets++
+	f.applies = append(f.applies, d)
 	var err error
 	f.failed = nil
 	// Like package bgp, one Apply adds before it withdraws: what a peer
@@ -825,5 +828,37 @@ func TestExportCapHeldBack(t *testing.T) {
 	h.wantPrefixes("tor 10.128.0.0/23", "tor 172.18.0.102/32")
 	if peers, err := c.Peers(ctx); err != nil || peers[0].HeldBack != 0 {
 		t.Fatalf("Peers after the cap fits = %+v, %v; want none held back", peers, err)
+	}
+}
+
+// TestApplyAdvertiseSplit: only a capped peer that gets new prefixes has
+// its withdrawals applied first; every other change goes out in one step.
+func TestApplyAdvertiseSplit(t *testing.T) {
+	a := func(peer, prefix string) model.Advertisement {
+		return model.Advertisement{Peer: peer, Prefix: netip.MustParsePrefix(prefix)}
+	}
+	capped := config.Peer{Name: "tor", MaxAdvertised: 2}
+	other := config.Peer{Name: "tor2"}
+	cfg := &config.Config{BGP: config.BGP{Peers: []config.Peer{capped, other}}}
+	sp := &fakeSpeaker{peers: []config.Peer{capped, other}}
+	diff := model.AdvertDiff{
+		Withdraw: []model.Advertisement{a("tor", "192.0.2.10/32"), a("tor2", "192.0.2.20/32")},
+		Announce: []model.Advertisement{a("tor", "192.0.2.9/32"), a("tor2", "192.0.2.21/32")},
+	}
+	if err := applyAdvertise(context.Background(), cfg, sp, diff); err != nil {
+		t.Fatal(err)
+	}
+	want := []model.AdvertDiff{
+		{Withdraw: []model.Advertisement{a("tor", "192.0.2.10/32")}},
+		{Withdraw: []model.Advertisement{a("tor2", "192.0.2.20/32")}, Announce: diff.Announce},
+	}
+	if got, w := fmt.Sprint(sp.applies), fmt.Sprint(want); got != w {
+		t.Errorf("applies %s, want %s", got, w)
+	}
+	// No new prefix for the capped peer: one step.
+	sp.applies = nil
+	diff = model.AdvertDiff{Withdraw: []model.Advertisement{a("tor", "192.0.2.9/32")}, Announce: []model.Advertisement{a("tor2", "192.0.2.22/32")}}
+	if err := applyAdvertise(context.Background(), cfg, sp, diff); err != nil || len(sp.applies) != 1 {
+		t.Errorf("a capped peer only losing prefixes: %d applies (err %v), want one", len(sp.applies), err)
 	}
 }

@@ -255,22 +255,53 @@ func (d *Daemon) applyAuto(ctx context.Context, cfg *config.Config, sp Speaker, 
 	return errors.Join(errs...)
 }
 
-// applyAdvertise applies an advertisement diff. With an export cap on a
-// peer, the withdrawals go first, in their own step: a prefix the cap now
-// lets in (displacing another) must not reach the peer before the one it
-// displaces is withdrawn, or the peer holds one more than maxAdvertised
-// for a moment (enough for a router's maximum-prefix to reset the session).
+// applyAdvertise applies an advertisement diff. A peer with an export cap
+// that gets new prefixes has its withdrawals applied first, in their own
+// step: a prefix the cap now lets in (displacing another) must not reach
+// the peer before the one it displaces is withdrawn, or the peer holds one
+// more than maxAdvertised for a moment (enough for a router's
+// maximum-prefix to reset the session). If those withdrawals fail, that
+// peer's new prefixes wait for the next pass; every other peer's changes
+// go out in one step, as without a cap.
 func applyAdvertise(ctx context.Context, cfg *config.Config, sp Speaker, diff model.AdvertDiff) error {
-	capped := slices.ContainsFunc(cfg.BGP.Peers, func(p config.Peer) bool { return p.MaxAdvertised > 0 })
-	if !capped || len(diff.Withdraw) == 0 || len(diff.Announce)+len(diff.Change) == 0 {
+	gets := map[string]bool{}
+	for _, a := range slices.Concat(diff.Announce, diff.Change) {
+		gets[a.Peer] = true
+	}
+	first := map[string]bool{}
+	for _, p := range cfg.BGP.Peers {
+		if p.MaxAdvertised > 0 && gets[p.Name] {
+			first[p.Name] = true
+		}
+	}
+	var early, rest model.AdvertDiff
+	for _, a := range diff.Withdraw {
+		if first[a.Peer] {
+			early.Withdraw = append(early.Withdraw, a)
+		} else {
+			rest.Withdraw = append(rest.Withdraw, a)
+		}
+	}
+	if len(early.Withdraw) == 0 {
 		return sp.Apply(ctx, diff)
 	}
-	if err := sp.Apply(ctx, model.AdvertDiff{Withdraw: diff.Withdraw}); err != nil {
-		// Nothing new goes out while what it displaces may still be
-		// there; the next pass tries again.
-		return err
+	var errs []error
+	if err := sp.Apply(ctx, early); err != nil {
+		errs = append(errs, err)
+		failed := map[string]bool{}
+		for _, a := range early.Withdraw {
+			failed[a.Peer] = true
+		}
+		keep := func(as []model.Advertisement) []model.Advertisement {
+			return slices.DeleteFunc(slices.Clone(as), func(a model.Advertisement) bool { return failed[a.Peer] })
+		}
+		diff.Announce, diff.Change = keep(diff.Announce), keep(diff.Change)
 	}
-	return sp.Apply(ctx, model.AdvertDiff{Announce: diff.Announce, Change: diff.Change})
+	rest.Announce, rest.Change = diff.Announce, diff.Change
+	if !rest.Empty() {
+		errs = append(errs, sp.Apply(ctx, rest))
+	}
+	return errors.Join(errs...)
 }
 
 func (d *Daemon) logOps(target string, planned, applied int, err error) {

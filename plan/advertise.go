@@ -60,6 +60,13 @@ func CappedAdvertisements(cfg *config.Config, snap model.Snapshot) (sent, held [
 			byPeer[a.Peer] = append(byPeer[a.Peer], i)
 		}
 	}
+	over := false
+	for peer, idx := range byPeer {
+		over = over || len(idx) > caps[peer]
+	}
+	if !over {
+		return all, nil
+	}
 	drop := map[int]bool{}
 	for peer, idx := range byPeer {
 		max := caps[peer]
@@ -211,8 +218,8 @@ func (g *aggregator) add(a netip.Addr, network, source string) {
 	} else if ag.network != network {
 		ag.networks++
 	}
-	if prefix != host && !slices.Contains(ag.members, host) {
-		ag.members = append(ag.members, host)
+	if prefix != host {
+		ag.members = append(ag.members, host) // made unique in each
 	}
 }
 
@@ -227,6 +234,7 @@ func (g *aggregator) each(fn func(prefix netip.Prefix, network, source string, m
 			continue
 		}
 		slices.SortFunc(ag.members, model.ComparePrefix)
+		ag.members = slices.Compact(ag.members)
 		var names []string
 		for i, m := range ag.members {
 			if i == 8 {
@@ -302,7 +310,8 @@ func newLocalAddrs(snap model.Snapshot) *localAddrs {
 	}
 	for _, gr := range snap.Routers {
 		for _, p := range gr.ExternalNetworks {
-			l.node = append(l.node, netip.PrefixFrom(p.Addr().Unmap(), p.Addr().BitLen()))
+			a := p.Addr().Unmap()
+			l.node = append(l.node, netip.PrefixFrom(a, a.BitLen()))
 		}
 	}
 	return l
