@@ -1,7 +1,9 @@
 package bgp
 
 import (
+	"fmt"
 	"net/netip"
+	"slices"
 	"testing"
 
 	"github.com/osrg/gobgp/v4/pkg/apiutil"
@@ -81,19 +83,23 @@ func TestLearnedNextHopOfMPReach(t *testing.T) {
 	}
 }
 
-// TestLearnedGen: LearnedGen moves when a peer's paths change, so the
-// daemon walks the learned table again only then.
-func TestLearnedGen(t *testing.T) {
+// TestLearnedPoke: a peer's new path reaches the daemon's TakeLearned
+// delta, so the daemon never walks the learned table for it.
+func TestLearnedPoke(t *testing.T) {
 	parallel(t)
 	l := newLab(t, 42)
 	port := freePort(t)
 	prov := l.provider(3, port, provASN, false, "")
 	node := l.node(false, l.peerOf("tor", 3, port, provASN))
 	waitEstablished(t, node, "tor")
-	before := node.LearnedGen()
+	node.TakeLearned()
 	set(t, prov, adv("node", "10.78.0.0/16", model.PathAttrs{}))
 	waitLearned(t, node, "tor", pfx("10.78.0.0/16"))
-	eventually(t, sessionTimeout, "LearnedGen moves", func() (bool, string) {
-		return node.LearnedGen() != before, "unchanged"
+	var got []netip.Prefix
+	eventually(t, sessionTimeout, "the path in TakeLearned", func() (bool, string) {
+		for _, p := range node.TakeLearned().Paths {
+			got = append(got, p.Prefix)
+		}
+		return slices.Contains(got, pfx("10.78.0.0/16")), fmt.Sprint(got)
 	})
 }

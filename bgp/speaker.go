@@ -72,9 +72,6 @@ type Speaker struct {
 	peerErrs map[string]string
 	adv      advState
 
-	// learnedGen counts the events that may change what peers sent
-	// (paths, End-of-RIB, session changes): LearnedGen.
-	learnedGen atomic.Uint64
 	// journal is what peers sent since the last TakeLearned.
 	journal *journal
 
@@ -275,15 +272,9 @@ func (s *Speaker) start(ctx context.Context) error {
 	return nil
 }
 
-// LearnedGen changes whenever what peers sent may have changed (a path, an
-// End-of-RIB, a session going up or down): a caller that keeps the learned
-// paths walks them again only then.
-func (s *Speaker) LearnedGen() uint64 { return s.learnedGen.Load() }
-
-func (s *Speaker) learnedChanged() {
-	s.learnedGen.Add(1)
-	s.notify()
-}
+// learnedChanged pokes the daemon: what peers sent may have changed (a
+// path, an End-of-RIB, a session going up or down); TakeLearned says what.
+func (s *Speaker) learnedChanged() { s.notify() }
 
 // Stop ends every session and the speaker. With graceful, gobgp sends no
 // NOTIFICATION to peers that negotiated graceful restart, so they keep our
@@ -434,11 +425,8 @@ func (s *Speaker) onPeerEvent(ev *apiutil.WatchEventMessage_PeerEvent, ts time.T
 }
 
 // onEndOfRIB records an End-of-RIB marker the peer sent (gobgp's EoR
-// event) for the current session, and pokes the daemon. LearnedGen moves
-// first: whoever sees the End-of-RIB then walks the paths again, rather
-// than reuse a walk from before it.
+// event) for the current session, and pokes the daemon.
 func (s *Speaker) onEndOfRIB(p *apiutil.Path) {
-	s.learnedGen.Add(1)
 	if p != nil {
 		f := config.IPv4
 		if p.Family == bgppkt.RF_IPv6_UC {

@@ -134,9 +134,7 @@ type Daemon struct {
 	synced   bool
 	desired  []model.Advertisement
 	// heldAdv are what peers' export caps hold back (last pass).
-	heldAdv []model.Advertisement
-	// capHeld counts them per peer, as last logged.
-	capHeld    map[string]int
+	heldAdv    []model.Advertisement
 	ready      bool
 	peersUp    bool // peers added to the speaker (after the first plan)
 	peersErr   error
@@ -439,8 +437,8 @@ func (d *Daemon) reconcile(ctx context.Context) error {
 		d.mu.Unlock()
 	}
 
-	d.logExportCaps(v.heldAdv)
 	d.mu.Lock()
+	heldBefore := d.heldAdv
 	d.snapshot, d.synced, d.desired, d.heldAdv = snap, true, desired, v.heldAdv
 	d.reconciles++
 	d.lastRun = time.Now()
@@ -449,6 +447,7 @@ func (d *Daemon) reconcile(ctx context.Context) error {
 		d.lastErr = err.Error()
 	}
 	d.mu.Unlock()
+	d.logExportCaps(heldBefore, v.heldAdv)
 	d.log.Debug("reconciled", zap.Int("advertisements", len(desired)), zap.Duration("took", time.Since(start)))
 	d.markReady(fmt.Sprintf("advertising %d routes", len(desired)))
 	return err
@@ -796,24 +795,29 @@ func (d *Daemon) advertised(sp Speaker, peer string) []model.Advertisement {
 func (d *Daemon) exportCapCounts(peers []model.PeerStatus) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	n := heldCounts(d.heldAdv)
 	for i := range peers {
-		peers[i].HeldBack = d.capHeld[peers[i].Name]
+		peers[i].HeldBack = n[peers[i].Name]
 	}
+}
+
+// heldCounts counts held-back advertisements per peer.
+func heldCounts(held []model.Advertisement) map[string]int {
+	n := map[string]int{}
+	for _, a := range held {
+		n[a.Peer]++
+	}
+	return n
 }
 
 // logExportCaps logs, per peer, when its export cap starts or stops
 // holding prefixes back, and how many.
-func (d *Daemon) logExportCaps(held []model.Advertisement) {
-	now := map[string]int{}
+func (d *Daemon) logExportCaps(heldBefore, held []model.Advertisement) {
+	before, now := heldCounts(heldBefore), heldCounts(held)
 	reason := map[string]string{}
 	for _, a := range held {
-		now[a.Peer]++
 		reason[a.Peer] = a.Reason
 	}
-	d.mu.Lock()
-	before := d.capHeld
-	d.capHeld = now
-	d.mu.Unlock()
 	for peer, n := range now {
 		if before[peer] != n {
 			d.log.Warn("export cap reached: prefixes held back", zap.String("peer", peer), zap.Int("heldBack", n), zap.String("why", reason[peer]))

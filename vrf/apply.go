@@ -2,7 +2,6 @@ package vrf
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -277,9 +276,6 @@ func (m *Manager) applyRoutes(run []routeOp, done []bool, errs *[]error) {
 		m.applied(o, done)
 	}
 }
-
-// msgFlags are the netlink flags of a serialised request.
-func msgFlags(msg []byte) uint16 { return binary.NativeEndian.Uint16(msg[6:8]) }
 
 func foreignErr(r model.KernelRoute, proto uint8) error {
 	return fmt.Errorf("table %d already has %s from protocol %s: not ovnbgp's, left alone",

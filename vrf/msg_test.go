@@ -60,3 +60,6 @@ func TestRouteMsgRoundTrip(t *testing.T) {
 }
 
 func nativeLen(msg []byte) uint32 { return binary.NativeEndian.Uint32(msg[0:4]) }
+
+// msgFlags are the netlink flags of a serialised request.
+func msgFlags(msg []byte) uint16 { return binary.NativeEndian.Uint16(msg[6:8]) }
