@@ -199,6 +199,14 @@ func (a *advWorld) addServiceLB(owner, proto string, vips map[string]string) str
 // its external_ids name the network.
 func (a *advWorld) addNetworkServiceLB(network, owner, proto string, vips map[string]string) string {
 	a.t.Helper()
+	return createServiceLB(a.t, a.nb, network, owner, proto, vips)
+}
+
+// createServiceLB writes into nb the load balancer row of Service owner
+// (<ns>/<name>) of network ("" = the default network) as OVN-Kubernetes
+// names it, and returns its UUID.
+func createServiceLB(t *testing.T, nb *lab.NB, network, owner, proto string, vips map[string]string) string {
+	t.Helper()
 	name := "Service_" + owner + "_" + strings.ToUpper(proto) + "_cluster"
 	args := []string{"create", "Load_Balancer", "protocol=" + proto, vipsArg(vips),
 		"external_ids:k8s.ovn.org/kind=Service", "external_ids:k8s.ovn.org/owner=" + nbQuote(owner)}
@@ -206,7 +214,7 @@ func (a *advWorld) addNetworkServiceLB(network, owner, proto string, vips map[st
 		name = network + "_" + name
 		args = append(args, "external_ids:k8s.ovn.org/network="+network, "external_ids:k8s.ovn.org/role=primary")
 	}
-	return strings.TrimSpace(a.nb.MustNBCtl(append(args, "name="+nbQuote(name))...))
+	return strings.TrimSpace(nb.MustNBCtl(append(args, "name="+nbQuote(name))...))
 }
 
 // setVIPs replaces the vips of load balancer uuid.

@@ -226,7 +226,7 @@ func (l *Lab) StartDaemon(nb *NB, cfg DaemonConfig) *Daemon {
 	t := l.T
 	t.Helper()
 	bin := Binary(t)
-	dir := l.Mkdir("ovnbgp")
+	dir := l.MkdirUnique("ovnbgp")
 	d := &Daemon{t: t, lab: l, Bin: bin, Dir: dir, Config: filepath.Join(dir, "config.yaml"),
 		Log: filepath.Join(dir, "ovnbgp.log")}
 	if err := d.writeConfig(cfg.fill(dir, nb)); err != nil {

@@ -56,6 +56,8 @@ type FRRConfig struct {
 	// GracefulRestart sets `bgp graceful-restart` (FRR restarting and
 	// helper; FRR 8.4 is a helper even without it).
 	GracefulRestart bool
+	// MaximumPaths > 0 sets `maximum-paths N` (eBGP ECMP) in each family.
+	MaximumPaths int
 }
 
 var bgpdTemplate = template.Must(template.New("bgpd.conf").Parse(`hostname {{.Hostname}}
@@ -99,6 +101,9 @@ router bgp {{.ASN}}
 {{- range $af := .Families}}
  !
  address-family {{$af.Name}} unicast
+{{- if $.MaximumPaths}}
+  maximum-paths {{$.MaximumPaths}}
+{{- end}}
 {{- range $af.Networks}}
   network {{.}}
 {{- end}}
@@ -147,6 +152,7 @@ func (c FRRConfig) Render(hostname, dir string) (string, error) {
 	err := bgpdTemplate.Execute(&b, map[string]any{
 		"Hostname": hostname, "Dir": dir, "ASN": c.ASN, "RouterID": c.RouterID,
 		"Neighbors": c.Neighbors, "Families": used, "GracefulRestart": c.GracefulRestart,
+		"MaximumPaths": c.MaximumPaths,
 	})
 	return b.String(), err
 }
@@ -167,7 +173,7 @@ type FRR struct {
 func (l *Lab) StartFRR(cfg FRRConfig) *FRR {
 	t := l.T
 	t.Helper()
-	dir := l.Mkdir("frr")
+	dir := l.MkdirUnique("frr")
 	f := &FRR{t: t, Dir: dir}
 	bgpd, err := cfg.Render(l.Tor, dir)
 	if err != nil {
@@ -324,6 +330,8 @@ type Path struct {
 	Best   bool
 	// Stale: FRR keeps the path for a neighbor in graceful restart.
 	Stale bool
+	// Multipath: FRR uses the path with the best one (ECMP).
+	Multipath bool
 }
 
 type frrRIB struct {
@@ -331,6 +339,7 @@ type frrRIB struct {
 		Valid    bool   `json:"valid"`
 		Bestpath bool   `json:"bestpath"`
 		Stale    bool   `json:"stale"`
+		Multi    bool   `json:"multipath"`
 		PeerID   string `json:"peerId"`
 		Path     string `json:"path"`
 		Nexthops []struct {
@@ -358,7 +367,7 @@ func (f *FRR) RIB(family string) (map[netip.Prefix][]Path, error) {
 			return nil, fmt.Errorf("FRR route %q: %w", p, err)
 		}
 		for _, rp := range paths {
-			path := Path{Prefix: pfx, PeerID: rp.PeerID, ASPath: rp.Path, Valid: rp.Valid, Best: rp.Bestpath, Stale: rp.Stale}
+			path := Path{Prefix: pfx, PeerID: rp.PeerID, ASPath: rp.Path, Valid: rp.Valid, Best: rp.Bestpath, Stale: rp.Stale, Multipath: rp.Multi}
 			for _, nh := range rp.Nexthops {
 				if a, err := netip.ParseAddr(nh.IP); err == nil && nh.Scope != "link-local" && !a.IsUnspecified() {
 					path.NextHop = a

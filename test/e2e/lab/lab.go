@@ -46,6 +46,10 @@ type Lab struct {
 	Dir string
 	// Node and Tor are the network namespace names.
 	Node, Tor string
+
+	mu sync.Mutex
+	// dirs counts the directories made per name (MkdirUnique).
+	dirs map[string]int
 }
 
 // New checks the prerequisites (see Require) and builds a lab. Everything is
@@ -400,4 +404,22 @@ func (l *Lab) Mkdir(name string) string {
 		l.T.Fatal(err)
 	}
 	return d
+}
+
+// MkdirUnique makes a new directory for a component named name: name
+// itself the first time, then name-2, name-3, ... (two NB servers, two
+// daemons).
+func (l *Lab) MkdirUnique(name string) string {
+	l.T.Helper()
+	l.mu.Lock()
+	if l.dirs == nil {
+		l.dirs = map[string]int{}
+	}
+	l.dirs[name]++
+	n := l.dirs[name]
+	l.mu.Unlock()
+	if n > 1 {
+		name = fmt.Sprintf("%s-%d", name, n)
+	}
+	return l.Mkdir(name)
 }

@@ -52,7 +52,7 @@ func (l *Lab) StartNB() *NB {
 func (l *Lab) NewNB() *NB {
 	t := l.T
 	t.Helper()
-	dir := l.Mkdir("nb")
+	dir := l.MkdirUnique("nb")
 	nb := &NB{t: t, Dir: dir, DBFile: filepath.Join(dir, "nb.db"), Sock: filepath.Join(dir, "nb.sock")}
 	if out, err := run("ovsdb-tool", "create", nb.DBFile, NBSchema); err != nil {
 		t.Fatalf("ovsdb-tool create: %v: %s", err, out)
