@@ -272,7 +272,8 @@ func TestAdvertiseEgressIPs(t *testing.T) {
 // reach FRR; its ClusterIPs (inside cluster.serviceCIDRs) and node-port
 // VIPs (a node address) never do; a VIP on two ports and two protocols
 // (two rows) is one prefix, kept while either row holds it; removing the
-// last row withdraws it.
+// last row withdraws it. A Service of the UDN blue (IPv4 and IPv6 VIPs)
+// comes and goes with its row the same way.
 func TestAdvertiseServiceVIPs(t *testing.T) {
 	t.Parallel()
 	a := setupAdvertise(t, `  - {name: lbs, kind: loadBalancerIP}`)
@@ -292,7 +293,12 @@ func TestAdvertiseServiceVIPs(t *testing.T) {
 		"10.96.0.10:53":   "10.128.0.5:53",
 		"203.0.113.10:53": "10.128.0.5:53",
 	})
-	a.waitFRR("the Service's external VIPs in FRR", []netip.Prefix{ext4, ext6}, never)
+	blue4, blue6 := hostPrefix("203.0.113.20"), hostPrefix("2001:db8:f00::20")
+	blue := a.addNetworkServiceLB("blue", "ns2/api", "tcp", map[string]string{
+		"203.0.113.20:443":       "10.200.0.5:8443",
+		"[2001:db8:f00::20]:443": "[fd00:10:200::5]:8443",
+	})
+	a.waitFRR("the Services' external VIPs in FRR", []netip.Prefix{ext4, ext6, blue4, blue6}, never)
 	a.noFRR("ClusterIPs and the node-port VIP", never)
 	for _, c := range []struct {
 		p    netip.Prefix
@@ -312,7 +318,14 @@ func TestAdvertiseServiceVIPs(t *testing.T) {
 		t.Errorf("routes advertised for %s after the TCP row went = %+v, want one (the UDP row holds it)", ext4, advs)
 	}
 	a.deleteLB(udp)
-	a.waitFRR("IPv4 VIP withdrawn with its last row", []netip.Prefix{lab.DefaultNode1.Subnet}, []netip.Prefix{ext4})
+	a.waitFRR("IPv4 VIP withdrawn with its last row", []netip.Prefix{lab.DefaultNode1.Subnet, blue4, blue6}, []netip.Prefix{ext4})
+	for _, p := range []netip.Prefix{blue4, blue6} {
+		if advs := a.advertised(p); len(advs) != 1 || advs[0].Network != "blue" {
+			t.Errorf("routes advertised for %s = %+v, want one, of network blue", p, advs)
+		}
+	}
+	a.deleteLB(blue)
+	a.waitFRR("the UDN Service's VIPs withdrawn with its row", []netip.Prefix{lab.DefaultNode1.Subnet}, []netip.Prefix{blue4, blue6})
 }
 
 // TestAdvertiseLocalEndpointsOnly: with localEndpointsOnly a VIP is
