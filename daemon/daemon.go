@@ -819,8 +819,13 @@ func (d *Daemon) logExportCaps(heldBefore, held []model.Advertisement) {
 		reason[a.Peer] = a.Reason
 	}
 	for peer, n := range now {
-		if before[peer] != n {
+		switch b := before[peer]; {
+		case b == 0:
 			d.log.Warn("export cap reached: prefixes held back", zap.String("peer", peer), zap.Int("heldBack", n), zap.String("why", reason[peer]))
+		case b != n:
+			// Churn at the cap: the metric and `peers` follow the count;
+			// the log says it once per onset.
+			d.log.Debug("export cap: held back count changed", zap.String("peer", peer), zap.Int("heldBack", n), zap.Int("was", b))
 		}
 	}
 	for peer := range before {

@@ -777,6 +777,43 @@ func TestLogDiffSummarizes(t *testing.T) {
 	}
 }
 
+// TestExportCapLogOnce: the export cap warns once when a peer starts
+// holding prefixes back, not at every change of the count (churn at the
+// cap), and says at Info when it holds nothing back again.
+func TestExportCapLogOnce(t *testing.T) {
+	core, logs := observer.New(zap.InfoLevel)
+	d := &Daemon{log: zap.New(core)}
+	held := func(n int) []model.Advertisement {
+		var out []model.Advertisement
+		for i := range n {
+			out = append(out, model.Advertisement{Peer: "tor", Prefix: netip.PrefixFrom(netip.AddrFrom4([4]byte{192, 0, 2, byte(i)}), 32),
+				State: model.AdvHeldBack, Reason: "held back: export cap"})
+		}
+		return out
+	}
+	steps := []struct {
+		before, now int
+		want        string
+	}{
+		{0, 2, "warn export cap reached: prefixes held back"},
+		{2, 3, ""},
+		{3, 1, ""},
+		{1, 0, "info export cap no longer holds anything back"},
+		{0, 0, ""},
+		{0, 1, "warn export cap reached: prefixes held back"},
+	}
+	for _, st := range steps {
+		d.logExportCaps(held(st.before), held(st.now))
+		var got []string
+		for _, e := range logs.TakeAll() {
+			got = append(got, e.Level.String()+" "+e.Message)
+		}
+		if strings.Join(got, "; ") != st.want {
+			t.Errorf("held back %d -> %d: logged %q, want %q", st.before, st.now, got, st.want)
+		}
+	}
+}
+
 // TestExportCapHeldBack: a peer's maxAdvertised keeps the speaker from
 // being asked for more (the pod subnet first, then egress IPs in prefix
 // order); what is held back is in `routes advertised` with its state and
