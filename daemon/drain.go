@@ -269,5 +269,8 @@ func peerOrAll(peer string) string {
 func decodeBody(r *http.Request, v any) error {
 	dec := json.NewDecoder(io.LimitReader(r.Body, 1<<16))
 	dec.DisallowUnknownFields()
-	return dec.Decode(v)
+	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
+		return err // an empty body is the empty request
+	}
+	return nil
 }

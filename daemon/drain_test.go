@@ -160,7 +160,7 @@ func TestDrainPersistsAndResumes(t *testing.T) {
 
 // TestDrainRequests: an unknown peer, a negative wait and an undrain of
 // one peer under the drain of every peer are refused with what to do, and
-// change nothing; --wait 0 withdraws at once.
+// change nothing; --wait 0 withdraws at once, and the metrics say so.
 func TestDrainRequests(t *testing.T) {
 	h := start(t, "default")
 	h.nb.set(true, network("default", "10.128.0.0/23"))
@@ -186,8 +186,33 @@ func TestDrainRequests(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(h.dir, "state", "drain.json")); !os.IsNotExist(err) {
 		t.Fatalf("a refused request wrote the state: %v", err)
 	}
+	m, err := h.d.serveMetrics("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.close()
+	scrape := func() string {
+		t.Helper()
+		resp, err := http.Get("http://" + m.ln.Addr().String() + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var b bytes.Buffer
+		_, _ = b.ReadFrom(resp.Body)
+		return b.String()
+	}
+	if body := scrape(); strings.Contains(body, "ovnbgp_drained{") {
+		t.Errorf("metrics show a drain before any:\n%s", body)
+	}
 	drainOf(t, h, api.DrainRequest{Wait: 0})
 	h.wantPrefixes()
+	body := scrape()
+	for _, want := range []string{`ovnbgp_drained{peer="tor"} 2`, `ovnbgp_advertisements{peer="tor",state="drained"} 1`} {
+		if !strings.Contains(body, want+"\n") {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
 	code, body := post(t, h.sock, api.PathUndrain, api.UndrainRequest{Peer: "tor"})
 	if code != http.StatusConflict || !strings.Contains(body, "undrain` without --peer") {
 		t.Errorf("undrain tor under the drain of every peer: %d %s", code, body)
