@@ -56,6 +56,9 @@ type advState struct {
 	// applied as asked, with why: a new one is not sent, a changed one
 	// keeps its last good attributes.
 	failed map[model.Key]failure
+	// ops are the recent calls that changed the RIB or re-ran an export
+	// policy (sessionup.go).
+	ops []exportOp
 }
 
 // failure is an advertisement that could not be applied.
@@ -418,6 +421,7 @@ func (s *Speaker) reconcile(ctx context.Context, want []model.Advertisement, rem
 			s.clearUnsynced(peer)
 			continue
 		}
+		start := time.Now()
 		err := s.bgp.ResetPeer(ctx, &api.ResetPeerRequest{
 			Address:   p.Address.String(),
 			Soft:      true,
@@ -428,6 +432,7 @@ func (s *Speaker) reconcile(ctx context.Context, want []model.Advertisement, rem
 			a.resets[peer] = true
 			continue
 		}
+		s.exportChanged(start, nil)
 		delete(a.resets, peer)
 		s.clearUnsynced(peer)
 	}
@@ -690,7 +695,9 @@ func (s *Speaker) addPaths(prefixes []netip.Prefix) error {
 	if len(paths) == 0 {
 		return errors.Join(errs...)
 	}
+	start := time.Now()
 	resps, err := s.bgp.AddPath(apiutil.AddPathRequest{Paths: paths})
+	s.exportChanged(start, nil)
 	if len(resps) != len(paths) {
 		// gobgp answers per path unless the whole call failed.
 		if err == nil {
@@ -731,10 +738,12 @@ func (s *Speaker) deletePaths(prefixes []netip.Prefix) error {
 	}
 	paths, errs := build(prefixes)
 	if len(errs) == 0 {
+		start := time.Now()
 		if err := s.bgp.DeletePath(apiutil.DeletePathRequest{Paths: paths}); err == nil {
 			for _, p := range prefixes {
 				delete(s.adv.rib, p)
 			}
+			s.exportChanged(start, prefixes)
 			return nil
 		}
 	}
@@ -745,11 +754,13 @@ func (s *Speaker) deletePaths(prefixes []netip.Prefix) error {
 			errs = append(errs, berrs...)
 			continue
 		}
+		start := time.Now()
 		if err := s.bgp.DeletePath(apiutil.DeletePathRequest{Paths: one}); err != nil {
 			errs = append(errs, fmt.Errorf("withdraw path %v: %w", p, err))
 			continue
 		}
 		delete(s.adv.rib, p)
+		s.exportChanged(start, []netip.Prefix{p})
 	}
 	return errors.Join(errs...)
 }

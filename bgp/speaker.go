@@ -62,6 +62,9 @@ type Speaker struct {
 	// limitReads and limitArms count the exact reads of Adj-RIB-In
 	// counts and the prefix limit changes in gobgp (for tests).
 	limitReads, limitArms atomic.Uint64
+	// repairChecks counts the session start checks, repairs those that
+	// re-sent a table (sessionup.go; for tests).
+	repairChecks, repairs atomic.Uint64
 
 	// mu serializes SetPeers, Set and Stop and guards the fields below.
 	mu      sync.Mutex
@@ -405,7 +408,11 @@ func (s *Speaker) onPeerEvent(ev *apiutil.WatchEventMessage_PeerEvent, ts time.T
 		ss.lastErrorAt = ts
 		ss.reenable = time.AfterFunc(s.prefixHold, func() { s.reenablePeer(addr) })
 	}
+	since := ss.since
 	s.st.Unlock()
+	if state == model.StateEstablished && !wasUp && name != "" {
+		s.sessionUp(name, addr, ts, since)
+	}
 	// Every state change may come with Adj-RIB-In changes gobgp makes
 	// without a path event (graceful-restart stale marking, the paths
 	// of an UPDATE that crossed maxPrefixes): read the table again.

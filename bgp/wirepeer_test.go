@@ -33,6 +33,8 @@ type wirePeer struct {
 	notifs []*bgppkt.BGPNotification
 	// sent counts, per prefix, the UPDATEs announcing it (IPv4 NLRI).
 	sent map[netip.Prefix]int
+	// withdrawn counts, per prefix, the UPDATEs withdrawing it (IPv4).
+	withdrawn map[netip.Prefix]int
 }
 
 // newWirePeer listens on addr:port; each connection the node makes
@@ -153,6 +155,20 @@ func (w *wirePeer) serve(c net.Conn) {
 					w.sent[p]++
 				}
 			}
+			gone := u.WithdrawnRoutes
+			for _, a := range u.PathAttributes {
+				if un, ok := a.(*bgppkt.PathAttributeMpUnreachNLRI); ok {
+					gone = append(gone, un.Value...)
+				}
+			}
+			for _, n := range gone {
+				if p, err := netip.ParsePrefix(n.NLRI.String()); err == nil {
+					if w.withdrawn == nil {
+						w.withdrawn = map[netip.Prefix]int{}
+					}
+					w.withdrawn[p]++
+				}
+			}
 			w.mu.Unlock()
 		}
 	}
@@ -163,6 +179,13 @@ func (w *wirePeer) announced(p netip.Prefix) int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.sent[p]
+}
+
+// withdrawals is how many UPDATEs withdrew p so far.
+func (w *wirePeer) withdrawals(p netip.Prefix) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.withdrawn[p]
 }
 
 // notifications are the NOTIFICATIONs the node sent so far.
