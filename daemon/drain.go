@@ -145,8 +145,8 @@ func (d *Daemon) drainState() model.Drain {
 	return d.drain
 }
 
-// drainStatus describes the drain state at now for cfg's peers; the
-// caller holds mu.
+// drainStatusLocked describes the drain state at now for cfg's peers;
+// the caller holds mu.
 func (d *Daemon) drainStatusLocked(cfg *config.Config, now time.Time) api.DrainStatus {
 	st := api.DrainStatus{Orders: nonNil(slices.Clone(d.drain.Peers)), Peers: []api.DrainedPeer{},
 		File: filepath.Join(d.stateDir, drainFileName), Now: now}

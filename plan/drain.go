@@ -70,9 +70,12 @@ func (p DrainPolicy) Apply(sent, held []model.Advertisement) ([]model.Advertisem
 			outHeld = append(outHeld, a)
 		default:
 			a.Attrs = tagged(a.Attrs, d.ibgp)
-			a.Drain = fmt.Sprintf("tagged graceful-shutdown%s until %s: node drained at %s",
-				map[bool]string{true: " and local-pref 0", false: ""}[d.ibgp],
-				d.dp.WithdrawAt.UTC().Format(time.RFC3339), d.dp.Since.UTC().Format(time.RFC3339))
+			what := "graceful-shutdown"
+			if d.ibgp {
+				what += " and local-pref 0"
+			}
+			a.Drain = fmt.Sprintf("tagged %s until %s: node drained at %s",
+				what, d.dp.WithdrawAt.UTC().Format(time.RFC3339), d.dp.Since.UTC().Format(time.RFC3339))
 			outSent = append(outSent, a)
 		}
 	}
