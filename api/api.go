@@ -8,6 +8,7 @@
 package api
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/ovnbgp/ovnbgp/config"
@@ -31,7 +32,62 @@ const (
 	// PathApply: POST a Plan (as `ovnbgp plan --out` saved it) to apply
 	// its OVN and kernel operations (root only).
 	PathApply = "/v1/apply"
+	// PathDrain: POST a DrainRequest to drain (root only); the answer is
+	// the DrainStatus. PathUndrain: POST an UndrainRequest (root only).
+	PathDrain   = "/v1/drain"
+	PathUndrain = "/v1/undrain"
 )
+
+// DrainRequest drains one peer or every peer (`ovnbgp drain`).
+type DrainRequest struct {
+	// Peer is a configured peer's name; "" = every peer.
+	Peer string `json:"peer,omitempty"`
+	// Wait is how long advertisements carry GRACEFUL_SHUTDOWN before they
+	// are withdrawn; 0 withdraws at once. Go duration syntax in JSON
+	// ("30s").
+	Wait Duration `json:"wait"`
+}
+
+// UndrainRequest undrains one peer or, Peer "", everything
+// (`ovnbgp undrain`).
+type UndrainRequest struct {
+	Peer string `json:"peer,omitempty"`
+}
+
+// DrainStatus is the drain state: each order as persisted, and each
+// configured peer it drains with where it stands.
+type DrainStatus struct {
+	// Orders are the drain orders (Peer "" = every peer), as in
+	// stateDir/drain.json.
+	Orders []model.DrainedPeer `json:"orders"`
+	// Peers are the configured peers drained, with their phase at Now.
+	Peers []DrainedPeer `json:"peers"`
+	// File is where the state is kept.
+	File string    `json:"file"`
+	Now  time.Time `json:"now"`
+}
+
+// DrainedPeer is one configured peer's drain.
+type DrainedPeer struct {
+	model.DrainedPeer
+	Phase model.DrainPhase `json:"phase"`
+}
+
+// Duration is a time.Duration written as Go writes it ("30s") in JSON.
+type Duration time.Duration
+
+// MarshalText writes "30s".
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// UnmarshalText reads what time.ParseDuration reads.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("wait %q: %w (write e.g. 30s, 2m, 0s)", b, err)
+	}
+	*d = Duration(v)
+	return nil
+}
 
 // PlanRequest asks for the plan a new config file would give.
 type PlanRequest struct {
@@ -161,6 +217,9 @@ type Status struct {
 	NotApplied int `json:"notApplied,omitempty"`
 	// Import summarises route import (absent without import rules).
 	Import *ImportStatus `json:"import,omitempty"`
+	// Drained are the configured peers drained (`ovnbgp drain`): since
+	// when, when the withdraw happens, and where each stands.
+	Drained []DrainedPeer `json:"drained,omitempty"`
 }
 
 // ImportStatus summarises route import.

@@ -226,6 +226,19 @@ func (c *Client) Apply(ctx context.Context, savedPlan json.RawMessage) (ApplyRes
 	return r, c.post(ctx, PathApply, savedPlan, &r)
 }
 
+// Drain drains peer ("" = every peer), withdrawing after wait (root
+// only).
+func (c *Client) Drain(ctx context.Context, peer string, wait time.Duration) (DrainStatus, error) {
+	var r DrainStatus
+	return r, c.post(ctx, PathDrain, DrainRequest{Peer: peer, Wait: Duration(wait)}, &r)
+}
+
+// Undrain undrains peer ("" = everything) (root only).
+func (c *Client) Undrain(ctx context.Context, peer string) (DrainStatus, error) {
+	var r DrainStatus
+	return r, c.post(ctx, PathUndrain, UndrainRequest{Peer: peer}, &r)
+}
+
 // Imported returns the imported routes, OVN and kernel ("" = every network).
 func (c *Client) Imported(ctx context.Context, network string) (Imported, error) {
 	var r Imported

@@ -608,6 +608,10 @@ func (s *Speaker) deleteDefinedSet(ctx context.Context, ds *api.DefinedSet, all 
 	return s.bgp.DeleteDefinedSet(ctx, &api.DeleteDefinedSetRequest{DefinedSet: ds, All: all})
 }
 
+// defaultLocalPref is what gobgp sends an iBGP peer when nothing sets the
+// local preference.
+const defaultLocalPref = 100
+
 // statement accepts the group's prefixes towards its peer and sets its
 // attributes.
 func (s *Speaker) statement(name, peer string, n normAttrs) *api.Statement {
@@ -621,8 +625,16 @@ func (s *Speaker) statement(name, peer string, n normAttrs) *api.Statement {
 	if n.med > 0 {
 		act.Med = &api.MedAction{Type: api.MedAction_TYPE_REPLACE, Value: int64(n.med)}
 	}
-	if n.localPref > 0 {
-		// gobgp strips LOCAL_PREF towards eBGP peers after export policy.
+	// gobgp strips LOCAL_PREF towards eBGP peers after export policy.
+	// Its LocalPrefAction cannot set 0 (a Value of 0 is taken as "no
+	// action"), so every local path carries LOCAL_PREF 0 from its
+	// origination (localPath) and each statement sets the value, gobgp's
+	// default 100 when none is asked for: a statement asking for 0 (a
+	// drained iBGP peer, RFC 8326) sets nothing and 0 goes out.
+	switch {
+	case !n.localPrefSet:
+		act.LocalPref = &api.LocalPrefAction{Value: defaultLocalPref}
+	case n.localPref > 0:
 		act.LocalPref = &api.LocalPrefAction{Value: n.localPref}
 	}
 	if n.prepend > 0 {
@@ -773,7 +785,10 @@ func localPath(prefix netip.Prefix) (*apiutil.Path, error) {
 	if err != nil {
 		return nil, err
 	}
-	attrs := []bgppkt.PathAttributeInterface{bgppkt.NewPathAttributeOrigin(bgppkt.BGP_ORIGIN_ATTR_TYPE_IGP)}
+	// LOCAL_PREF 0: the export statement sets each iBGP peer's value
+	// (see statement); eBGP peers never get it.
+	attrs := []bgppkt.PathAttributeInterface{bgppkt.NewPathAttributeOrigin(bgppkt.BGP_ORIGIN_ATTR_TYPE_IGP),
+		bgppkt.NewPathAttributeLocalPref(0)}
 	family := bgppkt.RF_IPv4_UC
 	if prefix.Addr().Is4() {
 		nh, err := bgppkt.NewPathAttributeNextHop(netip.IPv4Unspecified())

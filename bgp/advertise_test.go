@@ -300,3 +300,39 @@ func TestMembersOnlyChangeSendsNothing(t *testing.T) {
 		t.Errorf("%s announced %d times: a members-only change must not send an UPDATE", x.Prefix, n)
 	}
 }
+
+// TestIBGPLocalPrefZero: over iBGP, an advertisement without a local
+// preference carries gobgp's default 100, one with 200 carries 200, and
+// one with an explicit 0 (a drained peer's, RFC 8326) really carries 0;
+// changing it back to unset sends 100 again.
+func TestIBGPLocalPrefZero(t *testing.T) {
+	parallel(t)
+	l := newLab(t, 31)
+	port := freePort(t)
+	prov := l.provider(3, port, nodeASN, false, "")
+	node := l.node(false, l.peerOf("tor", 3, port, nodeASN))
+	zero, two := uint32(0), uint32(200)
+	unset := adv("tor", "10.31.1.0/24", model.PathAttrs{})
+	high := adv("tor", "10.31.2.0/24", model.PathAttrs{LocalPreference: &two})
+	drained := adv("tor", "10.31.3.0/24", model.PathAttrs{LocalPreference: &zero, Communities: comms("graceful-shutdown")})
+	set(t, node, unset, high, drained)
+	waitEstablished(t, node, "tor")
+	want := map[netip.Prefix]uint32{unset.Prefix: 100, high.Prefix: 200, drained.Prefix: 0}
+	check := func() (bool, string) {
+		got := learned(t, prov, "node")
+		var s []string
+		ok := len(got) == len(want)
+		for p, lp := range want {
+			s = append(s, fmt.Sprintf("%v lp %d (want %d)", p, got[p].LocalPref, lp))
+			ok = ok && got[p].Prefix == p && got[p].LocalPref == lp
+		}
+		return ok, strings.Join(s, ", ")
+	}
+	eventually(t, routeTimeout, "local preferences 100, 200 and 0 at the iBGP peer", check)
+
+	undrained := drained
+	undrained.Attrs = model.PathAttrs{}
+	set(t, node, unset, high, undrained)
+	want[drained.Prefix] = 100
+	eventually(t, routeTimeout, "local preference 100 again once unset", check)
+}

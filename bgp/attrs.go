@@ -18,12 +18,17 @@ type normAttrs struct {
 	communities []model.Community
 	large       []model.LargeCommunity
 	localPref   uint32
-	med         uint32
-	prepend     uint8
+	// localPrefSet: localPref is sent even when 0 (a drained iBGP peer).
+	localPrefSet bool
+	med          uint32
+	prepend      uint8
 }
 
 func normalize(a model.PathAttrs) normAttrs {
-	n := normAttrs{localPref: a.LocalPreference, med: a.MED, prepend: a.ASPathPrepend}
+	n := normAttrs{med: a.MED, prepend: a.ASPathPrepend}
+	if a.LocalPreference != nil {
+		n.localPref, n.localPrefSet = *a.LocalPreference, true
+	}
 	n.communities = slices.Compact(slices.Sorted(slices.Values(a.Communities)))
 	n.large = slices.Clone(a.LargeCommunities)
 	slices.SortFunc(n.large, model.LargeCommunity.Compare)
@@ -48,13 +53,20 @@ func (n normAttrs) largeStrings() []string {
 
 // key is the canonical identity of the attribute set.
 func (n normAttrs) key() string {
-	return fmt.Sprintf("c=%s;l=%s;lp=%d;med=%d;pp=%d",
-		strings.Join(n.communityStrings(), ","), strings.Join(n.largeStrings(), ","), n.localPref, n.med, n.prepend)
+	lp := "-"
+	if n.localPrefSet {
+		lp = fmt.Sprint(n.localPref)
+	}
+	return fmt.Sprintf("c=%s;l=%s;lp=%s;med=%d;pp=%d",
+		strings.Join(n.communityStrings(), ","), strings.Join(n.largeStrings(), ","), lp, n.med, n.prepend)
 }
 
 // attrs renders n back in ovnbgp's vocabulary.
 func (n normAttrs) attrs() model.PathAttrs {
-	a := model.PathAttrs{LocalPreference: n.localPref, MED: n.med, ASPathPrepend: n.prepend}
+	a := model.PathAttrs{MED: n.med, ASPathPrepend: n.prepend}
+	if n.localPrefSet {
+		a.LocalPreference = new(n.localPref)
+	}
 	if len(n.communities) > 0 {
 		a.Communities = slices.Clone(n.communities)
 	}

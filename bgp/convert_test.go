@@ -20,22 +20,24 @@ func TestNormalize(t *testing.T) {
 		key  string
 		out  model.PathAttrs
 	}{
-		{name: "empty", key: "c=;l=;lp=0;med=0;pp=0"},
+		{name: "empty", key: "c=;l=;lp=-;med=0;pp=0"},
 		{
 			name: "order and duplicates do not matter",
 			in: model.PathAttrs{
 				Communities:      comms("65001:200", "no-export", "65001:100", "65001:200"),
 				LargeCommunities: larges("64512:2:1", "64512:1:2"),
-				MED:              5, LocalPreference: 200, ASPathPrepend: 3,
+				MED:              5, LocalPreference: new(uint32(200)), ASPathPrepend: 3,
 			},
 			key: "c=65001:100,65001:200,65535:65281;l=64512:1:2,64512:2:1;lp=200;med=5;pp=3",
 			out: model.PathAttrs{
 				Communities:      comms("65001:100", "65001:200", "no-export"),
 				LargeCommunities: larges("64512:1:2", "64512:2:1"),
-				MED:              5, LocalPreference: 200, ASPathPrepend: 3,
+				MED:              5, LocalPreference: new(uint32(200)), ASPathPrepend: 3,
 			},
 		},
-		{name: "graceful-shutdown", in: model.PathAttrs{Communities: comms("graceful-shutdown")}, key: "c=65535:0;l=;lp=0;med=0;pp=0",
+		{name: "local preference 0 is set, not absent", in: model.PathAttrs{LocalPreference: new(uint32(0))}, key: "c=;l=;lp=0;med=0;pp=0",
+			out: model.PathAttrs{LocalPreference: new(uint32(0))}},
+		{name: "graceful-shutdown", in: model.PathAttrs{Communities: comms("graceful-shutdown")}, key: "c=65535:0;l=;lp=-;med=0;pp=0",
 			out: model.PathAttrs{Communities: comms("graceful-shutdown")}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -220,7 +220,8 @@ metrics:
   address: ""
 log:
   level: debug
-`, node, labNodeASN, port, labProviderASN, nb, labNodeASN, sock)
+stateDir: %s
+`, node, labNodeASN, port, labProviderASN, nb, labNodeASN, sock, filepath.Join(filepath.Dir(sock), "state"))
 }
 
 // waitEstablished waits until the daemon shows an Established peer, says

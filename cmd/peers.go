@@ -28,7 +28,7 @@ func newPeersCommand(o *options) *cobra.Command {
 }
 
 func peersTable(w *tabwriter.Writer, peers []model.PeerStatus) {
-	row(w, "PEER", "ADDRESS", "ASN", "STATE", "FOR", "RECEIVED", "ACCEPTED", "ADVERTISED", "HELD BACK", "IMPORTED", "LAST ERROR", "IMPORT ALARM")
+	row(w, "PEER", "ADDRESS", "ASN", "STATE", "FOR", "RECEIVED", "ACCEPTED", "ADVERTISED", "HELD BACK", "DRAIN", "IMPORTED", "LAST ERROR", "IMPORT ALARM")
 	for _, p := range peers {
 		var rcv, acc, adv []string
 		for _, f := range p.Families {
@@ -37,7 +37,7 @@ func peersTable(w *tabwriter.Writer, peers []model.PeerStatus) {
 			adv = append(adv, fmt.Sprintf("%s:%d", f.Family, f.Advertised))
 		}
 		row(w, p.Name, p.Address, p.ASN, p.State, ago(p.Since), dash(strings.Join(rcv, " ")),
-			dash(strings.Join(acc, " ")), dash(strings.Join(adv, " ")), dashZero(p.HeldBack), p.Imported, lastError(p), dash(p.ImportAlarm))
+			dash(strings.Join(acc, " ")), dash(strings.Join(adv, " ")), dashZero(p.HeldBack), dash(string(p.Drain)), p.Imported, lastError(p), dash(p.ImportAlarm))
 	}
 }
 

@@ -103,6 +103,9 @@ func advState(a model.Advertisement) string {
 	if a.Reason != "" {
 		s += " (" + a.Reason + ")"
 	}
+	if a.Drain != "" {
+		s += "; drain: " + a.Drain
+	}
 	if a.Problem != "" {
 		s += "; problem: " + a.Problem
 	}
@@ -117,8 +120,8 @@ func attrString(a model.PathAttrs) string {
 	if len(a.LargeCommunities) > 0 {
 		parts = append(parts, "large="+strings.Join(model.Strings(a.LargeCommunities), ","))
 	}
-	if a.LocalPreference != 0 {
-		parts = append(parts, "localpref="+strconv.FormatUint(uint64(a.LocalPreference), 10))
+	if a.LocalPreference != nil {
+		parts = append(parts, "localpref="+strconv.FormatUint(uint64(*a.LocalPreference), 10))
 	}
 	if a.MED != 0 {
 		parts = append(parts, "med="+strconv.FormatUint(uint64(a.MED), 10))

@@ -3,6 +3,7 @@ package cmd
 import (
 	"fmt"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -43,6 +44,12 @@ func newStatusCommand(o *options) *cobra.Command {
 					row(w, "not applied", fmt.Sprintf("%d advertisements (see ovnbgp routes advertised)", st.NotApplied))
 				}
 				row(w, "config error", dash(st.ConfigError))
+				if len(st.Drained) == 0 {
+					row(w, "drained", "-")
+				}
+				for _, p := range st.Drained {
+					row(w, "drained", fmt.Sprintf("peer %s: %s since %s, %s", p.Peer, p.Phase, p.Since.Local().Format(time.RFC3339), withdrawText(p, time.Now())))
+				}
 			})
 		},
 	}

@@ -18,6 +18,7 @@ const (
 	DefaultBFDMultiplier  = 3
 	DefaultNorthbound     = "unix:/var/run/ovn/ovnnb_db.sock"
 	DefaultControlSocket  = "/run/ovnbgp/ovnbgp.sock"
+	DefaultStateDir       = "/var/lib/ovnbgp"
 	DefaultMetricsAddress = "127.0.0.1:9479"
 	DefaultLogLevel       = "info"
 	DefaultLogFormat      = "json"
@@ -54,6 +55,7 @@ func (c *Config) setDefaults() {
 	c.BGP.GracefulRestart.DeferralTime = DefaultDeferralTime
 	c.OVN.Northbound = DefaultNorthbound
 	c.Control.Socket = DefaultControlSocket
+	c.StateDir = DefaultStateDir
 	c.Metrics.Address = DefaultMetricsAddress
 	c.Log.Level = DefaultLogLevel
 	c.Log.Format = DefaultLogFormat

@@ -33,6 +33,10 @@ type Config struct {
 	Control Control `yaml:"control" json:"control"`
 	Metrics Metrics `yaml:"metrics" json:"metrics"`
 	Log     Log     `yaml:"log" json:"log"`
+	// StateDir is the absolute path of the directory holding what must
+	// survive a restart: the drain state (drain.json, `ovnbgp drain`).
+	// A reload keeps the running value.
+	StateDir string `yaml:"stateDir" json:"stateDir"`
 }
 
 // Node names the OVN-Kubernetes node this daemon runs on.

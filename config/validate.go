@@ -42,6 +42,7 @@ func (c *Config) validate(h host) Errors {
 	v.cluster()
 	v.kernel()
 	v.control()
+	v.stateDir()
 	v.metrics()
 	v.log()
 	return v.errs
@@ -669,6 +670,18 @@ func (v *validator) control() {
 		v.add("control.socket", "required (default %s)", DefaultControlSocket)
 	case !filepath.IsAbs(s):
 		v.add("control.socket", "%q is not an absolute path", s)
+	}
+}
+
+func (v *validator) stateDir() {
+	s := v.c.StateDir
+	switch {
+	case s == "":
+		v.add("stateDir", "required (default %s)", DefaultStateDir)
+	case !filepath.IsAbs(s):
+		v.add("stateDir", "%q is not an absolute path (default %s)", s, DefaultStateDir)
+	case filepath.Clean(s) != s:
+		v.add("stateDir", "%q is not a clean path: write %q", s, filepath.Clean(s))
 	}
 }
 

@@ -108,17 +108,22 @@ func (d *Daemon) controlHandler() http.Handler {
 	mux.HandleFunc("GET "+api.PathPeers, func(w http.ResponseWriter, r *http.Request) {
 		sp, phase, peersUp := d.speakerPhase()
 		if sp == nil {
-			reply(w, d.configuredPeers(model.SessionState(phase)), nil)
+			peers := d.configuredPeers(model.SessionState(phase))
+			d.drainPhases(peers)
+			reply(w, peers, nil)
 			return
 		}
 		if !peersUp {
 			// The speaker runs; the sessions start with the first plan.
-			reply(w, d.configuredPeers(api.PeerStarting), nil)
+			peers := d.configuredPeers(api.PeerStarting)
+			d.drainPhases(peers)
+			reply(w, peers, nil)
 			return
 		}
 		peers, err := sp.Peers(r.Context())
 		d.importCounts(peers)
 		d.exportCapCounts(peers)
+		d.drainPhases(peers)
 		reply(w, nonNil(peers), err)
 	})
 	mux.HandleFunc("GET "+api.PathAdvertised, func(w http.ResponseWriter, r *http.Request) {
@@ -164,6 +169,7 @@ func (d *Daemon) controlHandler() http.Handler {
 		reply(w, snap, nil)
 	})
 	d.importHandlers(mux)
+	d.drainHandlers(mux)
 	return mux
 }
 

@@ -100,7 +100,7 @@ func (d *Daemon) computePlan(ctx context.Context, cfg *config.Config) (planView,
 // walk is set (the loop's full pass) or there is no table of sp; without
 // import rules only walkAlways walks.
 func (d *Daemon) planFrom(ctx context.Context, cfg *config.Config, sp Speaker, snap model.Snapshot, walkAlways, walk bool) planView {
-	desired, heldAdv := plan.CappedAdvertisements(cfg, snap)
+	desired, heldAdv := plan.NewDrain(cfg, d.drainState(), time.Now()).Apply(plan.CappedAdvertisements(cfg, snap))
 	d.openHostOnce(cfg)
 	host, hostErr := d.hostState()
 	// End-of-RIB before the paths: a peer's paths reach gobgp's table

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -145,6 +146,10 @@ type Daemon struct {
 	cfgErr     string
 	// imp is route import's state; the loop writes it.
 	imp importState
+	// drain is the drain state (`ovnbgp drain`), read from stateDir
+	// before the first plan and persisted there before it changes.
+	drain    model.Drain
+	stateDir string
 }
 
 // Run loads the config and runs the daemon until ctx ends or SIGTERM/SIGINT
@@ -184,6 +189,7 @@ func newDaemon(opts Options, deps Deps, lim limits, logs *logging, cfg *config.C
 		cfg:       cfg,
 		phase:     api.PhaseStarting,
 		startedAt: time.Now(),
+		stateDir:  cfg.StateDir,
 	}
 }
 
@@ -251,6 +257,21 @@ func (d *Daemon) run(ctx context.Context) error {
 	d.log.Info("starting", zap.String("version", d.opts.Version), zap.String("node", cfg.Node.Name),
 		zap.String("config", d.opts.ConfigPath), zap.Uint32("asn", cfg.BGP.ASN),
 		zap.Stringer("routerID", cfg.BGP.RouterID), zap.Int("peers", len(cfg.BGP.Peers)))
+
+	// The drain state is read before anything is advertised: a drained
+	// node that restarts never sends an untagged UPDATE.
+	drain, err := loadDrain(d.stateDir)
+	if err != nil {
+		d.log.Error("cannot start", zap.Error(err))
+		return err
+	}
+	d.mu.Lock()
+	d.drain = drain
+	d.mu.Unlock()
+	if !drain.Empty() {
+		d.log.Info("drained (state read from stateDir)", zap.String("file", filepath.Join(d.stateDir, drainFileName)),
+			zap.Any("orders", drain.Peers))
+	}
 
 	ctl, err := d.serveControl(cfg.Control.Socket)
 	if err != nil {
@@ -337,8 +358,34 @@ func (d *Daemon) loop(ctx context.Context, hup <-chan os.Signal) error {
 		parsing = parseConfig(ctx, d.deps.LoadConfig, d.opts.ConfigPath, d.lim.parseTimeout, &d.parses, d.lim.maxParses)
 	}
 
+	// The drain's withdraw: the loop plans again at the next withdrawAt
+	// (a restarted daemon resumes the persisted deadline).
+	var drainT *time.Timer
+	var drainC <-chan time.Time
+	var drainAt time.Time
+	defer func() {
+		if drainT != nil {
+			drainT.Stop()
+		}
+	}()
+	armDrain := func() {
+		next, ok := d.drainState().NextWithdraw(time.Now())
+		if ok && next.Equal(drainAt) && drainC != nil {
+			return
+		}
+		if drainT != nil {
+			drainT.Stop()
+		}
+		drainT, drainC, drainAt = nil, nil, time.Time{}
+		if ok {
+			drainT = time.NewTimer(time.Until(next))
+			drainC, drainAt = drainT.C, next
+		}
+	}
+
 	d.poke()
 	for {
+		armDrain()
 		if peerRetryC == nil && d.peersFailed() {
 			wait := peerRetry.next()
 			d.log.Info("retrying the peers not added", zap.Duration("in", wait))
@@ -386,6 +433,9 @@ func (d *Daemon) loop(ctx context.Context, hup <-chan os.Signal) error {
 		case now := <-trim.C():
 			trim.idle(now, d.log)
 			continue
+		case <-drainC:
+			drainC, drainAt = nil, time.Time{}
+			d.log.Info("drain wait over: withdrawing the drained peers' advertisements")
 		case <-d.signal:
 		case <-resync.C:
 		case <-retryC:
@@ -523,7 +573,7 @@ func (d *Daemon) applyConfig(ctx context.Context, r parsed) error {
 	for _, k := range restartOnly(old, next) {
 		d.log.Warn("config change needs a restart to take effect; keeping the running value", zap.String("key", k))
 	}
-	next.Control, next.Metrics, next.Kernel.RouteProtocol = old.Control, old.Metrics, old.Kernel.RouteProtocol
+	next.Control, next.Metrics, next.Kernel.RouteProtocol, next.StateDir = old.Control, old.Metrics, old.Kernel.RouteProtocol, old.StateDir
 
 	if next.SpeakerChanged(old) {
 		// A Cease, not a graceful stop: the new speaker may have another
@@ -621,6 +671,10 @@ func restartOnly(old, next *config.Config) []string {
 	}
 	if old.Metrics != next.Metrics {
 		keys = append(keys, "metrics")
+	}
+	if old.StateDir != next.StateDir {
+		// The drain state in effect was read from the running one.
+		keys = append(keys, "stateDir")
 	}
 	if old.Kernel.RouteProtocol != next.Kernel.RouteProtocol {
 		// The routes of the running protocol are ours; switching on the
@@ -761,7 +815,7 @@ func (d *Daemon) advertised(sp Speaker, peer string) []model.Advertisement {
 			continue
 		}
 		if w, ok := why[a.Key()]; ok {
-			a.Rule, a.Network, a.Source, a.Members = w.Rule, w.Network, w.Source, w.Members
+			a.Rule, a.Network, a.Source, a.Members, a.Drain = w.Rule, w.Network, w.Source, w.Members, w.Drain
 		}
 		out = append(out, a)
 	}
@@ -805,7 +859,9 @@ func (d *Daemon) exportCapCounts(peers []model.PeerStatus) {
 func heldCounts(held []model.Advertisement) map[string]int {
 	n := map[string]int{}
 	for _, a := range held {
-		n[a.Peer]++
+		if a.State == model.AdvHeldBack {
+			n[a.Peer]++
+		}
 	}
 	return n
 }
@@ -816,7 +872,9 @@ func (d *Daemon) logExportCaps(heldBefore, held []model.Advertisement) {
 	before, now := heldCounts(heldBefore), heldCounts(held)
 	reason := map[string]string{}
 	for _, a := range held {
-		reason[a.Peer] = a.Reason
+		if a.State == model.AdvHeldBack {
+			reason[a.Peer] = a.Reason
+		}
 	}
 	for peer, n := range now {
 		switch b := before[peer]; {
@@ -851,7 +909,7 @@ func (d *Daemon) status() api.Status {
 		Version: d.opts.Version, Node: d.cfg.Node.Name, ConfigFile: d.opts.ConfigPath,
 		StartedAt: d.startedAt, Phase: d.phase, Ready: d.ready, NB: nb,
 		Reconciles: d.reconciles, LastReconcile: d.lastRun, LastError: d.lastErr, ConfigError: d.cfgErr,
-		NotApplied: notApplied, Import: d.importStatus(),
+		NotApplied: notApplied, Import: d.importStatus(), Drained: d.drainStatusLocked(d.cfg, time.Now()).Peers,
 	}
 }
 

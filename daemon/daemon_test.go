@@ -58,6 +58,7 @@ type fakeSpeaker struct {
 	pending          model.LearnedDelta // change's, until TakeLearned
 	walks            int                // EachLearned calls
 	eor              bool               // every peer's EndOfRIB
+	applies          []model.AdvertDiff // every Apply's diff, in order
 }
 
 func (f *fakeSpeaker) SetPeers(_ context.Context, p []config.Peer) error {
@@ -76,6 +77,7 @@ func (f *fakeSpeaker) Apply(_ context.Context, d model.AdvertDiff) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.sets++
+	f.applies = append(f.applies, d)
 	defer func() {
 		if f.low == nil {
 			f.low = map[string]int{}
@@ -300,6 +302,8 @@ type cfgText struct {
 	// peerExtra is added to the peer's keys (", maxAdvertised: 2"),
 	// advertiseExtra after the pods rule (more rules).
 	peerExtra, advertiseExtra string
+	// stateDir is the drain state's directory (the harness sets it).
+	stateDir string
 }
 
 func (c cfgText) String() string {
@@ -327,7 +331,8 @@ advertise:
 %scontrol: {socket: %s}
 metrics: {address: ""}
 log: {level: %s}
-%s`, asn, c.gr, deferral, c.peerExtra, c.networks, c.advertiseExtra, c.sock, lvl, c.extra)
+stateDir: %s
+%s`, asn, c.gr, deferral, c.peerExtra, c.networks, c.advertiseExtra, c.sock, lvl, c.stateDir, c.extra)
 }
 
 type harness struct {
@@ -360,6 +365,9 @@ type harness struct {
 func (h *harness) writeConfig(c cfgText) {
 	h.t.Helper()
 	c.sock = h.sock
+	if c.stateDir == "" {
+		c.stateDir = filepath.Join(h.dir, "state")
+	}
 	if err := os.WriteFile(h.cfgPath, []byte(c.String()), 0o600); err != nil {
 		h.t.Fatal(err)
 	}

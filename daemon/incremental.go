@@ -242,7 +242,7 @@ func (d *Daemon) incrementalPass(ctx context.Context, cfg *config.Config, sp Spe
 		}
 	}
 	ovn, kernel := t.Desired(touched)
-	desired, heldAdv := plan.CappedAdvertisements(cfg, snap)
+	desired, heldAdv := plan.NewDrain(cfg, d.drainState(), time.Now()).Apply(plan.CappedAdvertisements(cfg, snap))
 	p := plan.Build(plan.BuildInput{
 		Node: cfg.Node.Name, Now: time.Now(), Config: cfg,
 		Import:  plan.ImportResult{OVN: ovn, Kernel: kernel, VRFs: t.VRFs()},

@@ -23,7 +23,7 @@ type collector struct {
 
 	info, up, peerState, peerSince, prefixes, advertised, notApplied, nbConnected,
 	reconciles, lastReconcile, reconcileFailing,
-	imported, importCap, importPending *prometheus.Desc
+	imported, importCap, importPending, drained *prometheus.Desc
 }
 
 func newCollector(d *Daemon) *collector {
@@ -37,7 +37,7 @@ func newCollector(d *Daemon) *collector {
 		peerState:        n("peer_state", "BGP FSM state: 1 idle, 2 connect, 3 active, 4 opensent, 5 openconfirm, 6 established.", "peer"),
 		peerSince:        n("peer_state_since_seconds", "Unix time the peer entered its state.", "peer"),
 		prefixes:         n("peer_prefixes", "Paths per peer and family: received, accepted or advertised.", "peer", "family", "kind"),
-		advertised:       n("advertisements", "Prefixes selected per peer, by state: sent (on the wire), pending (session down), not sent (family not negotiated) or held back (the peer's export cap, maxAdvertised).", "peer", "state"),
+		advertised:       n("advertisements", "Prefixes selected per peer, by state: sent (on the wire), pending (session down), not sent (family not negotiated) or held back (the peer's export cap, maxAdvertised) or drained (withdrawn by ovnbgp drain).", "peer", "state"),
 		notApplied:       n("advertisements_not_applied", "Advertisements the speaker could not apply, per peer: each keeps its last good state, or is not sent if new.", "peer"),
 		nbConnected:      n("northbound_connected", "1 when connected to the OVN Northbound DB."),
 		reconciles:       n("reconciles_total", "Reconcile passes run."),
@@ -45,6 +45,7 @@ func newCollector(d *Daemon) *collector {
 		reconcileFailing: n("reconcile_failing", "1 when the last reconcile left changes unapplied."),
 		imported:         n("imported_routes", "Routes import rules want in each target: ovn (static route rows, one per next hop) or kernel (routes, multipath counted once).", "target"),
 		importCap:        n("import_cap_reached", "1 while an import rule's maxRoutes holds back routes of a peer: nothing new is imported, the session stays up.", "rule", "peer"),
+		drained:          n("drained", "1 while the peer is drained and its advertisements carry GRACEFUL_SHUTDOWN, 2 once they are withdrawn (ovnbgp drain); absent when not drained.", "peer"),
 		importPending:    n("import_operations_pending", "OVN and kernel operations not applied: manual (waiting for ovnbgp apply) or held (fail static, until End-of-RIB or deferralTime).", "kind"),
 	}
 }
@@ -81,6 +82,14 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		g(c.lastReconcile, float64(st.LastReconcile.Unix()))
 	}
 	g(c.reconcileFailing, b2f(st.LastError != ""))
+
+	for _, p := range st.Drained {
+		v := 1.0
+		if p.Phase == model.DrainWithdrawn {
+			v = 2
+		}
+		g(c.drained, v, p.Peer)
+	}
 
 	if imp := st.Import; imp != nil {
 		g(c.imported, float64(imp.OVN), "ovn")

@@ -69,9 +69,11 @@ type Snapshot struct {
 type PathAttrs struct {
 	Communities      []Community      `json:"communities,omitempty"`
 	LargeCommunities []LargeCommunity `json:"largeCommunities,omitempty"`
-	LocalPreference  uint32           `json:"localPreference,omitempty"`
-	MED              uint32           `json:"med,omitempty"`
-	ASPathPrepend    uint8            `json:"asPathPrepend,omitempty"`
+	// LocalPreference is sent to iBGP peers; nil = not set (gobgp's
+	// default, 100). A drained iBGP peer gets 0 (RFC 8326).
+	LocalPreference *uint32 `json:"localPreference,omitempty"`
+	MED             uint32  `json:"med,omitempty"`
+	ASPathPrepend   uint8   `json:"asPathPrepend,omitempty"`
 }
 
 // Advertisement is one prefix sent to one peer. Rule, Network and Source
@@ -86,6 +88,9 @@ type Advertisement struct {
 	// Members are the addresses behind an aggregate (advertise rules with
 	// aggregateLength): the prefix is sent while one of them is selected.
 	Members []netip.Prefix `json:"members,omitempty"`
+	// Drain says, while the peer is drained (`ovnbgp drain`), what the
+	// drain does to the advertisement: plan sets it with the attributes.
+	Drain string `json:"drain,omitempty"`
 	// State, Reason and Problem are filled by the BGP layer when it
 	// reports (bgp.Speaker.Advertised and NotApplied), ignored by Set.
 	// State says whether the prefix is really on the wire, Reason why not.
@@ -115,6 +120,9 @@ const (
 	// AdvHeldBack: selected, but the peer's export cap (maxAdvertised)
 	// keeps it from being sent (see Reason).
 	AdvHeldBack AdvState = "held back"
+	// AdvDrained: selected, but the peer is drained (`ovnbgp drain`) and
+	// its wait is over: withdrawn until `ovnbgp undrain` (see Reason).
+	AdvDrained AdvState = "drained"
 )
 
 // AdvertDiff is what must change for the advertised set to become the
@@ -196,6 +204,9 @@ type PeerStatus struct {
 	// HeldBack counts the prefixes the peer's export cap (maxAdvertised)
 	// keeps from it.
 	HeldBack int `json:"heldBack,omitempty"`
+	// Drain is where the peer stands in a drain (`ovnbgp drain`): ""
+	// not drained, tagged, or withdrawn.
+	Drain DrainPhase `json:"drain,omitempty"`
 }
 
 // LearnedPath is a path a peer sent us (its Adj-RIB-In), before import policy.

@@ -381,11 +381,14 @@ func speaks(p config.Peer, prefix netip.Prefix) bool {
 }
 
 func attrs(r config.AdvertiseRule) model.PathAttrs {
-	return model.PathAttrs{
+	a := model.PathAttrs{
 		Communities:      slices.Clone(r.Communities),
 		LargeCommunities: slices.Clone(r.LargeCommunities),
-		LocalPreference:  r.LocalPreference,
 		MED:              r.MED,
 		ASPathPrepend:    r.ASPathPrepend,
 	}
+	if r.LocalPreference > 0 {
+		a.LocalPreference = new(r.LocalPreference)
+	}
+	return a
 }

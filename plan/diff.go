@@ -44,7 +44,7 @@ func DiffAdvertisements(desired, current []model.Advertisement) AdvertDiff {
 // SameAttrs reports whether two attribute sets put the same bytes on the
 // wire: community lists compare as sets.
 func SameAttrs(a, b model.PathAttrs) bool {
-	return a.LocalPreference == b.LocalPreference && a.MED == b.MED &&
+	return sameLocalPref(a.LocalPreference, b.LocalPreference) && a.MED == b.MED &&
 		a.ASPathPrepend == b.ASPathPrepend &&
 		sameSet(a.Communities, b.Communities) && sameLarge(a.LargeCommunities, b.LargeCommunities)
 }
@@ -61,4 +61,10 @@ func sameLarge(a, b []model.LargeCommunity) bool {
 	slices.SortFunc(x, model.LargeCommunity.Compare)
 	slices.SortFunc(y, model.LargeCommunity.Compare)
 	return slices.Equal(slices.Compact(x), slices.Compact(y))
+}
+
+// sameLocalPref compares two optional local preferences: unset differs
+// from 0 (a drained iBGP peer's), which is sent.
+func sameLocalPref(a, b *uint32) bool {
+	return a == nil && b == nil || a != nil && b != nil && *a == *b
 }

@@ -179,11 +179,15 @@ func (e Explanation) summary() []string {
 		s = append(s, fmt.Sprintf("advertise: no rule advertises %s or a prefix covering it", e.Prefix))
 	}
 	for _, a := range e.Advertised {
-		if a.State == model.AdvHeldBack {
+		if a.State == model.AdvHeldBack || a.State == model.AdvDrained {
 			s = append(s, fmt.Sprintf("advertise: %s not to peer %s, rule %s: %s", a.Prefix, a.Peer, a.Rule, a.Reason))
 			continue
 		}
-		s = append(s, fmt.Sprintf("advertise: %s to peer %s by rule %s (network %s, %s)", a.Prefix, a.Peer, a.Rule, a.Network, a.Source))
+		line := fmt.Sprintf("advertise: %s to peer %s by rule %s (network %s, %s)", a.Prefix, a.Peer, a.Rule, a.Network, a.Source)
+		if a.Drain != "" {
+			line += "; drained: " + a.Drain
+		}
+		s = append(s, line)
 	}
 	for _, v := range e.AdvertiseRules {
 		verdict := "does not select it"
@@ -290,7 +294,7 @@ func advertiseVerdicts(cfg *config.Config, prefix netip.Prefix, snap model.Snaps
 			out = append(out, v)
 			continue
 		}
-		var sent, held, other, family []string
+		var sent, held, drained, other, family []string
 		for _, p := range selectPeers(cfg.BGP.Peers, rule.Peers) {
 			i := slices.IndexFunc(adverts, func(a model.Advertisement) bool {
 				return a.Peer == p.Name && a.Prefix == prefix && a.Rule == rule.Name
@@ -300,6 +304,10 @@ func advertiseVerdicts(cfg *config.Config, prefix netip.Prefix, snap model.Snaps
 				family = append(family, p.Name)
 			case i >= 0 && adverts[i].State == model.AdvHeldBack:
 				held = append(held, p.Name)
+			case i >= 0 && adverts[i].State == model.AdvDrained:
+				drained = append(drained, p.Name+": "+drainNote(adverts[i]))
+			case i >= 0 && adverts[i].Drain != "":
+				sent = append(sent, p.Name+" ("+drainNote(adverts[i])+")")
 			case i >= 0:
 				sent = append(sent, p.Name)
 			default:
@@ -313,13 +321,16 @@ func advertiseVerdicts(cfg *config.Config, prefix netip.Prefix, snap model.Snaps
 		if len(held) > 0 {
 			parts = append(parts, "held back from "+strings.Join(held, ", ")+" by the export cap (maxAdvertised)")
 		}
+		if len(drained) > 0 {
+			parts = append(parts, "withdrawn from "+strings.Join(drained, "; "))
+		}
 		if len(other) > 0 {
 			parts = append(parts, "an earlier rule sends it to "+strings.Join(other, ", "))
 		}
 		if len(family) > 0 {
 			parts = append(parts, "not to "+strings.Join(family, ", ")+" (their sessions do not carry this address family)")
 		}
-		if len(sent)+len(held)+len(other)+len(family) == 0 {
+		if len(sent)+len(held)+len(drained)+len(other)+len(family) == 0 {
 			parts = append(parts, "but the rule names no configured peer")
 		}
 		v.Why = strings.Join(parts, "; ")

@@ -24,7 +24,8 @@ func TestDaemonConfigLoads(t *testing.T) {
 	base := DaemonConfig{Node: "node1", ASN: 65010, RouterID: NodeIPv4, ListenPort: -1,
 		Peers:      []Peer{DefaultTor()},
 		Advertise:  `  - {name: pods, kind: podNetwork, networks: ["*"]}`,
-		Northbound: "unix:" + filepath.Join(dir, "nb.sock"), Socket: filepath.Join(dir, "ovnbgp.sock")}
+		Northbound: "unix:" + filepath.Join(dir, "nb.sock"), Socket: filepath.Join(dir, "ovnbgp.sock"),
+		StateDir: filepath.Join(dir, "state")}
 	v6 := base
 	v6.Peers = []Peer{{Name: "tor6", Address: TorIPv6, ASN: 65001, Families: []string{"ipv6"}}}
 	md5 := base
@@ -65,6 +66,9 @@ func TestDaemonConfigLoads(t *testing.T) {
 			cfg, err := config.Load(f)
 			if err != nil {
 				t.Fatalf("%v\n%s", err, text)
+			}
+			if cfg.StateDir != c.StateDir {
+				t.Errorf("stateDir %q, want the daemon's own %q", cfg.StateDir, c.StateDir)
 			}
 			if len(cfg.BGP.Peers) != len(c.Peers) || cfg.BGP.Peers[0].Address != c.Peers[0].Address || cfg.BGP.ListenPort != c.ListenPort {
 				t.Errorf("loaded %+v from\n%s", cfg.BGP, text)

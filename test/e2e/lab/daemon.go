@@ -83,6 +83,10 @@ type DaemonConfig struct {
 
 	Northbound string // filled by StartDaemon
 	Socket     string // filled by StartDaemon
+	// StateDir is filled by StartDaemon: the daemon's own directory, so
+	// that no test reads or writes /var/lib/ovnbgp (a drain there would
+	// drain every other test's daemon).
+	StateDir string
 }
 
 // DefaultTor is the usual peer: FRR at TorIPv4, AS 65001.
@@ -154,6 +158,7 @@ kernel: {routeProtocol: {{.RouteProtocol}}}
 control: {socket: {{.Socket}}}
 metrics: {address: ""}
 log: {level: debug, format: json}
+stateDir: {{.StateDir}}
 `))
 
 // Render returns the config.yaml text.
@@ -214,6 +219,7 @@ func (cfg DaemonConfig) fill(dir string, nb *NB) DaemonConfig {
 		cfg.Northbound = nb.Endpoint()
 	}
 	cfg.Socket = filepath.Join(dir, "ovnbgp.sock")
+	cfg.StateDir = filepath.Join(dir, "state")
 	cfg.Peers = append([]Peer(nil), cfg.Peers...)
 	return cfg
 }
