@@ -438,8 +438,19 @@ func TestAdvertiseAggregates(t *testing.T) {
 		t.Errorf("explain 192.0.2.0/24, rule vips: %+v", v)
 	}
 	e = Explain(cfg, pfx("192.0.2.54/32"), ImportResult{}, got, Plan{}, advSnapshot(), model.Host{})
-	if v := e.AdvertiseRules[1]; v.Selects || !strings.Contains(v.Why, "sent as part of the aggregate 192.0.2.0/24") {
+	if v := e.AdvertiseRules[1]; v.Selects || v.Why != "selected, as a member of the aggregate 192.0.2.0/24 (aggregateLength); the aggregate is sent to tor-b" {
 		t.Errorf("explain 192.0.2.54/32, rule vips: %+v", v)
+	}
+	// The export cap holds the aggregate back: explain says so, not "sent".
+	held := slices.Clone(got)
+	for i := range held {
+		if held[i].Prefix == pfx("192.0.2.0/24") {
+			held[i].State, held[i].Reason = model.AdvHeldBack, "held back: export cap"
+		}
+	}
+	e = Explain(cfg, pfx("192.0.2.54/32"), ImportResult{}, held, Plan{}, advSnapshot(), model.Host{})
+	if v := e.AdvertiseRules[1]; v.Why != "selected, as a member of the aggregate 192.0.2.0/24 (aggregateLength); the aggregate is held back from tor-b by the export cap (maxAdvertised)" {
+		t.Errorf("explain 192.0.2.54/32 with the aggregate held back, rule vips: %+v", v)
 	}
 }
 

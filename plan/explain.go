@@ -220,8 +220,9 @@ func advertiseVerdicts(cfg *config.Config, prefix netip.Prefix, snap model.Snaps
 		v := AdvertiseVerdict{Rule: rule.Name, Kind: rule.Kind}
 		var whyNot []string
 		source := ""
-		// An aggregate this rule sends, or the aggregate a member is in.
-		aggregated := ""
+		// An aggregate this rule sends, or the aggregates a member is in
+		// (one per peer), with what became of each.
+		var inAggregate []model.Advertisement
 		for _, a := range adverts {
 			if a.Rule != rule.Name || len(a.Members) == 0 {
 				continue
@@ -231,11 +232,11 @@ func advertiseVerdicts(cfg *config.Config, prefix netip.Prefix, snap model.Snaps
 				break
 			}
 			if slices.Contains(a.Members, prefix) {
-				aggregated = a.Prefix.String()
+				inAggregate = append(inAggregate, a)
 			}
 		}
-		if aggregated != "" && !v.Selects {
-			v.Why = "selected, and sent as part of the aggregate " + aggregated + " (aggregateLength)"
+		if len(inAggregate) > 0 && !v.Selects {
+			v.Why = aggregateFate(inAggregate)
 			out = append(out, v)
 			continue
 		}
@@ -337,6 +338,39 @@ func advertiseVerdicts(cfg *config.Config, prefix netip.Prefix, snap model.Snaps
 		out = append(out, v)
 	}
 	return out
+}
+
+// aggregateFate says which aggregates a member selected by a rule is sent
+// in, and to which peers: sent, held back by the export cap, or withdrawn
+// by a drain.
+func aggregateFate(aggs []model.Advertisement) string {
+	var aggPrefixes, sent, held, drained []string
+	for _, a := range aggs {
+		if p := a.Prefix.String(); !slices.Contains(aggPrefixes, p) {
+			aggPrefixes = append(aggPrefixes, p)
+		}
+		switch {
+		case a.State == model.AdvHeldBack:
+			held = append(held, a.Peer)
+		case a.State == model.AdvDrained:
+			drained = append(drained, a.Peer+": "+drainNote(a))
+		case a.Drain != "":
+			sent = append(sent, a.Peer+" ("+drainNote(a)+")")
+		default:
+			sent = append(sent, a.Peer)
+		}
+	}
+	parts := []string{"selected, as a member of the aggregate " + strings.Join(aggPrefixes, ", ") + " (aggregateLength)"}
+	if len(sent) > 0 {
+		parts = append(parts, "the aggregate is sent to "+strings.Join(sent, ", "))
+	}
+	if len(held) > 0 {
+		parts = append(parts, "the aggregate is held back from "+strings.Join(held, ", ")+" by the export cap (maxAdvertised)")
+	}
+	if len(drained) > 0 {
+		parts = append(parts, "the aggregate is withdrawn from "+strings.Join(drained, "; "))
+	}
+	return strings.Join(parts, "; ")
 }
 
 func vrfText(vrf string) string {
