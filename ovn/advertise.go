@@ -91,8 +91,7 @@ func buildEgressIPs(nats []natRow, node string) (out []model.EgressIP, problems 
 		}
 		a, err := netip.ParseAddr(n.ExternalIP)
 		if err != nil || a.Zone() != "" || a.IsUnspecified() {
-			problems = append(problems, fmt.Sprintf("%s on %s (%s=%s) %s %q: external_ip %q is not an IP address; row skipped (row %s)",
-				tableNAT, n.Router, ovnk.ExtIDOwnerType, ovnk.OwnerTypeEgressIP, ovnk.ExtIDName, n.Name, n.ExternalIP, n.UUID))
+			// Reported once, by buildProtectedAddresses.
 			continue
 		}
 		a = a.Unmap()

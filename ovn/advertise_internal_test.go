@@ -61,7 +61,7 @@ func TestBuildEgressIPs(t *testing.T) {
 		{UUID: "n6", Router: "GR_blue_node1", ExternalIP: "172.18.0.102", Name: "eip4_ns3/p6"},
 		{UUID: "n7", Router: "GR_node10", ExternalIP: "172.18.0.103", Name: "eip5_ns3/p7"},
 		{UUID: "n8", Router: "", ExternalIP: "172.18.0.104", Name: "eip6_ns3/p8"},
-		// Unexpected shapes on this node's router: reported, skipped.
+		// Unexpected shapes on this node's router: skipped.
 		{UUID: "n9", Router: "GR_node1", ExternalIP: "", Name: "eip7_ns3/p9"},
 		{UUID: "n10", Router: "GR_node1", ExternalIP: "fe80::1%eth0", Name: "eip8_ns3/p10"},
 		// Not this node's: not even looked at.
@@ -79,11 +79,9 @@ func TestBuildEgressIPs(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("egress IPs:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	wantProblems := []string{
-		`NAT on GR_node1 (k8s.ovn.org/owner-type=EgressIP) k8s.ovn.org/name "eip7_ns3/p9": external_ip "" is not an IP address; row skipped (row n9)`,
-		`NAT on GR_node1 (k8s.ovn.org/owner-type=EgressIP) k8s.ovn.org/name "eip8_ns3/p10": external_ip "fe80::1%eth0" is not an IP address; row skipped (row n10)`,
-	}
-	if strings.Join(problems, "\n") != strings.Join(wantProblems, "\n") {
-		t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(problems, "\n"), strings.Join(wantProblems, "\n"))
+	// The rows of unexpected shape are reported by buildProtectedAddresses
+	// (once: not here too).
+	if len(problems) != 0 {
+		t.Errorf("problems: %q, want none", problems)
 	}
 }

@@ -403,3 +403,64 @@ func TestAdvertiseSelectors(t *testing.T) {
 		}
 	}
 }
+
+// TestAdvertiseOddRows: NB rows of an unexpected shape (a VIP that is not
+// an IP, a backend that does not parse, an EgressIP NAT row without an
+// external_ip) are skipped with one log line each; they never stop the
+// loop (a later good row is advertised) and never withdraw anything (the
+// daemon withdraws nothing in the whole test).
+func TestAdvertiseOddRows(t *testing.T) {
+	t.Parallel()
+	a := setupAdvertise(t, `  - {name: lbs, kind: loadBalancerIP}
+  - {name: eips, kind: egressIP}`)
+	good, eip, half, later := hostPrefix("203.0.113.50"), hostPrefix("172.18.0.110"), hostPrefix("203.0.113.51"), hostPrefix("203.0.113.52")
+	a.addServiceLB("ns1/good", "tcp", map[string]string{"203.0.113.50:80": "10.128.0.5:8080"})
+	a.addEgressIP("GR_node1", "eip-good", "ns1", "pod1", "172.18.0.110", "10.128.0.5")
+	a.waitFRR("the good rows", []netip.Prefix{good, eip}, nil)
+
+	a.addServiceLB("ns1/odd", "tcp", map[string]string{
+		"bogus:80":        "10.128.0.5:8080",
+		"203.0.113.51:80": "10.128.0.5:8080,garbage",
+	})
+	a.nb.MustNBCtl("--id=@n", "create", "NAT", "type=snat", `external_ip=""`, `logical_ip="10.128.0.6"`,
+		"external_ids:k8s.ovn.org/owner-type=EgressIP", `external_ids:k8s.ovn.org/name="eip-odd_ns1/pod2"`,
+		"--", "add", "Logical_Router", "GR_node1", "nat", "@n")
+	a.addServiceLB("ns1/later", "tcp", map[string]string{"203.0.113.52:80": "10.128.0.5:8080"})
+	a.waitFRR("a later good row, and the VIP whose other backend is good", []netip.Prefix{good, eip, half, later}, nil)
+
+	lab.Eventually(t, generous, 100*time.Millisecond, "one log line per odd row", func() error {
+		lines, err := a.d.LogLines("nb row skipped")
+		if err != nil {
+			return err
+		}
+		var problems []string
+		for _, l := range lines {
+			problems = append(problems, fmt.Sprint(l["problem"]))
+		}
+		slices.Sort(problems)
+		want := []string{"bogus:80", "garbage", `external_ip ""`}
+		if len(problems) != len(want) {
+			return fmt.Errorf("%d lines, want %d: %q", len(problems), len(want), problems)
+		}
+		for _, w := range want {
+			if !slices.ContainsFunc(problems, func(p string) bool { return strings.Contains(p, w) }) {
+				return fmt.Errorf("no line names %s: %q", w, problems)
+			}
+		}
+		return nil
+	})
+	lines, err := a.d.LogLines("advertisement")
+	if err != nil {
+		t.Fatal(err)
+	}
+	announced := false
+	for _, l := range lines {
+		if l["op"] == "withdraw" {
+			t.Errorf("the daemon withdrew %v from %v", l["prefix"], l["peer"])
+		}
+		announced = announced || (l["op"] == "announce" && l["prefix"] == later.String())
+	}
+	if !announced {
+		t.Errorf("no debug line announces %s: the log does not record advertisements as this test reads them", later)
+	}
+}
