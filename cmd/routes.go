@@ -90,7 +90,7 @@ func (o *options) completePeers(cmd *cobra.Command, _ []string, _ string) ([]str
 func advertisedTable(w *tabwriter.Writer, advs []model.Advertisement) {
 	row(w, "PEER", "PREFIX", "STATE", "NETWORK", "RULE", "ATTRIBUTES", "SOURCE")
 	for _, a := range advs {
-		row(w, a.Peer, a.Prefix, advState(a), dash(a.Network), dash(a.Rule), dash(attrString(a.Attrs)), dash(a.Source))
+		row(w, a.Peer, a.Prefix, advState(a), dash(a.Network), dash(a.Rule), dash(a.Attrs.String()), dash(a.Source))
 	}
 }
 
@@ -110,26 +110,6 @@ func advState(a model.Advertisement) string {
 		s += "; problem: " + a.Problem
 	}
 	return s
-}
-
-func attrString(a model.PathAttrs) string {
-	var parts []string
-	if len(a.Communities) > 0 {
-		parts = append(parts, "communities="+strings.Join(model.Strings(a.Communities), ","))
-	}
-	if len(a.LargeCommunities) > 0 {
-		parts = append(parts, "large="+strings.Join(model.Strings(a.LargeCommunities), ","))
-	}
-	if a.LocalPreference != nil {
-		parts = append(parts, "localpref="+strconv.FormatUint(uint64(*a.LocalPreference), 10))
-	}
-	if a.MED != 0 {
-		parts = append(parts, "med="+strconv.FormatUint(uint64(a.MED), 10))
-	}
-	if a.ASPathPrepend != 0 {
-		parts = append(parts, "prepend="+strconv.Itoa(int(a.ASPathPrepend)))
-	}
-	return strings.Join(parts, " ")
 }
 
 func learnedTable(w *tabwriter.Writer, paths []model.LearnedPath) {

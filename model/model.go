@@ -7,6 +7,8 @@ package model
 
 import (
 	"net/netip"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -74,6 +76,28 @@ type PathAttrs struct {
 	LocalPreference *uint32 `json:"localPreference,omitempty"`
 	MED             uint32  `json:"med,omitempty"`
 	ASPathPrepend   uint8   `json:"asPathPrepend,omitempty"`
+}
+
+// String is the attributes as `routes advertised` and `explain` print
+// them ("" when none is set): communities=65535:0 localpref=0 med=10 ...
+func (a PathAttrs) String() string {
+	var parts []string
+	if len(a.Communities) > 0 {
+		parts = append(parts, "communities="+strings.Join(Strings(a.Communities), ","))
+	}
+	if len(a.LargeCommunities) > 0 {
+		parts = append(parts, "large="+strings.Join(Strings(a.LargeCommunities), ","))
+	}
+	if a.LocalPreference != nil {
+		parts = append(parts, "localpref="+strconv.FormatUint(uint64(*a.LocalPreference), 10))
+	}
+	if a.MED != 0 {
+		parts = append(parts, "med="+strconv.FormatUint(uint64(a.MED), 10))
+	}
+	if a.ASPathPrepend != 0 {
+		parts = append(parts, "prepend="+strconv.Itoa(int(a.ASPathPrepend)))
+	}
+	return strings.Join(parts, " ")
 }
 
 // Advertisement is one prefix sent to one peer. Rule, Network and Source

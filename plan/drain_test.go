@@ -185,7 +185,8 @@ func TestDrainExplain(t *testing.T) {
 		t.Errorf("tagged, rule pods: %+v", v)
 	}
 	if !slices.ContainsFunc(e.Summary, func(s string) bool {
-		return strings.HasPrefix(s, "advertise: 10.128.0.0/23 to peer tor-a by rule pods") && strings.Contains(s, "graceful-shutdown")
+		return strings.HasPrefix(s, "advertise: 10.128.0.0/23 to peer tor-a by rule pods") && strings.Contains(s, "graceful-shutdown") &&
+			strings.Contains(s, "; attributes: communities=65001:100,graceful-shutdown")
 	}) {
 		t.Errorf("tagged: summary %q does not say tor-a gets graceful-shutdown", e.Summary)
 	}

@@ -184,6 +184,9 @@ func (e Explanation) summary() []string {
 			continue
 		}
 		line := fmt.Sprintf("advertise: %s to peer %s by rule %s (network %s, %s)", a.Prefix, a.Peer, a.Rule, a.Network, a.Source)
+		if attrs := a.Attrs.String(); attrs != "" {
+			line += "; attributes: " + attrs
+		}
 		if a.Drain != "" {
 			line += "; drained: " + a.Drain
 		}
