@@ -139,9 +139,13 @@ func selectAdvertisements(cfg *config.Config, snap model.Snapshot) []model.Adver
 		}
 	}
 	var local *localAddrs
+	var foreign *aggregateConflicts
 	for i := range cfg.Advertise {
 		rule := &cfg.Advertise[i]
 		peers := selectPeers(cfg.BGP.Peers, rule.Peers)
+		if foreign == nil && (rule.AggregateLength > 0 || rule.AggregateLengthV6 > 0) {
+			foreign = newAggregateConflicts(cfg, snap)
+		}
 		switch rule.Kind {
 		case config.KindPodNetwork:
 			for _, nw := range snap.Networks {
@@ -153,7 +157,7 @@ func selectAdvertisements(cfg *config.Config, snap model.Snapshot) []model.Adver
 				}
 			}
 		case config.KindEgressIP:
-			agg := aggregator{rule: rule}
+			agg := aggregator{rule: rule, foreign: foreign}
 			for _, e := range snap.EgressIPs {
 				if egressIPSkip(rule, e) == "" {
 					agg.add(e.IP, e.Network, e.Source)
@@ -166,7 +170,7 @@ func selectAdvertisements(cfg *config.Config, snap model.Snapshot) []model.Adver
 			if local == nil {
 				local = newLocalAddrs(snap)
 			}
-			agg := aggregator{rule: rule}
+			agg := aggregator{rule: rule, foreign: foreign}
 			for _, v := range snap.ServiceVIPs {
 				if serviceVIPSkip(cfg, snap, rule, v, local) == "" {
 					agg.add(v.VIP, v.Network, v.Source)
@@ -189,12 +193,22 @@ type aggregator struct {
 	rule   *config.AdvertiseRule
 	order  []netip.Prefix
 	groups map[netip.Prefix]*aggregate
+	// foreign says whether an aggregate would cover an address or subnet
+	// that is not this node's to draw traffic for (aggregateConflicts).
+	foreign *aggregateConflicts
 }
 
 type aggregate struct {
 	network, source string
-	members         []netip.Prefix
+	members         []member
 	networks        int
+}
+
+// member is one address behind an aggregate, with its own network and
+// source (sent as itself when the aggregate cannot be).
+type member struct {
+	prefix          netip.Prefix
+	network, source string
 }
 
 func (g *aggregator) add(a netip.Addr, network, source string) {
@@ -219,7 +233,7 @@ func (g *aggregator) add(a netip.Addr, network, source string) {
 		ag.networks++
 	}
 	if prefix != host {
-		ag.members = append(ag.members, host) // made unique in each
+		ag.members = append(ag.members, member{host, network, source}) // made unique in each
 	}
 }
 
@@ -233,22 +247,82 @@ func (g *aggregator) each(fn func(prefix netip.Prefix, network, source string, m
 			fn(prefix, ag.network, ag.source, nil)
 			continue
 		}
-		slices.SortFunc(ag.members, model.ComparePrefix)
-		ag.members = slices.Compact(ag.members)
+		slices.SortStableFunc(ag.members, func(a, b member) int { return model.ComparePrefix(a.prefix, b.prefix) })
+		ag.members = slices.CompactFunc(ag.members, func(a, b member) bool { return a.prefix == b.prefix })
+		if why, bad := g.foreign.covered(prefix); bad {
+			// Each member as itself: the aggregate would draw traffic
+			// that is not this node's.
+			for _, m := range ag.members {
+				fn(m.prefix, m.network, fmt.Sprintf("%s; not aggregated: %s would cover %s: choose a longer aggregateLength", m.source, prefix, why), nil)
+			}
+			continue
+		}
+		members := make([]netip.Prefix, len(ag.members))
 		var names []string
 		for i, m := range ag.members {
+			members[i] = m.prefix
 			if i == 8 {
 				names = append(names, fmt.Sprintf("and %d more", len(ag.members)-8))
-				break
+			} else if i < 8 {
+				names = append(names, m.prefix.String())
 			}
-			names = append(names, m.String())
 		}
 		network := ag.network
 		if ag.networks > 1 {
 			network += " and other networks"
 		}
-		fn(prefix, network, fmt.Sprintf("aggregate of %d selected by rule %s: %s", len(ag.members), g.rule.Name, strings.Join(names, ", ")), ag.members)
+		fn(prefix, network, fmt.Sprintf("aggregate of %d selected by rule %s: %s", len(members), g.rule.Name, strings.Join(names, ", ")), members)
 	}
+}
+
+// aggregateConflicts are the prefixes an aggregate must not cover: those
+// import protects (Protected: every node's pod subnets and addresses,
+// egress IPs, cluster.serviceCIDRs, join, transit and masquerade subnets,
+// protectedPrefixes), except what the node may draw traffic for: its own
+// pod subnets, the egress IPs it holds and Service VIPs (every node
+// advertises them), and the peers' addresses.
+type aggregateConflicts struct {
+	prot []model.ProtectedPrefix
+}
+
+func newAggregateConflicts(cfg *config.Config, snap model.Snapshot) *aggregateConflicts {
+	mine := map[netip.Prefix]bool{}
+	for _, nw := range snap.Networks {
+		for _, sn := range nw.Subnets {
+			mine[sn.Prefix.Masked()] = true
+		}
+	}
+	for _, e := range snap.EgressIPs {
+		mine[hostPrefix(e.IP)] = true
+	}
+	for _, v := range snap.ServiceVIPs {
+		mine[hostPrefix(v.VIP)] = true
+	}
+	c := &aggregateConflicts{}
+	for _, pp := range Protected(cfg, snap, model.Host{}) {
+		// A peer's own address is connected at the peer, never routed
+		// by what we send it.
+		if !mine[pp.Prefix] && !strings.HasPrefix(pp.Why, whyPeer) {
+			c.prot = append(c.prot, pp)
+		}
+	}
+	for _, a := range snap.NodeAddresses {
+		c.prot = append(c.prot, model.ProtectedPrefix{Prefix: hostPrefix(a), Why: "a node address"})
+	}
+	return c
+}
+
+// covered says what prefix would cover that it must not, if anything.
+func (c *aggregateConflicts) covered(prefix netip.Prefix) (string, bool) {
+	if c == nil {
+		return "", false
+	}
+	for _, pp := range c.prot {
+		if covers(prefix, pp.Prefix) {
+			return fmt.Sprintf("%s (%s)", pp.Prefix, pp.Why), true
+		}
+	}
+	return "", false
 }
 
 // egressIPSkip says why rule (kind egressIP) does not select e, or "".

@@ -386,7 +386,7 @@ func BenchmarkAdvertisementsAtScale(b *testing.B) {
 func TestAdvertiseAggregates(t *testing.T) {
 	cfg := &config.Config{BGP: config.BGP{ASN: 64512, Peers: []config.Peer{peer("tor-b", "192.0.2.3", config.IPv4, config.IPv6)}},
 		Advertise: []config.AdvertiseRule{
-			{Name: "eips", Kind: config.KindEgressIP, Networks: globs("default"), AggregateLength: 16},
+			{Name: "eips", Kind: config.KindEgressIP, Networks: globs("default"), AggregateLength: 26},
 			{Name: "vips", Kind: config.KindLoadBalancerIP, LocalEndpointsOnly: true, AggregateLength: 24, AggregateLengthV6: 120},
 		},
 		Cluster: config.Cluster{ServiceCIDRs: []netip.Prefix{pfx("172.30.0.0/16")}}}
@@ -400,7 +400,7 @@ func TestAdvertiseAggregates(t *testing.T) {
 		return out
 	}
 	want := []model.Advertisement{
-		{Peer: "tor-b", Prefix: pfx("172.18.0.0/16"), Rule: "eips", Network: "default",
+		{Peer: "tor-b", Prefix: pfx("172.18.0.64/26"), Rule: "eips", Network: "default",
 			Source: "aggregate of 2 selected by rule eips: 172.18.0.100/32, 172.18.0.101/32", Members: m("172.18.0.100/32", "172.18.0.101/32")},
 		{Peer: "tor-b", Prefix: pfx("192.0.2.0/24"), Rule: "vips", Network: "default and other networks",
 			Source: "aggregate of 4 selected by rule vips: 192.0.2.51/32, 192.0.2.52/32, 192.0.2.54/32, 192.0.2.60/32", Members: m("192.0.2.51/32", "192.0.2.52/32", "192.0.2.54/32", "192.0.2.60/32")},
@@ -451,6 +451,72 @@ func TestAdvertiseAggregates(t *testing.T) {
 	e = Explain(cfg, pfx("192.0.2.54/32"), ImportResult{}, held, Plan{}, advSnapshot(), model.Host{})
 	if v := e.AdvertiseRules[1]; v.Why != "selected, as a member of the aggregate 192.0.2.0/24 (aggregateLength); the aggregate is held back from tor-b by the export cap (maxAdvertised)" {
 		t.Errorf("explain 192.0.2.54/32 with the aggregate held back, rule vips: %+v", v)
+	}
+}
+
+// TestAggregateNeverCoversForeign: an aggregate that would cover what is
+// not this node's to draw traffic for (a node address, cluster.serviceCIDRs,
+// another node's pod subnet, a join subnet, protectedPrefixes) is not sent:
+// its members go as themselves, each saying why; its own pod subnets, the
+// egress IPs it holds, Service VIPs and peer addresses do not count.
+func TestAggregateNeverCoversForeign(t *testing.T) {
+	snap := advSnapshot()
+	snap.Protected = append(snap.Protected,
+		model.ProtectedPrefix{Prefix: pfx("10.128.2.0/23"), Why: "pod subnet (Logical_Switch node2)"},
+		model.ProtectedPrefix{Prefix: pfx("100.64.0.0/16"), Why: "join subnet (Logical_Router_Port rtoj-GR_node1 networks)"})
+	snap.ServiceVIPs = append(snap.ServiceVIPs,
+		model.ServiceVIP{Service: "web/a", Network: "default", VIP: netip.MustParseAddr("10.129.0.10"), Backends: []netip.Addr{netip.MustParseAddr("10.128.0.5")}, Source: "lb a"},
+		model.ServiceVIP{Service: "web/b", Network: "default", VIP: netip.MustParseAddr("100.65.0.10"), Backends: []netip.Addr{netip.MustParseAddr("10.128.0.5")}, Source: "lb b"},
+		model.ServiceVIP{Service: "web/c", Network: "default", VIP: netip.MustParseAddr("198.51.100.10"), Backends: []netip.Addr{netip.MustParseAddr("10.128.0.5")}, Source: "lb c"},
+		model.ServiceVIP{Service: "web/d", Network: "default", VIP: netip.MustParseAddr("172.31.0.10"), Backends: []netip.Addr{netip.MustParseAddr("10.128.0.5")}, Source: "lb d"})
+	tests := []struct {
+		name   string
+		rule   config.AdvertiseRule
+		prot   []netip.Prefix
+		prefix string // what is sent for the address
+		why    string // in its source, "" = aggregated
+	}{
+		{"egress IPs /16: node addresses inside", config.AdvertiseRule{Name: "r", Kind: config.KindEgressIP, Networks: globs("default"), AggregateLength: 16},
+			nil, "172.18.0.100/32", "not aggregated: 172.18.0.0/16 would cover 172.18.0.2/32 (a node address): choose a longer aggregateLength"},
+		{"egress IPs /26: clear", config.AdvertiseRule{Name: "r", Kind: config.KindEgressIP, Networks: globs("default"), AggregateLength: 26},
+			nil, "172.18.0.64/26", ""},
+		{"VIP /15: cluster.serviceCIDRs inside", config.AdvertiseRule{Name: "r", Kind: config.KindLoadBalancerIP, Services: globs("web/d"), AggregateLength: 15},
+			nil, "172.31.0.10/32", "would cover 172.30.0.0/16 (cluster.serviceCIDRs)"},
+		{"VIP /14: another node's pod subnet inside, not only its own", config.AdvertiseRule{Name: "r", Kind: config.KindLoadBalancerIP, Services: globs("web/a"), AggregateLength: 14},
+			nil, "10.129.0.10/32", "would cover 10.128.2.0/23 (pod subnet (Logical_Switch node2))"},
+		{"VIP /15: a join subnet inside", config.AdvertiseRule{Name: "r", Kind: config.KindLoadBalancerIP, Services: globs("web/b"), AggregateLength: 15},
+			nil, "100.65.0.10/32", "would cover 100.64.0.0/16 (join subnet"},
+		{"VIP /24: protectedPrefixes inside", config.AdvertiseRule{Name: "r", Kind: config.KindLoadBalancerIP, Services: globs("web/c"), AggregateLength: 24},
+			[]netip.Prefix{pfx("198.51.100.128/25")}, "198.51.100.10/32", "would cover 198.51.100.128/25 (protectedPrefixes)"},
+		{"VIP /24 with other VIPs and peers inside: clear", config.AdvertiseRule{Name: "r", Kind: config.KindLoadBalancerIP, Services: globs("web/*"), AggregateLength: 24},
+			nil, "192.0.2.0/24", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := &config.Config{BGP: config.BGP{ASN: 64512, Peers: []config.Peer{peer("tor-b", "192.0.2.3", config.IPv4, config.IPv6)}},
+				Advertise: []config.AdvertiseRule{tt.rule}, ProtectedPrefixes: tt.prot,
+				Cluster: config.Cluster{ServiceCIDRs: []netip.Prefix{pfx("172.30.0.0/16")}}}
+			var got *model.Advertisement
+			advs := Advertisements(cfg, snap)
+			for i := range advs {
+				if advs[i].Prefix == pfx(tt.prefix) {
+					got = &advs[i]
+				}
+			}
+			switch {
+			case got == nil:
+				t.Fatalf("%s not sent: %+v", tt.prefix, advs)
+			case tt.why == "" && len(got.Members) == 0:
+				t.Errorf("%s sent without members: %+v", tt.prefix, got)
+			case tt.why != "" && !strings.Contains(got.Source, tt.why):
+				t.Errorf("%s: source %q, want it to say %q", tt.prefix, got.Source, tt.why)
+			}
+			for _, a := range advs {
+				if a.Prefix.Bits() < 32 && tt.why != "" && a.Prefix.Addr().Is4() {
+					t.Errorf("an aggregate is sent: %+v", a)
+				}
+			}
+		})
 	}
 }
 

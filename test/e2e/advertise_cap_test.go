@@ -87,12 +87,13 @@ func membersAre(d *lab.Daemon, peer, rule string, p netip.Prefix, want []netip.P
 // `routes advertised` lists the three as its members; deleting two rows
 // keeps the /24 (one member left), deleting the last withdraws it. The
 // same with aggregateLengthV6 64 for two IPv6 VIPs over the IPv6 session,
-// and with aggregateLength 24 for an egress IP.
+// and with aggregateLength 24 for an egress IP. An egress IP whose /24
+// would cover node1's address (172.18.0.2) is sent as its /32, saying why.
 func TestAdvertiseAggregate(t *testing.T) {
 	t.Parallel()
 	a := setupAdvertise(t, `  - {name: vips, kind: loadBalancerIP, aggregateLength: 24, aggregateLengthV6: 64}
   - {name: eips, kind: egressIP, aggregateLength: 24}`)
-	agg4, agg6, aggEIP := netip.MustParsePrefix("203.0.113.0/24"), netip.MustParsePrefix("2001:db8:f00::/64"), netip.MustParsePrefix("172.18.0.0/24")
+	agg4, agg6, aggEIP := netip.MustParsePrefix("203.0.113.0/24"), netip.MustParsePrefix("2001:db8:f00::/64"), netip.MustParsePrefix("172.18.5.0/24")
 	vips4 := []string{"203.0.113.10", "203.0.113.11", "203.0.113.12"}
 	vips6 := []string{"2001:db8:f00::10", "2001:db8:f00::11"}
 	var hosts4, hosts6 []netip.Prefix
@@ -105,7 +106,7 @@ func TestAdvertiseAggregate(t *testing.T) {
 		hosts6 = append(hosts6, hostPrefix(v))
 		lbs6 = append(lbs6, a.addServiceLB(fmt.Sprintf("ns1/web6-%d", i), "tcp", map[string]string{"[" + v + "]:80": "[fd00:10:128:1::5]:8080"}))
 	}
-	eip := a.addEgressIP("GR_node1", "eip1", "ns1", "pod1", "172.18.0.100", "10.128.0.5")
+	eip := a.addEgressIP("GR_node1", "eip1", "ns1", "pod1", "172.18.5.100", "10.128.0.5")
 	node4 := []netip.Prefix{lab.DefaultNode1.Subnet, agg4, aggEIP}
 	node6 := []netip.Prefix{lab.DefaultNode1.Subnet6, agg6}
 	exact := func(what string, v4, v6 []netip.Prefix) {
@@ -119,16 +120,28 @@ func TestAdvertiseAggregate(t *testing.T) {
 		})
 	}
 	exact("FRR holds the aggregates, not the addresses", node4, node6)
-	a.noFRR("the aggregates' member host prefixes", append(append(slices.Clone(hosts4), hosts6...), hostPrefix("172.18.0.100")))
+	a.noFRR("the aggregates' member host prefixes", append(append(slices.Clone(hosts4), hosts6...), hostPrefix("172.18.5.100")))
 	for _, c := range []struct {
 		peer, rule string
 		p          netip.Prefix
 		members    []netip.Prefix
-	}{{"tor", "vips", agg4, hosts4}, {"tor6", "vips", agg6, hosts6}, {"tor", "eips", aggEIP, []netip.Prefix{hostPrefix("172.18.0.100")}}} {
+	}{{"tor", "vips", agg4, hosts4}, {"tor6", "vips", agg6, hosts6}, {"tor", "eips", aggEIP, []netip.Prefix{hostPrefix("172.18.5.100")}}} {
 		if err := membersAre(a.d, c.peer, c.rule, c.p, c.members); err != nil {
 			t.Error(err)
 		}
 	}
+
+	// an egress IP next to node1's address: its /24 would draw the node's
+	// traffic, so it goes as itself
+	near := hostPrefix("172.18.0.100")
+	nearNAT := a.addEgressIP("GR_node1", "eip2", "ns1", "pod2", "172.18.0.100", "10.128.0.6")
+	exact("an egress IP whose aggregate would cover a node address goes as its /32", append(slices.Clone(node4), near), node6)
+	if advs := a.advertised(near); len(advs) != 1 || !strings.Contains(advs[0].Source, "not aggregated: 172.18.0.0/24 would cover 172.18.0.2/32") {
+		t.Errorf("routes advertised for %s = %+v, want it sent as itself, saying why", near, advs)
+	}
+	a.noFRR("the /24 that would cover node1's address", []netip.Prefix{netip.MustParsePrefix("172.18.0.0/24")})
+	a.deleteNAT("GR_node1", nearNAT)
+	exact("the near egress IP withdrawn with its row", node4, node6)
 
 	// two of the three IPv4 VIPs go: the /24 stays, with one member
 	a.deleteLB(lbs4[0])
