@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -44,7 +45,9 @@ type drainFile struct {
 func loadDrain(dir string) (model.Drain, error) {
 	path := filepath.Join(dir, drainFileName)
 	fix := "fix or delete the file (deleting it undrains the node: every peer gets the normal advertisements at once)"
-	f, err := os.Open(path)
+	// O_NONBLOCK: a FIFO in its place must not block the start in
+	// open(2); the regular-file check below refuses it.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return model.Drain{}, nil
 	}

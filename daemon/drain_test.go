@@ -415,3 +415,37 @@ func TestUndrainUnconfiguredPeer(t *testing.T) {
 	h.d.reload <- struct{}{}
 	h.eventually("a warning naming tor's order after the reload", func() bool { return slices.Equal(stale(), []string{"tor"}) })
 }
+
+// TestDrainStateNotRegularFile: a drain.json that is not a regular file
+// (a FIFO, a directory) is refused at once, naming it; a FIFO used to
+// block the start forever in open(2), before the regular-file check.
+func TestDrainStateNotRegularFile(t *testing.T) {
+	for name, mk := range map[string]func(string) error{
+		"fifo":      func(p string) error { return syscall.Mkfifo(p, 0o600) },
+		"directory": func(p string) error { return os.Mkdir(p, 0o700) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			state := t.TempDir()
+			file := filepath.Join(state, "drain.json")
+			if err := mk(file); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { _, err := loadDrain(state); done <- err }()
+			select {
+			case err := <-done:
+				if err == nil || !strings.Contains(err.Error(), file) || !strings.Contains(err.Error(), "not a regular file") {
+					t.Fatalf("loadDrain: %v, want %s named as not a regular file", err, file)
+				}
+			case <-time.After(10 * time.Second):
+				// Unblock the reader before failing: a writer opens
+				// and closes the FIFO.
+				if w, err := os.OpenFile(file, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+					w.Close()
+				}
+				<-done
+				t.Fatal("loadDrain blocked on a FIFO: the daemon would never start")
+			}
+		})
+	}
+}
