@@ -2,12 +2,14 @@ package cmd
 
 import (
 	"fmt"
+	"slices"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ovnbgp/ovnbgp/api"
+	"github.com/ovnbgp/ovnbgp/model"
 )
 
 // defaultDrainWait is how long a drain keeps the routes tagged before it
@@ -66,15 +68,28 @@ removed. A peer drained by 'ovnbgp drain' without --peer is undrained with every
 	return c
 }
 
-// drainTable lists the drained peers, or says none is.
+// drainTable lists the drained peers, or says none is, and the orders
+// kept for peers no longer configured.
 func drainTable(w *tabwriter.Writer, st api.DrainStatus) {
-	if len(st.Peers) == 0 {
-		fmt.Fprintf(w, "not drained (%s absent)\n", st.File)
-		return
+	var stale []model.DrainedPeer
+	for _, o := range st.Orders {
+		if o.Peer != "" && !slices.ContainsFunc(st.Peers, func(p api.DrainedPeer) bool { return p.Peer == o.Peer }) {
+			stale = append(stale, o)
+		}
 	}
-	row(w, "PEER", "DRAIN", "SINCE", "WITHDRAW")
-	for _, p := range st.Peers {
-		row(w, p.Peer, p.Phase, p.Since.Local().Format(time.RFC3339), withdrawText(p, st.Now))
+	switch {
+	case len(st.Peers) == 0 && len(stale) == 0:
+		fmt.Fprintf(w, "not drained (%s absent)\n", st.File)
+	case len(st.Peers) == 0:
+		fmt.Fprintln(w, "no configured peer is drained")
+	default:
+		row(w, "PEER", "DRAIN", "SINCE", "WITHDRAW")
+		for _, p := range st.Peers {
+			row(w, p.Peer, p.Phase, p.Since.Local().Format(time.RFC3339), withdrawText(p, st.Now))
+		}
+	}
+	for _, o := range stale {
+		fmt.Fprintf(w, "order kept in %s for peer %s, which is not configured (drains nothing): `ovnbgp undrain --peer %s` removes it\n", st.File, o.Peer, o.Peer)
 	}
 }
 

@@ -50,3 +50,20 @@ func TestDrainVerbs(t *testing.T) {
 		t.Errorf("peers table:\n%s", b.String())
 	}
 }
+
+// TestDrainTableUnconfiguredOrder: an order kept for a peer no longer
+// configured is listed (with how to remove it), not hidden behind "not
+// drained (drain.json absent)" while the file exists.
+func TestDrainTableUnconfiguredOrder(t *testing.T) {
+	now := time.Date(2026, 12, 1, 6, 0, 0, 0, time.UTC)
+	st := api.DrainStatus{Now: now, File: "/var/lib/ovnbgp/drain.json", Peers: []api.DrainedPeer{},
+		Orders: []model.DrainedPeer{{Peer: "tor-old", Since: now, WithdrawAt: now.Add(time.Minute)}}}
+	var b bytes.Buffer
+	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	drainTable(w, st)
+	w.Flush()
+	out := b.String()
+	if strings.Contains(out, "absent") || !strings.Contains(out, "tor-old") || !strings.Contains(out, "undrain --peer tor-old") {
+		t.Errorf("drain table with an order for an unconfigured peer:\n%s", out)
+	}
+}

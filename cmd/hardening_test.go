@@ -167,6 +167,7 @@ advertise:
   - {name: pods, kind: podNetwork, networks: [default]}
 control: {socket: `+sock+`}
 metrics: {address: ""}
+stateDir: `+filepath.Join(dir, "state")+`
 `), 0o600); err != nil {
 				t.Fatal(err)
 			}

@@ -272,6 +272,7 @@ func (d *Daemon) run(ctx context.Context) error {
 		d.log.Info("drained (state read from stateDir)", zap.String("file", filepath.Join(d.stateDir, drainFileName)),
 			zap.Any("orders", drain.Peers))
 	}
+	d.warnUnconfiguredDrains(cfg)
 
 	ctl, err := d.serveControl(cfg.Control.Socket)
 	if err != nil {
@@ -636,6 +637,7 @@ func (d *Daemon) applyConfig(ctx context.Context, r parsed) error {
 	d.cfgErr = ""
 	d.mu.Unlock()
 	d.log.Info("config reloaded", zap.String("config", d.opts.ConfigPath))
+	d.warnUnconfiguredDrains(next)
 	d.poke()
 	return nil
 }

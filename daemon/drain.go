@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -44,7 +45,9 @@ type drainFile struct {
 func loadDrain(dir string) (model.Drain, error) {
 	path := filepath.Join(dir, drainFileName)
 	fix := "fix or delete the file (deleting it undrains the node: every peer gets the normal advertisements at once)"
-	f, err := os.Open(path)
+	// O_NONBLOCK: a FIFO in its place must not block the start in
+	// open(2); the regular-file check below refuses it.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return model.Drain{}, nil
 	}
@@ -158,6 +161,22 @@ func (d *Daemon) drainStatusLocked(cfg *config.Config, now time.Time) api.DrainS
 	return st
 }
 
+// warnUnconfiguredDrains names, at Warn, each drain order whose peer cfg
+// does not configure (removed or renamed while drained): it drains
+// nothing until a peer of that name comes back, and `ovnbgp undrain
+// --peer NAME` removes it.
+func (d *Daemon) warnUnconfiguredDrains(cfg *config.Config) {
+	for _, o := range d.drainState().Peers {
+		if o.Peer == "" {
+			continue
+		}
+		if _, ok := cfg.Peer(o.Peer); !ok {
+			d.log.Warn("drain order for a peer that is not configured: it drains nothing until a peer of that name is configured again; `ovnbgp undrain --peer NAME` removes it",
+				zap.String("peer", o.Peer), zap.Time("since", o.Since), zap.Time("withdrawAt", o.WithdrawAt))
+		}
+	}
+}
+
 // drainPhases fills each peer's Drain.
 func (d *Daemon) drainPhases(peers []model.PeerStatus) {
 	now := time.Now()
@@ -219,7 +238,11 @@ func (d *Daemon) drainHandlers(mux *http.ServeMux) {
 // changeDrain checks peer, runs change on the loop, persists its result
 // and answers the new drain status.
 func (d *Daemon) changeDrain(w http.ResponseWriter, r *http.Request, peer string, change func(model.Drain, time.Time) (model.Drain, error), what string) {
-	if err := d.checkPeer(peer); err != nil {
+	// An undrain may name a peer no longer configured (removed or renamed
+	// while drained) whose order is still kept: else only an undrain of
+	// everything could clear it.
+	ordered := what == "undrained" && slices.ContainsFunc(d.drainState().Peers, func(p model.DrainedPeer) bool { return p.Peer == peer })
+	if err := d.checkPeer(peer); err != nil && !ordered {
 		replyError(w, http.StatusNotFound, fmt.Errorf("%w: name one of them, or give no --peer for every peer", err))
 		return
 	}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/ovnbgp/ovnbgp/api"
 	"github.com/ovnbgp/ovnbgp/config"
@@ -347,4 +349,103 @@ func postAsNobody(t *testing.T, sock, path, body string) (int, string) {
 	var b bytes.Buffer
 	_, _ = b.ReadFrom(resp.Body)
 	return resp.StatusCode, b.String()
+}
+
+// TestUndrainUnconfiguredPeer: a drain order naming a peer that is no
+// longer configured (removed or renamed while drained) is named in a
+// warning at start and after a reload that drops the peer, shows in
+// status, and `ovnbgp undrain --peer OLD` removes it (not "no such peer",
+// which left only `undrain` of everything to clear it).
+func TestUndrainUnconfiguredPeer(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "state")
+	if err := os.MkdirAll(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC().Truncate(time.Second)
+	orders := model.Drain{}.Add("tor-old", now, time.Hour).Add("tor", now, time.Hour)
+	if err := saveDrain(state, orders); err != nil {
+		t.Fatal(err)
+	}
+	core, logs := observer.New(zap.InfoLevel)
+	h := start(t, "default", func(h *harness) { h.cfg.stateDir = state; h.logger = zap.New(core) })
+	h.nb.set(true, network("default", "10.128.0.0/23"))
+	h.wantPrefixes("tor 10.128.0.0/23")
+	needRoot(t, h)
+	stale := func() []string {
+		var peers []string
+		for _, e := range logs.FilterMessageSnippet("drain order for a peer that is not configured").All() {
+			peers = append(peers, fmt.Sprint(e.ContextMap()["peer"]))
+		}
+		return peers
+	}
+	if got := stale(); !slices.Equal(got, []string{"tor-old"}) {
+		t.Errorf("warnings at start name %v, want [tor-old]", got)
+	}
+
+	code, body := post(t, h.sock, api.PathUndrain, api.UndrainRequest{Peer: "tor-old"})
+	if code != http.StatusOK {
+		t.Fatalf("undrain --peer tor-old (drained, then removed from the config): %d %s", code, body)
+	}
+	var st api.DrainStatus
+	if err := json.Unmarshal([]byte(body), &st); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Orders) != 1 || st.Orders[0].Peer != "tor" || len(st.Peers) != 1 {
+		t.Errorf("after undrain --peer tor-old: %+v, want only tor's order", st)
+	}
+	got, err := loadDrain(state)
+	if err != nil || len(got.Peers) != 1 || got.Peers[0].Peer != "tor" {
+		t.Errorf("drain.json after undrain --peer tor-old: %+v, %v; want only tor's order", got, err)
+	}
+	// A peer that is neither configured nor drained is still refused.
+	if code, body := post(t, h.sock, api.PathUndrain, api.UndrainRequest{Peer: "tor-x"}); code != http.StatusNotFound {
+		t.Errorf("undrain --peer tor-x: %d %s, want 404", code, body)
+	}
+
+	// A reload that renames tor: its order now names no configured peer.
+	logs.TakeAll()
+	h.writeConfig(cfgText{networks: "default", stateDir: state, extra: ""})
+	text, err := os.ReadFile(h.cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(h.cfgPath, []byte(strings.Replace(string(text), "{name: tor,", "{name: tor-b,", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.d.reload <- struct{}{}
+	h.eventually("a warning naming tor's order after the reload", func() bool { return slices.Equal(stale(), []string{"tor"}) })
+}
+
+// TestDrainStateNotRegularFile: a drain.json that is not a regular file
+// (a FIFO, a directory) is refused at once, naming it; a FIFO used to
+// block the start forever in open(2), before the regular-file check.
+func TestDrainStateNotRegularFile(t *testing.T) {
+	for name, mk := range map[string]func(string) error{
+		"fifo":      func(p string) error { return syscall.Mkfifo(p, 0o600) },
+		"directory": func(p string) error { return os.Mkdir(p, 0o700) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			state := t.TempDir()
+			file := filepath.Join(state, "drain.json")
+			if err := mk(file); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { _, err := loadDrain(state); done <- err }()
+			select {
+			case err := <-done:
+				if err == nil || !strings.Contains(err.Error(), file) || !strings.Contains(err.Error(), "not a regular file") {
+					t.Fatalf("loadDrain: %v, want %s named as not a regular file", err, file)
+				}
+			case <-time.After(10 * time.Second):
+				// Unblock the reader before failing: a writer opens
+				// and closes the FIFO.
+				if w, err := os.OpenFile(file, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+					w.Close()
+				}
+				<-done
+				t.Fatal("loadDrain blocked on a FIFO: the daemon would never start")
+			}
+		})
+	}
 }

@@ -242,7 +242,8 @@ func TestDrain(t *testing.T) {
 
 // TestDrainIBGP: over iBGP (FRR in AS 65010), a drained advertisement
 // carries GRACEFUL_SHUTDOWN and LOCAL_PREF 0 (FRR's JSON); `drain --wait 0`
-// withdraws at once; undrain restores local preference 100, untagged.
+// withdraws at once; undrain restores the rule's local preference (200),
+// untagged.
 func TestDrainIBGP(t *testing.T) {
 	t.Parallel()
 	w := setup(t, &lab.FRRConfig{ASN: 65010, Neighbors: []lab.FRRNeighbor{{Address: lab.NodeIPv4, ASN: 65010, Passive: true}}},
