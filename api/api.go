@@ -43,9 +43,20 @@ type DrainRequest struct {
 	// Peer is a configured peer's name; "" = every peer.
 	Peer string `json:"peer,omitempty"`
 	// Wait is how long advertisements carry GRACEFUL_SHUTDOWN before they
-	// are withdrawn; 0 withdraws at once. Go duration syntax in JSON
-	// ("30s").
-	Wait Duration `json:"wait"`
+	// are withdrawn; 0 withdraws at once, absent is DefaultDrainWait. Go
+	// duration syntax in JSON ("30s").
+	Wait *Duration `json:"wait,omitempty"`
+}
+
+// DefaultDrainWait is how long a drain keeps the routes tagged before it
+// withdraws them when the request does not say (`ovnbgp drain` without
+// --wait, or a POST without "wait").
+const DefaultDrainWait = 30 * time.Second
+
+// DrainWait is a DrainRequest's Wait for d.
+func DrainWait(d time.Duration) *Duration {
+	w := Duration(d)
+	return &w
 }
 
 // UndrainRequest undrains one peer or, Peer "", everything

@@ -230,7 +230,7 @@ func (c *Client) Apply(ctx context.Context, savedPlan json.RawMessage) (ApplyRes
 // only).
 func (c *Client) Drain(ctx context.Context, peer string, wait time.Duration) (DrainStatus, error) {
 	var r DrainStatus
-	return r, c.post(ctx, PathDrain, DrainRequest{Peer: peer, Wait: Duration(wait)}, &r)
+	return r, c.post(ctx, PathDrain, DrainRequest{Peer: peer, Wait: DrainWait(wait)}, &r)
 }
 
 // Undrain undrains peer ("" = everything) (root only).

@@ -12,9 +12,8 @@ import (
 	"github.com/ovnbgp/ovnbgp/model"
 )
 
-// defaultDrainWait is how long a drain keeps the routes tagged before it
+// api.DefaultDrainWait is how long a drain keeps the routes tagged before it
 // withdraws them, when --wait is not given.
-const defaultDrainWait = 30 * time.Second
 
 func newDrainCommand(o *options) *cobra.Command {
 	var peer string
@@ -41,7 +40,7 @@ bring the withdraw nearer (a shorter --wait), never put it off. 'ovnbgp undrain'
 		},
 	}
 	c.Flags().StringVar(&peer, "peer", "", "drain only this peer (default: every peer)")
-	c.Flags().DurationVar(&wait, "wait", defaultDrainWait, "keep the routes tagged this long, then withdraw them (0 = at once)")
+	c.Flags().DurationVar(&wait, "wait", api.DefaultDrainWait, "keep the routes tagged this long, then withdraw them (0 = at once)")
 	_ = c.RegisterFlagCompletionFunc("peer", o.completePeers)
 	return c
 }

@@ -212,12 +212,16 @@ func (d *Daemon) drainHandlers(mux *http.ServeMux) {
 			replyError(w, http.StatusBadRequest, fmt.Errorf("drain request: %w", err))
 			return
 		}
-		if req.Wait < 0 {
-			replyError(w, http.StatusBadRequest, fmt.Errorf("drain: wait %s is negative: give 0 to withdraw at once, or how long to keep the routes tagged (e.g. 30s)", time.Duration(req.Wait)))
+		wait := api.DefaultDrainWait
+		if req.Wait != nil {
+			wait = time.Duration(*req.Wait)
+		}
+		if wait < 0 {
+			replyError(w, http.StatusBadRequest, fmt.Errorf("drain: wait %s is negative: give 0 to withdraw at once, or how long to keep the routes tagged (e.g. 30s)", wait))
 			return
 		}
 		d.changeDrain(w, r, req.Peer, func(cur model.Drain, now time.Time) (model.Drain, error) {
-			return cur.Add(req.Peer, now, time.Duration(req.Wait)), nil
+			return cur.Add(req.Peer, now, wait), nil
 		}, "drained")
 	})
 	mux.HandleFunc("POST "+api.PathUndrain, func(w http.ResponseWriter, r *http.Request) {

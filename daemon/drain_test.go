@@ -79,8 +79,16 @@ func TestDrainPersistsAndResumes(t *testing.T) {
 	h.wantPrefixes("tor 10.128.0.0/23")
 	needRoot(t, h)
 
-	wait := 3 * time.Second
-	st := drainOf(t, h, api.DrainRequest{Wait: api.Duration(time.Hour)})
+	// Long enough for the restart below (its first Apply must still
+	// announce, tagged), short enough for a test.
+	wait := 6 * time.Second
+	// A request that does not say how long waits the default, as the CLI
+	// does: never "withdraw at once" by omission.
+	st := drainOf(t, h, map[string]any{})
+	if len(st.Peers) != 1 || st.Peers[0].WithdrawAt.Sub(st.Peers[0].Since) != api.DefaultDrainWait {
+		t.Fatalf("drain {} answered %+v, want tor withdrawn %s after it was drained", st, api.DefaultDrainWait)
+	}
+	st = drainOf(t, h, api.DrainRequest{Wait: api.DrainWait(time.Hour)})
 	if len(st.Peers) != 1 || st.Peers[0].Peer != "tor" || st.Peers[0].Phase != model.DrainTagged {
 		t.Fatalf("drain answered %+v, want tor tagged", st)
 	}
@@ -108,7 +116,7 @@ func TestDrainPersistsAndResumes(t *testing.T) {
 		t.Errorf("routes advertised: %+v, want the drain named", advs)
 	}
 	// Drain again, sooner: the withdraw moves earlier.
-	st = drainOf(t, h, api.DrainRequest{Wait: api.Duration(wait)})
+	st = drainOf(t, h, api.DrainRequest{Wait: api.DrainWait(wait)})
 	withdrawAt := st.Peers[0].WithdrawAt
 	h.stop()
 
@@ -207,7 +215,7 @@ func TestDrainRequests(t *testing.T) {
 	if body := scrape(); strings.Contains(body, "ovnbgp_drained{") {
 		t.Errorf("metrics show a drain before any:\n%s", body)
 	}
-	drainOf(t, h, api.DrainRequest{Wait: 0})
+	drainOf(t, h, api.DrainRequest{Wait: api.DrainWait(0)})
 	h.wantPrefixes()
 	body := scrape()
 	for _, want := range []string{`ovnbgp_drained{peer="tor"} 2`, `ovnbgp_advertisements{peer="tor",state="drained"} 1`} {
