@@ -1,9 +1,11 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -95,4 +97,70 @@ func waitNextHops(t *testing.T, frr *lab.FRR, what string, p netip.Prefix, nhs .
 		}
 		return nil
 	})
+}
+
+// TestAdvertisePerPeerAttrs (issue 7, selectors and per-peer choice): one
+// daemon, two sessions to FRR (peer tor from the link address, peer tor-b
+// to FRR's second address from the node's second address). Rule gold
+// selects Service ns1/gold for tor only, with community 65001:100 and MED
+// 10; rule all selects every Service for both, with community 65001:200.
+// FRR's JSON shows, per session, the attributes of the first rule that
+// selects the VIP for that peer: gold's towards tor, all's towards tor-b;
+// another Service's VIP carries all's on both.
+func TestAdvertisePerPeerAttrs(t *testing.T) {
+	t.Parallel()
+	l := lab.New(t)
+	src, torB := netip.MustParseAddr("192.0.2.10"), netip.MustParseAddr("192.0.2.21")
+	l.AddNodeAddress(src)
+	l.AddTorAddress(torB)
+	nb := l.StartNB()
+	nb.PopulateOVNK()
+	frr := l.StartFRR(lab.FRRConfig{Neighbors: []lab.FRRNeighbor{
+		{Address: lab.NodeIPv4, ASN: 65010, Passive: true},
+		{Address: src, ASN: 65010, Passive: true, DisableConnectedCheck: true},
+	}})
+	tor := lab.DefaultTor()
+	tor.Families = []string{"ipv4"}
+	b := lab.Peer{Name: "tor-b", Address: torB, ASN: 65001, SourceAddress: src, Families: []string{"ipv4"}}
+	l.StartDaemon(nb, lab.DaemonConfig{ServiceCIDRs: advServiceCIDRs, Peers: []lab.Peer{tor, b},
+		Advertise: `  - {name: gold, kind: loadBalancerIP, services: ["ns1/gold"], peers: [tor], communities: ["65001:100"], med: 10}
+  - {name: all, kind: loadBalancerIP, communities: ["65001:200"]}`})
+	createServiceLB(t, nb, "", "ns1/gold", "tcp", map[string]string{"203.0.113.60:80": "10.128.0.5:8080"})
+	createServiceLB(t, nb, "", "ns1/plain", "tcp", map[string]string{"203.0.113.61:80": "10.128.0.5:8080"})
+
+	type attrs struct {
+		comms string
+		med   uint32
+	}
+	want := map[string]map[string]attrs{
+		"203.0.113.60/32": {lab.NodeIPv4.String(): {"65001:100", 10}, src.String(): {"65001:200", 0}},
+		"203.0.113.61/32": {lab.NodeIPv4.String(): {"65001:200", 0}, src.String(): {"65001:200", 0}},
+	}
+	for prefix, bySession := range want {
+		lab.Eventually(t, generous, 100*time.Millisecond, "FRR's paths for "+prefix+" carry each session's attributes", func() error {
+			raw, err := frr.VTY("show bgp ipv4 unicast " + prefix + " json")
+			if err != nil {
+				return err
+			}
+			var p frrPrefix
+			if err := json.Unmarshal([]byte(raw), &p); err != nil {
+				return err
+			}
+			got := map[string]attrs{}
+			for _, path := range p.Paths {
+				var a attrs
+				if path.Community != nil {
+					a.comms = strings.Join(path.Community.List, ",")
+				}
+				if path.MED != nil {
+					a.med = *path.MED
+				}
+				got[path.Peer.PeerID] = a
+			}
+			if fmt.Sprint(got) != fmt.Sprint(bySession) {
+				return fmt.Errorf("by session (node address): %v, want %v", got, bySession)
+			}
+			return nil
+		})
+	}
 }
