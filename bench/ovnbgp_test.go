@@ -35,19 +35,25 @@ func startOvnbgp(b testing.TB, l *lab.Lab, nb *lab.NB) *daemon {
 	return startOvnbgpWith(b, l, nb, lab.DefaultTor(), "")
 }
 
+// podsRule advertises the pod subnets of every network.
+const podsRule = `  - {name: pods, kind: podNetwork, networks: ["*"]}`
+
 // startOvnbgpWith is startOvnbgp with the given tor peer and extra
 // top-level YAML (e.g. an import: section) appended to the config.
 func startOvnbgpWith(b testing.TB, l *lab.Lab, nb *lab.NB, peer lab.Peer, extra string) *daemon {
 	b.Helper()
+	return startOvnbgpConfig(b, l, nb, lab.DaemonConfig{Peers: []lab.Peer{peer}, Advertise: podsRule}, extra)
+}
+
+// startOvnbgpConfig starts the daemon for node1, AS 65010, with cfg's
+// peers, advertise rules and service CIDRs, and extra top-level YAML.
+func startOvnbgpConfig(b testing.TB, l *lab.Lab, nb *lab.NB, cfg lab.DaemonConfig, extra string) *daemon {
+	b.Helper()
 	bin := lab.Binary(b)
 	dir := l.Mkdir("ovnbgp")
-	cfg := lab.DaemonConfig{
-		Node: "node1", ASN: 65010, RouterID: lab.NodeIPv4, ListenPort: -1,
-		Peers:      []lab.Peer{peer},
-		Advertise:  `  - {name: pods, kind: podNetwork, networks: ["*"]}`,
-		Northbound: nb.Endpoint(),
-		Socket:     filepath.Join(dir, "ovnbgp.sock"),
-	}
+	cfg.Node, cfg.ASN, cfg.RouterID, cfg.ListenPort = "node1", 65010, lab.NodeIPv4, -1
+	cfg.Northbound = nb.Endpoint()
+	cfg.Socket = filepath.Join(dir, "ovnbgp.sock")
 	text, err := cfg.Render()
 	if err != nil {
 		b.Fatal(err)
@@ -127,15 +133,22 @@ func udn(p netip.Prefix) lab.Network {
 // (ovn-nbctl and ovsdb-client take the whole transaction there, and 5000
 // switches do not fit).
 func nbTransact(sock string, ops []any) error {
+	_, err := nbTransactResults(sock, ops)
+	return err
+}
+
+// nbTransactResults is nbTransact that also returns the result of each
+// operation (an insert's carries the new row's "uuid").
+func nbTransactResults(sock string, ops []any) ([]json.RawMessage, error) {
 	c, err := net.DialTimeout("unix", sock, 5*time.Second)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(5 * time.Minute))
 	req := map[string]any{"id": 1, "method": "transact", "params": append([]any{"OVN_Northbound"}, ops...)}
 	if err := json.NewEncoder(c).Encode(req); err != nil {
-		return err
+		return nil, err
 	}
 	dec := json.NewDecoder(c)
 	for {
@@ -147,11 +160,11 @@ func nbTransact(sock string, ops []any) error {
 			Error  json.RawMessage   `json:"error"`
 		}
 		if err := dec.Decode(&msg); err != nil {
-			return fmt.Errorf("OVSDB transact reply: %w", err)
+			return nil, fmt.Errorf("OVSDB transact reply: %w", err)
 		}
 		if msg.Method == "echo" { // the server checks we are alive
 			if err := json.NewEncoder(c).Encode(map[string]any{"id": msg.ID, "result": msg.Params, "error": nil}); err != nil {
-				return err
+				return nil, err
 			}
 			continue
 		}
@@ -159,7 +172,7 @@ func nbTransact(sock string, ops []any) error {
 			continue
 		}
 		if len(msg.Error) > 0 && string(msg.Error) != "null" {
-			return fmt.Errorf("OVSDB transact: %s", msg.Error)
+			return nil, fmt.Errorf("OVSDB transact: %s", msg.Error)
 		}
 		// One result per operation; a failed one carries "error" (and the
 		// transaction was not committed).
@@ -169,13 +182,13 @@ func nbTransact(sock string, ops []any) error {
 				Details string `json:"details"`
 			}
 			if json.Unmarshal(r, &res) == nil && res.Error != "" {
-				return fmt.Errorf("OVSDB transact: operation %d: %s: %s", i, res.Error, res.Details)
+				return nil, fmt.Errorf("OVSDB transact: operation %d: %s: %s", i, res.Error, res.Details)
 			}
 		}
 		if len(msg.Result) < len(ops) {
-			return errors.New("OVSDB transact: fewer results than operations")
+			return nil, errors.New("OVSDB transact: fewer results than operations")
 		}
-		return nil
+		return msg.Result, nil
 	}
 }
 

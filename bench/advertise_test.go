@@ -1,0 +1,397 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ovnbgp/ovnbgp/test/e2e/lab"
+)
+
+// Issue 7, item 8: egress IPs and Service VIPs (loadBalancerIP), as
+// OVN-Kubernetes writes them into NB (docs/ovn-nb.md, "Advertise: egress
+// IPs and Service VIPs").
+
+// The knobs of these jobs.
+const (
+	// envAdvChanges is the number of measured changes of
+	// BenchmarkAdvertiseChange (default 200).
+	envAdvChanges = "OVNBGP_BENCH_ADV_CHANGES"
+	// envAdvBase is how many egress IPs + VIPs the node advertises before
+	// them (default 1000, half each).
+	envAdvBase = "OVNBGP_BENCH_ADV_BASE"
+	// envBulkVIP lists the sizes of BenchmarkBulkVIP (default
+	// "5000,10000").
+	envBulkVIP = "OVNBGP_BENCH_BULKVIP"
+)
+
+// advertiseRules: egress IPs, Service VIPs, and the pod subnets of every
+// network (node1's default and blue subnets: 2 prefixes).
+const advertiseRules = `  - {name: eips, kind: egressIP}
+  - {name: vips, kind: loadBalancerIP}
+` + podsRule
+
+// maxAdvAddrs is how many addresses each range below holds.
+const maxAdvAddrs = 1 << 16
+
+// vipAddr is the i-th VIP: 198.18.0.0/16 (outside the service CIDRs,
+// OpenShift's default 172.30.0.0/16, and the node's addresses: an external
+// or LoadBalancer ingress IP).
+func vipAddr(i int) netip.Addr { return netip.AddrFrom4([4]byte{198, 18, byte(i >> 8), byte(i)}) }
+
+// eipAddr is the i-th egress IP: 198.19.0.0/16.
+func eipAddr(i int) netip.Addr { return netip.AddrFrom4([4]byte{198, 19, byte(i >> 8), byte(i)}) }
+
+func host(a netip.Addr) netip.Prefix { return netip.PrefixFrom(a, a.BitLen()) }
+
+// dashed is a for names: 198.18.0.1 -> 198-18-0-1.
+func dashed(a netip.Addr) string { return strings.ReplaceAll(a.String(), ".", "-") }
+
+// insertVIP is the Service load balancer row the services controller
+// writes for a LoadBalancer Service bench/vip-<a> whose ingress IP is a
+// (one TCP port, one endpoint): Service_<ns>/<name>_TCP_cluster.
+func insertVIP(a netip.Addr) any {
+	owner := "bench/vip-" + dashed(a)
+	return map[string]any{"op": "insert", "table": "Load_Balancer", "row": map[string]any{
+		"name":     "Service_" + owner + "_TCP_cluster",
+		"protocol": "tcp",
+		"vips":     []any{"map", [][]string{{a.String() + ":80", "10.128.0.10:8080"}}},
+		"external_ids": []any{"map", [][]string{
+			{"k8s.ovn.org/kind", "Service"}, {"k8s.ovn.org/owner", owner}}},
+	}}
+}
+
+func deleteVIP(a netip.Addr) any {
+	return map[string]any{"op": "delete", "table": "Load_Balancer",
+		"where": []any{[]any{"name", "==", "Service_bench/vip-" + dashed(a) + "_TCP_cluster"}}}
+}
+
+// insertEIP is the EgressIP SNAT OVN-Kubernetes writes on node1's gateway
+// router of the default network for EgressIP eip-<a> serving pod
+// bench/pod-<a>, as a named row ("nat<ref>") and the mutation that
+// references it (NAT is not a root table: both in one transaction).
+func insertEIP(a netip.Addr, ref string) []any {
+	name := "eip-" + dashed(a) + "_bench/pod-" + dashed(a)
+	return []any{
+		map[string]any{"op": "insert", "table": "NAT", "uuid-name": ref, "row": map[string]any{
+			"type": "snat", "external_ip": a.String(), "logical_ip": "10.128.0.10", "logical_port": "k8s-node1",
+			"external_ids": []any{"map", [][]string{
+				{"k8s.ovn.org/owner-type", "EgressIP"},
+				{"k8s.ovn.org/owner-controller", "default-network-controller"},
+				{"k8s.ovn.org/name", name},
+				{"ip-family", "ip4"},
+				{"k8s.ovn.org/id", "default-network-controller:EgressIP:" + name + ":ip4"},
+			}},
+		}},
+		map[string]any{"op": "mutate", "table": "Logical_Router", "where": []any{[]any{"name", "==", "GR_node1"}},
+			"mutations": []any{[]any{"nat", "insert", []any{"set", []any{[]any{"named-uuid", ref}}}}}},
+	}
+}
+
+// deleteEIP removes NAT row uuid from GR_node1 (the row goes with its last
+// reference).
+func deleteEIP(uuid string) any {
+	return map[string]any{"op": "mutate", "table": "Logical_Router", "where": []any{[]any{"name", "==", "GR_node1"}},
+		"mutations": []any{[]any{"nat", "delete", []any{"set", []any{[]any{"uuid", uuid}}}}}}
+}
+
+// insertedUUID is the UUID an insert's result names.
+func insertedUUID(res json.RawMessage) (string, error) {
+	var r struct {
+		UUID []string `json:"uuid"` // ["uuid", "<uuid>"]
+	}
+	if err := json.Unmarshal(res, &r); err != nil || len(r.UUID) != 2 {
+		return "", fmt.Errorf("not an insert's result: %.200s", res)
+	}
+	return r.UUID[1], nil
+}
+
+// advNB writes egress IPs and VIPs into NB and remembers the NAT rows.
+type advNB struct {
+	sock string
+	nats map[netip.Addr]string // egress IP -> NAT row UUID
+}
+
+// add inserts the egress IPs and VIPs in one transaction.
+func (n *advNB) add(eips, vips []netip.Addr) error {
+	var ops []any
+	for i, a := range eips {
+		ops = append(ops, insertEIP(a, "nat"+strconv.Itoa(i))...)
+	}
+	for _, a := range vips {
+		ops = append(ops, insertVIP(a))
+	}
+	res, err := nbTransactResults(n.sock, ops)
+	if err != nil {
+		return err
+	}
+	for i, a := range eips {
+		u, err := insertedUUID(res[2*i])
+		if err != nil {
+			return err
+		}
+		n.nats[a] = u
+	}
+	return nil
+}
+
+// remove deletes the egress IPs and VIPs in one transaction.
+func (n *advNB) remove(eips, vips []netip.Addr) error {
+	var ops []any
+	for _, a := range eips {
+		u, ok := n.nats[a]
+		if !ok {
+			return fmt.Errorf("no NAT row for egress IP %s", a)
+		}
+		ops = append(ops, deleteEIP(u))
+	}
+	for _, a := range vips {
+		ops = append(ops, deleteVIP(a))
+	}
+	if err := nbTransact(n.sock, ops); err != nil {
+		return err
+	}
+	for _, a := range eips {
+		delete(n.nats, a)
+	}
+	return nil
+}
+
+func envInt(b *testing.B, name string, def, lo, hi int) int {
+	b.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		b.Fatalf("%s=%q: want %d to %d", name, v, lo, hi)
+	}
+	return n
+}
+
+// BenchmarkAdvertiseChange (issue 7, item 8): on a node that already
+// advertises 1000 egress IPs and VIPs (OVNBGP_BENCH_ADV_BASE) and its pod
+// subnets, 200 NB changes (OVNBGP_BENCH_ADV_CHANGES), in turn: one egress
+// IP added (its EgressIP SNAT row on GR_node1), the same removed, one VIP
+// added (a Service load balancer row), the same removed. Each is one OVSDB
+// transaction. Reported, as p50, p99 and max, from the transaction's reply:
+//   - received: the ToR's bgpd logged the UPDATE (announcement or
+//     withdrawal) for the prefix: `debug bgp updates in`, with its log
+//     timestamps in microseconds, read from its log file once the RIB
+//     shows the change (same host clock; no packet capture);
+//   - RIB: the ToR's answer to `show bgp ipv4 unicast P json`, asked every
+//     millisecond, first shows the path as best (announcement) or shows
+//     no path from the node (withdrawal).
+func BenchmarkAdvertiseChange(b *testing.B) {
+	gate(b)
+	changes := envInt(b, envAdvChanges, 200, 4, 4000)
+	base := envInt(b, envAdvBase, 1000, 0, 20000)
+	l := lab.New(b)
+	tf := l.StartFRR(lab.FRRConfig{Neighbors: []lab.FRRNeighbor{{Address: lab.NodeIPv4, ASN: nodeASN, Passive: true}}})
+	t := tor{frr: tf, from: lab.NodeIPv4}
+	nb := l.StartNB()
+	nb.PopulateOVNK()
+	w := &advNB{sock: nb.Sock, nats: map[netip.Addr]string{}}
+	var eips, vips []netip.Addr
+	for i := range base / 2 {
+		eips = append(eips, eipAddr(i))
+	}
+	for i := range base - base/2 {
+		vips = append(vips, vipAddr(i))
+	}
+	if err := w.add(eips, vips); err != nil {
+		b.Fatalf("preload %d egress IPs and %d VIPs: %v", len(eips), len(vips), err)
+	}
+	d := startOvnbgpConfig(b, l, nb, lab.DaemonConfig{Peers: []lab.Peer{lab.DefaultTor()}, Advertise: advertiseRules}, "")
+	want := base + 2
+	if _, err := waitFor(time.Now(), 50*time.Millisecond, 2*time.Minute, d.exited, until(func() (bool, error) {
+		n, err := t.bestCount()
+		return n == want, err
+	})); err != nil {
+		b.Fatalf("the ToR never had the node's %d prefixes: %v", want, err)
+	}
+	ul, err := watchUpdates(tf)
+	if err != nil {
+		b.Fatal(err)
+	}
+	type change struct {
+		what string
+		add  bool
+		a    netip.Addr
+	}
+	next := base / 2
+	nextVIP := base - base/2
+	var plan []change
+	// One unmeasured warm-up round of each, then the measured ones.
+	for len(plan) < changes+4 {
+		e, v := eipAddr(next), vipAddr(nextVIP)
+		next, nextVIP = next+1, nextVIP+1
+		plan = append(plan, change{"egress IP", true, e}, change{"egress IP", false, e},
+			change{"VIP", true, v}, change{"VIP", false, v})
+	}
+	if next > maxAdvAddrs || nextVIP > maxAdvAddrs {
+		b.Fatalf("%s %d and %s %d: too many addresses", envAdvBase, base, envAdvChanges, changes)
+	}
+	recv := map[string][]time.Duration{}
+	rib := map[string][]time.Duration{}
+	for i, c := range plan[:changes+4] {
+		p := host(c.a)
+		off, err := ul.offset()
+		if err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		var eip, vip []netip.Addr
+		if c.what == "VIP" {
+			vip = []netip.Addr{c.a}
+		} else {
+			eip = []netip.Addr{c.a}
+		}
+		if c.add {
+			err = w.add(eip, vip)
+		} else {
+			err = w.remove(eip, vip)
+		}
+		commit := time.Now()
+		if err != nil {
+			b.Fatalf("%s %v: %v", c.what, c.a, err)
+		}
+		at, err := waitFor(start, singleInterval, singleTimeout, d.exited, func() (progress, error) {
+			received, selected, err := t.fromNode(p)
+			if c.add {
+				return progress{received: received, done: selected}, err
+			}
+			return progress{received: !received, done: !received && !selected}, err
+		})
+		if err != nil {
+			b.Fatalf("%s %v (add %v): the ToR never showed it: %v", c.what, c.a, c.add, err)
+		}
+		got, err := ul.await(off, p, !c.add, 30*time.Second)
+		if err != nil {
+			b.Fatalf("%s %v (add %v): %v", c.what, c.a, c.add, err)
+		}
+		if i < 4 {
+			continue // warm-up
+		}
+		kind := "add"
+		if !c.add {
+			kind = "withdraw"
+		}
+		recv[kind] = append(recv[kind], got.Sub(commit))
+		rib[kind] = append(rib[kind], start.Add(at.done).Sub(commit))
+		recv["all"] = append(recv["all"], got.Sub(commit))
+	}
+	job := fmt.Sprintf("one egress IP or VIP changed, %d advertised", base)
+	for _, x := range []struct {
+		label string
+		s     []time.Duration
+	}{
+		{"commit→ToR received (all " + strconv.Itoa(changes) + ")", recv["all"]},
+		{"add, commit→ToR received", recv["add"]},
+		{"withdraw, commit→ToR received", recv["withdraw"]},
+		{"add, commit→ToR RIB", rib["add"]},
+		{"withdraw, commit→ToR RIB", rib["withdraw"]},
+	} {
+		for _, q := range []struct {
+			label string
+			pct   float64
+		}{{"p50", 50}, {"p99", 99}, {"max", 100}} {
+			v := percentile(x.s, q.pct)
+			summary.record(job+": "+x.label+" "+q.label, "ms", false, ovnbgpName, ms(v))
+		}
+		metric := strings.NewReplacer(" ", "-", ",", "", "→", "-", "(", "", ")", "").Replace(x.label)
+		b.ReportMetric(ms(percentile(x.s, 50)), metric+"-p50-ms")
+		b.ReportMetric(ms(percentile(x.s, 99)), metric+"-p99-ms")
+		b.Logf("%s: %s (%d): p50 %v p99 %v max %v\n  in order: %s", job, x.label, len(x.s),
+			pretty(percentile(x.s, 50)), pretty(percentile(x.s, 99)), pretty(percentile(x.s, 100)), list(x.s))
+	}
+	b.ReportMetric(0, "ns/op")
+}
+
+// updateLog reads the UPDATEs a ToR logs (`debug bgp updates in`).
+type updateLog struct{ path string }
+
+// watchUpdates turns on the ToR's UPDATE debugging, into its log file
+// with microsecond timestamps.
+func watchUpdates(f *lab.FRR) (updateLog, error) {
+	path := f.Dir + "/frr.log"
+	for _, cmd := range []string{"enable", "configure terminal", "log file " + path + " debugging",
+		"log timestamp precision 6", "end", "debug bgp updates in"} {
+		if _, err := f.VTY(cmd); err != nil {
+			return updateLog{}, fmt.Errorf("ToR: %s: %w", cmd, err)
+		}
+	}
+	return updateLog{path: path}, nil
+}
+
+func (u updateLog) offset() (int64, error) {
+	fi, err := os.Stat(u.path)
+	if err != nil {
+		return 0, err
+	}
+	return fi.Size(), nil
+}
+
+// await waits until the log, from offset off, has the UPDATE announcing
+// (or withdrawing) p, and returns its timestamp.
+func (u updateLog) await(off int64, p netip.Prefix, withdrawn bool, timeout time.Duration) (time.Time, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		data, err := os.ReadFile(u.path)
+		if err != nil {
+			return time.Time{}, err
+		}
+		if int64(len(data)) > off {
+			for _, line := range strings.Split(string(data[off:]), "\n") {
+				if at, ok := updateLine(line, p, withdrawn); ok {
+					return at, nil
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			return time.Time{}, fmt.Errorf("the ToR's log %s has no UPDATE %s %v (withdrawn %v) after %v; "+
+				"is `debug bgp updates in` on?", u.path, "for", p, withdrawn, timeout)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// frrTimeLayout is FRR's log timestamp with `log timestamp precision 6`.
+const frrTimeLayout = "2006/01/02 15:04:05.000000"
+
+// updateLine parses one line of bgpd's log: whether it tells that the
+// UPDATE announcing p (withdrawn false) or withdrawing it (true) was
+// received, and when. FRR 8.4 writes
+//
+//	2026/12/01 05:40:12.123456 BGP: [...] 192.0.2.0(node) rcvd 198.18.0.1/32 IPv4 unicast
+//	2026/12/01 05:40:12.123456 BGP: [...] 192.0.2.0(node) rcvd UPDATE about 198.18.0.1/32 IPv4 unicast -- withdrawn
+func updateLine(line string, p netip.Prefix, withdrawn bool) (time.Time, bool) {
+	if len(line) < len(frrTimeLayout) {
+		return time.Time{}, false
+	}
+	rest := line[len(frrTimeLayout):]
+	i := strings.Index(rest, " rcvd ")
+	if i < 0 {
+		return time.Time{}, false
+	}
+	msg := rest[i+len(" rcvd "):]
+	isWithdraw := strings.HasSuffix(strings.TrimSpace(msg), "-- withdrawn")
+	if isWithdraw != withdrawn {
+		return time.Time{}, false
+	}
+	msg = strings.TrimPrefix(msg, "UPDATE about ")
+	if f := strings.Fields(msg); len(f) == 0 || f[0] != p.String() {
+		return time.Time{}, false
+	}
+	at, err := time.ParseInLocation(frrTimeLayout, line[:len(frrTimeLayout)], time.Local)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return at, true
+}
