@@ -395,3 +395,82 @@ func updateLine(line string, p netip.Prefix, withdrawn bool) (time.Time, bool) {
 	}
 	return at, true
 }
+
+// vipContender: ovnbgp gets each prefix (a /32) as the ingress IP of a
+// LoadBalancer Service: one Service load balancer row per VIP, all in one
+// OVSDB transaction.
+type vipContender struct {
+	nb *advNB
+	d  *daemon
+}
+
+func (c *vipContender) announce(ps []netip.Prefix) (op, error) { return c.transact(ps, c.nb.add) }
+func (c *vipContender) withdraw(ps []netip.Prefix) (op, error) { return c.transact(ps, c.nb.remove) }
+
+func (c *vipContender) transact(ps []netip.Prefix, do func(eips, vips []netip.Addr) error) (op, error) {
+	vips := make([]netip.Addr, len(ps))
+	for i, p := range ps {
+		if !p.IsSingleIP() {
+			return op{}, fmt.Errorf("a VIP is an address, not %s", p)
+		}
+		vips[i] = p.Addr()
+	}
+	o := op{start: time.Now()}
+	err := do(nil, vips)
+	o.end = time.Now()
+	o.commit = o.end
+	return o, err
+}
+
+func (c *vipContender) daemons() map[string]int { return map[string]int{"ovnbgp": c.d.pid()} }
+func (c *vipContender) alive() error            { return c.d.exited() }
+
+// bulkVIPs are the first n VIPs as /32s, in address order.
+func bulkVIPs(n int) []netip.Prefix {
+	ps := make([]netip.Prefix, n)
+	for i := range ps {
+		ps[i] = host(vipAddr(i))
+	}
+	return ps
+}
+
+// bulkVIPSettle is how long after a bulk add the RSS is read again: more
+// than the daemon's trimEvery (10 s), so that it has returned the burst's
+// free memory (daemon/trim.go), and bgpd has settled too.
+const bulkVIPSettle = 12 * time.Second
+
+func bulkVIPSizes(b *testing.B) []int {
+	b.Helper()
+	v := os.Getenv(envBulkVIP)
+	if v == "" {
+		return []int{5000, 10000}
+	}
+	var sizes []int
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 || n >= maxAdvAddrs {
+			b.Fatalf("%s=%q: want sizes between 1 and %d, comma-separated", envBulkVIP, v, maxAdvAddrs-1)
+		}
+		sizes = append(sizes, n)
+	}
+	return sizes
+}
+
+// BenchmarkBulkVIP (issue 7, item 8): 5000, then 10000 VIPs
+// (OVNBGP_BENCH_BULKVIP) added in one operation, then withdrawn: for
+// ovnbgp one NB transaction of Service load balancer rows (rule kind
+// loadBalancerIP), for FRR(vtysh) one vtysh with a `network A/32` line per
+// VIP. Reported as BenchmarkBulk, plus the RSS per advertised prefix:
+// (RSS 12 s after the add - RSS before) / N.
+func BenchmarkBulkVIP(b *testing.B) {
+	gate(b)
+	for _, c := range []struct{ id, world, name string }{
+		{"ovnbgp", "ovnbgp-vip", ovnbgpName},
+		{"frr-vtysh", "frr-vtysh", vtyshName},
+	} {
+		b.Run(c.id, func(b *testing.B) {
+			w := newWorld(b, c.world, c.name)
+			bulkRun(b, w, c.name, bulkVIPSizes(b), bulkVIPs, "VIP", bulkVIPSettle)
+		})
+	}
+}
