@@ -241,7 +241,8 @@ func bulkRun(b *testing.B, w *world, name string, sizes []int, gen func(int) []n
 		if settle > 0 {
 			perPrefix = (float64(settled.mem.rss) - float64(idle.mem.rss)) / float64(n)
 			summary.record(fmt.Sprintf("%s, node daemons' RSS %v after", job, settle), "MiB", false, name, mib(settled.mem.rss))
-			summary.record(fmt.Sprintf("%s, (RSS %v after - idle RSS %.1f MiB) / N", job, settle, mib(idle.mem.rss)), "B", false, name, perPrefix)
+			summary.record(fmt.Sprintf("%s, (RSS %v after - idle RSS) / N", job, settle), "B", false, name, perPrefix)
+			summary.record("node daemons' idle RSS", "MiB", false, name, mib(idle.mem.rss))
 			b.ReportMetric(perPrefix, "rss-per-prefix"+sfx+"-B")
 		}
 		b.ReportMetric(ms(add.fromStart), "add"+sfx+"-ms")
