@@ -474,3 +474,165 @@ func BenchmarkBulkVIP(b *testing.B) {
 		})
 	}
 }
+
+// OpenShift scale (issue 7, item 8): its tested maximum of Services, with
+// 10 endpoints each, and 250 nodes.
+const (
+	scaleServices = 10000
+	scaleBackends = 10
+	scaleNodes    = 250
+	// envScaleChanges is how many VIP changes BenchmarkNBScale times
+	// (default 40).
+	envScaleChanges = "OVNBGP_BENCH_SCALE_CHANGES"
+)
+
+// scaleSubnet is node i's pod subnet (i from 1): node1 and node2 are the
+// harness's (10.128.0.0/23, 10.128.2.0/23); the others follow from
+// 10.128.6.0/23.
+func scaleSubnet(i int) netip.Prefix {
+	return netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(128 + i>>7), byte(i & 127 << 1), 0}), 23)
+}
+
+// scaleOps are nodes 3 to scaleNodes' default-network node switches and
+// scaleServices ClusterIP Services (172.30.0.0/16, OpenShift's default
+// service CIDR: never advertised) on two TCP ports with scaleBackends
+// endpoints each, spread over the nodes, as the services controller's
+// cluster-wide rows.
+func scaleOps() [][]any {
+	var batches [][]any
+	var sws []any
+	for i := 3; i <= scaleNodes; i++ {
+		sws = append(sws, map[string]any{"op": "insert", "table": "Logical_Switch", "row": map[string]any{
+			"name":         fmt.Sprintf("node%d", i),
+			"other_config": []any{"map", [][]string{{"subnet", scaleSubnet(i).String()}}},
+		}})
+	}
+	batches = append(batches, sws)
+	var lbs []any
+	for i := range scaleServices {
+		vip := netip.AddrFrom4([4]byte{172, 30, byte(i >> 8), byte(i)}).String()
+		var b80, b443 []string
+		for j := range scaleBackends {
+			sub := scaleSubnet(1 + (i+j)%scaleNodes)
+			a := sub.Addr().As4()
+			a[3] = byte(10 + j)
+			be := netip.AddrFrom4(a).String()
+			b80 = append(b80, be+":8080")
+			b443 = append(b443, be+":8443")
+		}
+		owner := fmt.Sprintf("ns%d/svc%d", i%100, i)
+		lbs = append(lbs, map[string]any{"op": "insert", "table": "Load_Balancer", "row": map[string]any{
+			"name":     "Service_" + owner + "_TCP_cluster",
+			"protocol": "tcp",
+			"vips": []any{"map", [][]string{
+				{vip + ":80", strings.Join(b80, ",")},
+				{vip + ":443", strings.Join(b443, ",")},
+			}},
+			"external_ids": []any{"map", [][]string{{"k8s.ovn.org/kind", "Service"}, {"k8s.ovn.org/owner", owner}}},
+		}})
+		if len(lbs) == 2000 {
+			batches = append(batches, lbs)
+			lbs = nil
+		}
+	}
+	if len(lbs) > 0 {
+		batches = append(batches, lbs)
+	}
+	return batches
+}
+
+// BenchmarkNBScale (issue 7, item 8, "NB at OpenShift scale"): the daemon
+// on node1 of an NB holding 10,000 ClusterIP Services of 10 endpoints and
+// 250 node switches (a central NB, as OVN-Kubernetes' non-interconnect
+// mode has; with interconnect each node's NB is smaller), advertising pod
+// subnets, egress IPs and VIPs. Reported: the daemon's RSS once synced
+// (and idle 12 s), and, for 40 changes of one VIP (OVNBGP_BENCH_SCALE_CHANGES) (a LoadBalancer
+// Service's row added, then removed), commit→ToR received: the whole path
+// the daemon takes after one NB change (libovsdb decode, the copy of the
+// monitored rows and their comparison, the snapshot, the plan, gobgp, one
+// UPDATE), an upper bound of "rebuild the snapshot and plan".
+func BenchmarkNBScale(b *testing.B) {
+	gate(b)
+	scaleChanges := envInt(b, envScaleChanges, 40, 2, 10000)
+	l := lab.New(b)
+	tf := l.StartFRR(lab.FRRConfig{Neighbors: []lab.FRRNeighbor{{Address: lab.NodeIPv4, ASN: nodeASN, Passive: true}}})
+	t := tor{frr: tf, from: lab.NodeIPv4}
+	nb := l.StartNB()
+	nb.PopulateOVNK()
+	loadStart := time.Now()
+	for _, ops := range scaleOps() {
+		if err := nbTransact(nb.Sock, ops); err != nil {
+			b.Fatalf("load the NB: %v", err)
+		}
+	}
+	b.Logf("NB loaded with %d Services (%d endpoints each) and %d node switches in %v",
+		scaleServices, scaleBackends, scaleNodes, pretty(time.Since(loadStart)))
+	start := time.Now()
+	d := startOvnbgpConfig(b, l, nb, lab.DaemonConfig{Peers: []lab.Peer{lab.DefaultTor()}, Advertise: advertiseRules}, "")
+	const base = 2 // node1's default and blue subnets
+	if _, err := waitFor(start, 50*time.Millisecond, 5*time.Minute, d.exited, until(func() (bool, error) {
+		n, err := t.bestCount()
+		return n == base, err
+	})); err != nil {
+		b.Fatalf("the ToR never had node1's %d subnets: %v", base, err)
+	}
+	b.Logf("daemon started, synced and advertising in %v", pretty(time.Since(start)))
+	// A measurement, not an assertion: nothing to wait on but time.
+	time.Sleep(bulkVIPSettle)
+	synced, err := usageOf(map[string]int{"ovnbgp": d.pid()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ul, err := watchUpdates(tf)
+	if err != nil {
+		b.Fatal(err)
+	}
+	w := &advNB{sock: nb.Sock, nats: map[netip.Addr]string{}}
+	var recv []time.Duration
+	for i := range scaleChanges + 2 {
+		a := vipAddr(i / 2)
+		add := i%2 == 0
+		p := host(a)
+		off, err := ul.offset()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if add {
+			err = w.add(nil, []netip.Addr{a})
+		} else {
+			err = w.remove(nil, []netip.Addr{a})
+		}
+		commit := time.Now()
+		if err != nil {
+			b.Fatal(err)
+		}
+		got, err := ul.await(off, p, !add, time.Minute)
+		if err != nil {
+			b.Fatalf("VIP %v (add %v): %v", a, add, err)
+		}
+		if i >= 2 { // the first add and remove warm up
+			recv = append(recv, got.Sub(commit))
+		}
+	}
+	after, err := usageOf(map[string]int{"ovnbgp": d.pid()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	job := fmt.Sprintf("NB at scale (%d Services × %d endpoints, %d nodes)", scaleServices, scaleBackends, scaleNodes)
+	for _, q := range []struct {
+		label string
+		pct   float64
+	}{{"p50", 50}, {"p99", 99}, {"max", 100}} {
+		summary.record(fmt.Sprintf("%s: one VIP changed, commit→ToR received %s", job, q.label), "ms", false, ovnbgpName, ms(percentile(recv, q.pct)))
+	}
+	summary.record(job+": daemon RSS synced, idle", "MiB", false, ovnbgpName, mib(synced.mem.rss))
+	summary.record(job+": daemon RSS after the changes (peak)", "MiB", false, ovnbgpName, mib(after.mem.peak))
+	b.ReportMetric(ms(percentile(recv, 50)), "change-received-p50-ms")
+	b.ReportMetric(ms(percentile(recv, 99)), "change-received-p99-ms")
+	b.ReportMetric(mib(synced.mem.rss), "rss-MiB")
+	b.ReportMetric(mib(after.mem.peak), "rss-peak-MiB")
+	b.Logf("%s: one VIP changed (%d), commit→ToR received p50 %v p99 %v max %v; daemon RSS %.1f MiB synced and idle, %.1f MiB now, peak %.1f MiB, CPU %v\n  in order: %s",
+		job, len(recv), pretty(percentile(recv, 50)), pretty(percentile(recv, 99)), pretty(percentile(recv, 100)),
+		mib(synced.mem.rss), mib(after.mem.rss), mib(after.mem.peak), pretty(after.cpu), list(recv))
+	b.ReportMetric(0, "ns/op")
+}
