@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/osrg/gobgp/v4/api"
@@ -124,14 +125,31 @@ func (s *Speaker) Advertised() []model.Advertisement {
 		}
 	}
 	out := make([]model.Advertisement, 0, len(inEffect))
+	// The state is per peer and family: asked once each, not per prefix
+	// (this runs on every pass, over every advertisement).
+	type peerFamily struct {
+		peer string
+		v6   bool
+	}
+	type sendStatus struct {
+		state  model.AdvState
+		reason string
+	}
+	states := map[peerFamily]sendStatus{}
 	for k, adv := range inEffect {
-		adv.State, adv.Reason = s.sendState(k)
+		pf := peerFamily{k.Peer, k.Prefix.Addr().Is6()}
+		st, ok := states[pf]
+		if !ok {
+			st.state, st.reason = s.sendState(k)
+			states[pf] = st
+		}
+		adv.State, adv.Reason = st.state, st.reason
 		if f, ok := a.failed[k]; ok {
 			adv.Problem = "the last change was not applied (" + f.err + "); these are the last good attributes"
 		}
 		out = append(out, adv)
 	}
-	sort.Slice(out, func(i, j int) bool { return lessKey(out[i].Key(), out[j].Key()) })
+	slices.SortFunc(out, func(x, y model.Advertisement) int { return compareKey(x.Key(), y.Key()) })
 	return out
 }
 
@@ -788,11 +806,14 @@ func nlriPrefix(n bgppkt.NLRI) (netip.Prefix, bool) {
 	return netip.Prefix{}, false
 }
 
-func lessKey(a, b model.Key) bool {
-	if a.Peer != b.Peer {
-		return a.Peer < b.Peer
+func lessKey(a, b model.Key) bool { return compareKey(a, b) < 0 }
+
+// compareKey orders keys by peer, then prefix.
+func compareKey(a, b model.Key) int {
+	if c := strings.Compare(a.Peer, b.Peer); c != 0 {
+		return c
 	}
-	return model.ComparePrefix(a.Prefix, b.Prefix) < 0
+	return model.ComparePrefix(a.Prefix, b.Prefix)
 }
 
 func sortedGroups(m map[groupID]*group) []groupID {

@@ -168,7 +168,7 @@ func selectAdvertisements(cfg *config.Config, snap model.Snapshot) []model.Adver
 			}
 			agg := aggregator{rule: rule}
 			for _, v := range snap.ServiceVIPs {
-				if serviceVIPSkip(cfg, snap, rule, v, local) == "" {
+				if !serviceVIPSkip(cfg, snap, rule, v, local).skipped() {
 					agg.add(v.VIP, v.Network, v.Source)
 				}
 			}
@@ -266,29 +266,76 @@ func egressIPSkip(rule *config.AdvertiseRule, e model.EgressIP) string {
 }
 
 // serviceVIPSkip says why rule (kind loadBalancerIP) does not select v on
-// the node of snap (local: its addresses), or "".
-func serviceVIPSkip(cfg *config.Config, snap model.Snapshot, rule *config.AdvertiseRule, v model.ServiceVIP, local *localAddrs) string {
+// the node of snap (local: its addresses); the zero vipSkip when it does.
+func serviceVIPSkip(cfg *config.Config, snap model.Snapshot, rule *config.AdvertiseRule, v model.ServiceVIP, local *localAddrs) vipSkip {
 	ns, _, _ := strings.Cut(v.Service, "/")
 	switch {
 	case len(rule.Networks) > 0 && !MatchAny(rule.Networks, v.Network):
-		return "network " + v.Network + " is not in the rule's networks"
+		return vipSkip{kind: skipNetwork, name: v.Network}
 	case len(rule.Namespaces) > 0 && !MatchAny(rule.Namespaces, ns):
-		return "namespace " + ns + " is not in the rule's namespaces"
+		return vipSkip{kind: skipNamespace, name: ns}
 	case len(rule.Services) > 0 && !MatchAny(rule.Services, v.Service):
-		return "service " + v.Service + " is not in the rule's services"
+		return vipSkip{kind: skipService, name: v.Service}
 	}
 	for _, c := range cfg.Cluster.ServiceCIDRs {
 		if c.Contains(v.VIP) {
-			return "a ClusterIP (inside cluster.serviceCIDRs " + c.String() + "): never advertised"
+			return vipSkip{kind: skipClusterIP, cidr: c}
 		}
 	}
 	if _, ok := slices.BinarySearchFunc(snap.NodeAddresses, v.VIP, netip.Addr.Compare); ok {
-		return "a node address (a NodePort VIP): never advertised"
+		return vipSkip{kind: skipNodeAddress}
 	}
 	if len(v.Backends) == 0 {
-		return "the service has no endpoint"
+		return vipSkip{kind: skipNoEndpoint}
 	}
 	if rule.LocalEndpointsOnly && !slices.ContainsFunc(v.Backends, func(b netip.Addr) bool { return local.has(v.Network, b) }) {
+		return vipSkip{kind: skipNotLocal}
+	}
+	return vipSkip{}
+}
+
+// vipSkip is why a loadBalancerIP rule does not select a Service VIP; the
+// zero value: it selects it. The text is made only when asked for
+// (explain): selection asks about every VIP on every pass, and on a big
+// cluster 10,000 ClusterIPs are each skipped, which cost a string each.
+type vipSkip struct {
+	kind skipKind
+	name string       // the network, namespace or service not selected
+	cidr netip.Prefix // the service CIDR holding a ClusterIP
+}
+
+type skipKind uint8
+
+const (
+	skipNone skipKind = iota
+	skipNetwork
+	skipNamespace
+	skipService
+	skipClusterIP
+	skipNodeAddress
+	skipNoEndpoint
+	skipNotLocal
+)
+
+// skipped says whether the rule does not select the VIP.
+func (s vipSkip) skipped() bool { return s.kind != skipNone }
+
+// String says why, or "" when the rule selects the VIP.
+func (s vipSkip) String() string {
+	switch s.kind {
+	case skipNetwork:
+		return "network " + s.name + " is not in the rule's networks"
+	case skipNamespace:
+		return "namespace " + s.name + " is not in the rule's namespaces"
+	case skipService:
+		return "service " + s.name + " is not in the rule's services"
+	case skipClusterIP:
+		return "a ClusterIP (inside cluster.serviceCIDRs " + s.cidr.String() + "): never advertised"
+	case skipNodeAddress:
+		return "a node address (a NodePort VIP): never advertised"
+	case skipNoEndpoint:
+		return "the service has no endpoint"
+	case skipNotLocal:
 		return "localEndpointsOnly: no endpoint of the service runs on this node"
 	}
 	return ""
