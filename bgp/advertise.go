@@ -109,7 +109,7 @@ func (s *Speaker) Advertised() []model.Advertisement {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	a := &s.adv
-	inEffect := map[model.Key]model.Advertisement{}
+	inEffect := make(map[model.Key]model.Advertisement, len(a.member))
 	for gid, g := range a.groups {
 		for p := range g.prefixes {
 			k := model.Key{Peer: gid.peer, Prefix: p}

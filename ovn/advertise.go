@@ -82,8 +82,8 @@ func buildEgressIPs(nats []natRow, node string) (out []model.EgressIP, problems 
 		eips       []string // EgressIP objects
 		namespaces []string
 	}
-	byKey := map[key]*acc{}
-	var keys []key
+	byKey := make(map[key]*acc, len(nats))
+	keys := make([]key, 0, len(nats))
 	for _, n := range nats {
 		network := networkName(n.RouterNetwork)
 		if n.Router == "" || n.Router != gatewayRouterName(network, node) {
@@ -123,8 +123,9 @@ func buildEgressIPs(nats []natRow, node string) (out []model.EgressIP, problems 
 		out = append(out, model.EgressIP{
 			IP: k.ip, Network: k.network, Router: e.router, Name: e.eips[0],
 			Namespaces: append([]string{}, slices.Compact(e.namespaces)...),
-			Source: fmt.Sprintf("%s external_ip on %s (%s=%s; %s)", tableNAT, e.router,
-				ovnk.ExtIDOwnerType, ovnk.OwnerTypeEgressIP, sourceNames(names)),
+			// Not Sprintf: one per egress IP, on every pass.
+			Source: tableNAT + " external_ip on " + e.router + " (" + ovnk.ExtIDOwnerType + "=" + ovnk.OwnerTypeEgressIP + "; " +
+				sourceNames(names) + ")",
 		})
 	}
 	slices.SortFunc(out, func(a, b model.EgressIP) int {

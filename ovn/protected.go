@@ -160,7 +160,16 @@ type natRow struct {
 // A value that does not parse is left out and said in problems. A repeated
 // address is reported once, with its first reason (in row order).
 func buildProtectedAddresses(in nbRows) (prot []model.ProtectedPrefix, nodeAddrs []netip.Addr, problems []string) {
-	seen := make(map[netip.Addr]bool)
+	// Sized once: a big cluster has tens of thousands of VIPs.
+	n := len(in.NATs) + len(in.Routes)
+	for _, lb := range in.LoadBalancers {
+		n += len(lb.parsed().VIPs)
+	}
+	for _, p := range in.Ports {
+		n += len(p.Networks)
+	}
+	seen := make(map[netip.Addr]bool, n)
+	prot = make([]model.ProtectedPrefix, 0, n)
 	add := func(a netip.Addr, why func() string) {
 		a = a.Unmap()
 		if seen[a] {
@@ -192,8 +201,12 @@ func buildProtectedAddresses(in nbRows) (prot []model.ProtectedPrefix, nodeAddrs
 	// by what the reason names, so that a shared address (an egress IP on
 	// several pods, a transit address in several networks) always shows
 	// the same one.
-	nats := slices.Clone(in.NATs)
-	slices.SortFunc(nats, func(a, b natRow) int {
+	// Pointers are sorted: a row is eight strings.
+	nats := make([]*natRow, len(in.NATs))
+	for i := range in.NATs {
+		nats[i] = &in.NATs[i]
+	}
+	slices.SortFunc(nats, func(a, b *natRow) int {
 		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.Router, b.Router), cmp.Compare(a.UUID, b.UUID))
 	})
 	for _, n := range nats {

@@ -153,7 +153,7 @@ func selectAdvertisements(cfg *config.Config, snap model.Snapshot) []model.Adver
 				}
 			}
 		case config.KindEgressIP:
-			agg := aggregator{rule: rule}
+			agg := aggregator{rule: rule, groups: make(map[netip.Prefix]*aggregate, len(snap.EgressIPs))}
 			for _, e := range snap.EgressIPs {
 				if egressIPSkip(rule, e) == "" {
 					agg.add(e.IP, e.Network, e.Source)
