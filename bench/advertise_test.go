@@ -25,7 +25,7 @@ const (
 	// envAdvBase is how many egress IPs + VIPs the node advertises before
 	// them (default 1000, half each).
 	envAdvBase = "OVNBGP_BENCH_ADV_BASE"
-	// envBulkVIP lists the sizes of BenchmarkBulkVIP (default
+	// envBulkVIP lists the sizes of BenchmarkAdvertiseBulk (default
 	// "5000,10000").
 	envBulkVIP = "OVNBGP_BENCH_BULKVIP"
 )
@@ -456,13 +456,13 @@ func bulkVIPSizes(b *testing.B) []int {
 	return sizes
 }
 
-// BenchmarkBulkVIP (issue 7, item 8): 5000, then 10000 VIPs
+// BenchmarkAdvertiseBulk (issue 7, item 8): 5000, then 10000 VIPs
 // (OVNBGP_BENCH_BULKVIP) added in one operation, then withdrawn: for
 // ovnbgp one NB transaction of Service load balancer rows (rule kind
 // loadBalancerIP), for FRR(vtysh) one vtysh with a `network A/32` line per
 // VIP. Reported as BenchmarkBulk, plus the RSS per advertised prefix:
 // (RSS 12 s after the add - RSS before) / N.
-func BenchmarkBulkVIP(b *testing.B) {
+func BenchmarkAdvertiseBulk(b *testing.B) {
 	gate(b)
 	for _, c := range []struct{ id, world, name string }{
 		{"ovnbgp", "ovnbgp-vip", ovnbgpName},
@@ -481,7 +481,7 @@ const (
 	scaleServices = 10000
 	scaleBackends = 10
 	scaleNodes    = 250
-	// envScaleChanges is how many VIP changes BenchmarkNBScale times
+	// envScaleChanges is how many VIP changes BenchmarkAdvertiseNBScale times
 	// (default 40).
 	envScaleChanges = "OVNBGP_BENCH_SCALE_CHANGES"
 )
@@ -541,7 +541,7 @@ func scaleOps() [][]any {
 	return batches
 }
 
-// BenchmarkNBScale (issue 7, item 8, "NB at OpenShift scale"): the daemon
+// BenchmarkAdvertiseNBScale (issue 7, item 8, "NB at OpenShift scale"): the daemon
 // on node1 of an NB holding 10,000 ClusterIP Services of 10 endpoints and
 // 250 node switches (a central NB, as OVN-Kubernetes' non-interconnect
 // mode has; with interconnect each node's NB is smaller), advertising pod
@@ -551,7 +551,7 @@ func scaleOps() [][]any {
 // the daemon takes after one NB change (libovsdb decode, the copy of the
 // monitored rows and their comparison, the snapshot, the plan, gobgp, one
 // UPDATE), an upper bound of "rebuild the snapshot and plan".
-func BenchmarkNBScale(b *testing.B) {
+func BenchmarkAdvertiseNBScale(b *testing.B) {
 	gate(b)
 	scaleChanges := envInt(b, envScaleChanges, 40, 2, 10000)
 	l := lab.New(b)
