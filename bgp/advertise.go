@@ -109,30 +109,37 @@ func (s *Speaker) Advertised() []model.Advertisement {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	a := &s.adv
-	inEffect := make(map[model.Key]model.Advertisement, len(a.member))
+	// This runs on every pass, over every advertisement: the map holds
+	// positions in all (an advertisement is too big a map value to be
+	// stored in place), and positions are sorted, not advertisements.
+	pos := make(map[model.Key]int, len(a.member))
+	all := make([]model.Advertisement, 0, len(a.member))
 	for gid, g := range a.groups {
 		for p := range g.prefixes {
 			k := model.Key{Peer: gid.peer, Prefix: p}
 			if _, in := a.rib[p]; !in || a.unsynced[k] {
 				continue
 			}
-			if a.member[k] == gid {
-				inEffect[k] = a.advs[k]
-			} else if _, ok := inEffect[k]; !ok {
+			i, seen := pos[k]
+			switch {
+			case a.member[k] == gid && seen:
+				all[i] = a.advs[k]
+			case a.member[k] == gid:
+				pos[k] = len(all)
+				all = append(all, a.advs[k])
+			case !seen:
 				// Left over from a failed removal: gobgp still sends it.
-				inEffect[k] = model.Advertisement{Peer: gid.peer, Prefix: p, Attrs: g.attrs}
+				pos[k] = len(all)
+				all = append(all, model.Advertisement{Peer: gid.peer, Prefix: p, Attrs: g.attrs})
 			}
 		}
 	}
-	// Sorted as keys, then copied out in order: sorting the
-	// advertisements themselves moves 200 bytes per swap, and this runs on
-	// every pass, over every advertisement.
-	keys := make([]model.Key, 0, len(inEffect))
-	for k := range inEffect {
-		keys = append(keys, k)
+	order := make([]int32, len(all))
+	for i := range order {
+		order[i] = int32(i)
 	}
-	slices.SortFunc(keys, compareKey)
-	out := make([]model.Advertisement, 0, len(inEffect))
+	slices.SortFunc(order, func(x, y int32) int { return compareKey(all[x].Key(), all[y].Key()) })
+	out := make([]model.Advertisement, 0, len(all))
 	// The state is per peer and family: asked once each, not per prefix.
 	type peerFamily struct {
 		peer string
@@ -143,8 +150,9 @@ func (s *Speaker) Advertised() []model.Advertisement {
 		reason string
 	}
 	states := map[peerFamily]sendStatus{}
-	for _, k := range keys {
-		adv := inEffect[k]
+	for _, i := range order {
+		adv := all[i]
+		k := adv.Key()
 		pf := peerFamily{k.Peer, k.Prefix.Addr().Is6()}
 		st, ok := states[pf]
 		if !ok {
