@@ -27,6 +27,11 @@ type daemon struct {
 	err  error // Wait's result, valid after done
 }
 
+// envDebugLog=1 keeps the daemon at debug level (a line per prefix and
+// per pass, with its duration: slower, for finding where time goes), and
+// its log is kept in $TMPDIR/ovnbgp-bench-daemon.log.
+const envDebugLog = "OVNBGP_BENCH_DEBUGLOG"
+
 // startOvnbgp starts the daemon for node1, AS 65010, with the usual tor peer
 // and one rule advertising the pod subnets of every network. It is stopped
 // by PID at the end of the benchmark.
@@ -62,7 +67,10 @@ func startOvnbgpConfig(b testing.TB, l *lab.Lab, nb *lab.NB, cfg lab.DaemonConfi
 	if !strings.Contains(text, debug) {
 		b.Fatalf("the harness's daemon config no longer has %q: update startOvnbgp\n%s", debug, text)
 	}
-	text = strings.Replace(text, debug, info, 1) + extra
+	if os.Getenv(envDebugLog) != "1" {
+		text = strings.Replace(text, debug, info, 1)
+	}
+	text += extra
 	conf, logPath := filepath.Join(dir, "config.yaml"), filepath.Join(dir, "ovnbgp.log")
 	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
 		b.Fatal(err)
@@ -88,6 +96,14 @@ func startOvnbgpConfig(b testing.TB, l *lab.Lab, nb *lab.NB, cfg lab.DaemonConfi
 			b.Errorf("ovnbgp daemon (pid %d) still running 10 s after SIGTERM: killing it", d.cmd.Process.Pid)
 			_ = d.cmd.Process.Kill()
 			<-d.done
+		}
+		if os.Getenv(envDebugLog) == "1" {
+			if data, err := os.ReadFile(logPath); err == nil {
+				keep := filepath.Join(os.TempDir(), "ovnbgp-bench-daemon.log")
+				if os.WriteFile(keep, data, 0o644) == nil {
+					b.Logf("the daemon's debug log is kept in %s", keep)
+				}
+			}
 		}
 		if b.Failed() {
 			b.Logf("--- ovnbgp config\n%s--- ovnbgp daemon log (last 40 lines)\n%s", text, lab.Tail(logPath, 40))
