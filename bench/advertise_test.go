@@ -272,11 +272,14 @@ func BenchmarkAdvertiseChange(b *testing.B) {
 		if err != nil {
 			b.Fatalf("%s %v (add %v): the ToR never showed it: %v", c.what, c.a, c.add, err)
 		}
-		got, err := ul.await(off, p, !c.add, 30*time.Second)
+		got, line, err := ul.awaitLine(off, p, !c.add, 30*time.Second)
 		if err != nil {
 			b.Fatalf("%s %v (add %v): %v", c.what, c.a, c.add, err)
 		}
 		if i < 4 {
+			if i < 2 {
+				b.Logf("the ToR logged (add %v): %s", c.add, line)
+			}
 			continue // warm-up
 		}
 		kind := "add"
@@ -341,21 +344,27 @@ func (u updateLog) offset() (int64, error) {
 // await waits until the log, from offset off, has the UPDATE announcing
 // (or withdrawing) p, and returns its timestamp.
 func (u updateLog) await(off int64, p netip.Prefix, withdrawn bool, timeout time.Duration) (time.Time, error) {
+	at, _, err := u.awaitLine(off, p, withdrawn, timeout)
+	return at, err
+}
+
+// awaitLine is await that also returns the line.
+func (u updateLog) awaitLine(off int64, p netip.Prefix, withdrawn bool, timeout time.Duration) (time.Time, string, error) {
 	deadline := time.Now().Add(timeout)
 	for {
 		data, err := os.ReadFile(u.path)
 		if err != nil {
-			return time.Time{}, err
+			return time.Time{}, "", err
 		}
 		if int64(len(data)) > off {
 			for _, line := range strings.Split(string(data[off:]), "\n") {
 				if at, ok := updateLine(line, p, withdrawn); ok {
-					return at, nil
+					return at, line, nil
 				}
 			}
 		}
 		if time.Now().After(deadline) {
-			return time.Time{}, fmt.Errorf("the ToR's log %s has no UPDATE %s %v (withdrawn %v) after %v; "+
+			return time.Time{}, "", fmt.Errorf("the ToR's log %s has no UPDATE %s %v (withdrawn %v) after %v; "+
 				"is `debug bgp updates in` on?", u.path, "for", p, withdrawn, timeout)
 		}
 		time.Sleep(5 * time.Millisecond)
