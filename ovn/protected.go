@@ -41,6 +41,9 @@ type lbParsed struct {
 	// addresses, parsed), sorted, each with the backends of all its
 	// entries (ports) merged.
 	Addrs []lbAddr
+	// Why is the reason its VIPs are protected (protectWhy), made once per
+	// row version by readRows: every snapshot names it for every VIP.
+	Why string
 }
 
 // lbAddr is one VIP address of a load balancer and its backends, sorted and
@@ -66,6 +69,18 @@ type lbVIP struct {
 }
 
 // parsed returns lb's vips parsed.
+// protectWhy is why lb's VIPs are protected addresses.
+func (lb *lbRow) protectWhy() string {
+	if lb.Parsed != nil && lb.Parsed.Why != "" {
+		return lb.Parsed.Why
+	}
+	return protectWhy(lb.Owner, lb.Name)
+}
+
+func protectWhy(owner, name string) string {
+	return "Service VIP of " + owner + " (" + tableLoadBalancer + " " + name + " vips)"
+}
+
 func (lb *lbRow) parsed() *lbParsed {
 	if lb.Parsed != nil {
 		return lb.Parsed
@@ -170,13 +185,18 @@ func buildProtectedAddresses(in nbRows) (prot []model.ProtectedPrefix, nodeAddrs
 	}
 	seen := make(map[netip.Addr]bool, n)
 	prot = make([]model.ProtectedPrefix, 0, n)
-	add := func(a netip.Addr, why func() string) {
+	addWhy := func(a netip.Addr, why string) {
 		a = a.Unmap()
 		if seen[a] {
 			return
 		}
 		seen[a] = true
-		prot = append(prot, model.ProtectedPrefix{Prefix: netip.PrefixFrom(a, a.BitLen()), Why: why()})
+		prot = append(prot, model.ProtectedPrefix{Prefix: netip.PrefixFrom(a, a.BitLen()), Why: why})
+	}
+	add := func(a netip.Addr, why func() string) {
+		if !seen[a.Unmap()] {
+			addWhy(a, why())
+		}
 	}
 
 	for _, lb := range in.LoadBalancers {
@@ -190,10 +210,9 @@ func buildProtectedAddresses(in nbRows) (prot []model.ProtectedPrefix, nodeAddrs
 					tableLoadBalancer, lb.Name, vip.Key))
 				continue
 			}
-			add(a, func() string {
-				// Not Sprintf: one per Service, 10,000 on a big cluster.
-				return "Service VIP of " + lb.Owner + " (" + tableLoadBalancer + " " + lb.Name + " vips)"
-			})
+			// Made once per row version: one per Service, 10,000 on a
+			// big cluster, on every pass.
+			addWhy(a, lb.protectWhy())
 		}
 	}
 
