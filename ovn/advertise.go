@@ -168,17 +168,11 @@ func buildServiceVIPs(lbs []*lbRow) (out []model.ServiceVIP, problems []string) 
 		network int32
 		lb, a   int32
 	}
-	n, nb := 0, 0
+	n := 0
 	for _, lb := range lbs {
-		for _, a := range lb.parsed().Addrs {
-			n++
-			nb += len(a.Backends)
-		}
+		n += len(lb.parsed().Addrs)
 	}
 	refs := make([]ref, 0, n)
-	// The output's backend lists are cut from one array (each capped, so
-	// an append by a reader never runs into the next).
-	arena := make([]netip.Addr, 0, nb)
 	for i, lb := range lbs {
 		if ns, name, ok := strings.Cut(lb.Owner, "/"); !ok || ns == "" || name == "" || strings.Contains(name, "/") {
 			problems = append(problems, fmt.Sprintf("%s %s: external_ids %s %q is not <namespace>/<name>; its VIPs are not advertised",
@@ -239,9 +233,14 @@ func buildServiceVIPs(lbs []*lbRow) (out []model.ServiceVIP, problems []string) 
 			slices.SortFunc(backends, netip.Addr.Compare)
 			backends = slices.Compact(backends)
 		}
-		start := len(arena)
-		arena = append(arena, backends...)
-		backends = arena[start:len(arena):len(arena)]
+		// Not copied: a list of one row is its parsed list (read-only,
+		// shared between builds, as the rows are); a merged one is new.
+		// Capped, so that an append by a reader never writes into it.
+		// Empty, not nil, when there is no endpoint.
+		if backends == nil {
+			backends = []netip.Addr{}
+		}
+		backends = slices.Clip(backends)
 		out = append(out, model.ServiceVIP{
 			Service: service, Network: names[first.network], VIP: first.vip, Backends: backends,
 			Source: tableLoadBalancer + " " + sourceNames(rows) + " vips",
