@@ -45,7 +45,9 @@ type advState struct {
 	// member is the group each wanted advertisement was put in; advs is
 	// that advertisement as given (Rule, Network and Source included).
 	member map[model.Key]groupID
-	advs   map[model.Key]model.Advertisement
+	// (Pointers: an advertisement is too big a map value to be stored in
+	// place, and Advertised sorts and copies them on every pass.)
+	advs map[model.Key]*model.Advertisement
 	// nbr is the address in each peer's neighbor set.
 	nbr map[string]netip.Addr
 	// unsynced are advertisements whose peer has not re-evaluated its
@@ -70,7 +72,7 @@ func newAdvState() advState {
 		rib:      map[netip.Prefix]struct{}{},
 		groups:   map[groupID]*group{},
 		member:   map[model.Key]groupID{},
-		advs:     map[model.Key]model.Advertisement{},
+		advs:     map[model.Key]*model.Advertisement{},
 		nbr:      map[string]netip.Addr{},
 		unsynced: map[model.Key]bool{},
 		resets:   map[string]bool{},
@@ -113,7 +115,7 @@ func (s *Speaker) Advertised() []model.Advertisement {
 	// positions in all (an advertisement is too big a map value to be
 	// stored in place), and positions are sorted, not advertisements.
 	pos := make(map[model.Key]int, len(a.member))
-	all := make([]model.Advertisement, 0, len(a.member))
+	all := make([]*model.Advertisement, 0, len(a.member))
 	for gid, g := range a.groups {
 		for p := range g.prefixes {
 			k := model.Key{Peer: gid.peer, Prefix: p}
@@ -130,7 +132,7 @@ func (s *Speaker) Advertised() []model.Advertisement {
 			case !seen:
 				// Left over from a failed removal: gobgp still sends it.
 				pos[k] = len(all)
-				all = append(all, model.Advertisement{Peer: gid.peer, Prefix: p, Attrs: g.attrs})
+				all = append(all, &model.Advertisement{Peer: gid.peer, Prefix: p, Attrs: g.attrs})
 			}
 		}
 	}
@@ -138,7 +140,12 @@ func (s *Speaker) Advertised() []model.Advertisement {
 	for i := range order {
 		order[i] = int32(i)
 	}
-	slices.SortFunc(order, func(x, y int32) int { return compareKey(all[x].Key(), all[y].Key()) })
+	slices.SortFunc(order, func(x, y int32) int {
+		if c := strings.Compare(all[x].Peer, all[y].Peer); c != 0 {
+			return c
+		}
+		return model.ComparePrefix(all[x].Prefix, all[y].Prefix)
+	})
 	out := make([]model.Advertisement, 0, len(all))
 	// The state is per peer and family: asked once each, not per prefix.
 	type peerFamily struct {
@@ -151,7 +158,7 @@ func (s *Speaker) Advertised() []model.Advertisement {
 	}
 	states := map[peerFamily]sendStatus{}
 	for _, i := range order {
-		adv := all[i]
+		adv := *all[i]
 		k := adv.Key()
 		pf := peerFamily{k.Peer, k.Prefix.Addr().Is6()}
 		st, ok := states[pf]
@@ -322,7 +329,7 @@ func (s *Speaker) reconcile(ctx context.Context, want []model.Advertisement, rem
 			continue
 		}
 		if cur, had := a.member[k]; had && cur == w.gid {
-			a.advs[k] = w.adv
+			a.setAdv(k, w.adv)
 			continue
 		}
 		if _, ok := grow[w.gid]; !ok {
@@ -335,7 +342,7 @@ func (s *Speaker) reconcile(ctx context.Context, want []model.Advertisement, rem
 		for _, k := range s.growGroup(ctx, gid, desired[ks[0]].attrs, ks, fail) {
 			w := desired[k]
 			a.member[k] = w.gid
-			a.advs[k] = w.adv
+			a.setAdv(k, w.adv)
 			added++
 			s.log.Debug("prefix selected for peer", zap.String("op", "select"), zap.String("peer", k.Peer),
 				zap.Stringer("prefix", k.Prefix), zap.Any("attrs", w.adv.Attrs))
@@ -477,6 +484,15 @@ func (s *Speaker) reconcile(ctx context.Context, want []model.Advertisement, rem
 			zap.Strings("softResetOut", sortedKeys(reset)), zap.Int("errors", len(errs)))
 	}
 	return errors.Join(errs...)
+}
+
+// setAdv records adv as what k was asked for, in place when k had one.
+func (a *advState) setAdv(k model.Key, adv model.Advertisement) {
+	if p := a.advs[k]; p != nil {
+		*p = adv
+		return
+	}
+	a.advs[k] = &adv
 }
 
 func (s *Speaker) clearUnsynced(peer string) {
