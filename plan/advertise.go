@@ -153,7 +153,7 @@ func selectAdvertisements(cfg *config.Config, snap model.Snapshot) []model.Adver
 				}
 			}
 		case config.KindEgressIP:
-			agg := aggregator{rule: rule, groups: make(map[netip.Prefix]*aggregate, len(snap.EgressIPs))}
+			agg := newAggregator(rule, len(snap.EgressIPs))
 			for _, e := range snap.EgressIPs {
 				if egressIPSkip(rule, e) == "" {
 					agg.add(e.IP, e.Network, e.Source)
@@ -166,7 +166,7 @@ func selectAdvertisements(cfg *config.Config, snap model.Snapshot) []model.Adver
 			if local == nil {
 				local = newLocalAddrs(snap)
 			}
-			agg := aggregator{rule: rule}
+			agg := newAggregator(rule, min(len(snap.ServiceVIPs), 1024)) // most are ClusterIPs on a big cluster
 			for _, v := range snap.ServiceVIPs {
 				if !serviceVIPSkip(cfg, snap, rule, v, local).skipped() {
 					agg.add(v.VIP, v.Network, v.Source)
@@ -186,12 +186,20 @@ func selectAdvertisements(cfg *config.Config, snap model.Snapshot) []model.Adver
 // (IPv4) or aggregateLengthV6 (IPv6), as the covering prefix of that length
 // with the addresses behind it (its members).
 type aggregator struct {
-	rule   *config.AdvertiseRule
-	order  []netip.Prefix
-	groups map[netip.Prefix]*aggregate
+	rule *config.AdvertiseRule
+	// index is the position of each prefix in aggs, which are in the
+	// order first added (positions: no allocation per prefix, on every
+	// pass over every egress IP and VIP).
+	index map[netip.Prefix]int
+	aggs  []aggregate
+}
+
+func newAggregator(rule *config.AdvertiseRule, size int) *aggregator {
+	return &aggregator{rule: rule, index: make(map[netip.Prefix]int, size), aggs: make([]aggregate, 0, size)}
 }
 
 type aggregate struct {
+	prefix          netip.Prefix
 	network, source string
 	members         []netip.Prefix
 	networks        int
@@ -207,19 +215,19 @@ func (g *aggregator) add(a netip.Addr, network, source string) {
 	if length > 0 && length < a.BitLen() {
 		prefix = netip.PrefixFrom(a, length).Masked()
 	}
-	if g.groups == nil {
-		g.groups = map[netip.Prefix]*aggregate{}
+	if g.index == nil {
+		g.index = map[netip.Prefix]int{}
 	}
-	ag := g.groups[prefix]
-	if ag == nil {
-		ag = &aggregate{network: network, source: source, networks: 1}
-		g.groups[prefix] = ag
-		g.order = append(g.order, prefix)
-	} else if ag.network != network {
-		ag.networks++
+	i, ok := g.index[prefix]
+	if !ok {
+		i = len(g.aggs)
+		g.index[prefix] = i
+		g.aggs = append(g.aggs, aggregate{prefix: prefix, network: network, source: source, networks: 1})
+	} else if g.aggs[i].network != network {
+		g.aggs[i].networks++
 	}
 	if prefix != host {
-		ag.members = append(ag.members, host) // made unique in each
+		g.aggs[i].members = append(g.aggs[i].members, host) // made unique in each
 	}
 }
 
@@ -227,8 +235,9 @@ func (g *aggregator) add(a netip.Addr, network, source string) {
 // aggregate's source names its members (at most eight; Members has them
 // all).
 func (g *aggregator) each(fn func(prefix netip.Prefix, network, source string, members []netip.Prefix)) {
-	for _, prefix := range g.order {
-		ag := g.groups[prefix]
+	for i := range g.aggs {
+		ag := &g.aggs[i]
+		prefix := ag.prefix
 		if len(ag.members) == 0 {
 			fn(prefix, ag.network, ag.source, nil)
 			continue
