@@ -113,6 +113,11 @@ func buildEgressIPs(nats []natRow, node string) (out []model.EgressIP, problems 
 		e.eips = append(e.eips, eip)
 		e.namespaces = append(e.namespaces, ns)
 	}
+	// The keys are sorted, not the (bigger) entries: (network, IP) is
+	// unique, so the order is the same.
+	slices.SortFunc(keys, func(a, b key) int {
+		return cmp.Or(compareNetworks(a.network, b.network), a.ip.Compare(b.ip))
+	})
 	out = make([]model.EgressIP, 0, len(keys))
 	for _, k := range keys {
 		e := byKey[k]
@@ -128,9 +133,6 @@ func buildEgressIPs(nats []natRow, node string) (out []model.EgressIP, problems 
 				sourceNames(names) + ")",
 		})
 	}
-	slices.SortFunc(out, func(a, b model.EgressIP) int {
-		return cmp.Or(compareNetworks(a.Network, b.Network), a.IP.Compare(b.IP))
-	})
 	return out, problems
 }
 
