@@ -3,6 +3,7 @@ package bench
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/netip"
 	"os"
 	"strconv"
@@ -227,9 +228,13 @@ func BenchmarkAdvertiseChange(b *testing.B) {
 	}
 	next := base / 2
 	nextVIP := base - base/2
+	// Two phases of changes+4 changes each, the first 4 of each not
+	// counted: "quiet", where nothing asks the ToR anything (the received
+	// instants: bgpd is not kept busy answering polls), then "polled",
+	// where the ToR's RIB is asked every millisecond (the RIB instants;
+	// the received instants of this phase are reported apart).
 	var plan []change
-	// One unmeasured warm-up round of each, then the measured ones.
-	for len(plan) < changes+4 {
+	for len(plan) < 2*(changes+4) {
 		e, v := eipAddr(next), vipAddr(nextVIP)
 		next, nextVIP = next+1, nextVIP+1
 		plan = append(plan, change{"egress IP", true, e}, change{"egress IP", false, e},
@@ -240,7 +245,9 @@ func BenchmarkAdvertiseChange(b *testing.B) {
 	}
 	recv := map[string][]time.Duration{}
 	rib := map[string][]time.Duration{}
-	for i, c := range plan[:changes+4] {
+	for i, c := range plan[:2*(changes+4)] {
+		polled := i >= changes+4
+		n := i % (changes + 4)
 		p := host(c.a)
 		off, err := ul.offset()
 		if err != nil {
@@ -262,21 +269,24 @@ func BenchmarkAdvertiseChange(b *testing.B) {
 		if err != nil {
 			b.Fatalf("%s %v: %v", c.what, c.a, err)
 		}
-		at, err := waitFor(start, singleInterval, singleTimeout, d.exited, func() (progress, error) {
-			received, selected, err := t.fromNode(p)
-			if c.add {
-				return progress{received: received, done: selected}, err
+		var at reached
+		if polled {
+			at, err = waitFor(start, singleInterval, singleTimeout, d.exited, func() (progress, error) {
+				received, selected, err := t.fromNode(p)
+				if c.add {
+					return progress{received: received, done: selected}, err
+				}
+				return progress{received: !received, done: !received && !selected}, err
+			})
+			if err != nil {
+				b.Fatalf("%s %v (add %v): the ToR never showed it: %v", c.what, c.a, c.add, err)
 			}
-			return progress{received: !received, done: !received && !selected}, err
-		})
-		if err != nil {
-			b.Fatalf("%s %v (add %v): the ToR never showed it: %v", c.what, c.a, c.add, err)
 		}
 		got, line, err := ul.awaitLine(off, p, !c.add, 30*time.Second)
 		if err != nil {
 			b.Fatalf("%s %v (add %v): %v", c.what, c.a, c.add, err)
 		}
-		if i < 4 {
+		if n < 4 {
 			if i < 2 {
 				b.Logf("the ToR logged (add %v): %s", c.add, line)
 			}
@@ -286,8 +296,12 @@ func BenchmarkAdvertiseChange(b *testing.B) {
 		if !c.add {
 			kind = "withdraw"
 		}
+		if polled {
+			rib[kind] = append(rib[kind], start.Add(at.done).Sub(commit))
+			recv["polled"] = append(recv["polled"], got.Sub(commit))
+			continue
+		}
 		recv[kind] = append(recv[kind], got.Sub(commit))
-		rib[kind] = append(rib[kind], start.Add(at.done).Sub(commit))
 		recv["all"] = append(recv["all"], got.Sub(commit))
 	}
 	job := fmt.Sprintf("one egress IP or VIP changed, %d advertised", base)
@@ -298,6 +312,7 @@ func BenchmarkAdvertiseChange(b *testing.B) {
 		{"commit→ToR received (all " + strconv.Itoa(changes) + ")", recv["all"]},
 		{"add, commit→ToR received", recv["add"]},
 		{"withdraw, commit→ToR received", recv["withdraw"]},
+		{"commit→ToR received, while its RIB is polled (all " + strconv.Itoa(changes) + ")", recv["polled"]},
 		{"add, commit→ToR RIB", rib["add"]},
 		{"withdraw, commit→ToR RIB", rib["withdraw"]},
 	} {
@@ -352,12 +367,12 @@ func (u updateLog) await(off int64, p netip.Prefix, withdrawn bool, timeout time
 func (u updateLog) awaitLine(off int64, p netip.Prefix, withdrawn bool, timeout time.Duration) (time.Time, string, error) {
 	deadline := time.Now().Add(timeout)
 	for {
-		data, err := os.ReadFile(u.path)
+		data, err := readFrom(u.path, off)
 		if err != nil {
 			return time.Time{}, "", err
 		}
-		if int64(len(data)) > off {
-			for _, line := range strings.Split(string(data[off:]), "\n") {
+		if len(data) > 0 {
+			for _, line := range strings.Split(string(data), "\n") {
 				if at, ok := updateLine(line, p, withdrawn); ok {
 					return at, line, nil
 				}
@@ -369,6 +384,19 @@ func (u updateLog) awaitLine(off int64, p netip.Prefix, withdrawn bool, timeout 
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// readFrom reads the file at path from offset off to its end.
+func readFrom(path string, off int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if _, err := f.Seek(off, io.SeekStart); err != nil {
+		return nil, err
+	}
+	return io.ReadAll(f)
 }
 
 // frrTimeLayout is FRR's log timestamp with `log timestamp precision 6`.
