@@ -160,10 +160,25 @@ func BenchmarkBulk(b *testing.B) {
 }
 
 func benchBulk(b *testing.B, id, name string) {
-	sizes := bulkSizes(b)
 	w := newWorld(b, id, name)
+	bulkRun(b, w, name, bulkSizes(b), bulkPrefixes, "/24", 0)
+}
+
+// bulkRun adds gen(n) in one operation and withdraws them again, for each
+// size n, in w, timing both and reading the node daemons' CPU and RSS.
+// unit names the prefixes in the rows ("/24", "VIP"). With settle > 0 the
+// RSS with n advertised is also read settle after the add (the daemon
+// returns free memory once it has been idle), and the RSS per prefix
+// reported: (that RSS - the idle RSS before the first add) / n. (The RSS
+// right before a later add still holds what the runtime kept from the
+// earlier sizes.)
+func bulkRun(b *testing.B, w *world, name string, sizes []int, gen func(int) []netip.Prefix, unit string, settle time.Duration) {
+	idle, err := usageOf(w.c.daemons())
+	if err != nil {
+		b.Fatal(err)
+	}
 	for _, n := range sizes {
-		ps := bulkPrefixes(n)
+		ps := gen(n)
 		before, err := usageOf(w.c.daemons())
 		if err != nil {
 			b.Fatal(err)
@@ -191,6 +206,14 @@ func benchBulk(b *testing.B, id, name string) {
 				b.Fatalf("%s: the ToR has %d best paths from the node but not %s", name, len(best), p)
 			}
 		}
+		settled := after
+		if settle > 0 {
+			// A measurement, not an assertion: nothing to wait on but time.
+			time.Sleep(settle)
+			if settled, err = usageOf(w.c.daemons()); err != nil {
+				b.Fatal(err)
+			}
+		}
 		del, _, err := w.measure(false, ps, bulkInterval, bulkTimeout, func() (progress, error) {
 			received, selected, err := w.tor.counts()
 			return progress{received: received == w.base, done: selected == w.base}, err
@@ -199,30 +222,40 @@ func benchBulk(b *testing.B, id, name string) {
 			b.Fatalf("%s: bulk withdraw of %d: %v", name, n, err)
 		}
 
-		job := fmt.Sprintf("bulk add %d /24", n)
+		job := fmt.Sprintf("bulk add %d %s", n, unit)
 		rate := float64(n) / add.fromStart.Seconds()
 		daemonCPU := after.cpu - before.cpu
 		summary.record(job+", commit→all received by the ToR", "ms", false, name, ms(add.received))
 		summary.record(job+", commit→all in RIB", "ms", false, name, ms(add.fromCommit))
 		summary.record(job+", command start→all in RIB", "ms", false, name, ms(add.fromStart))
 		summary.record(job+", routes/s from command start", "routes/s", true, name, rate)
-		summary.record(fmt.Sprintf("bulk withdraw %d /24, command start→none in RIB", n), "ms", false, name, ms(del.fromStart))
+		summary.record(fmt.Sprintf("bulk withdraw %d %s, command start→none in RIB", n, unit), "ms", false, name, ms(del.fromStart))
 		summary.record(job+", node daemons' CPU", "ms", false, name, ms(daemonCPU))
 		if o.cpu > 0 {
 			summary.record(job+", command's CPU (vtysh, frr-reload.py)", "ms", false, name, ms(o.cpu))
 		}
-		summary.record(fmt.Sprintf("node daemons' RSS before bulk add %d", n), "MiB", false, name, mib(before.mem.rss))
+		summary.record(fmt.Sprintf("node daemons' RSS before bulk add %d %s", n, unit), "MiB", false, name, mib(before.mem.rss))
 		summary.record(job+", node daemons' RSS after", "MiB", false, name, mib(after.mem.rss))
 		sfx := fmt.Sprintf("-%d", n)
+		perPrefix := 0.0
+		if settle > 0 {
+			perPrefix = (float64(settled.mem.rss) - float64(idle.mem.rss)) / float64(n)
+			summary.record(fmt.Sprintf("%s, node daemons' RSS %v after", job, settle), "MiB", false, name, mib(settled.mem.rss))
+			summary.record(fmt.Sprintf("%s, (RSS %v after - idle RSS) / N", job, settle), "B", false, name, perPrefix)
+			summary.record("node daemons' idle RSS", "MiB", false, name, mib(idle.mem.rss))
+			b.ReportMetric(perPrefix, "rss-per-prefix"+sfx+"-B")
+		}
 		b.ReportMetric(ms(add.fromStart), "add"+sfx+"-ms")
+		b.ReportMetric(ms(add.received), "add-received"+sfx+"-ms")
 		b.ReportMetric(rate, "add"+sfx+"-routes/s")
 		b.ReportMetric(ms(del.fromStart), "withdraw"+sfx+"-ms")
 		b.ReportMetric(mib(after.mem.rss), "rss"+sfx+"-MiB")
 		b.Logf("%s %s: command %v (CPU %v), commit→all received by the ToR %v, commit→all in ToR RIB %v, command start→all %v (%.0f routes/s); "+
-			"withdraw: command %v, start→none %v; node daemons %s: CPU %v during the add, RSS %.1f MiB (peak %.1f MiB), before %.1f MiB",
+			"withdraw: command %v, start→none %v; node daemons %s: CPU %v during the add, RSS %.1f MiB (peak %.1f MiB), before %.1f MiB, "+
+			"%v later %.1f MiB (%.0f B per prefix over the idle %.1f MiB)",
 			name, job, pretty(add.command), pretty(o.cpu), pretty(add.received), pretty(add.fromCommit), pretty(add.fromStart), rate,
 			pretty(del.command), pretty(del.fromStart), names(w.c.daemons()), pretty(daemonCPU),
-			mib(after.mem.rss), mib(after.mem.peak), mib(before.mem.rss))
+			mib(after.mem.rss), mib(after.mem.peak), mib(before.mem.rss), settle, mib(settled.mem.rss), perPrefix, mib(idle.mem.rss))
 	}
 	b.ReportMetric(0, "ns/op")
 }

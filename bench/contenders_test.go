@@ -59,6 +59,8 @@ type world struct {
 	// base is how many prefixes the ToR has from the node before the
 	// benchmark adds any (ovnbgp: node1's default network and blue UDN).
 	base int
+	// warm is the prefix of the warm-up (warmUpPrefix unless set).
+	warm netip.Prefix
 }
 
 // newWorld builds a lab (namespaces, ToR) and starts the contender in the
@@ -81,11 +83,18 @@ func newWorld(b *testing.B, id, name string) *world {
 	w.tor = tor{frr: tf, from: lab.NodeIPv4}
 	const sessionTimeout = 60 * time.Second
 	switch id {
-	case "ovnbgp":
+	case "ovnbgp", "ovnbgp-vip":
 		nb := l.StartNB()
 		nb.PopulateOVNK()
-		d := startOvnbgp(b, l, nb)
-		w.c = &ovnbgpContender{nb: nb, d: d}
+		var d *daemon
+		if id == "ovnbgp" {
+			d = startOvnbgp(b, l, nb)
+			w.c = &ovnbgpContender{nb: nb, d: d}
+		} else {
+			d = startOvnbgpConfig(b, l, nb, lab.DaemonConfig{Peers: []lab.Peer{lab.DefaultTor()}, Advertise: advertiseRules}, "")
+			w.c = &vipContender{nb: &advNB{sock: nb.Sock, nats: map[netip.Addr]string{}}, d: d}
+			w.warm = host(vipAddr(maxAdvAddrs - 1))
+		}
 		w.base = 2
 		initial := []netip.Prefix{lab.DefaultNode1.Subnet, lab.BlueNode1.Subnet}
 		if _, err := waitFor(time.Now(), 50*time.Millisecond, sessionTimeout, d.exited, until(func() (bool, error) {
@@ -133,20 +142,24 @@ var warmUpPrefix = netip.MustParsePrefix("10.255.255.0/24")
 // benchmarks are about.
 func (w *world) warmUp(b *testing.B) {
 	b.Helper()
+	warm := w.warm
+	if !warm.IsValid() {
+		warm = warmUpPrefix
+	}
 	for _, add := range []bool{true, false} {
 		do := w.c.withdraw
 		if add {
 			do = w.c.announce
 		}
-		o, err := do([]netip.Prefix{warmUpPrefix})
+		o, err := do([]netip.Prefix{warm})
 		if err == nil {
 			_, err = waitFor(o.start, 10*time.Millisecond, singleTimeout, w.c.alive, until(func() (bool, error) {
-				ok, err := w.tor.bestFromNode(warmUpPrefix)
+				ok, err := w.tor.bestFromNode(warm)
 				return ok == add, err
 			}))
 		}
 		if err != nil {
-			b.Fatalf("%s: warm-up (add %v) of %s: %v", w.name, add, warmUpPrefix, err)
+			b.Fatalf("%s: warm-up (add %v) of %s: %v", w.name, add, warm, err)
 		}
 	}
 }

@@ -27,6 +27,11 @@ type daemon struct {
 	err  error // Wait's result, valid after done
 }
 
+// envDebugLog=1 keeps the daemon at debug level (a line per prefix and
+// per pass, with its duration: slower, for finding where time goes), and
+// its log is kept in $TMPDIR/ovnbgp-bench-daemon.log.
+const envDebugLog = "OVNBGP_BENCH_DEBUGLOG"
+
 // startOvnbgp starts the daemon for node1, AS 65010, with the usual tor peer
 // and one rule advertising the pod subnets of every network. It is stopped
 // by PID at the end of the benchmark.
@@ -35,19 +40,25 @@ func startOvnbgp(b testing.TB, l *lab.Lab, nb *lab.NB) *daemon {
 	return startOvnbgpWith(b, l, nb, lab.DefaultTor(), "")
 }
 
+// podsRule advertises the pod subnets of every network.
+const podsRule = `  - {name: pods, kind: podNetwork, networks: ["*"]}`
+
 // startOvnbgpWith is startOvnbgp with the given tor peer and extra
 // top-level YAML (e.g. an import: section) appended to the config.
 func startOvnbgpWith(b testing.TB, l *lab.Lab, nb *lab.NB, peer lab.Peer, extra string) *daemon {
 	b.Helper()
+	return startOvnbgpConfig(b, l, nb, lab.DaemonConfig{Peers: []lab.Peer{peer}, Advertise: podsRule}, extra)
+}
+
+// startOvnbgpConfig starts the daemon for node1, AS 65010, with cfg's
+// peers, advertise rules and service CIDRs, and extra top-level YAML.
+func startOvnbgpConfig(b testing.TB, l *lab.Lab, nb *lab.NB, cfg lab.DaemonConfig, extra string) *daemon {
+	b.Helper()
 	bin := lab.Binary(b)
 	dir := l.Mkdir("ovnbgp")
-	cfg := lab.DaemonConfig{
-		Node: "node1", ASN: 65010, RouterID: lab.NodeIPv4, ListenPort: -1,
-		Peers:      []lab.Peer{peer},
-		Advertise:  `  - {name: pods, kind: podNetwork, networks: ["*"]}`,
-		Northbound: nb.Endpoint(),
-		Socket:     filepath.Join(dir, "ovnbgp.sock"),
-	}
+	cfg.Node, cfg.ASN, cfg.RouterID, cfg.ListenPort = "node1", 65010, lab.NodeIPv4, -1
+	cfg.Northbound = nb.Endpoint()
+	cfg.Socket = filepath.Join(dir, "ovnbgp.sock")
 	text, err := cfg.Render()
 	if err != nil {
 		b.Fatal(err)
@@ -56,7 +67,10 @@ func startOvnbgpWith(b testing.TB, l *lab.Lab, nb *lab.NB, peer lab.Peer, extra 
 	if !strings.Contains(text, debug) {
 		b.Fatalf("the harness's daemon config no longer has %q: update startOvnbgp\n%s", debug, text)
 	}
-	text = strings.Replace(text, debug, info, 1) + extra
+	if os.Getenv(envDebugLog) != "1" {
+		text = strings.Replace(text, debug, info, 1)
+	}
+	text += extra
 	conf, logPath := filepath.Join(dir, "config.yaml"), filepath.Join(dir, "ovnbgp.log")
 	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
 		b.Fatal(err)
@@ -82,6 +96,14 @@ func startOvnbgpWith(b testing.TB, l *lab.Lab, nb *lab.NB, peer lab.Peer, extra 
 			b.Errorf("ovnbgp daemon (pid %d) still running 10 s after SIGTERM: killing it", d.cmd.Process.Pid)
 			_ = d.cmd.Process.Kill()
 			<-d.done
+		}
+		if os.Getenv(envDebugLog) == "1" {
+			if data, err := os.ReadFile(logPath); err == nil {
+				keep := filepath.Join(os.TempDir(), "ovnbgp-bench-daemon.log")
+				if os.WriteFile(keep, data, 0o644) == nil {
+					b.Logf("the daemon's debug log is kept in %s", keep)
+				}
+			}
 		}
 		if b.Failed() {
 			b.Logf("--- ovnbgp config\n%s--- ovnbgp daemon log (last 40 lines)\n%s", text, lab.Tail(logPath, 40))
@@ -127,15 +149,22 @@ func udn(p netip.Prefix) lab.Network {
 // (ovn-nbctl and ovsdb-client take the whole transaction there, and 5000
 // switches do not fit).
 func nbTransact(sock string, ops []any) error {
+	_, err := nbTransactResults(sock, ops)
+	return err
+}
+
+// nbTransactResults is nbTransact that also returns the result of each
+// operation (an insert's carries the new row's "uuid").
+func nbTransactResults(sock string, ops []any) ([]json.RawMessage, error) {
 	c, err := net.DialTimeout("unix", sock, 5*time.Second)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(5 * time.Minute))
 	req := map[string]any{"id": 1, "method": "transact", "params": append([]any{"OVN_Northbound"}, ops...)}
 	if err := json.NewEncoder(c).Encode(req); err != nil {
-		return err
+		return nil, err
 	}
 	dec := json.NewDecoder(c)
 	for {
@@ -147,11 +176,11 @@ func nbTransact(sock string, ops []any) error {
 			Error  json.RawMessage   `json:"error"`
 		}
 		if err := dec.Decode(&msg); err != nil {
-			return fmt.Errorf("OVSDB transact reply: %w", err)
+			return nil, fmt.Errorf("OVSDB transact reply: %w", err)
 		}
 		if msg.Method == "echo" { // the server checks we are alive
 			if err := json.NewEncoder(c).Encode(map[string]any{"id": msg.ID, "result": msg.Params, "error": nil}); err != nil {
-				return err
+				return nil, err
 			}
 			continue
 		}
@@ -159,7 +188,7 @@ func nbTransact(sock string, ops []any) error {
 			continue
 		}
 		if len(msg.Error) > 0 && string(msg.Error) != "null" {
-			return fmt.Errorf("OVSDB transact: %s", msg.Error)
+			return nil, fmt.Errorf("OVSDB transact: %s", msg.Error)
 		}
 		// One result per operation; a failed one carries "error" (and the
 		// transaction was not committed).
@@ -169,13 +198,13 @@ func nbTransact(sock string, ops []any) error {
 				Details string `json:"details"`
 			}
 			if json.Unmarshal(r, &res) == nil && res.Error != "" {
-				return fmt.Errorf("OVSDB transact: operation %d: %s: %s", i, res.Error, res.Details)
+				return nil, fmt.Errorf("OVSDB transact: operation %d: %s: %s", i, res.Error, res.Details)
 			}
 		}
 		if len(msg.Result) < len(ops) {
-			return errors.New("OVSDB transact: fewer results than operations")
+			return nil, errors.New("OVSDB transact: fewer results than operations")
 		}
-		return nil
+		return msg.Result, nil
 	}
 }
 

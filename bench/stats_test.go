@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"math"
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -182,5 +183,51 @@ func TestRenderTable(t *testing.T) {
 		"bulk add 1000   routes/s   20000        5000            -         4.00×              -\n"
 	if got != want {
 		t.Errorf("renderTable:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// TestUpdateLine: the ToR's UPDATE log lines (FRR 8.4, `debug bgp updates
+// in`, `log timestamp precision 6`, as BenchmarkAdvertiseChange logged
+// them) give the announcement or the withdrawal of exactly one prefix, at
+// the line's microsecond.
+func TestUpdateLine(t *testing.T) {
+	const (
+		add = "2026/12/01 05:53:24.403267 BGP: [YCKEM-GB33T] 192.0.2.0(vm) rcvd 198.19.1.244/32 IPv4 unicast"
+		del = "2026/12/01 05:53:24.463754 BGP: [PAPP6-VDAWM] 192.0.2.0(vm) rcvd UPDATE about 198.19.1.244/32 IPv4 unicast -- withdrawn"
+		// Other lines bgpd logs with the same debug on.
+		attrs = "2026/12/01 05:53:24.403201 BGP: [ZWCSR-M7FG9] 192.0.2.0(vm) rcvd UPDATE w/ attr: nexthop 192.0.2.0, origin i, path 65010"
+	)
+	p := netip.MustParsePrefix("198.19.1.244/32")
+	other := netip.MustParsePrefix("198.19.1.24/32")
+	at := func(s string) time.Time {
+		v, err := time.ParseInLocation(frrTimeLayout, s, time.Local)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	for _, c := range []struct {
+		line      string
+		p         netip.Prefix
+		withdrawn bool
+		want      time.Time // zero: no match
+	}{
+		{add, p, false, at("2026/12/01 05:53:24.403267")},
+		{add, p, true, time.Time{}},
+		{del, p, true, at("2026/12/01 05:53:24.463754")},
+		{del, p, false, time.Time{}},
+		{add, other, false, time.Time{}},
+		{del, other, true, time.Time{}},
+		{attrs, p, false, time.Time{}},
+		{"", p, false, time.Time{}},
+		{"garbage rcvd 198.19.1.244/32 IPv4 unicast", p, false, time.Time{}},
+	} {
+		got, ok := updateLine(c.line, c.p, c.withdrawn)
+		if ok != !c.want.IsZero() || !got.Equal(c.want) {
+			t.Errorf("updateLine(%q, %v, withdrawn %v) = %v, %v; want %v", c.line, c.p, c.withdrawn, got, ok, c.want)
+		}
+		if ok && got.Nanosecond()%1000 != 0 {
+			t.Errorf("%v: not whole microseconds", got)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/osrg/gobgp/v4/api"
@@ -44,7 +45,9 @@ type advState struct {
 	// member is the group each wanted advertisement was put in; advs is
 	// that advertisement as given (Rule, Network and Source included).
 	member map[model.Key]groupID
-	advs   map[model.Key]model.Advertisement
+	// (Pointers: an advertisement is too big a map value to be stored in
+	// place, and Advertised sorts and copies them on every pass.)
+	advs map[model.Key]*model.Advertisement
 	// nbr is the address in each peer's neighbor set.
 	nbr map[string]netip.Addr
 	// unsynced are advertisements whose peer has not re-evaluated its
@@ -72,7 +75,7 @@ func newAdvState() advState {
 		rib:      map[netip.Prefix]struct{}{},
 		groups:   map[groupID]*group{},
 		member:   map[model.Key]groupID{},
-		advs:     map[model.Key]model.Advertisement{},
+		advs:     map[model.Key]*model.Advertisement{},
 		nbr:      map[string]netip.Addr{},
 		unsynced: map[model.Key]bool{},
 		resets:   map[string]bool{},
@@ -111,30 +114,67 @@ func (s *Speaker) Advertised() []model.Advertisement {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	a := &s.adv
-	inEffect := map[model.Key]model.Advertisement{}
+	// This runs on every pass, over every advertisement: the map holds
+	// positions in all (an advertisement is too big a map value to be
+	// stored in place), and positions are sorted, not advertisements.
+	pos := make(map[model.Key]int, len(a.member))
+	all := make([]*model.Advertisement, 0, len(a.member))
 	for gid, g := range a.groups {
 		for p := range g.prefixes {
 			k := model.Key{Peer: gid.peer, Prefix: p}
 			if _, in := a.rib[p]; !in || a.unsynced[k] {
 				continue
 			}
-			if a.member[k] == gid {
-				inEffect[k] = a.advs[k]
-			} else if _, ok := inEffect[k]; !ok {
+			i, seen := pos[k]
+			switch {
+			case a.member[k] == gid && seen:
+				all[i] = a.advs[k]
+			case a.member[k] == gid:
+				pos[k] = len(all)
+				all = append(all, a.advs[k])
+			case !seen:
 				// Left over from a failed removal: gobgp still sends it.
-				inEffect[k] = model.Advertisement{Peer: gid.peer, Prefix: p, Attrs: g.attrs}
+				pos[k] = len(all)
+				all = append(all, &model.Advertisement{Peer: gid.peer, Prefix: p, Attrs: g.attrs})
 			}
 		}
 	}
-	out := make([]model.Advertisement, 0, len(inEffect))
-	for k, adv := range inEffect {
-		adv.State, adv.Reason = s.sendState(k)
+	order := make([]int32, len(all))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(x, y int32) int {
+		if c := strings.Compare(all[x].Peer, all[y].Peer); c != 0 {
+			return c
+		}
+		return model.ComparePrefix(all[x].Prefix, all[y].Prefix)
+	})
+	out := make([]model.Advertisement, 0, len(all))
+	// The state is per peer and family: asked once each, not per prefix.
+	type peerFamily struct {
+		peer string
+		v6   bool
+	}
+	type sendStatus struct {
+		state  model.AdvState
+		reason string
+	}
+	states := map[peerFamily]sendStatus{}
+	for _, i := range order {
+		adv := *all[i]
+		k := adv.Key()
+		pf := peerFamily{k.Peer, k.Prefix.Addr().Is6()}
+		st, ok := states[pf]
+		if !ok {
+			st.state, st.reason = s.sendState(k)
+			states[pf] = st
+		}
+		adv.State, adv.Reason = st.state, st.reason
 		if f, ok := a.failed[k]; ok {
 			adv.Problem = "the last change was not applied (" + f.err + "); these are the last good attributes"
 		}
 		out = append(out, adv)
 	}
-	sort.Slice(out, func(i, j int) bool { return lessKey(out[i].Key(), out[j].Key()) })
 	return out
 }
 
@@ -292,7 +332,7 @@ func (s *Speaker) reconcile(ctx context.Context, want []model.Advertisement, rem
 			continue
 		}
 		if cur, had := a.member[k]; had && cur == w.gid {
-			a.advs[k] = w.adv
+			a.setAdv(k, w.adv)
 			continue
 		}
 		if _, ok := grow[w.gid]; !ok {
@@ -305,7 +345,7 @@ func (s *Speaker) reconcile(ctx context.Context, want []model.Advertisement, rem
 		for _, k := range s.growGroup(ctx, gid, desired[ks[0]].attrs, ks, fail) {
 			w := desired[k]
 			a.member[k] = w.gid
-			a.advs[k] = w.adv
+			a.setAdv(k, w.adv)
 			added++
 			s.log.Debug("prefix selected for peer", zap.String("op", "select"), zap.String("peer", k.Peer),
 				zap.Stringer("prefix", k.Prefix), zap.Any("attrs", w.adv.Attrs))
@@ -449,6 +489,15 @@ func (s *Speaker) reconcile(ctx context.Context, want []model.Advertisement, rem
 			zap.Strings("softResetOut", sortedKeys(reset)), zap.Int("errors", len(errs)))
 	}
 	return errors.Join(errs...)
+}
+
+// setAdv records adv as what k was asked for, in place when k had one.
+func (a *advState) setAdv(k model.Key, adv model.Advertisement) {
+	if p := a.advs[k]; p != nil {
+		*p = adv
+		return
+	}
+	a.advs[k] = &adv
 }
 
 func (s *Speaker) clearUnsynced(peer string) {
@@ -814,11 +863,14 @@ func nlriPrefix(n bgppkt.NLRI) (netip.Prefix, bool) {
 	return netip.Prefix{}, false
 }
 
-func lessKey(a, b model.Key) bool {
-	if a.Peer != b.Peer {
-		return a.Peer < b.Peer
+func lessKey(a, b model.Key) bool { return compareKey(a, b) < 0 }
+
+// compareKey orders keys by peer, then prefix.
+func compareKey(a, b model.Key) int {
+	if c := strings.Compare(a.Peer, b.Peer); c != 0 {
+		return c
 	}
-	return model.ComparePrefix(a.Prefix, b.Prefix) < 0
+	return model.ComparePrefix(a.Prefix, b.Prefix)
 }
 
 func sortedGroups(m map[groupID]*group) []groupID {

@@ -280,12 +280,18 @@ func TestMembersOnlyChangeSendsNothing(t *testing.T) {
 		return w.announced(x.Prefix) == 1, fmt.Sprint(w.announced(x.Prefix))
 	})
 
+	before := node.Advertised()
 	x.Members = []netip.Prefix{pfx("10.14.0.1/32"), pfx("10.14.0.2/32")}
 	if err := node.Apply(ctx, model.AdvertDiff{Change: []model.Advertisement{x}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := node.Advertised(); len(got) != 1 || len(got[0].Members) != 2 {
 		t.Fatalf("Advertised() after the members changed: %+v, want the two members", got)
+	}
+	// The speaker updates what it keeps in place: what Advertised returned
+	// before is a copy, and stays as it was.
+	if len(before) != 1 || len(before[0].Members) != 1 {
+		t.Fatalf("an earlier Advertised() changed under its caller: %+v", before)
 	}
 	// A later announcement of another prefix: once it arrived, anything
 	// the change had sent would have arrived before it.

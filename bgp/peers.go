@@ -157,7 +157,7 @@ func (s *Speaker) SetPeers(ctx context.Context, peers []config.Peer) error {
 	var gone []model.Key
 	for _, k := range sortedAdvKeys(s.adv.advs) {
 		if _, ok := s.peers[k.Peer]; ok {
-			keep = append(keep, s.adv.advs[k])
+			keep = append(keep, *s.adv.advs[k])
 		} else {
 			gone = append(gone, k)
 		}
@@ -635,7 +635,7 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 // sortedAdvKeys returns the keys of m in peer, then prefix order.
-func sortedAdvKeys(m map[model.Key]model.Advertisement) []model.Key {
+func sortedAdvKeys[V any](m map[model.Key]V) []model.Key {
 	keys := make([]model.Key, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)

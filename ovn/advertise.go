@@ -82,8 +82,8 @@ func buildEgressIPs(nats []natRow, node string) (out []model.EgressIP, problems 
 		eips       []string // EgressIP objects
 		namespaces []string
 	}
-	byKey := map[key]*acc{}
-	var keys []key
+	byKey := make(map[key]*acc, len(nats))
+	keys := make([]key, 0, len(nats))
 	for _, n := range nats {
 		network := networkName(n.RouterNetwork)
 		if n.Router == "" || n.Router != gatewayRouterName(network, node) {
@@ -114,6 +114,11 @@ func buildEgressIPs(nats []natRow, node string) (out []model.EgressIP, problems 
 		e.eips = append(e.eips, eip)
 		e.namespaces = append(e.namespaces, ns)
 	}
+	// The keys are sorted, not the (bigger) entries: (network, IP) is
+	// unique, so the order is the same.
+	slices.SortFunc(keys, func(a, b key) int {
+		return cmp.Or(compareNetworks(a.network, b.network), a.ip.Compare(b.ip))
+	})
 	out = make([]model.EgressIP, 0, len(keys))
 	for _, k := range keys {
 		e := byKey[k]
@@ -124,13 +129,11 @@ func buildEgressIPs(nats []natRow, node string) (out []model.EgressIP, problems 
 		out = append(out, model.EgressIP{
 			IP: k.ip, Network: k.network, Router: e.router, Name: e.eips[0],
 			Namespaces: append([]string{}, slices.Compact(e.namespaces)...),
-			Source: fmt.Sprintf("%s external_ip on %s (%s=%s; %s)", tableNAT, e.router,
-				ovnk.ExtIDOwnerType, ovnk.OwnerTypeEgressIP, sourceNames(names)),
+			// Not Sprintf: one per egress IP, on every pass.
+			Source: tableNAT + " external_ip on " + e.router + " (" + ovnk.ExtIDOwnerType + "=" + ovnk.OwnerTypeEgressIP + "; " +
+				sourceNames(names) + ")",
 		})
 	}
-	slices.SortFunc(out, func(a, b model.EgressIP) int {
-		return cmp.Or(compareNetworks(a.Network, b.Network), a.IP.Compare(b.IP))
-	})
 	return out, problems
 }
 
@@ -168,17 +171,11 @@ func buildServiceVIPs(lbs []*lbRow) (out []model.ServiceVIP, problems []string) 
 		network int32
 		lb, a   int32
 	}
-	n, nb := 0, 0
+	n := 0
 	for _, lb := range lbs {
-		for _, a := range lb.parsed().Addrs {
-			n++
-			nb += len(a.Backends)
-		}
+		n += len(lb.parsed().Addrs)
 	}
 	refs := make([]ref, 0, n)
-	// The output's backend lists are cut from one array (each capped, so
-	// an append by a reader never runs into the next).
-	arena := make([]netip.Addr, 0, nb)
 	for i, lb := range lbs {
 		if ns, name, ok := strings.Cut(lb.Owner, "/"); !ok || ns == "" || name == "" || strings.Contains(name, "/") {
 			problems = append(problems, fmt.Sprintf("%s %s: external_ids %s %q is not <namespace>/<name>; its VIPs are not advertised",
@@ -239,9 +236,14 @@ func buildServiceVIPs(lbs []*lbRow) (out []model.ServiceVIP, problems []string) 
 			slices.SortFunc(backends, netip.Addr.Compare)
 			backends = slices.Compact(backends)
 		}
-		start := len(arena)
-		arena = append(arena, backends...)
-		backends = arena[start:len(arena):len(arena)]
+		// Not copied: a list of one row is its parsed list (read-only,
+		// shared between builds, as the rows are); a merged one is new.
+		// Capped, so that an append by a reader never writes into it.
+		// Empty, not nil, when there is no endpoint.
+		if backends == nil {
+			backends = []netip.Addr{}
+		}
+		backends = slices.Clip(backends)
 		out = append(out, model.ServiceVIP{
 			Service: service, Network: names[first.network], VIP: first.vip, Backends: backends,
 			Source: tableLoadBalancer + " " + sourceNames(rows) + " vips",

@@ -2,6 +2,7 @@ package ovn
 
 import (
 	"fmt"
+	"net/netip"
 	"strings"
 	"testing"
 )
@@ -83,5 +84,32 @@ func TestBuildEgressIPs(t *testing.T) {
 	// (once: not here too).
 	if len(problems) != 0 {
 		t.Errorf("problems: %q, want none", problems)
+	}
+}
+
+// TestServiceVIPBackendsShared: a VIP's backends come from its row's
+// parsed list without a copy (one pass at scale copied 100,000), so they
+// must be capped: a reader appending to one never changes the row's list
+// nor the next build; a VIP with no endpoint has an empty, non-nil list.
+func TestServiceVIPBackendsShared(t *testing.T) {
+	row := &lbRow{UUID: "l1", Name: "Service_ns1/a_TCP_cluster", Owner: "ns1/a",
+		VIPs: []string{"192.0.2.10:80", "192.0.2.11:80"}, Backends: []string{"10.128.0.5:80,10.128.0.6:80", ""}}
+	row.Parsed = parseLBVIPs(row.VIPs, row.Backends)
+	lbs := []*lbRow{row}
+	first, _ := buildServiceVIPs(lbs)
+	if len(first) != 2 || len(first[0].Backends) != 2 {
+		t.Fatalf("got %+v", first)
+	}
+	if first[1].Backends == nil || len(first[1].Backends) != 0 {
+		t.Errorf("no endpoint: backends %#v, want an empty non-nil list", first[1].Backends)
+	}
+	if c := cap(first[0].Backends); c != len(first[0].Backends) {
+		t.Errorf("backends not capped: len %d cap %d", len(first[0].Backends), c)
+	}
+	grown := append(first[0].Backends, netip.MustParseAddr("10.128.0.99"))
+	grown[0] = netip.MustParseAddr("10.128.0.98")
+	again, _ := buildServiceVIPs(lbs)
+	if got := fmt.Sprint(again[0].Backends, row.Parsed.Addrs[0].Backends); got != "[10.128.0.5 10.128.0.6] [10.128.0.5 10.128.0.6]" {
+		t.Errorf("after a reader appended to the first build's list: next build and the row's list are %s", got)
 	}
 }

@@ -609,6 +609,7 @@ func readRows(ctx context.Context, cli client.Client, memo *lbMemo) (nbRows, err
 		}
 		row := &lbRow{UUID: l.UUID, Name: l.Name, Owner: l.ExternalIDs[ovnk.ExtIDLBOwner],
 			Network: l.ExternalIDs[extIDNetwork], VIPs: vips, Backends: backends, Parsed: parseLBVIPs(vips, backends)}
+		row.Parsed.Why = protectWhy(row.Owner, row.Name)
 		out.LoadBalancers = append(out.LoadBalancers, row)
 		fresh[l] = row
 	}

@@ -41,6 +41,9 @@ type lbParsed struct {
 	// addresses, parsed), sorted, each with the backends of all its
 	// entries (ports) merged.
 	Addrs []lbAddr
+	// Why is the reason its VIPs are protected (protectWhy), made once per
+	// row version by readRows: every snapshot names it for every VIP.
+	Why string
 }
 
 // lbAddr is one VIP address of a load balancer and its backends, sorted and
@@ -66,6 +69,18 @@ type lbVIP struct {
 }
 
 // parsed returns lb's vips parsed.
+// protectWhy is why lb's VIPs are protected addresses.
+func (lb *lbRow) protectWhy() string {
+	if lb.Parsed != nil && lb.Parsed.Why != "" {
+		return lb.Parsed.Why
+	}
+	return protectWhy(lb.Owner, lb.Name)
+}
+
+func protectWhy(owner, name string) string {
+	return "Service VIP of " + owner + " (" + tableLoadBalancer + " " + name + " vips)"
+}
+
 func (lb *lbRow) parsed() *lbParsed {
 	if lb.Parsed != nil {
 		return lb.Parsed
@@ -160,14 +175,28 @@ type natRow struct {
 // A value that does not parse is left out and said in problems. A repeated
 // address is reported once, with its first reason (in row order).
 func buildProtectedAddresses(in nbRows) (prot []model.ProtectedPrefix, nodeAddrs []netip.Addr, problems []string) {
-	seen := make(map[netip.Addr]bool)
-	add := func(a netip.Addr, why func() string) {
+	// Sized once: a big cluster has tens of thousands of VIPs.
+	n := len(in.NATs) + len(in.Routes)
+	for _, lb := range in.LoadBalancers {
+		n += len(lb.parsed().VIPs)
+	}
+	for _, p := range in.Ports {
+		n += len(p.Networks)
+	}
+	seen := make(map[netip.Addr]bool, n)
+	prot = make([]model.ProtectedPrefix, 0, n)
+	addWhy := func(a netip.Addr, why string) {
 		a = a.Unmap()
 		if seen[a] {
 			return
 		}
 		seen[a] = true
-		prot = append(prot, model.ProtectedPrefix{Prefix: netip.PrefixFrom(a, a.BitLen()), Why: why()})
+		prot = append(prot, model.ProtectedPrefix{Prefix: netip.PrefixFrom(a, a.BitLen()), Why: why})
+	}
+	add := func(a netip.Addr, why func() string) {
+		if !seen[a.Unmap()] {
+			addWhy(a, why())
+		}
 	}
 
 	for _, lb := range in.LoadBalancers {
@@ -181,10 +210,9 @@ func buildProtectedAddresses(in nbRows) (prot []model.ProtectedPrefix, nodeAddrs
 					tableLoadBalancer, lb.Name, vip.Key))
 				continue
 			}
-			add(a, func() string {
-				// Not Sprintf: one per Service, 10,000 on a big cluster.
-				return "Service VIP of " + lb.Owner + " (" + tableLoadBalancer + " " + lb.Name + " vips)"
-			})
+			// Made once per row version: one per Service, 10,000 on a
+			// big cluster, on every pass.
+			addWhy(a, lb.protectWhy())
 		}
 	}
 
@@ -192,8 +220,12 @@ func buildProtectedAddresses(in nbRows) (prot []model.ProtectedPrefix, nodeAddrs
 	// by what the reason names, so that a shared address (an egress IP on
 	// several pods, a transit address in several networks) always shows
 	// the same one.
-	nats := slices.Clone(in.NATs)
-	slices.SortFunc(nats, func(a, b natRow) int {
+	// Pointers are sorted: a row is eight strings.
+	nats := make([]*natRow, len(in.NATs))
+	for i := range in.NATs {
+		nats[i] = &in.NATs[i]
+	}
+	slices.SortFunc(nats, func(a, b *natRow) int {
 		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.Router, b.Router), cmp.Compare(a.UUID, b.UUID))
 	})
 	for _, n := range nats {

@@ -1,7 +1,10 @@
 package ovn
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
@@ -91,5 +94,43 @@ func TestBuildImport(t *testing.T) {
 	}
 	if strings.Join(got.Problems, "\n") != strings.Join(wantProblems, "\n") {
 		t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(got.Problems, "\n"), strings.Join(wantProblems, "\n"))
+	}
+}
+
+// TestSortProtectedKeepsFirstReason: sortProtected sorts by prefix (IPv4
+// first) and, of repeated prefixes, keeps the first one's reason, as a
+// stable sort does, whatever the order and number of repeats.
+func TestSortProtectedKeepsFirstReason(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	for round := range 50 {
+		n := 1 + rng.IntN(3000)
+		in := make([]model.ProtectedPrefix, n)
+		for i := range in {
+			var p netip.Prefix
+			if rng.IntN(4) == 0 {
+				p = netip.PrefixFrom(netip.AddrFrom16([16]byte{0xfd, 15: byte(rng.IntN(50))}), 128)
+			} else {
+				p = netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 0, byte(rng.IntN(3)), byte(rng.IntN(200))}), 32-rng.IntN(2)*8)
+			}
+			in[i] = model.ProtectedPrefix{Prefix: p, Why: fmt.Sprintf("row %d", i)}
+		}
+		// The reference: the first of each prefix, in prefix order.
+		first := map[netip.Prefix]model.ProtectedPrefix{}
+		var want []model.ProtectedPrefix
+		for _, p := range in {
+			if _, ok := first[p.Prefix]; !ok {
+				first[p.Prefix] = p
+				want = append(want, p)
+			}
+		}
+		slices.SortFunc(want, func(a, b model.ProtectedPrefix) int { return model.ComparePrefix(a.Prefix, b.Prefix) })
+		orig := slices.Clone(in)
+		got := sortProtected(in)
+		if !slices.Equal(want, got) {
+			t.Fatalf("round %d (%d entries): got %d entries, want %d\n got %v\nwant %v", round, n, len(got), len(want), got, want)
+		}
+		if !slices.Equal(in, orig) {
+			t.Fatalf("round %d: sortProtected changed its input", round)
+		}
 	}
 }

@@ -157,7 +157,7 @@ func selectAdvertisements(cfg *config.Config, snap model.Snapshot) []model.Adver
 				}
 			}
 		case config.KindEgressIP:
-			agg := aggregator{rule: rule, foreign: foreign}
+			agg := newAggregator(rule, len(snap.EgressIPs), foreign)
 			for _, e := range snap.EgressIPs {
 				if egressIPSkip(rule, e) == "" {
 					agg.add(e.IP, e.Network, e.Source)
@@ -170,9 +170,9 @@ func selectAdvertisements(cfg *config.Config, snap model.Snapshot) []model.Adver
 			if local == nil {
 				local = newLocalAddrs(snap)
 			}
-			agg := aggregator{rule: rule, foreign: foreign}
+			agg := newAggregator(rule, min(len(snap.ServiceVIPs), 1024), foreign) // most are ClusterIPs on a big cluster
 			for _, v := range snap.ServiceVIPs {
-				if serviceVIPSkip(cfg, snap, rule, v, local) == "" {
+				if !serviceVIPSkip(cfg, snap, rule, v, local).skipped() {
 					agg.add(v.VIP, v.Network, v.Source)
 				}
 			}
@@ -190,15 +190,23 @@ func selectAdvertisements(cfg *config.Config, snap model.Snapshot) []model.Adver
 // (IPv4) or aggregateLengthV6 (IPv6), as the covering prefix of that length
 // with the addresses behind it (its members).
 type aggregator struct {
-	rule   *config.AdvertiseRule
-	order  []netip.Prefix
-	groups map[netip.Prefix]*aggregate
+	rule *config.AdvertiseRule
+	// index is the position of each prefix in aggs, which are in the
+	// order first added (positions: no allocation per prefix, on every
+	// pass over every egress IP and VIP).
+	index map[netip.Prefix]int
+	aggs  []aggregate
 	// foreign says whether an aggregate would cover an address or subnet
 	// that is not this node's to draw traffic for (aggregateConflicts).
 	foreign *aggregateConflicts
 }
 
+func newAggregator(rule *config.AdvertiseRule, size int, foreign *aggregateConflicts) *aggregator {
+	return &aggregator{rule: rule, index: make(map[netip.Prefix]int, size), aggs: make([]aggregate, 0, size), foreign: foreign}
+}
+
 type aggregate struct {
+	prefix          netip.Prefix
 	network, source string
 	members         []member
 	networks        int
@@ -221,19 +229,19 @@ func (g *aggregator) add(a netip.Addr, network, source string) {
 	if length > 0 && length < a.BitLen() {
 		prefix = netip.PrefixFrom(a, length).Masked()
 	}
-	if g.groups == nil {
-		g.groups = map[netip.Prefix]*aggregate{}
+	if g.index == nil {
+		g.index = map[netip.Prefix]int{}
 	}
-	ag := g.groups[prefix]
-	if ag == nil {
-		ag = &aggregate{network: network, source: source, networks: 1}
-		g.groups[prefix] = ag
-		g.order = append(g.order, prefix)
-	} else if ag.network != network {
-		ag.networks++
+	i, ok := g.index[prefix]
+	if !ok {
+		i = len(g.aggs)
+		g.index[prefix] = i
+		g.aggs = append(g.aggs, aggregate{prefix: prefix, network: network, source: source, networks: 1})
+	} else if g.aggs[i].network != network {
+		g.aggs[i].networks++
 	}
 	if prefix != host {
-		ag.members = append(ag.members, member{host, network, source}) // made unique in each
+		g.aggs[i].members = append(g.aggs[i].members, member{host, network, source}) // made unique in each
 	}
 }
 
@@ -241,8 +249,9 @@ func (g *aggregator) add(a netip.Addr, network, source string) {
 // aggregate's source names its members (at most eight; Members has them
 // all).
 func (g *aggregator) each(fn func(prefix netip.Prefix, network, source string, members []netip.Prefix)) {
-	for _, prefix := range g.order {
-		ag := g.groups[prefix]
+	for i := range g.aggs {
+		ag := &g.aggs[i]
+		prefix := ag.prefix
 		if len(ag.members) == 0 {
 			fn(prefix, ag.network, ag.source, nil)
 			continue
@@ -340,29 +349,76 @@ func egressIPSkip(rule *config.AdvertiseRule, e model.EgressIP) string {
 }
 
 // serviceVIPSkip says why rule (kind loadBalancerIP) does not select v on
-// the node of snap (local: its addresses), or "".
-func serviceVIPSkip(cfg *config.Config, snap model.Snapshot, rule *config.AdvertiseRule, v model.ServiceVIP, local *localAddrs) string {
+// the node of snap (local: its addresses); the zero vipSkip when it does.
+func serviceVIPSkip(cfg *config.Config, snap model.Snapshot, rule *config.AdvertiseRule, v model.ServiceVIP, local *localAddrs) vipSkip {
 	ns, _, _ := strings.Cut(v.Service, "/")
 	switch {
 	case len(rule.Networks) > 0 && !MatchAny(rule.Networks, v.Network):
-		return "network " + v.Network + " is not in the rule's networks"
+		return vipSkip{kind: skipNetwork, name: v.Network}
 	case len(rule.Namespaces) > 0 && !MatchAny(rule.Namespaces, ns):
-		return "namespace " + ns + " is not in the rule's namespaces"
+		return vipSkip{kind: skipNamespace, name: ns}
 	case len(rule.Services) > 0 && !MatchAny(rule.Services, v.Service):
-		return "service " + v.Service + " is not in the rule's services"
+		return vipSkip{kind: skipService, name: v.Service}
 	}
 	for _, c := range cfg.Cluster.ServiceCIDRs {
 		if c.Contains(v.VIP) {
-			return "a ClusterIP (inside cluster.serviceCIDRs " + c.String() + "): never advertised"
+			return vipSkip{kind: skipClusterIP, cidr: c}
 		}
 	}
 	if _, ok := slices.BinarySearchFunc(snap.NodeAddresses, v.VIP, netip.Addr.Compare); ok {
-		return "a node address (a NodePort VIP): never advertised"
+		return vipSkip{kind: skipNodeAddress}
 	}
 	if len(v.Backends) == 0 {
-		return "the service has no endpoint"
+		return vipSkip{kind: skipNoEndpoint}
 	}
 	if rule.LocalEndpointsOnly && !slices.ContainsFunc(v.Backends, func(b netip.Addr) bool { return local.has(v.Network, b) }) {
+		return vipSkip{kind: skipNotLocal}
+	}
+	return vipSkip{}
+}
+
+// vipSkip is why a loadBalancerIP rule does not select a Service VIP; the
+// zero value: it selects it. The text is made only when asked for
+// (explain): selection asks about every VIP on every pass, and on a big
+// cluster 10,000 ClusterIPs are each skipped, which cost a string each.
+type vipSkip struct {
+	kind skipKind
+	name string       // the network, namespace or service not selected
+	cidr netip.Prefix // the service CIDR holding a ClusterIP
+}
+
+type skipKind uint8
+
+const (
+	skipNone skipKind = iota
+	skipNetwork
+	skipNamespace
+	skipService
+	skipClusterIP
+	skipNodeAddress
+	skipNoEndpoint
+	skipNotLocal
+)
+
+// skipped says whether the rule does not select the VIP.
+func (s vipSkip) skipped() bool { return s.kind != skipNone }
+
+// String says why, or "" when the rule selects the VIP.
+func (s vipSkip) String() string {
+	switch s.kind {
+	case skipNetwork:
+		return "network " + s.name + " is not in the rule's networks"
+	case skipNamespace:
+		return "namespace " + s.name + " is not in the rule's namespaces"
+	case skipService:
+		return "service " + s.name + " is not in the rule's services"
+	case skipClusterIP:
+		return "a ClusterIP (inside cluster.serviceCIDRs " + s.cidr.String() + "): never advertised"
+	case skipNodeAddress:
+		return "a node address (a NodePort VIP): never advertised"
+	case skipNoEndpoint:
+		return "the service has no endpoint"
+	case skipNotLocal:
 		return "localEndpointsOnly: no endpoint of the service runs on this node"
 	}
 	return ""

@@ -15,25 +15,34 @@ type AdvertDiff = model.AdvertDiff
 // Rule, network and source are explanations, not state: they never make an
 // advertisement "changed". Each list is sorted by peer, then prefix.
 func DiffAdvertisements(desired, current []model.Advertisement) AdvertDiff {
-	cur := make(map[model.Key]model.Advertisement, len(current))
-	for _, a := range current {
-		cur[a.Key()] = a
+	// The map holds positions in current: an advertisement is too big a
+	// map value to be stored in place (each would be allocated apart), and
+	// this runs on every pass over every advertisement.
+	cur := make(map[model.Key]int, len(current))
+	for i, a := range current {
+		cur[a.Key()] = i
 	}
+	kept := make([]bool, len(current))
 	var d AdvertDiff
 	for _, a := range desired {
-		old, ok := cur[a.Key()]
+		i, ok := cur[a.Key()]
 		switch {
 		case !ok:
 			d.Announce = append(d.Announce, a)
-		case !SameAttrs(old.Attrs, a.Attrs) || !slices.Equal(old.Members, a.Members):
+		case !SameAttrs(current[i].Attrs, a.Attrs) || !slices.Equal(current[i].Members, a.Members):
 			// Members only: nothing new on the wire, but what the prefix
 			// stands for (routes advertised, explain) follows.
 			d.Change = append(d.Change, a)
 		}
-		delete(cur, a.Key())
+		if ok {
+			kept[i] = true
+		}
 	}
-	for _, a := range cur {
-		d.Withdraw = append(d.Withdraw, a)
+	for i, a := range current {
+		// A key listed twice in current is withdrawn once (its last).
+		if !kept[i] && cur[a.Key()] == i {
+			d.Withdraw = append(d.Withdraw, a)
+		}
 	}
 	SortAdvertisements(d.Announce)
 	SortAdvertisements(d.Change)

@@ -283,8 +283,8 @@ func advertiseVerdicts(cfg *config.Config, prefix netip.Prefix, snap model.Snaps
 				if !host || vip.VIP != prefix.Addr() {
 					continue
 				}
-				if why := serviceVIPSkip(cfg, snap, rule, vip, local); why != "" {
-					whyNot = append(whyNot, "Service "+vip.Service+": "+why)
+				if why := serviceVIPSkip(cfg, snap, rule, vip, local); why.skipped() {
+					whyNot = append(whyNot, "Service "+vip.Service+": "+why.String())
 				} else if !v.Selects {
 					v.Selects, source = true, "Service "+vip.Service+", "+vip.Source
 				}

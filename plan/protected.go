@@ -48,8 +48,10 @@ const (
 // the peers' addresses as host prefixes, and protectedPrefixes. Entries are
 // in that order, an equal (prefix, why) only once.
 func Protected(cfg *config.Config, snap model.Snapshot, host model.Host) []model.ProtectedPrefix {
-	var out []model.ProtectedPrefix
-	seen := map[model.ProtectedPrefix]bool{}
+	n := len(snap.Protected) + len(snap.Networks)*2 + len(cfg.Cluster.ServiceCIDRs) + len(defaultInternal) +
+		len(host.Links)*2 + len(cfg.BGP.Peers) + len(cfg.ProtectedPrefixes)
+	out := make([]model.ProtectedPrefix, 0, n)
+	seen := make(map[model.ProtectedPrefix]bool, n) // sized once: thousands of VIPs on a big cluster
 	add := func(p netip.Prefix, why string) {
 		pp := model.ProtectedPrefix{Prefix: p.Masked(), Why: why}
 		if p.IsValid() && !seen[pp] {

@@ -1,0 +1,675 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ovnbgp/ovnbgp/test/e2e/lab"
+)
+
+// Issue 7, item 8: egress IPs and Service VIPs (loadBalancerIP), as
+// OVN-Kubernetes writes them into NB (docs/ovn-nb.md, "Advertise: egress
+// IPs and Service VIPs").
+
+// The knobs of these jobs.
+const (
+	// envAdvChanges is the number of measured changes of
+	// BenchmarkAdvertiseChange (default 200).
+	envAdvChanges = "OVNBGP_BENCH_ADV_CHANGES"
+	// envAdvBase is how many egress IPs + VIPs the node advertises before
+	// them (default 1000, half each).
+	envAdvBase = "OVNBGP_BENCH_ADV_BASE"
+	// envBulkVIP lists the sizes of BenchmarkAdvertiseBulk (default
+	// "5000,10000").
+	envBulkVIP = "OVNBGP_BENCH_BULKVIP"
+)
+
+// advertiseRules: egress IPs, Service VIPs, and the pod subnets of every
+// network (node1's default and blue subnets: 2 prefixes).
+const advertiseRules = `  - {name: eips, kind: egressIP}
+  - {name: vips, kind: loadBalancerIP}
+` + podsRule
+
+// maxAdvAddrs is how many addresses each range below holds.
+const maxAdvAddrs = 1 << 16
+
+// vipAddr is the i-th VIP: 198.18.0.0/16 (outside the service CIDRs,
+// OpenShift's default 172.30.0.0/16, and the node's addresses: an external
+// or LoadBalancer ingress IP).
+func vipAddr(i int) netip.Addr { return netip.AddrFrom4([4]byte{198, 18, byte(i >> 8), byte(i)}) }
+
+// eipAddr is the i-th egress IP: 198.19.0.0/16.
+func eipAddr(i int) netip.Addr { return netip.AddrFrom4([4]byte{198, 19, byte(i >> 8), byte(i)}) }
+
+func host(a netip.Addr) netip.Prefix { return netip.PrefixFrom(a, a.BitLen()) }
+
+// dashed is a for names: 198.18.0.1 -> 198-18-0-1.
+func dashed(a netip.Addr) string { return strings.ReplaceAll(a.String(), ".", "-") }
+
+// insertVIP is the Service load balancer row the services controller
+// writes for a LoadBalancer Service bench/vip-<a> whose ingress IP is a
+// (one TCP port, one endpoint): Service_<ns>/<name>_TCP_cluster.
+func insertVIP(a netip.Addr) any {
+	owner := "bench/vip-" + dashed(a)
+	return map[string]any{"op": "insert", "table": "Load_Balancer", "row": map[string]any{
+		"name":     "Service_" + owner + "_TCP_cluster",
+		"protocol": "tcp",
+		"vips":     []any{"map", [][]string{{a.String() + ":80", "10.128.0.10:8080"}}},
+		"external_ids": []any{"map", [][]string{
+			{"k8s.ovn.org/kind", "Service"}, {"k8s.ovn.org/owner", owner}}},
+	}}
+}
+
+func deleteVIP(a netip.Addr) any {
+	return map[string]any{"op": "delete", "table": "Load_Balancer",
+		"where": []any{[]any{"name", "==", "Service_bench/vip-" + dashed(a) + "_TCP_cluster"}}}
+}
+
+// insertEIP is the EgressIP SNAT OVN-Kubernetes writes on node1's gateway
+// router of the default network for EgressIP eip-<a> serving pod
+// bench/pod-<a>, as a named row ("nat<ref>") and the mutation that
+// references it (NAT is not a root table: both in one transaction).
+func insertEIP(a netip.Addr, ref string) []any {
+	name := "eip-" + dashed(a) + "_bench/pod-" + dashed(a)
+	return []any{
+		map[string]any{"op": "insert", "table": "NAT", "uuid-name": ref, "row": map[string]any{
+			"type": "snat", "external_ip": a.String(), "logical_ip": "10.128.0.10", "logical_port": "k8s-node1",
+			"external_ids": []any{"map", [][]string{
+				{"k8s.ovn.org/owner-type", "EgressIP"},
+				{"k8s.ovn.org/owner-controller", "default-network-controller"},
+				{"k8s.ovn.org/name", name},
+				{"ip-family", "ip4"},
+				{"k8s.ovn.org/id", "default-network-controller:EgressIP:" + name + ":ip4"},
+			}},
+		}},
+		map[string]any{"op": "mutate", "table": "Logical_Router", "where": []any{[]any{"name", "==", "GR_node1"}},
+			"mutations": []any{[]any{"nat", "insert", []any{"set", []any{[]any{"named-uuid", ref}}}}}},
+	}
+}
+
+// deleteEIP removes NAT row uuid from GR_node1 (the row goes with its last
+// reference).
+func deleteEIP(uuid string) any {
+	return map[string]any{"op": "mutate", "table": "Logical_Router", "where": []any{[]any{"name", "==", "GR_node1"}},
+		"mutations": []any{[]any{"nat", "delete", []any{"set", []any{[]any{"uuid", uuid}}}}}}
+}
+
+// insertedUUID is the UUID an insert's result names.
+func insertedUUID(res json.RawMessage) (string, error) {
+	var r struct {
+		UUID []string `json:"uuid"` // ["uuid", "<uuid>"]
+	}
+	if err := json.Unmarshal(res, &r); err != nil || len(r.UUID) != 2 {
+		return "", fmt.Errorf("not an insert's result: %.200s", res)
+	}
+	return r.UUID[1], nil
+}
+
+// advNB writes egress IPs and VIPs into NB and remembers the NAT rows.
+type advNB struct {
+	sock string
+	nats map[netip.Addr]string // egress IP -> NAT row UUID
+}
+
+// add inserts the egress IPs and VIPs in one transaction.
+func (n *advNB) add(eips, vips []netip.Addr) error {
+	var ops []any
+	for i, a := range eips {
+		ops = append(ops, insertEIP(a, "nat"+strconv.Itoa(i))...)
+	}
+	for _, a := range vips {
+		ops = append(ops, insertVIP(a))
+	}
+	res, err := nbTransactResults(n.sock, ops)
+	if err != nil {
+		return err
+	}
+	for i, a := range eips {
+		u, err := insertedUUID(res[2*i])
+		if err != nil {
+			return err
+		}
+		n.nats[a] = u
+	}
+	return nil
+}
+
+// remove deletes the egress IPs and VIPs in one transaction.
+func (n *advNB) remove(eips, vips []netip.Addr) error {
+	var ops []any
+	for _, a := range eips {
+		u, ok := n.nats[a]
+		if !ok {
+			return fmt.Errorf("no NAT row for egress IP %s", a)
+		}
+		ops = append(ops, deleteEIP(u))
+	}
+	for _, a := range vips {
+		ops = append(ops, deleteVIP(a))
+	}
+	if err := nbTransact(n.sock, ops); err != nil {
+		return err
+	}
+	for _, a := range eips {
+		delete(n.nats, a)
+	}
+	return nil
+}
+
+func envInt(b *testing.B, name string, def, lo, hi int) int {
+	b.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		b.Fatalf("%s=%q: want %d to %d", name, v, lo, hi)
+	}
+	return n
+}
+
+// BenchmarkAdvertiseChange (issue 7, item 8): on a node that already
+// advertises 1000 egress IPs and VIPs (OVNBGP_BENCH_ADV_BASE) and its pod
+// subnets, 200 NB changes (OVNBGP_BENCH_ADV_CHANGES), in turn: one egress
+// IP added (its EgressIP SNAT row on GR_node1), the same removed, one VIP
+// added (a Service load balancer row), the same removed. Each is one OVSDB
+// transaction. Reported, as p50, p99 and max, from the transaction's reply:
+//   - received: the ToR's bgpd logged the UPDATE (announcement or
+//     withdrawal) for the prefix: `debug bgp updates in`, with its log
+//     timestamps in microseconds, read from its log file once the RIB
+//     shows the change (same host clock; no packet capture);
+//   - RIB: the ToR's answer to `show bgp ipv4 unicast P json`, asked every
+//     millisecond, first shows the path as best (announcement) or shows
+//     no path from the node (withdrawal).
+func BenchmarkAdvertiseChange(b *testing.B) {
+	gate(b)
+	changes := envInt(b, envAdvChanges, 200, 4, 4000)
+	base := envInt(b, envAdvBase, 1000, 0, 20000)
+	l := lab.New(b)
+	tf := l.StartFRR(lab.FRRConfig{Neighbors: []lab.FRRNeighbor{{Address: lab.NodeIPv4, ASN: nodeASN, Passive: true}}})
+	t := tor{frr: tf, from: lab.NodeIPv4}
+	nb := l.StartNB()
+	nb.PopulateOVNK()
+	w := &advNB{sock: nb.Sock, nats: map[netip.Addr]string{}}
+	var eips, vips []netip.Addr
+	for i := range base / 2 {
+		eips = append(eips, eipAddr(i))
+	}
+	for i := range base - base/2 {
+		vips = append(vips, vipAddr(i))
+	}
+	if err := w.add(eips, vips); err != nil {
+		b.Fatalf("preload %d egress IPs and %d VIPs: %v", len(eips), len(vips), err)
+	}
+	d := startOvnbgpConfig(b, l, nb, lab.DaemonConfig{Peers: []lab.Peer{lab.DefaultTor()}, Advertise: advertiseRules}, "")
+	want := base + 2
+	if _, err := waitFor(time.Now(), 50*time.Millisecond, 2*time.Minute, d.exited, until(func() (bool, error) {
+		n, err := t.bestCount()
+		return n == want, err
+	})); err != nil {
+		b.Fatalf("the ToR never had the node's %d prefixes: %v", want, err)
+	}
+	ul, err := watchUpdates(tf)
+	if err != nil {
+		b.Fatal(err)
+	}
+	type change struct {
+		what string
+		add  bool
+		a    netip.Addr
+	}
+	next := base / 2
+	nextVIP := base - base/2
+	// Two phases of changes+4 changes each, the first 4 of each not
+	// counted: "quiet", where nothing asks the ToR anything (the received
+	// instants: bgpd is not kept busy answering polls), then "polled",
+	// where the ToR's RIB is asked every millisecond (the RIB instants;
+	// the received instants of this phase are reported apart).
+	var plan []change
+	for len(plan) < 2*(changes+4) {
+		e, v := eipAddr(next), vipAddr(nextVIP)
+		next, nextVIP = next+1, nextVIP+1
+		plan = append(plan, change{"egress IP", true, e}, change{"egress IP", false, e},
+			change{"VIP", true, v}, change{"VIP", false, v})
+	}
+	if next > maxAdvAddrs || nextVIP > maxAdvAddrs {
+		b.Fatalf("%s %d and %s %d: too many addresses", envAdvBase, base, envAdvChanges, changes)
+	}
+	recv := map[string][]time.Duration{}
+	rib := map[string][]time.Duration{}
+	for i, c := range plan[:2*(changes+4)] {
+		polled := i >= changes+4
+		n := i % (changes + 4)
+		p := host(c.a)
+		off, err := ul.offset()
+		if err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		var eip, vip []netip.Addr
+		if c.what == "VIP" {
+			vip = []netip.Addr{c.a}
+		} else {
+			eip = []netip.Addr{c.a}
+		}
+		if c.add {
+			err = w.add(eip, vip)
+		} else {
+			err = w.remove(eip, vip)
+		}
+		commit := time.Now()
+		if err != nil {
+			b.Fatalf("%s %v: %v", c.what, c.a, err)
+		}
+		var at reached
+		if polled {
+			at, err = waitFor(start, singleInterval, singleTimeout, d.exited, func() (progress, error) {
+				received, selected, err := t.fromNode(p)
+				if c.add {
+					return progress{received: received, done: selected}, err
+				}
+				return progress{received: !received, done: !received && !selected}, err
+			})
+			if err != nil {
+				b.Fatalf("%s %v (add %v): the ToR never showed it: %v", c.what, c.a, c.add, err)
+			}
+		}
+		got, line, err := ul.awaitLine(off, p, !c.add, 30*time.Second)
+		if err != nil {
+			b.Fatalf("%s %v (add %v): %v", c.what, c.a, c.add, err)
+		}
+		if n < 4 {
+			if i < 2 {
+				b.Logf("the ToR logged (add %v): %s", c.add, line)
+			}
+			continue // warm-up
+		}
+		kind := "add"
+		if !c.add {
+			kind = "withdraw"
+		}
+		if polled {
+			rib[kind] = append(rib[kind], start.Add(at.done).Sub(commit))
+			recv["polled"] = append(recv["polled"], got.Sub(commit))
+			continue
+		}
+		recv[kind] = append(recv[kind], got.Sub(commit))
+		recv["all"] = append(recv["all"], got.Sub(commit))
+	}
+	job := fmt.Sprintf("one egress IP or VIP changed, %d advertised", base)
+	for _, x := range []struct {
+		label string
+		s     []time.Duration
+	}{
+		{"commit→ToR received (all " + strconv.Itoa(changes) + ")", recv["all"]},
+		{"add, commit→ToR received", recv["add"]},
+		{"withdraw, commit→ToR received", recv["withdraw"]},
+		{"commit→ToR received, while its RIB is polled (all " + strconv.Itoa(changes) + ")", recv["polled"]},
+		{"add, commit→ToR RIB", rib["add"]},
+		{"withdraw, commit→ToR RIB", rib["withdraw"]},
+	} {
+		for _, q := range []struct {
+			label string
+			pct   float64
+		}{{"p50", 50}, {"p99", 99}, {"max", 100}} {
+			v := percentile(x.s, q.pct)
+			summary.record(job+": "+x.label+" "+q.label, "ms", false, ovnbgpName, ms(v))
+		}
+		metric := strings.NewReplacer(" ", "-", ",", "", "→", "-", "(", "", ")", "").Replace(x.label)
+		b.ReportMetric(ms(percentile(x.s, 50)), metric+"-p50-ms")
+		b.ReportMetric(ms(percentile(x.s, 99)), metric+"-p99-ms")
+		b.Logf("%s: %s (%d): p50 %v p99 %v max %v\n  in order: %s", job, x.label, len(x.s),
+			pretty(percentile(x.s, 50)), pretty(percentile(x.s, 99)), pretty(percentile(x.s, 100)), list(x.s))
+	}
+	b.ReportMetric(0, "ns/op")
+}
+
+// updateLog reads the UPDATEs a ToR logs (`debug bgp updates in`).
+type updateLog struct{ path string }
+
+// watchUpdates turns on the ToR's UPDATE debugging, into its log file
+// with microsecond timestamps.
+func watchUpdates(f *lab.FRR) (updateLog, error) {
+	path := f.Dir + "/frr.log"
+	for _, cmd := range []string{"enable", "configure terminal", "log file " + path + " debugging",
+		"log timestamp precision 6", "end", "debug bgp updates in"} {
+		if _, err := f.VTY(cmd); err != nil {
+			return updateLog{}, fmt.Errorf("ToR: %s: %w", cmd, err)
+		}
+	}
+	return updateLog{path: path}, nil
+}
+
+func (u updateLog) offset() (int64, error) {
+	fi, err := os.Stat(u.path)
+	if err != nil {
+		return 0, err
+	}
+	return fi.Size(), nil
+}
+
+// await waits until the log, from offset off, has the UPDATE announcing
+// (or withdrawing) p, and returns its timestamp.
+func (u updateLog) await(off int64, p netip.Prefix, withdrawn bool, timeout time.Duration) (time.Time, error) {
+	at, _, err := u.awaitLine(off, p, withdrawn, timeout)
+	return at, err
+}
+
+// awaitLine is await that also returns the line.
+func (u updateLog) awaitLine(off int64, p netip.Prefix, withdrawn bool, timeout time.Duration) (time.Time, string, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		data, err := readFrom(u.path, off)
+		if err != nil {
+			return time.Time{}, "", err
+		}
+		if len(data) > 0 {
+			for _, line := range strings.Split(string(data), "\n") {
+				if at, ok := updateLine(line, p, withdrawn); ok {
+					return at, line, nil
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			return time.Time{}, "", fmt.Errorf("the ToR's log %s has no UPDATE %s %v (withdrawn %v) after %v; "+
+				"is `debug bgp updates in` on?", u.path, "for", p, withdrawn, timeout)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// readFrom reads the file at path from offset off to its end.
+func readFrom(path string, off int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if _, err := f.Seek(off, io.SeekStart); err != nil {
+		return nil, err
+	}
+	return io.ReadAll(f)
+}
+
+// frrTimeLayout is FRR's log timestamp with `log timestamp precision 6`.
+const frrTimeLayout = "2006/01/02 15:04:05.000000"
+
+// updateLine parses one line of bgpd's log: whether it tells that the
+// UPDATE announcing p (withdrawn false) or withdrawing it (true) was
+// received, and when. FRR 8.4 writes
+//
+//	2026/12/01 05:40:12.123456 BGP: [...] 192.0.2.0(node) rcvd 198.18.0.1/32 IPv4 unicast
+//	2026/12/01 05:40:12.123456 BGP: [...] 192.0.2.0(node) rcvd UPDATE about 198.18.0.1/32 IPv4 unicast -- withdrawn
+func updateLine(line string, p netip.Prefix, withdrawn bool) (time.Time, bool) {
+	if len(line) < len(frrTimeLayout) {
+		return time.Time{}, false
+	}
+	rest := line[len(frrTimeLayout):]
+	i := strings.Index(rest, " rcvd ")
+	if i < 0 {
+		return time.Time{}, false
+	}
+	msg := rest[i+len(" rcvd "):]
+	isWithdraw := strings.HasSuffix(strings.TrimSpace(msg), "-- withdrawn")
+	if isWithdraw != withdrawn {
+		return time.Time{}, false
+	}
+	msg = strings.TrimPrefix(msg, "UPDATE about ")
+	if f := strings.Fields(msg); len(f) == 0 || f[0] != p.String() {
+		return time.Time{}, false
+	}
+	at, err := time.ParseInLocation(frrTimeLayout, line[:len(frrTimeLayout)], time.Local)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return at, true
+}
+
+// vipContender: ovnbgp gets each prefix (a /32) as the ingress IP of a
+// LoadBalancer Service: one Service load balancer row per VIP, all in one
+// OVSDB transaction.
+type vipContender struct {
+	nb *advNB
+	d  *daemon
+}
+
+func (c *vipContender) announce(ps []netip.Prefix) (op, error) { return c.transact(ps, c.nb.add) }
+func (c *vipContender) withdraw(ps []netip.Prefix) (op, error) { return c.transact(ps, c.nb.remove) }
+
+func (c *vipContender) transact(ps []netip.Prefix, do func(eips, vips []netip.Addr) error) (op, error) {
+	vips := make([]netip.Addr, len(ps))
+	for i, p := range ps {
+		if !p.IsSingleIP() {
+			return op{}, fmt.Errorf("a VIP is an address, not %s", p)
+		}
+		vips[i] = p.Addr()
+	}
+	o := op{start: time.Now()}
+	err := do(nil, vips)
+	o.end = time.Now()
+	o.commit = o.end
+	return o, err
+}
+
+func (c *vipContender) daemons() map[string]int { return map[string]int{"ovnbgp": c.d.pid()} }
+func (c *vipContender) alive() error            { return c.d.exited() }
+
+// bulkVIPs are the first n VIPs as /32s, in address order.
+func bulkVIPs(n int) []netip.Prefix {
+	ps := make([]netip.Prefix, n)
+	for i := range ps {
+		ps[i] = host(vipAddr(i))
+	}
+	return ps
+}
+
+// bulkVIPSettle is how long after a bulk add the RSS is read again: more
+// than the daemon's trimEvery (10 s), so that it has returned the burst's
+// free memory (daemon/trim.go), and bgpd has settled too.
+const bulkVIPSettle = 12 * time.Second
+
+func bulkVIPSizes(b *testing.B) []int {
+	b.Helper()
+	v := os.Getenv(envBulkVIP)
+	if v == "" {
+		return []int{5000, 10000}
+	}
+	var sizes []int
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 || n >= maxAdvAddrs {
+			b.Fatalf("%s=%q: want sizes between 1 and %d, comma-separated", envBulkVIP, v, maxAdvAddrs-1)
+		}
+		sizes = append(sizes, n)
+	}
+	return sizes
+}
+
+// BenchmarkAdvertiseBulk (issue 7, item 8): 5000, then 10000 VIPs
+// (OVNBGP_BENCH_BULKVIP) added in one operation, then withdrawn: for
+// ovnbgp one NB transaction of Service load balancer rows (rule kind
+// loadBalancerIP), for FRR(vtysh) one vtysh with a `network A/32` line per
+// VIP. Reported as BenchmarkBulk, plus the RSS per advertised prefix:
+// (RSS 12 s after the add - RSS before) / N.
+func BenchmarkAdvertiseBulk(b *testing.B) {
+	gate(b)
+	for _, c := range []struct{ id, world, name string }{
+		{"ovnbgp", "ovnbgp-vip", ovnbgpName},
+		{"frr-vtysh", "frr-vtysh", vtyshName},
+	} {
+		b.Run(c.id, func(b *testing.B) {
+			w := newWorld(b, c.world, c.name)
+			bulkRun(b, w, c.name, bulkVIPSizes(b), bulkVIPs, "VIP", bulkVIPSettle)
+		})
+	}
+}
+
+// OpenShift scale (issue 7, item 8): its tested maximum of Services, with
+// 10 endpoints each, and 250 nodes.
+const (
+	scaleServices = 10000
+	scaleBackends = 10
+	scaleNodes    = 250
+	// envScaleChanges is how many VIP changes BenchmarkAdvertiseNBScale times
+	// (default 40).
+	envScaleChanges = "OVNBGP_BENCH_SCALE_CHANGES"
+)
+
+// scaleSubnet is node i's pod subnet (i from 1): node1 and node2 are the
+// harness's (10.128.0.0/23, 10.128.2.0/23); the others follow from
+// 10.128.6.0/23.
+func scaleSubnet(i int) netip.Prefix {
+	return netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(128 + i>>7), byte(i & 127 << 1), 0}), 23)
+}
+
+// scaleOps are nodes 3 to scaleNodes' default-network node switches and
+// scaleServices ClusterIP Services (172.30.0.0/16, OpenShift's default
+// service CIDR: never advertised) on two TCP ports with scaleBackends
+// endpoints each, spread over the nodes, as the services controller's
+// cluster-wide rows.
+func scaleOps() [][]any {
+	var batches [][]any
+	var sws []any
+	for i := 3; i <= scaleNodes; i++ {
+		sws = append(sws, map[string]any{"op": "insert", "table": "Logical_Switch", "row": map[string]any{
+			"name":         fmt.Sprintf("node%d", i),
+			"other_config": []any{"map", [][]string{{"subnet", scaleSubnet(i).String()}}},
+		}})
+	}
+	batches = append(batches, sws)
+	var lbs []any
+	for i := range scaleServices {
+		vip := netip.AddrFrom4([4]byte{172, 30, byte(i >> 8), byte(i)}).String()
+		var b80, b443 []string
+		for j := range scaleBackends {
+			sub := scaleSubnet(1 + (i+j)%scaleNodes)
+			a := sub.Addr().As4()
+			a[3] = byte(10 + j)
+			be := netip.AddrFrom4(a).String()
+			b80 = append(b80, be+":8080")
+			b443 = append(b443, be+":8443")
+		}
+		owner := fmt.Sprintf("ns%d/svc%d", i%100, i)
+		lbs = append(lbs, map[string]any{"op": "insert", "table": "Load_Balancer", "row": map[string]any{
+			"name":     "Service_" + owner + "_TCP_cluster",
+			"protocol": "tcp",
+			"vips": []any{"map", [][]string{
+				{vip + ":80", strings.Join(b80, ",")},
+				{vip + ":443", strings.Join(b443, ",")},
+			}},
+			"external_ids": []any{"map", [][]string{{"k8s.ovn.org/kind", "Service"}, {"k8s.ovn.org/owner", owner}}},
+		}})
+		if len(lbs) == 2000 {
+			batches = append(batches, lbs)
+			lbs = nil
+		}
+	}
+	if len(lbs) > 0 {
+		batches = append(batches, lbs)
+	}
+	return batches
+}
+
+// BenchmarkAdvertiseNBScale (issue 7, item 8, "NB at OpenShift scale"): the daemon
+// on node1 of an NB holding 10,000 ClusterIP Services of 10 endpoints and
+// 250 node switches (a central NB, as OVN-Kubernetes' non-interconnect
+// mode has; with interconnect each node's NB is smaller), advertising pod
+// subnets, egress IPs and VIPs. Reported: the daemon's RSS once synced
+// (and idle 12 s), and, for 40 changes of one VIP (OVNBGP_BENCH_SCALE_CHANGES) (a LoadBalancer
+// Service's row added, then removed), commit→ToR received: the whole path
+// the daemon takes after one NB change (libovsdb decode, the copy of the
+// monitored rows and their comparison, the snapshot, the plan, gobgp, one
+// UPDATE), an upper bound of "rebuild the snapshot and plan".
+func BenchmarkAdvertiseNBScale(b *testing.B) {
+	gate(b)
+	scaleChanges := envInt(b, envScaleChanges, 40, 2, 10000)
+	l := lab.New(b)
+	tf := l.StartFRR(lab.FRRConfig{Neighbors: []lab.FRRNeighbor{{Address: lab.NodeIPv4, ASN: nodeASN, Passive: true}}})
+	t := tor{frr: tf, from: lab.NodeIPv4}
+	nb := l.StartNB()
+	nb.PopulateOVNK()
+	loadStart := time.Now()
+	for _, ops := range scaleOps() {
+		if err := nbTransact(nb.Sock, ops); err != nil {
+			b.Fatalf("load the NB: %v", err)
+		}
+	}
+	b.Logf("NB loaded with %d Services (%d endpoints each) and %d node switches in %v",
+		scaleServices, scaleBackends, scaleNodes, pretty(time.Since(loadStart)))
+	start := time.Now()
+	d := startOvnbgpConfig(b, l, nb, lab.DaemonConfig{Peers: []lab.Peer{lab.DefaultTor()}, Advertise: advertiseRules}, "")
+	const base = 2 // node1's default and blue subnets
+	if _, err := waitFor(start, 50*time.Millisecond, 5*time.Minute, d.exited, until(func() (bool, error) {
+		n, err := t.bestCount()
+		return n == base, err
+	})); err != nil {
+		b.Fatalf("the ToR never had node1's %d subnets: %v", base, err)
+	}
+	b.Logf("daemon started, synced and advertising in %v", pretty(time.Since(start)))
+	// A measurement, not an assertion: nothing to wait on but time.
+	time.Sleep(bulkVIPSettle)
+	synced, err := usageOf(map[string]int{"ovnbgp": d.pid()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ul, err := watchUpdates(tf)
+	if err != nil {
+		b.Fatal(err)
+	}
+	w := &advNB{sock: nb.Sock, nats: map[netip.Addr]string{}}
+	var recv []time.Duration
+	for i := range scaleChanges + 2 {
+		a := vipAddr(i / 2)
+		add := i%2 == 0
+		p := host(a)
+		off, err := ul.offset()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if add {
+			err = w.add(nil, []netip.Addr{a})
+		} else {
+			err = w.remove(nil, []netip.Addr{a})
+		}
+		commit := time.Now()
+		if err != nil {
+			b.Fatal(err)
+		}
+		got, err := ul.await(off, p, !add, time.Minute)
+		if err != nil {
+			b.Fatalf("VIP %v (add %v): %v", a, add, err)
+		}
+		if i >= 2 { // the first add and remove warm up
+			recv = append(recv, got.Sub(commit))
+		}
+	}
+	after, err := usageOf(map[string]int{"ovnbgp": d.pid()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	job := fmt.Sprintf("NB at scale (%d Services × %d endpoints, %d nodes)", scaleServices, scaleBackends, scaleNodes)
+	for _, q := range []struct {
+		label string
+		pct   float64
+	}{{"p50", 50}, {"p99", 99}, {"max", 100}} {
+		summary.record(fmt.Sprintf("%s: one VIP changed, commit→ToR received %s", job, q.label), "ms", false, ovnbgpName, ms(percentile(recv, q.pct)))
+	}
+	summary.record(job+": daemon RSS synced, idle", "MiB", false, ovnbgpName, mib(synced.mem.rss))
+	summary.record(job+": daemon RSS after the changes (peak)", "MiB", false, ovnbgpName, mib(after.mem.peak))
+	b.ReportMetric(ms(percentile(recv, 50)), "change-received-p50-ms")
+	b.ReportMetric(ms(percentile(recv, 99)), "change-received-p99-ms")
+	b.ReportMetric(mib(synced.mem.rss), "rss-MiB")
+	b.ReportMetric(mib(after.mem.peak), "rss-peak-MiB")
+	b.Logf("%s: one VIP changed (%d), commit→ToR received p50 %v p99 %v max %v; daemon RSS %.1f MiB synced and idle, %.1f MiB now, peak %.1f MiB, CPU %v\n  in order: %s",
+		job, len(recv), pretty(percentile(recv, 50)), pretty(percentile(recv, 99)), pretty(percentile(recv, 100)),
+		mib(synced.mem.rss), mib(after.mem.rss), mib(after.mem.peak), pretty(after.cpu), list(recv))
+	b.ReportMetric(0, "ns/op")
+}
