@@ -82,7 +82,9 @@ func (s *Speaker) repairSessionStart(peer string, addr netip.Addr, ts, since tim
 	if s.stopped {
 		return
 	}
-	s.repairChecks.Add(1)
+	// Counted when done (after repairs): a test that sees the check
+	// also sees its outcome.
+	defer s.repairChecks.Add(1)
 	if p, ok := s.peers[peer]; !ok || p.Address != addr {
 		return
 	}

@@ -62,8 +62,8 @@ type Speaker struct {
 	// limitReads and limitArms count the exact reads of Adj-RIB-In
 	// counts and the prefix limit changes in gobgp (for tests).
 	limitReads, limitArms atomic.Uint64
-	// repairChecks counts the session start checks, repairs those that
-	// re-sent a table (sessionup.go; for tests).
+	// repairChecks counts the session start checks done, repairs those
+	// that re-sent a table (sessionup.go; for tests).
 	repairChecks, repairs atomic.Uint64
 
 	// mu serializes SetPeers, Set and Stop and guards the fields below.
