@@ -11,6 +11,8 @@
 #   exabgp               a second, scriptable BGP peer that sends hostile and
 #                        malformed UPDATEs (the route import tests)
 #   file
+#   systemd              systemd-analyze (security, verify) and systemd-tmpfiles
+#                        check packaging/ offline; PID 1 need not be systemd
 #   gcc, libc6-dev       the C compiler and headers cgo needs for `make race`
 #                        (the race detector runs with cgo on)
 #   qemu-system-x86      the VM of vrf/vmtest (real VRF devices: the host
@@ -38,9 +40,10 @@ declare -A probe=(
   [gcc]=/usr/bin/gcc
   [libc6-dev]=/usr/include/stdio.h
   [qemu-system-x86]=/usr/bin/qemu-system-x86_64
+  [systemd]=/usr/bin/systemd-analyze
 )
 need=()
-for pkg in frr ovn-central ovn-common openvswitch-common iproute2 exabgp file gcc libc6-dev qemu-system-x86; do
+for pkg in frr ovn-central ovn-common openvswitch-common iproute2 exabgp file gcc libc6-dev qemu-system-x86 systemd; do
   [ -e "${probe[$pkg]}" ] || need+=("$pkg")
 done
 # a kernel for the VM test: any /boot/vmlinuz-VER with VER's vrf.ko
