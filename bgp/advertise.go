@@ -815,13 +815,23 @@ func (s *Speaker) deletePaths(prefixes []netip.Prefix) error {
 }
 
 // syncRIB reads back which of the prefixes have a path in the global RIB.
-// With the import policy rejecting everything, only local paths are there.
 func (s *Speaker) syncRIB(prefixes []netip.Prefix) {
+	s.eachRIBPrefix(func(p netip.Prefix) {
+		if slices.Contains(prefixes, p) {
+			s.adv.rib[p] = struct{}{}
+		}
+	})
+}
+
+// eachRIBPrefix calls fn with each prefix that has a path in gobgp's global
+// RIB. With the import policy rejecting everything, only local paths are
+// there.
+func (s *Speaker) eachRIBPrefix(fn func(netip.Prefix)) {
 	for _, fam := range []bgppkt.Family{bgppkt.RF_IPv4_UC, bgppkt.RF_IPv6_UC} {
 		_ = s.bgp.ListPath(apiutil.ListPathRequest{TableType: api.TableType_TABLE_TYPE_GLOBAL, Family: fam},
 			func(nlri bgppkt.NLRI, paths []*apiutil.Path) {
-				if p, ok := nlriPrefix(nlri); ok && len(paths) > 0 && slices.Contains(prefixes, p) {
-					s.adv.rib[p] = struct{}{}
+				if p, ok := nlriPrefix(nlri); ok && len(paths) > 0 {
+					fn(p)
 				}
 			})
 	}

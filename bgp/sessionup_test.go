@@ -10,7 +10,6 @@ import (
 
 	"github.com/osrg/gobgp/v4/api"
 	"github.com/osrg/gobgp/v4/pkg/apiutil"
-	bgppkt "github.com/osrg/gobgp/v4/pkg/packet/bgp"
 
 	"github.com/ovnbgp/ovnbgp/config"
 	"github.com/ovnbgp/ovnbgp/model"
@@ -137,14 +136,7 @@ func TestSessionStartRepairWithdraws(t *testing.T) {
 // ribPrefixes lists the paths in gobgp's global RIB.
 func ribPrefixes(s *Speaker) []netip.Prefix {
 	var out []netip.Prefix
-	for _, fam := range []bgppkt.Family{bgppkt.RF_IPv4_UC, bgppkt.RF_IPv6_UC} {
-		_ = s.bgp.ListPath(apiutil.ListPathRequest{TableType: api.TableType_TABLE_TYPE_GLOBAL, Family: fam},
-			func(nlri bgppkt.NLRI, paths []*apiutil.Path) {
-				if p, ok := nlriPrefix(nlri); ok && len(paths) > 0 {
-					out = append(out, p)
-				}
-			})
-	}
+	s.eachRIBPrefix(func(p netip.Prefix) { out = append(out, p) })
 	slices.SortFunc(out, model.ComparePrefix)
 	return out
 }

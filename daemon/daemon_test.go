@@ -622,25 +622,33 @@ func TestStopIsGracefulOnlyWithGR(t *testing.T) {
 	}
 }
 
-func TestMetrics(t *testing.T) {
-	h := start(t, "default")
-	h.nb.set(true, network("default", "10.128.0.0/23"))
-	h.wantPrefixes("tor 10.128.0.0/23")
+// metricsScraper serves the daemon's metrics on a free loopback port for
+// the test and returns a function that scrapes /metrics, and the address.
+func metricsScraper(t *testing.T, h *harness) (func() string, string) {
+	t.Helper()
 	m, err := h.d.serveMetrics("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer m.close()
-	scrape := func() string {
+	t.Cleanup(m.close)
+	addr := m.ln.Addr().String()
+	return func() string {
 		t.Helper()
-		resp, err := http.Get("http://" + m.ln.Addr().String() + "/metrics")
+		resp, err := http.Get("http://" + addr + "/metrics")
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer resp.Body.Close()
 		body, _ := io.ReadAll(resp.Body)
 		return string(body)
-	}
+	}, addr
+}
+
+func TestMetrics(t *testing.T) {
+	h := start(t, "default")
+	h.nb.set(true, network("default", "10.128.0.0/23"))
+	h.wantPrefixes("tor 10.128.0.0/23")
+	scrape, addr := metricsScraper(t, h)
 	want := func(body string, lines ...string) {
 		t.Helper()
 		for _, l := range lines {
@@ -694,7 +702,7 @@ func TestMetrics(t *testing.T) {
 		t.Errorf("routes advertised lists as not applied %+v, want 10.130.0.0/23 with its rule and problem", refused)
 	}
 
-	if _, err := h.d.serveMetrics(m.ln.Addr().String()); err == nil || !strings.Contains(err.Error(), `metrics.address: ""`) {
+	if _, err := h.d.serveMetrics(addr); err == nil || !strings.Contains(err.Error(), `metrics.address: ""`) {
 		t.Errorf("port in use: err = %v, want advice to turn metrics off", err)
 	}
 }

@@ -222,7 +222,7 @@ func (d *Daemon) drainHandlers(mux *http.ServeMux) {
 		}
 		d.changeDrain(w, r, req.Peer, func(cur model.Drain, now time.Time) (model.Drain, error) {
 			return cur.Add(req.Peer, now, wait), nil
-		}, "drained")
+		}, false)
 	})
 	mux.HandleFunc("POST "+api.PathUndrain, func(w http.ResponseWriter, r *http.Request) {
 		if !requireRoot(w, r, "undrain") {
@@ -235,17 +235,22 @@ func (d *Daemon) drainHandlers(mux *http.ServeMux) {
 		}
 		d.changeDrain(w, r, req.Peer, func(cur model.Drain, _ time.Time) (model.Drain, error) {
 			return cur.Remove(req.Peer)
-		}, "undrained")
+		}, true)
 	})
 }
 
-// changeDrain checks peer, runs change on the loop, persists its result
-// and answers the new drain status.
-func (d *Daemon) changeDrain(w http.ResponseWriter, r *http.Request, peer string, change func(model.Drain, time.Time) (model.Drain, error), what string) {
+// changeDrain checks peer, runs change (a drain, or with undrain an
+// undrain) on the loop, persists its result and answers the new drain
+// status.
+func (d *Daemon) changeDrain(w http.ResponseWriter, r *http.Request, peer string, change func(model.Drain, time.Time) (model.Drain, error), undrain bool) {
+	what := "drained"
+	if undrain {
+		what = "undrained"
+	}
 	// An undrain may name a peer no longer configured (removed or renamed
 	// while drained) whose order is still kept: else only an undrain of
 	// everything could clear it.
-	ordered := what == "undrained" && slices.ContainsFunc(d.drainState().Peers, func(p model.DrainedPeer) bool { return p.Peer == peer })
+	ordered := undrain && slices.ContainsFunc(d.drainState().Peers, func(p model.DrainedPeer) bool { return p.Peer == peer })
 	if err := d.checkPeer(peer); err != nil && !ordered {
 		replyError(w, http.StatusNotFound, fmt.Errorf("%w: name one of them, or give no --peer for every peer", err))
 		return
@@ -269,7 +274,7 @@ func (d *Daemon) changeDrain(w http.ResponseWriter, r *http.Request, peer string
 		st = d.drainStatusLocked(cfg, now)
 		d.mu.Unlock()
 		fields := []zap.Field{zap.String("peer", peerOrAll(peer))}
-		if dp, ok := next.For(peer); ok && what == "drained" {
+		if dp, ok := next.For(peer); ok && !undrain {
 			fields = append(fields, zap.Time("since", dp.Since), zap.Time("withdrawAt", dp.WithdrawAt))
 		}
 		d.log.Info(what, fields...)

@@ -196,22 +196,7 @@ func TestDrainRequests(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(h.dir, "state", "drain.json")); !os.IsNotExist(err) {
 		t.Fatalf("a refused request wrote the state: %v", err)
 	}
-	m, err := h.d.serveMetrics("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.close()
-	scrape := func() string {
-		t.Helper()
-		resp, err := http.Get("http://" + m.ln.Addr().String() + "/metrics")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var b bytes.Buffer
-		_, _ = b.ReadFrom(resp.Body)
-		return b.String()
-	}
+	scrape, _ := metricsScraper(t, h)
 	if body := scrape(); strings.Contains(body, "ovnbgp_drained{") {
 		t.Errorf("metrics show a drain before any:\n%s", body)
 	}

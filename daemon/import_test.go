@@ -278,20 +278,11 @@ func TestImportCapAlarm(t *testing.T) {
 		t.Errorf("OVN = %v, want only the first route", got)
 	}
 	// The alarm is a metric too.
-	m, err := h.d.serveMetrics("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.close()
-	resp, err := http.Get("http://" + m.ln.Addr().String() + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	scrape, _ := metricsScraper(t, h)
+	body := scrape()
 	for _, l := range []string{`ovnbgp_import_cap_reached{peer="tor",rule="uplink"} 1`, `ovnbgp_imported_routes{target="ovn"} 1`,
 		`ovnbgp_peer_prefixes{family="ipv4",kind="accepted",peer="tor"} 1`} {
-		if !strings.Contains(string(body), l+"\n") {
+		if !strings.Contains(body, l+"\n") {
 			t.Errorf("metrics lack %q", l)
 		}
 	}

@@ -298,7 +298,8 @@ func advertiseVerdicts(cfg *config.Config, prefix netip.Prefix, snap model.Snaps
 			out = append(out, v)
 			continue
 		}
-		var sent, held, drained, other, family []string
+		var f fates
+		var other, family []string
 		for _, p := range selectPeers(cfg.BGP.Peers, rule.Peers) {
 			i := slices.IndexFunc(adverts, func(a model.Advertisement) bool {
 				return a.Peer == p.Name && a.Prefix == prefix && a.Rule == rule.Name
@@ -306,35 +307,20 @@ func advertiseVerdicts(cfg *config.Config, prefix netip.Prefix, snap model.Snaps
 			switch {
 			case !speaks(p, prefix):
 				family = append(family, p.Name)
-			case i >= 0 && adverts[i].State == model.AdvHeldBack:
-				held = append(held, p.Name)
-			case i >= 0 && adverts[i].State == model.AdvDrained:
-				drained = append(drained, p.Name+": "+drainNote(adverts[i]))
-			case i >= 0 && adverts[i].Drain != "":
-				sent = append(sent, p.Name+" ("+drainNote(adverts[i])+")")
 			case i >= 0:
-				sent = append(sent, p.Name)
+				f.add(adverts[i])
 			default:
 				other = append(other, p.Name)
 			}
 		}
-		parts := []string{"from " + source}
-		if len(sent) > 0 {
-			parts = append(parts, "sent to "+strings.Join(sent, ", "))
-		}
-		if len(held) > 0 {
-			parts = append(parts, "held back from "+strings.Join(held, ", ")+" by the export cap (maxAdvertised)")
-		}
-		if len(drained) > 0 {
-			parts = append(parts, "withdrawn from "+strings.Join(drained, "; "))
-		}
+		parts := append([]string{"from " + source}, f.parts("")...)
 		if len(other) > 0 {
 			parts = append(parts, "an earlier rule sends it to "+strings.Join(other, ", "))
 		}
 		if len(family) > 0 {
 			parts = append(parts, "not to "+strings.Join(family, ", ")+" (their sessions do not carry this address family)")
 		}
-		if len(sent)+len(held)+len(drained)+len(other)+len(family) == 0 {
+		if f.n()+len(other)+len(family) == 0 {
 			parts = append(parts, "but the rule names no configured peer")
 		}
 		v.Why = strings.Join(parts, "; ")
@@ -347,33 +333,51 @@ func advertiseVerdicts(cfg *config.Config, prefix netip.Prefix, snap model.Snaps
 // in, and to which peers: sent, held back by the export cap, or withdrawn
 // by a drain.
 func aggregateFate(aggs []model.Advertisement) string {
-	var aggPrefixes, sent, held, drained []string
+	var aggPrefixes []string
+	var f fates
 	for _, a := range aggs {
 		if p := a.Prefix.String(); !slices.Contains(aggPrefixes, p) {
 			aggPrefixes = append(aggPrefixes, p)
 		}
-		switch {
-		case a.State == model.AdvHeldBack:
-			held = append(held, a.Peer)
-		case a.State == model.AdvDrained:
-			drained = append(drained, a.Peer+": "+drainNote(a))
-		case a.Drain != "":
-			sent = append(sent, a.Peer+" ("+drainNote(a)+")")
-		default:
-			sent = append(sent, a.Peer)
-		}
+		f.add(a)
 	}
 	parts := []string{"selected, as a member of the aggregate " + strings.Join(aggPrefixes, ", ") + " (aggregateLength)"}
-	if len(sent) > 0 {
-		parts = append(parts, "the aggregate is sent to "+strings.Join(sent, ", "))
+	return strings.Join(append(parts, f.parts("the aggregate is ")...), "; ")
+}
+
+// fates sorts the peers of advertisements by what became of them.
+type fates struct {
+	sent, held, drained []string
+}
+
+func (f *fates) add(a model.Advertisement) {
+	switch {
+	case a.State == model.AdvHeldBack:
+		f.held = append(f.held, a.Peer)
+	case a.State == model.AdvDrained:
+		f.drained = append(f.drained, a.Peer+": "+drainNote(a))
+	case a.Drain != "":
+		f.sent = append(f.sent, a.Peer+" ("+drainNote(a)+")")
+	default:
+		f.sent = append(f.sent, a.Peer)
 	}
-	if len(held) > 0 {
-		parts = append(parts, "the aggregate is held back from "+strings.Join(held, ", ")+" by the export cap (maxAdvertised)")
+}
+
+func (f *fates) n() int { return len(f.sent) + len(f.held) + len(f.drained) }
+
+// parts says it, each part starting with subject.
+func (f *fates) parts(subject string) []string {
+	var out []string
+	if len(f.sent) > 0 {
+		out = append(out, subject+"sent to "+strings.Join(f.sent, ", "))
 	}
-	if len(drained) > 0 {
-		parts = append(parts, "the aggregate is withdrawn from "+strings.Join(drained, "; "))
+	if len(f.held) > 0 {
+		out = append(out, subject+"held back from "+strings.Join(f.held, ", ")+" by the export cap (maxAdvertised)")
 	}
-	return strings.Join(parts, "; ")
+	if len(f.drained) > 0 {
+		out = append(out, subject+"withdrawn from "+strings.Join(f.drained, "; "))
+	}
+	return out
 }
 
 func vrfText(vrf string) string {
