@@ -14,8 +14,8 @@ type SessionReset struct {
 
 // PeerChanges names the keys that differ between two configs of one peer,
 // as they are spelled in config.yaml. The password is compared, never
-// shown. Package bgp resets a session for any of them but maxPrefixes,
-// which it applies in place.
+// shown. Package bgp resets a session for any of them but maxPrefixes and
+// bfd, which it applies in place (sessionKeepingKeys).
 func PeerChanges(a, b Peer) []string {
 	var c []string
 	add := func(changed bool, key string) {
@@ -36,14 +36,26 @@ func PeerChanges(a, b Peer) []string {
 	add(a.KeepaliveTime != b.KeepaliveTime, "keepaliveTime")
 	add(a.ConnectRetry != b.ConnectRetry, "connectRetry")
 	add(!slices.Equal(a.Families, b.Families), "families")
+	add(a.BFD != b.BFD, "bfd")
 	add(a.MaxPrefixes != b.MaxPrefixes, "maxPrefixes")
 	return c
 }
 
+// sessionKeepingKeys are the peer keys package bgp applies to a running
+// session (gobgp's UpdatePeer): maxPrefixes, and bfd, whose change
+// restarts the BFD session alone, never the BGP session (gobgp v4.8.0
+// updateNeighbor: a Bfd change is not in NeedsResendOpenMessage).
+var sessionKeepingKeys = []string{"maxPrefixes", "bfd"}
+
 // ResetsSession reports whether package bgp resets a session for these
-// changed keys (PeerChanges): any change but maxPrefixes alone.
+// changed keys (PeerChanges): any change but of sessionKeepingKeys alone.
 func ResetsSession(changed []string) bool {
-	return len(changed) > 0 && !slices.Equal(changed, []string{"maxPrefixes"})
+	for _, k := range changed {
+		if !slices.Contains(sessionKeepingKeys, k) {
+			return true
+		}
+	}
+	return false
 }
 
 // SessionResets lists the sessions that reloading next over old resets, in

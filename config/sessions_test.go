@@ -25,3 +25,36 @@ func TestSessionResets(t *testing.T) {
 		t.Errorf("a new ASN resets every kept and removed peer: got %+v", got)
 	}
 }
+
+// A BFD change is applied to the running session (gobgp's UpdatePeer
+// restarts only its BFD session): no reset, alone or with maxPrefixes; with
+// a key that needs a new OPEN it resets, and names bfd too.
+func TestBFDChangeKeepsSession(t *testing.T) {
+	peer := Peer{Name: "a", Address: netip.MustParseAddr("192.0.2.1"), ASN: 65001, HoldTime: 90 * time.Second,
+		BFD: BFD{MinTx: 300 * time.Millisecond, MinRx: 300 * time.Millisecond, Multiplier: 3}}
+	on := peer
+	on.BFD.Enabled = true
+	if got := PeerChanges(peer, on); !reflect.DeepEqual(got, []string{"bfd"}) {
+		t.Fatalf("PeerChanges(bfd enabled) = %v, want [bfd]", got)
+	}
+	faster := on
+	faster.BFD.MinRx, faster.MaxPrefixes = 100*time.Millisecond, 7
+	for _, c := range []struct {
+		name string
+		a, b Peer
+	}{{"enable", peer, on}, {"disable", on, peer}, {"timers and maxPrefixes", on, faster}} {
+		if ch := PeerChanges(c.a, c.b); ResetsSession(ch) {
+			t.Errorf("%s: ResetsSession(%v) = true, want false", c.name, ch)
+		}
+	}
+	held := faster
+	held.HoldTime = 30 * time.Second
+	if ch := PeerChanges(on, held); !ResetsSession(ch) || !reflect.DeepEqual(ch, []string{"holdTime", "bfd", "maxPrefixes"}) {
+		t.Errorf("holdTime with bfd: PeerChanges = %v, ResetsSession = %v; want [holdTime bfd maxPrefixes], true", ch, ResetsSession(ch))
+	}
+	old := &Config{BGP: BGP{ASN: 64512, Peers: []Peer{peer}}}
+	next := &Config{BGP: BGP{ASN: 64512, Peers: []Peer{on}}}
+	if got := SessionResets(old, next); len(got) != 0 {
+		t.Errorf("SessionResets for a BFD change = %+v, want none", got)
+	}
+}

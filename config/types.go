@@ -126,7 +126,7 @@ type Peer struct {
 	KeepaliveTime time.Duration `yaml:"keepaliveTime" json:"keepaliveTime"`
 	// ConnectRetry is the wait between dial attempts (default 5s).
 	ConnectRetry time.Duration `yaml:"connectRetry" json:"connectRetry"`
-	// BFD is fast failure detection (not supported yet when enabled).
+	// BFD is fast failure detection (RFC 5880, single-hop RFC 5881).
 	BFD BFD `yaml:"bfd" json:"bfd"`
 	// Families default to the address family of Address.
 	Families []Family `yaml:"families" json:"families"`
@@ -140,7 +140,8 @@ type Peer struct {
 
 // BFD configures RFC 5880 fast failure detection for a peer.
 type BFD struct {
-	// Enabled turns BFD on (not supported yet).
+	// Enabled runs a BFD session with the peer while the BGP session is
+	// Established; BFD going down resets the BGP session.
 	Enabled bool `yaml:"enabled" json:"enabled"`
 	// MinTx is the desired minimum transmit interval (default 300ms).
 	MinTx time.Duration `yaml:"minTx" json:"minTx"`

@@ -161,7 +161,7 @@ func (v *validator) peer(p string, peer *Peer) {
 		}
 	}
 	v.timers(p, peer)
-	v.bfd(key(p, "bfd"), &peer.BFD)
+	v.bfd(key(p, "bfd"), peer)
 	seen := map[Family]bool{}
 	for j, f := range peer.Families {
 		fp := index(key(p, "families"), j)
@@ -212,20 +212,27 @@ func (v *validator) timers(p string, peer *Peer) {
 	}
 }
 
-func (v *validator) bfd(p string, b *BFD) {
-	if b.Enabled {
-		v.add(key(p, "enabled"), "%s (BFD arrives in a later release; set enabled: false)", notSupported)
+// bfd checks a peer's BFD settings against what gobgp's BFD (RFC 5880,
+// single-hop RFC 5881) and FRR's bfdd accept: intervals 10ms..60s in
+// whole microseconds (the unit of the packet's fields), multiplier 2..255.
+func (v *validator) bfd(p string, peer *Peer) {
+	b := &peer.BFD
+	if b.Enabled && peer.EBGPMultihop > 0 {
+		v.add(key(p, "enabled"), "BFD is single-hop only (RFC 5881: the BFD library sends with TTL 255 to a directly connected peer), but ebgpMultihop is %d: set ebgpMultihop: 0 for a directly connected peer, or bfd.enabled: false", peer.EBGPMultihop)
 	}
 	for _, t := range []struct {
 		key string
 		d   time.Duration
 	}{{"minTx", b.MinTx}, {"minRx", b.MinRx}} {
-		if t.d < 10*time.Millisecond || t.d > 60*time.Second {
-			v.add(key(p, t.key), "%s is out of range (10ms..60s)", t.d)
+		switch {
+		case t.d < 10*time.Millisecond || t.d > 60*time.Second:
+			v.add(key(p, t.key), "%s is out of range (10ms..60s, as FRR's bfdd)", t.d)
+		case t.d%time.Microsecond != 0:
+			v.add(key(p, t.key), "%s is not a whole number of microseconds (BFD's unit)", t.d)
 		}
 	}
-	if b.Multiplier < 1 {
-		v.add(key(p, "multiplier"), "%d is out of range (1..255)", b.Multiplier)
+	if b.Multiplier < 2 {
+		v.add(key(p, "multiplier"), "%d is out of range (2..255, as FRR's bfdd): the session goes down after this many missed packets", b.Multiplier)
 	}
 }
 
