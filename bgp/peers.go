@@ -90,18 +90,34 @@ func (s *Speaker) SetPeers(ctx context.Context, peers []config.Peer) error {
 			s.st.Unlock()
 		case !config.ResetsSession(changed):
 			// maxPrefixes changed: arm gobgp's limit from the bound
-			// (prefixlimit.go).
+			// (prefixlimit.go). bfd changed: on or off, or new timers,
+			// for the running session (bfd.go).
 			b := s.boundOf(p.Address)
 			var was [2]bool
 			if b != nil {
 				was = b.armed
 				b.rearm(p)
 			}
+			s.st.Lock()
+			ss := s.sessions[p.Address]
+			wasBFD := ss != nil && ss.bfdOn
+			if ss != nil {
+				ss.bfdOn = p.BFD.Enabled && ss.state == model.StateEstablished
+				if ss.bfdOn != wasBFD {
+					ss.bfd, ss.bfdSince = model.BFDDown, time.Now()
+				}
+			}
+			s.st.Unlock()
 			if _, err := s.bgp.UpdatePeer(ctx, &api.UpdatePeerRequest{Peer: s.apiPeer(p)}); err != nil {
 				if b != nil {
 					b.armed = was
 				}
-				err = fmt.Errorf("peer %q: update max prefixes: %w", name, err)
+				if ss != nil {
+					s.st.Lock()
+					ss.bfdOn = wasBFD
+					s.st.Unlock()
+				}
+				err = fmt.Errorf("peer %q: update %s: %w", name, strings.Join(changed, ", "), err)
 				errs = append(errs, err)
 				peerErrs[name] = err.Error()
 				continue
@@ -318,6 +334,10 @@ func (s *Speaker) apiPeer(p config.Peer) *api.Peer {
 	if p.SourceAddress.IsValid() {
 		ap.Transport.LocalAddress = p.SourceAddress.String()
 	}
+	if p.BFD.Enabled && s.bfdRunning(p.Address) {
+		// Only while Established (bfd.go).
+		ap.Bfd = bfdConfig(p)
+	}
 	switch {
 	case p.TTLSecurity:
 		// GTSM (RFC 5082): send with TTL 255, accept only what arrives
@@ -459,6 +479,7 @@ func (s *Speaker) peerStatus(c config.Peer, p *api.Peer) model.PeerStatus {
 			fams, eorGot = ss.families, ss.eor
 		}
 	}
+	ps.BFD = bfdStatus(c, s.sessions[c.Address])
 	s.st.Unlock()
 	if ps.State == model.StateEstablished && fams != nil {
 		var missing []string

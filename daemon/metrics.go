@@ -23,7 +23,7 @@ type collector struct {
 
 	info, up, peerState, peerSince, prefixes, advertised, notApplied, nbConnected,
 	reconciles, lastReconcile, reconcileFailing,
-	imported, importCap, importPending, drained *prometheus.Desc
+	imported, importCap, importPending, drained, bfdUp *prometheus.Desc
 }
 
 func newCollector(d *Daemon) *collector {
@@ -46,6 +46,7 @@ func newCollector(d *Daemon) *collector {
 		imported:         n("imported_routes", "Routes import rules want in each target: ovn (static route rows, one per next hop) or kernel (routes, multipath counted once).", "target"),
 		importCap:        n("import_cap_reached", "1 while an import rule's maxRoutes holds back routes of a peer: nothing new is imported, the session stays up.", "rule", "peer"),
 		drained:          n("drained", "1 while the peer is drained and its advertisements carry GRACEFUL_SHUTDOWN, 2 once they are withdrawn (ovnbgp drain); absent when not drained.", "peer"),
+		bfdUp:            n("peer_bfd_up", "1 while the peer's BFD session is up, 0 otherwise; absent when bfd.enabled is false.", "peer"),
 		importPending:    n("import_operations_pending", "OVN and kernel operations not applied: manual (waiting for ovnbgp apply) or held (fail static, until End-of-RIB or deferralTime).", "kind"),
 	}
 }
@@ -115,6 +116,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		for _, p := range peers {
 			g(c.up, b2f(p.State == model.StateEstablished), p.Name)
 			g(c.peerState, stateNumber(p.State), p.Name)
+			if p.BFD != nil {
+				g(c.bfdUp, b2f(p.BFD.State == model.BFDUp), p.Name)
+			}
 			if !p.Since.IsZero() {
 				g(c.peerSince, float64(p.Since.Unix()), p.Name)
 			}
