@@ -45,6 +45,8 @@ type Peer struct {
 	MaxPrefixes   int
 	// MaxAdvertised sets the peer's export cap (maxAdvertised) when > 0.
 	MaxAdvertised int
+	// BFD enables bfd at 300ms x 3.
+	BFD bool
 
 	PasswordFile string // filled by StartDaemon
 }
@@ -131,6 +133,9 @@ bgp:
 {{- end}}
 {{- if .Passive}}
       passive: true
+{{- end}}
+{{- if .BFD}}
+      bfd: {enabled: true, minTx: 300ms, minRx: 300ms, multiplier: 3}
 {{- end}}
 {{- if .PasswordFile}}
       passwordFile: {{.PasswordFile}}
