@@ -265,3 +265,42 @@ func TestBFDOneSided(t *testing.T) {
 }
 
 func out2s(b []byte) string { return string(b) }
+
+// The peer's BFD goes AdminDown (FRR: `shutdown` in its BFD profile): RFC
+// 5882 3.2 says the BGP session must not be taken down, though gobgp's BFD
+// resets it on AdminDown; ovnbgp keeps it, shows BFD down and says the peer
+// signalled it. BFD comes back up when the peer enables it again, still
+// without a session reset.
+func TestBFDAdminDown(t *testing.T) {
+	t.Parallel()
+	w := startBFDWorld(t, true)
+	w.bfdUp(t, "BFD up at both ends")
+	p, err := w.d.Peer("tor")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.frr.ConfigDaemon("bfdd", "bfd", "profile lab", "shutdown"); err != nil {
+		t.Fatal(err)
+	}
+	lab.Eventually(t, 15*time.Second, 50*time.Millisecond, "ovnbgp sees the peer's BFD AdminDown", func() error {
+		q, err := w.d.Peer("tor")
+		if err != nil {
+			return err
+		}
+		if q.BFD == nil || q.BFD.State == model.BFDUp || !strings.Contains(q.LastError, "AdminDown") {
+			return fmt.Errorf("bfd %+v, last error %q, session %s", q.BFD, q.LastError, q.State)
+		}
+		return nil
+	})
+	w.sessionStable(t, p.Since)
+	for _, pfx := range bfdPrefixes {
+		if err := w.checkKernel(pfx, lab.TorIPv4.String()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.frr.ConfigDaemon("bfdd", "bfd", "profile lab", "no shutdown"); err != nil {
+		t.Fatal(err)
+	}
+	w.bfdUp(t, "BFD up again once the peer enables it")
+	w.sessionStable(t, p.Since)
+}
