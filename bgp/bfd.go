@@ -2,11 +2,15 @@ package bgp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
+	"reflect"
 	"time"
+	"unsafe"
 
 	"github.com/osrg/gobgp/v4/api"
+	"github.com/osrg/gobgp/v4/pkg/server"
 	"go.uber.org/zap"
 
 	"github.com/ovnbgp/ovnbgp/config"
@@ -29,9 +33,15 @@ import (
 //     BFD on (UpdatePeer, no session reset) once the session is
 //     Established, and off again when it leaves Established: every
 //     session, the first and each reconnect, comes up the same way.
-//   - A peer that signals AdminDown while the session is up (FRR: the bfd
-//     peer's "shutdown", or "no neighbor X bfd") still resets the session.
-//     gobgp has no hook for it; lastError says the peer signalled it.
+//   - gobgp resets the session when the peer signals AdminDown (FRR: the
+//     BFD profile's or peer's "shutdown"), which RFC 5882 3.2 forbids. gobgp
+//     has no option for it, so ovnbgp stands between gobgp's BFD and the
+//     reset (bfdResetter, set by reflection as handoffTo does): a reset
+//     asked by BFD goes through only when ovnbgp's own BFD detection fired
+//     (gobgp's "Expired"), not when the peer signalled Down or AdminDown
+//     (gobgp's "Remote peer signaled BFD down", the same for both). A peer
+//     whose BFD detected a failure takes its BGP session down itself (FRR
+//     does), and the node's own detection covers the rest.
 const (
 	// bfdPoll is how often the BFD states are read (ListBfdPeer) while a
 	// BFD session runs: for `peers`' since and the state-change log. The
@@ -49,6 +59,59 @@ func bfdConfig(p config.Peer) *api.BfdPeerConfig {
 		RequiredMinimumReceive:   uint32(p.BFD.MinRx / time.Microsecond),
 		DetectionMultiplier:      uint32(p.BFD.Multiplier),
 	}
+}
+
+// bfdResetter is what gobgp's BFD calls to reset a session (bfdTo): it
+// passes the call on to gobgp unless keep says the session stays.
+type bfdResetter struct {
+	srv  *server.BgpServer
+	keep func(addr string) bool
+}
+
+// ResetPeer is the method gobgp's BFD calls (its peerState interface).
+func (r bfdResetter) ResetPeer(ctx context.Context, req *api.ResetPeerRequest) error {
+	if req.GetCommunication() == bfdCommunication && r.keep(req.GetAddress()) {
+		return nil
+	}
+	return r.srv.ResetPeer(ctx, req)
+}
+
+// bfdTo makes gobgp's BFD server call r instead of srv.ResetPeer. gobgp
+// v4.8.0 has no API for it: the BFD server keeps srv in its unexported
+// field peerState and copies it into each BFD peer it creates, so this must
+// run before any peer is added. It fails, rather than misbehaves, if a
+// gobgp upgrade renamed or retyped the fields (TestBFDResetterField).
+func bfdTo(srv *server.BgpServer, r bfdResetter) error {
+	bs := reflect.ValueOf(srv).Elem().FieldByName("bfdServer")
+	if !bs.IsValid() || bs.Kind() != reflect.Pointer || bs.IsNil() {
+		return errors.New("gobgp's BgpServer has no field bfdServer: this gobgp version is not supported by ovnbgp's BFD (see bgp/bfd.go)")
+	}
+	f := bs.Elem().FieldByName("peerState")
+	if !f.IsValid() || f.Kind() != reflect.Interface || !reflect.TypeOf(r).Implements(f.Type()) {
+		return errors.New("gobgp's BFD server has no field peerState that ovnbgp can stand in for: this gobgp version is not supported by ovnbgp's BFD (see bgp/bfd.go)")
+	}
+	reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem().Set(reflect.ValueOf(r))
+	return nil
+}
+
+// bfdKeepsSession reports whether a reset asked by gobgp's BFD for the
+// peer at addr must not happen: its BFD went down because the peer
+// signalled Down or AdminDown (onBFDDown, logged right before the call),
+// not by ovnbgp's own detection.
+func (s *Speaker) bfdKeepsSession(addr string) bool {
+	a, err := netip.ParseAddr(addr)
+	if err != nil {
+		return false
+	}
+	s.st.Lock()
+	ss := s.sessions[a.Unmap()]
+	keep := ss != nil && !ss.bfdDownAt.IsZero() && !ss.bfdExpired && time.Since(ss.bfdDownAt) < time.Second
+	name := s.byAddr[a.Unmap()]
+	s.st.Unlock()
+	if keep {
+		s.log.Info("bfd: the peer signalled Down or AdminDown: session kept (RFC 5882 3.2)", zap.String("peer", name))
+	}
+	return keep
 }
 
 // bfdRunning reports whether BFD is on in gobgp for the peer at addr.
@@ -129,9 +192,9 @@ func (s *Speaker) onBFDDown(addr string, expired bool) {
 	why := fmt.Sprintf("BFD down: no BFD packet from the peer within the detection time (%d × %s): session reset",
 		p.BFD.Multiplier, p.BFD.MinRx)
 	if !expired {
-		why = "BFD down: the peer signalled BFD Down or AdminDown: session reset (the BFD library resets on AdminDown too; see docs/architecture.md, BFD)"
+		why = "BFD down: the peer signalled BFD Down or AdminDown: session kept (RFC 5882 3.2; a peer whose BFD detected a failure resets the session itself)"
 	}
-	ss.bfdDown, ss.bfdDownAt = why, now
+	ss.bfdDown, ss.bfdDownAt, ss.bfdExpired = why, now, expired
 	ss.lastError, ss.lastErrorAt = why, now
 	ss.bfd, ss.bfdSince = model.BFDDown, now
 }

@@ -41,6 +41,9 @@ func (h gobgpHandler) Enabled(ctx context.Context, l slog.Level) bool {
 	if h.key != "" && h.tap != nil && l >= slog.LevelInfo {
 		return true // NOTIFICATIONs are logged at Info
 	}
+	if h.bfdDown != nil && l == slog.LevelWarn && h.floor.Level() <= slog.LevelWarn {
+		return true // BFD going down is logged at Warn (and rare)
+	}
 	return h.passes(ctx, l)
 }
 

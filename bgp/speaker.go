@@ -129,9 +129,12 @@ type session struct {
 	bfdOn    bool
 	bfd      model.BFDState
 	bfdSince time.Time
-	// bfdDown says why BFD last took the session down, at bfdDownAt.
-	bfdDown   string
-	bfdDownAt time.Time
+	// bfdDown says why BFD last went down, at bfdDownAt; bfdExpired:
+	// by ovnbgp's own detection (the session is reset), else the peer
+	// signalled it (the session is kept).
+	bfdDown    string
+	bfdDownAt  time.Time
+	bfdExpired bool
 }
 
 // New starts a gobgp server with the global config, adds global.Peers and
@@ -172,6 +175,9 @@ func New(ctx context.Context, global config.BGP, log *zap.Logger, notify func())
 	// connections (see listener.go).
 	handoff := make(chan net.Conn, 32)
 	if err := handoffTo(srv, handoff); err != nil {
+		return nil, fmt.Errorf("start bgp: %w", err)
+	}
+	if err := bfdTo(srv, bfdResetter{srv: srv, keep: s.bfdKeepsSession}); err != nil {
 		return nil, fmt.Errorf("start bgp: %w", err)
 	}
 	*s = Speaker{
@@ -373,7 +379,7 @@ func (s *Speaker) onPeerEvent(ev *apiutil.WatchEventMessage_PeerEvent, ts time.T
 	}
 	if closedInCollision(ss) {
 		reason = "" // ovnbgp's own doing, not an error
-	} else if reason != "" && !ss.bfdDownAt.IsZero() && !ss.bfdDownAt.Before(ss.since) {
+	} else if reason != "" && ss.bfdExpired && !ss.bfdDownAt.IsZero() && !ss.bfdDownAt.Before(ss.since) {
 		reason = ss.bfdDown // BFD reset the session (bfd.go)
 	} else if reason != "" && !ss.notifAt.IsZero() && !ss.notifAt.Before(ss.since) {
 		// gobgp's reason ("invalid-msg", "bad-peer-as") says less than
@@ -509,7 +515,7 @@ func (s *Speaker) onNotification(addr string, sent bool, code, subcode uint8, co
 	if !sent {
 		ss.recvAt = now
 	}
-	if sent && communication == bfdCommunication && !ss.bfdDownAt.IsZero() && !ss.bfdDownAt.Before(ss.since) {
+	if sent && communication == bfdCommunication && ss.bfdExpired && !ss.bfdDownAt.IsZero() && !ss.bfdDownAt.Before(ss.since) {
 		text = ss.bfdDown // onBFDDown said why, with more than the Cease
 	}
 	ss.notif, ss.notifAt = text, now
