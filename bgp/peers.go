@@ -322,6 +322,11 @@ func (s *Speaker) apiPeer(p config.Peer) *api.Peer {
 			ConnectRetry:      seconds(p.ConnectRetry),
 			HoldTime:          seconds(p.HoldTime),
 			KeepaliveInterval: seconds(p.KeepaliveTime),
+			// After it sends Cease/Administrative Reset (in ovnbgp: only
+			// when BFD goes down, bfd.go), gobgp keeps the peer Idle this
+			// long (its default: 30 s); the session comes back as soon
+			// as the link does, at the pace of connectRetry.
+			IdleHoldTimeAfterReset: seconds(p.ConnectRetry),
 		}},
 		Transport: &api.Transport{
 			// ovnbgp dials (dialer.go): gobgp only ever takes connections

@@ -201,11 +201,13 @@ func TestBFD(t *testing.T) {
 		t.Fatalf("routes went after %v, %v: not before the %v hold timer", ovn, kernel, hold)
 	}
 
+	healed := time.Now()
 	w.cut(t, false)
 	w.waitEstablished(t, "tor")
 	for _, pfx := range bfdPrefixes {
 		w.waitInstalled(t, "route "+pfx+" imported again after the link healed", pfx, lab.TorIPv4.String())
 	}
+	t.Logf("healed link: session and imports back in %v", time.Since(healed).Round(time.Millisecond))
 	w.bfdUp(t, "BFD up again after the link healed")
 	p, err = w.d.Peer("tor")
 	if err != nil {
