@@ -3,13 +3,14 @@
 #
 # The end-to-end suite (test/e2e) runs a real OVN Northbound ovsdb-server and
 # FRR in network namespaces. This script installs them on Debian/Ubuntu:
-#   frr                  zebra, bgpd, staticd, vtysh (the "ToR" BGP peer)
+#   frr                  zebra, bgpd, bfdd, staticd, vtysh (the "ToR" BGP peer)
 #   ovn-central          /usr/share/ovn/ovn-nb.ovsschema
 #   ovn-common           ovn-nbctl
 #   openvswitch-common   ovsdb-server, ovsdb-tool
 #   iproute2             ip (netns, veth), nstat
 #   exabgp               a second, scriptable BGP peer that sends hostile and
 #                        malformed UPDATEs (the route import tests)
+#   iptables             cuts the node-tor link without taking it down (BFD tests)
 #   file
 #   systemd              systemd-analyze (security, verify) and systemd-tmpfiles
 #                        check packaging/ offline; PID 1 need not be systemd
@@ -35,6 +36,7 @@ declare -A probe=(
   [ovn-common]=/usr/bin/ovn-nbctl
   [openvswitch-common]=/usr/sbin/ovsdb-server
   [iproute2]=/usr/sbin/ip
+  [iptables]=/usr/sbin/iptables
   [exabgp]=/usr/sbin/exabgp
   [file]=/usr/bin/file
   [gcc]=/usr/bin/gcc
@@ -43,7 +45,7 @@ declare -A probe=(
   [systemd]=/usr/bin/systemd-analyze
 )
 need=()
-for pkg in frr ovn-central ovn-common openvswitch-common iproute2 exabgp file gcc libc6-dev qemu-system-x86 systemd; do
+for pkg in frr ovn-central ovn-common openvswitch-common iproute2 iptables exabgp file gcc libc6-dev qemu-system-x86 systemd; do
   [ -e "${probe[$pkg]}" ] || need+=("$pkg")
 done
 # a kernel for the VM test: any /boot/vmlinuz-VER with VER's vrf.ko
