@@ -44,6 +44,7 @@ type fakeSpeaker struct {
 	failSetPeers int
 	setPeerCalls int
 	state        model.SessionState // of every peer; "" = established
+	bfd          model.BFDState     // of every peer; "" = BFD not enabled
 	// learned is what EachLearned walks; learnedN more paths are made up
 	// on the fly (a big table that costs the fake no memory), and each
 	// is passed to onLearned first.
@@ -172,6 +173,9 @@ func (f *fakeSpeaker) Peers(context.Context) ([]model.PeerStatus, error) {
 			fams = append(fams, model.FamilyCounts{Family: string(fam), Negotiated: state == model.StateEstablished})
 		}
 		out = append(out, model.PeerStatus{Name: p.Name, Address: p.Address, ASN: p.ASN, State: state, EndOfRIB: f.eor, Families: fams})
+		if f.bfd != "" {
+			out[len(out)-1].BFD = &model.BFDStatus{State: f.bfd}
+		}
 	}
 	return out, nil
 }
@@ -642,6 +646,29 @@ func metricsScraper(t *testing.T, h *harness) (func() string, string) {
 		body, _ := io.ReadAll(resp.Body)
 		return string(body)
 	}, addr
+}
+
+// ovnbgp_peer_bfd_up follows the peer's BFD state; it is absent while BFD
+// is not enabled.
+func TestMetricsBFD(t *testing.T) {
+	h := start(t, "default")
+	h.nb.set(true, network("default", "10.128.0.0/23"))
+	h.wantPrefixes("tor 10.128.0.0/23")
+	scrape, _ := metricsScraper(t, h)
+	if body := scrape(); strings.Contains(body, "ovnbgp_peer_bfd_up{") {
+		t.Errorf("ovnbgp_peer_bfd_up without BFD enabled:\n%s", body)
+	}
+	for _, c := range []struct {
+		state model.BFDState
+		line  string
+	}{{model.BFDUp, `ovnbgp_peer_bfd_up{peer="tor"} 1`}, {model.BFDDown, `ovnbgp_peer_bfd_up{peer="tor"} 0`}} {
+		h.sp.mu.Lock()
+		h.sp.bfd = c.state
+		h.sp.mu.Unlock()
+		if body := scrape(); !strings.Contains(body, c.line+"\n") {
+			t.Errorf("BFD %s: metrics lack %q", c.state, c.line)
+		}
+	}
 }
 
 func TestMetrics(t *testing.T) {
