@@ -58,6 +58,11 @@ func ResetsSession(changed []string) bool {
 	return false
 }
 
+// bfdOffWhy: ovnbgp keeps the session when BFD is turned off, but gobgp's
+// BFD stops without signalling AdminDown, so a peer that still runs BFD for
+// this node sees it go Down and resets the session (FRR: Cease/BFD Down).
+const bfdOffWhy = "bfd turned off: ovnbgp keeps the session, but a peer still running BFD for this node resets it (BFD stops without AdminDown): turn BFD off on the peer first"
+
 // SessionResets lists the sessions that reloading next over old resets, in
 // peer-name order: every session when the speaker restarts (SpeakerChanged),
 // a peer that is removed, and a peer whose session keys change. Added peers
@@ -80,6 +85,8 @@ func SessionResets(old, next *Config) []SessionReset {
 		default:
 			if ch := PeerChanges(p, np); ResetsSession(ch) {
 				out = append(out, SessionReset{Peer: p.Name, Why: "changed: " + strings.Join(ch, ", ")})
+			} else if p.BFD.Enabled && !np.BFD.Enabled {
+				out = append(out, SessionReset{Peer: p.Name, Why: bfdOffWhy})
 			}
 		}
 	}

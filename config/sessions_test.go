@@ -3,6 +3,7 @@ package config
 import (
 	"net/netip"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -55,6 +56,10 @@ func TestBFDChangeKeepsSession(t *testing.T) {
 	old := &Config{BGP: BGP{ASN: 64512, Peers: []Peer{peer}}}
 	next := &Config{BGP: BGP{ASN: 64512, Peers: []Peer{on}}}
 	if got := SessionResets(old, next); len(got) != 0 {
-		t.Errorf("SessionResets for a BFD change = %+v, want none", got)
+		t.Errorf("SessionResets for BFD turned on = %+v, want none", got)
+	}
+	// Off: the peer's BFD, if it still runs, resets the session.
+	if got := SessionResets(next, old); len(got) != 1 || got[0].Peer != "a" || !strings.Contains(got[0].Why, "turn BFD off on the peer first") {
+		t.Errorf("SessionResets for BFD turned off = %+v, want a's, saying the peer resets it", got)
 	}
 }

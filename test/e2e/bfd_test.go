@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/netip"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -107,7 +109,7 @@ func (w *importWorld) cut(t *testing.T, on bool) {
 // sessionStable checks, for a while after BFD came up (or would have),
 // that the session never flapped: FRR counts one connection established and
 // ovnbgp's session is the one it was.
-func (w *importWorld) sessionStable(t *testing.T, since time.Time) {
+func (w *importWorld) sessionStable(t *testing.T, since time.Time, conns int) {
 	t.Helper()
 	// Nothing to wait on for "no flap": watch it for 3 s (BFD at
 	// 300 ms x 3 detects in 0.9 s; the flap came within 2 s of BFD up).
@@ -126,8 +128,8 @@ func (w *importWorld) sessionStable(t *testing.T, since time.Time) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n.ConnectionsEstablished != 1 {
-		t.Fatalf("FRR counts %d connections established, want 1 (last reset: %s)", n.ConnectionsEstablished, n.LastReset)
+	if n.ConnectionsEstablished != conns {
+		t.Fatalf("FRR counts %d connections established, want %d (last reset: %s)", n.ConnectionsEstablished, conns, n.LastReset)
 	}
 }
 
@@ -180,7 +182,7 @@ func TestBFD(t *testing.T) {
 	if p.BFD.DetectTimeMs != 900 || !p.BFD.Running {
 		t.Fatalf("peers bfd = %+v, want running with a detection time of 900 ms", p.BFD)
 	}
-	w.sessionStable(t, p.Since)
+	w.sessionStable(t, p.Since, 1)
 	out, err := w.d.CLI("peers")
 	if err != nil || !strings.Contains(out2s(out), "BFD") || !strings.Contains(out2s(out), " up ") {
 		t.Fatalf("ovnbgp peers shows no BFD column with up: %v\n%s", err, out)
@@ -251,7 +253,7 @@ func TestBFDOneSided(t *testing.T) {
 		since = p.Since
 		return nil
 	})
-	w.sessionStable(t, since)
+	w.sessionStable(t, since, 1)
 	p, err := w.d.Peer("tor")
 	if err != nil {
 		t.Fatal(err)
@@ -294,7 +296,7 @@ func TestBFDAdminDown(t *testing.T) {
 		}
 		return nil
 	})
-	w.sessionStable(t, p.Since)
+	w.sessionStable(t, p.Since, 1)
 	for _, pfx := range bfdPrefixes {
 		if err := w.checkKernel(pfx, lab.TorIPv4.String()); err != nil {
 			t.Fatal(err)
@@ -304,5 +306,65 @@ func TestBFDAdminDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.bfdUp(t, "BFD up again once the peer enables it")
-	w.sessionStable(t, p.Since)
+	w.sessionStable(t, p.Since, 1)
+
+	// Reload with BFD off, then on: `plan --config` predicts what happens.
+	conns := 1
+	for _, on := range []bool{false, true} {
+		next := w.d.Cfg
+		next.Peers = slices.Clone(next.Peers)
+		next.Peers[0].BFD = on
+		text, err := next.Render()
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(w.d.Dir, fmt.Sprintf("bfd-%v.yaml", on))
+		if err := lab.WriteFileAtomic(path, []byte(text)); err != nil {
+			t.Fatal(err)
+		}
+		pc, err := w.d.Plan("--config", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if on && len(pc.SessionResets) != 0 {
+			t.Fatalf("plan --config with bfd on predicts resets %+v, want none", pc.SessionResets)
+		}
+		if !on && (len(pc.SessionResets) != 1 || !strings.Contains(pc.SessionResets[0].Why, "a peer still running BFD for this node resets it")) {
+			t.Fatalf("plan --config with bfd off predicts resets %+v, want tor's, by the peer's BFD", pc.SessionResets)
+		}
+		if err := w.d.Reload(next); err != nil {
+			t.Fatal(err)
+		}
+		if on {
+			w.bfdUp(t, "BFD up after a reload turned it on")
+			w.sessionStable(t, p.Since, conns)
+			continue
+		}
+		// FRR still runs BFD for us: it sees BFD Down (gobgp stops
+		// without AdminDown) and resets the session, as predicted.
+		lab.Eventually(t, 15*time.Second, 50*time.Millisecond, "FRR resets the session when our BFD stops", func() error {
+			q, err := w.d.Peer("tor")
+			if err != nil {
+				return err
+			}
+			if q.BFD != nil || !strings.Contains(q.LastError, "received NOTIFICATION 6/10 Cease / BFD Down") || q.Since.Equal(p.Since) {
+				return fmt.Errorf("bfd %+v, last error %q, session %s since %v", q.BFD, q.LastError, q.State, q.Since)
+			}
+			return nil
+		})
+		w.waitEstablished(t, "tor")
+		p, err = w.d.Peer("tor")
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := w.frrNeighbor()
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = n.ConnectionsEstablished
+	}
+	n, err := w.frrNeighbor()
+	if err != nil || n.ConnectionsEstablished != conns {
+		t.Fatalf("FRR counts %d connections established, want %d (%v)", n.ConnectionsEstablished, conns, err)
+	}
 }
