@@ -459,12 +459,12 @@ type Neighbor struct {
 	State                  string `json:"bgpState"`
 	ConnectionsEstablished int    `json:"connectionsEstablished"`
 	ConnectionsDropped     int    `json:"connectionsDropped"`
+	LastReset              string `json:"lastResetDueTo"`
 	// BFD is bgpd's view of the neighbor's BFD session (Status "Up",
 	// "Down", "Unknown"); empty without `neighbor X bfd`.
 	BFD struct {
 		Status string `json:"status"`
 	} `json:"peerBfdInfo"`
-	LastReset              string `json:"lastResetDueTo"`
 	// UpSince is when the session was last Established (Unix seconds),
 	// bgpTimerUpEstablishedEpoch; 0 while it is not.
 	UpSince int64 `json:"bgpTimerUpEstablishedEpoch"`
