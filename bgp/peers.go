@@ -21,7 +21,9 @@ import (
 // SetPeers makes gobgp's peers equal to peers (by name): it adds the new
 // ones, deletes the gone ones and updates the changed ones. Only a peer whose
 // session-relevant config changed is reset (the log says which keys
-// changed); a change of maxPrefixes alone is applied without a reset. It
+// changed); keys that need no new OPEN nor connection (maxPrefixes,
+// connectRetry, passive: config.ResetsSession, which `ovnbgp plan
+// --config` uses too) are applied without a reset. It
 // keeps going on per-peer errors and returns them joined; Peers reports the
 // peers that could not be configured. The advertisements of the last Set are
 // then re-applied, so a new peer gets its routes without waiting for the
@@ -89,24 +91,28 @@ func (s *Speaker) SetPeers(ctx context.Context, peers []config.Peer) error {
 			s.learnFrom[p.Address] = p
 			s.st.Unlock()
 		case !config.ResetsSession(changed):
-			// maxPrefixes changed: arm gobgp's limit from the bound
-			// (prefixlimit.go).
+			// Keys applied in place (config.ResetsSession): maxPrefixes
+			// (gobgp's limit, armed from the bound: prefixlimit.go),
+			// connectRetry (gobgp takes a timer change without a reset;
+			// the dialer gets it from dialFor below) and passive (the
+			// dialer's alone: gobgp's side is always passive).
+			limit := slices.Contains(changed, "maxPrefixes")
 			b := s.boundOf(p.Address)
 			var was [2]bool
-			if b != nil {
+			if b != nil && limit {
 				was = b.armed
 				b.rearm(p)
 			}
 			if _, err := s.bgp.UpdatePeer(ctx, &api.UpdatePeerRequest{Peer: s.apiPeer(p)}); err != nil {
-				if b != nil {
+				if b != nil && limit {
 					b.armed = was
 				}
-				err = fmt.Errorf("peer %q: update max prefixes: %w", name, err)
+				err = fmt.Errorf("peer %q: update %s: %w", name, strings.Join(changed, ", "), err)
 				errs = append(errs, err)
 				peerErrs[name] = err.Error()
 				continue
 			}
-			if b != nil {
+			if b != nil && limit {
 				b.setTriggers(p)
 				s.wakeLimits()
 			}
@@ -116,7 +122,9 @@ func (s *Speaker) SetPeers(ctx context.Context, peers []config.Peer) error {
 			s.st.Unlock()
 			s.journal.markResync(name)
 			s.log.Info("peer updated without a session reset", zap.String("peer", name), zap.Strings("changed", changed))
-			s.reenableNow(ctx, p)
+			if limit {
+				s.reenableNow(ctx, p)
+			}
 		default:
 			// Deleted now, added back below with the new peers, so that
 			// two peers may swap addresses.

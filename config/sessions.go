@@ -14,8 +14,8 @@ type SessionReset struct {
 
 // PeerChanges names the keys that differ between two configs of one peer,
 // as they are spelled in config.yaml. The password is compared, never
-// shown. Package bgp resets a session for any of them but maxPrefixes,
-// which it applies in place.
+// shown. ResetsSession says which of them reset the session; package bgp
+// applies the others in place.
 func PeerChanges(a, b Peer) []string {
 	var c []string
 	add := func(changed bool, key string) {
@@ -40,10 +40,43 @@ func PeerChanges(a, b Peer) []string {
 	return c
 }
 
+// peerKeys classifies every key PeerChanges names: true resets the
+// session. A key resets when applying it needs a new OPEN or a new TCP
+// connection:
+//   - in the OPEN: asn, holdTime, families (multiprotocol and graceful
+//     restart capabilities);
+//   - on the connection (TCP MD5, TTL, GTSM, device, addresses, port):
+//     address, port, sourceAddress, interface, ebgpMultihop, ttlSecurity,
+//     password;
+//   - keepaliveTime is not in the OPEN, but gobgp fixes a session's
+//     keepalive interval when it opens (from the negotiated hold time), so
+//     a new value would only apply at the next session.
+//
+// Applied in place, without a reset: maxPrefixes (gobgp's limit,
+// UpdatePeer), connectRetry (the wait between dials of ovnbgp's own
+// dialer, and gobgp's timer for a passive peer, which it never uses) and
+// passive (whether ovnbgp's dialer dials; gobgp's side of every peer is
+// passive). Keys PeerChanges does not compare (maxAdvertised: an export
+// policy of plan) never touch the session.
+var peerKeys = map[string]bool{
+	"address": true, "asn": true, "port": true, "sourceAddress": true, "interface": true,
+	"ebgpMultihop": true, "ttlSecurity": true, "password": true, "holdTime": true,
+	"keepaliveTime": true, "families": true,
+	"passive": false, "connectRetry": false, "maxPrefixes": false,
+}
+
 // ResetsSession reports whether package bgp resets a session for these
-// changed keys (PeerChanges): any change but maxPrefixes alone.
+// changed keys (PeerChanges): when any of them needs a new OPEN or a new
+// connection (peerKeys). A key it does not know resets: it is safer to
+// reset than to keep a session on a config it does not have. Package bgp
+// and SessionResets (`ovnbgp plan --config`) both decide with it.
 func ResetsSession(changed []string) bool {
-	return len(changed) > 0 && !slices.Equal(changed, []string{"maxPrefixes"})
+	for _, k := range changed {
+		if reset, known := peerKeys[k]; reset || !known {
+			return true
+		}
+	}
+	return false
 }
 
 // SessionResets lists the sessions that reloading next over old resets, in
