@@ -113,6 +113,9 @@ type Daemon struct {
 	logs   *logging
 	signal chan struct{} // size 1: "reconcile now"
 	reload chan struct{} // size 1: "re-read the config file"
+	// reloads are reloads asked through the control API (`ovnbgp
+	// reload`): each one's outcome goes to its channel (size 1).
+	reloads chan chan<- api.ReloadResult
 	// calls are functions the control API runs on the loop (onLoop).
 	calls chan func(context.Context)
 	// loopDone is closed when the loop has ended: onLoop then answers at
@@ -183,6 +186,7 @@ func newDaemon(opts Options, deps Deps, lim limits, logs *logging, cfg *config.C
 		logs:      logs,
 		signal:    make(chan struct{}, 1),
 		reload:    make(chan struct{}, 1),
+		reloads:   make(chan chan<- api.ReloadResult),
 		calls:     make(chan func(context.Context)),
 		loopDone:  make(chan struct{}),
 		heavy:     make(chan struct{}, lim.heavyRequests),
@@ -349,12 +353,21 @@ func (d *Daemon) loop(ctx context.Context, hup <-chan os.Signal) error {
 	peerRetry := newBackoff(d.lim.peerRetryMin, d.lim.peerRetryMax)
 	var peerRetryC <-chan time.Time
 	// A reload parses off the loop; the loop keeps reconciling meanwhile.
+	// SIGHUP and `ovnbgp reload` are the same reload: the API's callers
+	// wait for the outcome of a parse that started after they asked.
 	var parsing <-chan parsed
 	reloadAgain := false
-	startReload := func() {
+	var waiting, queued []chan<- api.ReloadResult
+	startReload := func(reply chan<- api.ReloadResult) {
 		if parsing != nil {
 			reloadAgain = true // once this parse is done
+			if reply != nil {
+				queued = append(queued, reply)
+			}
 			return
+		}
+		if reply != nil {
+			waiting = append(waiting, reply)
 		}
 		parsing = parseConfig(ctx, d.deps.LoadConfig, d.opts.ConfigPath, d.lim.parseTimeout, &d.parses, d.lim.maxParses)
 	}
@@ -396,19 +409,28 @@ func (d *Daemon) loop(ctx context.Context, hup <-chan os.Signal) error {
 		case <-ctx.Done():
 			return nil
 		case <-hup:
-			startReload()
+			startReload(nil)
 			continue
 		case <-d.reload:
-			startReload()
+			startReload(nil)
+			continue
+		case reply := <-d.reloads:
+			startReload(reply)
 			continue
 		case r := <-parsing:
 			parsing = nil
-			if err := d.applyConfig(ctx, r); err != nil {
+			res, err := d.applyConfig(ctx, r)
+			for _, w := range waiting {
+				w <- res
+			}
+			waiting = nil
+			if err != nil {
 				return err
 			}
 			if reloadAgain {
 				reloadAgain = false
-				startReload()
+				startReload(nil)
+				waiting, queued = queued, nil
 			}
 			continue
 		case <-peerRetryC:
@@ -559,23 +581,40 @@ func (d *Daemon) markReady(status string) {
 	}
 }
 
-// applyConfig applies a reload's parse result. A config that does not load
-// is logged and the running one kept. The error is fatal: the speaker could
-// neither be restarted with the new settings nor restored with the old ones,
-// and a daemon without a speaker must not keep petting the watchdog.
-func (d *Daemon) applyConfig(ctx context.Context, r parsed) error {
+// applyConfig applies a reload's parse result and says what it did. A
+// config that does not load is logged and the running one kept. The error is
+// fatal: the speaker could neither be restarted with the new settings nor
+// restored with the old ones, and a daemon without a speaker must not keep
+// petting the watchdog.
+func (d *Daemon) applyConfig(ctx context.Context, r parsed) (api.ReloadResult, error) {
+	res := api.ReloadResult{Config: d.opts.ConfigPath, SessionResets: []config.SessionReset{}}
 	next, err := r.cfg, r.err
 	if err != nil {
 		d.log.Error("reload failed; keeping the running config", zap.String("config", d.opts.ConfigPath), zap.Error(err))
 		d.setConfigError(err)
-		return nil
+		res.Error = err.Error()
+		return res, nil
 	}
 	old := d.config()
 	for _, k := range restartOnly(old, next) {
 		d.log.Warn("config change needs a restart to take effect; keeping the running value", zap.String("key", k))
+		res.Warnings = append(res.Warnings, k+" changed: it takes effect at the next restart; the running value is kept")
 	}
 	next.Control, next.Metrics, next.Kernel.RouteProtocol, next.StateDir = old.Control, old.Metrics, old.Kernel.RouteProtocol, old.StateDir
 
+	// The sessions this reload resets are config.SessionResets' answer,
+	// the one `ovnbgp plan --config` shows; the speaker decides each
+	// peer with config.ResetsSession too. Before the peers are added
+	// (the first plan) there is no session to reset.
+	peersUp := d.peersAdded()
+	if peersUp {
+		res.SessionResets = append(res.SessionResets, config.SessionResets(old, next)...)
+		for _, p := range next.BGP.Peers {
+			if _, had := old.Peer(p.Name); !had {
+				res.Added = append(res.Added, p.Name)
+			}
+		}
+	}
 	if next.SpeakerChanged(old) {
 		// A Cease, not a graceful stop: the new speaker may have another
 		// ASN or router ID, and a graceful-restart helper must not keep
@@ -583,35 +622,36 @@ func (d *Daemon) applyConfig(ctx context.Context, r parsed) error {
 		// until the new speaker sends them again.
 		d.log.Info("bgp asn, routerID, listenPort or gracefulRestart changed: restarting the speaker (sessions reset, peers withdraw our routes until they are sent again)")
 		d.stopSpeaker(false, api.PhaseRestarting)
-		if err := d.startSpeaker(ctx, next, d.peersAdded()); err != nil {
+		if err := d.startSpeaker(ctx, next, peersUp); err != nil {
 			if ctx.Err() != nil {
-				return nil // SIGTERM during the restart: the loop stops
+				res.Error = "stopped during the reload"
+				return res, nil // SIGTERM during the restart: the loop stops
 			}
 			d.log.Error("new bgp settings failed; going back to the running ones", zap.Error(err))
-			if err2 := d.startSpeaker(ctx, old, d.peersAdded()); err2 != nil {
+			if err2 := d.startSpeaker(ctx, old, peersUp); err2 != nil {
 				if ctx.Err() != nil {
-					return nil
+					res.Error = "stopped during the reload"
+					return res, nil
 				}
-				return fmt.Errorf("reload: new bgp settings failed (%w) and the running ones could not be restored (%w): exiting so that the service manager restarts ovnbgp (the sessions were already reset: peers advertise nothing from this node until it is back)", err, err2)
+				fatal := fmt.Errorf("reload: new bgp settings failed (%w) and the running ones could not be restored (%w): exiting so that the service manager restarts ovnbgp (the sessions were already reset: peers advertise nothing from this node until it is back)", err, err2)
+				res.Error = fatal.Error()
+				return res, fatal
 			}
 			d.setConfigError(err)
 			d.poke() // the restored speaker starts empty: give it the table now
-			return nil
+			res.Error = fmt.Sprintf("%v; the running bgp settings were restored (the sessions were reset)", err)
+			return res, nil
 		}
 		// The new speaker's peers start their End-of-RIB wait over
 		// (syncSpeaker, at the next pass).
-	} else if d.peersAdded() {
+	} else if peersUp {
 		// The sessions a reload resets, and the peers it adds, start
 		// their End-of-RIB wait over.
 		var restart []string
-		for _, r := range config.SessionResets(old, next) {
+		for _, r := range res.SessionResets {
 			restart = append(restart, r.Peer)
 		}
-		for _, p := range next.BGP.Peers {
-			if _, had := old.Peer(p.Name); !had {
-				restart = append(restart, p.Name)
-			}
-		}
+		restart = append(restart, res.Added...)
 		d.resetSync(d.currentSpeaker(), next, restart...)
 		d.setPeers(ctx, d.currentSpeaker(), next)
 	}
@@ -620,6 +660,7 @@ func (d *Daemon) applyConfig(ctx context.Context, r parsed) error {
 		nb, err := d.deps.DialNB(ctx, next.OVN, d.log.Named("ovn"), d.poke)
 		if err != nil {
 			d.log.Error("new ovn settings failed; keeping the running ones", zap.Error(err))
+			res.Warnings = append(res.Warnings, fmt.Sprintf("ovn: the new settings failed (%v); the running ones are kept", err))
 			next.OVN = old.OVN
 		} else {
 			d.mu.Lock()
@@ -631,15 +672,21 @@ func (d *Daemon) applyConfig(ctx context.Context, r parsed) error {
 	}
 	if err := d.logs.setLevel(next.Log.Level); err != nil {
 		d.log.Warn("log level not changed", zap.Error(err))
+		res.Warnings = append(res.Warnings, fmt.Sprintf("log level not changed: %v", err))
 	}
 	d.mu.Lock()
 	d.cfg = next
 	d.cfgErr = ""
 	d.mu.Unlock()
-	d.log.Info("config reloaded", zap.String("config", d.opts.ConfigPath))
+	resets := make([]string, 0, len(res.SessionResets))
+	for _, r := range res.SessionResets {
+		resets = append(resets, r.Peer)
+	}
+	d.log.Info("config reloaded", zap.String("config", d.opts.ConfigPath), zap.Strings("sessionsReset", resets), zap.Strings("peersAdded", res.Added))
 	d.warnUnconfiguredDrains(next)
 	d.poke()
-	return nil
+	res.Applied = true
+	return res, nil
 }
 
 func (d *Daemon) setConfigError(err error) {
