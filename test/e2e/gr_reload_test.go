@@ -13,7 +13,6 @@ import (
 
 	"github.com/ovnbgp/ovnbgp/api"
 	"github.com/ovnbgp/ovnbgp/config"
-	"github.com/ovnbgp/ovnbgp/model"
 	"github.com/ovnbgp/ovnbgp/test/e2e/lab"
 )
 
@@ -216,7 +215,195 @@ func resetPeers(resets []config.SessionReset) []string {
 	return out
 }
 
-var _ = api.ReloadResult{}
-var _ = model.StateEstablished
-var _ = strings.Contains
-var _ = syscall.SIGKILL
+// TestGracefulRestartImport: graceful restart on both sides, and import
+// rules putting FRR's (and ExaBGP's, ECMP) routes into GR_node1 and kernel
+// table 100. From the moment they are imported, `ip monitor route` in the
+// node namespace and an NB monitor of Logical_Router_Static_Route record
+// every change. ovnbgp is restarted twice, after SIGTERM and after
+// SIGKILL: each time FRR keeps the node's pod subnets stale while it is
+// down and has them fresh after (never withdrawn), and afterwards the
+// imports are exactly the desired set; over both restarts the monitors
+// saw no deletion, insertion or modification of an imported row or
+// kernel route. (Fail static: stop or crash leaves the imports in place,
+// and the restarted daemon re-adopts them and deletes nothing before End-of-RIB.)
+func TestGracefulRestartImport(t *testing.T) {
+	t.Parallel()
+	v4a, v4b, v6 := "10.99.1.0/24", "10.99.2.0/24", "2001:db8:99:1::/64"
+	w := startImportWorld(t, importOpts{
+		frrOriginate: []netip.Prefix{netip.MustParsePrefix(v4a), netip.MustParsePrefix(v4b), netip.MustParsePrefix(v6)},
+		cfg:          lab.DaemonConfig{Import: importRule, DeferralTime: 10 * time.Minute, RestartTime: 120 * time.Second},
+	})
+	tor, tor6, exa := lab.TorIPv4.String(), lab.TorIPv6.String(), lab.ExaIPv4.String()
+	w.exa.MustSend("announce route " + v4a + " next-hop " + exa)
+	desired := map[string][]string{v4a: {tor, exa}, v4b: {tor}, v6: {tor6}}
+	imported := []string{v4a, v4b, v6}
+	importsAreDesired := func() error {
+		if err := w.d.Exited(); err != nil {
+			return err
+		}
+		for prefix, nhs := range desired {
+			if err := w.checkRows(prefix, nhs...); err != nil {
+				return err
+			}
+			if err := w.checkKernel(prefix, nhs...); err != nil {
+				return err
+			}
+		}
+		rows, err := w.ownedRows()
+		if err != nil {
+			return err
+		}
+		if len(rows) != 4 {
+			return fmt.Errorf("GR_node1 has %d owned rows, want 4: %+v", len(rows), rows)
+		}
+		imp, err := w.d.Imported()
+		if err != nil {
+			return err
+		}
+		for _, r := range imp.OVN {
+			if r.State != api.ImportInstalled {
+				return fmt.Errorf("routes imported: %+v", r)
+			}
+		}
+		for _, r := range imp.Kernel {
+			if r.State != api.ImportInstalled {
+				return fmt.Errorf("routes imported: %+v", r)
+			}
+		}
+		return nil
+	}
+	lab.Eventually(t, generous, 100*time.Millisecond, "imports installed", importsAreDesired)
+
+	// FRR's view of the pod subnets the node advertises.
+	ours := nodeSubnets4
+	fromNode := func(stale bool) func() error {
+		return func() error {
+			best, err := w.frr.BestPaths("ipv4")
+			if err != nil {
+				return err
+			}
+			for _, p := range ours {
+				b, ok := best[p]
+				if !ok || b.PeerID != lab.NodeIPv4.String() {
+					return fmt.Errorf("FRR has no path for %s from %s: %+v", p, lab.NodeIPv4, b)
+				}
+				if b.Stale != stale {
+					return fmt.Errorf("FRR's path for %s: stale %v, want %v", p, b.Stale, stale)
+				}
+			}
+			return nil
+		}
+	}
+	lab.Eventually(t, generous, 100*time.Millisecond, "FRR has the node's subnets, fresh, graceful restart negotiated", func() error {
+		if err := fromNode(false)(); err != nil {
+			return err
+		}
+		ns, err := w.frr.Neighbors()
+		if err != nil {
+			return err
+		}
+		if c := ns[lab.NodeIPv4.String()].GRCapability(); c != "advertisedAndReceived" {
+			return fmt.Errorf("graceful restart capability %q, want advertisedAndReceived", c)
+		}
+		return nil
+	})
+
+	kmon := w.l.MonitorRoutes(w.l.Node)
+	nbmon := w.nb.Monitor("Logical_Router_Static_Route", "ip_prefix", "nexthop")
+
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+		if sig == syscall.SIGTERM {
+			code, took, err := w.d.Stop(15 * time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if code != 0 {
+				t.Fatalf("exit code %d after SIGTERM, want 0", code)
+			}
+			t.Logf("SIGTERM -> exit after %v", took.Round(time.Millisecond))
+		} else {
+			if err := w.d.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			lab.Eventually(t, 10*time.Second, 20*time.Millisecond, "ovnbgp dead after SIGKILL", func() error {
+				if w.d.Exited() == nil {
+					return fmt.Errorf("pid %d still running", w.d.PID())
+				}
+				return nil
+			})
+		}
+		lab.Eventually(t, generous, 20*time.Millisecond, sig.String()+": FRR keeps the node's subnets, stale", func() error {
+			if err := w.frr.Established(lab.NodeIPv4); err == nil {
+				return fmt.Errorf("FRR still Established with %s", lab.NodeIPv4)
+			}
+			return fromNode(true)()
+		})
+		if err := w.d.Restart(); err != nil {
+			t.Fatal(err)
+		}
+		restarted := w.d.Started
+		// Until fresh, a missing path is a withdrawal: fail at once.
+		if _, err := lab.Poll(generous, 20*time.Millisecond, func() error {
+			if err := w.d.Exited(); err != nil {
+				return err
+			}
+			if err := fromNode(true)(); err == nil {
+				return fmt.Errorf("still stale")
+			}
+			if err := fromNode(false)(); err != nil && !strings.Contains(err.Error(), "stale") {
+				t.Fatalf("%s: %v after the restart: %v", sig, time.Since(restarted).Round(time.Millisecond), err)
+			} else if err != nil {
+				return err
+			}
+			return w.frr.Established(lab.NodeIPv4)
+		}); err != nil {
+			t.Fatalf("%s: the node's subnets not refreshed %v after the restart: %v", sig, time.Since(restarted).Round(time.Millisecond), err)
+		}
+		t.Logf("%s: restart -> FRR has fresh paths after %v", sig, time.Since(restarted).Round(time.Millisecond))
+		w.waitEstablished(t, "tor", "tor6", "exa", "exa6")
+		lab.Eventually(t, generous, 100*time.Millisecond, sig.String()+": imports are the desired set after the restart", importsAreDesired)
+		st, err := w.d.Status()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Import == nil || st.Import.Held != 0 {
+			t.Errorf("%s: status import %+v after End-of-RIB, want nothing held", sig, st.Import)
+		}
+	}
+
+	// The route monitor is alive: it sees a canary route come and go
+	// (an empty log must mean "no change", not "no monitor").
+	canary := "198.51.100.99"
+	if out, err := w.l.Exec(w.l.Node, "ip", "route", "add", canary+"/32", "dev", "lo", "table", "250"); err != nil {
+		t.Fatalf("canary route: %v: %s", err, out)
+	}
+	if out, err := w.l.Exec(w.l.Node, "ip", "route", "del", canary+"/32", "dev", "lo", "table", "250"); err != nil {
+		t.Fatalf("canary route: %v: %s", err, out)
+	}
+	lab.Eventually(t, 10*time.Second, 20*time.Millisecond, "ip monitor route saw the canary deleted", func() error {
+		if !strings.Contains(kmon.Output(), "Deleted "+canary) {
+			return fmt.Errorf("not yet")
+		}
+		return nil
+	})
+	routes, rows := kmon.Stop(), nbmon.Stop()
+	t.Logf("ip monitor route (node namespace) over both restarts:\n%s\nNB monitor of Logical_Router_Static_Route:\n%s", routes, rows)
+	for _, line := range strings.Split(routes, "\n") {
+		f := strings.Fields(line)
+		for _, p := range imported {
+			if slices.Contains(f, p) {
+				t.Errorf("ip monitor route saw an imported route change across the restarts: %q", line)
+			}
+		}
+	}
+	for _, line := range strings.Split(rows, "\n") {
+		for _, p := range imported {
+			if strings.Contains(line, p) && !strings.Contains(line, ",initial,") {
+				t.Errorf("the NB monitor saw an imported row change across the restarts: %q", line)
+			}
+		}
+	}
+	if n := strings.Count(rows, ",initial,"); n < 4 {
+		t.Errorf("the NB monitor printed %d initial rows, want the 4 imported ones at least:\n%s", n, rows)
+	}
+}
