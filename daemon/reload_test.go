@@ -160,3 +160,39 @@ func TestPlanConfigText(t *testing.T) {
 	h.passDone()
 	h.wantPrefixes("tor 10.128.0.0/23")
 }
+
+// TestReloadAnswersItsOwnParse: a reload asked while another one's parse
+// runs gets the outcome of a parse that read the file after it asked, not
+// the running one's.
+func TestReloadAnswersItsOwnParse(t *testing.T) {
+	called, gate := make(chan struct{}, 2), make(chan struct{})
+	h := start(t, "default", func(h *harness) {
+		h.loadConfig = func(path string) (*config.Config, error) {
+			cfg, err := config.Load(path) // the file as it is now
+			called <- struct{}{}
+			<-gate
+			return cfg, err
+		}
+	})
+	h.nb.set(true, network("default", "10.128.0.0/23"), network("blue", "10.200.0.0/24"))
+	h.wantPrefixes("tor 10.128.0.0/23")
+
+	h.writeConfig(cfgText{networks: `"*"`})
+	first := make(chan api.ReloadResult, 1)
+	h.d.reloads <- first
+	<-called // the first parse read the good file
+	if err := os.WriteFile(h.cfgPath, []byte("bgp: {asn: banana}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	second := make(chan api.ReloadResult, 1)
+	h.d.reloads <- second // taken by the loop while the first parse runs
+	close(gate)
+	r1, r2 := <-first, <-second
+	if !r1.Applied {
+		t.Errorf("first reload: %+v, want applied (it read the good file)", r1)
+	}
+	if r2.Applied || !strings.Contains(r2.Error, "bgp.asn") {
+		t.Errorf("second reload: %+v, want refused with the bad file's error", r2)
+	}
+	h.wantPrefixes("tor 10.128.0.0/23", "tor 10.200.0.0/24")
+}
