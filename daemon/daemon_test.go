@@ -59,6 +59,11 @@ type fakeSpeaker struct {
 	walks            int                // EachLearned calls
 	eor              bool               // every peer's EndOfRIB
 	applies          []model.AdvertDiff // every Apply's diff, in order
+	// bmp is the last SetBMP's servers, bmpSys its sysName and sysDescr,
+	// bmpSets the number of SetBMP calls.
+	bmp     []config.BMPServer
+	bmpSys  [2]string
+	bmpSets int
 }
 
 func (f *fakeSpeaker) SetPeers(_ context.Context, p []config.Peer) error {
@@ -212,6 +217,24 @@ func (f *fakeSpeaker) EachLearned(ctx context.Context, peer string, fn func(mode
 		}
 	}
 	return nil
+}
+
+func (f *fakeSpeaker) SetBMP(_ context.Context, servers []config.BMPServer, sysName, sysDescr string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.bmp, f.bmpSys = servers, [2]string{sysName, sysDescr}
+	f.bmpSets++
+	return nil
+}
+
+func (f *fakeSpeaker) BMP(context.Context) ([]model.BMPStation, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []model.BMPStation
+	for _, s := range f.bmp {
+		out = append(out, model.BMPStation{Name: s.Name, Station: netip.AddrPortFrom(s.Address, uint16(s.Port)), Up: true})
+	}
+	return out, nil
 }
 
 func (f *fakeSpeaker) Stop(_ context.Context, graceful bool) error {

@@ -23,7 +23,7 @@ type collector struct {
 
 	info, up, peerState, peerSince, prefixes, advertised, notApplied, nbConnected,
 	reconciles, lastReconcile, reconcileFailing,
-	imported, importCap, importPending, drained *prometheus.Desc
+	imported, importCap, importPending, drained, bmpUp *prometheus.Desc
 }
 
 func newCollector(d *Daemon) *collector {
@@ -46,6 +46,7 @@ func newCollector(d *Daemon) *collector {
 		imported:         n("imported_routes", "Routes import rules want in each target: ovn (static route rows, one per next hop) or kernel (routes, multipath counted once).", "target"),
 		importCap:        n("import_cap_reached", "1 while an import rule's maxRoutes holds back routes of a peer: nothing new is imported, the session stays up.", "rule", "peer"),
 		drained:          n("drained", "1 while the peer is drained and its advertisements carry GRACEFUL_SHUTDOWN, 2 once they are withdrawn (ovnbgp drain); absent when not drained.", "peer"),
+		bmpUp:            n("bmp_station_up", "1 while the BMP station (bmp.servers) is connected, 0 while ovnbgp dials it.", "station"),
 		importPending:    n("import_operations_pending", "OVN and kernel operations not applied: manual (waiting for ovnbgp apply) or held (fail static, until End-of-RIB or deferralTime).", "kind"),
 	}
 }
@@ -82,6 +83,10 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		g(c.lastReconcile, float64(st.LastReconcile.Unix()))
 	}
 	g(c.reconcileFailing, b2f(st.LastError != ""))
+
+	for _, b := range st.BMP {
+		g(c.bmpUp, b2f(b.Up), b.Name)
+	}
 
 	for _, p := range st.Drained {
 		v := 1.0
