@@ -18,7 +18,7 @@ import (
 // bmpStation is a BMP server as configured in gobgp, with what it was
 // configured with.
 type bmpStation struct {
-	server             config.BMPServer
+	server            config.BMPServer
 	sysName, sysDescr string
 }
 

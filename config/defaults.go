@@ -22,10 +22,10 @@ const (
 	DefaultMetricsAddress = "127.0.0.1:9479"
 	// DefaultBMPPort is the BMP station port gobgp and FRR use (RFC 7854
 	// assigns none).
-	DefaultBMPPort = 11019
-	DefaultLogLevel       = "info"
-	DefaultLogFormat      = "json"
-	DefaultImportMode     = "auto"
+	DefaultBMPPort    = 11019
+	DefaultLogLevel   = "info"
+	DefaultLogFormat  = "json"
+	DefaultImportMode = "auto"
 	// DefaultMaxRoutes is an import rule's cap per peer when maxRoutes is
 	// absent.
 	DefaultMaxRoutes = 1000
