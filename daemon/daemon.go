@@ -123,6 +123,8 @@ type Daemon struct {
 	parses atomic.Int32
 	// heavyWaiting counts route list requests waiting for a slot.
 	heavyWaiting atomic.Int32
+	// loopMetrics are the reconcile loop's duration and error metrics.
+	loopMetrics loopMetrics
 
 	mu    sync.Mutex
 	cfg   *config.Config
@@ -176,20 +178,21 @@ func Run(ctx context.Context, opts Options) error {
 
 func newDaemon(opts Options, deps Deps, lim limits, logs *logging, cfg *config.Config) *Daemon {
 	return &Daemon{
-		opts:      opts,
-		deps:      deps,
-		lim:       lim,
-		log:       logs.logger,
-		logs:      logs,
-		signal:    make(chan struct{}, 1),
-		reload:    make(chan struct{}, 1),
-		calls:     make(chan func(context.Context)),
-		loopDone:  make(chan struct{}),
-		heavy:     make(chan struct{}, lim.heavyRequests),
-		cfg:       cfg,
-		phase:     api.PhaseStarting,
-		startedAt: time.Now(),
-		stateDir:  cfg.StateDir,
+		opts:        opts,
+		deps:        deps,
+		lim:         lim,
+		log:         logs.logger,
+		logs:        logs,
+		signal:      make(chan struct{}, 1),
+		reload:      make(chan struct{}, 1),
+		calls:       make(chan func(context.Context)),
+		loopDone:    make(chan struct{}),
+		heavy:       make(chan struct{}, lim.heavyRequests),
+		cfg:         cfg,
+		phase:       api.PhaseStarting,
+		startedAt:   time.Now(),
+		stateDir:    cfg.StateDir,
+		loopMetrics: newLoopMetrics(),
 	}
 }
 
@@ -441,7 +444,12 @@ func (d *Daemon) loop(ctx context.Context, hup <-chan os.Signal) error {
 		case <-resync.C:
 		case <-retryC:
 		}
+		began := time.Now()
 		err := d.reconcile(ctx)
+		d.loopMetrics.duration.Observe(time.Since(began).Seconds())
+		if err != nil {
+			d.loopMetrics.errors.Inc()
+		}
 		trim.busy()
 		if err != nil {
 			wait := retry.next()
