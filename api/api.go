@@ -261,6 +261,8 @@ type Status struct {
 	// Drained are the configured peers drained (`ovnbgp drain`): since
 	// when, when the withdraw happens, and where each stands.
 	Drained []DrainedPeer `json:"drained,omitempty"`
+	// BMP are the BMP stations configured (bmp.servers), up or not.
+	BMP []model.BMPStation `json:"bmp,omitempty"`
 }
 
 // ImportStatus summarises route import.

@@ -126,6 +126,8 @@ type Daemon struct {
 	parses atomic.Int32
 	// heavyWaiting counts route list requests waiting for a slot.
 	heavyWaiting atomic.Int32
+	// loopMetrics are the reconcile loop's duration and error metrics.
+	loopMetrics loopMetrics
 
 	mu    sync.Mutex
 	cfg   *config.Config
@@ -179,21 +181,22 @@ func Run(ctx context.Context, opts Options) error {
 
 func newDaemon(opts Options, deps Deps, lim limits, logs *logging, cfg *config.Config) *Daemon {
 	return &Daemon{
-		opts:      opts,
-		deps:      deps,
-		lim:       lim,
-		log:       logs.logger,
-		logs:      logs,
-		signal:    make(chan struct{}, 1),
-		reload:    make(chan struct{}, 1),
-		reloads:   make(chan chan<- api.ReloadResult),
-		calls:     make(chan func(context.Context)),
-		loopDone:  make(chan struct{}),
-		heavy:     make(chan struct{}, lim.heavyRequests),
-		cfg:       cfg,
-		phase:     api.PhaseStarting,
-		startedAt: time.Now(),
-		stateDir:  cfg.StateDir,
+		opts:        opts,
+		deps:        deps,
+		lim:         lim,
+		log:         logs.logger,
+		logs:        logs,
+		signal:      make(chan struct{}, 1),
+		reload:      make(chan struct{}, 1),
+		reloads:     make(chan chan<- api.ReloadResult),
+		calls:       make(chan func(context.Context)),
+		loopDone:    make(chan struct{}),
+		heavy:       make(chan struct{}, lim.heavyRequests),
+		cfg:         cfg,
+		phase:       api.PhaseStarting,
+		startedAt:   time.Now(),
+		stateDir:    cfg.StateDir,
+		loopMetrics: newLoopMetrics(),
 	}
 }
 
@@ -463,7 +466,12 @@ func (d *Daemon) loop(ctx context.Context, hup <-chan os.Signal) error {
 		case <-resync.C:
 		case <-retryC:
 		}
+		began := time.Now()
 		err := d.reconcile(ctx)
+		d.loopMetrics.duration.Observe(time.Since(began).Seconds())
+		if err != nil {
+			d.loopMetrics.errors.Inc()
+		}
 		trim.busy()
 		if err != nil {
 			wait := retry.next()
@@ -655,6 +663,9 @@ func (d *Daemon) applyConfig(ctx context.Context, r parsed) (api.ReloadResult, e
 		d.resetSync(d.currentSpeaker(), next, restart...)
 		d.setPeers(ctx, d.currentSpeaker(), next)
 	}
+	if !next.SpeakerChanged(old) && !slices.Equal(old.BMP.Servers, next.BMP.Servers) {
+		d.setBMP(ctx, d.currentSpeaker(), next) // a new speaker got them in startSpeaker
+	}
 	if next.OVN != old.OVN {
 		d.log.Info("ovn settings changed: reconnecting")
 		nb, err := d.deps.DialNB(ctx, next.OVN, d.log.Named("ovn"), d.poke)
@@ -746,11 +757,24 @@ func (d *Daemon) startSpeaker(ctx context.Context, cfg *config.Config, withPeers
 	if withPeers {
 		d.setPeers(ctx, sp, cfg)
 	}
+	d.setBMP(ctx, sp, cfg)
 	d.mu.Lock()
 	d.speaker = sp
 	d.phase = api.PhaseRunning
 	d.mu.Unlock()
 	return nil
+}
+
+// setBMP gives the speaker cfg's BMP stations. A station that cannot be
+// configured is logged; the others stream (a station that does not answer
+// is not an error: gobgp keeps dialing it).
+func (d *Daemon) setBMP(ctx context.Context, sp Speaker, cfg *config.Config) {
+	if sp == nil {
+		return
+	}
+	if err := sp.SetBMP(ctx, cfg.BMP.Servers, cfg.Node.Name, "ovnbgp "+d.opts.Version); err != nil {
+		d.log.Warn("some bmp stations were not configured", zap.Error(err))
+	}
 }
 
 // addPeers adds the configured peers to the speaker, once.
@@ -944,8 +968,15 @@ func (d *Daemon) logExportCaps(heldBefore, held []model.Advertisement) {
 
 func (d *Daemon) status() api.Status {
 	notApplied := 0
+	var bmp []model.BMPStation
 	if sp := d.currentSpeaker(); sp != nil {
 		notApplied = len(sp.NotApplied())
+		ctx, cancel := context.WithTimeout(context.Background(), statusWait)
+		var err error
+		if bmp, err = sp.BMP(ctx); err != nil {
+			d.log.Debug("bmp status", zap.Error(err))
+		}
+		cancel()
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -959,8 +990,12 @@ func (d *Daemon) status() api.Status {
 		StartedAt: d.startedAt, Phase: d.phase, Ready: d.ready, NB: nb,
 		Reconciles: d.reconciles, LastReconcile: d.lastRun, LastError: d.lastErr, ConfigError: d.cfgErr,
 		NotApplied: notApplied, Import: d.importStatus(), Drained: d.drainStatusLocked(d.cfg, time.Now()).Peers,
+		BMP: bmp,
 	}
 }
+
+// statusWait bounds how long status waits for the speaker's BMP state.
+const statusWait = 2 * time.Second
 
 // errNoPeer is returned for a --peer that is not configured.
 var errNoPeer = errors.New("no such peer")

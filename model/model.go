@@ -257,3 +257,13 @@ type LearnedPath struct {
 	Rule     string `json:"rule,omitempty"`
 	Reason   string `json:"reason,omitempty"`
 }
+
+// BMPStation is the state of one BMP server (RFC 7854) the speaker streams
+// to: Up while connected; Since is when it last connected (Up) or lost its
+// connection (down), zero if it never did.
+type BMPStation struct {
+	Name    string         `json:"name"`
+	Station netip.AddrPort `json:"station"`
+	Up      bool           `json:"up"`
+	Since   time.Time      `json:"since,omitzero"`
+}

@@ -373,3 +373,64 @@ func BenchmarkTableMemory(b *testing.B) {
 		runtime.KeepAlive(table)
 	}
 }
+
+// causeOfReason classifies a rejection's reason text the way a reader
+// would; TestTableRejectedBy checks RejectCause against it.
+func causeOfReason(reason string) RejectCause {
+	switch {
+	case strings.HasPrefix(reason, "next hop") || strings.HasPrefix(reason, "the next hop"):
+		return RejectNextHop
+	case strings.HasPrefix(reason, "malformed") || strings.Contains(reason, "loop"):
+		return RejectMalformed
+	case strings.HasPrefix(reason, "no import rule lists peer"):
+		return RejectNoRule
+	case strings.HasPrefix(reason, "no accept entry matches"):
+		return RejectNoMatch
+	case strings.Contains(reason, "is the default route"):
+		return RejectDefaultRoute
+	case strings.Contains(reason, "is protected") || strings.Contains(reason, "is inside protected"):
+		return RejectProtected
+	case strings.HasPrefix(reason, "import cap"):
+		return RejectImportCap
+	}
+	return "unclassified: " + RejectCause(reason)
+}
+
+// TestTableRejectedBy: Count's rejections by peer and cause agree with the
+// reasons of the rejected paths, over random tables with caps, and add up
+// to Rejected; every cause occurs.
+func TestTableRejectedBy(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	seen := map[RejectCause]bool{}
+	for round := range 40 {
+		table := NewImportTable(tableFixture(3))
+		var paths []model.LearnedPath
+		for range 60 {
+			paths = append(paths, randomPath(rng))
+		}
+		table.Update(TableChange{Paths: paths})
+		want := map[Rejection]int{}
+		for _, p := range table.Result().Paths {
+			if !p.Accepted {
+				want[Rejection{p.Peer, causeOfReason(p.Reason)}]++
+			}
+		}
+		c := table.Count(nil)
+		if d := gocmp.Diff(want, c.RejectedBy); d != "" {
+			t.Fatalf("round %d: RejectedBy (-from the reasons +Count):\n%s", round, d)
+		}
+		n := 0
+		for k, v := range c.RejectedBy {
+			n += v
+			seen[k.Cause] = true
+		}
+		if n != c.Rejected {
+			t.Fatalf("round %d: RejectedBy adds up to %d, Rejected is %d", round, n, c.Rejected)
+		}
+	}
+	for _, cause := range []RejectCause{RejectMalformed, RejectNoRule, RejectNoMatch, RejectDefaultRoute, RejectProtected, RejectNextHop, RejectImportCap} {
+		if !seen[cause] {
+			t.Errorf("no random table rejected a path for %s", cause)
+		}
+	}
+}
