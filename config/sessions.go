@@ -40,8 +40,8 @@ func PeerChanges(a, b Peer) []string {
 	return c
 }
 
-// peerKeys classifies every key PeerChanges names: true resets the
-// session. A key resets when applying it needs a new OPEN or a new TCP
+// peerKey classifies every key PeerChanges names: reset is true when a
+// change of it resets the session, known false for a key it does not know. A key resets when applying it needs a new OPEN or a new TCP
 // connection:
 //   - in the OPEN: asn, holdTime, families (multiprotocol and graceful
 //     restart capabilities);
@@ -58,21 +58,25 @@ func PeerChanges(a, b Peer) []string {
 // passive (whether ovnbgp's dialer dials; gobgp's side of every peer is
 // passive). Keys PeerChanges does not compare (maxAdvertised: an export
 // policy of plan) never touch the session.
-var peerKeys = map[string]bool{
-	"address": true, "asn": true, "port": true, "sourceAddress": true, "interface": true,
-	"ebgpMultihop": true, "ttlSecurity": true, "password": true, "holdTime": true,
-	"keepaliveTime": true, "families": true,
-	"passive": false, "connectRetry": false, "maxPrefixes": false,
+func peerKey(key string) (reset, known bool) {
+	switch key {
+	case "address", "asn", "port", "sourceAddress", "interface", "ebgpMultihop", "ttlSecurity",
+		"password", "holdTime", "keepaliveTime", "families":
+		return true, true
+	case "passive", "connectRetry", "maxPrefixes":
+		return false, true
+	}
+	return false, false
 }
 
 // ResetsSession reports whether package bgp resets a session for these
 // changed keys (PeerChanges): when any of them needs a new OPEN or a new
-// connection (peerKeys). A key it does not know resets: it is safer to
+// connection (peerKey). A key it does not know resets: it is safer to
 // reset than to keep a session on a config it does not have. Package bgp
 // and SessionResets (`ovnbgp plan --config`) both decide with it.
 func ResetsSession(changed []string) bool {
 	for _, k := range changed {
-		if reset, known := peerKeys[k]; reset || !known {
+		if reset, known := peerKey(k); reset || !known {
 			return true
 		}
 	}

@@ -68,8 +68,8 @@ func TestResetsSession(t *testing.T) {
 		Interface: "x", Passive: true, EBGPMultihop: 1, TTLSecurity: true, Password: "p", HoldTime: 1, KeepaliveTime: 1,
 		ConnectRetry: 1, Families: []Family{IPv4}, MaxPrefixes: 1}
 	for _, k := range PeerChanges(a, b) {
-		if _, ok := peerKeys[k]; !ok {
-			t.Errorf("PeerChanges names %q, which peerKeys does not classify", k)
+		if _, ok := peerKey(k); !ok {
+			t.Errorf("PeerChanges names %q, which peerKey does not classify", k)
 		}
 	}
 }
