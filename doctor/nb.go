@@ -122,4 +122,3 @@ func list(names []string) string {
 	}
 	return strings.Join(names, ", ")
 }
-
