@@ -56,4 +56,3 @@ func doctorTable(w *tabwriter.Writer, rep doctor.Report) {
 	}
 	row(w, "", "", fmt.Sprintf("%d pass, %d warn, %d fail, %d skip", rep.Summary[doctor.Pass], rep.Summary[doctor.Warn], rep.Summary[doctor.Fail], rep.Summary[doctor.Skip]), "")
 }
-
