@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
 	"github.com/ovnbgp/ovnbgp/model"
@@ -22,8 +23,12 @@ type Probe struct {
 }
 
 // OpenProbe opens a Probe in the current network namespace.
-func OpenProbe() (*Probe, error) {
-	h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
+func OpenProbe() (*Probe, error) { return OpenProbeAt(netns.None()) }
+
+// OpenProbeAt opens a Probe in the network namespace ns (netns.None():
+// the current one).
+func OpenProbeAt(ns netns.NsHandle) (*Probe, error) {
+	h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
 	if err != nil {
 		return nil, fmt.Errorf("open netlink handle: %w", err)
 	}
