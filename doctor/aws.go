@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -21,6 +22,9 @@ const (
 	envIMDS     = "AWS_EC2_METADATA_SERVICE_ENDPOINT"
 	envIMDSOff  = "AWS_EC2_METADATA_DISABLED"
 	envEC2      = "AWS_ENDPOINT_URL_EC2"
+	// envIMDSTimeout replaces IMDSTimeout (seconds, as the AWS CLI reads
+	// it): for a metadata service known to be slow.
+	envIMDSTimeout = "AWS_METADATA_SERVICE_TIMEOUT"
 	// routeServerQuota is the routes a VPC Route Server takes per peer.
 	routeServerQuota = 100
 	// awsTimeout bounds each request after the IMDS token answered.
@@ -61,14 +65,27 @@ func readOK(resp *http.Response, err error) (string, error) {
 	return strings.TrimSpace(string(b)), nil
 }
 
-// openIMDS asks for an IMDSv2 token within IMDSTimeout: no answer means
-// this is not an EC2 instance (or IMDS is off).
-func openIMDS(ctx context.Context, env Env) (*imds, error) {
+// imdsTimeout is IMDSTimeout, or AWS_METADATA_SERVICE_TIMEOUT's seconds.
+func imdsTimeout(env Env) (time.Duration, error) {
+	v := env.Getenv(envIMDSTimeout)
+	if v == "" {
+		return IMDSTimeout, nil
+	}
+	secs, err := strconv.ParseFloat(v, 64)
+	if err != nil || secs <= 0 || secs > 600 {
+		return 0, fmt.Errorf("%s=%q is not a number of seconds (0..600)", envIMDSTimeout, v)
+	}
+	return time.Duration(secs * float64(time.Second)), nil
+}
+
+// openIMDS asks for an IMDSv2 token within timeout: no answer means this
+// is not an EC2 instance (or IMDS is off).
+func openIMDS(ctx context.Context, env Env, timeout time.Duration) (*imds, error) {
 	base := strings.TrimRight(env.Getenv(envIMDS), "/")
 	if base == "" {
 		base = defaultIMDS
 	}
-	ctx, cancel := context.WithTimeout(ctx, IMDSTimeout)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPut, base+"/latest/api/token", nil)
 	if err != nil {
@@ -77,7 +94,7 @@ func openIMDS(ctx context.Context, env Env) (*imds, error) {
 	req.Header.Set("X-aws-ec2-metadata-token-ttl-seconds", "300")
 	tok, err := readOK(env.HTTP(req))
 	if err != nil {
-		return nil, fmt.Errorf("no IMDSv2 answer from %s within %v: %w", base, IMDSTimeout, err)
+		return nil, fmt.Errorf("no IMDSv2 answer from %s within %v: %w", base, timeout, err)
 	}
 	return &imds{env: env, base: base, token: tok}, nil
 }
@@ -94,7 +111,12 @@ func checkAWS(ctx context.Context, s *state) []Result {
 		why := envIMDSOff + "=true"
 		return []Result{skip(idInstance, "%s", why), skip(idSDC, "%s", why), skip(idQuota, "%s", why)}
 	}
-	m, err := openIMDS(ctx, s.env)
+	timeout, err := imdsTimeout(s.env)
+	if err != nil {
+		return []Result{warn(idInstance, "unset "+envIMDSTimeout+", or give it a number of seconds", "%v", err),
+			skip(idSDC, "needs IMDS"), skip(idQuota, "needs IMDS")}
+	}
+	m, err := openIMDS(ctx, s.env, timeout)
 	if err != nil {
 		why := "not on AWS: " + oneLine(err.Error())
 		return []Result{skip(idInstance, "%s", why), skip(idSDC, "not on AWS"), skip(idQuota, "not on AWS")}

@@ -107,6 +107,8 @@ func TestCheckAWS(t *testing.T) {
 		want []string
 	}{
 		{"not on AWS", &fakeEnv{}, baseConfig, []string{"skip:not on AWS: no IMDSv2 answer from http://169.254.169.254 within 300ms", "skip:", "skip:"}},
+		{"IMDS timeout by env", &fakeEnv{env: map[string]string{envIMDSTimeout: "2.5"}}, baseConfig, []string{"skip:within 2.5s", "skip:", "skip:"}},
+		{"bad IMDS timeout", &fakeEnv{aws: fakeAWS{}, env: map[string]string{envIMDSTimeout: "soon"}}, baseConfig, []string{"warn:AWS_METADATA_SERVICE_TIMEOUT=\"soon\" is not a number", "skip:", "skip:"}},
 		{"IMDS off by env", &fakeEnv{aws: fakeAWS{}, env: map[string]string{envIMDSOff: "true"}}, baseConfig, []string{"skip:", "skip:", "skip:"}},
 		{"all good", &fakeEnv{aws: fakeAWS{role: "node-role", enis: offOK}, env: ec2}, capped,
 			[]string{"pass:EC2 instance i-0abc in eu-west-1", "pass:off on eni-1 (device 0), eni-2 (device 1)", "pass:tor-a (maxAdvertised 100)"}},

@@ -183,7 +183,7 @@ func doctorIn(t *testing.T, l *lab.Lab, cfg string, env ...string) (doctor.Repor
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "ip", "netns", "exec", l.Node, lab.Binary(t), "doctor", "-o", "json", "--config", cfg)
+	cmd := exec.CommandContext(ctx, "ip", "netns", "exec", l.Node, lab.Binary(t), "doctor", "-o", "json", "--timeout", "30s", "--config", cfg)
 	cmd.Env = append(os.Environ(), env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -388,7 +388,8 @@ func TestDoctorAWS(t *testing.T) {
 		t.Fatalf("ip addr add: %v: %s", err, out)
 	}
 	sysctlIn(t, l, l.Node, "net.ipv4.ip_forward", "1", "net.ipv4.conf.all.rp_filter", "0", "net.ipv4.conf."+lab.NodeLink+".rp_filter", "0")
-	env := []string{"AWS_ENDPOINT_URL_EC2=" + fakeEC2}
+	// a busy machine may take more than doctor's 300 ms to answer: no timing here
+	env := []string{"AWS_ENDPOINT_URL_EC2=" + fakeEC2, "AWS_METADATA_SERVICE_TIMEOUT=30"}
 
 	// the check is on, the peer has no export cap
 	stop := startHelper(t, l.Node, "fake-aws", envSDC+"=true")
