@@ -179,6 +179,7 @@ Start with 'ovnbgp lab' for a self-contained demo.`,
 		newExplainCommand(o),
 		newStatusCommand(o),
 		newConfigCommand(o),
+		newDoctorCommand(o),
 		newVersionCommand(o),
 		newLabCommand(o),
 	)
