@@ -2,7 +2,14 @@
 SHELL   := /bin/bash
 GO      ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -s -w -X github.com/ovnbgp/ovnbgp/cmd.version=$(VERSION)
+# Stamps for `ovnbgp version`, from git (the go command's own VCS stamps are
+# missing in a git worktree and with GOFLAGS=-buildvcs=false). The commit's
+# date stands in for a build date: builds of a commit stay reproducible.
+COMMIT      ?= $(shell git rev-parse HEAD 2>/dev/null)
+TREE_STATE  ?= $(shell git status --porcelain >/dev/null 2>&1 && { [ -z "$$(git status --porcelain 2>/dev/null)" ] && echo clean || echo dirty; })
+COMMIT_DATE ?= $(shell git log -1 --format=%cI 2>/dev/null)
+PKG     := github.com/ovnbgp/ovnbgp/cmd
+LDFLAGS := -s -w -X $(PKG).version=$(VERSION) -X $(PKG).commit=$(COMMIT) -X $(PKG).treeState=$(TREE_STATE) -X $(PKG).commitDate=$(COMMIT_DATE)
 BIN     := bin/ovnbgp
 export CGO_ENABLED := 0
 
