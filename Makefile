@@ -13,7 +13,7 @@ LDFLAGS := -s -w -X $(PKG).version=$(VERSION) -X $(PKG).commit=$(COMMIT) -X $(PK
 BIN     := bin/ovnbgp
 export CGO_ENABLED := 0
 
-.PHONY: all build test unit race e2e vet lab generate deps clean
+.PHONY: all build test unit race e2e vet lab generate docs deps clean
 
 all: build
 
@@ -58,6 +58,10 @@ lab: build
 ## generate: libovsdb models from ovn/nbdb's schema
 generate:
 	CGO_ENABLED=1 $(GO) generate ./...
+
+## docs: regenerate docs/cli-reference.md from the command tree (a test fails when it is stale)
+docs:
+	$(GO) run . gendocs --markdown docs/cli-reference.md
 
 ## deps: apt packages the tests need (frr, ovn-central...), when root
 deps:

@@ -176,6 +176,7 @@ Start with 'ovnbgp lab' for a self-contained demo.`,
 		newConfigCommand(o),
 		newVersionCommand(o),
 		newLabCommand(o),
+		newGendocsCommand(),
 	)
 	return root
 }
