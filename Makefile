@@ -13,7 +13,7 @@ LDFLAGS := -s -w -X $(PKG).version=$(VERSION) -X $(PKG).commit=$(COMMIT) -X $(PK
 BIN     := bin/ovnbgp
 export CGO_ENABLED := 0
 
-.PHONY: all build test unit race e2e vet lab generate docs deps clean
+.PHONY: all build test unit race e2e vet lab generate docs machineconfig image package deps clean
 
 all: build
 
@@ -62,6 +62,19 @@ generate:
 ## docs: regenerate docs/cli-reference.md from the command tree (a test fails when it is stale)
 docs:
 	$(GO) run . gendocs --markdown docs/cli-reference.md
+
+# Butane, nfpm: Go tools pinned in tools/go.mod (a module of its own, so
+# the binary's go.mod stays clean); `go tool` builds them on first use.
+TOOL    = $(GO) -C tools tool
+BUTANE  = $(TOOL) github.com/coreos/butane/internal
+NFPM    = $(TOOL) github.com/goreleaser/nfpm/v2/cmd/nfpm
+
+## machineconfig: render packaging/machineconfig/*.bu into the MachineConfig YAML beside each (a test fails when they differ)
+machineconfig:
+	@for bu in packaging/machineconfig/*.bu; do \
+	  echo "butane $$bu -> $${bu%.bu}.yaml"; \
+	  $(BUTANE) --strict --files-dir $(CURDIR)/packaging -o $(CURDIR)/$${bu%.bu}.yaml $(CURDIR)/$$bu || exit 1; \
+	done
 
 ## deps: apt packages the tests need (frr, ovn-central...), when root
 deps:
