@@ -76,6 +76,17 @@ machineconfig:
 	  $(BUTANE) --strict --files-dir $(CURDIR)/packaging -o $(CURDIR)/$${bu%.bu}.yaml $(CURDIR)/$$bu || exit 1; \
 	done
 
+# image: podman or buildah (both take `build -f FILE -t TAG DIR`)
+CONTAINER ?= $(shell command -v podman || command -v buildah)
+IMAGE     ?= localhost/ovnbgp:$(VERSION)
+
+## image: the container image that carries the binary (packaging/Containerfile: FROM scratch, /usr/bin/ovnbgp) as $(IMAGE), with podman or buildah
+image: build
+	@[ -n "$(CONTAINER)" ] || { echo "make image: neither podman nor buildah found: apt-get install podman (or dnf install podman)" >&2; exit 1; }
+	@ctx=$$(mktemp -d) && cp $(BIN) $$ctx/ovnbgp && \
+	  $(CONTAINER) build -f packaging/Containerfile --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t $(IMAGE) $$ctx; \
+	  rc=$$?; rm -rf $$ctx; exit $$rc
+
 ## deps: apt packages the tests need (frr, ovn-central...), when root
 deps:
 	@if [ "$$(id -u)" = 0 ]; then scripts/test-deps.sh; \
