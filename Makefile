@@ -87,6 +87,12 @@ image: build
 	  $(CONTAINER) build -f packaging/Containerfile --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t $(IMAGE) $$ctx; \
 	  rc=$$?; rm -rf $$ctx; exit $$rc
 
+DIST    ?= dist
+
+## package: deb and rpm in $(DIST)/ (nfpm): binary, unit, tmpfiles, rt_protos.d, example config, completions, man pages
+package: build
+	GO=$(GO) scripts/package.sh $(BIN) $(DIST)
+
 ## deps: apt packages the tests need (frr, ovn-central...), when root
 deps:
 	@if [ "$$(id -u)" = 0 ]; then scripts/test-deps.sh; \
