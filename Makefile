@@ -13,9 +13,13 @@ LDFLAGS := -s -w -X $(PKG).version=$(VERSION) -X $(PKG).commit=$(COMMIT) -X $(PK
 BIN     := bin/ovnbgp
 export CGO_ENABLED := 0
 
-.PHONY: all build test unit race e2e vet lab generate docs machineconfig image package deps clean
+.PHONY: all help build test unit race e2e vet lab generate docs machineconfig image package deps clean
 
 all: build
+
+## help: this list
+help:
+	@sed -n 's/^## \([a-z0-9]*\): /  make \1\t/p' $(MAKEFILE_LIST) | expand -t 22
 
 ## build: the static, version-stamped binary in bin/ovnbgp
 build:
@@ -24,6 +28,10 @@ build:
 
 # The unit packages: everything but the end-to-end tests, the VM test and the benchmarks.
 UNIT_PKGS = $$($(GO) list ./... | grep -v -e /test/e2e -e /bench -e /vrf/vmtest)
+# The race detector skips packaging/ too: it has no concurrent Go code, and
+# its tests build the image and the packages and install the deb (make test
+# runs them once, without -race).
+RACE_PKGS = $$($(GO) list ./... | grep -v -e /test/e2e -e /bench -e /vrf/vmtest -e /packaging$$)
 
 ## test: install test packages (as root), vet, build, the race detector on the unit packages, unit and end-to-end tests
 test: deps vet build race
@@ -33,7 +41,7 @@ test: deps vet build race
 unit:
 	$(GO) test -count=1 $(UNIT_PKGS)
 
-## race: the unit packages under the race detector (cgo is on for this target only)
+## race: the unit packages but packaging/ under the race detector (cgo is on for this target only)
 ## (a C compiler is needed: scripts/test-deps.sh installs gcc; without one,
 ## CI=true fails and elsewhere the target says so and skips)
 race:
@@ -41,7 +49,7 @@ race:
 	  msg="make race: no C compiler ($$cc) for cgo, which -race needs: run scripts/test-deps.sh as root, or apt-get install gcc libc6-dev"; \
 	  if [ "$$CI" = true ]; then echo "$$msg" >&2; exit 1; fi; \
 	  echo "$$msg; skipping the race detector" >&2; exit 0; fi; \
-	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 15m $(UNIT_PKGS)
+	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 15m $(RACE_PKGS)
 
 ## e2e: only the end-to-end tests (root; real ovsdb-server and FRR in netns)
 e2e: deps build
@@ -80,7 +88,7 @@ machineconfig:
 CONTAINER ?= $(shell command -v podman || command -v buildah)
 IMAGE     ?= localhost/ovnbgp:$(VERSION)
 
-## image: the container image that carries the binary (packaging/Containerfile: FROM scratch, /usr/bin/ovnbgp) as $(IMAGE), with podman or buildah
+## image: the container image that carries the binary (packaging/Containerfile), tagged IMAGE (default localhost/ovnbgp:VERSION), with podman or buildah
 image: build
 	@[ -n "$(CONTAINER)" ] || { echo "make image: neither podman nor buildah found: apt-get install podman (or dnf install podman)" >&2; exit 1; }
 	@ctx=$$(mktemp -d) && cp $(BIN) $$ctx/ovnbgp && \
@@ -89,7 +97,7 @@ image: build
 
 DIST    ?= dist
 
-## package: deb and rpm in $(DIST)/ (nfpm): binary, unit, tmpfiles, rt_protos.d, example config, completions, man pages
+## package: deb and rpm in dist/ (nfpm): binary, unit, tmpfiles, rt_protos.d, example config, completions, man pages
 package: build
 	GO=$(GO) scripts/package.sh $(BIN) $(DIST)
 
