@@ -93,3 +93,37 @@ func TestCLIReferenceCoversEveryCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestGendocsCommand runs the hidden `ovnbgp gendocs`: it refuses to run
+// with nothing to do, writes the same reference as the test above
+// compares, and a man page per visible command.
+func TestGendocsCommand(t *testing.T) {
+	if _, err := run(t, "gendocs"); err == nil || !strings.Contains(err.Error(), "nothing to generate") {
+		t.Errorf("gendocs without flags: %v, want 'nothing to generate'", err)
+	}
+	dir := t.TempDir()
+	md, man := filepath.Join(dir, "ref.md"), filepath.Join(dir, "man")
+	t.Setenv("SOURCE_DATE_EPOCH", "1764547200") // 2025-12-01
+	if _, err := run(t, "gendocs", "--markdown", md, "--man", man); err != nil {
+		t.Fatal(err)
+	}
+	var want bytes.Buffer
+	if err := writeMarkdownReference(NewRootCommand(&bytes.Buffer{}), &want); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(md); err != nil || !bytes.Equal(got, want.Bytes()) {
+		t.Errorf("gendocs --markdown wrote something else than writeMarkdownReference (%v)", err)
+	}
+	page, err := os.ReadFile(filepath.Join(man, "ovnbgp-routes-learned.1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{`.TH "OVNBGP" "1" "Dec 2025"`, "ovnbgp-routes-learned", "--rejected"} {
+		if !bytes.Contains(page, []byte(s)) {
+			t.Errorf("ovnbgp-routes-learned.1 lacks %q:\n%s", s, page)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(man, "ovnbgp-gendocs.1")); err == nil {
+		t.Error("the hidden gendocs command got a man page")
+	}
+}

@@ -45,10 +45,13 @@ const (
 	libovsdbModule = "github.com/ovn-org/libovsdb"
 )
 
+// stamps are the link-time values (empty: not stamped).
+type stamps struct{ version, commit, treeState, commitDate string }
+
 // buildVersion collects the stamps, falling back on bi (nil: no build
 // information) field by field.
-func buildVersion(bi *debug.BuildInfo) versionInfo {
-	v := versionInfo{Version: version, Commit: commit, TreeState: treeState, CommitDate: commitDate,
+func buildVersion(s stamps, bi *debug.BuildInfo) versionInfo {
+	v := versionInfo{Version: s.version, Commit: s.commit, TreeState: s.treeState, CommitDate: s.commitDate,
 		Go: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH}
 	if bi == nil {
 		if v.Version == "" {
@@ -95,14 +98,15 @@ func buildVersion(bi *debug.BuildInfo) versionInfo {
 		v.Go = bi.GoVersion
 	}
 	for _, d := range bi.Deps {
-		if d.Replace != nil {
-			d = d.Replace
+		ver := d.Version
+		if d.Replace != nil { // a fork or a local copy: report what was built
+			ver = d.Replace.Version
 		}
 		switch d.Path {
 		case gobgpModule:
-			v.GoBGP = d.Version
+			v.GoBGP = ver
 		case libovsdbModule:
-			v.Libovsdb = d.Version
+			v.Libovsdb = ver
 		}
 	}
 	return v
@@ -114,7 +118,7 @@ func readVersion() versionInfo {
 	if !ok {
 		bi = nil
 	}
-	return buildVersion(bi)
+	return buildVersion(stamps{version, commit, treeState, commitDate}, bi)
 }
 
 // versionString is the version the daemon reports (status, metrics, logs).
