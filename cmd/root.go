@@ -17,10 +17,6 @@ import (
 	"github.com/spf13/viper"
 )
 
-// version is stamped at link time: -ldflags "-X github.com/ovnbgp/ovnbgp/cmd.version=v1.2.3".
-// It is never written at run time.
-var version = ""
-
 // options are the global flags, shared by every command.
 type options struct {
 	configPath string
@@ -182,6 +178,7 @@ Start with 'ovnbgp lab' for a self-contained demo.`,
 		newDoctorCommand(o),
 		newVersionCommand(o),
 		newLabCommand(o),
+		newGendocsCommand(),
 	)
 	return root
 }
