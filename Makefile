@@ -13,7 +13,7 @@ LDFLAGS := -s -w -X $(PKG).version=$(VERSION) -X $(PKG).commit=$(COMMIT) -X $(PK
 BIN     := bin/ovnbgp
 export CGO_ENABLED := 0
 
-.PHONY: all help build test unit race e2e vet lab generate docs machineconfig image package deps clean
+.PHONY: all help build test unit race e2e vet lab generate docs machineconfig image package fuzz deps clean
 
 all: build
 
@@ -100,6 +100,16 @@ DIST    ?= dist
 ## package: deb and rpm in dist/ (nfpm): binary, unit, tmpfiles, rt_protos.d, example config, completions, man pages
 package: build
 	GO=$(GO) scripts/package.sh $(BIN) $(DIST)
+
+# The fuzz targets, as package:target. `make test` runs their seed corpora
+# (and any crasher saved in the package's testdata/fuzz) as ordinary tests.
+FUZZ_TARGETS := config:FuzzParse plan:FuzzImportDecision ovn:FuzzSnapshot daemon:FuzzControlAPI
+FUZZTIME ?= 60s
+
+## fuzz: each fuzz target for FUZZTIME (default 60s): config loading, the import filter, the OVN snapshot builder, the control API
+## (a crasher is written to the package's testdata/fuzz and then fails make test until fixed)
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; 	  echo "== $$fn ($$pkg, $(FUZZTIME))"; 	  $(GO) test ./$$pkg/ -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 10s -parallel 1; 	done
 
 ## deps: apt packages the tests need (frr, ovn-central...), when root
 deps:

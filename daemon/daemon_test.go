@@ -360,7 +360,7 @@ stateDir: %s
 }
 
 type harness struct {
-	t       *testing.T
+	t       testing.TB
 	dir     string
 	cfgPath string
 	sock    string
@@ -405,7 +405,7 @@ func testLimits() limits {
 	return l
 }
 
-func start(t *testing.T, networks string, options ...func(*harness)) *harness {
+func start(t testing.TB, networks string, options ...func(*harness)) *harness {
 	t.Helper()
 	dir := t.TempDir()
 	h := &harness{t: t, dir: dir, cfgPath: filepath.Join(dir, "config.yaml"), sock: filepath.Join(dir, "ctl.sock"),
