@@ -66,11 +66,11 @@ func fuzzPaths(data []byte) []model.LearnedPath {
 // the kernel, and that a table fed in two steps decides as one built at
 // once.
 func FuzzImportDecision(f *testing.F) {
-	f.Add([]byte{0x40, 24, 10, 1, 2, 0, 192, 0, 2, 1, 0})               // accepted
-	f.Add([]byte{0x40, 23, 10, 128, 0, 0, 192, 0, 2, 1, 0})             // a pod subnet: protected
-	f.Add([]byte{0x40, 0, 0, 0, 0, 0, 192, 0, 2, 1, 0})                 // the default route
-	f.Add([]byte{0x00, 24, 10, 1, 2, 7, 127, 0, 0, 1, 0})               // host bits, loopback next hop
-	f.Add([]byte{0x41 | 3<<2, 48, 0, 1, 0, 0, 0, 0, 0, 0x10, 0})        // IPv6 from tor-6
+	f.Add([]byte{0x40, 24, 10, 1, 2, 0, 192, 0, 2, 1, 0})                                               // accepted
+	f.Add([]byte{0x40, 23, 10, 128, 0, 0, 192, 0, 2, 1, 0})                                             // a pod subnet: protected
+	f.Add([]byte{0x40, 0, 0, 0, 0, 0, 192, 0, 2, 1, 0})                                                 // the default route
+	f.Add([]byte{0x00, 24, 10, 1, 2, 7, 127, 0, 0, 1, 0})                                               // host bits, loopback next hop
+	f.Add([]byte{0x41 | 3<<2, 48, 0, 1, 0, 0, 0, 0, 0, 0x10, 0})                                        // IPv6 from tor-6
 	f.Add([]byte{0x42, 24, 10, 9, 9, 0, 192, 0, 2, 1, 0, 0x40 | 4<<2, 8, 10, 0, 0, 0, 192, 0, 2, 1, 1}) // malformed; a ghost peer
 	base := importFixture()
 	prot := Protected(base.Config, base.Snapshot, base.Host)
