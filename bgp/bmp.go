@@ -110,7 +110,10 @@ func sortedStations(m map[netip.AddrPort]bmpStation) []netip.AddrPort {
 
 // BMP is the state of each configured BMP server, in station order.
 // gobgp records when a station connected and disconnected to the second:
-// a station is up when it connected no earlier than it last disconnected.
+// a station is up when it connected no earlier than it last disconnected
+// (so one that accepts and drops within a second reads as up until its
+// next attempt). gobgp's ListBmp waits for the server's loop whatever ctx
+// says; BMP gives up at ctx's end and leaves the call to finish alone.
 func (s *Speaker) BMP(ctx context.Context) ([]model.BMPStation, error) {
 	s.mu.Lock()
 	names := make(map[netip.AddrPort]string, len(s.bmp))
@@ -122,6 +125,25 @@ func (s *Speaker) BMP(ctx context.Context) ([]model.BMPStation, error) {
 	if stopped || len(names) == 0 {
 		return nil, nil
 	}
+	type answer struct {
+		out []model.BMPStation
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		out, err := s.listBMP(ctx, names)
+		done <- answer{out, err}
+	}()
+	select {
+	case a := <-done:
+		return a.out, a.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("list bmp servers: %w", ctx.Err())
+	}
+}
+
+// listBMP is gobgp's ListBmp in our terms, for the stations in names.
+func (s *Speaker) listBMP(ctx context.Context, names map[netip.AddrPort]string) ([]model.BMPStation, error) {
 	var out []model.BMPStation
 	err := s.bgp.ListBmp(ctx, &api.ListBmpRequest{}, func(r *api.ListBmpResponse_BmpStation) {
 		addr, err := netip.ParseAddr(r.GetConf().GetAddress())

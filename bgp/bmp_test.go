@@ -313,6 +313,11 @@ func TestBMP(t *testing.T) {
 		n, open, errs := col.state()
 		return open == 0 && len(errs) == 0, fmt.Sprintf("%d connections, %d open, errors %v", n, open, errs)
 	})
+	// One connection per settings the station had: the unchanged SetBMP
+	// reconnected nothing.
+	if n, _, _ := col.state(); n != 3 {
+		t.Errorf("the station saw %d connections, want 3 (adjRibIn, locRib, adjRibIn)", n)
+	}
 	if st, err := node.BMP(ctx); err != nil || len(st) != 0 {
 		t.Errorf("BMP status after removal: %+v %v, want none", st, err)
 	}
@@ -340,7 +345,7 @@ func TestBMPStationDown(t *testing.T) {
 	}
 	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", dead))
 	if err != nil {
-		t.Skipf("port %d taken meanwhile: %v", dead, err)
+		t.Fatalf("port %d, free a moment ago, is taken: %v", dead, err)
 	}
 	col := &collector{ln: ln}
 	t.Cleanup(func() { ln.Close() })

@@ -1,6 +1,8 @@
 package daemon
 
 import (
+	"net/http"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -57,5 +59,34 @@ func TestBMPStations(t *testing.T) {
 	h.eventually("the restarted speaker's stations", func() bool {
 		n, _, sets := h.bmpState()
 		return sets > before && len(n) == 1
+	})
+}
+
+// TestBMPRetried: a SetBMP that fails is retried from the loop until it
+// succeeds, and a reload whose stations fail says so in its answer.
+func TestBMPRetried(t *testing.T) {
+	one := "bmp: {servers: [{name: a, address: 192.0.2.50}]}\n"
+	h := start(t, "default", func(h *harness) {
+		h.cfg.extra = one
+		h.sp.failBMP = 2
+	})
+	h.nb.set(true, network("default", "10.128.0.0/23"))
+	h.wantPrefixes("tor 10.128.0.0/23")
+	h.eventually("the station configured on a retry", func() bool {
+		names, _, sets := h.bmpState()
+		return len(names) == 1 && sets >= 3
+	})
+	reloadNeedsRoot(t)
+	h.sp.mu.Lock()
+	h.sp.failBMP = 1
+	h.sp.mu.Unlock()
+	h.writeConfig(cfgText{networks: "default", extra: "bmp: {servers: [{name: b, address: 192.0.2.51}]}\n"})
+	r := reloadOf(t, h, http.StatusOK)
+	if !r.Applied || !slices.ContainsFunc(r.Warnings, func(w string) bool { return strings.Contains(w, "bmp") && strings.Contains(w, "retries") }) {
+		t.Errorf("reload with a failing station: %+v, want applied with a bmp warning", r)
+	}
+	h.eventually("station b on a retry", func() bool {
+		names, _, _ := h.bmpState()
+		return len(names) == 1 && names[0] == "b@192.0.2.51"
 	})
 }

@@ -171,8 +171,7 @@ func (d *Daemon) importHandlers(mux *http.ServeMux) {
 			return
 		}
 		old := d.config()
-		// What a reload keeps from the running config.
-		res.cfg.Control, res.cfg.Metrics, res.cfg.Kernel.RouteProtocol = old.Control, old.Metrics, old.Kernel.RouteProtocol
+		keepRunning(res.cfg, old) // what a reload keeps from the running config
 		d.replyPlan(w, r, res.cfg, config.SessionResets(old, res.cfg))
 	})
 	mux.HandleFunc("POST "+api.PathApply, func(w http.ResponseWriter, r *http.Request) {

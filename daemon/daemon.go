@@ -144,6 +144,8 @@ type Daemon struct {
 	ready      bool
 	peersUp    bool // peers added to the speaker (after the first plan)
 	peersErr   error
+	// bmpErr is the last SetBMP's error: retried with the peers.
+	bmpErr error
 	startedAt  time.Time
 	reconciles uint64
 	lastRun    time.Time
@@ -608,7 +610,7 @@ func (d *Daemon) applyConfig(ctx context.Context, r parsed) (api.ReloadResult, e
 		d.log.Warn("config change needs a restart to take effect; keeping the running value", zap.String("key", k))
 		res.Warnings = append(res.Warnings, k+" changed: it takes effect at the next restart; the running value is kept")
 	}
-	next.Control, next.Metrics, next.Kernel.RouteProtocol, next.StateDir = old.Control, old.Metrics, old.Kernel.RouteProtocol, old.StateDir
+	keepRunning(next, old)
 
 	// The sessions this reload resets are config.SessionResets' answer,
 	// the one `ovnbgp plan --config` shows; the speaker decides each
@@ -661,10 +663,15 @@ func (d *Daemon) applyConfig(ctx context.Context, r parsed) (api.ReloadResult, e
 		}
 		restart = append(restart, res.Added...)
 		d.resetSync(d.currentSpeaker(), next, restart...)
-		d.setPeers(ctx, d.currentSpeaker(), next)
+		if !d.setPeers(ctx, d.currentSpeaker(), next) {
+			res.Warnings = append(res.Warnings, "some peer changes were not applied (the log says why); ovnbgp retries them with backoff")
+		}
 	}
-	if !next.SpeakerChanged(old) && !slices.Equal(old.BMP.Servers, next.BMP.Servers) {
-		d.setBMP(ctx, d.currentSpeaker(), next) // a new speaker got them in startSpeaker
+	if !next.SpeakerChanged(old) && (!slices.Equal(old.BMP.Servers, next.BMP.Servers) || old.Node.Name != next.Node.Name) {
+		// (a new speaker got them in startSpeaker)
+		if err := d.setBMP(ctx, d.currentSpeaker(), next); err != nil {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("bmp: %v; ovnbgp retries with backoff", err))
+		}
 	}
 	if next.OVN != old.OVN {
 		d.log.Info("ovn settings changed: reconnecting")
@@ -723,6 +730,13 @@ func peerWait(cfg *config.Config) time.Duration {
 	return readyGrace
 }
 
+// keepRunning gives next the running values of the keys that only take
+// effect on restart (restartOnly): a reload, and `plan --config`'s
+// prediction of it, keep them.
+func keepRunning(next, old *config.Config) {
+	next.Control, next.Metrics, next.Kernel.RouteProtocol, next.StateDir = old.Control, old.Metrics, old.Kernel.RouteProtocol, old.StateDir
+}
+
 // restartOnly lists changed keys that only take effect on restart.
 func restartOnly(old, next *config.Config) []string {
 	var keys []string
@@ -757,7 +771,7 @@ func (d *Daemon) startSpeaker(ctx context.Context, cfg *config.Config, withPeers
 	if withPeers {
 		d.setPeers(ctx, sp, cfg)
 	}
-	d.setBMP(ctx, sp, cfg)
+	_ = d.setBMP(ctx, sp, cfg) // logged, and retried from the loop
 	d.mu.Lock()
 	d.speaker = sp
 	d.phase = api.PhaseRunning
@@ -768,13 +782,20 @@ func (d *Daemon) startSpeaker(ctx context.Context, cfg *config.Config, withPeers
 // setBMP gives the speaker cfg's BMP stations. A station that cannot be
 // configured is logged; the others stream (a station that does not answer
 // is not an error: gobgp keeps dialing it).
-func (d *Daemon) setBMP(ctx context.Context, sp Speaker, cfg *config.Config) {
+// A station that could not be configured is retried from the loop, with
+// the peers.
+func (d *Daemon) setBMP(ctx context.Context, sp Speaker, cfg *config.Config) error {
 	if sp == nil {
-		return
+		return nil
 	}
-	if err := sp.SetBMP(ctx, cfg.BMP.Servers, cfg.Node.Name, "ovnbgp "+d.opts.Version); err != nil {
-		d.log.Warn("some bmp stations were not configured", zap.Error(err))
+	err := sp.SetBMP(ctx, cfg.BMP.Servers, cfg.Node.Name, "ovnbgp "+d.opts.Version)
+	if err != nil {
+		d.log.Warn("some bmp stations were not configured; retrying", zap.Error(err))
 	}
+	d.mu.Lock()
+	d.bmpErr = err
+	d.mu.Unlock()
+	return err
 }
 
 // addPeers adds the configured peers to the speaker, once.
@@ -809,26 +830,35 @@ func (d *Daemon) setPeers(ctx context.Context, sp Speaker, cfg *config.Config) b
 	return err == nil
 }
 
-// peersFailed is true when the last SetPeers failed.
+// peersFailed is true when the last SetPeers or SetBMP failed.
 func (d *Daemon) peersFailed() bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.peersErr != nil
+	return d.peersErr != nil || d.bmpErr != nil
 }
 
-// retryPeers gives the running speaker the running config's peers again.
+// retryPeers gives the running speaker the running config's peers, or BMP
+// stations, again: whichever failed last.
 func (d *Daemon) retryPeers(ctx context.Context) bool {
 	d.mu.Lock()
-	sp, cfg := d.speaker, d.cfg
+	sp, cfg, peersErr, bmpErr := d.speaker, d.cfg, d.peersErr, d.bmpErr
 	d.mu.Unlock()
 	if sp == nil {
 		return false
 	}
-	if ok := d.setPeers(ctx, sp, cfg); !ok {
-		return false
+	if peersErr != nil {
+		if ok := d.setPeers(ctx, sp, cfg); !ok {
+			return false
+		}
+		d.log.Info("peers applied on retry", zap.Int("peers", len(cfg.BGP.Peers)))
+		d.poke()
 	}
-	d.log.Info("peers applied on retry", zap.Int("peers", len(cfg.BGP.Peers)))
-	d.poke()
+	if bmpErr != nil {
+		if err := d.setBMP(ctx, sp, cfg); err != nil {
+			return false
+		}
+		d.log.Info("bmp stations applied on retry", zap.Int("stations", len(cfg.BMP.Servers)))
+	}
 	return true
 }
 

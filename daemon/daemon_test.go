@@ -65,6 +65,8 @@ type fakeSpeaker struct {
 	bmp     []config.BMPServer
 	bmpSys  [2]string
 	bmpSets int
+	// failBMP > 0 makes that many more SetBMP calls fail.
+	failBMP int
 }
 
 func (f *fakeSpeaker) SetPeers(_ context.Context, p []config.Peer) error {
@@ -223,8 +225,12 @@ func (f *fakeSpeaker) EachLearned(ctx context.Context, peer string, fn func(mode
 func (f *fakeSpeaker) SetBMP(_ context.Context, servers []config.BMPServer, sysName, sysDescr string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.bmp, f.bmpSys = servers, [2]string{sysName, sysDescr}
 	f.bmpSets++
+	if f.failBMP > 0 {
+		f.failBMP--
+		return errors.New("bmp server x: refused")
+	}
+	f.bmp, f.bmpSys = servers, [2]string{sysName, sysDescr}
 	return nil
 }
 

@@ -51,7 +51,7 @@ func newCollector(d *Daemon) *collector {
 		reconcileFailing: n("reconcile_failing", "1 when the last reconcile left changes unapplied."),
 		imported:         n("imported_routes", "Routes import rules want in each target: ovn (static route rows, one per next hop) or kernel (routes, multipath counted once).", "target"),
 		importCap:        n("import_cap_reached", "1 while an import rule's maxRoutes holds back routes of a peer: nothing new is imported, the session stays up.", "rule", "peer"),
-		rejected:         n("learned_rejected", "Learned paths not imported, per peer and reason: malformed, noRule (no import rule lists the peer), noMatch (no accept entry), defaultRoute, protected, nextHop, importCap (held back by maxRoutes).", "peer", "reason"),
+		rejected:         n("learned_rejected", "Learned paths not imported, per peer and reason: malformed, loop (our ASN in the AS path, or our router ID as ORIGINATOR_ID), noRule (no import rule lists the peer), noMatch (no accept entry), defaultRoute, protected, nextHop, importCap (held back by maxRoutes).", "peer", "reason"),
 		exportCap:        n("export_cap_reached", "Per peer with maxAdvertised: 1 while the export cap holds back prefixes selected for the peer, else 0.", "peer"),
 		drained:          n("drained", "1 while the peer is drained and its advertisements carry GRACEFUL_SHUTDOWN, 2 once they are withdrawn (ovnbgp drain); absent when not drained.", "peer"),
 		bmpUp:            n("bmp_station_up", "1 while the BMP station (bmp.servers) is connected, 0 while ovnbgp dials it.", "station"),

@@ -247,6 +247,8 @@ type LearnedPath struct {
 	// Malformed is set by the BGP layer when the path must never be
 	// imported whatever the rules say (AS 0, AS_SET, an empty AS path
 	// from an eBGP peer), and says why.
+	// A routing loop (our ASN in the AS path, our router ID as
+	// ORIGINATOR_ID) starts with RoutingLoop.
 	Malformed string `json:"malformed,omitempty"`
 	// Stale is true while the path is kept through the peer's graceful
 	// restart (RFC 4724) and not yet refreshed.
@@ -267,3 +269,7 @@ type BMPStation struct {
 	Up      bool           `json:"up"`
 	Since   time.Time      `json:"since,omitzero"`
 }
+
+// RoutingLoop starts LearnedPath.Malformed when the path loops back to
+// this speaker: not a malformed UPDATE, but never imported either.
+const RoutingLoop = "a routing loop"

@@ -78,15 +78,19 @@ func Import(in ImportInput) ImportResult {
 	return NewImportTable(in).Result()
 }
 
-// malformedReason is the reason of a path bgp marked Malformed: "malformed:
-// WHY", or just WHY when it names a loop (our ASN in the AS path, our
-// router ID as ORIGINATOR_ID), which is not a malformed path.
-func malformedReason(why string) string {
-	if strings.Contains(why, "loop") {
-		return why + "; such a path is never imported"
+// malformedReason is the reason of a path bgp marked Malformed, and its
+// cause: "malformed: WHY", or just WHY when it names a loop (our ASN in the
+// AS path, our router ID as ORIGINATOR_ID), which is not a malformed path
+// but a normal sight on a fabric where nodes share an AS.
+func malformedReason(why string) (string, RejectCause) {
+	if isLoop(why) {
+		return why + "; such a path is never imported", RejectLoop
 	}
-	return "malformed: " + why + "; such a path is never imported"
+	return "malformed: " + why + "; such a path is never imported", RejectMalformed
 }
+
+// isLoop reports whether bgp's Malformed text names a routing loop.
+func isLoop(why string) bool { return strings.HasPrefix(why, model.RoutingLoop) }
 
 // RejectCause is why a learned path is not imported, in a word: the
 // class of its reason (model.LearnedPath.Reason says it in full). Metrics
@@ -97,6 +101,7 @@ type RejectCause string
 // decision").
 const (
 	RejectMalformed    RejectCause = "malformed"    // the path itself is invalid
+	RejectLoop         RejectCause = "loop"         // our ASN in the AS path, or our router ID as ORIGINATOR_ID
 	RejectNoRule       RejectCause = "noRule"       // no import rule lists the peer (RFC 8212)
 	RejectNoMatch      RejectCause = "noMatch"      // no accept entry matches the prefix or its length
 	RejectDefaultRoute RejectCause = "defaultRoute" // 0/0 without allowDefaultRoute

@@ -253,7 +253,7 @@ func (t *ImportTable) decide(tp *tablePath) {
 	tp.first, tp.reason, tp.cause, tp.capped = -1, "", "", -1
 	switch {
 	case p.Malformed != "":
-		tp.reason, tp.cause = malformedReason(p.Malformed), RejectMalformed
+		tp.reason, tp.cause = malformedReason(p.Malformed)
 		return
 	case !p.Prefix.IsValid() || p.Prefix != p.Prefix.Masked():
 		tp.reason, tp.cause = fmt.Sprintf("malformed: prefix %s is invalid or has host bits set; such a path is never imported", p.Prefix), RejectMalformed

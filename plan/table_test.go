@@ -44,8 +44,11 @@ func randomPath(rng *rand.Rand) model.LearnedPath {
 	peer := peers[rng.IntN(len(peers))]
 	nexthops := slices.Concat(hostile, own[peer], own[peer], own[peer], own[peer])
 	p := path(peer, prefixes[rng.IntN(len(prefixes))], nexthops[rng.IntN(len(nexthops))])
-	if rng.IntN(15) == 0 {
+	switch rng.IntN(15) {
+	case 0:
 		p.Malformed = "AS 0 in the AS path (RFC 7607)"
+	case 1:
+		p.Malformed = model.RoutingLoop + ": the AS path holds our own ASN 64512 (RFC 4271 9.1.2)"
 	}
 	p.MED = uint32(rng.IntN(3))
 	return p
@@ -380,7 +383,9 @@ func causeOfReason(reason string) RejectCause {
 	switch {
 	case strings.HasPrefix(reason, "next hop") || strings.HasPrefix(reason, "the next hop"):
 		return RejectNextHop
-	case strings.HasPrefix(reason, "malformed") || strings.Contains(reason, "loop"):
+	case strings.HasPrefix(reason, "a routing loop"):
+		return RejectLoop
+	case strings.HasPrefix(reason, "malformed"):
 		return RejectMalformed
 	case strings.HasPrefix(reason, "no import rule lists peer"):
 		return RejectNoRule
@@ -428,7 +433,7 @@ func TestTableRejectedBy(t *testing.T) {
 			t.Fatalf("round %d: RejectedBy adds up to %d, Rejected is %d", round, n, c.Rejected)
 		}
 	}
-	for _, cause := range []RejectCause{RejectMalformed, RejectNoRule, RejectNoMatch, RejectDefaultRoute, RejectProtected, RejectNextHop, RejectImportCap} {
+	for _, cause := range []RejectCause{RejectMalformed, RejectLoop, RejectNoRule, RejectNoMatch, RejectDefaultRoute, RejectProtected, RejectNextHop, RejectImportCap} {
 		if !seen[cause] {
 			t.Errorf("no random table rejected a path for %s", cause)
 		}
