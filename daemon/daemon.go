@@ -140,12 +140,12 @@ type Daemon struct {
 	synced   bool
 	desired  []model.Advertisement
 	// heldAdv are what peers' export caps hold back (last pass).
-	heldAdv    []model.Advertisement
-	ready      bool
-	peersUp    bool // peers added to the speaker (after the first plan)
-	peersErr   error
+	heldAdv  []model.Advertisement
+	ready    bool
+	peersUp  bool // peers added to the speaker (after the first plan)
+	peersErr error
 	// bmpErr is the last SetBMP's error: retried with the peers.
-	bmpErr error
+	bmpErr     error
 	startedAt  time.Time
 	reconciles uint64
 	lastRun    time.Time
