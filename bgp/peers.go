@@ -21,7 +21,9 @@ import (
 // SetPeers makes gobgp's peers equal to peers (by name): it adds the new
 // ones, deletes the gone ones and updates the changed ones. Only a peer whose
 // session-relevant config changed is reset (the log says which keys
-// changed); a change of maxPrefixes alone is applied without a reset. It
+// changed); keys that need no new OPEN nor connection (maxPrefixes,
+// connectRetry, passive: config.ResetsSession, which `ovnbgp plan
+// --config` uses too) are applied without a reset. It
 // keeps going on per-peer errors and returns them joined; Peers reports the
 // peers that could not be configured. The advertisements of the last Set are
 // then re-applied, so a new peer gets its routes without waiting for the
@@ -89,12 +91,16 @@ func (s *Speaker) SetPeers(ctx context.Context, peers []config.Peer) error {
 			s.learnFrom[p.Address] = p
 			s.st.Unlock()
 		case !config.ResetsSession(changed):
-			// maxPrefixes changed: arm gobgp's limit from the bound
-			// (prefixlimit.go). bfd changed: on or off, or new timers,
-			// for the running session (bfd.go).
+			// Keys applied in place (config.ResetsSession): maxPrefixes
+			// (gobgp's limit, armed from the bound: prefixlimit.go),
+			// connectRetry (gobgp takes a timer change without a reset;
+			// the dialer gets it from dialFor below), passive (the
+			// dialer's alone: gobgp's side is always passive) and bfd (on
+			// or off, or new timers, for the running session: bfd.go).
+			limit := slices.Contains(changed, "maxPrefixes")
 			b := s.boundOf(p.Address)
 			var was [2]bool
-			if b != nil {
+			if b != nil && limit {
 				was = b.armed
 				b.rearm(p)
 			}
@@ -109,7 +115,7 @@ func (s *Speaker) SetPeers(ctx context.Context, peers []config.Peer) error {
 			}
 			s.st.Unlock()
 			if _, err := s.bgp.UpdatePeer(ctx, &api.UpdatePeerRequest{Peer: s.apiPeer(p)}); err != nil {
-				if b != nil {
+				if b != nil && limit {
 					b.armed = was
 				}
 				if ss != nil {
@@ -122,7 +128,7 @@ func (s *Speaker) SetPeers(ctx context.Context, peers []config.Peer) error {
 				peerErrs[name] = err.Error()
 				continue
 			}
-			if b != nil {
+			if b != nil && limit {
 				b.setTriggers(p)
 				s.wakeLimits()
 			}
@@ -132,7 +138,9 @@ func (s *Speaker) SetPeers(ctx context.Context, peers []config.Peer) error {
 			s.st.Unlock()
 			s.journal.markResync(name)
 			s.log.Info("peer updated without a session reset", zap.String("peer", name), zap.Strings("changed", changed))
-			s.reenableNow(ctx, p)
+			if limit {
+				s.reenableNow(ctx, p)
+			}
 		default:
 			// Deleted now, added back below with the new peers, so that
 			// two peers may swap addresses.

@@ -76,6 +76,8 @@ type Speaker struct {
 	// peerErrs are the peers that could not be configured, with why.
 	peerErrs map[string]string
 	adv      advState
+	// bmp are the BMP servers configured in gobgp (bmp.go).
+	bmp map[netip.AddrPort]bmpStation
 
 	// journal is what peers sent since the last TakeLearned.
 	journal *journal
@@ -192,6 +194,7 @@ func New(ctx context.Context, global config.BGP, log *zap.Logger, notify func())
 		peers:      map[string]config.Peer{},
 		peerErrs:   map[string]string{},
 		adv:        newAdvState(),
+		bmp:        map[netip.AddrPort]bmpStation{},
 		byAddr:     map[netip.Addr]string{},
 		sessions:   map[netip.Addr]*session{},
 		learnFrom:  map[netip.Addr]config.Peer{},
@@ -326,6 +329,9 @@ func (s *Speaker) shutdown(ctx context.Context, graceful bool) error {
 	if s.ln != nil {
 		s.ln.close()
 	}
+	// Before StopBgp, which makes DeleteBmp fail: each station gets a
+	// Termination (and no Peer Down for the sessions that end).
+	s.stopBMP(ctx)
 	var err error
 	if e := s.bgp.StopBgp(ctx, &api.StopBgpRequest{AllowGracefulRestart: graceful}); e != nil {
 		err = fmt.Errorf("stop bgp: %w", e)

@@ -14,8 +14,8 @@ type SessionReset struct {
 
 // PeerChanges names the keys that differ between two configs of one peer,
 // as they are spelled in config.yaml. The password is compared, never
-// shown. Package bgp resets a session for any of them but maxPrefixes and
-// bfd, which it applies in place (sessionKeepingKeys).
+// shown. ResetsSession says which of them reset the session; package bgp
+// applies the others in place.
 func PeerChanges(a, b Peer) []string {
 	var c []string
 	add := func(changed bool, key string) {
@@ -41,17 +41,44 @@ func PeerChanges(a, b Peer) []string {
 	return c
 }
 
-// sessionKeepingKeys are the peer keys package bgp applies to a running
-// session (gobgp's UpdatePeer): maxPrefixes, and bfd, whose change
-// restarts the BFD session alone, never the BGP session (gobgp v4.8.0
-// updateNeighbor: a Bfd change is not in NeedsResendOpenMessage).
-var sessionKeepingKeys = []string{"maxPrefixes", "bfd"}
+// peerKey classifies every key PeerChanges names: reset is true when a
+// change of it resets the session, known false for a key it does not know. A key resets when applying it needs a new OPEN or a new TCP
+// connection:
+//   - in the OPEN: asn, holdTime, families (multiprotocol and graceful
+//     restart capabilities);
+//   - on the connection (TCP MD5, TTL, GTSM, device, addresses, port):
+//     address, port, sourceAddress, interface, ebgpMultihop, ttlSecurity,
+//     password;
+//   - keepaliveTime is not in the OPEN, but gobgp fixes a session's
+//     keepalive interval when it opens (from the negotiated hold time), so
+//     a new value would only apply at the next session.
+//
+// Applied in place, without a reset: maxPrefixes (gobgp's limit,
+// UpdatePeer), connectRetry (the wait between dials of ovnbgp's own
+// dialer, and gobgp's timer for a passive peer, which it never uses) and
+// passive (whether ovnbgp's dialer dials; gobgp's side of every peer is
+// passive) and bfd (gobgp's UpdatePeer restarts the BFD session alone:
+// a Bfd change is not in its NeedsResendOpenMessage; bgp/bfd.go). Keys PeerChanges does not compare (maxAdvertised: an export
+// policy of plan) never touch the session.
+func peerKey(key string) (reset, known bool) {
+	switch key {
+	case "address", "asn", "port", "sourceAddress", "interface", "ebgpMultihop", "ttlSecurity",
+		"password", "holdTime", "keepaliveTime", "families":
+		return true, true
+	case "passive", "connectRetry", "maxPrefixes", "bfd":
+		return false, true
+	}
+	return false, false
+}
 
 // ResetsSession reports whether package bgp resets a session for these
-// changed keys (PeerChanges): any change but of sessionKeepingKeys alone.
+// changed keys (PeerChanges): when any of them needs a new OPEN or a new
+// connection (peerKey). A key it does not know resets: it is safer to
+// reset than to keep a session on a config it does not have. Package bgp
+// and SessionResets (`ovnbgp plan --config`) both decide with it.
 func ResetsSession(changed []string) bool {
 	for _, k := range changed {
-		if !slices.Contains(sessionKeepingKeys, k) {
+		if reset, known := peerKey(k); reset || !known {
 			return true
 		}
 	}

@@ -277,6 +277,8 @@ type LearnedPath struct {
 	// Malformed is set by the BGP layer when the path must never be
 	// imported whatever the rules say (AS 0, AS_SET, an empty AS path
 	// from an eBGP peer), and says why.
+	// A routing loop (our ASN in the AS path, our router ID as
+	// ORIGINATOR_ID) starts with RoutingLoop.
 	Malformed string `json:"malformed,omitempty"`
 	// Stale is true while the path is kept through the peer's graceful
 	// restart (RFC 4724) and not yet refreshed.
@@ -287,3 +289,17 @@ type LearnedPath struct {
 	Rule     string `json:"rule,omitempty"`
 	Reason   string `json:"reason,omitempty"`
 }
+
+// BMPStation is the state of one BMP server (RFC 7854) the speaker streams
+// to: Up while connected; Since is when it last connected (Up) or lost its
+// connection (down), zero if it never did.
+type BMPStation struct {
+	Name    string         `json:"name"`
+	Station netip.AddrPort `json:"station"`
+	Up      bool           `json:"up"`
+	Since   time.Time      `json:"since,omitzero"`
+}
+
+// RoutingLoop starts LearnedPath.Malformed when the path loops back to
+// this speaker: not a malformed UPDATE, but never imported either.
+const RoutingLoop = "a routing loop"

@@ -14,6 +14,11 @@
 #   file
 #   systemd              systemd-analyze (security, verify) and systemd-tmpfiles
 #                        check packaging/ offline; PID 1 need not be systemd
+#   podman, runc         packaging/: make image, run the image, and the
+#                        MachineConfig's ovnbgp-install copying the binary
+#                        out of it (runc: crun refuses this host's hybrid
+#                        cgroups); storage of the test's own, nothing pulled
+#   rpm                  rpm -qlp on the package make package builds
 #   gcc, libc6-dev       the C compiler and headers cgo needs for `make race`
 #                        (the race detector runs with cgo on)
 #   qemu-system-x86      the VM of vrf/vmtest (real VRF devices: the host
@@ -43,9 +48,12 @@ declare -A probe=(
   [libc6-dev]=/usr/include/stdio.h
   [qemu-system-x86]=/usr/bin/qemu-system-x86_64
   [systemd]=/usr/bin/systemd-analyze
+  [podman]=/usr/bin/podman
+  [runc]=/usr/sbin/runc
+  [rpm]=/usr/bin/rpm
 )
 need=()
-for pkg in frr ovn-central ovn-common openvswitch-common iproute2 iptables exabgp file gcc libc6-dev qemu-system-x86 systemd; do
+for pkg in frr ovn-central ovn-common openvswitch-common iproute2 iptables exabgp file gcc libc6-dev qemu-system-x86 systemd podman runc rpm; do
   [ -e "${probe[$pkg]}" ] || need+=("$pkg")
 done
 # a kernel for the VM test: any /boot/vmlinuz-VER with VER's vrf.ko

@@ -14,6 +14,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	runHelper() // the doctor tests' helper processes (doctor_test.go)
 	code := m.Run()
 	lab.Cleanup()
 	os.Exit(code)
