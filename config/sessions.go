@@ -42,7 +42,8 @@ func PeerChanges(a, b Peer) []string {
 }
 
 // peerKey classifies every key PeerChanges names: reset is true when a
-// change of it resets the session, known false for a key it does not know. A key resets when applying it needs a new OPEN or a new TCP
+// change of it resets the session, known false for a key it does not
+// know. A key resets when applying it needs a new OPEN or a new TCP
 // connection:
 //   - in the OPEN: asn, holdTime, families (multiprotocol and graceful
 //     restart capabilities);
@@ -58,8 +59,9 @@ func PeerChanges(a, b Peer) []string {
 // dialer, and gobgp's timer for a passive peer, which it never uses) and
 // passive (whether ovnbgp's dialer dials; gobgp's side of every peer is
 // passive) and bfd (gobgp's UpdatePeer restarts the BFD session alone:
-// a Bfd change is not in its NeedsResendOpenMessage; bgp/bfd.go). Keys PeerChanges does not compare (maxAdvertised: an export
-// policy of plan) never touch the session.
+// a Bfd change is not in its NeedsResendOpenMessage; bgp/bfd.go). Keys
+// PeerChanges does not compare (maxAdvertised: an export policy of plan)
+// never touch the session.
 func peerKey(key string) (reset, known bool) {
 	switch key {
 	case "address", "asn", "port", "sourceAddress", "interface", "ebgpMultihop", "ttlSecurity",
