@@ -27,6 +27,7 @@ type fakeEnv struct {
 	vrfs   []model.VRFDevice
 	tables map[uint32]map[int]int
 	rtErr  error
+	vrfErr error        // VRFs() fails
 	aws    http.Handler // nil: nothing answers (not on AWS)
 	env    map[string]string
 	daemon *DaemonView
@@ -80,7 +81,7 @@ func (r fakeRouting) RouteTo(dst netip.Addr) (string, error) {
 	}
 	return "", fmt.Errorf("route lookup of %s: network is unreachable", dst)
 }
-func (r fakeRouting) VRFs() ([]model.VRFDevice, error)             { return r.f.vrfs, nil }
+func (r fakeRouting) VRFs() ([]model.VRFDevice, error)             { return r.f.vrfs, r.f.vrfErr }
 func (r fakeRouting) TableProtocols(t uint32) (map[int]int, error) { return r.f.tables[t], nil }
 func (fakeRouting) Close()                                         {}
 
