@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -98,9 +100,14 @@ control: {socket: /run/ovnbgp/ovnbgp.sock}
 metrics: {address: "127.0.0.1:9479"}
 `
 
+// parse loads doc as `ovnbgp doctor` does: passwordFile recorded, not read.
 func parse(t *testing.T, doc string) *config.Config {
 	t.Helper()
-	c, err := config.Parse([]byte(doc), "test.yaml")
+	f := filepath.Join(t.TempDir(), "test.yaml")
+	if err := os.WriteFile(f, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := config.LoadWith(context.Background(), f, config.LoadOptions{SkipSecrets: true})
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
