@@ -510,7 +510,10 @@ func TestDoctorAWS(t *testing.T) {
 	}
 	want(t, rep, "aws-route-server-quota", doctor.Warn, "tgw-1 (Transit Gateway Connect peer, quota 1000) has maxAdvertised 1001")
 
+	stop()
+
 	// a peer EC2 does not list as an endpoint has no AWS quota
+	stop = startHelper(t, l.Node, "fake-aws", envSDC+"=false", envRS+"=10.0.9.5")
 	rep, _ = doctorIn(t, l, doctorConfigPeers(t, l.MkdirUnique("doctor"), nb.Endpoint(), lab.DefaultTor()), env...)
 	want(t, rep, "aws-route-server-quota", doctor.Pass, "tor is neither a Route Server endpoint (EC2 lists 1) nor a Transit Gateway Connect peer")
 	stop()
@@ -581,8 +584,9 @@ func TestDoctorConnectQuota(t *testing.T) {
 	want(t, rep, "aws-route-server-quota", doctor.Fail, "tgw-1 (Transit Gateway Connect peer) advertises 1001, above its quota of 1000")
 	t.Logf("1001 routes to a Connect peer: exit %d\n%s", code, reportText(rep))
 
-	cfg.Peers[0].MaxAdvertised = 1000
-	if err := d.Reload(cfg); err != nil {
+	next := d.Cfg
+	next.Peers = []lab.Peer{{Name: "tgw-1", Address: connectTGW, ASN: 65001, MaxAdvertised: 1000}}
+	if err := d.Reload(next); err != nil {
 		t.Fatal(err)
 	}
 	advertising(1000)
