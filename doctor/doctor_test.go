@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io/fs"
 	"net/netip"
+	"os"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -371,5 +372,39 @@ func TestCheckTables(t *testing.T) {
 		{"no netlink", &fakeEnv{rtErr: errors.New("permission denied")}, importConfig(", kernel: {table: 100}"), []string{"warn:permission denied"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { expect(t, run(t, checkTables, tc.env, tc.doc), tc.want...) })
+	}
+}
+
+// TestChecksDocumented: every check id a run reports is a row of the
+// Doctor table in docs/cli.md (scripts match the ids; the doc is their
+// reference).
+func TestChecksDocumented(t *testing.T) {
+	b, err := os.ReadFile("../docs/cli.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	start := strings.Index(doc, "## Doctor")
+	if start < 0 {
+		t.Fatal("docs/cli.md has no Doctor section")
+	}
+	doc = doc[start:]
+	if end := strings.Index(doc[3:], "\n## "); end >= 0 {
+		doc = doc[:end+3]
+	}
+	cfg := parse(t, importConfig(", kernel: {table: 100}"))
+	rep := Run(context.Background(), &fakeEnv{}, Input{ConfigPath: "c.yaml", Config: cfg})
+	seen := map[string]bool{}
+	for _, r := range rep.Checks {
+		if seen[r.ID] {
+			continue
+		}
+		seen[r.ID] = true
+		if !strings.Contains(doc, "| `"+r.ID+"`") && !strings.Contains(doc, ", `"+r.ID+"` |") {
+			t.Errorf("check %s is not in docs/cli.md's Doctor table", r.ID)
+		}
+	}
+	if len(seen) < 15 {
+		t.Errorf("only %d check ids ran: %v", len(seen), seen)
 	}
 }
