@@ -78,7 +78,7 @@ func checkSecrets(_ context.Context, s *state) []Result {
 			continue
 		}
 		if copyPath := "/run/credentials/" + unitName + "/" + name; exists(fsys, copyPath) {
-			out = append(out, secretFile(fsys, id, who+"the running unit's copy ", copyPath, "fix the source file of LoadCredential="+name+": and restart ovnbgp"))
+			out = append(out, secretFile(fsys, id, who+"the running unit's copy ", copyPath, "fix the source file of the unit's LoadCredential="+name+":PATH, then systemctl restart ovnbgp"))
 			continue
 		}
 		if creds == nil {
