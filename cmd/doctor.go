@@ -17,17 +17,23 @@ func newDoctorCommand(o *options) *cobra.Command {
 		Use:   "doctor",
 		Short: "Preflight checks of the node (NB, gateway routers, ports, sysctls, VRF, tables, AWS), each with its fix",
 		Long: `Check that this node can run ovnbgp, with or without the daemon running: the config, the
-OVN Northbound database and this node's gateway routers, OVN-Kubernetes' own route import,
+TCP MD5 secrets (passwordFile files, and credential:NAME through the unit's LoadCredential=),
+the OVN Northbound database and this node's gateway routers, OVN-Kubernetes' own route import,
 the BGP port, control socket and metrics address, IP forwarding and rp_filter on the uplinks,
 the kernel's VRF driver, route protocol and table clashes, and on AWS (found through IMDSv2,
-skipped elsewhere) the ENIs' source/destination check and the VPC Route Server quota.
+skipped elsewhere) the ENIs' source/destination check and each peer's AWS route quota (100 for a
+VPC Route Server endpoint, 1,000 for a Transit Gateway Connect peer).
 
 Each check says pass, warn, fail or skip, what it found, and the fix.
 Exit code: 0 every check passed or was skipped, 1 a check warned (none failed), 2 a check failed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			in := doctor.Input{ConfigPath: o.configPath, Timeout: timeout}
-			cfg, err := interruptible(cmd.Context(), "reading "+o.configPath, func() (*config.Config, error) { return config.Load(o.configPath) })
+			// the secrets are not read here: outside the unit there is no
+			// $CREDENTIALS_DIRECTORY; the secrets check looks at them
+			cfg, err := interruptible(cmd.Context(), "reading "+o.configPath, func() (*config.Config, error) {
+				return config.LoadWith(cmd.Context(), o.configPath, config.LoadOptions{SkipSecrets: true})
+			})
 			if err != nil && cmd.Context().Err() != nil {
 				return err
 			}

@@ -54,3 +54,59 @@ func TestDoctorCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestDoctorCredentialPeer: a peer with `passwordFile: credential:NAME`
+// and no $CREDENTIALS_DIRECTORY (doctor run from a shell, or before the
+// unit's first start) does not fail the config: `config` passes, the
+// checks that need the config run (none is skipped for want of it), and
+// the secret gets its own `secrets` result naming the credential.
+func TestDoctorCredentialPeer(t *testing.T) {
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	t.Setenv("CREDENTIALS_DIRECTORY", "")
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.yaml")
+	doc := `node: {name: n1}
+bgp:
+  asn: 65010
+  routerID: 192.0.2.10
+  listenPort: -1
+  peers:
+    - {name: tor-a, address: 192.0.2.1, asn: 65001, passwordFile: "credential:tor-a-md5"}
+advertise:
+  - {name: pods, kind: podNetwork, networks: ["*"]}
+ovn: {northbound: "unix:` + filepath.Join(dir, "nb.sock") + `"}
+control: {socket: ` + filepath.Join(dir, "ovnbgp.sock") + `}
+metrics: {address: ""}
+stateDir: ` + filepath.Join(dir, "state") + `
+`
+	if err := os.WriteFile(cfg, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	root := NewRootCommand(&out)
+	root.SetArgs([]string{"doctor", "--config", cfg, "-o", "json", "--timeout", "2s"})
+	_ = root.Execute() // the exit code depends on this machine (NB is absent: nb fails)
+	var rep doctor.Report
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("-o json: %v\n%s", err, out.String())
+	}
+	var secrets []doctor.Result
+	for _, c := range rep.Checks {
+		switch {
+		case c.ID == "config" && c.Status != doctor.Pass:
+			t.Errorf("config: %s %s", c.Status, c.Finding)
+		case strings.Contains(c.Finding, "needs a valid config"):
+			t.Errorf("%s skipped for want of the config: %s", c.ID, c.Finding)
+		case c.ID == "secrets":
+			secrets = append(secrets, c)
+		}
+	}
+	if len(secrets) != 1 || secrets[0].Status == doctor.Skip || !strings.Contains(secrets[0].Finding, "credential tor-a-md5") {
+		t.Errorf("secrets: %+v, want one result about credential tor-a-md5", secrets)
+	}
+	for _, c := range rep.Checks {
+		if c.ID == "nb" && c.Status == doctor.Skip {
+			t.Errorf("nb did not run: %+v", c)
+		}
+	}
+}

@@ -14,9 +14,9 @@ import (
 const (
 	// MaxConfigSize is the largest configuration file (1 MiB).
 	MaxConfigSize = 1 << 20
-	// maxSecretFileSize is the largest secret file: a TCP MD5 key is at
+	// MaxSecretFileSize is the largest secret file: a TCP MD5 key is at
 	// most 80 bytes, so anything much larger is not a secret file.
-	maxSecretFileSize = 1024
+	MaxSecretFileSize = 1024
 )
 
 // readRegular reads the regular file at path (a symlink is followed),

@@ -27,6 +27,8 @@ type host struct {
 	// its information (readRegular).
 	readFile func(path string, limit int64) ([]byte, fs.FileInfo, error)
 	stat     func(string) (fs.FileInfo, error)
+	// skipSecrets: passwordFile is recorded, not read (LoadOptions).
+	skipSecrets bool
 }
 
 // systemHost reads the real machine.
@@ -51,11 +53,30 @@ func Load(path string) (*Config, error) {
 // it goes and returns an error saying it stopped. The work of decoding is
 // bounded anyway (see Parse); ctx lets a caller stop sooner.
 func LoadContext(ctx context.Context, path string) (*Config, error) {
+	return LoadWith(ctx, path, LoadOptions{})
+}
+
+// LoadOptions change what LoadWith reads besides the file. The zero value
+// is Load's behaviour.
+type LoadOptions struct {
+	// SkipSecrets records each peer's passwordFile without reading it:
+	// Password stays empty and PasswordFile keeps the reference (a path,
+	// or credential:NAME, whose syntax is still checked). For callers
+	// that look at the config but never open a session, such as `ovnbgp
+	// doctor`, which runs outside the unit (no $CREDENTIALS_DIRECTORY)
+	// and checks the secrets itself. The daemon never sets it.
+	SkipSecrets bool
+}
+
+// LoadWith is LoadContext with options.
+func LoadWith(ctx context.Context, path string, o LoadOptions) (*Config, error) {
 	data, _, err := readRegular(path, MaxConfigSize)
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)
 	}
-	return parseContext(ctx, data, path, systemHost())
+	h := systemHost()
+	h.skipSecrets = o.SkipSecrets
+	return parseContext(ctx, data, path, h)
 }
 
 // Parse decodes a configuration document, fills defaults, reads each peer's
@@ -185,12 +206,19 @@ func lineOf(lines map[string]int, path string) int {
 	return 0
 }
 
-// readSecrets reads each peer's passwordFile into Password.
+// readSecrets reads each peer's passwordFile into Password; with
+// h.skipSecrets it only checks the reference.
 func (c *Config) readSecrets(h host) Errors {
 	var r report
 	for i := range c.BGP.Peers {
 		p := &c.BGP.Peers[i]
 		if p.PasswordFile == "" {
+			continue
+		}
+		if h.skipSecrets {
+			if _, err := ParseSecretRef(p.PasswordFile); err != nil {
+				r.add(key(index("bgp.peers", i), "passwordFile"), "%v", err)
+			}
 			continue
 		}
 		secret, err := readSecret(h, p.PasswordFile)
@@ -209,39 +237,75 @@ const maxMD5KeyLen = 80
 // credentialPrefix marks a passwordFile that names a systemd credential.
 const credentialPrefix = "credential:"
 
+// SecretRef is where a peer's passwordFile points: a systemd credential
+// (read from $CREDENTIALS_DIRECTORY/Credential, i.e. systemd's
+// LoadCredential=Credential:PATH) or a file (Path). One is set.
+type SecretRef struct {
+	Credential string
+	Path       string
+}
+
+// ParseSecretRef splits a passwordFile value: "credential:NAME" names a
+// credential (NAME a plain file name), anything else a file.
+func ParseSecretRef(passwordFile string) (SecretRef, error) {
+	name, ok := strings.CutPrefix(passwordFile, credentialPrefix)
+	if !ok {
+		return SecretRef{Path: passwordFile}, nil
+	}
+	if name == "" || strings.ContainsRune(name, '/') || name == "." || name == ".." {
+		return SecretRef{}, fmt.Errorf("%q: a credential name is a plain file name, e.g. credential:tor-a-md5", passwordFile)
+	}
+	return SecretRef{Credential: name}, nil
+}
+
 // readSecret reads a TCP MD5 secret from file, or from
 // $CREDENTIALS_DIRECTORY/NAME for "credential:NAME" (systemd's
 // LoadCredential=), without its trailing newline. Its errors name the file
 // but never the secret.
 func readSecret(h host, file string) (string, error) {
-	path := file
-	if name, ok := strings.CutPrefix(file, credentialPrefix); ok {
-		if name == "" || strings.ContainsRune(name, '/') || name == "." || name == ".." {
-			return "", fmt.Errorf("%q: a credential name is a plain file name, e.g. credential:tor-a-md5", file)
-		}
-		dir := h.getenv("CREDENTIALS_DIRECTORY")
-		if dir == "" {
-			return "", fmt.Errorf("%q: $CREDENTIALS_DIRECTORY is not set (run under systemd with LoadCredential=%s:PATH)", file, name)
-		}
-		path = filepath.Join(dir, name)
-	}
-	data, fi, err := h.readFile(path, maxSecretFileSize)
+	ref, err := ParseSecretRef(file)
 	if err != nil {
 		return "", err
 	}
-	if perm := fi.Mode().Perm(); perm&0o004 != 0 {
-		return "", fmt.Errorf("%q is readable by every user (mode %04o): run chmod o-rwx on it (group-readable is fine)", path, perm)
+	path := ref.Path
+	if ref.Credential != "" {
+		dir := h.getenv("CREDENTIALS_DIRECTORY")
+		if dir == "" {
+			return "", fmt.Errorf("%q: $CREDENTIALS_DIRECTORY is not set (run under systemd with LoadCredential=%s:PATH)", file, ref.Credential)
+		}
+		path = filepath.Join(dir, ref.Credential)
 	}
-	secret := strings.TrimRight(string(data), "\r\n")
+	data, fi, err := h.readFile(path, MaxSecretFileSize)
+	if err != nil {
+		return "", err
+	}
+	if err := CheckSecret(path, data, fi.Mode()); err != nil {
+		return "", err
+	}
+	return secretOf(data), nil
+}
+
+// secretOf is a secret file's content without its trailing newline.
+func secretOf(data []byte) string { return strings.TrimRight(string(data), "\r\n") }
+
+// CheckSecret checks the content and mode of a secret file read from path
+// as Load does: not readable by every user, one non-blank line of at most
+// 80 bytes (a trailing newline is dropped). Its errors name path and say
+// how to fix it, never the secret.
+func CheckSecret(path string, data []byte, mode fs.FileMode) error {
+	if perm := mode.Perm(); perm&0o004 != 0 {
+		return fmt.Errorf("%q is readable by every user (mode %04o): run chmod o-rwx on it (group-readable is fine)", path, perm)
+	}
+	secret := secretOf(data)
 	switch {
 	case secret == "":
-		return "", fmt.Errorf("%q is empty", path)
+		return fmt.Errorf("%q is empty", path)
 	case strings.ContainsAny(secret, "\r\n"):
-		return "", fmt.Errorf("%q holds more than one line: write the secret alone on one line", path)
+		return fmt.Errorf("%q holds more than one line: write the secret alone on one line", path)
 	case strings.TrimSpace(secret) == "":
-		return "", fmt.Errorf("%q holds only white space", path)
+		return fmt.Errorf("%q holds only white space", path)
 	case len(secret) > maxMD5KeyLen:
-		return "", fmt.Errorf("the secret in %q is %d bytes long; TCP MD5 allows at most %d", path, len(secret), maxMD5KeyLen)
+		return fmt.Errorf("the secret in %q is %d bytes long; TCP MD5 allows at most %d", path, len(secret), maxMD5KeyLen)
 	}
-	return secret, nil
+	return nil
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -168,6 +169,87 @@ func TestPasswordNeverPrinted(t *testing.T) {
 			if (how == "json" || how == "yaml") && !strings.Contains(s, RedactedPassword) {
 				t.Errorf("%s config printed with %s does not show that a password is set:\n%s", cfg.name, how, s)
 			}
+		}
+	}
+}
+
+// TestLoadSkipSecrets: with LoadOptions.SkipSecrets a passwordFile is
+// recorded, not read: a credential: peer loads without
+// $CREDENTIALS_DIRECTORY, a missing file is no error, Password stays
+// empty and PasswordFile keeps the reference. The reference's syntax is
+// still checked. Without the option the same file fails (the daemon's
+// load is unchanged).
+func TestLoadSkipSecrets(t *testing.T) {
+	t.Setenv("CREDENTIALS_DIRECTORY", "")
+	dir := t.TempDir()
+	write := func(name, doc string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(doc), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	cred := write("cred.yaml", withPasswordFile(t, "credential:tor-a"))
+	missing := write("missing.yaml", withPasswordFile(t, filepath.Join(dir, "nope")))
+	for _, f := range []string{cred, missing} {
+		c, err := LoadWith(context.Background(), f, LoadOptions{SkipSecrets: true})
+		if err != nil {
+			t.Fatalf("%s with SkipSecrets: %v", f, err)
+		}
+		p := c.BGP.Peers[0]
+		if p.Password != "" || p.PasswordFile == "" {
+			t.Errorf("%s: Password %q, PasswordFile %q: want the reference kept and nothing read", f, p.Password, p.PasswordFile)
+		}
+		if _, err := Load(f); err == nil || !strings.Contains(err.Error(), "bgp.peers[0].passwordFile") {
+			t.Errorf("Load(%s) without the option = %v, want the passwordFile error", f, err)
+		}
+	}
+	if c, _ := LoadWith(context.Background(), cred, LoadOptions{SkipSecrets: true}); c != nil && c.BGP.Peers[0].PasswordFile != "credential:tor-a" {
+		t.Errorf("PasswordFile = %q, want credential:tor-a", c.BGP.Peers[0].PasswordFile)
+	}
+	bad := write("bad.yaml", withPasswordFile(t, "credential:../etc/shadow"))
+	_, err := LoadWith(context.Background(), bad, LoadOptions{SkipSecrets: true})
+	if err == nil || !strings.Contains(err.Error(), "a credential name is a plain file name") {
+		t.Errorf("bad credential name with SkipSecrets = %v, want the name refused", err)
+	}
+}
+
+// TestSecretRefAndCheck: the exported pieces doctor checks secrets with
+// are the ones Load reads them with.
+func TestSecretRefAndCheck(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want SecretRef
+		err  string
+	}{
+		{"/etc/ovnbgp/tor-a", SecretRef{Path: "/etc/ovnbgp/tor-a"}, ""},
+		{"credential:tor-a", SecretRef{Credential: "tor-a"}, ""},
+		{"credential:", SecretRef{}, "a credential name is a plain file name"},
+		{"credential:a/b", SecretRef{}, "a credential name is a plain file name"},
+	} {
+		got, err := ParseSecretRef(tc.in)
+		if (err == nil) != (tc.err == "") || (err != nil && !strings.Contains(err.Error(), tc.err)) || got != tc.want {
+			t.Errorf("ParseSecretRef(%q) = %+v, %v; want %+v, %q", tc.in, got, err, tc.want, tc.err)
+		}
+	}
+	for _, tc := range []struct {
+		data string
+		mode os.FileMode
+		err  string
+	}{
+		{secret + "\n", 0o600, ""},
+		{secret + "\n", 0o640, ""},
+		{secret + "\n", 0o644, "readable by every user (mode 0644)"},
+		{"\n", 0o600, "is empty"},
+		{"a\nb\n", 0o600, "more than one line"},
+		{strings.Repeat("x", 81), 0o600, "81 bytes long"},
+	} {
+		err := CheckSecret("/s", []byte(tc.data), tc.mode)
+		if (err == nil) != (tc.err == "") || (err != nil && !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("CheckSecret(%q, %o) = %v, want %q", tc.data, tc.mode, err, tc.err)
+		}
+		if err != nil && strings.Contains(err.Error(), secret) {
+			t.Errorf("CheckSecret error shows the secret: %v", err)
 		}
 	}
 }

@@ -156,7 +156,7 @@ func (v *validator) peer(p string, peer *Peer) {
 	if peer.EBGPMultihop > 0 && peer.TTLSecurity {
 		v.add(key(p, "ttlSecurity"), "cannot be combined with ebgpMultihop (FRR rejects this combination too): GTSM expects a directly connected peer")
 	}
-	if peer.PasswordFile != "" && peer.Password == "" {
+	if peer.PasswordFile != "" && peer.Password == "" && !v.h.skipSecrets {
 		if _, err := readSecret(v.h, peer.PasswordFile); err != nil {
 			v.add(key(p, "passwordFile"), "%v", err)
 		}

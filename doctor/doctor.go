@@ -46,6 +46,8 @@ type Input struct {
 	// ConfigPath is the file the config came from (for the findings).
 	ConfigPath string
 	// Config is the parsed, validated config; nil when ConfigErr is set.
+	// It is loaded without reading secrets (config.LoadOptions
+	// SkipSecrets): the secrets check reads them.
 	Config *config.Config
 	// ConfigErr is why the config could not be loaded (the validator's
 	// message): checks that need the config are skipped.
@@ -94,6 +96,7 @@ func Run(ctx context.Context, env Env, in Input) Report {
 	}
 	for _, c := range []check{
 		checkDaemon,
+		checkSecrets,
 		checkNB,
 		checkPorts,
 		checkForwarding,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io/fs"
 	"net/netip"
+	"os"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -129,6 +130,22 @@ func procFiles(port string, pid, comm string) fstest.MapFS {
 	return fsys
 }
 
+// listenerAt: one IPv4 and one IPv6 TCP listener (local_address as
+// /proc/net/tcp{,6} print it, on a little-endian host), the IPv4 one held
+// by pid/comm; the IPv6 one (inode 4545) too.
+func listenerAt(v4, v6, pid, comm string) fstest.MapFS {
+	head := "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
+	fsys := fstest.MapFS{
+		"proc/net/tcp":  {Data: []byte(head + "   0: " + v4 + " 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 4242 1 0000000000000000 100 0 0 10 0\n")},
+		"proc/net/tcp6": {Data: []byte(head + "   0: " + v6 + " 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 4545 1 0000000000000000 100 0 0 10 0\n")},
+		"proc/net/unix": {Data: []byte("Num       RefCount Protocol Flags    Type St Inode Path\n")},
+	}
+	fsys["proc/"+pid+"/fd/7"] = &fstest.MapFile{Data: []byte("socket:[4242]"), Mode: fs.ModeSymlink}
+	fsys["proc/"+pid+"/fd/8"] = &fstest.MapFile{Data: []byte("socket:[4545]"), Mode: fs.ModeSymlink}
+	fsys["proc/"+pid+"/comm"] = &fstest.MapFile{Data: []byte(comm + "\n")}
+	return fsys
+}
+
 func TestCheckPorts(t *testing.T) {
 	const p179, p9479 = "00B3", "2507"
 	ownSocket := func(fsys fstest.MapFS) fstest.MapFS {
@@ -172,6 +189,22 @@ func TestCheckPorts(t *testing.T) {
 			return f
 		}(), baseConfig, []string{"pass:", "fail:held by socat (pid 12)", "pass:"}},
 		{"no config", procFiles(p179, "", ""), "", []string{"skip:", "skip:", "skip:"}},
+		// metrics.address is 127.0.0.1:9479: a listener on another address
+		// of the same port does not clash, one on 127.0.0.1 or a wildcard does
+		{"metrics port on another address", listenerAt("0500000A:"+p9479, "00000000000000000000000000000000:0050", "32", "node_exporter"), baseConfig,
+			[]string{"pass:", "pass:", "pass:port 9479 is free on 127.0.0.1"}},
+		{"metrics port on another IPv6 address", listenerAt("0100007F:0050", "B80D0120000000000000000001000000:"+p9479, "32", "node_exporter"), baseConfig,
+			[]string{"pass:", "pass:", "pass:port 9479 is free on 127.0.0.1"}},
+		{"metrics port on the same address", listenerAt("0100007F:"+p9479, "00000000000000000000000000000000:0050", "32", "node_exporter"), baseConfig,
+			[]string{"pass:", "pass:", "fail:port 9479 is held by node_exporter (pid 32)"}},
+		{"metrics port on the IPv6 wildcard", listenerAt("0100007F:0050", "00000000000000000000000000000000:"+p9479, "32", "node_exporter"), baseConfig,
+			[]string{"pass:", "pass:", "fail:port 9479 is held by node_exporter (pid 32)"}},
+		{"metrics port on IPv4-mapped 127.0.0.1", listenerAt("0500000A:0050", "0000000000000000FFFF00000100007F:"+p9479, "32", "node_exporter"), baseConfig,
+			[]string{"pass:", "pass:", "fail:port 9479 is held by node_exporter (pid 32)"}},
+		// a wildcard metrics.address clashes with a listener on any address
+		{"wildcard metrics address", listenerAt("0500000A:"+p9479, "00000000000000000000000000000000:0050", "32", "node_exporter"),
+			strings.Replace(baseConfig, `"127.0.0.1:9479"`, `":9479"`, 1),
+			[]string{"pass:", "pass:", "fail:port 9479 is held by node_exporter (pid 32)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { expect(t, run(t, checkPorts, &fakeEnv{files: tc.files}, tc.doc), tc.want...) })
 	}
@@ -224,8 +257,28 @@ func TestCheckRPFilter(t *testing.T) {
 			[]string{"fail:eth0", "fail:eth1"}},
 		{"peer unreachable", &fakeEnv{files: strict}, baseConfig, []string{"warn:unreachable"}},
 		{"no IPv4 peer", &fakeEnv{}, v6only, []string{"skip:no IPv4 peer"}},
+		// a VLAN device: its /proc/sys directory keeps the dot
+		{"VLAN uplink", &fakeEnv{files: fstest.MapFS{
+			"proc/sys/net/ipv4/conf/all/rp_filter":       {Data: []byte("0\n")},
+			"proc/sys/net/ipv4/conf/bond0.100/rp_filter": {Data: []byte("1\n")},
+		}, routes: map[netip.Addr]string{netip.MustParseAddr("192.0.2.1"): "bond0.100"}}, importConfig(""),
+			[]string{"warn:uplink bond0.100 (peers tor-a): rp_filter 1 (all 0, bond0.100 1) is strict"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { expect(t, run(t, checkRPFilter, tc.env, tc.doc), tc.want...) })
+	}
+}
+
+// TestRPFilterFixVLAN: the fix for a VLAN device names it as sysctl wants
+// it, its dots as slashes (net.ipv4.conf.bond0/100.rp_filter), since
+// sysctl reads the dots of a key as path separators.
+func TestRPFilterFixVLAN(t *testing.T) {
+	env := &fakeEnv{files: fstest.MapFS{
+		"proc/sys/net/ipv4/conf/all/rp_filter":       {Data: []byte("0\n")},
+		"proc/sys/net/ipv4/conf/bond0.100/rp_filter": {Data: []byte("1\n")},
+	}, routes: map[netip.Addr]string{netip.MustParseAddr("192.0.2.1"): "bond0.100"}}
+	rs := run(t, checkRPFilter, env, importConfig(""))
+	if len(rs) != 1 || !strings.Contains(rs[0].Fix, "net.ipv4.conf.bond0/100.rp_filter=2") || strings.Contains(rs[0].Fix, "bond0.100.rp_filter") {
+		t.Errorf("fix for bond0.100:\n%s", dump(rs))
 	}
 }
 
@@ -259,6 +312,11 @@ func TestCheckVRFSupport(t *testing.T) {
 			[]string{"fail:has no VRF driver"}},
 		{"missing, not created", &fakeEnv{files: with(fstest.MapFS{"sys/module/vrf/refcnt": {}})}, importConfig(", kernel: {vrf: blue}"),
 			[]string{"fail:no import rule creates it"}},
+		// the VRFs cannot be listed: no verdict on whether blue exists
+		{"no netlink", &fakeEnv{rtErr: errors.New("permission denied"), files: with(fstest.MapFS{"sys/module/vrf/refcnt": {}})}, importConfig(", kernel: {vrf: blue}"),
+			[]string{"warn:cannot list VRFs: permission denied"}},
+		{"VRF list fails", &fakeEnv{vrfErr: errors.New("netlink: operation not permitted"), files: with(fstest.MapFS{"sys/module/vrf/refcnt": {}})}, createVRF,
+			[]string{"warn:cannot list VRFs: netlink: operation not permitted"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { expect(t, run(t, checkVRFSupport, tc.env, tc.doc), tc.want...) })
 	}
@@ -314,5 +372,39 @@ func TestCheckTables(t *testing.T) {
 		{"no netlink", &fakeEnv{rtErr: errors.New("permission denied")}, importConfig(", kernel: {table: 100}"), []string{"warn:permission denied"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { expect(t, run(t, checkTables, tc.env, tc.doc), tc.want...) })
+	}
+}
+
+// TestChecksDocumented: every check id a run reports is a row of the
+// Doctor table in docs/cli.md (scripts match the ids; the doc is their
+// reference).
+func TestChecksDocumented(t *testing.T) {
+	b, err := os.ReadFile("../docs/cli.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	start := strings.Index(doc, "## Doctor")
+	if start < 0 {
+		t.Fatal("docs/cli.md has no Doctor section")
+	}
+	doc = doc[start:]
+	if end := strings.Index(doc[3:], "\n## "); end >= 0 {
+		doc = doc[:end+3]
+	}
+	cfg := parse(t, importConfig(", kernel: {table: 100}"))
+	rep := Run(context.Background(), &fakeEnv{}, Input{ConfigPath: "c.yaml", Config: cfg})
+	seen := map[string]bool{}
+	for _, r := range rep.Checks {
+		if seen[r.ID] {
+			continue
+		}
+		seen[r.ID] = true
+		if !strings.Contains(doc, "| `"+r.ID+"`") && !strings.Contains(doc, ", `"+r.ID+"` |") {
+			t.Errorf("check %s is not in docs/cli.md's Doctor table", r.ID)
+		}
+	}
+	if len(seen) < 15 {
+		t.Errorf("only %d check ids ran: %v", len(seen), seen)
 	}
 }

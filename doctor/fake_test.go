@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -27,6 +29,7 @@ type fakeEnv struct {
 	vrfs   []model.VRFDevice
 	tables map[uint32]map[int]int
 	rtErr  error
+	vrfErr error        // VRFs() fails
 	aws    http.Handler // nil: nothing answers (not on AWS)
 	env    map[string]string
 	daemon *DaemonView
@@ -80,7 +83,7 @@ func (r fakeRouting) RouteTo(dst netip.Addr) (string, error) {
 	}
 	return "", fmt.Errorf("route lookup of %s: network is unreachable", dst)
 }
-func (r fakeRouting) VRFs() ([]model.VRFDevice, error)             { return r.f.vrfs, nil }
+func (r fakeRouting) VRFs() ([]model.VRFDevice, error)             { return r.f.vrfs, r.f.vrfErr }
 func (r fakeRouting) TableProtocols(t uint32) (map[int]int, error) { return r.f.tables[t], nil }
 func (fakeRouting) Close()                                         {}
 
@@ -97,9 +100,14 @@ control: {socket: /run/ovnbgp/ovnbgp.sock}
 metrics: {address: "127.0.0.1:9479"}
 `
 
+// parse loads doc as `ovnbgp doctor` does: passwordFile recorded, not read.
 func parse(t *testing.T, doc string) *config.Config {
 	t.Helper()
-	c, err := config.Parse([]byte(doc), "test.yaml")
+	f := filepath.Join(t.TempDir(), "test.yaml")
+	if err := os.WriteFile(f, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := config.LoadWith(context.Background(), f, config.LoadOptions{SkipSecrets: true})
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}

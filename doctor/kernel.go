@@ -65,8 +65,9 @@ func checkVRFSupport(_ context.Context, s *state) []Result {
 	}
 	fsys := s.env.Files()
 	var exist []model.VRFDevice
-	if rt, err := s.env.Routing(); err == nil {
-		exist, _ = rt.VRFs()
+	rt, lerr := s.env.Routing()
+	if lerr == nil {
+		exist, lerr = rt.VRFs()
 		rt.Close()
 	}
 	driver, derr := vrfDriver(fsys)
@@ -74,6 +75,18 @@ func checkVRFSupport(_ context.Context, s *state) []Result {
 	for _, v := range vrfs {
 		i := slices.IndexFunc(exist, func(d model.VRFDevice) bool { return d.Name == v })
 		switch {
+		case lerr != nil:
+			// no verdict on whether v exists: saying "does not exist"
+			// would send the operator to create a VRF that may be there
+			have := "the kernel's VRF driver is " + driver
+			if driver == "" {
+				have = "the kernel has no VRF driver"
+				if derr != nil {
+					have += " (" + derr.Error() + ")"
+				}
+			}
+			out = append(out, warn(id, "run doctor as root on the node (it lists the VRF devices over netlink), or check with `ip -d link show type vrf`",
+				"cannot list VRFs: %v: cannot tell whether VRF %s exists; %s", lerr, v, have))
 		case i >= 0:
 			out = append(out, pass(id, "VRF %s exists (table %d)", v, exist[i].Table))
 		case driver == "":

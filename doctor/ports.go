@@ -4,9 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"io/fs"
 	"net"
+	"net/netip"
 	"path"
 	"slices"
 	"strconv"
@@ -25,8 +28,13 @@ func (h holder) String() string { return fmt.Sprintf("%s (pid %d)", h.Comm, h.PI
 func (h holder) ours() bool { return h.Comm == "ovnbgp" }
 
 // tcpListeners returns the inodes of the TCP sockets listening on port in
-// this network namespace (proc/net/tcp and tcp6, state 0A).
-func tcpListeners(fsys fs.FS, port int) ([]uint64, error) {
+// this network namespace (proc/net/tcp and tcp6, state 0A) that clash with
+// a listener on host: with host unspecified (0.0.0.0, ::, or not an
+// address) every listener on the port; with a specific host, listeners on
+// that address (an IPv4-mapped IPv6 address counts as IPv4) or on a
+// wildcard address. A listener on another address of the same port does
+// not clash: the kernel lets both bind.
+func tcpListeners(fsys fs.FS, port int, host netip.Addr) ([]uint64, error) {
 	var inodes []uint64
 	read := 0
 	for _, f := range []string{"proc/net/tcp", "proc/net/tcp6"} {
@@ -46,9 +54,18 @@ func tcpListeners(fsys fs.FS, port int) ([]uint64, error) {
 				continue
 			}
 			i := strings.LastIndexByte(fl[1], ':')
+			if i < 0 {
+				continue
+			}
 			p, err := strconv.ParseUint(fl[1][i+1:], 16, 16)
 			if err != nil || int(p) != port {
 				continue
+			}
+			if host.IsValid() && !host.IsUnspecified() {
+				a, err := procAddr(fl[1][:i])
+				if err == nil && !a.IsUnspecified() && a.Unmap() != host.Unmap() {
+					continue
+				}
 			}
 			if ino, err := strconv.ParseUint(fl[9], 10, 64); err == nil && ino != 0 {
 				inodes = append(inodes, ino)
@@ -59,6 +76,22 @@ func tcpListeners(fsys fs.FS, port int) ([]uint64, error) {
 		return nil, fmt.Errorf("neither /proc/net/tcp nor /proc/net/tcp6 is readable")
 	}
 	return inodes, nil
+}
+
+// procAddr parses an address as /proc/net/tcp{,6} prints it: the hex of
+// each 32-bit word of the address as the host's CPU holds it (8 hex digits
+// for IPv4, 32 for IPv6).
+func procAddr(h string) (netip.Addr, error) {
+	raw, err := hex.DecodeString(h)
+	if err != nil || (len(raw) != 4 && len(raw) != 16) {
+		return netip.Addr{}, fmt.Errorf("%q is not an address of /proc/net/tcp", h)
+	}
+	b := make([]byte, len(raw))
+	for i := 0; i < len(raw); i += 4 {
+		binary.NativeEndian.PutUint32(b[i:], binary.BigEndian.Uint32(raw[i:]))
+	}
+	a, _ := netip.AddrFromSlice(b)
+	return a, nil
 }
 
 // unixListener returns the inode of the unix socket listening at path
@@ -117,13 +150,17 @@ func holders(fsys fs.FS, inodes []uint64) []holder {
 	return out
 }
 
-// portResult says who listens on a TCP port.
-func portResult(fsys fs.FS, id, what string, port int, fix string) Result {
-	inodes, err := tcpListeners(fsys, port)
+// portResult says who listens on a TCP port, on host (see tcpListeners;
+// the zero Addr: any address).
+func portResult(fsys fs.FS, id, what string, host netip.Addr, port int, fix string) Result {
+	inodes, err := tcpListeners(fsys, port, host)
 	if err != nil {
 		return warn(id, "run doctor as root on the node", "cannot tell who listens on %s port %d: %v", what, port, err)
 	}
 	if len(inodes) == 0 {
+		if host.IsValid() && !host.IsUnspecified() {
+			return pass(id, "%s port %d is free on %s", what, port, host)
+		}
 		return pass(id, "%s port %d is free", what, port)
 	}
 	hs := holders(fsys, inodes)
@@ -159,17 +196,20 @@ func checkPorts(_ context.Context, s *state) []Result {
 	if p := s.cfg.BGP.ListenPort; p < 0 {
 		out = append(out, skip(idBGP, "bgp.listenPort is -1: ovnbgp never listens (it dials its peers)"))
 	} else {
-		out = append(out, portResult(fsys, idBGP, "the BGP listen", p,
+		out = append(out, portResult(fsys, idBGP, "the BGP listen", netip.Addr{}, p,
 			"stop the process holding it (another BGP daemon: FRR's bgpd, MetalLB's speaker), or set bgp.listenPort (-1: dial only, with every peer passive: false)"))
 	}
 	out = append(out, socketResult(fsys, idSocket, s.cfg.Control.Socket))
 	if a := s.cfg.Metrics.Address; a == "" {
 		out = append(out, skip(idMetrics, "metrics.address is empty: no metrics endpoint"))
-	} else if _, ps, err := net.SplitHostPort(a); err != nil {
+	} else if h, ps, err := net.SplitHostPort(a); err != nil {
 		out = append(out, fail(idMetrics, "metrics.address: HOST:PORT", "metrics.address %q: %v", a, err))
 	} else {
 		p, _ := strconv.Atoi(ps)
-		out = append(out, portResult(fsys, idMetrics, "the metrics", p, "stop the process holding it, or set metrics.address to a free HOST:PORT"))
+		// a host name (localhost) is compared as a wildcard: any
+		// listener on the port is reported
+		host, _ := netip.ParseAddr(h)
+		out = append(out, portResult(fsys, idMetrics, "the metrics", host, p, "stop the process holding it, or set metrics.address to a free HOST:PORT"))
 	}
 	return out
 }

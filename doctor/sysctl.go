@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,17 +12,31 @@ import (
 	"github.com/ovnbgp/ovnbgp/config"
 )
 
-// sysctl reads a /proc/sys value ("net.ipv4.ip_forward").
-func sysctl(fsys fs.FS, key string) (int, error) {
-	b, err := fs.ReadFile(fsys, "proc/sys/"+strings.ReplaceAll(key, ".", "/"))
+// sysctl reads the /proc/sys value at the path made of parts ("net",
+// "ipv4", "ip_forward"). The parts are joined as given, not split on
+// dots: a device name keeps its dots (proc/sys/net/ipv4/conf/bond0.100).
+func sysctl(fsys fs.FS, parts ...string) (int, error) {
+	b, err := fs.ReadFile(fsys, path.Join(append([]string{"proc/sys"}, parts...)...))
 	if err != nil {
 		return 0, err
 	}
 	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
 	if err != nil {
-		return 0, fmt.Errorf("%s: %q is not a number", key, strings.TrimSpace(string(b)))
+		return 0, fmt.Errorf("%s: %q is not a number", sysctlKey(parts...), strings.TrimSpace(string(b)))
 	}
 	return n, nil
+}
+
+// sysctlKey is the key sysctl(8) takes for the /proc/sys path made of
+// parts: the parts joined with dots, and a dot inside a part (a VLAN
+// device, bond0.100) written as "/", which sysctl(8) turns back into a dot
+// ("net.ipv4.conf.bond0/100.rp_filter").
+func sysctlKey(parts ...string) string {
+	out := make([]string, len(parts))
+	for i, p := range parts {
+		out[i] = strings.ReplaceAll(p, ".", "/")
+	}
+	return strings.Join(out, ".")
 }
 
 // families are the address families of the configured sessions.
@@ -49,25 +64,27 @@ func checkForwarding(_ context.Context, s *state) []Result {
 	}
 	var out []Result
 	for _, f := range []struct {
-		id, key string
-		used    bool
-		family  string
+		id     string
+		parts  []string
+		used   bool
+		family string
 	}{
-		{"ipv4-forwarding", "net.ipv4.ip_forward", v4, "IPv4"},
-		{"ipv6-forwarding", "net.ipv6.conf.all.forwarding", v6, "IPv6"},
+		{"ipv4-forwarding", []string{"net", "ipv4", "ip_forward"}, v4, "IPv4"},
+		{"ipv6-forwarding", []string{"net", "ipv6", "conf", "all", "forwarding"}, v6, "IPv6"},
 	} {
+		key := sysctlKey(f.parts...)
 		if !f.used {
 			out = append(out, skip(f.id, "no %s session configured", f.family))
 			continue
 		}
-		fix := "sysctl -w " + f.key + "=1, and keep it in /etc/sysctl.d/ (OVN-Kubernetes nodes normally have it on)"
-		switch n, err := sysctl(fsys, f.key); {
+		fix := "sysctl -w " + key + "=1, and keep it in /etc/sysctl.d/ (OVN-Kubernetes nodes normally have it on)"
+		switch n, err := sysctl(fsys, f.parts...); {
 		case err != nil:
-			out = append(out, warn(f.id, fix, "cannot read %s: %v", f.key, err))
+			out = append(out, warn(f.id, fix, "cannot read %s: %v", key, err))
 		case n == 0:
-			out = append(out, fail(f.id, fix, "%s is 0: the node does not forward %s (pod traffic to and from the peers is dropped)", f.key, f.family))
+			out = append(out, fail(f.id, fix, "%s is 0: the node does not forward %s (pod traffic to and from the peers is dropped)", key, f.family))
 		default:
-			out = append(out, pass(f.id, "%s is %d", f.key, n))
+			out = append(out, pass(f.id, "%s is %d", key, n))
 		}
 	}
 	return out
@@ -122,22 +139,21 @@ func checkRPFilter(_ context.Context, s *state) []Result {
 		return []Result{skip(id, "no IPv4 peer (rp_filter is IPv4 only)")}
 	}
 	fsys := s.env.Files()
-	all, errAll := sysctl(fsys, "net.ipv4.conf.all.rp_filter")
+	all, errAll := sysctl(fsys, "net", "ipv4", "conf", "all", "rp_filter")
 	asymmetric := len(ups) > 1 || len(s.cfg.Import) > 0
 	why := "ECMP over several uplinks"
 	if len(ups) <= 1 {
 		why = "imported routes"
 	}
 	for _, u := range ups {
-		key := "net.ipv4.conf." + u.dev + ".rp_filter"
-		dev, err := sysctl(fsys, key)
+		dev, err := sysctl(fsys, "net", "ipv4", "conf", u.dev, "rp_filter")
 		if err != nil || errAll != nil {
 			out = append(out, warn(id, "run doctor as root on the node", "cannot read rp_filter of %s: %v", u.dev, firstErr(errAll, err)))
 			continue
 		}
 		eff := max(all, dev)
 		what := fmt.Sprintf("uplink %s (peers %s): rp_filter %d (all %d, %s %d)", u.dev, strings.Join(u.peers, ", "), eff, all, u.dev, dev)
-		fix := "sysctl -w net.ipv4.conf.all.rp_filter=2 net.ipv4.conf." + u.dev + ".rp_filter=2 (loose), and keep it in /etc/sysctl.d/"
+		fix := "sysctl -w net.ipv4.conf.all.rp_filter=2 " + sysctlKey("net", "ipv4", "conf", u.dev, "rp_filter") + "=2 (loose), and keep it in /etc/sysctl.d/"
 		switch {
 		case eff == 1 && asymmetric && len(ups) > 1:
 			out = append(out, fail(id, fix, "%s is strict, and %s make asymmetric paths: replies arriving on another uplink are dropped", what, why))

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"os/exec"
@@ -29,8 +30,12 @@ import (
 const (
 	envHelper = "OVNBGP_E2E_HELPER" // "listen:PORT" or "fake-aws"
 	envSDC    = "OVNBGP_E2E_SOURCE_DEST_CHECK"
-	fakeIMDS  = "169.254.169.254"
-	fakeEC2   = "http://169.254.169.254:8080"
+	// envRS lists the EniAddress of the fake EC2's Route Server endpoints
+	// (comma-separated); "denied" makes DescribeRouteServerEndpoints
+	// answer UnauthorizedOperation.
+	envRS    = "OVNBGP_E2E_ROUTE_SERVER_ENDPOINTS"
+	fakeIMDS = "169.254.169.254"
+	fakeEC2  = "http://169.254.169.254:8080"
 )
 
 // runHelper runs a helper when the test binary was started as one.
@@ -54,7 +59,7 @@ func runHelper() {
 			}
 		}
 	case mode == "fake-aws":
-		err = serveFakeAWS(os.Getenv(envSDC) == "true")
+		err = serveFakeAWS(os.Getenv(envSDC) == "true", os.Getenv(envRS))
 	default:
 		err = fmt.Errorf("unknown helper %q", mode)
 	}
@@ -64,8 +69,11 @@ func runHelper() {
 
 // serveFakeAWS serves IMDSv2 on port 80 and the EC2 API on 8080. IMDS
 // refuses reads without its token; EC2 refuses requests not signed (SigV4
-// header shape) with the role's key and session token.
-func serveFakeAWS(sourceDestCheck bool) error {
+// header shape) with the role's key and session token. It answers
+// DescribeNetworkInterfaces (one ENI, its source/destination check
+// sourceDestCheck) and DescribeRouteServerEndpoints (the comma-separated
+// EniAddresses of routeServers, or UnauthorizedOperation for "denied").
+func serveFakeAWS(sourceDestCheck bool, routeServers string) error {
 	imds := http.NewServeMux()
 	imds.HandleFunc("PUT /latest/api/token", func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("X-aws-ec2-metadata-token-ttl-seconds") == "" {
@@ -99,6 +107,20 @@ func serveFakeAWS(sourceDestCheck bool) error {
 			!strings.Contains(r.Header.Get("Authorization"), "/eu-west-1/ec2/aws4_request, SignedHeaders=") ||
 			r.Header.Get("X-Amz-Security-Token") != "e2e-session" {
 			http.Error(w, "<Response><Errors><Error><Code>AuthFailure</Code><Message>not signed</Message></Error></Errors></Response>", http.StatusUnauthorized)
+			return
+		}
+		if form.Get("Action") == "DescribeRouteServerEndpoints" {
+			if routeServers == "denied" {
+				http.Error(w, "<Response><Errors><Error><Code>UnauthorizedOperation</Code><Message>You are not authorized to perform this operation.</Message></Error></Errors></Response>", http.StatusForbidden)
+				return
+			}
+			var items strings.Builder
+			for i, a := range strings.Split(routeServers, ",") {
+				if a != "" {
+					fmt.Fprintf(&items, "<item><routeServerEndpointId>rse-%d</routeServerEndpointId><eniAddress>%s</eniAddress><state>available</state></item>", i, a)
+				}
+			}
+			fmt.Fprintf(w, `<DescribeRouteServerEndpointsResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/"><routeServerEndpointSet>%s</routeServerEndpointSet></DescribeRouteServerEndpointsResponse>`, items.String())
 			return
 		}
 		if form.Get("Action") != "DescribeNetworkInterfaces" || form.Get("Filter.1.Value.1") != "i-0e2e" {
@@ -184,7 +206,7 @@ func doctorIn(t *testing.T, l *lab.Lab, cfg string, env ...string) (doctor.Repor
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "ip", "netns", "exec", l.Node, lab.Binary(t), "doctor", "-o", "json", "--timeout", "30s", "--config", cfg)
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = doctorEnv(os.Environ(), env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -203,6 +225,33 @@ func doctorIn(t *testing.T, l *lab.Lab, cfg string, env ...string) (doctor.Repor
 		t.Errorf("exit code %d, but the report says %d", code, rep.ExitCode)
 	}
 	return rep, code
+}
+
+// doctorEnv is base without the variables that change doctor's verdicts
+// (AWS_*: the metadata service and EC2 endpoints, AWS_EC2_METADATA_DISABLED;
+// CREDENTIALS_DIRECTORY), plus extra: the test alone decides them, not the
+// CI environment.
+func doctorEnv(base []string, extra ...string) []string {
+	var out []string
+	for _, kv := range base {
+		if strings.HasPrefix(kv, "AWS_") || strings.HasPrefix(kv, "CREDENTIALS_DIRECTORY=") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return append(out, extra...)
+}
+
+// TestDoctorEnv: the doctor runs of these tests do not inherit AWS_* or
+// CREDENTIALS_DIRECTORY from the environment (a CI runner on EC2 could set
+// AWS_EC2_METADATA_DISABLED or an endpoint), only what the test passes.
+func TestDoctorEnv(t *testing.T) {
+	base := []string{"PATH=/usr/bin", "AWS_EC2_METADATA_DISABLED=true", "AWS_ENDPOINT_URL_EC2=http://ec2.ci", "CREDENTIALS_DIRECTORY=/run/x", "HOME=/root"}
+	got := doctorEnv(base, "AWS_METADATA_SERVICE_TIMEOUT=30")
+	want := []string{"PATH=/usr/bin", "HOME=/root", "AWS_METADATA_SERVICE_TIMEOUT=30"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("doctorEnv = %q, want %q", got, want)
+	}
 }
 
 // find returns the results of check id.
@@ -254,11 +303,18 @@ func doctorConfig(t *testing.T, dir, northbound string, maxAdvertised int) strin
 	t.Helper()
 	tor := lab.DefaultTor()
 	tor.MaxAdvertised = maxAdvertised
+	return doctorConfigPeers(t, dir, northbound, tor)
+}
+
+// doctorConfigPeers is doctorConfig with the given peers (the import rule
+// names the first).
+func doctorConfigPeers(t *testing.T, dir, northbound string, peers ...lab.Peer) string {
+	t.Helper()
 	text, err := lab.DaemonConfig{
-		Node: "node1", ASN: 65010, RouterID: lab.NodeIPv4, ListenPort: 179, Peers: []lab.Peer{tor},
+		Node: "node1", ASN: 65010, RouterID: lab.NodeIPv4, ListenPort: 179, Peers: peers,
 		Advertise: `  - {name: pods, kind: podNetwork, networks: ["*"]}`,
 		Import: `  - name: up
-    peers: [tor]
+    peers: [` + peers[0].Name + `]
     network: default
     accept: [{prefix: 198.51.100.0/24, maxLength: 32}]
     targets: {ovn: true, kernel: {table: 100}}`,
@@ -373,11 +429,36 @@ func TestDoctorDaemonRunning(t *testing.T) {
 	}
 }
 
+// connectNode and connectTGW are the two ends of a Transit Gateway
+// Connect peer's inside /29 (in 169.254.0.0/16), put on the lab's link.
+var (
+	connectNode = netip.MustParseAddr("169.254.6.1")
+	connectTGW  = netip.MustParseAddr("169.254.6.2")
+)
+
+// addConnectInside puts the Connect inside /29 on the lab's link: the
+// node's end in the node namespace, the Transit Gateway's on the tor side.
+func addConnectInside(t *testing.T, l *lab.Lab) {
+	t.Helper()
+	for _, c := range [][]string{
+		{"ip", "-n", l.Node, "addr", "add", connectNode.String() + "/29", "dev", lab.NodeLink},
+		{"ip", "-n", l.Tor, "addr", "add", connectTGW.String() + "/29", "dev", lab.TorLink},
+	} {
+		if out, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v: %s", strings.Join(c, " "), err, out)
+		}
+	}
+}
+
 // TestDoctorAWS: inside a namespace that has 169.254.169.254 on its
 // loopback, a fake IMDSv2 and EC2 API served by the test: the instance is
 // found, the ENI's source/destination check is read through a SigV4-signed
-// DescribeNetworkInterfaces, and the Route Server quota is checked against
-// maxAdvertised. Outside (TestDoctor) the same binary skips the AWS checks.
+// DescribeNetworkInterfaces, and each peer's AWS route quota is checked
+// against maxAdvertised: 100 for a peer that DescribeRouteServerEndpoints
+// lists as a Route Server endpoint (assumed, and only a warning, when the
+// role may not call it), 1,000 for a Transit Gateway Connect peer (its
+// address inside 169.254.0.0/16), none for another peer. Outside
+// (TestDoctor) the same binary skips the AWS checks.
 func TestDoctorAWS(t *testing.T) {
 	t.Parallel()
 	l := lab.New(t)
@@ -387,28 +468,128 @@ func TestDoctorAWS(t *testing.T) {
 	if out, err := l.Exec(l.Node, "ip", "addr", "add", fakeIMDS+"/32", "dev", "lo"); err != nil {
 		t.Fatalf("ip addr add: %v: %s", err, out)
 	}
+	addConnectInside(t, l)
 	sysctlIn(t, l, l.Node, "net.ipv4.ip_forward", "1", "net.ipv4.conf.all.rp_filter", "0", "net.ipv4.conf."+lab.NodeLink+".rp_filter", "0")
 	// a busy machine may take more than doctor's 300 ms to answer: no timing here
 	env := []string{"AWS_ENDPOINT_URL_EC2=" + fakeEC2, "AWS_METADATA_SERVICE_TIMEOUT=30"}
+	tor := lab.TorIPv4.String()
 
-	// the check is on, the peer has no export cap
-	stop := startHelper(t, l.Node, "fake-aws", envSDC+"=true")
+	// the check is on, the peer (a Route Server endpoint) has no export cap
+	stop := startHelper(t, l.Node, "fake-aws", envSDC+"=true", envRS+"=10.0.9.5,"+tor)
 	rep, code := doctorIn(t, l, doctorConfig(t, l.MkdirUnique("doctor"), nb.Endpoint(), 0), env...)
 	if code != 2 {
 		t.Errorf("exit code %d, want 2", code)
 	}
 	want(t, rep, "aws-instance", doctor.Pass, "EC2 instance i-0e2e in eu-west-1 (IMDSv2)")
 	want(t, rep, "aws-source-dest-check", doctor.Fail, "on for eni-e2e0 (device 0)")
-	want(t, rep, "aws-route-server-quota", doctor.Warn, "tor has no maxAdvertised")
+	want(t, rep, "aws-route-server-quota", doctor.Warn, "tor (Route Server endpoint, quota 100) has no maxAdvertised")
 	t.Logf("source/dest check on, no cap: exit %d\n%s", code, reportText(rep))
 	stop()
 
 	// off, and capped at the quota: everything passes
-	startHelper(t, l.Node, "fake-aws", envSDC+"=false")
+	stop = startHelper(t, l.Node, "fake-aws", envSDC+"=false", envRS+"="+tor)
 	rep, code = doctorIn(t, l, doctorConfig(t, l.MkdirUnique("doctor"), nb.Endpoint(), 100), env...)
 	if code != 0 {
 		t.Errorf("exit code %d, want 0:\n%s", code, reportText(rep))
 	}
 	want(t, rep, "aws-source-dest-check", doctor.Pass, "off on eni-e2e0")
-	want(t, rep, "aws-route-server-quota", doctor.Pass, "tor (maxAdvertised 100)")
+	want(t, rep, "aws-route-server-quota", doctor.Pass, "tor (Route Server endpoint, quota 100): maxAdvertised 100")
+
+	// a Transit Gateway Connect peer capped at 1,000 (docs/aws.md's
+	// config): it passes, where the Route Server quota used to warn
+	tgw := lab.Peer{Name: "tgw-1", Address: connectTGW, ASN: 64600, MaxAdvertised: 1000}
+	rep, code = doctorIn(t, l, doctorConfigPeers(t, l.MkdirUnique("doctor"), nb.Endpoint(), tgw), env...)
+	if code != 0 {
+		t.Errorf("Connect peer at 1000: exit code %d, want 0:\n%s", code, reportText(rep))
+	}
+	want(t, rep, "aws-route-server-quota", doctor.Pass, "tgw-1 (Transit Gateway Connect peer, quota 1000): maxAdvertised 1000")
+	tgw.MaxAdvertised = 1001
+	rep, code = doctorIn(t, l, doctorConfigPeers(t, l.MkdirUnique("doctor"), nb.Endpoint(), tgw), env...)
+	if code != 1 {
+		t.Errorf("Connect peer capped above 1000: exit code %d, want 1:\n%s", code, reportText(rep))
+	}
+	want(t, rep, "aws-route-server-quota", doctor.Warn, "tgw-1 (Transit Gateway Connect peer, quota 1000) has maxAdvertised 1001")
+
+	stop()
+
+	// a peer EC2 does not list as an endpoint has no AWS quota
+	stop = startHelper(t, l.Node, "fake-aws", envSDC+"=false", envRS+"=10.0.9.5")
+	rep, _ = doctorIn(t, l, doctorConfigPeers(t, l.MkdirUnique("doctor"), nb.Endpoint(), lab.DefaultTor()), env...)
+	want(t, rep, "aws-route-server-quota", doctor.Pass, "tor is neither a Route Server endpoint (EC2 lists 1) nor a Transit Gateway Connect peer")
+	stop()
+
+	// the role may not list the endpoints: assumed, and only a warning
+	startHelper(t, l.Node, "fake-aws", envSDC+"=false", envRS+"=denied")
+	rep, code = doctorIn(t, l, doctorConfig(t, l.MkdirUnique("doctor"), nb.Endpoint(), 0), env...)
+	if code != 1 {
+		t.Errorf("endpoints unknown: exit code %d, want 1:\n%s", code, reportText(rep))
+	}
+	want(t, rep, "aws-route-server-quota", doctor.Warn, "tor (assumed to be a Route Server endpoint, quota 100) has no maxAdvertised")
+	want(t, rep, "aws-route-server-quota", doctor.Warn, "DescribeRouteServerEndpoints: HTTP 403 UnauthorizedOperation")
+}
+
+// TestDoctorConnectQuota: the daemon runs with a Transit Gateway Connect
+// peer (FRR at 169.254.6.2, the node at 169.254.6.1) and 1,001 Service
+// VIPs to advertise, no export cap: doctor (on a fake EC2) reads the
+// count from the daemon and fails the Connect quota of 1,000; after a
+// reload with maxAdvertised 1000 the daemon sends 1,000 and the check
+// passes. A Route Server's quota of 100 would have failed both.
+func TestDoctorConnectQuota(t *testing.T) {
+	t.Parallel()
+	l := lab.New(t)
+	nb := l.StartNB()
+	nb.PopulateOVNK()
+	nb.GatewayRouter("node1", lab.ImportLinkNetworks()...)
+	if out, err := l.Exec(l.Node, "ip", "addr", "add", fakeIMDS+"/32", "dev", "lo"); err != nil {
+		t.Fatalf("ip addr add: %v: %s", err, out)
+	}
+	addConnectInside(t, l)
+	vips := map[string]string{}
+	for i := range 1001 {
+		vips[fmt.Sprintf("198.18.%d.%d:80", i/250, 1+i%250)] = "10.128.0.5:8080"
+	}
+	createServiceLB(t, nb, "", "ns1/many", "tcp", vips)
+	l.StartFRR(lab.FRRConfig{Neighbors: []lab.FRRNeighbor{{Address: connectNode, ASN: 65010, Passive: true}}})
+	cfg := lab.DaemonConfig{
+		Peers:        []lab.Peer{{Name: "tgw-1", Address: connectTGW, ASN: 65001}},
+		Advertise:    "  - {name: vips, kind: loadBalancerIP}",
+		ServiceCIDRs: advServiceCIDRs,
+	}
+	d := l.StartDaemon(nb, cfg)
+	advertising := func(n int) {
+		t.Helper()
+		lab.Eventually(t, generous, 200*time.Millisecond, fmt.Sprintf("the daemon advertises %d prefixes to tgw-1", n), func() error {
+			p, err := d.Peer("tgw-1")
+			if err != nil {
+				return err
+			}
+			got := 0
+			for _, f := range p.Families {
+				got += f.Advertised
+			}
+			if got != n {
+				return fmt.Errorf("tgw-1 (%s) advertised %d", p.State, got)
+			}
+			return nil
+		})
+	}
+	advertising(1001)
+	startHelper(t, l.Node, "fake-aws", envSDC+"=false", envRS+"=")
+	env := []string{"AWS_ENDPOINT_URL_EC2=" + fakeEC2, "AWS_METADATA_SERVICE_TIMEOUT=30"}
+	rep, code := doctorIn(t, l, d.Config, env...)
+	if code != 2 {
+		t.Errorf("exit code %d, want 2", code)
+	}
+	want(t, rep, "daemon", doctor.Pass, "answers on its control socket")
+	want(t, rep, "aws-route-server-quota", doctor.Fail, "tgw-1 (Transit Gateway Connect peer) advertises 1001, above its quota of 1000")
+	t.Logf("1001 routes to a Connect peer: exit %d\n%s", code, reportText(rep))
+
+	next := d.Cfg
+	next.Peers = []lab.Peer{{Name: "tgw-1", Address: connectTGW, ASN: 65001, MaxAdvertised: 1000}}
+	if err := d.Reload(next); err != nil {
+		t.Fatal(err)
+	}
+	advertising(1000)
+	rep, _ = doctorIn(t, l, d.Config, env...)
+	want(t, rep, "aws-route-server-quota", doctor.Pass, "tgw-1 (Transit Gateway Connect peer, quota 1000): maxAdvertised 1000, advertising 1000 now")
 }
