@@ -15,8 +15,8 @@ build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) .
 	@file $(BIN) 2>/dev/null | grep -q 'statically linked' || { echo "$(BIN) is not statically linked" >&2; file $(BIN) >&2; exit 1; }
 
-# The unit packages: everything but the end-to-end tests, the VM test and the benchmarks.
-UNIT_PKGS = $$($(GO) list ./... | grep -v -e /test/e2e -e /bench -e /vrf/vmtest)
+# The unit packages: everything but the end-to-end tests, the VM tests and the benchmarks.
+UNIT_PKGS = $$($(GO) list ./... | grep -v -e /test/e2e -e /bench -e /vrf/vmtest -e /packaging/vmtest)
 
 ## test: install test packages (as root), vet, build, the race detector on the unit packages, unit and end-to-end tests
 test: deps vet build race

@@ -166,8 +166,7 @@ type Result struct {
 // kvmWindow is how long a KVM boot may take to print its first report
 // line before KVM counts as unusable here and the boot is redone with TCG.
 // A working KVM guest reaches /init in about a second (TCG: under 10 s);
-// some nested hosts
-// offer /dev/kvm but hang the guest kernel early.
+// some nested hosts offer /dev/kvm but hang the guest kernel early.
 const kvmWindow = 20 * time.Second
 
 // Boot runs qemu until the guest powers off or opts.Timeout passes. The
