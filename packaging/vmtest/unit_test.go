@@ -4,7 +4,6 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -70,24 +69,12 @@ func TestUnitUnderSystemd(t *testing.T) {
 		missing = append(missing, "root (qemu reads the whole root file system for the guest)")
 	}
 	vm.Need(t, missing...)
-	start := time.Now()
 	bin := lab.Binary(t)
 	dir := t.TempDir()
 	guest := k.BuildGuest(t, dir, "./guest")
-	built := time.Now()
 
 	initrd := filepath.Join(dir, "initrd.gz")
-	a, err := vm.NewInitramfs(initrd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.Copy("init", guest)
-	var order []string
-	for _, m := range k.Modules {
-		a.Copy("mods/"+filepath.Base(m), m)
-		order = append(order, filepath.Base(m))
-	}
-	a.File("mods/order", 0o644, []byte(strings.Join(order, "\n")+"\n"))
+	a := k.Initramfs(t, initrd, guest)
 	// /payload is copied over the VM's root: the shipped files at the
 	// places the packages install them, then the test's units and configs.
 	a.Copy("payload/etc/systemd/system/ovnbgp.service", "../systemd/ovnbgp.service")
@@ -112,9 +99,5 @@ func TestUnitUnderSystemd(t *testing.T) {
 		Args:    []string{"-nic", "none", "-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,readonly=on"},
 		Timeout: 15 * time.Minute,
 	})
-	t.Logf("VM test wall time %s: guest build %s, qemu boot to power-off %s (%s, %s)",
-		time.Since(start).Round(100*time.Millisecond), built.Sub(start).Round(100*time.Millisecond),
-		r.Took.Round(100*time.Millisecond), filepath.Base(k.Vmlinuz), r.Accel)
 	r.Check(t, checks...)
 }
-

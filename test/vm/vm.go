@@ -175,23 +175,41 @@ const kvmWindow = 20 * time.Second
 // kvmWindow, else TCG.
 func (k Kernel) Boot(t testing.TB, opts Options) Result {
 	t.Helper()
-	switch a := os.Getenv("OVNBGP_VM_ACCEL"); a {
+	r := k.bootAuto(t, opts, os.Getenv("OVNBGP_VM_ACCEL"), kvmUsable(), kvmWindow)
+	t.Logf("qemu boot to power-off %s (%s, %s)", r.Took.Round(100*time.Millisecond), filepath.Base(k.Vmlinuz), r.Accel)
+	return r
+}
+
+// kvmUsable reports whether /dev/kvm opens for reading and writing.
+func kvmUsable() bool {
+	f, err := os.OpenFile("/dev/kvm", os.O_RDWR, 0)
+	if err != nil {
+		return false
+	}
+	f.Close()
+	return true
+}
+
+// bootAuto boots with accel ("kvm", "tcg", or "" or "auto": KVM when
+// usable and the guest reports within window, else TCG).
+func (k Kernel) bootAuto(t testing.TB, opts Options, accel string, kvm bool, window time.Duration) Result {
+	t.Helper()
+	switch accel {
 	case "kvm", "tcg":
-		return k.boot(opts, a, 0)
+		return k.boot(opts, accel, 0)
 	case "", "auto":
 	default:
-		t.Fatalf("OVNBGP_VM_ACCEL=%q: use kvm, tcg or auto (the default)", a)
+		t.Fatalf("OVNBGP_VM_ACCEL=%q: use kvm, tcg or auto (the default)", accel)
 	}
-	if f, err := os.OpenFile("/dev/kvm", os.O_RDWR, 0); err != nil {
-		t.Logf("no KVM (%v): booting with TCG", err)
-	} else {
-		f.Close()
-		r := k.boot(opts, "kvm", kvmWindow)
-		if !errors.Is(r.Err, errNoStart) {
-			return r
-		}
-		t.Logf("KVM: the guest printed nothing within %s (console: %q): booting again with TCG", kvmWindow, tail(r.Console, 300))
+	if !kvm {
+		t.Log("/dev/kvm does not open: booting with TCG")
+		return k.boot(opts, "tcg", 0)
 	}
+	r := k.boot(opts, "kvm", window)
+	if !errors.Is(r.Err, errNoStart) {
+		return r
+	}
+	t.Logf("KVM: the guest printed nothing within %s (console: %q): booting again with TCG", window, tail(r.Console, 300))
 	return k.boot(opts, "tcg", 0)
 }
 
@@ -348,6 +366,25 @@ func NewInitramfs(path string) (*Initramfs, error) {
 	}
 	a.w.add("dev/console", 0o020600, 5<<8|1, nil)
 	return a, nil
+}
+
+// Initramfs creates the archive at path with the guest program as /init
+// and k's modules in /modules, listed in their load order in /modules/order;
+// add more, then Close it. It fails t on an error.
+func (k Kernel) Initramfs(t testing.TB, path, guest string) *Initramfs {
+	t.Helper()
+	a, err := NewInitramfs(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Copy("init", guest)
+	var order []string
+	for _, m := range k.Modules {
+		a.Copy("modules/"+filepath.Base(m), m)
+		order = append(order, filepath.Base(m))
+	}
+	a.File("modules/order", 0o644, []byte(strings.Join(order, "\n")+"\n"))
+	return a
 }
 
 // Dir adds directory name and its parents (once each).

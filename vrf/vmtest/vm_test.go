@@ -21,26 +21,13 @@ var kernelModules = []string{"kernel/drivers/net/vrf.ko", "kernel/drivers/net/du
 // untouched).
 func TestVRFInVM(t *testing.T) {
 	k := vm.Require(t, kernelModules...)
-	start := time.Now()
 	dir := t.TempDir()
 	guest := k.BuildGuest(t, dir, "./guest")
-	built := time.Now()
 
 	initrd := filepath.Join(dir, "initrd.gz")
-	a, err := vm.NewInitramfs(initrd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.Copy("init", guest)
-	for _, m := range k.Modules {
-		a.Copy("modules/"+filepath.Base(m), m)
-	}
-	if err := a.Close(); err != nil {
+	if err := k.Initramfs(t, initrd, guest).Close(); err != nil {
 		t.Fatal(err)
 	}
 	r := k.Boot(t, vm.Options{Initrd: initrd, Timeout: 5 * time.Minute})
-	t.Logf("VM test wall time %s: guest build %s, qemu boot to power-off %s (%s, %s)",
-		time.Since(start).Round(100*time.Millisecond), built.Sub(start).Round(100*time.Millisecond),
-		r.Took.Round(100*time.Millisecond), filepath.Base(k.Vmlinuz), r.Accel)
 	r.Check(t)
 }

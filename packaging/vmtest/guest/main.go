@@ -2,7 +2,7 @@
 // (see ../unit_test.go).
 //
 // As /init (PID 1 of the initramfs) it loads the virtio, 9p and overlay
-// modules from /mods, mounts the host's root read-only over 9p under a tmpfs
+// modules from /modules (in the order of /modules/order), mounts the host's root read-only over 9p under a tmpfs
 // overlay, copies /payload (the unit, the binary under test, the test's
 // units and configs) into it, and execs the host's systemd as PID 1 with
 // --unit=vmtest.target.
@@ -64,12 +64,12 @@ func initVM() {
 		powerOff()
 	}
 	say("INFO init: loading modules")
-	mods, err := os.ReadFile("/mods/order")
+	mods, err := os.ReadFile("/modules/order")
 	if err != nil {
 		fail("%v", err)
 	}
 	for _, m := range strings.Fields(string(mods)) {
-		f, err := os.Open("/mods/" + m)
+		f, err := os.Open("/modules/" + m)
 		if err != nil {
 			fail("%v", err)
 		}
