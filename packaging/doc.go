@@ -4,5 +4,6 @@
 // protocol and the MachineConfig (machineconfig/). It has no Go code of its
 // own: its tests check those files with systemd's own tools
 // (systemd-analyze security and verify, systemd-tmpfiles) and against the
-// daemon's defaults.
+// daemon's defaults; packaging/vmtest runs the unit under a real systemd as
+// PID 1 in a qemu VM.
 package packaging
