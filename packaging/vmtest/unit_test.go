@@ -32,7 +32,7 @@ var modules9p = []string{
 var hostPrograms = []string{
 	"/lib/systemd/systemd", "/usr/bin/systemctl", "/usr/bin/journalctl", "/usr/lib/frr/bgpd", "/usr/bin/vtysh",
 	"/usr/sbin/ovsdb-server", "/usr/bin/ovsdb-tool", "/usr/bin/ovn-nbctl", "/usr/share/ovn/ovn-nb.ovsschema",
-	"/usr/sbin/ip",
+	"/usr/sbin/ip", "/usr/bin/nstat",
 }
 
 // checks are the checker's results the test requires (guest/main.go).

@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -242,14 +243,31 @@ func (c *checker) run() {
 		}
 		return e
 	})
+	// The control: a connection from the same address without the key
+	// never gets an answer, and the peer's kernel counts the dropped SYN.
+	var md5Before, md5After int
 	if err == nil {
-		var conf string
-		conf, err = run("vtysh", "--vty_socket", vty, "-c", "show running-config")
-		if err == nil && !strings.Contains(conf, "neighbor "+nodeIP+" password") {
-			err = fmt.Errorf("FRR has no TCP MD5 password for %s, the session proves nothing:\n%s", nodeIP, conf)
+		md5Before, err = md5NotFound()
+	}
+	if err == nil {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(nodeIP)}, Timeout: 3 * time.Second}
+		if conn, e := d.Dial("tcp", "192.0.2.1:179"); e == nil {
+			conn.Close()
+			err = fmt.Errorf("a connection from %s without TCP MD5 was accepted: the peer does not require the password", nodeIP)
 		}
 	}
-	c.result("established-md5", err, fmt.Sprintf("FRR AS65001 <-> ovnbgp %s Established with TCP MD5 (password from credential:tor-a)", nodeIP))
+	if err == nil {
+		err = waitFor(time.Minute, func() error {
+			var e error
+			md5After, e = md5NotFound()
+			if e == nil && md5After <= md5Before {
+				e = fmt.Errorf("the peer's TcpExtTCPMD5NotFound stayed %d after a SYN without the key", md5After)
+			}
+			return e
+		})
+	}
+	c.result("established-md5", err, fmt.Sprintf("FRR AS65001 <-> ovnbgp %s Established; a SYN without the key is dropped (TcpExtTCPMD5NotFound %d -> %d), so ovnbgp signs with the credential's password",
+		nodeIP, md5Before, md5After))
 
 	// The CLI through the control socket.
 	var peers []model.PeerStatus
@@ -365,6 +383,21 @@ func reloadWithRule() error {
 	}
 	_, err = run("systemctl", "reload", "ovnbgp")
 	return err
+}
+
+// md5NotFound reads the tor namespace's count of TCP segments dropped for
+// lacking an expected MD5 signature.
+func md5NotFound() (int, error) {
+	out, err := run("ip", "netns", "exec", "tor", "nstat", "-a", "-s", "-z", "TcpExtTCPMD5NotFound")
+	if err != nil {
+		return 0, err
+	}
+	for _, l := range lines(out, nil) {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == "TcpExtTCPMD5NotFound" {
+			return strconv.Atoi(f[1])
+		}
+	}
+	return 0, fmt.Errorf("nstat shows no TcpExtTCPMD5NotFound: %q", out)
 }
 
 // frrNeighbor is FRR's view of the session with ovnbgp.
