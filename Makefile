@@ -2,13 +2,24 @@
 SHELL   := /bin/bash
 GO      ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -s -w -X github.com/ovnbgp/ovnbgp/cmd.version=$(VERSION)
+# Stamps for `ovnbgp version`, from git (the go command's own VCS stamps are
+# missing in a git worktree and with GOFLAGS=-buildvcs=false). The commit's
+# date stands in for a build date: builds of a commit stay reproducible.
+COMMIT      ?= $(shell git rev-parse HEAD 2>/dev/null)
+TREE_STATE  ?= $(shell git status --porcelain >/dev/null 2>&1 && { [ -z "$$(git status --porcelain 2>/dev/null)" ] && echo clean || echo dirty; })
+COMMIT_DATE ?= $(shell git log -1 --format=%cI 2>/dev/null)
+PKG     := github.com/ovnbgp/ovnbgp/cmd
+LDFLAGS := -s -w -X $(PKG).version=$(VERSION) -X $(PKG).commit=$(COMMIT) -X $(PKG).treeState=$(TREE_STATE) -X $(PKG).commitDate=$(COMMIT_DATE)
 BIN     := bin/ovnbgp
 export CGO_ENABLED := 0
 
-.PHONY: all build test unit race e2e vet lab generate deps clean
+.PHONY: all help build test unit race e2e vet lab generate docs machineconfig image package fuzz deps clean
 
 all: build
+
+## help: this list
+help:
+	@sed -n 's/^## \([a-z0-9]*\): /  make \1\t/p' $(MAKEFILE_LIST) | expand -t 22
 
 ## build: the static, version-stamped binary in bin/ovnbgp
 build:
@@ -17,6 +28,10 @@ build:
 
 # The unit packages: everything but the end-to-end tests, the VM tests and the benchmarks.
 UNIT_PKGS = $$($(GO) list ./... | grep -v -e /test/e2e -e /bench -e /vrf/vmtest -e /packaging/vmtest)
+# The race detector skips packaging/ too: it has no concurrent Go code, and
+# its tests build the image and the packages and install the deb (make test
+# runs them once, without -race).
+RACE_PKGS = $$($(GO) list ./... | grep -v -e /test/e2e -e /bench -e /vrf/vmtest -e /packaging/vmtest -e /packaging$$)
 
 ## test: install test packages (as root), vet, build, the race detector on the unit packages, unit and end-to-end tests
 test: deps vet build race
@@ -26,7 +41,7 @@ test: deps vet build race
 unit:
 	$(GO) test -count=1 $(UNIT_PKGS)
 
-## race: the unit packages under the race detector (cgo is on for this target only)
+## race: the unit packages but packaging/ under the race detector (cgo is on for this target only)
 ## (a C compiler is needed: scripts/test-deps.sh installs gcc; without one,
 ## CI=true fails and elsewhere the target says so and skips)
 race:
@@ -34,7 +49,7 @@ race:
 	  msg="make race: no C compiler ($$cc) for cgo, which -race needs: run scripts/test-deps.sh as root, or apt-get install gcc libc6-dev"; \
 	  if [ "$$CI" = true ]; then echo "$$msg" >&2; exit 1; fi; \
 	  echo "$$msg; skipping the race detector" >&2; exit 0; fi; \
-	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 15m $(UNIT_PKGS)
+	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 15m $(RACE_PKGS)
 
 ## e2e: only the end-to-end tests (root; real ovsdb-server and FRR in netns)
 e2e: deps build
@@ -51,6 +66,50 @@ lab: build
 ## generate: libovsdb models from ovn/nbdb's schema
 generate:
 	CGO_ENABLED=1 $(GO) generate ./...
+
+## docs: regenerate docs/cli-reference.md from the command tree (a test fails when it is stale)
+docs:
+	$(GO) run . gendocs --markdown docs/cli-reference.md
+
+# Butane, nfpm: Go tools pinned in tools/go.mod (a module of its own, so
+# the binary's go.mod stays clean); `go tool` builds them on first use.
+TOOL    = $(GO) -C tools tool
+BUTANE  = $(TOOL) github.com/coreos/butane/internal
+NFPM    = $(TOOL) github.com/goreleaser/nfpm/v2/cmd/nfpm
+
+## machineconfig: render packaging/machineconfig/*.bu into the MachineConfig YAML beside each (a test fails when they differ)
+machineconfig:
+	@for bu in packaging/machineconfig/*.bu; do \
+	  echo "butane $$bu -> $${bu%.bu}.yaml"; \
+	  $(BUTANE) --strict --files-dir $(CURDIR)/packaging -o $(CURDIR)/$${bu%.bu}.yaml $(CURDIR)/$$bu || exit 1; \
+	done
+
+# image: podman or buildah (both take `build -f FILE -t TAG DIR`)
+CONTAINER ?= $(shell command -v podman || command -v buildah)
+IMAGE     ?= localhost/ovnbgp:$(VERSION)
+
+## image: the container image that carries the binary (packaging/Containerfile), tagged IMAGE (default localhost/ovnbgp:VERSION), with podman or buildah
+image: build
+	@[ -n "$(CONTAINER)" ] || { echo "make image: neither podman nor buildah found: apt-get install podman (or dnf install podman)" >&2; exit 1; }
+	@ctx=$$(mktemp -d) && cp $(BIN) $$ctx/ovnbgp && \
+	  $(CONTAINER) build -f packaging/Containerfile --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t $(IMAGE) $$ctx; \
+	  rc=$$?; rm -rf $$ctx; exit $$rc
+
+DIST    ?= dist
+
+## package: deb and rpm in dist/ (nfpm): binary, unit, tmpfiles, rt_protos.d, example config, completions, man pages
+package: build
+	GO=$(GO) scripts/package.sh $(BIN) $(DIST)
+
+# The fuzz targets, as package:target. `make test` runs their seed corpora
+# (and any crasher saved in the package's testdata/fuzz) as ordinary tests.
+FUZZ_TARGETS := config:FuzzParse plan:FuzzImportDecision ovn:FuzzSnapshot daemon:FuzzControlAPI
+FUZZTIME ?= 60s
+
+## fuzz: each fuzz target for FUZZTIME (default 60s): config loading, the import filter, the OVN snapshot builder, the control API
+## (a crasher is written to the package's testdata/fuzz and then fails make test until fixed)
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; 	  echo "== $$fn ($$pkg, $(FUZZTIME))"; 	  $(GO) test ./$$pkg/ -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 10s -parallel 1; 	done
 
 ## deps: apt packages the tests need (frr, ovn-central...), when root
 deps:

@@ -27,8 +27,12 @@ const (
 	PathImported   = "/v1/routes/imported"   // ?network=NAME
 	PathExplain    = "/v1/explain"           // ?prefix=PREFIX
 	// PathPlan: GET is the plan now; POST a PlanRequest previews a new
-	// config (root only: the daemon reads the file).
+	// config (root only: the config's secrets files are read as root).
 	PathPlan = "/v1/plan"
+	// PathReload: POST (no body) re-reads the daemon's config file and
+	// applies it, exactly as SIGHUP does (root only); the answer is the
+	// ReloadResult, status 200 when applied, 422 when refused.
+	PathReload = "/v1/reload"
 	// PathApply: POST a Plan (as `ovnbgp plan --out` saved it) to apply
 	// its OVN and kernel operations (root only).
 	PathApply = "/v1/apply"
@@ -100,10 +104,36 @@ func (d *Duration) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// PlanRequest asks for the plan a new config file would give.
+// PlanRequest asks for the plan a new config would give. The CLI reads the
+// file and sends its text: the daemon may run sandboxed (PrivateTmp,
+// ProtectHome) and not see the caller's files.
 type PlanRequest struct {
-	// Config is the absolute path of the new config file.
+	// Name names the config in error messages (the CLI sends the file's
+	// path).
+	Name string `json:"name"`
+	// Text is the config document (YAML), at most config.MaxConfigSize
+	// bytes. Files it names (passwordFile, ovn.tls) are read by the
+	// daemon.
+	Text string `json:"text"`
+}
+
+// ReloadResult is the outcome of a reload (`ovnbgp reload`, or SIGHUP in
+// the log).
+type ReloadResult struct {
+	// Config is the file that was read.
 	Config string `json:"config"`
+	// Applied is true when the new config runs; false when it was
+	// refused and the running config kept (Error says why).
+	Applied bool   `json:"applied"`
+	Error   string `json:"error,omitempty"`
+	// SessionResets are the sessions the reload reset, each with why:
+	// what `ovnbgp plan --config` predicted (config.SessionResets).
+	SessionResets []config.SessionReset `json:"sessionResets"`
+	// Added are the peers the reload added.
+	Added []string `json:"added,omitempty"`
+	// Warnings are changes not applied by a reload that was (keys that
+	// need a restart, new OVN settings that failed).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // PlanResponse is what `ovnbgp plan` prints.
@@ -231,6 +261,8 @@ type Status struct {
 	// Drained are the configured peers drained (`ovnbgp drain`): since
 	// when, when the withdraw happens, and where each stands.
 	Drained []DrainedPeer `json:"drained,omitempty"`
+	// BMP are the BMP stations configured (bmp.servers), up or not.
+	BMP []model.BMPStation `json:"bmp,omitempty"`
 }
 
 // ImportStatus summarises route import.

@@ -212,11 +212,27 @@ func (c *Client) Plan(ctx context.Context) (PlanResponse, error) {
 	return p, c.get(ctx, PathPlan, nil, &p)
 }
 
-// PlanConfig returns the changes the config file at path (absolute) would
-// make, and the sessions it would reset (root only).
-func (c *Client) PlanConfig(ctx context.Context, path string) (PlanResponse, error) {
+// PlanConfig returns the changes the config text would make, and the
+// sessions it would reset (root only); name names it in errors.
+func (c *Client) PlanConfig(ctx context.Context, name string, text []byte) (PlanResponse, error) {
 	var p PlanResponse
-	return p, c.post(ctx, PathPlan, PlanRequest{Config: path}, &p)
+	return p, c.post(ctx, PathPlan, PlanRequest{Name: name, Text: string(text)}, &p)
+}
+
+// Reload asks the daemon to re-read its config file and apply it, as
+// SIGHUP does (root only). A refused config is no error: r.Applied is
+// false and r.Error says why; err is for a reload that could not be asked.
+func (c *Client) Reload(ctx context.Context) (r ReloadResult, err error) {
+	status, data, err := c.postRaw(ctx, PathReload, struct{}{})
+	if err != nil {
+		return r, err
+	}
+	if status == http.StatusOK || status == http.StatusUnprocessableEntity {
+		if err := json.Unmarshal(data, &r); err == nil && r.Config != "" {
+			return r, nil
+		}
+	}
+	return r, replyErr(PathReload, status, data)
 }
 
 // Apply sends a saved plan (the JSON `ovnbgp plan --out` wrote) to be
@@ -254,34 +270,48 @@ func (c *Client) Explain(ctx context.Context, prefix string) (Explanation, error
 
 // post sends v as JSON and decodes the answer into out.
 func (c *Client) post(ctx context.Context, path string, v any, out any) error {
-	body, err := json.Marshal(v)
+	status, data, err := c.postRaw(ctx, path, v)
 	if err != nil {
 		return err
 	}
-	u := url.URL{Scheme: "http", Host: "ovnbgp", Path: path}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return c.explain(ctx, err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
-	if err != nil {
-		return c.explain(ctx, fmt.Errorf("read %s: %w", path, err))
-	}
-	if resp.StatusCode/100 != 2 {
-		var e Error
-		if json.Unmarshal(data, &e) == nil && e.Error != "" {
-			return errors.New(e.Error)
-		}
-		return fmt.Errorf("%s: %s", path, resp.Status)
+	if status/100 != 2 {
+		return replyErr(path, status, data)
 	}
 	if err := json.Unmarshal(data, out); err != nil {
 		return fmt.Errorf("decode %s: %w", path, err)
 	}
 	return nil
+}
+
+// replyErr is the error of a non-2xx answer.
+func replyErr(path string, status int, data []byte) error {
+	var e Error
+	if json.Unmarshal(data, &e) == nil && e.Error != "" {
+		return errors.New(e.Error)
+	}
+	return fmt.Errorf("%s: %d %s", path, status, http.StatusText(status))
+}
+
+// postRaw sends v as JSON and returns the answer's status and body.
+func (c *Client) postRaw(ctx context.Context, path string, v any) (int, []byte, error) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return 0, nil, err
+	}
+	u := url.URL{Scheme: "http", Host: "ovnbgp", Path: path}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, nil, c.explain(ctx, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if err != nil {
+		return 0, nil, c.explain(ctx, fmt.Errorf("read %s: %w", path, err))
+	}
+	return resp.StatusCode, data, nil
 }

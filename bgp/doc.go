@@ -166,6 +166,14 @@
 // decides, per peer, which connection gobgp gets when both sides dial
 // (RFC 4271 6.8).
 //
+// # BFD
+//
+// bfd.go runs gobgp's own BFD for a peer with bfd.enabled only while its
+// session is Established (turned on and off with UpdatePeer, no reset),
+// reads its state for Peers, lets only ovnbgp's own BFD detection reset a
+// session (not a Down or AdminDown the peer signals: bfdResetter, RFC 5882
+// 3.2) and names BFD in lastError (docs/architecture.md, "BFD").
+//
 // # What is reported
 //
 // Advertised marks each advertisement in effect sent, pending (session

@@ -226,10 +226,10 @@ func (s *Speaker) learnedPath(peer config.Peer, prefix netip.Prefix, p *apiutil.
 	case slices.Contains(lp.ASPath, s.global.ASN):
 		// gobgp rejects such a path for its Loc-RIB but keeps it in the
 		// Adj-RIB-In: it must never be imported either.
-		lp.Malformed = fmt.Sprintf("a routing loop: the AS path holds our own ASN %d (RFC 4271 9.1.2)", s.global.ASN)
+		lp.Malformed = fmt.Sprintf("%s: the AS path holds our own ASN %d (RFC 4271 9.1.2)", model.RoutingLoop, s.global.ASN)
 		lp.Reason = lp.Malformed + "; never imported"
 	case originator.IsValid() && originator == s.global.RouterID:
-		lp.Malformed = fmt.Sprintf("a routing loop: ORIGINATOR_ID is our router ID %v (RFC 4456 8)", originator)
+		lp.Malformed = fmt.Sprintf("%s: ORIGINATOR_ID is our router ID %v (RFC 4456 8)", model.RoutingLoop, originator)
 		lp.Reason = lp.Malformed + "; never imported"
 	}
 	return lp

@@ -378,3 +378,11 @@ func TestListenerIPv6(t *testing.T) {
 		t.Errorf("provider's view: %+v", st)
 	}
 }
+
+func TestBFDResetterField(t *testing.T) {
+	srv := server.NewBgpServer()
+	defer srv.Stop()
+	if err := bfdTo(srv, bfdResetter{srv: srv, keep: func(string) bool { return false }}); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -23,6 +23,10 @@ type gobgpHandler struct {
 	// key is gobgp's "Key" attribute (the peer address) of this logger.
 	key string
 	tap func(addr string, sent bool, code, subcode uint8, communication string)
+	// bfdDown gets the peer address of gobgp's BFD going down (its Warn
+	// records "Expired" and "Remote peer signaled BFD down", logged right
+	// before it resets the session).
+	bfdDown func(addr string, expired bool)
 }
 
 func (h gobgpHandler) passes(ctx context.Context, l slog.Level) bool {
@@ -36,6 +40,9 @@ func (h gobgpHandler) passes(ctx context.Context, l slog.Level) bool {
 func (h gobgpHandler) Enabled(ctx context.Context, l slog.Level) bool {
 	if h.key != "" && h.tap != nil && l >= slog.LevelInfo {
 		return true // NOTIFICATIONs are logged at Info
+	}
+	if h.bfdDown != nil && l == slog.LevelWarn && h.floor.Level() <= slog.LevelWarn {
+		return true // BFD going down is logged at Warn (and rare)
 	}
 	return h.passes(ctx, l)
 }
@@ -56,6 +63,21 @@ func (h gobgpHandler) Handle(ctx context.Context, r slog.Record) error {
 			return true
 		})
 		h.tap(h.key, r.Message == "sent notification", uint8(code), uint8(sub), comm)
+	}
+	if h.bfdDown != nil && (r.Message == "Expired" || r.Message == "Remote peer signaled BFD down") {
+		var topic, peer string
+		r.Attrs(func(a slog.Attr) bool {
+			switch a.Key {
+			case "Topic":
+				topic = a.Value.String()
+			case "Peer":
+				peer = a.Value.String()
+			}
+			return true
+		})
+		if topic == "bfd" {
+			h.bfdDown(peer, r.Message == "Expired")
+		}
 	}
 	if r.Message == "update prefix limit configuration" {
 		// ovnbgp arms and disarms the limit itself (prefixlimit.go) and

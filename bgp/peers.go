@@ -21,7 +21,9 @@ import (
 // SetPeers makes gobgp's peers equal to peers (by name): it adds the new
 // ones, deletes the gone ones and updates the changed ones. Only a peer whose
 // session-relevant config changed is reset (the log says which keys
-// changed); a change of maxPrefixes alone is applied without a reset. It
+// changed); keys that need no new OPEN nor connection (maxPrefixes,
+// connectRetry, passive: config.ResetsSession, which `ovnbgp plan
+// --config` uses too) are applied without a reset. It
 // keeps going on per-peer errors and returns them joined; Peers reports the
 // peers that could not be configured. The advertisements of the last Set are
 // then re-applied, so a new peer gets its routes without waiting for the
@@ -89,24 +91,44 @@ func (s *Speaker) SetPeers(ctx context.Context, peers []config.Peer) error {
 			s.learnFrom[p.Address] = p
 			s.st.Unlock()
 		case !config.ResetsSession(changed):
-			// maxPrefixes changed: arm gobgp's limit from the bound
-			// (prefixlimit.go).
+			// Keys applied in place (config.ResetsSession): maxPrefixes
+			// (gobgp's limit, armed from the bound: prefixlimit.go),
+			// connectRetry (gobgp takes a timer change without a reset;
+			// the dialer gets it from dialFor below), passive (the
+			// dialer's alone: gobgp's side is always passive) and bfd (on
+			// or off, or new timers, for the running session: bfd.go).
+			limit := slices.Contains(changed, "maxPrefixes")
 			b := s.boundOf(p.Address)
 			var was [2]bool
-			if b != nil {
+			if b != nil && limit {
 				was = b.armed
 				b.rearm(p)
 			}
+			s.st.Lock()
+			ss := s.sessions[p.Address]
+			wasBFD := ss != nil && ss.bfdOn
+			if ss != nil {
+				ss.bfdOn = p.BFD.Enabled && ss.state == model.StateEstablished
+				if ss.bfdOn != wasBFD {
+					ss.bfd, ss.bfdSince = model.BFDDown, time.Now()
+				}
+			}
+			s.st.Unlock()
 			if _, err := s.bgp.UpdatePeer(ctx, &api.UpdatePeerRequest{Peer: s.apiPeer(p)}); err != nil {
-				if b != nil {
+				if b != nil && limit {
 					b.armed = was
 				}
-				err = fmt.Errorf("peer %q: update max prefixes: %w", name, err)
+				if ss != nil {
+					s.st.Lock()
+					ss.bfdOn = wasBFD
+					s.st.Unlock()
+				}
+				err = fmt.Errorf("peer %q: update %s: %w", name, strings.Join(changed, ", "), err)
 				errs = append(errs, err)
 				peerErrs[name] = err.Error()
 				continue
 			}
-			if b != nil {
+			if b != nil && limit {
 				b.setTriggers(p)
 				s.wakeLimits()
 			}
@@ -116,7 +138,9 @@ func (s *Speaker) SetPeers(ctx context.Context, peers []config.Peer) error {
 			s.st.Unlock()
 			s.journal.markResync(name)
 			s.log.Info("peer updated without a session reset", zap.String("peer", name), zap.Strings("changed", changed))
-			s.reenableNow(ctx, p)
+			if limit {
+				s.reenableNow(ctx, p)
+			}
 		default:
 			// Deleted now, added back below with the new peers, so that
 			// two peers may swap addresses.
@@ -306,6 +330,11 @@ func (s *Speaker) apiPeer(p config.Peer) *api.Peer {
 			ConnectRetry:      seconds(p.ConnectRetry),
 			HoldTime:          seconds(p.HoldTime),
 			KeepaliveInterval: seconds(p.KeepaliveTime),
+			// After it sends Cease/Administrative Reset (in ovnbgp: only
+			// when BFD goes down, bfd.go), gobgp keeps the peer Idle this
+			// long (its default: 30 s); the session comes back as soon
+			// as the link does, at the pace of connectRetry.
+			IdleHoldTimeAfterReset: seconds(p.ConnectRetry),
 		}},
 		Transport: &api.Transport{
 			// ovnbgp dials (dialer.go): gobgp only ever takes connections
@@ -317,6 +346,10 @@ func (s *Speaker) apiPeer(p config.Peer) *api.Peer {
 	}
 	if p.SourceAddress.IsValid() {
 		ap.Transport.LocalAddress = p.SourceAddress.String()
+	}
+	if p.BFD.Enabled && s.bfdRunning(p.Address) {
+		// Only while Established (bfd.go).
+		ap.Bfd = bfdConfig(p)
 	}
 	switch {
 	case p.TTLSecurity:
@@ -459,6 +492,7 @@ func (s *Speaker) peerStatus(c config.Peer, p *api.Peer) model.PeerStatus {
 			fams, eorGot = ss.families, ss.eor
 		}
 	}
+	ps.BFD = bfdStatus(c, s.sessions[c.Address])
 	s.st.Unlock()
 	if ps.State == model.StateEstablished && fams != nil {
 		var missing []string

@@ -427,3 +427,45 @@ func TestMaxPrefixes(t *testing.T) {
 		return st.State != model.StateEstablished, string(st.State)
 	})
 }
+
+// TestSetPeersInPlace: changing a peer's connectRetry and passive (keys in
+// neither the OPEN nor the connection gobgp holds: config.ResetsSession)
+// keeps its session, on both ends; the speaker dials with the new values
+// afterwards (passive: it stops dialing; back to active: the session comes
+// up again after the provider's reset).
+func TestSetPeersInPlace(t *testing.T) {
+	parallel(t)
+	l := newLab(t, 66)
+	port := freePort(t)
+	prov := l.provider(3, port, provASN, false, "")
+	a := l.peerOf("a", 3, port, provASN)
+	// The node listens (a passive peer needs a listener).
+	node := l.speaker("node", config.BGP{ASN: nodeASN, RouterID: l.addr(2), ListenPort: freePort(t), Peers: []config.Peer{a}})
+	ctx := context.Background()
+	first := adv("a", "10.66.1.0/24", model.PathAttrs{})
+	set(t, node, first)
+	since := waitEstablished(t, node, "a").Since
+	waitLearned(t, prov, "node", first.Prefix)
+	provSince := peerState(t, prov, "node").Since
+
+	a2 := a
+	a2.ConnectRetry = 7 * time.Second
+	a2.Passive = true
+	if err := node.SetPeers(ctx, []config.Peer{a2}); err != nil {
+		t.Fatalf("change connectRetry and passive: %v", err)
+	}
+	// A reset would have reached the provider before this UPDATE (one TCP
+	// stream): once it has the new prefix, its session tells.
+	second := adv("a", "10.66.2.0/24", model.PathAttrs{})
+	set(t, node, first, second)
+	waitLearned(t, prov, "node", first.Prefix, second.Prefix)
+	if st := peerState(t, node, "a"); st.State != model.StateEstablished || !st.Since.Equal(since) {
+		t.Errorf("node's session to a after an in-place change: %s since %v, was %v", st.State, st.Since, since)
+	}
+	if st := peerState(t, prov, "node"); st.State != model.StateEstablished || !st.Since.Equal(provSince) {
+		t.Errorf("provider's session after an in-place change: %s since %v, was %v", st.State, st.Since, provSince)
+	}
+	if !strings.Contains(l.logs(), "peer updated without a session reset") {
+		t.Errorf("no log of the in-place update:\n%s", l.logs())
+	}
+}

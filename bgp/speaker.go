@@ -59,6 +59,8 @@ type Speaker struct {
 	// limitWake wakes the limit worker; limitStop ends it.
 	limitWake chan struct{}
 	limitStop chan struct{}
+	// bfdStop ends bfdLoop.
+	bfdStop chan struct{}
 	// limitReads and limitArms count the exact reads of Adj-RIB-In
 	// counts and the prefix limit changes in gobgp (for tests).
 	limitReads, limitArms atomic.Uint64
@@ -74,6 +76,8 @@ type Speaker struct {
 	// peerErrs are the peers that could not be configured, with why.
 	peerErrs map[string]string
 	adv      advState
+	// bmp are the BMP servers configured in gobgp (bmp.go).
+	bmp map[netip.AddrPort]bmpStation
 
 	// journal is what peers sent since the last TakeLearned.
 	journal *journal
@@ -122,6 +126,17 @@ type session struct {
 	down time.Time
 	// reenable is pending while the session is held down by maxPrefixes.
 	reenable *time.Timer
+	// bfdOn: BFD is on in gobgp for this peer (bfd.go: only while
+	// Established). bfd is its last state read, entered at bfdSince.
+	bfdOn    bool
+	bfd      model.BFDState
+	bfdSince time.Time
+	// bfdDown says why BFD last went down, at bfdDownAt; bfdExpired:
+	// by ovnbgp's own detection (the session is reset), else the peer
+	// signalled it (the session is kept).
+	bfdDown    string
+	bfdDownAt  time.Time
+	bfdExpired bool
 }
 
 // New starts a gobgp server with the global config, adds global.Peers and
@@ -156,12 +171,15 @@ func New(ctx context.Context, global config.BGP, log *zap.Logger, notify func())
 	gl := log.Named("gobgp")
 	s := &Speaker{}
 	h := gobgpHandler{inner: zapslog.NewHandler(gl.Core(), zapslog.WithName(gl.Name())), core: gl.Core(), floor: lvl,
-		tap: s.onNotification}
+		tap: s.onNotification, bfdDown: s.onBFDDown}
 	srv := server.NewBgpServer(server.LoggerOption(slog.New(h), lvl))
 	// gobgp never listens itself: ovnbgp's listener hands it the
 	// connections (see listener.go).
 	handoff := make(chan net.Conn, 32)
 	if err := handoffTo(srv, handoff); err != nil {
+		return nil, fmt.Errorf("start bgp: %w", err)
+	}
+	if err := bfdTo(srv, bfdResetter{srv: srv, keep: s.bfdKeepsSession}); err != nil {
 		return nil, fmt.Errorf("start bgp: %w", err)
 	}
 	*s = Speaker{
@@ -176,6 +194,7 @@ func New(ctx context.Context, global config.BGP, log *zap.Logger, notify func())
 		peers:      map[string]config.Peer{},
 		peerErrs:   map[string]string{},
 		adv:        newAdvState(),
+		bmp:        map[netip.AddrPort]bmpStation{},
 		byAddr:     map[netip.Addr]string{},
 		sessions:   map[netip.Addr]*session{},
 		learnFrom:  map[netip.Addr]config.Peer{},
@@ -184,6 +203,7 @@ func New(ctx context.Context, global config.BGP, log *zap.Logger, notify func())
 		bounds:     map[netip.Addr]*prefixBound{},
 		limitWake:  make(chan struct{}, 1),
 		limitStop:  make(chan struct{}),
+		bfdStop:    make(chan struct{}),
 	}
 	s.limitCheck.Store(int64(defaultLimitCheck))
 	go srv.Serve()
@@ -192,6 +212,7 @@ func New(ctx context.Context, global config.BGP, log *zap.Logger, notify func())
 		return nil, err
 	}
 	go s.limitLoop(s.limitStop)
+	go s.bfdLoop(s.bfdStop)
 	log.Info("bgp speaker started", zap.Uint32("asn", global.ASN),
 		zap.Stringer("routerID", global.RouterID), zap.Int("listenPort", listenPort(global.ListenPort)))
 	if err := s.SetPeers(ctx, global.Peers); err != nil {
@@ -301,10 +322,16 @@ func (s *Speaker) shutdown(ctx context.Context, graceful bool) error {
 	if s.limitStop != nil {
 		close(s.limitStop)
 	}
+	if s.bfdStop != nil {
+		close(s.bfdStop)
+	}
 	s.dial.close()
 	if s.ln != nil {
 		s.ln.close()
 	}
+	// Before StopBgp, which makes DeleteBmp fail: each station gets a
+	// Termination (and no Peer Down for the sessions that end).
+	s.stopBMP(ctx)
 	var err error
 	if e := s.bgp.StopBgp(ctx, &api.StopBgpRequest{AllowGracefulRestart: graceful}); e != nil {
 		err = fmt.Errorf("stop bgp: %w", e)
@@ -358,6 +385,8 @@ func (s *Speaker) onPeerEvent(ev *apiutil.WatchEventMessage_PeerEvent, ts time.T
 	}
 	if closedInCollision(ss) {
 		reason = "" // ovnbgp's own doing, not an error
+	} else if reason != "" && ss.bfdExpired && !ss.bfdDownAt.IsZero() && !ss.bfdDownAt.Before(ss.since) {
+		reason = ss.bfdDown // BFD reset the session (bfd.go)
 	} else if reason != "" && !ss.notifAt.IsZero() && !ss.notifAt.Before(ss.since) {
 		// gobgp's reason ("invalid-msg", "bad-peer-as") says less than
 		// the NOTIFICATION behind it.
@@ -409,9 +438,14 @@ func (s *Speaker) onPeerEvent(ev *apiutil.WatchEventMessage_PeerEvent, ts time.T
 		ss.reenable = time.AfterFunc(s.prefixHold, func() { s.reenablePeer(addr) })
 	}
 	since := ss.since
+	bfdOn := ss.bfdOn
 	s.st.Unlock()
 	if state == model.StateEstablished && !wasUp && name != "" {
 		s.sessionUp(name, addr, ts, since)
+		go s.switchBFD(addr, since, true)
+	}
+	if bfdOn && state != model.StateEstablished {
+		go s.switchBFD(addr, since, false)
 	}
 	// Every state change may come with Adj-RIB-In changes gobgp makes
 	// without a path event (graceful-restart stale marking, the paths
@@ -486,6 +520,9 @@ func (s *Speaker) onNotification(addr string, sent bool, code, subcode uint8, co
 	}
 	if !sent {
 		ss.recvAt = now
+	}
+	if sent && communication == bfdCommunication && ss.bfdExpired && !ss.bfdDownAt.IsZero() && !ss.bfdDownAt.Before(ss.since) {
+		text = ss.bfdDown // onBFDDown said why, with more than the Cease
 	}
 	ss.notif, ss.notifAt = text, now
 	ss.lastError, ss.lastErrorAt = text, now

@@ -28,7 +28,7 @@ func newPeersCommand(o *options) *cobra.Command {
 }
 
 func peersTable(w *tabwriter.Writer, peers []model.PeerStatus) {
-	row(w, "PEER", "ADDRESS", "ASN", "STATE", "FOR", "RECEIVED", "ACCEPTED", "ADVERTISED", "HELD BACK", "DRAIN", "IMPORTED", "LAST ERROR", "IMPORT ALARM")
+	row(w, "PEER", "ADDRESS", "ASN", "STATE", "FOR", "BFD", "RECEIVED", "ACCEPTED", "ADVERTISED", "HELD BACK", "DRAIN", "IMPORTED", "LAST ERROR", "IMPORT ALARM")
 	for _, p := range peers {
 		var rcv, acc, adv []string
 		for _, f := range p.Families {
@@ -36,7 +36,7 @@ func peersTable(w *tabwriter.Writer, peers []model.PeerStatus) {
 			acc = append(acc, fmt.Sprintf("%s:%d", f.Family, f.Accepted))
 			adv = append(adv, fmt.Sprintf("%s:%d", f.Family, f.Advertised))
 		}
-		row(w, p.Name, p.Address, p.ASN, p.State, ago(p.Since), dash(strings.Join(rcv, " ")),
+		row(w, p.Name, p.Address, p.ASN, p.State, ago(p.Since), bfdColumn(p.BFD), dash(strings.Join(rcv, " ")),
 			dash(strings.Join(acc, " ")), dash(strings.Join(adv, " ")), dashZero(p.HeldBack), dash(string(p.Drain)), p.Imported, lastError(p), dash(p.ImportAlarm))
 	}
 }
@@ -55,6 +55,14 @@ func lastError(p model.PeerStatus) string {
 		}
 	}
 	return s
+}
+
+// bfdColumn is the peer's BFD state, "off" when BFD is not enabled.
+func bfdColumn(b *model.BFDStatus) string {
+	if b == nil {
+		return string(model.BFDOff)
+	}
+	return string(b.State)
 }
 
 // dashZero is n, or "-" for 0.

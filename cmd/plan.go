@@ -31,18 +31,26 @@ VRFs, and advertisements, with counts. Operations of import rules in mode manual
 (until the peer's End-of-RIB or deferralTime) are listed as held.
 
 With --config NEW (root), it shows what the new config file would change instead, and which
-peer sessions reloading it would reset. With --out FILE, it saves the plan for 'ovnbgp apply'.`,
+peer sessions reloading it would reset ('ovnbgp reload' then resets exactly those). The CLI
+reads NEW and sends its text; the daemon parses it (files it names, such as passwordFile,
+are read by the daemon). With --out FILE, it saves the plan for 'ovnbgp apply'.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c := api.NewClient(o.socket)
 			var resp api.PlanResponse
 			var err error
 			if cmd.Flags().Changed("config") {
+				// The CLI reads the file and sends its text: the daemon
+				// may not see the caller's files (PrivateTmp, ProtectHome).
 				path, aerr := filepath.Abs(o.configPath)
 				if aerr != nil {
 					return aerr
 				}
-				resp, err = c.PlanConfig(cmd.Context(), path)
+				text, rerr := config.ReadRegularFile(path, config.MaxConfigSize)
+				if rerr != nil {
+					return fmt.Errorf("plan --config: %w", rerr)
+				}
+				resp, err = c.PlanConfig(cmd.Context(), path, text)
 			} else {
 				resp, err = c.Plan(cmd.Context())
 			}

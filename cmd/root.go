@@ -17,10 +17,6 @@ import (
 	"github.com/spf13/viper"
 )
 
-// version is stamped at link time: -ldflags "-X github.com/ovnbgp/ovnbgp/cmd.version=v1.2.3".
-// It is never written at run time.
-var version = ""
-
 // options are the global flags, shared by every command.
 type options struct {
 	configPath string
@@ -175,11 +171,14 @@ Start with 'ovnbgp lab' for a self-contained demo.`,
 		newApplyCommand(o),
 		newDrainCommand(o),
 		newUndrainCommand(o),
+		newReloadCommand(o),
 		newExplainCommand(o),
 		newStatusCommand(o),
 		newConfigCommand(o),
+		newDoctorCommand(o),
 		newVersionCommand(o),
 		newLabCommand(o),
+		newGendocsCommand(),
 	)
 	return root
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ovnbgp/ovnbgp/api"
+	"github.com/ovnbgp/ovnbgp/model"
 )
 
 func newStatusCommand(o *options) *cobra.Command {
@@ -50,9 +51,27 @@ func newStatusCommand(o *options) *cobra.Command {
 				for _, p := range st.Drained {
 					row(w, "drained", fmt.Sprintf("peer %s: %s since %s, %s", p.Peer, p.Phase, p.Since.Local().Format(time.RFC3339), withdrawText(p, time.Now())))
 				}
+				for _, b := range st.BMP {
+					row(w, "bmp", bmpText(b))
+				}
 			})
 		},
 	}
+}
+
+// bmpText is one BMP station's line: up or down, and for how long.
+func bmpText(b model.BMPStation) string {
+	state := "down"
+	if b.Up {
+		state = "up"
+	}
+	if b.Since.IsZero() {
+		if !b.Up {
+			return fmt.Sprintf("%s %s: down, never connected (ovnbgp keeps dialing)", b.Name, b.Station)
+		}
+		return fmt.Sprintf("%s %s: %s", b.Name, b.Station, state)
+	}
+	return fmt.Sprintf("%s %s: %s for %s", b.Name, b.Station, state, ago(b.Since))
 }
 
 // nbError says what went wrong with NB, when, and how many reconnect

@@ -24,7 +24,7 @@ func TestDecodeProblems(t *testing.T) {
 		{name: "truncated key", edits: []string{afterTorA, afterTorA + "      password: hunter2\n"},
 			wants: []want{{"bgp.peers[0].password", `did you mean "passwordFile"?`, 10}}},
 		{name: "unknown key without suggestion", add: "tuning: {fast: true}\n",
-			wants: []want{{"tuning", "unknown key (valid keys here: node, bgp, ovn, advertise, import, protectedPrefixes, cluster, kernel, control, metrics, log, stateDir)", 17}}},
+			wants: []want{{"tuning", "unknown key (valid keys here: node, bgp, ovn, advertise, import, protectedPrefixes, cluster, kernel, control, metrics, bmp, log, stateDir)", 17}}},
 		{name: "duplicate key", edits: []string{afterNode, afterNode + "  name: n2\n"},
 			wants: []want{{"node.name", "duplicate key (first given on line 2)", 3}}},
 		{name: "not a number", edits: []string{"  asn: 64512\n", "  asn: abc\n"},

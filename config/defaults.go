@@ -20,9 +20,12 @@ const (
 	DefaultControlSocket  = "/run/ovnbgp/ovnbgp.sock"
 	DefaultStateDir       = "/var/lib/ovnbgp"
 	DefaultMetricsAddress = "127.0.0.1:9479"
-	DefaultLogLevel       = "info"
-	DefaultLogFormat      = "json"
-	DefaultImportMode     = "auto"
+	// DefaultBMPPort is the BMP station port gobgp and FRR use (RFC 7854
+	// assigns none).
+	DefaultBMPPort    = 11019
+	DefaultLogLevel   = "info"
+	DefaultLogFormat  = "json"
+	DefaultImportMode = "auto"
 	// DefaultMaxRoutes is an import rule's cap per peer when maxRoutes is
 	// absent.
 	DefaultMaxRoutes = 1000
@@ -73,6 +76,11 @@ func (b *BFD) setDefaults() {
 	b.MinTx = DefaultBFDInterval
 	b.MinRx = DefaultBFDInterval
 	b.Multiplier = DefaultBFDMultiplier
+}
+
+func (b *BMPServer) setDefaults() {
+	b.Port = DefaultBMPPort
+	b.RouteMonitoring = BMPAdjRIBIn
 }
 
 func (r *ImportRule) setDefaults() {

@@ -71,6 +71,13 @@ func Parse(data []byte, name string) (*Config, error) {
 	return parse(data, name, systemHost())
 }
 
+// ParseContext is Parse that stops when ctx is done (see LoadContext). The
+// daemon parses a config sent through the control socket (`ovnbgp plan
+// --config`) with it: the CLI reads the file, the one parser reads the text.
+func ParseContext(ctx context.Context, data []byte, name string) (*Config, error) {
+	return parseContext(ctx, data, name, systemHost())
+}
+
 func parse(data []byte, name string, h host) (*Config, error) {
 	return parseContext(context.Background(), data, name, h)
 }

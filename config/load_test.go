@@ -204,13 +204,17 @@ func TestProblems(t *testing.T) {
 			wants: []want{{"bgp.peers[0].families[1]", `unknown family "ipv5"`, 10}, {"bgp.peers[0].families[2]", "listed twice", 10}}},
 		{name: "family of the other address", edits: []string{afterTorA, afterTorA + "      families: [ipv4, ipv6]\n"},
 			wants: []want{{"bgp.peers[0].families[1]", "ipv6 over an ipv4 session is not supported yet", 10}}},
-		{name: "bfd enabled", edits: []string{afterTorA, afterTorA + "      bfd:\n        enabled: true\n"},
-			wants: []want{{"bgp.peers[0].bfd.enabled", "not supported yet", 11}}},
+		{name: "bfd with ebgpMultihop", edits: []string{afterTorA, afterTorA + "      ebgpMultihop: 2\n      bfd:\n        enabled: true\n"},
+			wants: []want{{"bgp.peers[0].bfd.enabled", "single-hop only (RFC 5881", 12}}},
 		{name: "bfd ranges", edits: []string{afterTorA, afterTorA + "      bfd: {minTx: 5ms, minRx: 61s, multiplier: 0}\n"},
 			wants: []want{
 				{"bgp.peers[0].bfd.minTx", "10ms..60s", 10},
 				{"bgp.peers[0].bfd.minRx", "10ms..60s", 10},
-				{"bgp.peers[0].bfd.multiplier", "1..255", 10}}},
+				{"bgp.peers[0].bfd.multiplier", "2..255", 10}}},
+		{name: "bfd multiplier 1", edits: []string{afterTorA, afterTorA + "      bfd: {enabled: true, multiplier: 1}\n"},
+			wants: []want{{"bgp.peers[0].bfd.multiplier", "1 is out of range (2..255", 10}}},
+		{name: "bfd sub-microsecond", edits: []string{afterTorA, afterTorA + "      bfd: {enabled: true, minTx: 300000500ns}\n"},
+			wants: []want{{"bgp.peers[0].bfd.minTx", "whole number of microseconds", 10}}},
 		{name: "passwordFile missing", edits: []string{afterTorA, afterTorA + "      passwordFile: /nonexistent/md5\n"},
 			wants: []want{{"bgp.peers[0].passwordFile", `cannot read "/nonexistent/md5": no such file or directory`, 10}}},
 
@@ -399,7 +403,7 @@ func TestValidValues(t *testing.T) {
 			afterBGP, afterBGP+"  listenPort: 65535\n  gracefulRestart: {restartTime: 4095s}\n",
 			afterTorA, afterTorA+"      holdTime: 3s\n      keepaliveTime: 1s\n      connectRetry: 1s\n      ebgpMultihop: 255\n"+
 				"      bfd: {minTx: 10ms, minRx: 60s, multiplier: 255}\n      maxPrefixes: 4294967295\n",
-			afterTorB, "      asn: 4294967294\n",
+			afterTorB, "      asn: 4294967294\n      bfd: {enabled: true, minTx: 300ms, minRx: 60s, multiplier: 2}\n",
 		) + "kernel: {routeProtocol: 255}\nmetrics: {address: \":9479\"}\nlog: {level: error, format: console}\n",
 		"localPreference to iBGP only": edit(t, afterPods, afterPods+"    peers: [tor-b]\n    localPreference: 200\n    asPathPrepend: 10\n"+
 			"    communities: [no-advertise, no-export-subconfed, blackhole, graceful-shutdown, accept-own, no-llgr, no-peer, \"0:0\", \"65535:65535\"]\n"),

@@ -32,7 +32,9 @@ type Config struct {
 	Kernel  Kernel  `yaml:"kernel" json:"kernel"`
 	Control Control `yaml:"control" json:"control"`
 	Metrics Metrics `yaml:"metrics" json:"metrics"`
-	Log     Log     `yaml:"log" json:"log"`
+	// BMP streams the BGP state to monitoring stations (RFC 7854).
+	BMP BMP `yaml:"bmp" json:"bmp"`
+	Log Log `yaml:"log" json:"log"`
 	// StateDir is the absolute path of the directory holding what must
 	// survive a restart: the drain state (drain.json, `ovnbgp drain`).
 	// A reload keeps the running value.
@@ -126,7 +128,7 @@ type Peer struct {
 	KeepaliveTime time.Duration `yaml:"keepaliveTime" json:"keepaliveTime"`
 	// ConnectRetry is the wait between dial attempts (default 5s).
 	ConnectRetry time.Duration `yaml:"connectRetry" json:"connectRetry"`
-	// BFD is fast failure detection (not supported yet when enabled).
+	// BFD is fast failure detection (RFC 5880, single-hop RFC 5881).
 	BFD BFD `yaml:"bfd" json:"bfd"`
 	// Families default to the address family of Address.
 	Families []Family `yaml:"families" json:"families"`
@@ -140,7 +142,8 @@ type Peer struct {
 
 // BFD configures RFC 5880 fast failure detection for a peer.
 type BFD struct {
-	// Enabled turns BFD on (not supported yet).
+	// Enabled runs a BFD session with the peer while the BGP session is
+	// Established; BFD going down resets the BGP session.
 	Enabled bool `yaml:"enabled" json:"enabled"`
 	// MinTx is the desired minimum transmit interval (default 300ms).
 	MinTx time.Duration `yaml:"minTx" json:"minTx"`
@@ -285,6 +288,45 @@ type Control struct {
 type Metrics struct {
 	// Address is host:port for /metrics; "" = off.
 	Address string `yaml:"address" json:"address"`
+}
+
+// BMP is the BGP Monitoring Protocol (RFC 7854): ovnbgp dials each server
+// and streams peer up/down events, the routes peers send (Adj-RIB-In,
+// before ovnbgp's import rules) and, optionally, statistics.
+type BMP struct {
+	// Servers are the BMP stations (collectors) to stream to; none by
+	// default.
+	Servers []BMPServer `yaml:"servers" json:"servers"`
+}
+
+// BMPMonitoring says which routes a BMP server is sent.
+type BMPMonitoring string
+
+// The route monitoring choices.
+const (
+	// BMPAdjRIBIn is every route each peer sent, before ovnbgp's import
+	// rules (RFC 7854 pre-policy Adj-RIB-In).
+	BMPAdjRIBIn BMPMonitoring = "adjRibIn"
+	// BMPLocRIB is this node's own table (RFC 9069 Loc-RIB): what
+	// ovnbgp originates.
+	BMPLocRIB BMPMonitoring = "locRib"
+	// BMPAll is both, and the post-policy view of gobgp's table.
+	BMPAll BMPMonitoring = "all"
+)
+
+// BMPServer is one BMP station.
+type BMPServer struct {
+	// Name is unique and names the server in status and metrics.
+	Name string `yaml:"name" json:"name"`
+	// Address is the station's IP address (not a host name).
+	Address netip.Addr `yaml:"address" json:"address"`
+	// Port is the station's TCP port (default 11019).
+	Port int `yaml:"port" json:"port"`
+	// RouteMonitoring is adjRibIn (default), locRib or all.
+	RouteMonitoring BMPMonitoring `yaml:"routeMonitoring" json:"routeMonitoring"`
+	// StatisticsInterval is how often per-peer Statistics Reports are
+	// sent, in whole seconds; 0 = never (default).
+	StatisticsInterval time.Duration `yaml:"statisticsInterval" json:"statisticsInterval"`
 }
 
 // Log configures logging.

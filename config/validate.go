@@ -44,6 +44,7 @@ func (c *Config) validate(h host) Errors {
 	v.control()
 	v.stateDir()
 	v.metrics()
+	v.bmp()
 	v.log()
 	return v.errs
 }
@@ -161,7 +162,7 @@ func (v *validator) peer(p string, peer *Peer) {
 		}
 	}
 	v.timers(p, peer)
-	v.bfd(key(p, "bfd"), &peer.BFD)
+	v.bfd(key(p, "bfd"), peer)
 	seen := map[Family]bool{}
 	for j, f := range peer.Families {
 		fp := index(key(p, "families"), j)
@@ -212,20 +213,27 @@ func (v *validator) timers(p string, peer *Peer) {
 	}
 }
 
-func (v *validator) bfd(p string, b *BFD) {
-	if b.Enabled {
-		v.add(key(p, "enabled"), "%s (BFD arrives in a later release; set enabled: false)", notSupported)
+// bfd checks a peer's BFD settings against what gobgp's BFD (RFC 5880,
+// single-hop RFC 5881) and FRR's bfdd accept: intervals 10ms..60s in
+// whole microseconds (the unit of the packet's fields), multiplier 2..255.
+func (v *validator) bfd(p string, peer *Peer) {
+	b := &peer.BFD
+	if b.Enabled && peer.EBGPMultihop > 0 {
+		v.add(key(p, "enabled"), "BFD is single-hop only (RFC 5881: the BFD library sends with TTL 255 to a directly connected peer), but ebgpMultihop is %d: set ebgpMultihop: 0 for a directly connected peer, or bfd.enabled: false", peer.EBGPMultihop)
 	}
 	for _, t := range []struct {
 		key string
 		d   time.Duration
 	}{{"minTx", b.MinTx}, {"minRx", b.MinRx}} {
-		if t.d < 10*time.Millisecond || t.d > 60*time.Second {
-			v.add(key(p, t.key), "%s is out of range (10ms..60s)", t.d)
+		switch {
+		case t.d < 10*time.Millisecond || t.d > 60*time.Second:
+			v.add(key(p, t.key), "%s is out of range (10ms..60s, as FRR's bfdd)", t.d)
+		case t.d%time.Microsecond != 0:
+			v.add(key(p, t.key), "%s is not a whole number of microseconds (BFD's unit)", t.d)
 		}
 	}
-	if b.Multiplier < 1 {
-		v.add(key(p, "multiplier"), "%d is out of range (1..255)", b.Multiplier)
+	if b.Multiplier < 2 {
+		v.add(key(p, "multiplier"), "%d is out of range (2..255, as FRR's bfdd): the session goes down after this many missed packets", b.Multiplier)
 	}
 }
 
@@ -689,6 +697,53 @@ func (v *validator) metrics() {
 	if a := v.c.Metrics.Address; a != "" {
 		if err := checkHostPort(a, true); err != nil {
 			v.add("metrics.address", "%v (write HOST:PORT, e.g. %s, or \"\" to turn metrics off)", err, DefaultMetricsAddress)
+		}
+	}
+}
+
+// maxBMPServers bounds bmp.servers: each one is a goroutine and a copy of
+// every update.
+const maxBMPServers = 8
+
+func (v *validator) bmp() {
+	servers := v.c.BMP.Servers
+	if len(servers) > maxBMPServers {
+		v.add("bmp.servers", "%d servers, at most %d: each one receives a copy of every update", len(servers), maxBMPServers)
+	}
+	names := map[string]int{}
+	stations := map[netip.AddrPort]int{}
+	for i := range servers {
+		s := &servers[i]
+		p := index("bmp.servers", i)
+		v.uniqueName(names, "bmp.servers", i, s.Name)
+		switch a := s.Address; {
+		case !a.IsValid():
+			v.add(key(p, "address"), "required: the BMP station's IP address")
+		case a.IsUnspecified() || a.IsMulticast():
+			v.add(key(p, "address"), "%s is not a station's address", a)
+		case a.Zone() != "":
+			v.add(key(p, "address"), "%s: a zone is not supported; use a global address", a)
+		}
+		if s.Port < 1 || s.Port > 65535 {
+			v.add(key(p, "port"), "%d is not a TCP port (1..65535, default %d)", s.Port, DefaultBMPPort)
+		}
+		if s.Address.IsValid() && s.Port >= 1 && s.Port <= 65535 {
+			ap := netip.AddrPortFrom(s.Address.Unmap(), uint16(s.Port))
+			if j, dup := stations[ap]; dup {
+				v.add(key(p, "address"), "%s is also bmp.servers[%d]: one connection per station", ap, j)
+			} else {
+				stations[ap] = i
+			}
+		}
+		switch m := s.RouteMonitoring; m {
+		case BMPAdjRIBIn, BMPLocRIB, BMPAll:
+		default:
+			v.add(key(p, "routeMonitoring"), "%q is not adjRibIn, locRib or all", m)
+		}
+		if d := s.StatisticsInterval; d < 0 || d > 65535*time.Second {
+			v.add(key(p, "statisticsInterval"), "%s is out of range (0 = off, up to 65535s)", d)
+		} else {
+			v.wholeSeconds(key(p, "statisticsInterval"), d)
 		}
 	}
 }

@@ -170,6 +170,7 @@ func (d *Daemon) controlHandler() http.Handler {
 	})
 	d.importHandlers(mux)
 	d.drainHandlers(mux)
+	d.reloadHandlers(mux)
 	return mux
 }
 

@@ -10,7 +10,6 @@ import (
 	"io"
 	"net/http"
 	"net/netip"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -136,6 +135,10 @@ func (d *Daemon) planFrom(ctx context.Context, cfg *config.Config, sp Speaker, s
 		synced: synced, learnedOK: learnedOK}
 }
 
+// maxPlanRequest bounds a plan request: a config of config.MaxConfigSize
+// bytes, JSON-escaped.
+const maxPlanRequest = 8 * config.MaxConfigSize
+
 // importHandlers adds the endpoints of route import to mux.
 func (d *Daemon) importHandlers(mux *http.ServeMux) {
 	mux.HandleFunc("GET "+api.PathPlan, func(w http.ResponseWriter, r *http.Request) {
@@ -147,22 +150,28 @@ func (d *Daemon) importHandlers(mux *http.ServeMux) {
 			return
 		}
 		var req api.PlanRequest
-		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req); err != nil {
+		if err := json.NewDecoder(io.LimitReader(r.Body, maxPlanRequest)).Decode(&req); err != nil {
 			replyError(w, http.StatusBadRequest, fmt.Errorf("plan request: %w", err))
 			return
 		}
-		if !filepath.IsAbs(req.Config) {
-			replyError(w, http.StatusBadRequest, fmt.Errorf("config %q: give an absolute path", req.Config))
+		if req.Text == "" {
+			replyError(w, http.StatusBadRequest, errors.New("plan request without the config's text: send {\"name\": FILE, \"text\": CONTENT} (ovnbgp plan --config FILE does; the daemon does not open the caller's files)"))
 			return
 		}
-		res := <-parseConfig(r.Context(), d.deps.LoadConfig, req.Config, d.lim.parseTimeout, &d.parses, d.lim.maxParses)
+		name := req.Name
+		if name == "" {
+			name = "plan --config"
+		}
+		parse := func(ctx context.Context, name string) (*config.Config, error) {
+			return config.ParseContext(ctx, []byte(req.Text), name)
+		}
+		res := <-parseConfig(r.Context(), parse, name, d.lim.parseTimeout, &d.parses, d.lim.maxParses)
 		if res.err != nil {
 			replyError(w, http.StatusUnprocessableEntity, res.err)
 			return
 		}
 		old := d.config()
-		// What a reload keeps from the running config.
-		res.cfg.Control, res.cfg.Metrics, res.cfg.Kernel.RouteProtocol = old.Control, old.Metrics, old.Kernel.RouteProtocol
+		keepRunning(res.cfg, old) // what a reload keeps from the running config
 		d.replyPlan(w, r, res.cfg, config.SessionResets(old, res.cfg))
 	})
 	mux.HandleFunc("POST "+api.PathApply, func(w http.ResponseWriter, r *http.Request) {

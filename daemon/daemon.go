@@ -113,6 +113,9 @@ type Daemon struct {
 	logs   *logging
 	signal chan struct{} // size 1: "reconcile now"
 	reload chan struct{} // size 1: "re-read the config file"
+	// reloads are reloads asked through the control API (`ovnbgp
+	// reload`): each one's outcome goes to its channel (size 1).
+	reloads chan chan<- api.ReloadResult
 	// calls are functions the control API runs on the loop (onLoop).
 	calls chan func(context.Context)
 	// loopDone is closed when the loop has ended: onLoop then answers at
@@ -123,6 +126,8 @@ type Daemon struct {
 	parses atomic.Int32
 	// heavyWaiting counts route list requests waiting for a slot.
 	heavyWaiting atomic.Int32
+	// loopMetrics are the reconcile loop's duration and error metrics.
+	loopMetrics loopMetrics
 
 	mu    sync.Mutex
 	cfg   *config.Config
@@ -135,10 +140,12 @@ type Daemon struct {
 	synced   bool
 	desired  []model.Advertisement
 	// heldAdv are what peers' export caps hold back (last pass).
-	heldAdv    []model.Advertisement
-	ready      bool
-	peersUp    bool // peers added to the speaker (after the first plan)
-	peersErr   error
+	heldAdv  []model.Advertisement
+	ready    bool
+	peersUp  bool // peers added to the speaker (after the first plan)
+	peersErr error
+	// bmpErr is the last SetBMP's error: retried with the peers.
+	bmpErr     error
 	startedAt  time.Time
 	reconciles uint64
 	lastRun    time.Time
@@ -176,20 +183,22 @@ func Run(ctx context.Context, opts Options) error {
 
 func newDaemon(opts Options, deps Deps, lim limits, logs *logging, cfg *config.Config) *Daemon {
 	return &Daemon{
-		opts:      opts,
-		deps:      deps,
-		lim:       lim,
-		log:       logs.logger,
-		logs:      logs,
-		signal:    make(chan struct{}, 1),
-		reload:    make(chan struct{}, 1),
-		calls:     make(chan func(context.Context)),
-		loopDone:  make(chan struct{}),
-		heavy:     make(chan struct{}, lim.heavyRequests),
-		cfg:       cfg,
-		phase:     api.PhaseStarting,
-		startedAt: time.Now(),
-		stateDir:  cfg.StateDir,
+		opts:        opts,
+		deps:        deps,
+		lim:         lim,
+		log:         logs.logger,
+		logs:        logs,
+		signal:      make(chan struct{}, 1),
+		reload:      make(chan struct{}, 1),
+		reloads:     make(chan chan<- api.ReloadResult),
+		calls:       make(chan func(context.Context)),
+		loopDone:    make(chan struct{}),
+		heavy:       make(chan struct{}, lim.heavyRequests),
+		cfg:         cfg,
+		phase:       api.PhaseStarting,
+		startedAt:   time.Now(),
+		stateDir:    cfg.StateDir,
+		loopMetrics: newLoopMetrics(),
 	}
 }
 
@@ -349,12 +358,21 @@ func (d *Daemon) loop(ctx context.Context, hup <-chan os.Signal) error {
 	peerRetry := newBackoff(d.lim.peerRetryMin, d.lim.peerRetryMax)
 	var peerRetryC <-chan time.Time
 	// A reload parses off the loop; the loop keeps reconciling meanwhile.
+	// SIGHUP and `ovnbgp reload` are the same reload: the API's callers
+	// wait for the outcome of a parse that started after they asked.
 	var parsing <-chan parsed
 	reloadAgain := false
-	startReload := func() {
+	var waiting, queued []chan<- api.ReloadResult
+	startReload := func(reply chan<- api.ReloadResult) {
 		if parsing != nil {
 			reloadAgain = true // once this parse is done
+			if reply != nil {
+				queued = append(queued, reply)
+			}
 			return
+		}
+		if reply != nil {
+			waiting = append(waiting, reply)
 		}
 		parsing = parseConfig(ctx, d.deps.LoadConfig, d.opts.ConfigPath, d.lim.parseTimeout, &d.parses, d.lim.maxParses)
 	}
@@ -396,19 +414,28 @@ func (d *Daemon) loop(ctx context.Context, hup <-chan os.Signal) error {
 		case <-ctx.Done():
 			return nil
 		case <-hup:
-			startReload()
+			startReload(nil)
 			continue
 		case <-d.reload:
-			startReload()
+			startReload(nil)
+			continue
+		case reply := <-d.reloads:
+			startReload(reply)
 			continue
 		case r := <-parsing:
 			parsing = nil
-			if err := d.applyConfig(ctx, r); err != nil {
+			res, err := d.applyConfig(ctx, r)
+			for _, w := range waiting {
+				w <- res
+			}
+			waiting = nil
+			if err != nil {
 				return err
 			}
 			if reloadAgain {
 				reloadAgain = false
-				startReload()
+				startReload(nil)
+				waiting, queued = queued, nil
 			}
 			continue
 		case <-peerRetryC:
@@ -441,7 +468,12 @@ func (d *Daemon) loop(ctx context.Context, hup <-chan os.Signal) error {
 		case <-resync.C:
 		case <-retryC:
 		}
+		began := time.Now()
 		err := d.reconcile(ctx)
+		d.loopMetrics.duration.Observe(time.Since(began).Seconds())
+		if err != nil {
+			d.loopMetrics.errors.Inc()
+		}
 		trim.busy()
 		if err != nil {
 			wait := retry.next()
@@ -559,23 +591,40 @@ func (d *Daemon) markReady(status string) {
 	}
 }
 
-// applyConfig applies a reload's parse result. A config that does not load
-// is logged and the running one kept. The error is fatal: the speaker could
-// neither be restarted with the new settings nor restored with the old ones,
-// and a daemon without a speaker must not keep petting the watchdog.
-func (d *Daemon) applyConfig(ctx context.Context, r parsed) error {
+// applyConfig applies a reload's parse result and says what it did. A
+// config that does not load is logged and the running one kept. The error is
+// fatal: the speaker could neither be restarted with the new settings nor
+// restored with the old ones, and a daemon without a speaker must not keep
+// petting the watchdog.
+func (d *Daemon) applyConfig(ctx context.Context, r parsed) (api.ReloadResult, error) {
+	res := api.ReloadResult{Config: d.opts.ConfigPath, SessionResets: []config.SessionReset{}}
 	next, err := r.cfg, r.err
 	if err != nil {
 		d.log.Error("reload failed; keeping the running config", zap.String("config", d.opts.ConfigPath), zap.Error(err))
 		d.setConfigError(err)
-		return nil
+		res.Error = err.Error()
+		return res, nil
 	}
 	old := d.config()
 	for _, k := range restartOnly(old, next) {
 		d.log.Warn("config change needs a restart to take effect; keeping the running value", zap.String("key", k))
+		res.Warnings = append(res.Warnings, k+" changed: it takes effect at the next restart; the running value is kept")
 	}
-	next.Control, next.Metrics, next.Kernel.RouteProtocol, next.StateDir = old.Control, old.Metrics, old.Kernel.RouteProtocol, old.StateDir
+	keepRunning(next, old)
 
+	// The sessions this reload resets are config.SessionResets' answer,
+	// the one `ovnbgp plan --config` shows; the speaker decides each
+	// peer with config.ResetsSession too. Before the peers are added
+	// (the first plan) there is no session to reset.
+	peersUp := d.peersAdded()
+	if peersUp {
+		res.SessionResets = append(res.SessionResets, config.SessionResets(old, next)...)
+		for _, p := range next.BGP.Peers {
+			if _, had := old.Peer(p.Name); !had {
+				res.Added = append(res.Added, p.Name)
+			}
+		}
+	}
 	if next.SpeakerChanged(old) {
 		// A Cease, not a graceful stop: the new speaker may have another
 		// ASN or router ID, and a graceful-restart helper must not keep
@@ -583,43 +632,53 @@ func (d *Daemon) applyConfig(ctx context.Context, r parsed) error {
 		// until the new speaker sends them again.
 		d.log.Info("bgp asn, routerID, listenPort or gracefulRestart changed: restarting the speaker (sessions reset, peers withdraw our routes until they are sent again)")
 		d.stopSpeaker(false, api.PhaseRestarting)
-		if err := d.startSpeaker(ctx, next, d.peersAdded()); err != nil {
+		if err := d.startSpeaker(ctx, next, peersUp); err != nil {
 			if ctx.Err() != nil {
-				return nil // SIGTERM during the restart: the loop stops
+				res.Error = "stopped during the reload"
+				return res, nil // SIGTERM during the restart: the loop stops
 			}
 			d.log.Error("new bgp settings failed; going back to the running ones", zap.Error(err))
-			if err2 := d.startSpeaker(ctx, old, d.peersAdded()); err2 != nil {
+			if err2 := d.startSpeaker(ctx, old, peersUp); err2 != nil {
 				if ctx.Err() != nil {
-					return nil
+					res.Error = "stopped during the reload"
+					return res, nil
 				}
-				return fmt.Errorf("reload: new bgp settings failed (%w) and the running ones could not be restored (%w): exiting so that the service manager restarts ovnbgp (the sessions were already reset: peers advertise nothing from this node until it is back)", err, err2)
+				fatal := fmt.Errorf("reload: new bgp settings failed (%w) and the running ones could not be restored (%w): exiting so that the service manager restarts ovnbgp (the sessions were already reset: peers advertise nothing from this node until it is back)", err, err2)
+				res.Error = fatal.Error()
+				return res, fatal
 			}
 			d.setConfigError(err)
 			d.poke() // the restored speaker starts empty: give it the table now
-			return nil
+			res.Error = fmt.Sprintf("%v; the running bgp settings were restored (the sessions were reset)", err)
+			return res, nil
 		}
 		// The new speaker's peers start their End-of-RIB wait over
 		// (syncSpeaker, at the next pass).
-	} else if d.peersAdded() {
+	} else if peersUp {
 		// The sessions a reload resets, and the peers it adds, start
 		// their End-of-RIB wait over.
 		var restart []string
-		for _, r := range config.SessionResets(old, next) {
+		for _, r := range res.SessionResets {
 			restart = append(restart, r.Peer)
 		}
-		for _, p := range next.BGP.Peers {
-			if _, had := old.Peer(p.Name); !had {
-				restart = append(restart, p.Name)
-			}
-		}
+		restart = append(restart, res.Added...)
 		d.resetSync(d.currentSpeaker(), next, restart...)
-		d.setPeers(ctx, d.currentSpeaker(), next)
+		if !d.setPeers(ctx, d.currentSpeaker(), next) {
+			res.Warnings = append(res.Warnings, "some peer changes were not applied (the log says why); ovnbgp retries them with backoff")
+		}
+	}
+	if !next.SpeakerChanged(old) && (!slices.Equal(old.BMP.Servers, next.BMP.Servers) || old.Node.Name != next.Node.Name) {
+		// (a new speaker got them in startSpeaker)
+		if err := d.setBMP(ctx, d.currentSpeaker(), next); err != nil {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("bmp: %v; ovnbgp retries with backoff", err))
+		}
 	}
 	if next.OVN != old.OVN {
 		d.log.Info("ovn settings changed: reconnecting")
 		nb, err := d.deps.DialNB(ctx, next.OVN, d.log.Named("ovn"), d.poke)
 		if err != nil {
 			d.log.Error("new ovn settings failed; keeping the running ones", zap.Error(err))
+			res.Warnings = append(res.Warnings, fmt.Sprintf("ovn: the new settings failed (%v); the running ones are kept", err))
 			next.OVN = old.OVN
 		} else {
 			d.mu.Lock()
@@ -631,15 +690,21 @@ func (d *Daemon) applyConfig(ctx context.Context, r parsed) error {
 	}
 	if err := d.logs.setLevel(next.Log.Level); err != nil {
 		d.log.Warn("log level not changed", zap.Error(err))
+		res.Warnings = append(res.Warnings, fmt.Sprintf("log level not changed: %v", err))
 	}
 	d.mu.Lock()
 	d.cfg = next
 	d.cfgErr = ""
 	d.mu.Unlock()
-	d.log.Info("config reloaded", zap.String("config", d.opts.ConfigPath))
+	resets := make([]string, 0, len(res.SessionResets))
+	for _, r := range res.SessionResets {
+		resets = append(resets, r.Peer)
+	}
+	d.log.Info("config reloaded", zap.String("config", d.opts.ConfigPath), zap.Strings("sessionsReset", resets), zap.Strings("peersAdded", res.Added))
 	d.warnUnconfiguredDrains(next)
 	d.poke()
-	return nil
+	res.Applied = true
+	return res, nil
 }
 
 func (d *Daemon) setConfigError(err error) {
@@ -663,6 +728,13 @@ func peerWait(cfg *config.Config) time.Duration {
 		return gr.RestartTime
 	}
 	return readyGrace
+}
+
+// keepRunning gives next the running values of the keys that only take
+// effect on restart (restartOnly): a reload, and `plan --config`'s
+// prediction of it, keep them.
+func keepRunning(next, old *config.Config) {
+	next.Control, next.Metrics, next.Kernel.RouteProtocol, next.StateDir = old.Control, old.Metrics, old.Kernel.RouteProtocol, old.StateDir
 }
 
 // restartOnly lists changed keys that only take effect on restart.
@@ -699,11 +771,31 @@ func (d *Daemon) startSpeaker(ctx context.Context, cfg *config.Config, withPeers
 	if withPeers {
 		d.setPeers(ctx, sp, cfg)
 	}
+	_ = d.setBMP(ctx, sp, cfg) // logged, and retried from the loop
 	d.mu.Lock()
 	d.speaker = sp
 	d.phase = api.PhaseRunning
 	d.mu.Unlock()
 	return nil
+}
+
+// setBMP gives the speaker cfg's BMP stations. A station that cannot be
+// configured is logged; the others stream (a station that does not answer
+// is not an error: gobgp keeps dialing it).
+// A station that could not be configured is retried from the loop, with
+// the peers.
+func (d *Daemon) setBMP(ctx context.Context, sp Speaker, cfg *config.Config) error {
+	if sp == nil {
+		return nil
+	}
+	err := sp.SetBMP(ctx, cfg.BMP.Servers, cfg.Node.Name, "ovnbgp "+d.opts.Version)
+	if err != nil {
+		d.log.Warn("some bmp stations were not configured; retrying", zap.Error(err))
+	}
+	d.mu.Lock()
+	d.bmpErr = err
+	d.mu.Unlock()
+	return err
 }
 
 // addPeers adds the configured peers to the speaker, once.
@@ -738,26 +830,35 @@ func (d *Daemon) setPeers(ctx context.Context, sp Speaker, cfg *config.Config) b
 	return err == nil
 }
 
-// peersFailed is true when the last SetPeers failed.
+// peersFailed is true when the last SetPeers or SetBMP failed.
 func (d *Daemon) peersFailed() bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.peersErr != nil
+	return d.peersErr != nil || d.bmpErr != nil
 }
 
-// retryPeers gives the running speaker the running config's peers again.
+// retryPeers gives the running speaker the running config's peers, or BMP
+// stations, again: whichever failed last.
 func (d *Daemon) retryPeers(ctx context.Context) bool {
 	d.mu.Lock()
-	sp, cfg := d.speaker, d.cfg
+	sp, cfg, peersErr, bmpErr := d.speaker, d.cfg, d.peersErr, d.bmpErr
 	d.mu.Unlock()
 	if sp == nil {
 		return false
 	}
-	if ok := d.setPeers(ctx, sp, cfg); !ok {
-		return false
+	if peersErr != nil {
+		if ok := d.setPeers(ctx, sp, cfg); !ok {
+			return false
+		}
+		d.log.Info("peers applied on retry", zap.Int("peers", len(cfg.BGP.Peers)))
+		d.poke()
 	}
-	d.log.Info("peers applied on retry", zap.Int("peers", len(cfg.BGP.Peers)))
-	d.poke()
+	if bmpErr != nil {
+		if err := d.setBMP(ctx, sp, cfg); err != nil {
+			return false
+		}
+		d.log.Info("bmp stations applied on retry", zap.Int("stations", len(cfg.BMP.Servers)))
+	}
 	return true
 }
 
@@ -897,8 +998,15 @@ func (d *Daemon) logExportCaps(heldBefore, held []model.Advertisement) {
 
 func (d *Daemon) status() api.Status {
 	notApplied := 0
+	var bmp []model.BMPStation
 	if sp := d.currentSpeaker(); sp != nil {
 		notApplied = len(sp.NotApplied())
+		ctx, cancel := context.WithTimeout(context.Background(), statusWait)
+		var err error
+		if bmp, err = sp.BMP(ctx); err != nil {
+			d.log.Debug("bmp status", zap.Error(err))
+		}
+		cancel()
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -912,8 +1020,12 @@ func (d *Daemon) status() api.Status {
 		StartedAt: d.startedAt, Phase: d.phase, Ready: d.ready, NB: nb,
 		Reconciles: d.reconciles, LastReconcile: d.lastRun, LastError: d.lastErr, ConfigError: d.cfgErr,
 		NotApplied: notApplied, Import: d.importStatus(), Drained: d.drainStatusLocked(d.cfg, time.Now()).Peers,
+		BMP: bmp,
 	}
 }
+
+// statusWait bounds how long status waits for the speaker's BMP state.
+const statusWait = 2 * time.Second
 
 // errNoPeer is returned for a --peer that is not configured.
 var errNoPeer = errors.New("no such peer")

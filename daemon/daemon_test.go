@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -44,6 +45,7 @@ type fakeSpeaker struct {
 	failSetPeers int
 	setPeerCalls int
 	state        model.SessionState // of every peer; "" = established
+	bfd          model.BFDState     // of every peer; "" = BFD not enabled
 	// learned is what EachLearned walks; learnedN more paths are made up
 	// on the fly (a big table that costs the fake no memory), and each
 	// is passed to onLearned first.
@@ -59,6 +61,13 @@ type fakeSpeaker struct {
 	walks            int                // EachLearned calls
 	eor              bool               // every peer's EndOfRIB
 	applies          []model.AdvertDiff // every Apply's diff, in order
+	// bmp is the last SetBMP's servers, bmpSys its sysName and sysDescr,
+	// bmpSets the number of SetBMP calls.
+	bmp     []config.BMPServer
+	bmpSys  [2]string
+	bmpSets int
+	// failBMP > 0 makes that many more SetBMP calls fail.
+	failBMP int
 }
 
 func (f *fakeSpeaker) SetPeers(_ context.Context, p []config.Peer) error {
@@ -172,6 +181,9 @@ func (f *fakeSpeaker) Peers(context.Context) ([]model.PeerStatus, error) {
 			fams = append(fams, model.FamilyCounts{Family: string(fam), Negotiated: state == model.StateEstablished})
 		}
 		out = append(out, model.PeerStatus{Name: p.Name, Address: p.Address, ASN: p.ASN, State: state, EndOfRIB: f.eor, Families: fams})
+		if f.bfd != "" {
+			out[len(out)-1].BFD = &model.BFDStatus{State: f.bfd}
+		}
 	}
 	return out, nil
 }
@@ -212,6 +224,28 @@ func (f *fakeSpeaker) EachLearned(ctx context.Context, peer string, fn func(mode
 		}
 	}
 	return nil
+}
+
+func (f *fakeSpeaker) SetBMP(_ context.Context, servers []config.BMPServer, sysName, sysDescr string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.bmpSets++
+	if f.failBMP > 0 {
+		f.failBMP--
+		return errors.New("bmp server x: refused")
+	}
+	f.bmp, f.bmpSys = servers, [2]string{sysName, sysDescr}
+	return nil
+}
+
+func (f *fakeSpeaker) BMP(context.Context) ([]model.BMPStation, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []model.BMPStation
+	for _, s := range f.bmp {
+		out = append(out, model.BMPStation{Name: s.Name, Station: netip.AddrPortFrom(s.Address, uint16(s.Port)), Up: true})
+	}
+	return out, nil
 }
 
 func (f *fakeSpeaker) Stop(_ context.Context, graceful bool) error {
@@ -336,7 +370,7 @@ stateDir: %s
 }
 
 type harness struct {
-	t       *testing.T
+	t       testing.TB
 	dir     string
 	cfgPath string
 	sock    string
@@ -381,7 +415,7 @@ func testLimits() limits {
 	return l
 }
 
-func start(t *testing.T, networks string, options ...func(*harness)) *harness {
+func start(t testing.TB, networks string, options ...func(*harness)) *harness {
 	t.Helper()
 	dir := t.TempDir()
 	h := &harness{t: t, dir: dir, cfgPath: filepath.Join(dir, "config.yaml"), sock: filepath.Join(dir, "ctl.sock"),
@@ -644,6 +678,45 @@ func metricsScraper(t *testing.T, h *harness) (func() string, string) {
 	}, addr
 }
 
+// ovnbgp_peer_bfd_up follows the peer's BFD state; it is absent while BFD
+// is not enabled.
+func TestMetricsBFD(t *testing.T) {
+	h := start(t, "default")
+	h.nb.set(true, network("default", "10.128.0.0/23"))
+	h.wantPrefixes("tor 10.128.0.0/23")
+	scrape, _ := metricsScraper(t, h)
+	if body := scrape(); strings.Contains(body, "ovnbgp_peer_bfd_up{") {
+		t.Errorf("ovnbgp_peer_bfd_up without BFD enabled:\n%s", body)
+	}
+	for _, c := range []struct {
+		state model.BFDState
+		line  string
+	}{{model.BFDUp, `ovnbgp_peer_bfd_up{peer="tor"} 1`}, {model.BFDDown, `ovnbgp_peer_bfd_up{peer="tor"} 0`}} {
+		h.sp.mu.Lock()
+		h.sp.bfd = c.state
+		h.sp.mu.Unlock()
+		if body := scrape(); !strings.Contains(body, c.line+"\n") {
+			t.Errorf("BFD %s: metrics lack %q", c.state, c.line)
+		}
+	}
+}
+
+// metricValue is the value of the unlabelled sample name in a scrape.
+func metricValue(t *testing.T, body, name string) float64 {
+	t.Helper()
+	for _, l := range strings.Split(body, "\n") {
+		if v, ok := strings.CutPrefix(l, name+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("%s: %v", l, err)
+			}
+			return f
+		}
+	}
+	t.Fatalf("metrics lack %s", name)
+	return 0
+}
+
 func TestMetrics(t *testing.T) {
 	h := start(t, "default")
 	h.nb.set(true, network("default", "10.128.0.0/23"))
@@ -664,7 +737,11 @@ func TestMetrics(t *testing.T) {
 		`ovnbgp_northbound_connected 1`,
 		`ovnbgp_reconcile_failing 0`,
 		`ovnbgp_build_info{node="node1",version="test"} 1`,
+		`ovnbgp_reconcile_errors_total 0`,
 	)
+	if v := metricValue(t, scrape(), "ovnbgp_reconcile_duration_seconds_count"); v < 1 {
+		t.Errorf("ovnbgp_reconcile_duration_seconds_count = %v after a reconcile, want >= 1", v)
+	}
 
 	// Every value follows the daemon's state.
 	h.sp.mu.Lock()
@@ -685,6 +762,9 @@ func TestMetrics(t *testing.T) {
 		`ovnbgp_northbound_connected 0`,
 		`ovnbgp_reconcile_failing 1`,
 	)
+	if v := metricValue(t, scrape(), "ovnbgp_reconcile_errors_total"); v < 1 {
+		t.Errorf("ovnbgp_reconcile_errors_total = %v after a failed reconcile, want >= 1", v)
+	}
 
 	// The refused prefix is in status and in `routes advertised`, with its
 	// problem.
@@ -871,6 +951,10 @@ func TestExportCapHeldBack(t *testing.T) {
 	if err != nil || len(peers) != 1 || peers[0].HeldBack != 2 {
 		t.Fatalf("Peers = %+v, %v; want tor with 2 held back", peers, err)
 	}
+	scrape, _ := metricsScraper(t, h)
+	if body := scrape(); !strings.Contains(body, `ovnbgp_export_cap_reached{peer="tor"} 1`+"\n") {
+		t.Errorf("metrics lack ovnbgp_export_cap_reached 1 for tor while it holds back prefixes")
+	}
 
 	// 172.18.0.99 comes first in prefix order: it displaces 172.18.0.100,
 	// which must be withdrawn before 172.18.0.99 is announced.
@@ -893,6 +977,9 @@ func TestExportCapHeldBack(t *testing.T) {
 	h.wantPrefixes("tor 10.128.0.0/23", "tor 172.18.0.102/32")
 	if peers, err := c.Peers(ctx); err != nil || peers[0].HeldBack != 0 {
 		t.Fatalf("Peers after the cap fits = %+v, %v; want none held back", peers, err)
+	}
+	if body := scrape(); !strings.Contains(body, `ovnbgp_export_cap_reached{peer="tor"} 0`+"\n") {
+		t.Errorf("metrics lack ovnbgp_export_cap_reached 0 for tor once the cap fits")
 	}
 }
 

@@ -35,6 +35,10 @@ type Speaker interface {
 	// loop keeps its table from it, and walks a peer again (EachLearned)
 	// only when it is named in Resync.
 	TakeLearned() model.LearnedDelta
+	// SetBMP makes the BMP stations streamed to exactly servers, without
+	// touching any session; BMP reports their state.
+	SetBMP(ctx context.Context, servers []config.BMPServer, sysName, sysDescr string) error
+	BMP(ctx context.Context) ([]model.BMPStation, error)
 	// Stop ends every session; graceful sends no NOTIFICATION so that
 	// peers with graceful restart keep our routes.
 	Stop(ctx context.Context, graceful bool) error

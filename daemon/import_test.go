@@ -281,7 +281,7 @@ func TestImportCapAlarm(t *testing.T) {
 	scrape, _ := metricsScraper(t, h)
 	body := scrape()
 	for _, l := range []string{`ovnbgp_import_cap_reached{peer="tor",rule="uplink"} 1`, `ovnbgp_imported_routes{target="ovn"} 1`,
-		`ovnbgp_peer_prefixes{family="ipv4",kind="accepted",peer="tor"} 1`} {
+		`ovnbgp_peer_prefixes{family="ipv4",kind="accepted",peer="tor"} 1`, `ovnbgp_learned_rejected{peer="tor",reason="importCap"} 1`} {
 		if !strings.Contains(body, l+"\n") {
 			t.Errorf("metrics lack %q", l)
 		}

@@ -361,13 +361,14 @@ func (d *Daemon) decidedPaths(sp Speaker) (paths []model.LearnedPath, ok bool) {
 }
 
 // importCounts fills each peer's Imported count (accepted and installed),
-// its accepted count per family, and its ImportAlarm.
-func (d *Daemon) importCounts(peers []model.PeerStatus) {
+// its accepted count per family, and its ImportAlarm, and returns the
+// rejected paths by peer and cause (nil without import).
+func (d *Daemon) importCounts(peers []model.PeerStatus) map[plan.Rejection]int {
 	d.mu.Lock()
 	table, owned, host := d.imp.table, d.snapshot.OwnedRoutes, d.imp.host
 	if len(d.cfg.Import) == 0 || table == nil {
 		d.mu.Unlock()
-		return
+		return nil
 	}
 	// Imported counts accepted paths whose next hop is really installed
 	// for their prefix, in OVN or in the kernel, not only wanted there.
@@ -402,7 +403,7 @@ func (d *Daemon) importCounts(peers []model.PeerStatus) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.imp.table != table {
-		return // a new table meanwhile: the next call counts it
+		return nil // a new table meanwhile: the next call counts it
 	}
 	c := table.Count(func(p netip.Prefix, nh netip.Addr) bool { return installed[hop{p, nh}] })
 	alarms := map[string][]string{}
@@ -422,6 +423,7 @@ func (d *Daemon) importCounts(peers []model.PeerStatus) {
 		}
 		peers[i].ImportAlarm = strings.Join(alarms[peers[i].Name], "; ")
 	}
+	return c.RejectedBy
 }
 
 // importStatus summarises route import for `status`; the caller holds mu.

@@ -23,34 +23,50 @@ type collector struct {
 
 	info, up, peerState, peerSince, prefixes, advertised, notApplied, nbConnected,
 	reconciles, lastReconcile, reconcileFailing,
-	imported, importCap, importPending, drained *prometheus.Desc
+	imported, importCap, importPending, rejected, exportCap, drained, bmpUp, bfdUp *prometheus.Desc
+	// all are the descriptions above, for Describe: a metric that has no
+	// sample now (no BMP station, no drain) is still described.
+	all []*prometheus.Desc
 }
 
 func newCollector(d *Daemon) *collector {
+	var all []*prometheus.Desc
 	n := func(name, help string, labels ...string) *prometheus.Desc {
-		return prometheus.NewDesc("ovnbgp_"+name, help, labels, nil)
+		desc := prometheus.NewDesc("ovnbgp_"+name, help, labels, nil)
+		all = append(all, desc)
+		return desc
 	}
-	return &collector{
+	c := &collector{
 		d:                d,
 		info:             n("build_info", "ovnbgp version and node.", "version", "node"),
 		up:               n("peer_established", "1 when the BGP session is Established.", "peer"),
 		peerState:        n("peer_state", "BGP FSM state: 1 idle, 2 connect, 3 active, 4 opensent, 5 openconfirm, 6 established.", "peer"),
-		peerSince:        n("peer_state_since_seconds", "Unix time the peer entered its state.", "peer"),
+		peerSince:        n("peer_state_since_timestamp_seconds", "Unix time the peer entered its state.", "peer"),
 		prefixes:         n("peer_prefixes", "Paths per peer and family: received, accepted or advertised.", "peer", "family", "kind"),
 		advertised:       n("advertisements", "Prefixes selected per peer, by state: sent (on the wire), pending (session down), not sent (family not negotiated) or held back (the peer's export cap, maxAdvertised) or drained (withdrawn by ovnbgp drain).", "peer", "state"),
 		notApplied:       n("advertisements_not_applied", "Advertisements the speaker could not apply, per peer: each keeps its last good state, or is not sent if new.", "peer"),
 		nbConnected:      n("northbound_connected", "1 when connected to the OVN Northbound DB."),
 		reconciles:       n("reconciles_total", "Reconcile passes run."),
-		lastReconcile:    n("last_reconcile_seconds", "Unix time of the last reconcile."),
+		lastReconcile:    n("last_reconcile_timestamp_seconds", "Unix time of the last reconcile."),
 		reconcileFailing: n("reconcile_failing", "1 when the last reconcile left changes unapplied."),
 		imported:         n("imported_routes", "Routes import rules want in each target: ovn (static route rows, one per next hop) or kernel (routes, multipath counted once).", "target"),
 		importCap:        n("import_cap_reached", "1 while an import rule's maxRoutes holds back routes of a peer: nothing new is imported, the session stays up.", "rule", "peer"),
+		rejected:         n("learned_rejected", "Learned paths not imported, per peer and reason: malformed, loop (our ASN in the AS path, or our router ID as ORIGINATOR_ID), noRule (no import rule lists the peer), noMatch (no accept entry), defaultRoute, protected, nextHop, importCap (held back by maxRoutes).", "peer", "reason"),
+		exportCap:        n("export_cap_reached", "Per peer with maxAdvertised: 1 while the export cap holds back prefixes selected for the peer, else 0.", "peer"),
 		drained:          n("drained", "1 while the peer is drained and its advertisements carry GRACEFUL_SHUTDOWN, 2 once they are withdrawn (ovnbgp drain); absent when not drained.", "peer"),
+		bmpUp:            n("bmp_station_up", "1 while the BMP station (bmp.servers) is connected, 0 while ovnbgp dials it.", "station"),
+		bfdUp:            n("peer_bfd_up", "1 while the peer's BFD session is up, 0 otherwise; absent when bfd.enabled is false.", "peer"),
 		importPending:    n("import_operations_pending", "OVN and kernel operations not applied: manual (waiting for ovnbgp apply) or held (fail static, until End-of-RIB or deferralTime).", "kind"),
 	}
+	c.all = all
+	return c
 }
 
-func (c *collector) Describe(ch chan<- *prometheus.Desc) { prometheus.DescribeByCollect(c, ch) }
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range c.all {
+		ch <- d
+	}
+}
 
 func stateNumber(s model.SessionState) float64 {
 	switch s {
@@ -83,6 +99,10 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	g(c.reconcileFailing, b2f(st.LastError != ""))
 
+	for _, b := range st.BMP {
+		g(c.bmpUp, b2f(b.Up), b.Name)
+	}
+
 	for _, p := range st.Drained {
 		v := 1.0
 		if p.Phase == model.DrainWithdrawn {
@@ -111,10 +131,15 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	defer cancel()
 	if sp := c.d.currentSpeaker(); sp != nil {
 		peers, _ := sp.Peers(ctx)
-		c.d.importCounts(peers)
+		for k, n := range c.d.importCounts(peers) {
+			g(c.rejected, float64(n), k.Peer, string(k.Cause))
+		}
 		for _, p := range peers {
 			g(c.up, b2f(p.State == model.StateEstablished), p.Name)
 			g(c.peerState, stateNumber(p.State), p.Name)
+			if p.BFD != nil {
+				g(c.bfdUp, b2f(p.BFD.State == model.BFDUp), p.Name)
+			}
 			if !p.Since.IsZero() {
 				g(c.peerSince, float64(p.Since.Unix()), p.Name)
 			}
@@ -137,6 +162,11 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		for k, n := range count {
 			g(c.advertised, float64(n), k.peer, k.state)
 		}
+		for _, p := range c.d.config().BGP.Peers {
+			if p.MaxAdvertised > 0 {
+				g(c.exportCap, b2f(count[peerState{p.Name, string(model.AdvHeldBack)}] > 0), p.Name)
+			}
+		}
 		failed := map[string]int{}
 		for _, a := range sp.NotApplied() {
 			failed[a.Peer]++
@@ -147,6 +177,25 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
+// loopMetrics are what the reconcile loop records as it runs.
+type loopMetrics struct {
+	duration prometheus.Histogram
+	errors   prometheus.Counter
+}
+
+func newLoopMetrics() loopMetrics {
+	return loopMetrics{
+		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "ovnbgp_reconcile_duration_seconds", Help: "Time each reconcile pass took (NB snapshot, plan, and applying it).",
+			// 0.5 ms .. 16 s
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+		}),
+		errors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ovnbgp_reconcile_errors_total", Help: "Reconcile passes that left changes unapplied (each is retried with backoff).",
+		}),
+	}
+}
+
 func b2f(b bool) float64 {
 	if b {
 		return 1
@@ -154,11 +203,17 @@ func b2f(b bool) float64 {
 	return 0
 }
 
+// collectors are ovnbgp's own metrics (docs/metrics.md lists them; the Go
+// runtime's and the process's come on top).
+func (d *Daemon) collectors() []prometheus.Collector {
+	return []prometheus.Collector{newCollector(d), d.loopMetrics.duration, d.loopMetrics.errors}
+}
+
 // serveMetrics serves Prometheus /metrics on addr.
 func (d *Daemon) serveMetrics(addr string) (*server, error) {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(newCollector(d), collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(d.collectors()...)
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
 		// Any local user can scrape: a flood of scrapes gets 503s, not a

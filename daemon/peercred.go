@@ -94,8 +94,9 @@ func withPeerUID(ctx context.Context, c net.Conn) context.Context {
 }
 
 // requireRoot answers 403 and returns false unless the request comes from
-// uid 0 on the control socket: mutating calls (apply, and plan --config,
-// which reads a file as root) are root's only.
+// uid 0 on the control socket: mutating calls (apply, drain, reload, and
+// plan --config, which reads the files a config names as root) are root's
+// only.
 func requireRoot(w http.ResponseWriter, r *http.Request, what string) bool {
 	if uid, ok := r.Context().Value(uidKey{}).(uint32); ok && uid == 0 {
 		return true

@@ -231,6 +231,36 @@ type PeerStatus struct {
 	// Drain is where the peer stands in a drain (`ovnbgp drain`): ""
 	// not drained, tagged, or withdrawn.
 	Drain DrainPhase `json:"drain,omitempty"`
+	// BFD is the peer's BFD session (RFC 5880); nil when bfd.enabled is
+	// false.
+	BFD *BFDStatus `json:"bfd,omitempty"`
+}
+
+// BFDState is the state of a BFD session (RFC 5880 6.2), or off.
+type BFDState string
+
+// The BFD states. A peer with BFD enabled whose BGP session is not
+// Established has no BFD session running: down.
+const (
+	BFDOff       BFDState = "off"
+	BFDDown      BFDState = "down"
+	BFDInit      BFDState = "init"
+	BFDUp        BFDState = "up"
+	BFDAdminDown BFDState = "admindown"
+)
+
+// BFDStatus is a peer's BFD session as `peers` shows it.
+type BFDStatus struct {
+	State BFDState `json:"state"`
+	// Since is when State was entered (observed within 100 ms).
+	Since time.Time `json:"since,omitzero"`
+	// DetectTimeMs is the configured detection time in milliseconds:
+	// multiplier × minRx (the peer's slower transmit interval, if any,
+	// makes it longer).
+	DetectTimeMs int64 `json:"detectTimeMs"`
+	// Running is true while the BFD session runs: from shortly after the
+	// BGP session is Established until it leaves Established.
+	Running bool `json:"running"`
 }
 
 // LearnedPath is a path a peer sent us (its Adj-RIB-In), before import policy.
@@ -247,6 +277,8 @@ type LearnedPath struct {
 	// Malformed is set by the BGP layer when the path must never be
 	// imported whatever the rules say (AS 0, AS_SET, an empty AS path
 	// from an eBGP peer), and says why.
+	// A routing loop (our ASN in the AS path, our router ID as
+	// ORIGINATOR_ID) starts with RoutingLoop.
 	Malformed string `json:"malformed,omitempty"`
 	// Stale is true while the path is kept through the peer's graceful
 	// restart (RFC 4724) and not yet refreshed.
@@ -257,3 +289,17 @@ type LearnedPath struct {
 	Rule     string `json:"rule,omitempty"`
 	Reason   string `json:"reason,omitempty"`
 }
+
+// BMPStation is the state of one BMP server (RFC 7854) the speaker streams
+// to: Up while connected; Since is when it last connected (Up) or lost its
+// connection (down), zero if it never did.
+type BMPStation struct {
+	Name    string         `json:"name"`
+	Station netip.AddrPort `json:"station"`
+	Up      bool           `json:"up"`
+	Since   time.Time      `json:"since,omitzero"`
+}
+
+// RoutingLoop starts LearnedPath.Malformed when the path loops back to
+// this speaker: not a malformed UPDATE, but never imported either.
+const RoutingLoop = "a routing loop"

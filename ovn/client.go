@@ -563,7 +563,7 @@ func readRows(ctx context.Context, cli client.Client, memo *lbMemo) (nbRows, err
 			ICNode:          r.ExternalIDs[ovnk.ExtIDICNode],
 			Owner:           r.ExternalIDs[extIDOwner],
 			Rule:            r.ExternalIDs[extIDRule],
-			OwnerController: r.ExternalIDs[ovnk.ExtIDOwnerController],
+			OwnerController: ownerController(r.ExternalIDs),
 		}
 		if r.OutputPort != nil {
 			row.OutputPort = *r.OutputPort

@@ -43,6 +43,19 @@ func isTransitPort(name string) bool {
 	return strings.HasPrefix(name, ovnk.RouterToTransitSwitch) || strings.Contains(name, "_"+ovnk.RouterToTransitSwitch)
 }
 
+// ownerController is the controller that owns a row by its external_ids:
+// k8s.ovn.org/owner-controller, with the first releases' route import
+// marker (controller=routeimport) read as RouteImport.
+func ownerController(ids map[string]string) string {
+	if c := ids[ovnk.ExtIDOwnerController]; c != "" {
+		return c
+	}
+	if ids[ovnk.ExtIDLegacyController] == ovnk.LegacyRouteImportController {
+		return ovnk.RouteImportController
+	}
+	return ""
+}
+
 // importResult is what the rows say about import on one node.
 type importResult struct {
 	Routers   []model.GatewayRouter
@@ -162,10 +175,10 @@ func buildImport(in nbRows, node string) importResult {
 		gr.ForeignRoutes = slices.Compact(gr.ForeignRoutes)
 		if len(foreign) > 0 {
 			gr.ForeignImport = fmt.Sprintf("OVN-Kubernetes' route import manages %s: %d of its static routes carry "+
-				"external_ids:%s=%s (e.g. %s via %s); ovnbgp does not import into a router another importer manages: "+
+				"external_ids:%s=%s or its older marker %s=%s (e.g. %s via %s); ovnbgp does not import into a router another importer manages: "+
 				"turn OVN-Kubernetes' route import off for network %s, or set targets.ovn: false in the import rules of that network",
 				r.Name, len(foreign), ovnk.ExtIDOwnerController, ovnk.RouteImportController,
-				foreign[0].IPPrefix, foreign[0].Nexthop, network)
+				ovnk.ExtIDLegacyController, ovnk.LegacyRouteImportController, foreign[0].IPPrefix, foreign[0].Nexthop, network)
 		}
 		mine[r.Name] = gr
 		res.Routers = append(res.Routers, gr)

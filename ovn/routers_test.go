@@ -134,3 +134,24 @@ func TestSortProtectedKeepsFirstReason(t *testing.T) {
 		}
 	}
 }
+
+// TestRouteImportMarkers: OVN-Kubernetes' route import is recognised by
+// both markers it has written: external_ids k8s.ovn.org/owner-controller=
+// RouteImport (current), and controller=routeimport (its first releases),
+// so ovnbgp refuses to share a gateway router with either.
+func TestRouteImportMarkers(t *testing.T) {
+	for _, tc := range []struct {
+		ids  map[string]string
+		want string
+	}{
+		{map[string]string{"k8s.ovn.org/owner-controller": "RouteImport"}, "RouteImport"},
+		{map[string]string{"controller": "routeimport"}, "RouteImport"},
+		{map[string]string{"k8s.ovn.org/owner-controller": "EgressIP"}, "EgressIP"},
+		{map[string]string{"controller": "something-else"}, ""},
+		{nil, ""},
+	} {
+		if got := ownerController(tc.ids); got != tc.want {
+			t.Errorf("ownerController(%v) = %q, want %q", tc.ids, got, tc.want)
+		}
+	}
+}

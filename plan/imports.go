@@ -78,15 +78,37 @@ func Import(in ImportInput) ImportResult {
 	return NewImportTable(in).Result()
 }
 
-// malformedReason is the reason of a path bgp marked Malformed: "malformed:
-// WHY", or just WHY when it names a loop (our ASN in the AS path, our
-// router ID as ORIGINATOR_ID), which is not a malformed path.
-func malformedReason(why string) string {
-	if strings.Contains(why, "loop") {
-		return why + "; such a path is never imported"
+// malformedReason is the reason of a path bgp marked Malformed, and its
+// cause: "malformed: WHY", or just WHY when it names a loop (our ASN in the
+// AS path, our router ID as ORIGINATOR_ID), which is not a malformed path
+// but a normal sight on a fabric where nodes share an AS.
+func malformedReason(why string) (string, RejectCause) {
+	if isLoop(why) {
+		return why + "; such a path is never imported", RejectLoop
 	}
-	return "malformed: " + why + "; such a path is never imported"
+	return "malformed: " + why + "; such a path is never imported", RejectMalformed
 }
+
+// isLoop reports whether bgp's Malformed text names a routing loop.
+func isLoop(why string) bool { return strings.HasPrefix(why, model.RoutingLoop) }
+
+// RejectCause is why a learned path is not imported, in a word: the
+// class of its reason (model.LearnedPath.Reason says it in full). Metrics
+// count rejected paths by it.
+type RejectCause string
+
+// The causes, in the order the checks run (docs/config.md, "Import
+// decision").
+const (
+	RejectMalformed    RejectCause = "malformed"    // the path itself is invalid
+	RejectLoop         RejectCause = "loop"         // our ASN in the AS path, or our router ID as ORIGINATOR_ID
+	RejectNoRule       RejectCause = "noRule"       // no import rule lists the peer (RFC 8212)
+	RejectNoMatch      RejectCause = "noMatch"      // no accept entry matches the prefix or its length
+	RejectDefaultRoute RejectCause = "defaultRoute" // 0/0 without allowDefaultRoute
+	RejectProtected    RejectCause = "protected"    // the prefix is, or is inside, a protected prefix
+	RejectNextHop      RejectCause = "nextHop"      // the next hop is not acceptable or not reachable
+	RejectImportCap    RejectCause = "importCap"    // held back by the rule's maxRoutes
+)
 
 // candidate is a path that a rule accepts, by one of its accept entries.
 type candidate struct {
@@ -329,27 +351,27 @@ func (e *importEnv) noMatch(p model.LearnedPath) string {
 }
 
 // check runs every check after the accept match, for path p and rule ri,
-// and returns the first failing one's reason, or "".
-func (e *importEnv) check(ri int, p model.LearnedPath) string {
+// and returns the first failing one's reason and its cause, or "".
+func (e *importEnv) check(ri int, p model.LearnedPath) (string, RejectCause) {
 	r := &e.cfg.Import[ri]
 	if p.Prefix.Bits() == 0 && !r.AllowDefaultRoute {
-		return fmt.Sprintf("%s is the default route and rule %s does not set allowDefaultRoute", p.Prefix, r.Name)
+		return fmt.Sprintf("%s is the default route and rule %s does not set allowDefaultRoute", p.Prefix, r.Name), RejectDefaultRoute
 	}
 	if pp, ok := protectedCovering(e.prot, p.Prefix); ok {
 		if pp.Prefix == p.Prefix {
-			return fmt.Sprintf("%s is protected: %s (rule %s)", p.Prefix, pp.Why, r.Name)
+			return fmt.Sprintf("%s is protected: %s (rule %s)", p.Prefix, pp.Why, r.Name), RejectProtected
 		}
-		return fmt.Sprintf("%s is inside protected %s: %s (rule %s)", p.Prefix, pp.Prefix, pp.Why, r.Name)
+		return fmt.Sprintf("%s is inside protected %s: %s (rule %s)", p.Prefix, pp.Prefix, pp.Why, r.Name), RejectProtected
 	}
 	if reason := e.nextHop(p); reason != "" {
-		return reason + fmt.Sprintf(" (rule %s)", r.Name)
+		return reason + fmt.Sprintf(" (rule %s)", r.Name), RejectNextHop
 	}
 	if gr := e.routers[ri]; gr != nil && !inExternal(gr, p.NextHop) && e.tables[ri] == 0 {
 		// with a kernel target, the path goes there only (see where)
 		return fmt.Sprintf("next hop %s of %s is outside the external networks %s of gateway router %s (rule %s, network %s)",
-			p.NextHop, p.Prefix, prefixList(gr.ExternalNetworks), gr.Name, r.Name, r.Network)
+			p.NextHop, p.Prefix, prefixList(gr.ExternalNetworks), gr.Name, r.Name, r.Network), RejectNextHop
 	}
-	return ""
+	return "", ""
 }
 
 // inExternal reports whether a is inside a network of gr's external port.

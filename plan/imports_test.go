@@ -87,9 +87,9 @@ func TestImportReasons(t *testing.T) {
 	asSet := path("tor-a", "10.1.0.0/16", "192.0.2.1")
 	asSet.Malformed = "AS_SET in the AS path (RFC 9774)"
 	loopASN := path("tor-a", "10.1.0.0/16", "192.0.2.1")
-	loopASN.Malformed = "AS path contains our own ASN 64512 (loop, RFC 4271 9.1.2)"
+	loopASN.Malformed = model.RoutingLoop + ": the AS path holds our own ASN 64512 (RFC 4271 9.1.2)"
 	loopID := path("tor-a", "10.1.0.0/16", "192.0.2.1")
-	loopID.Malformed = "ORIGINATOR_ID 192.0.2.10 is our router ID (loop, RFC 4456)"
+	loopID.Malformed = model.RoutingLoop + ": ORIGINATOR_ID is our router ID 192.0.2.10 (RFC 4456 8)"
 	stale := path("tor-a", "10.3.0.0/16", "192.0.2.1")
 	stale.Stale = true
 	tests := []struct {

@@ -46,7 +46,8 @@ const (
 // for (an entry of Snapshot.Protected whose Why starts with "join subnet",
 // "transit subnet" or "masquerade subnet" is one), the host's addresses and
 // the peers' addresses as host prefixes, and protectedPrefixes. Entries are
-// in that order, an equal (prefix, why) only once.
+// in that order, an equal (prefix, why) only once, and this node's pod
+// subnets only when Snapshot.Protected does not already list them.
 func Protected(cfg *config.Config, snap model.Snapshot, host model.Host) []model.ProtectedPrefix {
 	n := len(snap.Protected) + len(snap.Networks)*2 + len(cfg.Cluster.ServiceCIDRs) + len(defaultInternal) +
 		len(host.Links)*2 + len(cfg.BGP.Peers) + len(cfg.ProtectedPrefixes)
@@ -59,12 +60,16 @@ func Protected(cfg *config.Config, snap model.Snapshot, host model.Host) []model
 			out = append(out, pp)
 		}
 	}
+	fromNB := make(map[netip.Prefix]bool, len(snap.Protected))
 	for _, p := range snap.Protected {
 		add(p.Prefix, p.Why)
+		fromNB[p.Prefix.Masked()] = true
 	}
 	for _, nw := range snap.Networks {
 		for _, sn := range nw.Subnets {
-			add(sn.Prefix, fmt.Sprintf("pod subnet of %s on node %s (%s)", nw.Name, snap.Node, sn.Source))
+			if !fromNB[sn.Prefix.Masked()] { // listed once, not once per source
+				add(sn.Prefix, fmt.Sprintf("pod subnet of %s on node %s (%s)", nw.Name, snap.Node, sn.Source))
+			}
 		}
 	}
 	for _, p := range cfg.Cluster.ServiceCIDRs {

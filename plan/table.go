@@ -82,6 +82,8 @@ type tablePath struct {
 	// its verdict ("" when it passed), or the reason when none did.
 	first  int32
 	reason string
+	// cause is reason's class.
+	cause RejectCause
 	// capped is the rule whose cap held the path back from every rule
 	// that accepted it (-1: none); the reason is made when asked for,
 	// since it counts what the peer offers now.
@@ -248,17 +250,17 @@ func (t *ImportTable) remove(k model.Key) bool {
 func (t *ImportTable) decide(tp *tablePath) {
 	p, e := tp.p, t.env
 	tp.cands.reset()
-	tp.first, tp.reason, tp.capped = -1, "", -1
+	tp.first, tp.reason, tp.cause, tp.capped = -1, "", "", -1
 	switch {
 	case p.Malformed != "":
-		tp.reason = malformedReason(p.Malformed)
+		tp.reason, tp.cause = malformedReason(p.Malformed)
 		return
 	case !p.Prefix.IsValid() || p.Prefix != p.Prefix.Masked():
-		tp.reason = fmt.Sprintf("malformed: prefix %s is invalid or has host bits set; such a path is never imported", p.Prefix)
+		tp.reason, tp.cause = fmt.Sprintf("malformed: prefix %s is invalid or has host bits set; such a path is never imported", p.Prefix), RejectMalformed
 		return
 	case p.Prefix.Addr().Is4In6():
 		// masked, so Bits() >= 96: ::ffff:0:0/96 or inside it
-		tp.reason = fmt.Sprintf("malformed: prefix %s is IPv4-mapped IPv6 (inside ::ffff:0:0/96); such a path is never imported", p.Prefix)
+		tp.reason, tp.cause = fmt.Sprintf("malformed: prefix %s is IPv4-mapped IPv6 (inside ::ffff:0:0/96); such a path is never imported", p.Prefix), RejectMalformed
 		return
 	}
 	listed := false
@@ -272,19 +274,19 @@ func (t *ImportTable) decide(tp *tablePath) {
 		if !ok {
 			continue
 		}
-		reason := e.check(ri, p)
+		reason, cause := e.check(ri, p)
 		if reason == "" {
 			tp.cands.add(ruleEntry{rule: int32(ri), entry: int32(entry)})
 		}
 		if tp.first < 0 {
-			tp.first, tp.reason = int32(ri), reason
+			tp.first, tp.reason, tp.cause = int32(ri), reason, cause
 		}
 	}
 	switch {
 	case !listed:
-		tp.reason = fmt.Sprintf("no import rule lists peer %s: rejected by default (RFC 8212)", p.Peer)
+		tp.reason, tp.cause = fmt.Sprintf("no import rule lists peer %s: rejected by default (RFC 8212)", p.Peer), RejectNoRule
 	case tp.first < 0:
-		tp.reason = e.noMatch(p)
+		tp.reason, tp.cause = e.noMatch(p), RejectNoMatch
 	}
 }
 
@@ -574,6 +576,14 @@ func (t *ImportTable) each(fn func(*tablePath) bool) {
 type TableCounts struct {
 	Accepted, Rejected int
 	ByPeer             map[string]PeerCounts
+	// RejectedBy counts the rejected paths by peer and cause.
+	RejectedBy map[Rejection]int
+}
+
+// Rejection is a peer and a cause, a key of TableCounts.RejectedBy.
+type Rejection struct {
+	Peer  string
+	Cause RejectCause
 }
 
 // PeerCounts are one peer's figures in TableCounts.
@@ -584,10 +594,15 @@ type PeerCounts struct {
 // Count counts the table's paths; installed says whether a next hop of a
 // prefix is really installed (nil: none is).
 func (t *ImportTable) Count(installed func(netip.Prefix, netip.Addr) bool) TableCounts {
-	c := TableCounts{ByPeer: map[string]PeerCounts{}}
+	c := TableCounts{ByPeer: map[string]PeerCounts{}, RejectedBy: map[Rejection]int{}}
 	t.each(func(tp *tablePath) bool {
 		if !tp.p.Accepted {
 			c.Rejected++
+			cause := tp.cause
+			if tp.capped >= 0 {
+				cause = RejectImportCap
+			}
+			c.RejectedBy[Rejection{tp.p.Peer, cause}]++
 			return true
 		}
 		c.Accepted++

@@ -44,8 +44,11 @@ func randomPath(rng *rand.Rand) model.LearnedPath {
 	peer := peers[rng.IntN(len(peers))]
 	nexthops := slices.Concat(hostile, own[peer], own[peer], own[peer], own[peer])
 	p := path(peer, prefixes[rng.IntN(len(prefixes))], nexthops[rng.IntN(len(nexthops))])
-	if rng.IntN(15) == 0 {
+	switch rng.IntN(15) {
+	case 0:
 		p.Malformed = "AS 0 in the AS path (RFC 7607)"
+	case 1:
+		p.Malformed = model.RoutingLoop + ": the AS path holds our own ASN 64512 (RFC 4271 9.1.2)"
 	}
 	p.MED = uint32(rng.IntN(3))
 	return p
@@ -371,5 +374,68 @@ func BenchmarkTableMemory(b *testing.B) {
 		runtime.ReadMemStats(&after)
 		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n, "B/path")
 		runtime.KeepAlive(table)
+	}
+}
+
+// causeOfReason classifies a rejection's reason text the way a reader
+// would; TestTableRejectedBy checks RejectCause against it.
+func causeOfReason(reason string) RejectCause {
+	switch {
+	case strings.HasPrefix(reason, "next hop") || strings.HasPrefix(reason, "the next hop"):
+		return RejectNextHop
+	case strings.HasPrefix(reason, "a routing loop"):
+		return RejectLoop
+	case strings.HasPrefix(reason, "malformed"):
+		return RejectMalformed
+	case strings.HasPrefix(reason, "no import rule lists peer"):
+		return RejectNoRule
+	case strings.HasPrefix(reason, "no accept entry matches"):
+		return RejectNoMatch
+	case strings.Contains(reason, "is the default route"):
+		return RejectDefaultRoute
+	case strings.Contains(reason, "is protected") || strings.Contains(reason, "is inside protected"):
+		return RejectProtected
+	case strings.HasPrefix(reason, "import cap"):
+		return RejectImportCap
+	}
+	return "unclassified: " + RejectCause(reason)
+}
+
+// TestTableRejectedBy: Count's rejections by peer and cause agree with the
+// reasons of the rejected paths, over random tables with caps, and add up
+// to Rejected; every cause occurs.
+func TestTableRejectedBy(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	seen := map[RejectCause]bool{}
+	for round := range 40 {
+		table := NewImportTable(tableFixture(3))
+		var paths []model.LearnedPath
+		for range 60 {
+			paths = append(paths, randomPath(rng))
+		}
+		table.Update(TableChange{Paths: paths})
+		want := map[Rejection]int{}
+		for _, p := range table.Result().Paths {
+			if !p.Accepted {
+				want[Rejection{p.Peer, causeOfReason(p.Reason)}]++
+			}
+		}
+		c := table.Count(nil)
+		if d := gocmp.Diff(want, c.RejectedBy); d != "" {
+			t.Fatalf("round %d: RejectedBy (-from the reasons +Count):\n%s", round, d)
+		}
+		n := 0
+		for k, v := range c.RejectedBy {
+			n += v
+			seen[k.Cause] = true
+		}
+		if n != c.Rejected {
+			t.Fatalf("round %d: RejectedBy adds up to %d, Rejected is %d", round, n, c.Rejected)
+		}
+	}
+	for _, cause := range []RejectCause{RejectMalformed, RejectLoop, RejectNoRule, RejectNoMatch, RejectDefaultRoute, RejectProtected, RejectNextHop, RejectImportCap} {
+		if !seen[cause] {
+			t.Errorf("no random table rejected a path for %s", cause)
+		}
 	}
 }

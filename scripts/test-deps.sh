@@ -3,18 +3,24 @@
 #
 # The end-to-end suite (test/e2e) runs a real OVN Northbound ovsdb-server and
 # FRR in network namespaces. This script installs them on Debian/Ubuntu:
-#   frr                  zebra, bgpd, staticd, vtysh (the "ToR" BGP peer)
+#   frr                  zebra, bgpd, bfdd, staticd, vtysh (the "ToR" BGP peer)
 #   ovn-central          /usr/share/ovn/ovn-nb.ovsschema
 #   ovn-common           ovn-nbctl
 #   openvswitch-common   ovsdb-server, ovsdb-tool
 #   iproute2             ip (netns, veth), nstat
 #   exabgp               a second, scriptable BGP peer that sends hostile and
 #                        malformed UPDATEs (the route import tests)
+#   iptables             cuts the node-tor link without taking it down (BFD tests)
 #   file
 #   systemd              systemd-analyze (security, verify) and systemd-tmpfiles
 #                        check packaging/ offline; PID 1 need not be systemd.
 #                        packaging/vmtest boots this systemd as PID 1 in qemu
 #                        (with this machine's root, frr and ovn read over 9p)
+#   podman, runc         packaging/: make image, run the image, and the
+#                        MachineConfig's ovnbgp-install copying the binary
+#                        out of it (runc: crun refuses this host's hybrid
+#                        cgroups); storage of the test's own, nothing pulled
+#   rpm                  rpm -qlp on the package make package builds
 #   gcc, libc6-dev       the C compiler and headers cgo needs for `make race`
 #                        (the race detector runs with cgo on)
 #   qemu-system-x86      the VMs of vrf/vmtest (real VRF devices: the host
@@ -38,15 +44,19 @@ declare -A probe=(
   [ovn-common]=/usr/bin/ovn-nbctl
   [openvswitch-common]=/usr/sbin/ovsdb-server
   [iproute2]=/usr/sbin/ip
+  [iptables]=/usr/sbin/iptables
   [exabgp]=/usr/sbin/exabgp
   [file]=/usr/bin/file
   [gcc]=/usr/bin/gcc
   [libc6-dev]=/usr/include/stdio.h
   [qemu-system-x86]=/usr/bin/qemu-system-x86_64
   [systemd]=/usr/bin/systemd-analyze
+  [podman]=/usr/bin/podman
+  [runc]=/usr/sbin/runc
+  [rpm]=/usr/bin/rpm
 )
 need=()
-for pkg in frr ovn-central ovn-common openvswitch-common iproute2 exabgp file gcc libc6-dev qemu-system-x86 systemd; do
+for pkg in frr ovn-central ovn-common openvswitch-common iproute2 iptables exabgp file gcc libc6-dev qemu-system-x86 systemd podman runc rpm; do
   [ -e "${probe[$pkg]}" ] || need+=("$pkg")
 done
 # a kernel for the VM tests: any /boot/vmlinuz-VER with VER's vrf.ko and 9p.ko

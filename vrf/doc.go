@@ -12,6 +12,10 @@
 //	func (m *Manager) Routes(keys []model.KernelRouteKey) (ours []model.KernelRoute, foreign []model.KernelRouteKey, err error)
 //	func (m *Manager) Close()
 //
+// `ovnbgp doctor` uses Probe (OpenProbe, OpenProbeAt: RouteTo, VRFs,
+// TableProtocols): one-shot, read-only lookups without cache or
+// subscription.
+//
 // Open keeps one long-lived netlink handle and one subscription each to
 // route, link and address changes; protocol is kernel.routeProtocol (200 by
 // default). OpenAt does the same inside another network namespace (tests).

@@ -14,6 +14,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	runHelper() // the doctor tests' helper processes (doctor_test.go)
 	code := m.Run()
 	lab.Cleanup()
 	os.Exit(code)
@@ -292,6 +293,7 @@ func TestMD5Dialing(t *testing.T) {
 		t.Error(err)
 	}
 	checkNoSecret(t, w.d, md5Password)
+	checkListeners(t, w.lab, w.d) // listenPort -1, metrics off: no TCP listener at all
 }
 
 // TestMD5Passive: FRR dials ovnbgp, which listens on 179 in its namespace,
@@ -317,6 +319,7 @@ func TestMD5Passive(t *testing.T) {
 		t.Errorf("FRR's session goes to node port %d, want 179 (FRR dialed the passive ovnbgp)", n.PortForeign)
 	}
 	checkNoSecret(t, w.d, md5Password)
+	checkListeners(t, w.lab, w.d, "0.0.0.0:179", "[::]:179") // BGP only
 }
 
 // TestMD5WrongPassword: with a different password the session never comes
@@ -361,15 +364,57 @@ func TestMD5WrongPassword(t *testing.T) {
 // checkNoSecret: the password appears in neither the CLI output nor the log.
 func checkNoSecret(t *testing.T, d *lab.Daemon, secret string) {
 	t.Helper()
-	out, err := d.CLI("peers", "-o", "json")
-	if err != nil {
-		t.Error(err)
-	}
-	if strings.Contains(string(out), secret) {
-		t.Error("ovnbgp peers -o json prints the MD5 password")
+	for _, args := range [][]string{{"peers", "-o", "json"}, {"peers"}, {"config", "show", "--running", "-o", "json"},
+		{"--config", d.Config, "config", "show", "-o", "yaml"}, {"--config", d.Config, "config", "validate"}, {"status", "-o", "json"}} {
+		out, err := d.CLI(args...)
+		if err != nil {
+			t.Error(err)
+		}
+		if strings.Contains(string(out), secret) {
+			t.Errorf("ovnbgp %s prints the MD5 password", strings.Join(args, " "))
+		}
 	}
 	if b, err := os.ReadFile(d.Log); err == nil && strings.Contains(string(b), secret) {
 		t.Error("the daemon's log contains the MD5 password")
+	}
+	// Nor does the process show it: not in its arguments, not in its
+	// environment (ps and /proc are readable by other users).
+	for _, f := range []string{"cmdline", "environ"} {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/%s", d.PID(), f))
+		if err != nil {
+			t.Errorf("read /proc/%d/%s: %v", d.PID(), f, err)
+		} else if strings.Contains(string(b), secret) {
+			t.Errorf("/proc/%d/%s holds the MD5 password", d.PID(), f)
+		}
+	}
+}
+
+// checkListeners fails the test unless the daemon's TCP listeners are
+// exactly want ("*:179" style, from ss): no management port of its own, and
+// never gobgp's gRPC API (50051), which would let anyone on the node
+// reconfigure BGP.
+func checkListeners(t *testing.T, l *lab.Lab, d *lab.Daemon, want ...string) {
+	t.Helper()
+	out, err := l.Exec(l.Node, "ss", "-Hltnp")
+	if err != nil {
+		t.Fatalf("ss: %v: %s", err, out)
+	}
+	var got []string
+	pid := fmt.Sprintf("pid=%d,", d.PID())
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 6 || !strings.Contains(line, pid) {
+			continue
+		}
+		got = append(got, f[3])
+		if strings.HasSuffix(f[3], ":50051") {
+			t.Errorf("the daemon listens on gobgp's gRPC port: %s", line)
+		}
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("the daemon's TCP listeners are %v, want %v:\n%s", got, want, out)
 	}
 }
 

@@ -31,6 +31,13 @@ const (
 	// RouteImportController is the value of ExtIDOwnerController on the
 	// rows of OVN-Kubernetes' route import (controllerName "RouteImport").
 	RouteImportController = "RouteImport"
+	// ExtIDLegacyController and LegacyRouteImportController are the
+	// marker of the first releases of OVN-Kubernetes' route import
+	// (route_import.go: ExternalIDs{"controller": "routeimport"}), before
+	// it used ExtIDOwnerController; package ovn reads both as
+	// RouteImportController.
+	ExtIDLegacyController       = "controller"
+	LegacyRouteImportController = "routeimport"
 )
 
 // other_config keys of a Logical_Switch.

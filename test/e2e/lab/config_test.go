@@ -112,7 +112,7 @@ func TestFRRConfigParses(t *testing.T) {
 	Require(t) // bgpd drops privileges to user frr: root, and the frr package
 	bgpd := filepath.Join(FRRDir, "bgpd")
 	c := FRRConfig{Neighbors: []FRRNeighbor{
-		{Address: NodeIPv4, ASN: 65010, Passive: true, Password: "pw", TTLSecurityHops: 1, Keepalive: 10, HoldTime: 30},
+		{Address: NodeIPv4, ASN: 65010, Passive: true, Password: "pw", TTLSecurityHops: 1, Keepalive: 10, HoldTime: 30, BFD: true},
 		{Address: NodeIPv6, ASN: 65010, EBGPMultihop: 2, UpdateSource: "lo"},
 		{Address: netip.MustParseAddr("198.51.100.10"), ASN: 65010, DisableConnectedCheck: true},
 	}, Originate: []netip.Prefix{netip.MustParsePrefix("203.0.113.0/24")}, GracefulRestart: true}
@@ -131,7 +131,7 @@ func TestFRRConfigParses(t *testing.T) {
 	}
 	for _, want := range []string{"neighbor 192.0.2.0 passive", "neighbor 192.0.2.0 password pw", "neighbor 2001:db8:100:: activate", "network 203.0.113.0/24", "bgp graceful-restart",
 		"neighbor 192.0.2.0 ttl-security hops 1", "neighbor 192.0.2.0 timers 10 30", "neighbor 2001:db8:100:: ebgp-multihop 2",
-		"neighbor 2001:db8:100:: update-source lo", "neighbor 198.51.100.10 disable-connected-check"} {
+		"neighbor 2001:db8:100:: update-source lo", "neighbor 198.51.100.10 disable-connected-check", "neighbor 192.0.2.0 bfd profile lab"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("bgpd.conf lacks %q:\n%s", want, text)
 		}

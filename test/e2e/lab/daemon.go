@@ -36,6 +36,8 @@ type Peer struct {
 	// HoldTime and KeepaliveTime default to 9s and 3s (0 = those), so that
 	// a dead session is noticed quickly.
 	HoldTime, KeepaliveTime time.Duration
+	// ConnectRetry defaults to 2s (0 = that).
+	ConnectRetry time.Duration
 	// SourceAddress, Interface, EBGPMultihop, TTLSecurity and MaxPrefixes
 	// are written only when set (the daemon's defaults otherwise).
 	SourceAddress netip.Addr
@@ -45,6 +47,8 @@ type Peer struct {
 	MaxPrefixes   int
 	// MaxAdvertised sets the peer's export cap (maxAdvertised) when > 0.
 	MaxAdvertised int
+	// BFD enables bfd at 300ms x 3.
+	BFD bool
 
 	PasswordFile string // filled by StartDaemon
 }
@@ -110,7 +114,7 @@ bgp:
 {{- end}}
       holdTime: {{if .HoldTime}}{{.HoldTime}}{{else}}9s{{end}}
       keepaliveTime: {{if .KeepaliveTime}}{{.KeepaliveTime}}{{else}}3s{{end}}
-      connectRetry: 2s
+      connectRetry: {{if .ConnectRetry}}{{.ConnectRetry}}{{else}}2s{{end}}
 {{- if .SourceAddress.IsValid}}
       sourceAddress: "{{.SourceAddress}}"
 {{- end}}
@@ -131,6 +135,9 @@ bgp:
 {{- end}}
 {{- if .Passive}}
       passive: true
+{{- end}}
+{{- if .BFD}}
+      bfd: {enabled: true, minTx: 300ms, minRx: 300ms, multiplier: 3}
 {{- end}}
 {{- if .PasswordFile}}
       passwordFile: {{.PasswordFile}}
@@ -329,6 +336,24 @@ func (d *Daemon) Reload(cfg DaemonConfig) error {
 		return err
 	}
 	return d.Signal(syscall.SIGHUP)
+}
+
+// ReloadCLI writes cfg over the config file and runs `ovnbgp reload -o
+// json`: the outcome, applied or refused (the CLI then exits 1, with the
+// outcome on stdout); err when there is no outcome.
+func (d *Daemon) ReloadCLI(cfg DaemonConfig) (api.ReloadResult, error) {
+	var res api.ReloadResult
+	if err := d.writeConfig(cfg); err != nil {
+		return res, err
+	}
+	out, err := d.CLI("reload", "-o", "json")
+	if jerr := json.Unmarshal(out, &res); jerr != nil || res.Config == "" {
+		return res, fmt.Errorf("ovnbgp reload: no outcome (%v): %v: %.500s", jerr, err, out)
+	}
+	if res.Applied != (err == nil) {
+		return res, fmt.Errorf("ovnbgp reload: applied %v but the CLI's exit says %v", res.Applied, err)
+	}
+	return res, nil
 }
 
 // ReloadText writes text over the config file and sends SIGHUP: for configs

@@ -39,6 +39,9 @@ type FRRNeighbor struct {
 	// Keepalive and HoldTime (seconds) set `timers KEEPALIVE HOLD` for this
 	// neighbor; 0 keeps the router's `timers bgp 3 9`.
 	Keepalive, HoldTime int
+	// BFD sets `neighbor X bfd profile lab`: a single-hop BFD session at
+	// 300 ms x 3 (bfdd runs when a neighbor has it).
+	BFD bool
 }
 
 // FRRConfig is FRR's bgpd configuration. The zero value of a field takes
@@ -97,6 +100,9 @@ router bgp {{.ASN}}
 {{- if .HoldTime}}
  neighbor {{.Address}} timers {{.Keepalive}} {{.HoldTime}}
 {{- end}}
+{{- if .BFD}}
+ neighbor {{.Address}} bfd profile lab
+{{- end}}
 {{- end}}
 {{- range $af := .Families}}
  !
@@ -114,6 +120,29 @@ router bgp {{.ASN}}
 {{- end}}
 !
 `))
+
+// bfddConf is bfdd's configuration: the profile of every BFD neighbor.
+const bfddConf = `hostname %s
+log file %s/frr.log informational
+!
+bfd
+ profile lab
+  detect-multiplier 3
+  receive-interval 300
+  transmit-interval 300
+ !
+!
+`
+
+// bfd reports whether a neighbor has BFD (bfdd must run).
+func (c FRRConfig) bfd() bool {
+	for _, n := range c.Neighbors {
+		if n.BFD {
+			return true
+		}
+	}
+	return false
+}
 
 type frrFamily struct {
 	Name      string
@@ -183,6 +212,11 @@ func (l *Lab) StartFRR(cfg FRRConfig) *FRR {
 		"zebra.conf": fmt.Sprintf("hostname %s\nlog file %s/frr.log informational\n", l.Tor, dir),
 		"bgpd.conf":  bgpd,
 	}
+	daemons := []string{"zebra", "bgpd"}
+	if cfg.bfd() {
+		files["bfdd.conf"] = fmt.Sprintf(bfddConf, l.Tor, dir)
+		daemons = []string{"zebra", "bfdd", "bgpd"}
+	}
 	for name, text := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
 			t.Fatal(err)
@@ -197,10 +231,14 @@ func (l *Lab) StartFRR(cfg FRRConfig) *FRR {
 		}
 		f.stop()
 	})
-	for _, d := range []string{"zebra", "bgpd"} {
-		out, err := l.Exec(l.Tor, filepath.Join(FRRDir, d), "-d", "-F", "traditional",
+	for _, d := range daemons {
+		args := []string{filepath.Join(FRRDir, d), "-d", "-F", "traditional",
 			"-u", "frr", "-g", "frr", "-z", filepath.Join(dir, "zserv.api"), "--vty_socket", dir,
-			"-f", filepath.Join(dir, d+".conf"), "-i", filepath.Join(dir, d+".pid"))
+			"-f", filepath.Join(dir, d+".conf"), "-i", filepath.Join(dir, d+".pid")}
+		if d == "bfdd" {
+			args = append(args, "--bfdctl", filepath.Join(dir, "bfdd.sock"))
+		}
+		out, err := l.Exec(l.Tor, args...)
 		if err != nil {
 			t.Fatalf("start %s: %v: %s\nbgpd.conf:\n%s", d, err, out, bgpd)
 		}
@@ -236,7 +274,7 @@ func ChownFRR(dir string) error {
 }
 
 func (f *FRR) stop() {
-	for _, d := range []string{"bgpd", "zebra"} {
+	for _, d := range []string{"bgpd", "bfdd", "zebra"} {
 		b, err := os.ReadFile(filepath.Join(f.Dir, d+".pid"))
 		if err != nil {
 			continue
@@ -422,6 +460,11 @@ type Neighbor struct {
 	ConnectionsEstablished int    `json:"connectionsEstablished"`
 	ConnectionsDropped     int    `json:"connectionsDropped"`
 	LastReset              string `json:"lastResetDueTo"`
+	// BFD is bgpd's view of the neighbor's BFD session (Status "Up",
+	// "Down", "Unknown"); empty without `neighbor X bfd`.
+	BFD struct {
+		Status string `json:"status"`
+	} `json:"peerBfdInfo"`
 	// UpSince is when the session was last Established (Unix seconds),
 	// bgpTimerUpEstablishedEpoch; 0 while it is not.
 	UpSince int64 `json:"bgpTimerUpEstablishedEpoch"`

@@ -263,8 +263,12 @@ func (m *NBMonitor) Stop() string {
 
 // Config runs configuration commands on bgpd with vtysh: `configure
 // terminal`, then each command in turn (their context carries over).
-func (f *FRR) Config(cmds ...string) error {
-	args := []string{"--vty_socket", f.Dir, "-d", "bgpd", "-c", "configure terminal"}
+func (f *FRR) Config(cmds ...string) error { return f.ConfigDaemon("bgpd", cmds...) }
+
+// ConfigDaemon runs configuration commands on one of FRR's daemons (bgpd,
+// bfdd) as Config does.
+func (f *FRR) ConfigDaemon(daemon string, cmds ...string) error {
+	args := []string{"--vty_socket", f.Dir, "-d", daemon, "-c", "configure terminal"}
 	for _, c := range cmds {
 		args = append(args, "-c", c)
 	}

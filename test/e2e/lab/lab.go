@@ -302,6 +302,9 @@ func (l *Lab) MonitorRoutes(ns string) *RouteMonitor {
 	return m
 }
 
+// Output is what the monitor printed so far.
+func (m *RouteMonitor) Output() string { return m.out.String() }
+
 // Stop ends the monitor (by PID) and returns everything it printed.
 func (m *RouteMonitor) Stop() string {
 	select {

@@ -1,0 +1,157 @@
+package plan
+
+import (
+	"cmp"
+	"net/netip"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/ovnbgp/ovnbgp/model"
+)
+
+// fuzzPeers are the fixture's peers, and one no rule lists.
+var fuzzPeers = []string{"tor-a", "tor-b", "tor-c", "tor-6", "ghost"}
+
+// fuzzPaths decodes learned paths from the fuzzer's bytes, 11 at a time:
+// a flag byte (bit 0: IPv6, bit 1: malformed, bits 2-4: peer), the prefix
+// length, 4 bytes of prefix and 4 of next hop (IPv6 spreads them into the
+// documentation and link-local ranges and ::ffff:0:0/96 so that the
+// interesting cases come up), and a MED byte.
+func fuzzPaths(data []byte) []model.LearnedPath {
+	var out []model.LearnedPath
+	for len(data) >= 11 {
+		b := data[:11]
+		data = data[11:]
+		flags, bits := b[0], int(b[1])
+		var prefix, nh netip.Addr
+		if flags&1 == 0 {
+			prefix, nh = netip.AddrFrom4([4]byte(b[2:6])), netip.AddrFrom4([4]byte(b[6:10]))
+			bits %= 33
+		} else {
+			heads := [][2]byte{{0x20, 0x01}, {0xfe, 0x80}, {0x00, 0x00}, {0xfd, 0x98}}
+			var p, n [16]byte
+			hp, hn := heads[b[2]%4], heads[b[6]%4]
+			copy(p[:2], hp[:])
+			copy(p[2:], []byte{0x0d, 0xb8, b[3], b[4], b[5]})
+			copy(n[:2], hn[:])
+			n[10], n[11] = 0xff*(b[7]&1), 0xff*(b[7]&1) // sometimes IPv4-mapped
+			copy(n[12:], b[6:10])
+			prefix, nh = netip.AddrFrom16(p), netip.AddrFrom16(n)
+			bits %= 129
+		}
+		if flags&0x20 != 0 {
+			nh = netip.Addr{} // no next hop
+		}
+		p := model.LearnedPath{
+			Peer: fuzzPeers[int(flags>>2&7)%len(fuzzPeers)], Prefix: netip.PrefixFrom(prefix, bits),
+			NextHop: nh, ASPath: []uint32{65001}, Origin: "igp", MED: uint32(b[10]),
+		}
+		if flags&0x40 != 0 {
+			p.Prefix = p.Prefix.Masked()
+		}
+		if flags&2 != 0 {
+			p.Malformed = "AS 0 in the AS path (RFC 7607)"
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// FuzzImportDecision feeds the import filter learned paths of any shape
+// (prefixes with host bits, any length, next hops of the wrong family,
+// local, link-local, IPv4-mapped or missing, malformed paths, unknown
+// peers) and checks that nothing forbidden is accepted or wanted in OVN or
+// the kernel, and that a table fed in two steps decides as one built at
+// once.
+func FuzzImportDecision(f *testing.F) {
+	f.Add([]byte{0x40, 24, 10, 1, 2, 0, 192, 0, 2, 1, 0})                                               // accepted
+	f.Add([]byte{0x40, 23, 10, 128, 0, 0, 192, 0, 2, 1, 0})                                             // a pod subnet: protected
+	f.Add([]byte{0x40, 0, 0, 0, 0, 0, 192, 0, 2, 1, 0})                                                 // the default route
+	f.Add([]byte{0x00, 24, 10, 1, 2, 7, 127, 0, 0, 1, 0})                                               // host bits, loopback next hop
+	f.Add([]byte{0x41 | 3<<2, 48, 0, 1, 0, 0, 0, 0, 0, 0x10, 0})                                        // IPv6 from tor-6
+	f.Add([]byte{0x42, 24, 10, 9, 9, 0, 192, 0, 2, 1, 0, 0x40 | 4<<2, 8, 10, 0, 0, 0, 192, 0, 2, 1, 1}) // malformed; a ghost peer
+	base := importFixture()
+	prot := Protected(base.Config, base.Snapshot, base.Host)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		paths := fuzzPaths(data)
+		if len(paths) > 64 {
+			paths = paths[:64]
+		}
+		in := importFixture()
+		in.Learned = paths
+		once := NewImportTable(in).Result()
+
+		in.Learned = nil
+		table := NewImportTable(in)
+		half := len(paths) / 2
+		table.Update(TableChange{Paths: paths[:half]})
+		table.Update(TableChange{Paths: paths[half:]})
+		stepped := table.Result()
+		for _, r := range []*ImportResult{&once, &stepped} {
+			slices.SortFunc(r.Paths, func(a, b model.LearnedPath) int {
+				return cmp.Or(strings.Compare(a.Peer, b.Peer), model.ComparePrefix(a.Prefix, b.Prefix))
+			})
+		}
+		if !reflect.DeepEqual(once.Paths, stepped.Paths) || !reflect.DeepEqual(once.OVN, stepped.OVN) || !reflect.DeepEqual(once.Kernel, stepped.Kernel) {
+			t.Fatalf("a table fed in two steps decides differently from one built at once:\nonce %+v\nstepped %+v", once, stepped)
+		}
+
+		accepted := map[netip.Prefix]bool{}
+		for _, p := range once.Paths {
+			if !p.Accepted {
+				if p.Reason == "" {
+					t.Fatalf("rejected without a reason: %+v", p)
+				}
+				continue
+			}
+			accepted[p.Prefix] = true
+			checkImportable(t, prot, p.Prefix, p.NextHop, p.Malformed)
+		}
+		for _, r := range once.OVN {
+			if !accepted[r.Prefix] {
+				t.Fatalf("OVN route for %s, which no accepted path has", r.Prefix)
+			}
+			checkImportable(t, prot, r.Prefix, r.NextHop, "")
+		}
+		for _, r := range once.Kernel {
+			if !accepted[r.Prefix] {
+				t.Fatalf("kernel route for %s, which no accepted path has", r.Prefix)
+			}
+			for _, nh := range r.NextHops {
+				checkImportable(t, prot, r.Prefix, nh.Addr, "")
+			}
+		}
+	})
+}
+
+// checkImportable fails the test if an accepted prefix and next hop break
+// a safety rule (ARCHITECTURE.md, "Safety").
+func checkImportable(t *testing.T, prot []model.ProtectedPrefix, p netip.Prefix, nh netip.Addr, malformed string) {
+	t.Helper()
+	switch {
+	case malformed != "":
+		t.Fatalf("malformed path accepted: %s (%s)", p, malformed)
+	case !p.IsValid() || p != p.Masked():
+		t.Fatalf("accepted prefix %s is invalid or has host bits", p)
+	case p.Bits() == 0:
+		t.Fatalf("default route %s accepted by a rule without allowDefaultRoute", p)
+	case p.Addr().Is4In6():
+		t.Fatalf("IPv4-mapped prefix %s accepted", p)
+	case !nh.IsValid() || nh.Is4() != p.Addr().Is4() || nh.Is4In6():
+		t.Fatalf("%s accepted with next hop %v", p, nh)
+	case nh.IsLoopback() || nh.IsUnspecified() || nh.IsMulticast() || nh.IsLinkLocalUnicast():
+		t.Fatalf("%s accepted with next hop %s", p, nh)
+	}
+	for _, pp := range prot {
+		if pp.Prefix.Overlaps(p) && pp.Prefix.Bits() <= p.Bits() {
+			t.Fatalf("%s accepted inside protected %s (%s)", p, pp.Prefix, pp.Why)
+		}
+		// A next hop may be a peer's address; a host address is refused
+		// as local by its own check.
+		if pp.Prefix.Contains(nh) && !strings.HasPrefix(pp.Why, whyPeer) && !strings.HasPrefix(pp.Why, whyHost) {
+			t.Fatalf("%s accepted via %s, inside protected %s (%s)", p, nh, pp.Prefix, pp.Why)
+		}
+	}
+}
