@@ -26,12 +26,12 @@ build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) .
 	@file $(BIN) 2>/dev/null | grep -q 'statically linked' || { echo "$(BIN) is not statically linked" >&2; file $(BIN) >&2; exit 1; }
 
-# The unit packages: everything but the end-to-end tests, the VM test and the benchmarks.
-UNIT_PKGS = $$($(GO) list ./... | grep -v -e /test/e2e -e /bench -e /vrf/vmtest)
+# The unit packages: everything but the end-to-end tests, the VM tests and the benchmarks.
+UNIT_PKGS = $$($(GO) list ./... | grep -v -e /test/e2e -e /bench -e /vrf/vmtest -e /packaging/vmtest)
 # The race detector skips packaging/ too: it has no concurrent Go code, and
 # its tests build the image and the packages and install the deb (make test
 # runs them once, without -race).
-RACE_PKGS = $$($(GO) list ./... | grep -v -e /test/e2e -e /bench -e /vrf/vmtest -e /packaging$$)
+RACE_PKGS = $$($(GO) list ./... | grep -v -e /test/e2e -e /bench -e /vrf/vmtest -e /packaging/vmtest -e /packaging$$)
 
 ## test: install test packages (as root), vet, build, the race detector on the unit packages, unit and end-to-end tests
 test: deps vet build race

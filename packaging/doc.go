@@ -9,5 +9,6 @@
 // It has no Go code of its own. Its tests check those files with the real
 // tools: systemd-analyze security and verify, systemd-tmpfiles, Butane
 // (pinned in tools/go.mod), podman, nfpm, dpkg and rpm; and against the
-// daemon's defaults and its command tree.
+// daemon's defaults and its command tree. packaging/vmtest runs the unit
+// under a real systemd as PID 1 in a qemu VM.
 package packaging

@@ -13,7 +13,9 @@
 #   iptables             cuts the node-tor link without taking it down (BFD tests)
 #   file
 #   systemd              systemd-analyze (security, verify) and systemd-tmpfiles
-#                        check packaging/ offline; PID 1 need not be systemd
+#                        check packaging/ offline; PID 1 need not be systemd.
+#                        packaging/vmtest boots this systemd as PID 1 in qemu
+#                        (with this machine's root, frr and ovn read over 9p)
 #   podman, runc         packaging/: make image, run the image, and the
 #                        MachineConfig's ovnbgp-install copying the binary
 #                        out of it (runc: crun refuses this host's hybrid
@@ -21,9 +23,10 @@
 #   rpm                  rpm -qlp on the package make package builds
 #   gcc, libc6-dev       the C compiler and headers cgo needs for `make race`
 #                        (the race detector runs with cgo on)
-#   qemu-system-x86      the VM of vrf/vmtest (real VRF devices: the host
-#   linux-image-amd64    kernel may have none); Debian's kernel with vrf.ko
-#                        boots there. INITRD=No skips the kernel package's
+#   qemu-system-x86      the VMs of vrf/vmtest (real VRF devices: the host
+#   linux-image-amd64    kernel may have none) and packaging/vmtest (the unit
+#                        under systemd); Debian's kernel with vrf.ko, 9p and
+#                        overlay modules boots there. INITRD=No skips the kernel package's
 #                        initramfs hook (the test makes its own initramfs);
 #                        no boot loader is installed or updated.
 #
@@ -56,10 +59,11 @@ need=()
 for pkg in frr ovn-central ovn-common openvswitch-common iproute2 iptables exabgp file gcc libc6-dev qemu-system-x86 systemd podman runc rpm; do
   [ -e "${probe[$pkg]}" ] || need+=("$pkg")
 done
-# a kernel for the VM test: any /boot/vmlinuz-VER with VER's vrf.ko
+# a kernel for the VM tests: any /boot/vmlinuz-VER with VER's vrf.ko and 9p.ko
 have_kernel=
 for k in /boot/vmlinuz-*; do
-  [ -e "$k" ] && [ -e "/lib/modules/${k#/boot/vmlinuz-}/kernel/drivers/net/vrf.ko" ] && have_kernel=1
+  m="/lib/modules/${k#/boot/vmlinuz-}/kernel"
+  [ -e "$k" ] && [ -e "$m/drivers/net/vrf.ko" ] && [ -e "$m/fs/9p/9p.ko" ] && have_kernel=1
 done
 [ -n "$have_kernel" ] || need+=(linux-image-amd64)
 [ ${#need[@]} -eq 0 ] && exit 0
