@@ -442,6 +442,7 @@ func TestBothDialConverge(t *testing.T) {
 	b := l.speaker("b", config.BGP{ASN: provASN, RouterID: l.addr(3), ListenPort: pb})
 	ctx := context.Background()
 	for round := range 3 {
+		logStart := len(l.logs())
 		var wg sync.WaitGroup
 		for _, x := range []struct {
 			s *Speaker
@@ -460,8 +461,14 @@ func TestBothDialConverge(t *testing.T) {
 		sb := waitEstablished(t, b, "a")
 		// One collision resolved as RFC 4271 6.8 says costs the side whose
 		// connection loses one more OPEN; a retry after both connections
-		// were dropped costs more.
-		if oa, ob := opensSent(t, a), opensSent(t, b); oa+ob > 3 {
+		// were dropped costs more. When one speaker's SetPeers ran late
+		// (a loaded machine), its listener refused the other's first
+		// connection, which is no collision: that attempt costs one more.
+		limit := uint64(3)
+		if strings.Contains(l.logs()[logStart:], "closed a connection from an address that is not a peer") {
+			limit++
+		}
+		if oa, ob := opensSent(t, a), opensSent(t, b); oa+ob > limit {
 			t.Errorf("round %d: %d + %d OPENs sent before both were Established: the collision was not resolved at once", round, oa, ob)
 		}
 		never(t, 3*time.Second, fmt.Sprintf("round %d: a session reset", round), func() (bool, string) {
