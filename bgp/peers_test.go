@@ -444,8 +444,15 @@ func TestSetPeersInPlace(t *testing.T) {
 	ctx := context.Background()
 	first := adv("a", "10.66.1.0/24", model.PathAttrs{})
 	set(t, node, first)
-	since := waitEstablished(t, node, "a").Since
+	waitEstablished(t, node, "a")
 	waitLearned(t, prov, "node", first.Prefix)
+	// Since is read once the session start is settled (its check done):
+	// before, the first reading may come from gobgp's uptime and a later
+	// one from the state event, a few milliseconds apart.
+	eventually(t, 10*time.Second, "the session start check", func() (bool, string) {
+		return node.repairChecks.Load() >= 1, ""
+	})
+	since := peerState(t, node, "a").Since
 	provSince := peerState(t, prov, "node").Since
 
 	a2 := a
