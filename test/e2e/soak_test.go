@@ -189,6 +189,14 @@ func TestSoak(t *testing.T) {
 		}
 	}
 	churned := time.Since(start)
+	// the last sample at the end of the churn, unless one was just taken
+	if last := points[len(points)-1].At; churned-last > plan.interval/2 {
+		w.converge(fmt.Sprintf("base state after round %d", rounds))
+		p := w.sample(churned)
+		points = append(points, p)
+		t.Logf("sample %d at %v (round %d, the last): rss %.1f MiB, fds %d, goroutines %d",
+			len(points), p.At.Round(time.Second), rounds, float64(p.RSS)/(1<<20), p.FDs, p.Goroutines)
+	}
 
 	// The end state is not the base state: some of each kind.
 	for _, c := range []struct {
