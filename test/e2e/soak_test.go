@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"net/netip"
 	"os"
 	"slices"
@@ -198,6 +199,8 @@ func TestSoak(t *testing.T) {
 			len(points), p.At.Round(time.Second), rounds, float64(p.RSS)/(1<<20), p.FDs, p.Goroutines)
 	}
 
+	churnChanges := maps.Clone(w.changes)
+
 	// The end state is not the base state: some of each kind.
 	for _, c := range []struct {
 		kind  string
@@ -211,7 +214,7 @@ func TestSoak(t *testing.T) {
 	w.checkEnd(foreign, foreignRow)
 
 	verdicts, window, judgeErr := soak.Judge(points, plan.warmup, soak.DefaultBounds())
-	total := w.changes["vip"] + w.changes["eip"] + w.changes["import"]
+	total := churnChanges["vip"] + churnChanges["eip"] + churnChanges["import"]
 	judged := 0
 	for _, p := range points {
 		if p.At >= plan.warmup {
@@ -223,7 +226,7 @@ func TestSoak(t *testing.T) {
 		vs = append(vs, v.String())
 	}
 	t.Logf("soak: %v churn, %d rounds, %d changes (%d VIP, %d egress IP, %d import; %.1f/s), %d samples (%d judged after %v warm-up, window %v); %s",
-		churned.Round(time.Second), rounds, total, w.changes["vip"], w.changes["eip"], w.changes["import"],
+		churned.Round(time.Second), rounds, total, churnChanges["vip"], churnChanges["eip"], churnChanges["import"],
 		float64(total)/churned.Seconds(), len(points), judged, plan.warmup, window.Round(time.Second), strings.Join(vs, "; "))
 	if judgeErr != nil {
 		t.Fatalf("soak: %v", judgeErr)
