@@ -139,6 +139,13 @@ func (a *advWorld) advertised(p netip.Prefix) []model.Advertisement {
 // returns its UUID.
 func (a *advWorld) addEgressIP(router, eip, ns, pod, ext, podIP string) string {
 	a.t.Helper()
+	return createEgressIP(a.t, a.nb, router, eip, ns, pod, ext, podIP)
+}
+
+// createEgressIP writes into nb the NAT row of addEgressIP and returns its
+// UUID.
+func createEgressIP(t *testing.T, nb *lab.NB, router, eip, ns, pod, ext, podIP string) string {
+	t.Helper()
 	fam := "ip4"
 	if netip.MustParseAddr(ext).Is6() {
 		fam = "ip6"
@@ -152,7 +159,7 @@ func (a *advWorld) addEgressIP(router, eip, ns, pod, ext, podIP string) string {
 			mgmt = strings.TrimPrefix(p, "GR_") + "k8s-" + node
 		}
 	}
-	return strings.TrimSpace(a.nb.MustNBCtl("--id=@n", "create", "NAT", "type=snat",
+	return strings.TrimSpace(nb.MustNBCtl("--id=@n", "create", "NAT", "type=snat",
 		"external_ip="+nbQuote(ext), "logical_ip="+nbQuote(podIP), "logical_port="+nbQuote(mgmt),
 		"external_ids:k8s.ovn.org/owner-type=EgressIP",
 		"external_ids:k8s.ovn.org/owner-controller=default-network-controller",

@@ -54,7 +54,8 @@ type Peer struct {
 }
 
 // DaemonConfig is the part of ovnbgp's config.yaml a test chooses; the rest
-// (node1, the lab's NB socket, control socket, debug JSON logs, no metrics)
+// (node1, the lab's NB socket, control socket, debug JSON logs, no metrics
+// unless Metrics is set)
 // is filled in.
 type DaemonConfig struct {
 	// Node defaults to "node1", ASN to 65010, RouterID to NodeIPv4.
@@ -84,6 +85,9 @@ type DaemonConfig struct {
 	ServiceCIDRs      []netip.Prefix
 	// RouteProtocol sets kernel.routeProtocol (0 = the default, 200).
 	RouteProtocol int
+	// Metrics sets metrics.address, e.g. 127.0.0.1:9479 (inside the node
+	// namespace: read it with Lab.HTTPGet); "" = no metrics.
+	Metrics string
 
 	Northbound string // filled by StartDaemon
 	Socket     string // filled by StartDaemon
@@ -163,7 +167,7 @@ cluster: {serviceCIDRs: [{{range $i, $p := .ServiceCIDRs}}{{if $i}}, {{end}}"{{$
 kernel: {routeProtocol: {{.RouteProtocol}}}
 {{- end}}
 control: {socket: {{.Socket}}}
-metrics: {address: ""}
+metrics: {address: "{{.Metrics}}"}
 log: {level: debug, format: json}
 stateDir: {{.StateDir}}
 `))
