@@ -52,6 +52,10 @@ protocol bgp {{.Protocol}} {
   local {{.RouterID}} as {{.ASN}};
   neighbor {{.Neighbor}} as {{.NeighborASN}};
   hold time 9; keepalive time 3; connect retry time 2;
+  # BIRD drops a direct session when its link goes down, then waits
+  # "error wait time" (default 60 s, up to 300 s) before it takes a
+  # connection again: a test must not wait minutes after each flap
+  error wait time 1, 5;
 {{- if .Passive}}
   passive on;
 {{- end}}
