@@ -213,8 +213,9 @@ func (w *chaosWorld) violation(format string, args ...any) {
 
 // selfTestDetectors proves that the window's checks can fail: an owned row
 // and an owned kernel route removed behind ovnbgp's back (as a bug of ours
-// would) are seen by the NB monitor, the UUID check and ip monitor; and
-// ovnbgp puts both back.
+// would) are seen by the NB monitor, the UUID check and ip monitor, and
+// ovnbgp puts both back; a foreign route deleted and added again is seen
+// too.
 func (w *chaosWorld) selfTestDetectors() {
 	t := w.t
 	t.Helper()
@@ -224,12 +225,18 @@ func (w *chaosWorld) selfTestDetectors() {
 	if out, err := w.l.Exec(w.l.Node, "ip", "route", "del", prefix, "table", "100", "proto", "200"); err != nil {
 		t.Fatalf("ip route del %s: %v: %s", prefix, err, out)
 	}
+	// a foreign route deleted and added again, the same
+	for _, op := range []string{"del", "add"} {
+		if out, err := w.l.Exec(w.l.Node, "ip", "route", op, "blackhole", "10.99.60.0/24", "table", "100", "proto", "static"); err != nil {
+			t.Fatalf("ip route %s blackhole 10.99.60.0/24: %v: %s", op, err, out)
+		}
+	}
 	w.converge("self-test: ovnbgp restores the row and the route removed behind its back")
 	w.selfTest = true
 	w.endWindow("self-test", nil, nil)
 	w.selfTest = false
 	for _, want := range []string{"kernel route " + prefix + " lost next hop " + nh, "the NB monitor saw owned row {" + prefix + " " + nh + "}",
-		"owned row {" + prefix + " " + nh + "} was "} {
+		"owned row {" + prefix + " " + nh + "} was ", "a foreign kernel route changed: \"Deleted blackhole 10.99.60.0/24"} {
 		if !slices.ContainsFunc(w.detected, func(s string) bool { return strings.Contains(s, want) }) {
 			t.Errorf("self-test: the checks did not see %q; they saw %q", want, w.detected)
 		}
