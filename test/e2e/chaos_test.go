@@ -303,8 +303,11 @@ func TestChaos(t *testing.T) {
 				t.Fatalf("%s: %v", what, err)
 			}
 		case "ovsdb":
-			what += ")"
-			w.restartOVSDB(time.Duration(rng.IntN(1500)) * time.Millisecond)
+			// one in three: ovnbgp is killed and restarted while NB is
+			// down (fail static: it starts without NB and deletes nothing)
+			withKill := rng.IntN(3) == 0
+			what += fmt.Sprintf(" kill=%v)", withKill)
+			w.restartOVSDB(time.Duration(rng.IntN(1500))*time.Millisecond, withKill)
 		case "kill":
 			what += ")"
 			w.kill()
@@ -747,7 +750,10 @@ func (w *chaosWorld) flap(peer string, down time.Duration, long bool) {
 // restartOVSDB stops ovsdb-server (SIGTERM), leaves it down for down, and
 // starts it again on the same database; the NB monitor is restarted with
 // it (what it printed so far is kept for the window's check).
-func (w *chaosWorld) restartOVSDB(down time.Duration) {
+//
+// With kill, ovnbgp is killed (SIGKILL) while NB is down and started
+// again; NB comes back once the new ovnbgp answers on its socket.
+func (w *chaosWorld) restartOVSDB(down time.Duration, kill bool) {
 	t := w.t
 	t.Helper()
 	if err := w.nb.Stop(); err != nil {
@@ -757,6 +763,19 @@ func (w *chaosWorld) restartOVSDB(down time.Duration) {
 	w.nbmonOld = out[min(w.nOff, len(out)):]
 	w.nOff = 0
 	time.Sleep(down) // the outage itself
+	if kill {
+		w.kill()
+		// The daemon runs without NB: it answers on its control socket.
+		// (Its sessions wait for the first NB sync, up to the graceful
+		// restart time, so that peers keep our routes stale meanwhile.)
+		lab.Eventually(t, generous, 100*time.Millisecond, "the restarted ovnbgp answers without NB", func() error {
+			if err := w.d.Exited(); err != nil {
+				return err
+			}
+			_, err := w.d.Status()
+			return err
+		})
+	}
 	if err := w.nb.Start(); err != nil {
 		t.Fatal(err)
 	}
