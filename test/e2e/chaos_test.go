@@ -288,9 +288,10 @@ func TestChaos(t *testing.T) {
 			peer := chaosPeers[rng.IntN(len(chaosPeers))]
 			down := time.Duration(200+rng.IntN(1800)) * time.Millisecond
 			long := rng.IntN(4) == 0 // wait until ovnbgp's hold timer ends the session
-			what += fmt.Sprintf(" %s for %v, long=%v)", peer, down, long)
+			kill := rng.IntN(5) == 0 // and kill and restart ovnbgp while the link is down
+			what += fmt.Sprintf(" %s for %v, long=%v, kill=%v)", peer, down, long, kill)
 			allowed = []string{peer}
-			w.flap(peer, down, long)
+			w.flap(peer, down, long, kill)
 		case "frr":
 			peer := []string{"tor-a", "tor-b"}[rng.IntN(2)]
 			what += " " + peer + ")"
@@ -721,8 +722,9 @@ func (w *chaosWorld) endWindow(what string, allowed, allowedPrefixes []string) {
 }
 
 // flap takes peer's link down on the node's side for down (long: until
-// ovnbgp says the session is down, its hold timer expired) and up again.
-func (w *chaosWorld) flap(peer string, down time.Duration, long bool) {
+// ovnbgp says the session is down, its hold timer expired; kill: ovnbgp is
+// killed and restarted meanwhile) and up again.
+func (w *chaosWorld) flap(peer string, down time.Duration, long, kill bool) {
 	t := w.t
 	t.Helper()
 	link := w.links[peer]
@@ -740,6 +742,16 @@ func (w *chaosWorld) flap(peer string, down time.Duration, long bool) {
 				return fmt.Errorf("%s still Established", peer)
 			}
 			return nil
+		})
+	}
+	if kill {
+		w.kill()
+		lab.Eventually(t, generous, 100*time.Millisecond, "the restarted ovnbgp answers", func() error {
+			if err := w.d.Exited(); err != nil {
+				return err
+			}
+			_, err := w.d.Status()
+			return err
 		})
 	}
 	if err := w.l.SetLink(w.l.Node, link.NodeLink, true); err != nil {
