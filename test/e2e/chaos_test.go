@@ -187,7 +187,11 @@ type chaosWorld struct {
 	foreignUUIDs []string
 	foreign      string // foreignState at the start
 
-	kmon       *lab.RouteMonitor
+	kmon *lab.RouteMonitor
+	// tmon records the kernel routes of each FRR's namespace, where zebra
+	// installs the node's subnets: a withdrawal shows as "Deleted".
+	tmon       map[string]*lab.RouteMonitor
+	tOff       map[string]int
 	nbmon      *lab.NBMonitor
 	nbmonOld   string // output of the monitors before the last ovsdb restart
 	kOff, nOff int    // how far window has read the monitors
@@ -214,8 +218,9 @@ func (w *chaosWorld) violation(format string, args ...any) {
 // selfTestDetectors proves that the window's checks can fail: an owned row
 // and an owned kernel route removed behind ovnbgp's back (as a bug of ours
 // would) are seen by the NB monitor, the UUID check and ip monitor, and
-// ovnbgp puts both back; a foreign route deleted and added again is seen
-// too.
+// ovnbgp puts both back; a foreign route deleted and added again, and the
+// node's subnet deleted from an FRR's kernel (as a withdrawal would), are
+// seen too.
 func (w *chaosWorld) selfTestDetectors() {
 	t := w.t
 	t.Helper()
@@ -231,12 +236,36 @@ func (w *chaosWorld) selfTestDetectors() {
 			t.Fatalf("ip route %s blackhole 10.99.60.0/24: %v: %s", op, err, out)
 		}
 	}
+	// the node's subnet deleted from tor-a's kernel (as a withdrawal
+	// would) and put back as it was
+	sub := lab.DefaultNode1.Subnet.String()
+	line, err := w.l.Exec(w.l.Tor, "ip", "route", "show", sub)
+	if err != nil || !strings.HasPrefix(line, sub+" ") {
+		t.Fatalf("tor-a's route to %s: %v: %q", sub, err, line)
+	}
+	if out, err := w.l.Exec(w.l.Tor, "ip", "route", "del", sub); err != nil {
+		t.Fatalf("ip route del %s: %v: %s", sub, err, out)
+	}
+	// zebra's route names a nexthop object ("nhid N via A dev D"): ip
+	// takes the nhid alone
+	again := []string{"ip", "route", "replace"}
+	for f := strings.Fields(line); len(f) > 0; f = f[1:] {
+		if (f[0] == "via" || f[0] == "dev") && strings.Contains(line, " nhid ") && len(f) > 1 {
+			f = f[1:]
+			continue
+		}
+		again = append(again, f[0])
+	}
+	if out, err := w.l.Exec(w.l.Tor, again...); err != nil {
+		t.Fatalf("ip route replace %s: %v: %s", line, err, out)
+	}
 	w.converge("self-test: ovnbgp restores the row and the route removed behind its back")
 	w.selfTest = true
 	w.endWindow("self-test", nil, nil)
 	w.selfTest = false
 	for _, want := range []string{"kernel route " + prefix + " lost next hop " + nh, "the NB monitor saw owned row {" + prefix + " " + nh + "}",
-		"owned row {" + prefix + " " + nh + "} was ", "a foreign kernel route changed: \"Deleted blackhole 10.99.60.0/24"} {
+		"owned row {" + prefix + " " + nh + "} was ", "a foreign kernel route changed: \"Deleted blackhole 10.99.60.0/24",
+		"tor-a (FRR) lost the node's " + sub} {
 		if !slices.ContainsFunc(w.detected, func(s string) bool { return strings.Contains(s, want) }) {
 			t.Errorf("self-test: the checks did not see %q; they saw %q", want, w.detected)
 		}
@@ -321,6 +350,8 @@ func TestChaos(t *testing.T) {
 			// the variant, checked, then back to the base
 			if v.importBits != 16 {
 				allowedPrefixes = []string{"10.99.4.0/24"}
+			} else {
+				allowedPrefixes = []string{lab.BlueNode1.Subnet.String()}
 			}
 			w.reload(v)
 			w.converge(what + ": the variant")
@@ -401,6 +432,8 @@ func startChaos(t *testing.T) *chaosWorld {
 	w.base = w.d.Cfg // with the lab's fill-ins (sockets, state dir)
 	w.converge("start")
 	w.kmon = w.l.MonitorRoutes(w.l.Node)
+	w.tmon = map[string]*lab.RouteMonitor{"tor-a": w.l.MonitorRoutes(w.l.Tor), "tor-b": w.l.MonitorRoutes(torb.NS)}
+	w.tOff = map[string]int{}
 	w.nbmon = w.nb.Monitor("Logical_Router_Static_Route", "ip_prefix", "nexthop")
 	return w
 }
@@ -605,6 +638,7 @@ func (w *chaosWorld) converge(what string) {
 type windowStart struct {
 	uuids   map[pair]string
 	desired map[string][]string
+	adverts []netip.Prefix
 }
 
 // beginWindow records the state an event starts from (the world has
@@ -615,7 +649,7 @@ func (w *chaosWorld) beginWindow() {
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	ws := windowStart{uuids: map[pair]string{}, desired: w.state.desiredImports()}
+	ws := windowStart{uuids: map[pair]string{}, desired: w.state.desiredImports(), adverts: w.state.desiredAdverts()}
 	for _, r := range owned {
 		ws.uuids[pair{r.Prefix, r.NextHop}] = r.UUID
 	}
@@ -636,25 +670,26 @@ func (w *chaosWorld) endWindow(what string, allowed, allowedPrefixes []string) {
 	mayGo := func(prefix, nh string) bool {
 		return slices.Contains(allowedPrefixes, prefix) || slices.Contains(allowed, chaosPeerOf[nh])
 	}
-	// kernel
-	out := w.kmon.Output()
-	chunk := out[w.kOff:]
-	if i := strings.LastIndexByte(chunk, '\n'); i >= 0 {
-		chunk = chunk[:i+1]
-	} else {
-		chunk = ""
-	}
-	w.kOff += len(chunk)
-	var msgs []string
-	for _, line := range strings.Split(chunk, "\n") {
-		switch {
-		case strings.TrimSpace(line) == "":
-		case (line[0] == ' ' || line[0] == '\t') && len(msgs) > 0:
-			msgs[len(msgs)-1] += " " + strings.TrimSpace(line)
-		default:
-			msgs = append(msgs, strings.TrimSpace(line))
+	// the peers' side: no advertised subnet was withdrawn from an FRR
+	// whose session the event left alone (a graceful restart keeps them
+	// stale; an NB outage changes nothing)
+	for _, peer := range []string{"tor-a", "tor-b"} {
+		var msgs []string
+		msgs, w.tOff[peer] = monitorMessages(w.tmon[peer].Output(), w.tOff[peer])
+		if slices.Contains(allowed, peer) {
+			continue
+		}
+		for _, m := range msgs {
+			prefix, _, deleted := parseRouteLine(m)
+			p, err := netip.ParsePrefix(prefix)
+			if err == nil && deleted && slices.Contains(ws.adverts, p) && !slices.Contains(allowedPrefixes, prefix) {
+				w.violation("%s: %s (FRR) lost the node's %s, which should have stayed: %q", what, peer, prefix, m)
+			}
 		}
 	}
+	// kernel
+	var msgs []string
+	msgs, w.kOff = monitorMessages(w.kmon.Output(), w.kOff)
 	for _, m := range msgs {
 		if !strings.Contains(m, " table 100 ") && !strings.HasSuffix(m, " table 100") {
 			continue
@@ -719,6 +754,29 @@ func (w *chaosWorld) endWindow(what string, allowed, allowedPrefixes []string) {
 		}
 	}
 	w.checks++
+}
+
+// monitorMessages returns the complete messages of `ip monitor route`
+// output after offset off (a multipath route's next hop lines joined to
+// its first line) and the offset after them.
+func monitorMessages(out string, off int) ([]string, int) {
+	chunk := out[min(off, len(out)):]
+	if i := strings.LastIndexByte(chunk, '\n'); i >= 0 {
+		chunk = chunk[:i+1]
+	} else {
+		chunk = ""
+	}
+	var msgs []string
+	for _, line := range strings.Split(chunk, "\n") {
+		switch {
+		case strings.TrimSpace(line) == "":
+		case (line[0] == ' ' || line[0] == '\t') && len(msgs) > 0:
+			msgs[len(msgs)-1] += " " + strings.TrimSpace(line)
+		default:
+			msgs = append(msgs, strings.TrimSpace(line))
+		}
+	}
+	return msgs, off + len(chunk)
 }
 
 // flap takes peer's link down on the node's side for down (long: until
