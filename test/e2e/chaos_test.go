@@ -188,8 +188,8 @@ type chaosWorld struct {
 	foreign      string // foreignState at the start
 
 	kmon *lab.RouteMonitor
-	// tmon records the kernel routes of each FRR's namespace, where zebra
-	// installs the node's subnets: a withdrawal shows as "Deleted".
+	// tmon records the kernel routes of each peer's namespace, where zebra
+	// and BIRD install the node's subnets: a withdrawal shows as "Deleted".
 	tmon       map[string]*lab.RouteMonitor
 	tOff       map[string]int
 	nbmon      *lab.NBMonitor
@@ -265,7 +265,7 @@ func (w *chaosWorld) selfTestDetectors() {
 	w.selfTest = false
 	for _, want := range []string{"kernel route " + prefix + " lost next hop " + nh, "the NB monitor saw owned row {" + prefix + " " + nh + "}",
 		"owned row {" + prefix + " " + nh + "} was ", "a foreign kernel route changed: \"Deleted blackhole 10.99.60.0/24",
-		"tor-a (FRR) lost the node's " + sub} {
+		"peer tor-a lost the node's " + sub} {
 		if !slices.ContainsFunc(w.detected, func(s string) bool { return strings.Contains(s, want) }) {
 			t.Errorf("self-test: the checks did not see %q; they saw %q", want, w.detected)
 		}
@@ -418,7 +418,7 @@ func startChaos(t *testing.T) *chaosWorld {
 	w.frrB = w.l.StartFRRIn(torb.NS, lab.FRRConfig{ASN: 65003, RouterID: chaosTorB, GracefulRestart: true, Originate: orig("tor-b"),
 		Neighbors: []lab.FRRNeighbor{{Address: torb.NodeAddr, ASN: 65010, Passive: true}}})
 	w.bird = w.l.StartBIRD(bird.NS, lab.BIRDConfig{RouterID: chaosBIRD, ASN: 65004, Neighbor: bird.NodeAddr,
-		Passive: true, GracefulRestart: true, Originate: orig("bird")})
+		Passive: true, GracefulRestart: true, Kernel: true, Originate: orig("bird")})
 
 	w.base = lab.DaemonConfig{
 		GracefulRestart: true, RestartTime: 120 * time.Second, DeferralTime: 10 * time.Minute,
@@ -432,7 +432,7 @@ func startChaos(t *testing.T) *chaosWorld {
 	w.base = w.d.Cfg // with the lab's fill-ins (sockets, state dir)
 	w.converge("start")
 	w.kmon = w.l.MonitorRoutes(w.l.Node)
-	w.tmon = map[string]*lab.RouteMonitor{"tor-a": w.l.MonitorRoutes(w.l.Tor), "tor-b": w.l.MonitorRoutes(torb.NS)}
+	w.tmon = map[string]*lab.RouteMonitor{"tor-a": w.l.MonitorRoutes(w.l.Tor), "tor-b": w.l.MonitorRoutes(torb.NS), "bird": w.l.MonitorRoutes(bird.NS)}
 	w.tOff = map[string]int{}
 	w.nbmon = w.nb.Monitor("Logical_Router_Static_Route", "ip_prefix", "nexthop")
 	return w
@@ -533,6 +533,28 @@ func (w *chaosWorld) check() error {
 	for p, n := range learned {
 		if n != 1 {
 			return fmt.Errorf("bird holds %d routes for %s from the node", n, p)
+		}
+	}
+	// and each peer installed them in its kernel (where the window's
+	// monitors watch for withdrawals): exactly those of the node's subnets
+	for _, peer := range chaosPeers {
+		out, err := w.l.Exec(w.links[peer].NS, "ip", "-4", "route", "show")
+		if err != nil {
+			return fmt.Errorf("%s: ip route: %v: %s", peer, err, out)
+		}
+		var got []netip.Prefix
+		for _, line := range strings.Split(out, "\n") {
+			f := strings.Fields(line)
+			if len(f) == 0 {
+				continue
+			}
+			if p, err := netip.ParsePrefix(f[0]); err == nil && slices.Contains(nodeSubnets4, p) {
+				got = append(got, p)
+			}
+		}
+		lab.SortPrefixes(got)
+		if !slices.Equal(got, adverts) {
+			return fmt.Errorf("%s's kernel has %v of the node's subnets, want %v", peer, got, adverts)
 		}
 	}
 	// OVN: the owned rows are exactly the desired pairs but the foreign
@@ -670,10 +692,10 @@ func (w *chaosWorld) endWindow(what string, allowed, allowedPrefixes []string) {
 	mayGo := func(prefix, nh string) bool {
 		return slices.Contains(allowedPrefixes, prefix) || slices.Contains(allowed, chaosPeerOf[nh])
 	}
-	// the peers' side: no advertised subnet was withdrawn from an FRR
+	// the peers' side: no advertised subnet was withdrawn from a peer
 	// whose session the event left alone (a graceful restart keeps them
 	// stale; an NB outage changes nothing)
-	for _, peer := range []string{"tor-a", "tor-b"} {
+	for _, peer := range chaosPeers {
 		var msgs []string
 		msgs, w.tOff[peer] = monitorMessages(w.tmon[peer].Output(), w.tOff[peer])
 		if slices.Contains(allowed, peer) {
@@ -683,7 +705,7 @@ func (w *chaosWorld) endWindow(what string, allowed, allowedPrefixes []string) {
 			prefix, _, deleted := parseRouteLine(m)
 			p, err := netip.ParsePrefix(prefix)
 			if err == nil && deleted && slices.Contains(ws.adverts, p) && !slices.Contains(allowedPrefixes, prefix) {
-				w.violation("%s: %s (FRR) lost the node's %s, which should have stayed: %q", what, peer, prefix, m)
+				w.violation("%s: peer %s lost the node's %s, which should have stayed: %q", what, peer, prefix, m)
 			}
 		}
 	}

@@ -34,6 +34,10 @@ type BIRDConfig struct {
 	// GracefulRestart sets `graceful restart on` (BIRD keeps the node's
 	// routes stale while it restarts).
 	GracefulRestart bool
+	// Kernel installs the routes BIRD learns over BGP into its namespace's
+	// main table (protocol kernel), where `ip monitor route` sees each
+	// withdrawal.
+	Kernel bool
 }
 
 // BIRDProtocol is the name of the BGP protocol (session) in BIRD's config.
@@ -48,6 +52,11 @@ protocol static s4 {
   route {{.}} blackhole;
 {{- end}}
 }
+{{- if .Kernel}}
+protocol kernel k4 {
+  ipv4 { import none; export where source = RTS_BGP; };
+}
+{{- end}}
 protocol bgp {{.Protocol}} {
   local {{.RouterID}} as {{.ASN}};
   neighbor {{.Neighbor}} as {{.NeighborASN}};
@@ -106,7 +115,7 @@ func (l *Lab) StartBIRD(ns string, cfg BIRDConfig) *BIRD {
 	var text bytes.Buffer
 	if err := birdTemplate.Execute(&text, map[string]any{"Dir": dir, "RouterID": cfg.RouterID, "ASN": cfg.ASN,
 		"Neighbor": cfg.Neighbor, "NeighborASN": cfg.NeighborASN, "Passive": cfg.Passive,
-		"Originate": cfg.Originate, "GracefulRestart": cfg.GracefulRestart, "Protocol": BIRDProtocol}); err != nil {
+		"Originate": cfg.Originate, "GracefulRestart": cfg.GracefulRestart, "Kernel": cfg.Kernel, "Protocol": BIRDProtocol}); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "bird.conf"), text.Bytes(), 0o644); err != nil {
