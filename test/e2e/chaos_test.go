@@ -199,6 +199,7 @@ type chaosWorld struct {
 	win        windowStart // the event's starting point (beginWindow)
 
 	checks, violations int
+	canaries           int // flushMonitors' count
 	// selfTest: violation records what it found in detected instead of
 	// failing the test (the detectors' own test, see selfTest).
 	selfTest bool
@@ -692,6 +693,7 @@ func (w *chaosWorld) endWindow(what string, allowed, allowedPrefixes []string) {
 	mayGo := func(prefix, nh string) bool {
 		return slices.Contains(allowedPrefixes, prefix) || slices.Contains(allowed, chaosPeerOf[nh])
 	}
+	w.flushMonitors()
 	// the peers' side: no advertised subnet was withdrawn from a peer
 	// whose session the event left alone (a graceful restart keeps them
 	// stale; an NB outage changes nothing)
@@ -753,7 +755,9 @@ func (w *chaosWorld) endWindow(what string, allowed, allowedPrefixes []string) {
 			w.violation("%s: the NB monitor saw a foreign row %s (%v) %s: %q", what, uuid, p, action, line)
 			continue
 		}
-		if _, was := ws.uuids[p]; was && !mayGo(p.prefix, p.nh) {
+		// the row the window started with (a late message about a row
+		// of an earlier window names another UUID)
+		if ws.uuids[p] == uuid && !mayGo(p.prefix, p.nh) {
 			w.violation("%s: the NB monitor saw owned row %v (%s) %s, which should have stayed: %q", what, p, uuid, action, line)
 		}
 	}
@@ -776,6 +780,36 @@ func (w *chaosWorld) endWindow(what string, allowed, allowedPrefixes []string) {
 		}
 	}
 	w.checks++
+}
+
+// flushMonitors makes sure the route monitors have printed everything
+// that happened so far: a canary route added and deleted in each
+// namespace, and the monitor has printed its deletion. (A message the
+// monitor printed late would count in the next event's window.)
+func (w *chaosWorld) flushMonitors() {
+	t := w.t
+	t.Helper()
+	w.canaries++
+	canary := fmt.Sprintf("198.51.%d.%d", 100+w.canaries/250%4, w.canaries%250+1)
+	mons := map[string]*lab.RouteMonitor{w.l.Node: w.kmon}
+	for peer, m := range w.tmon {
+		mons[w.links[peer].NS] = m
+	}
+	for ns := range mons {
+		for _, op := range []string{"add", "del"} {
+			if out, err := w.l.Exec(ns, "ip", "route", op, canary+"/32", "dev", "lo", "table", "250"); err != nil {
+				t.Fatalf("canary route in %s: %v: %s", ns, err, out)
+			}
+		}
+	}
+	for ns, m := range mons {
+		lab.Eventually(t, 10*time.Second, 10*time.Millisecond, "ip monitor route in "+ns+" printed the canary", func() error {
+			if !strings.Contains(m.Output(), "Deleted "+canary+" dev lo table 250") {
+				return fmt.Errorf("not yet")
+			}
+			return nil
+		})
+	}
 }
 
 // monitorMessages returns the complete messages of `ip monitor route`
