@@ -338,7 +338,11 @@ func TestChaos(t *testing.T) {
 			// down (fail static: it starts without NB and deletes nothing)
 			withKill := rng.IntN(3) == 0
 			what += fmt.Sprintf(" kill=%v)", withKill)
-			w.restartOVSDB(time.Duration(rng.IntN(1500))*time.Millisecond, withKill)
+			var during func()
+			if withKill {
+				during = w.killAndWait
+			}
+			w.restartOVSDB(time.Duration(rng.IntN(1500))*time.Millisecond, during)
 		case "kill":
 			what += ")"
 			w.kill()
@@ -347,14 +351,20 @@ func TestChaos(t *testing.T) {
 			if rng.IntN(2) == 0 {
 				v = chaosState{importBits: 16, advertise: []string{"default"}}
 			}
-			what += fmt.Sprintf(" import /%d, advertise %v, and back)", v.importBits, v.advertise)
+			nbDown := rng.IntN(3) == 0 // one in three: to the variant while ovsdb-server is down
+			what += fmt.Sprintf(" import /%d, advertise %v, and back; nbDown=%v)", v.importBits, v.advertise, nbDown)
 			// the variant, checked, then back to the base
 			if v.importBits != 16 {
 				allowedPrefixes = []string{"10.99.4.0/24"}
 			} else {
 				allowedPrefixes = []string{lab.BlueNode1.Subnet.String()}
 			}
-			w.reload(v)
+			if nbDown {
+				// while NB is down: the OVN side waits for it
+				w.restartOVSDB(0, func() { w.reload(v) })
+			} else {
+				w.reload(v)
+			}
 			w.converge(what + ": the variant")
 			w.endWindow(what+": the variant", nil, allowedPrefixes)
 			w.beginWindow()
@@ -859,14 +869,7 @@ func (w *chaosWorld) flap(peer string, down time.Duration, long, kill bool) {
 		})
 	}
 	if kill {
-		w.kill()
-		lab.Eventually(t, generous, 100*time.Millisecond, "the restarted ovnbgp answers", func() error {
-			if err := w.d.Exited(); err != nil {
-				return err
-			}
-			_, err := w.d.Status()
-			return err
-		})
+		w.killAndWait()
 	}
 	if err := w.l.SetLink(w.l.Node, link.NodeLink, true); err != nil {
 		t.Fatal(err)
@@ -877,9 +880,9 @@ func (w *chaosWorld) flap(peer string, down time.Duration, long, kill bool) {
 // starts it again on the same database; the NB monitor is restarted with
 // it (what it printed so far is kept for the window's check).
 //
-// With kill, ovnbgp is killed (SIGKILL) while NB is down and started
-// again; NB comes back once the new ovnbgp answers on its socket.
-func (w *chaosWorld) restartOVSDB(down time.Duration, kill bool) {
+// during, if not nil, runs while NB is down (e.g. kill and restart
+// ovnbgp, or reload it).
+func (w *chaosWorld) restartOVSDB(down time.Duration, during func()) {
 	t := w.t
 	t.Helper()
 	if err := w.nb.Stop(); err != nil {
@@ -889,23 +892,29 @@ func (w *chaosWorld) restartOVSDB(down time.Duration, kill bool) {
 	w.nbmonOld = out[min(w.nOff, len(out)):]
 	w.nOff = 0
 	time.Sleep(down) // the outage itself
-	if kill {
-		w.kill()
-		// The daemon runs without NB: it answers on its control socket.
-		// (Its sessions wait for the first NB sync, up to the graceful
-		// restart time, so that peers keep our routes stale meanwhile.)
-		lab.Eventually(t, generous, 100*time.Millisecond, "the restarted ovnbgp answers without NB", func() error {
-			if err := w.d.Exited(); err != nil {
-				return err
-			}
-			_, err := w.d.Status()
-			return err
-		})
+	if during != nil {
+		during()
 	}
 	if err := w.nb.Start(); err != nil {
 		t.Fatal(err)
 	}
 	w.nbmon = w.nb.Monitor("Logical_Router_Static_Route", "ip_prefix", "nexthop")
+}
+
+// killAndWait is kill, then waits until the new ovnbgp answers on its
+// control socket (its sessions wait for the first NB sync, up to the
+// graceful restart time, so that peers keep our routes stale meanwhile).
+func (w *chaosWorld) killAndWait() {
+	t := w.t
+	t.Helper()
+	w.kill()
+	lab.Eventually(t, generous, 100*time.Millisecond, "the restarted ovnbgp answers", func() error {
+		if err := w.d.Exited(); err != nil {
+			return err
+		}
+		_, err := w.d.Status()
+		return err
+	})
 }
 
 // kill ends ovnbgp with SIGKILL and starts it again.
