@@ -13,13 +13,13 @@ LDFLAGS := -s -w -X $(PKG).version=$(VERSION) -X $(PKG).commit=$(COMMIT) -X $(PK
 BIN     := bin/ovnbgp
 export CGO_ENABLED := 0
 
-.PHONY: all help build test unit race e2e soak vet lab generate docs machineconfig image package fuzz deps clean
+.PHONY: all help build test unit race e2e soak test-chaos vet lab generate docs machineconfig image package fuzz deps clean
 
 all: build
 
 ## help: this list
 help:
-	@sed -n 's/^## \([a-z0-9]*\): /  make \1\t/p' $(MAKEFILE_LIST) | expand -t 22
+	@sed -n 's/^## \([a-z0-9-]*\): /  make \1\t/p' $(MAKEFILE_LIST) | expand -t 22
 
 ## build: the static, version-stamped binary in bin/ovnbgp
 build:
@@ -63,6 +63,16 @@ SOAK_TIMEOUT ?= 2h
 ## (make test runs its 70 s variant; SOAK_TIMEOUT (default 2h) must exceed twice DURATION by 5m)
 soak: deps build
 	OVNBGP_SOAK=$(DURATION) OVNBGP_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout $(SOAK_TIMEOUT) -v -run '^TestSoak$$' ./test/e2e/
+
+# The chaos suite's counts (OVNBGP_CHAOS: full, short, or
+# flaps=N,frr=N,ovsdb=N,kills=N,reloads=N) and the seed of its random order
+# (empty: the clock; the summary line prints the seed to repeat a run).
+CHAOS      ?= full
+CHAOS_SEED ?=
+
+## test-chaos: the chaos suite (TestChaos) at full counts: 100 peer link flaps, 20 FRR restarts, 20 ovsdb-server restarts, 20 SIGKILLs of ovnbgp, 20 reloads, each checked; ends with one summary line, 0 violations (CHAOS=flaps=N,frr=N,ovsdb=N,kills=N,reloads=N and CHAOS_SEED=N change counts and order; make test runs a short variant)
+test-chaos: deps build
+	OVNBGP_BIN=$(CURDIR)/$(BIN) OVNBGP_CHAOS='$(CHAOS)' OVNBGP_CHAOS_SEED='$(CHAOS_SEED)' $(GO) test -count=1 -timeout 120m -v -run '^TestChaos$$' ./test/e2e/
 
 vet:
 	$(GO) vet ./...

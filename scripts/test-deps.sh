@@ -10,6 +10,8 @@
 #   iproute2             ip (netns, veth), nstat
 #   exabgp               a second, scriptable BGP peer that sends hostile and
 #                        malformed UPDATEs (the route import tests)
+#   bird2                BIRD 2, the third BGP peer of the chaos suite
+#                        (test/e2e/chaos_test.go), beside two FRRs
 #   iptables             cuts the node-tor link without taking it down (BFD tests)
 #   file
 #   systemd              systemd-analyze (security, verify) and systemd-tmpfiles
@@ -46,6 +48,7 @@ declare -A probe=(
   [iproute2]=/usr/sbin/ip
   [iptables]=/usr/sbin/iptables
   [exabgp]=/usr/sbin/exabgp
+  [bird2]=/usr/sbin/bird
   [file]=/usr/bin/file
   [gcc]=/usr/bin/gcc
   [libc6-dev]=/usr/include/stdio.h
@@ -56,7 +59,7 @@ declare -A probe=(
   [rpm]=/usr/bin/rpm
 )
 need=()
-for pkg in frr ovn-central ovn-common openvswitch-common iproute2 iptables exabgp file gcc libc6-dev qemu-system-x86 systemd podman runc rpm; do
+for pkg in frr ovn-central ovn-common openvswitch-common iproute2 iptables exabgp bird2 file gcc libc6-dev qemu-system-x86 systemd podman runc rpm; do
   [ -e "${probe[$pkg]}" ] || need+=("$pkg")
 done
 # a kernel for the VM tests: any /boot/vmlinuz-VER with VER's vrf.ko and 9p.ko

@@ -186,36 +186,48 @@ func (c FRRConfig) Render(hostname, dir string) (string, error) {
 	return b.String(), err
 }
 
-// FRR is an FRR router (zebra + bgpd) running in the lab's tor namespace,
-// with its own config, pid files and sockets in Dir: no systemd, nothing
-// under /etc/frr or /var/run/frr.
+// FRR is an FRR router (zebra + bgpd) running in one of the lab's
+// namespaces (the tor's, unless started with StartFRRIn), with its own
+// config, pid files and sockets in Dir: no systemd, nothing under /etc/frr
+// or /var/run/frr.
 type FRR struct {
 	t   testing.TB
+	lab *Lab
 	Dir string
-	mu  sync.Mutex
-	vty net.Conn
+	// NS is the namespace FRR runs in.
+	NS string
+	// daemons are the FRR daemons run, in start order.
+	daemons []string
+	bgpd    string // bgpd.conf, for error messages
+	mu      sync.Mutex
+	vty     net.Conn
 }
 
 // StartFRR starts zebra and bgpd in the tor namespace and waits until bgpd
 // answers on its vty socket. They are stopped at the end of the test, and on
 // failure the test log gets FRR's view of the sessions and its log.
-func (l *Lab) StartFRR(cfg FRRConfig) *FRR {
+func (l *Lab) StartFRR(cfg FRRConfig) *FRR { l.T.Helper(); return l.StartFRRIn(l.Tor, cfg) }
+
+// StartFRRIn is StartFRR in namespace ns (one the lab made, e.g. with
+// AddPeerNamespace): a second router, with its own directory.
+func (l *Lab) StartFRRIn(ns string, cfg FRRConfig) *FRR {
 	t := l.T
 	t.Helper()
 	dir := l.MkdirUnique("frr")
-	f := &FRR{t: t, Dir: dir}
-	bgpd, err := cfg.Render(l.Tor, dir)
+	f := &FRR{t: t, lab: l, Dir: dir, NS: ns}
+	bgpd, err := cfg.Render(ns, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	f.bgpd = bgpd
 	files := map[string]string{
-		"zebra.conf": fmt.Sprintf("hostname %s\nlog file %s/frr.log informational\n", l.Tor, dir),
+		"zebra.conf": fmt.Sprintf("hostname %s\nlog file %s/frr.log informational\n", ns, dir),
 		"bgpd.conf":  bgpd,
 	}
-	daemons := []string{"zebra", "bgpd"}
+	f.daemons = []string{"zebra", "bgpd"}
 	if cfg.bfd() {
-		files["bfdd.conf"] = fmt.Sprintf(bfddConf, l.Tor, dir)
-		daemons = []string{"zebra", "bfdd", "bgpd"}
+		files["bfdd.conf"] = fmt.Sprintf(bfddConf, ns, dir)
+		f.daemons = []string{"zebra", "bfdd", "bgpd"}
 	}
 	for name, text := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
@@ -231,29 +243,55 @@ func (l *Lab) StartFRR(cfg FRRConfig) *FRR {
 		}
 		f.stop()
 	})
-	for _, d := range daemons {
+	if err := f.start(); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// start starts FRR's daemons and waits until bgpd answers on its vty.
+func (f *FRR) start() error {
+	for _, d := range f.daemons {
 		args := []string{filepath.Join(FRRDir, d), "-d", "-F", "traditional",
-			"-u", "frr", "-g", "frr", "-z", filepath.Join(dir, "zserv.api"), "--vty_socket", dir,
-			"-f", filepath.Join(dir, d+".conf"), "-i", filepath.Join(dir, d+".pid")}
+			"-u", "frr", "-g", "frr", "-z", filepath.Join(f.Dir, "zserv.api"), "--vty_socket", f.Dir,
+			"-f", filepath.Join(f.Dir, d+".conf"), "-i", filepath.Join(f.Dir, d+".pid")}
 		if d == "bfdd" {
-			args = append(args, "--bfdctl", filepath.Join(dir, "bfdd.sock"))
+			args = append(args, "--bfdctl", filepath.Join(f.Dir, "bfdd.sock"))
 		}
-		out, err := l.Exec(l.Tor, args...)
+		out, err := f.lab.Exec(f.NS, args...)
 		if err != nil {
-			t.Fatalf("start %s: %v: %s\nbgpd.conf:\n%s", d, err, out, bgpd)
+			return fmt.Errorf("start %s: %v: %s\nbgpd.conf:\n%s", d, err, out, f.bgpd)
 		}
 		if d == "zebra" {
-			Eventually(t, 10*time.Second, 20*time.Millisecond, "zebra's zserv socket", func() error {
-				_, err := os.Stat(filepath.Join(dir, "zserv.api"))
+			if _, err := Poll(10*time.Second, 20*time.Millisecond, func() error {
+				_, err := os.Stat(filepath.Join(f.Dir, "zserv.api"))
 				return err
-			})
+			}); err != nil {
+				return fmt.Errorf("zebra's zserv socket: %w", err)
+			}
 		}
 	}
-	Eventually(t, 10*time.Second, 20*time.Millisecond, "bgpd's vty", func() error {
+	if _, err := Poll(10*time.Second, 20*time.Millisecond, func() error {
 		_, err := f.VTY("show bgp summary")
 		return err
-	})
-	return f
+	}); err != nil {
+		return fmt.Errorf("bgpd's vty: %w", err)
+	}
+	return nil
+}
+
+// Restart stops FRR's daemons (SIGTERM, by PID), as a router reboot or an
+// upgrade would, and starts them again with the same configuration (changes
+// made with Config are lost).
+func (f *FRR) Restart() error {
+	f.stop()
+	// stale pid files and sockets would pass start's checks at once
+	for _, d := range f.daemons {
+		_ = os.Remove(filepath.Join(f.Dir, d+".pid"))
+		_ = os.Remove(filepath.Join(f.Dir, d+".vty"))
+	}
+	_ = os.Remove(filepath.Join(f.Dir, "zserv.api"))
+	return f.start()
 }
 
 // ChownFRR gives dir and everything in it to the frr user, which FRR's

@@ -426,3 +426,61 @@ func (l *Lab) MkdirUnique(name string) string {
 	}
 	return l.Mkdir(name)
 }
+
+// PeerNamespace is a further namespace joined to the node by a veth of its
+// own: another router with its own link, which can fail on its own.
+type PeerNamespace struct {
+	// NS is the namespace's name.
+	NS string
+	// NodeLink is the veth's name in the node namespace, PeerLink in NS.
+	NodeLink, PeerLink string
+	// NodeAddr and PeerAddr are the two ends of the link's /31.
+	NodeAddr, PeerAddr netip.Addr
+}
+
+// AddPeerNamespace makes namespace <lab>-name joined to the node by veth
+// "veth-<name>" (node side, name at most 10 characters) and "veth-peer"
+// (its side), with node/31 and node+1/31 (node must be even). The namespace
+// is removed at the end of the test, the processes in it first.
+func (l *Lab) AddPeerNamespace(name string, node netip.Addr) PeerNamespace {
+	t := l.T
+	t.Helper()
+	if len(name) > 10 || !node.Is4() || node.As4()[3]%2 != 0 {
+		t.Fatalf("AddPeerNamespace(%q, %s): want a name of at most 10 characters and an even IPv4 address", name, node)
+	}
+	p := PeerNamespace{NS: NamePrefix + l.ID + "-" + name, NodeLink: "veth-" + name, PeerLink: "veth-peer",
+		NodeAddr: node, PeerAddr: node.Next()}
+	if out, err := run("ip", "netns", "add", p.NS); err != nil {
+		t.Fatalf("ip netns add %s: %v: %s", p.NS, err, out)
+	}
+	t.Cleanup(func() { deleteNetns(t, p.NS) })
+	steps := [][]string{
+		{"ip", "-n", l.Node, "link", "add", p.NodeLink, "type", "veth", "peer", "name", p.PeerLink, "netns", p.NS},
+		{"ip", "-n", p.NS, "link", "set", "lo", "up"},
+		{"ip", "-n", l.Node, "addr", "add", p.NodeAddr.String() + "/31", "dev", p.NodeLink},
+		{"ip", "-n", p.NS, "addr", "add", p.PeerAddr.String() + "/31", "dev", p.PeerLink},
+		{"ip", "-n", l.Node, "link", "set", p.NodeLink, "up"},
+		{"ip", "-n", p.NS, "link", "set", p.PeerLink, "up"},
+	}
+	for _, s := range steps {
+		if out, err := run(s[0], s[1:]...); err != nil {
+			t.Fatalf("%s: %v: %s", strings.Join(s, " "), err, out)
+		}
+	}
+	return p
+}
+
+// SetLink sets link dev of namespace ns up or down (`ip link set`): a cable
+// pulled and plugged in again. Down, the kernel drops the link's connected
+// and IPv4 routes at once; a TCP session over it lives on until a side's
+// hold timer expires.
+func (l *Lab) SetLink(ns, dev string, up bool) error {
+	state := "down"
+	if up {
+		state = "up"
+	}
+	if out, err := run("ip", "-n", ns, "link", "set", dev, state); err != nil {
+		return fmt.Errorf("ip -n %s link set %s %s: %v: %s", ns, dev, state, err, out)
+	}
+	return nil
+}
