@@ -214,11 +214,11 @@ func hostileCases() []hcase {
 		}},
 		// 7.11: MP_REACH_NLRI next hop length inconsistent: the NLRI cannot
 		// be located, session reset
-		{name: "mp-reach-next-hop-length-5", out: outReset, code: 3, sub: 9, msg: func(c *hctx) []byte {
+		{name: "mp-reach-next-hop-length-5", out: outReset, code: 3, sub: 5 /* Attribute Length Error */, msg: func(c *hctx) []byte {
 			return updateMsg(nil, cat(attrOrigin(0), attrASPath4(hostileASN), mpReach(append(c.addr.AsSlice(), 0), nlri(c.victim))), nil)
 		}},
 		// 5.3: an MP_UNREACH_NLRI prefix that cannot be parsed
-		{name: "mp-unreach-prefix-length-40", out: outReset, code: 3, sub: 9, msg: func(c *hctx) []byte {
+		{name: "mp-unreach-prefix-length-40", out: outReset, code: 3, sub: 10 /* Invalid Network Field */, msg: func(c *hctx) []byte {
 			return updateMsg(nil, attr(0x80, 15, []byte{0, 1, 1, 40, 10, 99, 0, 0, 0}), nil)
 		}},
 		// RFC 4271 6.3, unchanged by 7606: unrecognized well-known attribute
@@ -859,7 +859,7 @@ func runNotificationSpam(t *testing.T, c *hctx) {
 			continue // the listener may refuse while the peer is idle
 		}
 		_ = s.Send(stdOpen(hostileASN, c.addr), notificationMsg(6, byte(1+i%9), []byte("spam")))
-		_, _ = s.WaitClosed(10 * time.Second)
+		s.Drain()
 		s.Close()
 	}
 	c.connect(t, nil)
