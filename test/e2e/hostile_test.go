@@ -283,9 +283,10 @@ func hostileCases() []hcase {
 			as4 := attr(0xc0, 17, []byte{2, 1, 0, 0, 0xfd, 0xeb})
 			return cat(attrOrigin(0), as4, attrASPath4(hostileASN), attrNextHop(c.addr))
 		})},
-		// a malformed AS4_PATH (RFC 7606 7.? via RFC 6793 6): attribute discard
+		// a malformed AS4_PATH from a two-octet peer (RFC 6793 6: attribute
+		// discard)
 		{name: "as4-path-malformed", out: outWithdraw, twoOctet: true,
-			deviation: "a malformed AS4_PATH from a two-octet peer is treated as withdraw; RFC 6793 6 (and RFC 7606 7.? by reference) says attribute discard",
+			deviation: "a malformed AS4_PATH from a two-octet peer is treated as withdraw; RFC 6793 6 says attribute discard (the AS_PATH alone is used)",
 			open: func(c *hctx) []byte {
 				return openMsg(4, hostileASN, 90, c.addr, capParam(capMP(1, 1)))
 			},
@@ -425,6 +426,13 @@ func TestHostileInput(t *testing.T) {
 	lab.Eventually(t, 30*time.Second, 100*time.Millisecond, "daemon answers", func() error {
 		_, err := w.d.Status()
 		return err
+	})
+	lab.Eventually(t, 30*time.Second, 100*time.Millisecond, "the daemon listens on port 179", func() error {
+		out, err := w.l.Exec(w.l.Node, "ss", "-Hltn", "sport = :179")
+		if err != nil || !strings.Contains(out, ":179") {
+			return fmt.Errorf("ss: %q (%v)", out, err)
+		}
+		return nil
 	})
 	rss0 := w.rss(t)
 
