@@ -237,6 +237,10 @@ func hostileCases() []hcase {
 		{name: "mp-unreach-prefix-length-40", out: outReset, code: 3, sub: 10 /* Invalid Network Field */, msg: func(c *hctx) []byte {
 			return updateMsg(nil, attr(0x80, 15, []byte{0, 1, 1, 40, 10, 99, 0, 0, 0}), nil)
 		}},
+		// an MP_REACH_NLRI of a family not negotiated (IPv6 on an
+		// IPv4-only session)
+		{name: "mp-reach-unnegotiated-family", out: outReset, code: 0, sub: 0, msg: unnegotiated,
+			deviation: "an IPv6 MP_REACH_NLRI on an IPv4-only session resets the session with NOTIFICATION 0/0, which is no error code (RFC 4271 4.5: 1 to 6); RFC 4760 makes a family that was not negotiated no session error (ignore it, or at most treat it as RFC 7606 AFI/SAFI disable)"},
 		// RFC 4271 6.3, unchanged by 7606: unrecognized well-known attribute
 		{name: "unknown-well-known", out: outReset, code: 3, sub: 2, msg: withAttr(attr(0x40, 0x60, []byte{1}))},
 		// 4: an attribute longer than what is left of the attribute field
@@ -362,7 +366,7 @@ func hostileCases() []hcase {
 
 // hostileCaseRules renders the import rules for cases.
 func hostileCaseRules(cases []hcase) string {
-	var legit, capped, wide, anyr []string
+	legit, capped, wide, anyr := []string{"hwarm"}, []string{}, []string{}, []string{}
 	for i, c := range cases {
 		name := fmt.Sprintf("h%d", i)
 		if c.rule == "cap" {
@@ -401,13 +405,19 @@ func TestHostileInput(t *testing.T) {
 			t.Fatalf("address %s: %v: %s", peerAddr(i), err, out)
 		}
 	}
+	if out, err := w.l.Exec(w.l.Tor, "ip", "addr", "add", netip.PrefixFrom(peerAddr(-1), 24).String(), "dev", lab.TorLink); err != nil {
+		t.Fatalf("address %s: %v: %s", peerAddr(-1), err, out)
+	}
 	if out, err := w.l.Exec(w.l.Tor, "ip", "addr", "add", "203.0.113.250/24", "dev", lab.TorLink); err != nil {
 		t.Fatalf("flood address: %v: %s", err, out)
 	}
 	w.nb = w.l.StartNB()
 	w.nb.PopulateOVNK()
 	w.nb.GatewayRouter("node1", lab.ImportLinkNetworks()...)
-	var peers []lab.Peer
+	// hwarm: a well-behaved peer that installs and withdraws one route
+	// before the cases, so that the descriptors the daemon opens on first
+	// use are in the baseline
+	peers := []lab.Peer{{Name: "hwarm", Address: peerAddr(-1), ASN: hostileASN, Passive: true, Families: []string{"ipv4"}}}
 	for i := range cases {
 		peers = append(peers, lab.Peer{Name: fmt.Sprintf("h%d", i), Address: peerAddr(i), ASN: hostileASN, Passive: true, Families: []string{"ipv4"}})
 	}
@@ -434,7 +444,16 @@ func TestHostileInput(t *testing.T) {
 		}
 		return nil
 	})
+	warm := &hctx{w: w, i: -1, peer: "hwarm", addr: peerAddr(-1), canary: netip.MustParsePrefix("10.99.255.0/24")}
+	warm.connect(t, nil)
+	if err := warm.s.Send(warm.announce(warm.canary)); err != nil {
+		t.Fatal(err)
+	}
+	warm.waitInstalled(t, "the warm-up route installed", warm.canary)
+	warm.s.Close()
+	warm.waitGone(t, "the warm-up route withdrawn with its session", warm.canary)
 	rss0 := w.rss(t)
+	fd0 := w.fds(t)
 
 	t.Run("cases", func(t *testing.T) {
 		for i, hc := range cases {
@@ -446,6 +465,9 @@ func TestHostileInput(t *testing.T) {
 				runCase(t, hc, c)
 				if err := w.d.Exited(); err != nil {
 					t.Fatalf("the daemon died: %v", err)
+				}
+				if rss := w.rss(t); rss > rssLimit {
+					t.Fatalf("daemon RSS %d KiB exceeds %d KiB", rss>>10, rssLimit>>10)
 				}
 			})
 		}
@@ -472,6 +494,14 @@ func TestHostileInput(t *testing.T) {
 	}
 	checkEverInstalled(t, "ip monitor route", kmon.Stop(), "table 100")
 	checkEverInstalled(t, "the NB monitor", nbmon.Stop(), "")
+	// every case's connections are closed: the daemon's descriptors go
+	// back to what they were (no leak through floods, resets, spam)
+	lab.Eventually(t, 30*time.Second, 200*time.Millisecond, "the daemon's descriptors back to the start", func() error {
+		if n := w.fds(t); len(n) > len(fd0)+5 {
+			return fmt.Errorf("%d open descriptors, %d at the start:\n%s\nat the start:\n%s", len(n), len(fd0), strings.Join(n, "\n"), strings.Join(fd0, "\n"))
+		}
+		return nil
+	})
 	rss1 := w.rss(t)
 	t.Logf("daemon RSS %d KiB at the start, %d KiB at the end (limit %d KiB)", rss0>>10, rss1>>10, rssLimit>>10)
 	if rss1 > rssLimit {
@@ -529,6 +559,22 @@ func (w *hostileWorld) rss(t *testing.T) int {
 	}
 	t.Fatal("no VmRSS")
 	return 0
+}
+
+// fds lists the daemon's open descriptors (what each points to).
+func (w *hostileWorld) fds(t *testing.T) []string {
+	t.Helper()
+	dir := fmt.Sprintf("/proc/%d/fd", w.d.PID())
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res []string
+	for _, e := range ents {
+		l, _ := os.Readlink(dir + "/" + e.Name())
+		res = append(res, e.Name()+" -> "+l)
+	}
+	return res
 }
 
 // poll reads the installed state every 200 ms for the cases to wait on.
@@ -838,6 +884,7 @@ func run5000NLRI(t *testing.T, c *hctx) {
 	if err := c.s.Send(updateMsg(nil, c.std(), nlri(ps...))); err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("extended messages: daemon %v", c.s.PeerCapability(6))
 	if !c.s.PeerCapability(6) {
 		n, err := c.s.WaitClosed(30 * time.Second)
 		if err != nil || n == nil || n.code != 1 || n.sub != 2 {
@@ -868,6 +915,17 @@ func run5000NLRI(t *testing.T, c *hctx) {
 			t.Errorf("table 100 holds %s", p)
 		}
 	}
+}
+
+// unnegotiated is an UPDATE with an IPv6 MP_REACH_NLRI.
+func unnegotiated(c *hctx) []byte {
+	v6 := netip.MustParsePrefix("2001:db8:99:7::/64")
+	c.forbid(v6)
+	nh := netip.MustParseAddr("2001:db8:200::3").AsSlice()
+	v := append([]byte{0, 2, 1, byte(len(nh))}, nh...)
+	v = append(v, 0)
+	m := attr(0x80, 14, append(v, nlri(v6)...))
+	return updateMsg(nil, cat(attrOrigin(0), attrASPath4(hostileASN), m), nil)
 }
 
 // openRefused: the daemon answers the OPEN with NOTIFICATION code/sub and
