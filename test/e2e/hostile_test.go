@@ -297,6 +297,20 @@ func hostileCases() []hcase {
 			msg: upd(func(c *hctx) []byte {
 				return cat(attrOrigin(0), attr(0xc0, 17, []byte{2, 1, 0}), attrASPath2(hostileASN), attrNextHop(c.addr))
 			})},
+		// an attribute flood: 3,000 unknown optional attributes (types 200
+		// to 254, so most are duplicates: RFC 7606 3.g) in one extended
+		// message (RFC 8654): the route is installed, the session kept
+		{name: "attribute-flood", out: outInstall,
+			open: func(c *hctx) []byte {
+				return openMsg(4, hostileASN, 90, c.addr, capParam(capMP(1, 1), cap4Octet(hostileASN), capability(6, nil)))
+			},
+			msg: upd(func(c *hctx) []byte {
+				b := c.std()
+				for i := range 3000 {
+					b = append(b, attr(0xc0, byte(200+i%55), []byte{byte(i >> 8), byte(i)})...)
+				}
+				return b
+			})},
 		// an unknown optional transitive attribute: kept, route installed
 		{name: "unknown-optional-transitive", out: outInstall, msg: withAttr(attr(0xc0, 0xf0, []byte{0xde, 0xad, 0xbe, 0xef}))},
 
