@@ -448,6 +448,18 @@ func (l *listener) awaitOpen(p listenPeer, remote netip.Addr, w *waiting, wait t
 	}
 	l.mu.Unlock()
 
+	if why := unsupportedOptParam(msg); why != "" {
+		// gobgp v4.8.0 accepts it; RFC 4271 6.2 says NOTIFICATION 2/4
+		_ = c.SetWriteDeadline(time.Now().Add(time.Second))
+		_, _ = c.Write(notification(2, 4))
+		l.infoLimited("bgp listener: refused an OPEN (NOTIFICATION 2/4 Unsupported Optional Parameter)", remote,
+			zap.String("peer", p.name), zap.String("error", why))
+		l.mu.Lock()
+		l.release(remote, w)
+		l.mu.Unlock()
+		c.Close()
+		return
+	}
 	oc := &openConn{TCPConn: c, head: msg, sniff: newSniffer(l.tap, remote)}
 	if !l.settle(p, remote, w, oc, time.Now().Add(wait)) {
 		return
@@ -560,6 +572,44 @@ func readOpen(c net.Conn, wait time.Duration) ([]byte, error) {
 		return nil, fmt.Errorf("OPEN of %d bytes cut short: %w", length, err)
 	}
 	return msg, nil
+}
+
+// unsupportedOptParam says which optional parameter of the whole OPEN msg
+// is not capabilities (type 2), "" if none (RFC 4271 4.2, 6.2; RFC 5492).
+// The extended format of RFC 9072 (the first type 255) is left to gobgp,
+// as is a parameter field that does not parse.
+func unsupportedOptParam(msg []byte) string {
+	if len(msg) < 29 {
+		return ""
+	}
+	n := int(msg[28])
+	params := msg[29:]
+	if n > len(params) || (n > 0 && params[0] == 255) {
+		return ""
+	}
+	params = params[:n]
+	for len(params) >= 2 {
+		typ, plen := params[0], int(params[1])
+		if typ != 2 {
+			return fmt.Sprintf("optional parameter of type %d (only 2, capabilities, is supported)", typ)
+		}
+		if 2+plen > len(params) {
+			return ""
+		}
+		params = params[2+plen:]
+	}
+	return ""
+}
+
+// notification is a NOTIFICATION message with code and subcode.
+func notification(code, subcode byte) []byte {
+	b := make([]byte, bgpHeaderLen, bgpHeaderLen+2)
+	for i := range 16 {
+		b[i] = 0xff
+	}
+	binary.BigEndian.PutUint16(b[16:18], bgpHeaderLen+2)
+	b[18] = 3
+	return append(b, code, subcode)
 }
 
 // checkOpenHeader accepts a BGP header of type OPEN (RFC 4271 4.1, 4.2).
