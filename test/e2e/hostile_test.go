@@ -552,7 +552,7 @@ func checkEverInstalled(t *testing.T, what, out, filter string) {
 			t.Errorf("%s saw forbidden %s installed: %q", what, p, line)
 		}
 	}
-	t.Logf("%s: %d installs, all inside %s up to /%d", what, n, legitSpace, legitMax)
+	t.Logf("%s: %d installs checked against %s up to /%d", what, n, legitSpace, legitMax)
 }
 
 // rss is the daemon's resident set size in bytes.
