@@ -460,7 +460,7 @@ func (l *listener) awaitOpen(p listenPeer, remote netip.Addr, w *waiting, wait t
 		c.Close()
 		return
 	}
-	oc := &openConn{TCPConn: c, head: msg, sniff: newSniffer(l.tap, remote)}
+	oc := &openConn{TCPConn: c, head: msg, sniff: newSniffer(l.tap, remote), fixOverrun: overrunLogger(l.log, p.name, remote)}
 	if !l.settle(p, remote, w, oc, time.Now().Add(wait)) {
 		return
 	}
@@ -672,6 +672,13 @@ type openConn struct {
 	sniff *sniffer
 	// closed is set by Close (gobgp's or ovnbgp's).
 	closed atomic.Bool
+	// fixOverrun, when set, makes Read frame the stream into whole
+	// messages and pass each UPDATE through withdrawOnAttrOverrun (RFC
+	// 7606 4, which gobgp gets wrong), calling fixOverrun for each one
+	// rewritten. gobgp reads one message at a time from one goroutine.
+	fixOverrun func()
+	in, out    []byte // framing: bytes read, whole messages to hand out
+	rbuf       []byte
 }
 
 func (c *openConn) Close() error {
@@ -680,6 +687,9 @@ func (c *openConn) Close() error {
 }
 
 func (c *openConn) Read(b []byte) (int, error) {
+	if c.fixOverrun != nil || len(c.out) > 0 {
+		return c.readFramed(b)
+	}
 	if len(c.head) > 0 {
 		n := copy(b, c.head)
 		c.head = c.head[n:]
@@ -689,6 +699,46 @@ func (c *openConn) Read(b []byte) (int, error) {
 	n, err := c.TCPConn.Read(b)
 	c.sniff.feed(b[:n])
 	return n, err
+}
+
+// readFramed is Read with fixOverrun: it hands out whole messages only,
+// each UPDATE checked. A read error (a deadline, EOF) is returned as is,
+// the bytes of a message not yet whole kept for the next call.
+func (c *openConn) readFramed(b []byte) (int, error) {
+	for len(c.out) == 0 {
+		if len(c.head) > 0 {
+			c.in, c.head = append(c.in, c.head...), nil
+		}
+		if len(c.in) >= bgpHeaderLen {
+			n := int(binary.BigEndian.Uint16(c.in[16:18]))
+			if n < bgpHeaderLen {
+				// not BGP any more: hand the rest over unframed, gobgp
+				// ends the session
+				c.out, c.in, c.fixOverrun = c.in, nil, nil
+				break
+			}
+			if len(c.in) >= n {
+				msg, fixed := withdrawOnAttrOverrun(c.in[:n:n])
+				if fixed && c.fixOverrun != nil {
+					c.fixOverrun()
+				}
+				c.out, c.in = msg, c.in[n:]
+				break
+			}
+		}
+		if c.rbuf == nil {
+			c.rbuf = make([]byte, 1<<16)
+		}
+		n, err := c.TCPConn.Read(c.rbuf)
+		c.in = append(c.in, c.rbuf[:n]...)
+		if err != nil && n == 0 {
+			return 0, err
+		}
+	}
+	n := copy(b, c.out)
+	c.out = c.out[n:]
+	c.sniff.feed(b[:n])
+	return n, nil
 }
 
 // newSniffer reports the NOTIFICATIONs read from the peer at remote to
