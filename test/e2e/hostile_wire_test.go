@@ -135,7 +135,7 @@ func notificationMsg(code, sub byte, data []byte) []byte {
 	return bgpMsg(bgpNotification, append([]byte{code, sub}, data...))
 }
 
-var keepaliveMsg = bgpMsg(bgpKeepalive, nil)
+func keepaliveMsg() []byte { return bgpMsg(bgpKeepalive, nil) }
 
 func cat(parts ...[]byte) []byte {
 	var b []byte
@@ -310,7 +310,7 @@ func (s *rawSession) Establish(open []byte, timeout time.Duration) error {
 			case bgpOpen:
 				gotOpen = true
 				s.peerOpen = m.body
-				if err := s.Send(keepaliveMsg); err != nil {
+				if err := s.Send(keepaliveMsg()); err != nil {
 					return err
 				}
 			case bgpKeepalive:
@@ -339,7 +339,7 @@ func (s *rawSession) keepalive() {
 	for {
 		select {
 		case <-tick.C:
-			if s.Send(keepaliveMsg) != nil {
+			if s.Send(keepaliveMsg()) != nil {
 				return
 			}
 		case <-s.stop:
