@@ -226,7 +226,7 @@ func (d *dialer) run(ctx context.Context, g *dialing) {
 			continue
 		}
 		failures = 0
-		oc := &openConn{TCPConn: c, sniff: newSniffer(d.tap, p.addr)}
+		oc := &openConn{TCPConn: c, sniff: newSniffer(d.tap, p.addr), fixOverrun: overrunLogger(d.log, p.name, p.addr)}
 		if !d.ready(p.addr) || (d.claim != nil && !d.claim(p.addr, oc)) {
 			// A session opened meanwhile on a connection the peer
 			// dialed: gobgp sent no OPEN on this one, so the peer sees

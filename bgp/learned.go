@@ -219,7 +219,12 @@ func (s *Speaker) learnedPath(peer config.Peer, prefix netip.Prefix, p *apiutil.
 		}
 	}
 	lp.Communities = cache.communitiesOf(comm, large)
-	switch why := malformed(lp.ASPath, asSet, ebgp); {
+	why := malformed(lp.ASPath, asSet, ebgp)
+	if why == "" && comm != nil && len(comm.Value) == 0 {
+		// gobgp v4.8.0 decodes it as an empty list and keeps the path
+		why = "COMMUNITIES of length 0 (RFC 7606 7.8: treat-as-withdraw)"
+	}
+	switch {
 	case why != "":
 		lp.Malformed = why
 		lp.Reason = "malformed: " + why + "; never imported"

@@ -448,7 +448,19 @@ func (l *listener) awaitOpen(p listenPeer, remote netip.Addr, w *waiting, wait t
 	}
 	l.mu.Unlock()
 
-	oc := &openConn{TCPConn: c, head: msg, sniff: newSniffer(l.tap, remote)}
+	if why := unsupportedOptParam(msg); why != "" {
+		// gobgp v4.8.0 accepts it; RFC 4271 6.2 says NOTIFICATION 2/4
+		_ = c.SetWriteDeadline(time.Now().Add(time.Second))
+		_, _ = c.Write(notification(2, 4))
+		l.infoLimited("bgp listener: refused an OPEN (NOTIFICATION 2/4 Unsupported Optional Parameter)", remote,
+			zap.String("peer", p.name), zap.String("error", why))
+		l.mu.Lock()
+		l.release(remote, w)
+		l.mu.Unlock()
+		c.Close()
+		return
+	}
+	oc := &openConn{TCPConn: c, head: msg, sniff: newSniffer(l.tap, remote), fixOverrun: overrunLogger(l.log, p.name, remote)}
 	if !l.settle(p, remote, w, oc, time.Now().Add(wait)) {
 		return
 	}
@@ -562,6 +574,44 @@ func readOpen(c net.Conn, wait time.Duration) ([]byte, error) {
 	return msg, nil
 }
 
+// unsupportedOptParam says which optional parameter of the whole OPEN msg
+// is not capabilities (type 2), "" if none (RFC 4271 4.2, 6.2; RFC 5492).
+// The extended format of RFC 9072 (the first type 255) is left to gobgp,
+// as is a parameter field that does not parse.
+func unsupportedOptParam(msg []byte) string {
+	if len(msg) < 29 {
+		return ""
+	}
+	n := int(msg[28])
+	params := msg[29:]
+	if n > len(params) || (n > 0 && params[0] == 255) {
+		return ""
+	}
+	params = params[:n]
+	for len(params) >= 2 {
+		typ, plen := params[0], int(params[1])
+		if typ != 2 {
+			return fmt.Sprintf("optional parameter of type %d (only 2, capabilities, is supported)", typ)
+		}
+		if 2+plen > len(params) {
+			return ""
+		}
+		params = params[2+plen:]
+	}
+	return ""
+}
+
+// notification is a NOTIFICATION message with code and subcode.
+func notification(code, subcode byte) []byte {
+	b := make([]byte, bgpHeaderLen, bgpHeaderLen+2)
+	for i := range 16 {
+		b[i] = 0xff
+	}
+	binary.BigEndian.PutUint16(b[16:18], bgpHeaderLen+2)
+	b[18] = 3
+	return append(b, code, subcode)
+}
+
 // checkOpenHeader accepts a BGP header of type OPEN (RFC 4271 4.1, 4.2).
 func checkOpenHeader(h []byte) error {
 	for _, b := range h[:16] {
@@ -622,6 +672,13 @@ type openConn struct {
 	sniff *sniffer
 	// closed is set by Close (gobgp's or ovnbgp's).
 	closed atomic.Bool
+	// fixOverrun, when set, makes Read frame the stream into whole
+	// messages and pass each UPDATE through withdrawOnAttrOverrun (RFC
+	// 7606 4, which gobgp gets wrong), calling fixOverrun for each one
+	// rewritten. gobgp reads one message at a time from one goroutine.
+	fixOverrun func()
+	in, out    []byte // framing: bytes read, whole messages to hand out
+	rbuf       []byte
 }
 
 func (c *openConn) Close() error {
@@ -630,6 +687,9 @@ func (c *openConn) Close() error {
 }
 
 func (c *openConn) Read(b []byte) (int, error) {
+	if c.fixOverrun != nil || len(c.out) > 0 {
+		return c.readFramed(b)
+	}
 	if len(c.head) > 0 {
 		n := copy(b, c.head)
 		c.head = c.head[n:]
@@ -639,6 +699,46 @@ func (c *openConn) Read(b []byte) (int, error) {
 	n, err := c.TCPConn.Read(b)
 	c.sniff.feed(b[:n])
 	return n, err
+}
+
+// readFramed is Read with fixOverrun: it hands out whole messages only,
+// each UPDATE checked. A read error (a deadline, EOF) is returned as is,
+// the bytes of a message not yet whole kept for the next call.
+func (c *openConn) readFramed(b []byte) (int, error) {
+	for len(c.out) == 0 {
+		if len(c.head) > 0 {
+			c.in, c.head = append(c.in, c.head...), nil
+		}
+		if len(c.in) >= bgpHeaderLen {
+			n := int(binary.BigEndian.Uint16(c.in[16:18]))
+			if n < bgpHeaderLen {
+				// not BGP any more: hand the rest over unframed, gobgp
+				// ends the session
+				c.out, c.in, c.fixOverrun = c.in, nil, nil
+				break
+			}
+			if len(c.in) >= n {
+				msg, fixed := withdrawOnAttrOverrun(c.in[:n:n])
+				if fixed && c.fixOverrun != nil {
+					c.fixOverrun()
+				}
+				c.out, c.in = msg, c.in[n:]
+				break
+			}
+		}
+		if c.rbuf == nil {
+			c.rbuf = make([]byte, 1<<16)
+		}
+		n, err := c.TCPConn.Read(c.rbuf)
+		c.in = append(c.in, c.rbuf[:n]...)
+		if err != nil && n == 0 {
+			return 0, err
+		}
+	}
+	n := copy(b, c.out)
+	c.out = c.out[n:]
+	c.sniff.feed(b[:n])
+	return n, nil
 }
 
 // newSniffer reports the NOTIFICATIONs read from the peer at remote to

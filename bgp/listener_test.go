@@ -3,6 +3,7 @@ package bgp
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"strconv"
@@ -384,5 +385,49 @@ func TestBFDResetterField(t *testing.T) {
 	defer srv.Stop()
 	if err := bfdTo(srv, bfdResetter{srv: srv, keep: func(string) bool { return false }}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestOpenUnsupportedOptionalParameter: an OPEN with an optional parameter
+// other than capabilities (type 1, the deprecated authentication) is
+// answered with NOTIFICATION 2/4 Unsupported Optional Parameter and closed
+// (RFC 4271 6.2); gobgp v4.8.0 alone accepts it. An OPEN with only
+// capabilities goes to gobgp. Found by the hostile-input suite
+// (test/e2e TestHostileInput/cases/open-unsupported-optional-parameter).
+func TestOpenUnsupportedOptionalParameter(t *testing.T) {
+	parallel(t)
+	l := newLab(t, 39)
+	peer := netip.MustParseAddr("127.0.0.2")
+	_, ch, port := bareListener(t, l, map[netip.Addr]listenPeer{peer: {name: "p"}})
+
+	// optional parameters: capabilities (one empty capability 1), then type 1
+	bad := append(openMsg()[:28], 8, 2, 2, 1, 0, 1, 2, 0, 0)
+	bad[17] = byte(len(bad))
+	c := dialFrom(t, peer, port)
+	if _, err := c.Write(bad); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	got := make([]byte, 21)
+	if _, err := io.ReadFull(c, got); err != nil {
+		t.Fatalf("no NOTIFICATION: %v", err)
+	}
+	if got[18] != 3 || got[19] != 2 || got[20] != 4 {
+		t.Fatalf("got message type %d, %d/%d: want NOTIFICATION 2/4", got[18], got[19], got[20])
+	}
+	closedByPeer(t, c, "an OPEN with an unsupported optional parameter")
+
+	// control: capabilities only are handed over
+	good := append(openMsg()[:28], 4, 2, 2, 1, 0)
+	good[17] = byte(len(good))
+	c2 := dialFrom(t, peer, port)
+	if _, err := c2.Write(good); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case hc := <-ch:
+		hc.Close()
+	case <-time.After(30 * time.Second):
+		t.Fatal("an OPEN with capabilities only was not handed over")
 	}
 }

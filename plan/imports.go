@@ -363,6 +363,12 @@ func (e *importEnv) check(ri int, p model.LearnedPath) (string, RejectCause) {
 		}
 		return fmt.Sprintf("%s is inside protected %s: %s (rule %s)", p.Prefix, pp.Prefix, pp.Why, r.Name), RejectProtected
 	}
+	if m, ok := martianCovering(p.Prefix); ok {
+		if m.Prefix == p.Prefix {
+			return fmt.Sprintf("%s is protected: %s (rule %s)", p.Prefix, m.Why, r.Name), RejectProtected
+		}
+		return fmt.Sprintf("%s is inside protected %s: %s (rule %s)", p.Prefix, m.Prefix, m.Why, r.Name), RejectProtected
+	}
 	if reason := e.nextHop(p); reason != "" {
 		return reason + fmt.Sprintf(" (rule %s)", r.Name), RejectNextHop
 	}

@@ -753,3 +753,51 @@ func TestImportForeignOVNRoute(t *testing.T) {
 		t.Errorf("problems = %q, want one naming the foreign row", res.Problems)
 	}
 }
+
+// TestImportMartians: special-purpose address space (RFC 6890) that must
+// never be routed to a peer is rejected as protected even where a rule
+// accepts every prefix: loopback, "this network", link-local, multicast,
+// the reserved class E and the limited broadcast, and the IPv6
+// counterparts. A covering aggregate (0.0.0.0/1) is not a martian.
+// (Found by the hostile-input suite: 127.0.0.0/8 and 224.0.0.0/4 were
+// installed in OVN and the kernel.)
+func TestImportMartians(t *testing.T) {
+	in := importFixture()
+	in.Config.Import[0].Accept = append(in.Config.Import[0].Accept,
+		config.PrefixMatch{Prefix: pfx("0.0.0.0/0"), MaxLength: 32}, config.PrefixMatch{Prefix: pfx("::/0"), MaxLength: 128})
+	martians := map[string]string{
+		"127.0.0.0/8":        "127.0.0.0/8 is protected: special-purpose address space (RFC 6890: loopback) (rule up)",
+		"127.1.2.0/24":       "127.1.2.0/24 is inside protected 127.0.0.0/8: special-purpose address space (RFC 6890: loopback)",
+		"0.0.0.0/8":          "is protected: special-purpose address space (RFC 6890: this network)",
+		"169.254.200.0/24":   "is inside protected 169.254.0.0/16: special-purpose address space (RFC 6890: link-local)",
+		"224.0.0.0/4":        "is protected: special-purpose address space (RFC 6890: multicast)",
+		"239.1.0.0/16":       "is inside protected 224.0.0.0/4: special-purpose address space (RFC 6890: multicast)",
+		"240.0.0.0/4":        "is protected: special-purpose address space (RFC 6890: reserved)",
+		"255.255.255.255/32": "is inside protected 240.0.0.0/4: special-purpose address space (RFC 6890: reserved)",
+		"::1/128":            "::1/128 is protected: ", // the host's own address first
+		"fe80::/64":          "is inside protected fe80::/10: special-purpose address space (RFC 6890: link-local)",
+		"ff02::/16":          "is inside protected ff00::/8: special-purpose address space (RFC 6890: multicast)",
+	}
+	for p := range martians {
+		nh := "192.0.2.1"
+		peer := "tor-a"
+		if pfx(p).Addr().Is6() {
+			nh, peer = "2001:db8::1", "tor-6"
+		}
+		in.Learned = append(in.Learned, path(peer, p, nh))
+	}
+	in.Learned = append(in.Learned, path("tor-a", "0.0.0.0/1", "192.0.2.1"), path("tor-a", "128.0.0.0/1", "192.0.2.1"))
+	res := Import(in)
+	for _, p := range res.Paths {
+		want, martian := martians[p.Prefix.String()]
+		switch {
+		case martian && (p.Accepted || !strings.Contains(p.Reason, want)):
+			t.Errorf("%s: accepted=%v %q, want rejected %q", p.Prefix, p.Accepted, p.Reason, want)
+		case !martian && !p.Accepted:
+			t.Errorf("control %s rejected: %q", p.Prefix, p.Reason)
+		}
+	}
+	if len(res.OVN) != 2 || len(res.Kernel) != 2 {
+		t.Errorf("only the two /1 controls are installed: OVN %v, kernel %v", res.OVN, res.Kernel)
+	}
+}
