@@ -3,17 +3,14 @@ package e2e
 import (
 	"bufio"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/netip"
-	"os"
-	"runtime"
 	"sync"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/ovnbgp/ovnbgp/test/e2e/lab"
 )
 
 // A small raw-socket BGP speaker for the hostile-input suite: byte builders
@@ -145,40 +142,11 @@ func cat(parts ...[]byte) []byte {
 	return b
 }
 
-// inNetns runs f on a thread switched into network namespace ns: sockets
-// f creates live in ns for good.
-func inNetns(ns string, f func() error) error {
-	runtime.LockOSThread()
-	orig, err := os.Open("/proc/thread-self/ns/net")
-	if err != nil {
-		runtime.UnlockOSThread()
-		return err
-	}
-	defer orig.Close()
-	target, err := os.Open("/var/run/netns/" + ns)
-	if err != nil {
-		runtime.UnlockOSThread()
-		return err
-	}
-	defer target.Close()
-	if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
-		runtime.UnlockOSThread()
-		return fmt.Errorf("setns %s: %w", ns, err)
-	}
-	ferr := f()
-	if err := unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET); err != nil {
-		// leave the thread locked: Go ends it with the goroutine
-		return errors.Join(ferr, fmt.Errorf("setns back: %w", err))
-	}
-	runtime.UnlockOSThread()
-	return ferr
-}
-
 // dialFrom opens a TCP connection from local (an address of namespace ns)
 // to remote.
 func dialFrom(ns string, local netip.Addr, remote netip.AddrPort) (*net.TCPConn, error) {
 	var c net.Conn
-	err := inNetns(ns, func() error {
+	err := lab.InNetns(ns, func() error {
 		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: local.AsSlice()}, Timeout: 10 * time.Second}
 		var err error
 		c, err = d.Dial("tcp", remote.String())

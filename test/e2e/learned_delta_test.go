@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"reflect"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -15,7 +14,6 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-	"golang.org/x/sys/unix"
 
 	"github.com/ovnbgp/ovnbgp/bgp"
 	"github.com/ovnbgp/ovnbgp/config"
@@ -29,34 +27,13 @@ import (
 func speakerIn(t *testing.T, ns string, cfg config.BGP) *bgp.Speaker {
 	t.Helper()
 	var s *bgp.Speaker
-	err := func() error {
-		runtime.LockOSThread()
-		orig, err := os.Open("/proc/thread-self/ns/net")
-		if err != nil {
-			runtime.UnlockOSThread()
-			return err
-		}
-		defer orig.Close()
-		target, err := os.Open("/var/run/netns/" + ns)
-		if err != nil {
-			runtime.UnlockOSThread()
-			return err
-		}
-		defer target.Close()
-		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
-			runtime.UnlockOSThread()
-			return fmt.Errorf("setns %s: %w", ns, err)
-		}
+	err := lab.InNetns(ns, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
+		var err error
 		s, err = bgp.New(ctx, cfg, zap.NewNop(), nil)
-		if e := unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET); e != nil {
-			// Leave the thread locked: Go ends it with the goroutine.
-			return errors.Join(err, fmt.Errorf("setns back: %w", e))
-		}
-		runtime.UnlockOSThread()
 		return err
-	}()
+	})
 	if err != nil {
 		t.Fatalf("start speaker in %s: %v", ns, err)
 	}

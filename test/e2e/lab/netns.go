@@ -14,53 +14,61 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// DialIn opens a TCP connection to addr from inside network namespace ns:
-// the socket is made on a thread switched into ns, and stays there.
-func DialIn(ctx context.Context, ns, network, addr string) (net.Conn, error) {
-	type result struct {
-		c   net.Conn
-		err error
-	}
-	ch := make(chan result, 1)
-	// A goroutine of its own: if switching back fails, its thread stays
-	// locked and Go ends it with the goroutine.
+// InNetns runs f on a thread switched into network namespace ns, on a
+// goroutine of its own, and returns f's error: sockets f creates live in
+// ns for good. If switching back fails, that thread stays locked and Go
+// ends it with the goroutine, so no other code ever runs in ns by mistake.
+func InNetns(ns string, f func() error) error {
+	ch := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
-		c, back, err := dialIn(ctx, ns, network, addr)
+		err, back := inNetns(ns, f)
 		if back {
 			runtime.UnlockOSThread()
 		}
-		ch <- result{c, err}
+		ch <- err
 	}()
-	r := <-ch
-	return r.c, r.err
+	return <-ch
 }
 
-// dialIn does DialIn's work on the locked thread; back reports that the
+// inNetns does InNetns' work on the locked thread; back reports that the
 // thread is in its own namespace again.
-func dialIn(ctx context.Context, ns, network, addr string) (c net.Conn, back bool, err error) {
+func inNetns(ns string, f func() error) (err error, back bool) {
 	orig, err := os.Open("/proc/thread-self/ns/net")
 	if err != nil {
-		return nil, true, err
+		return err, true
 	}
 	defer orig.Close()
 	target, err := os.Open("/var/run/netns/" + ns)
 	if err != nil {
-		return nil, true, err
+		return err, true
 	}
 	defer target.Close()
 	if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
-		return nil, true, fmt.Errorf("setns %s: %w", ns, err)
+		return fmt.Errorf("setns %s: %w", ns, err), true
 	}
-	var d net.Dialer
-	c, err = d.DialContext(ctx, network, addr)
+	ferr := f()
 	if e := unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET); e != nil {
-		if c != nil {
-			c.Close()
-		}
-		return nil, false, errors.Join(err, fmt.Errorf("setns back: %w", e))
+		return errors.Join(ferr, fmt.Errorf("setns back: %w", e)), false
 	}
-	return c, true, err
+	return ferr, true
+}
+
+// DialIn opens a TCP connection to addr from inside network namespace ns
+// (InNetns).
+func DialIn(ctx context.Context, ns, network, addr string) (net.Conn, error) {
+	var c net.Conn
+	err := InNetns(ns, func() error {
+		var d net.Dialer
+		var err error
+		c, err = d.DialContext(ctx, network, addr)
+		return err
+	})
+	if err != nil && c != nil {
+		c.Close()
+		c = nil
+	}
+	return c, err
 }
 
 // HTTPGet fetches url from inside namespace ns (e.g. the daemon's
