@@ -189,14 +189,14 @@ import:
 
 	// FRR: bgpd + zebra in the node namespace, main table.
 	nf := startNodeFRR(b, l)
-	fr := runImport(b, t, counter, vtyshName, n, frrTable, frrProto,
+	fr := runImport(b, t, counter, frrName, n, frrTable, frrProto,
 		map[string]int{"bgpd": nf.pid("bgpd"), "zebra": nf.pid("zebra")}, nf.alive)
 
 	job := fmt.Sprintf("import %d /24 into the kernel (FRR: bgpd+zebra)", n)
 	for _, x := range []struct {
 		name string
 		r    importResult
-	}{{ovnbgpName, ob}, {vtyshName, fr}} {
+	}{{ovnbgpName, ob}, {frrName, fr}} {
 		summary.record(job+", session up→all in kernel", "ms", false, x.name, ms(x.r.upToAll))
 		summary.record(job+", routes/s from session up", "routes/s", true, x.name, float64(n)/x.r.upToAll.Seconds())
 		summary.record(job+", node daemons' CPU", "ms", false, x.name, ms(x.r.cpu))

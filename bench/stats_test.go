@@ -31,9 +31,16 @@ const (
 	ovnbgpName = "ovnbgp"
 	vtyshName  = "FRR(vtysh)"
 	reloadName = "FRR(reload)"
+	// frrName: FRR (bgpd + zebra) as the node's import speaker.
+	frrName = "FRR"
+	// birdName: BIRD 2 as the node's import speaker (bgp + kernel protocols).
+	birdName = "BIRD"
+	// birdConfName: BIRD 2 as the node's advertiser, a change being a
+	// rewritten config and `birdc configure` (what Calico's confd does).
+	birdConfName = "BIRD(configure)"
 )
 
-var contenderOrder = []string{ovnbgpName, vtyshName, reloadName}
+var contenderOrder = []string{ovnbgpName, vtyshName, reloadName, frrName, birdName, birdConfName}
 
 // row is one line of the summary table: one measured quantity, per
 // contender. A contender that did not run has no value.
@@ -75,22 +82,34 @@ func formatValue(v float64) string {
 // renderTable formats rows as an aligned text table with the ratios of each
 // FRR variant to ovnbgp.
 func renderTable(rows []row) string {
+	// Only the contenders some row has a value for get a column.
+	var present []string
+	for _, c := range contenderOrder {
+		if slices.ContainsFunc(rows, func(r row) bool { _, ok := r.values[c]; return ok }) {
+			present = append(present, c)
+		}
+	}
+	others := slices.DeleteFunc(slices.Clone(present), func(c string) bool { return c == ovnbgpName })
 	header := []string{"job", "unit"}
-	header = append(header, contenderOrder...)
-	for _, c := range contenderOrder[1:] {
-		header = append(header, strings.TrimSuffix(strings.TrimPrefix(c, "FRR("), ")")+"÷ovnbgp")
+	header = append(header, present...)
+	for _, c := range others {
+		label := c
+		if strings.HasPrefix(c, "FRR(") {
+			label = strings.TrimSuffix(strings.TrimPrefix(c, "FRR("), ")")
+		}
+		header = append(header, label+"÷ovnbgp")
 	}
 	lines := [][]string{header}
 	for _, r := range rows {
 		line := []string{r.job, r.unit}
-		for _, c := range contenderOrder {
+		for _, c := range present {
 			if v, ok := r.values[c]; ok {
 				line = append(line, formatValue(v))
 			} else {
 				line = append(line, "-")
 			}
 		}
-		for _, c := range contenderOrder[1:] {
+		for _, c := range others {
 			if x, ok := r.ratio(c); ok {
 				line = append(line, formatValue(x)+"×")
 			} else {
