@@ -28,7 +28,7 @@ const (
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if t := summary.table(); t != "" {
-		fmt.Printf("\n=== ovnbgp vs FRR, same ToR (FRR bgpd in a netns); ratio = how many times better ovnbgp is (<1: worse)\n%s", t)
+		fmt.Printf("\n=== ovnbgp vs FRR and BIRD, same ToR (FRR bgpd in a netns); each cell: median (min–max) of the runs; ratio (of the medians) = how many times better ovnbgp is (<1: worse)\n%s", t)
 	}
 	lab.Cleanup()
 	os.Exit(code)
@@ -89,17 +89,18 @@ type results struct {
 
 var summary results
 
-// record sets contender c's value of the row named job (created in the
-// order rows are first recorded).
+// record adds v to contender c's values of the row named job (created in
+// the order rows are first recorded): one value per run, so that with `go
+// test -count 3` the table shows the median of three.
 func (r *results) record(job, unit string, higherIsBetter bool, c string, v float64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	i := slices.IndexFunc(r.rows, func(x row) bool { return x.job == job && x.unit == unit })
 	if i < 0 {
-		r.rows = append(r.rows, row{job: job, unit: unit, higherIsBetter: higherIsBetter, values: map[string]float64{}})
+		r.rows = append(r.rows, row{job: job, unit: unit, higherIsBetter: higherIsBetter, runs: map[string][]float64{}})
 		i = len(r.rows) - 1
 	}
-	r.rows[i].values[c] = v
+	r.rows[i].runs[c] = append(r.rows[i].runs[c], v)
 }
 
 func (r *results) table() string {
