@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -27,11 +28,40 @@ const (
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if t := summary.table(); t != "" {
-		fmt.Printf("\n=== ovnbgp vs FRR and BIRD, same ToR (FRR bgpd in a netns); each cell: median (min–max) of the runs; ratio (of the medians) = how many times better ovnbgp is (<1: worse)\n%s", t)
+	if rows := summary.snapshot(); len(rows) > 0 {
+		fmt.Printf("\n=== ovnbgp vs FRR and BIRD, same ToR (FRR bgpd in a netns); each cell: median (min–max) of the runs; ratio (of the medians) = how many times better ovnbgp is (<1: worse)\n%s", renderTable(rows))
+		if err := report(rows, code == 0); err != nil {
+			fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+			code = max(code, 1)
+		}
 	}
 	lab.Cleanup()
 	os.Exit(code)
+}
+
+// report writes results.json and benchmarks.png of rows into the output
+// directory (envOut) and says where they are.
+func report(rows []row, passed bool) error {
+	cwd, err := os.Getwd()
+	if err != nil {
+		return fmt.Errorf("results: %w", err)
+	}
+	dir := outDir(cwd)
+	path, err := writeResults(dir, newResultsFile(rows, passed))
+	if err != nil {
+		return err
+	}
+	fmt.Printf("\nresults (every run's values, the machine, the versions): %s\n", path)
+	chart, err := writeChart(dir, rows)
+	switch {
+	case errors.Is(err, errNoPanels):
+		fmt.Println(err)
+		return nil
+	case err != nil:
+		return err
+	}
+	fmt.Printf("chart: %s\n", chart)
+	return nil
 }
 
 // gate skips the benchmark unless OVNBGP_BENCH=1, saying how to run it.
