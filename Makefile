@@ -13,7 +13,7 @@ LDFLAGS := -s -w -X $(PKG).version=$(VERSION) -X $(PKG).commit=$(COMMIT) -X $(PK
 BIN     := bin/ovnbgp
 export CGO_ENABLED := 0
 
-.PHONY: all help build test unit race e2e soak test-chaos vet lab generate docs machineconfig image package fuzz deps clean
+.PHONY: all help build test unit race e2e soak test-chaos bench vet lab generate docs machineconfig image package fuzz deps clean
 
 all: build
 
@@ -73,6 +73,10 @@ CHAOS_SEED ?=
 ## test-chaos: the chaos suite (TestChaos) at full counts: 100 peer link flaps, 20 FRR restarts, 20 ovsdb-server restarts, 20 SIGKILLs of ovnbgp, 20 reloads, each checked; ends with one summary line, 0 violations (CHAOS=flaps=N,frr=N,ovsdb=N,kills=N,reloads=N and CHAOS_SEED=N change counts and order; make test runs a short variant)
 test-chaos: deps build
 	OVNBGP_BIN=$(CURDIR)/$(BIN) OVNBGP_CHAOS='$(CHAOS)' OVNBGP_CHAOS_SEED='$(CHAOS_SEED)' $(GO) test -count=1 -timeout 120m -v -run '^TestChaos$$' ./test/e2e/
+
+## bench: the side-by-side benchmarks (root): ovnbgp vs FRR and BIRD, each job 3 times (bench/run.sh -compare); the median table, bench/out/results.json and bench/out/benchmarks.png (OVNBGP_BENCH_OUT=DIR elsewhere; bench/README.md)
+bench: build
+	OVNBGP_BIN=$(CURDIR)/$(BIN) bench/run.sh -compare
 
 vet:
 	$(GO) vet ./...
