@@ -72,11 +72,40 @@ const (
 	chartCols = 3
 )
 
-// chartSize is the size in pixels of a chart of n panels.
+// captionH is the height in pixels of the caption above the panels: two
+// lines at most.
+const captionH = 44
+
+// chartSize is the size in pixels of a chart of n panels, with the caption.
 func chartSize(n int) (w, h int) {
 	cols := min(n, chartCols)
 	rows := (n + cols - 1) / cols
-	return cols * panelW, rows * panelH
+	return cols * panelW, rows*panelH + captionH
+}
+
+// chartCaption is the line above the panels: where and with what the run
+// was made, from its results.json.
+func chartCaption(f resultsFile) string {
+	runs := 0
+	for _, r := range f.rows() {
+		for _, vs := range r.runs {
+			runs = max(runs, len(vs))
+		}
+	}
+	parts := []string{"ovnbgp " + f.Versions["ovnbgp"]}
+	for _, k := range []string{"frr", "bird", "ovsdb-server"} {
+		if v := f.Versions[k]; v != "" && !strings.HasPrefix(v, "unknown") {
+			parts = append(parts, k+" "+strings.TrimPrefix(strings.TrimPrefix(v, "BIRD version "), "ovsdb-server (Open vSwitch) "))
+		}
+	}
+	m := f.Machine
+	system := m.OS
+	if m.Debian != "" {
+		system = "Debian " + m.Debian
+	}
+	kernel, _, _ := strings.Cut(m.Kernel, "-")
+	return fmt.Sprintf("%s · %s, %d cores, %s, kernel %s · %s · bars: median of %d run(s), whiskers: min–max",
+		f.Date.Format("2006-01-02"), m.CPU, m.Cores, system, kernel, strings.Join(parts, ", "), runs)
 }
 
 // contenderColor is c's bar color, the same in every panel.
@@ -105,10 +134,10 @@ func contenderColor(c string, present []string) color.Color {
 	return palette[len(palette)-1]
 }
 
-// renderChart draws one panel per row, a bar per contender that ran it at
-// its median, whiskers from the lowest to the highest run, the median
-// written above, as a PNG to w.
-func renderChart(w io.Writer, rows []row) error {
+// renderChart draws the caption, then one panel per row, a bar per
+// contender that ran it at its median, whiskers from the lowest to the
+// highest run, the median written above, as a PNG to w.
+func renderChart(w io.Writer, rows []row, caption string) error {
 	if len(rows) == 0 {
 		return fmt.Errorf("chart: no rows to draw")
 	}
@@ -129,6 +158,14 @@ func renderChart(w io.Writer, rows []row) error {
 	pw, ph := chartSize(len(rows))
 	img := vgimg.NewWith(vgimg.UseWH(vg.Length(pw)*vg.Inch/chartDPI, vg.Length(ph)*vg.Inch/chartDPI), vgimg.UseDPI(chartDPI))
 	dc := draw.New(img)
+	capStyle := plot.New().Title.TextStyle
+	capStyle.Font.Size = vg.Points(10)
+	capStyle.XAlign, capStyle.YAlign = draw.XCenter, draw.YCenter
+	capHeight := vg.Length(captionH) * vg.Inch / chartDPI
+	// About 6 pixels a character at 10 points: one line over two panels or
+	// more, two over one.
+	dc.FillText(capStyle, vg.Point{X: dc.Center().X, Y: dc.Max.Y - capHeight/2}, wrapText(caption, pw/6))
+	dc = draw.Crop(dc, 0, 0, 0, -capHeight)
 	tiles := draw.Tiles{Rows: nrows, Cols: cols, PadX: vg.Millimeter * 4, PadY: vg.Millimeter * 4,
 		PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
 	canvases := plot.Align(plots, tiles, dc)
@@ -237,7 +274,7 @@ var errNoPanels = errors.New("chart: no row of this run matches the chart's patt
 
 // writeChart writes dir/benchmarks.png of the rows chartPatterns choose;
 // it writes nothing and says so when none is chosen.
-func writeChart(dir string, rows []row) (string, error) {
+func writeChart(dir string, rows []row, caption string) (string, error) {
 	chosen, err := chartRows(rows, chartPatterns())
 	if err != nil {
 		return "", err
@@ -246,7 +283,7 @@ func writeChart(dir string, rows []row) (string, error) {
 		return "", errNoPanels
 	}
 	var b bytes.Buffer
-	if err := renderChart(&b, chosen); err != nil {
+	if err := renderChart(&b, chosen, caption); err != nil {
 		return "", err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -301,14 +338,14 @@ func TestRenderChart(t *testing.T) {
 		t.Fatalf("chart rows %q, want %q", jobs, want)
 	}
 	var b bytes.Buffer
-	if err := renderChart(&b, chosen); err != nil {
+	if err := renderChart(&b, chosen, chartCaption(newResultsFile(chosen, true))); err != nil {
 		t.Fatal(err)
 	}
 	img, err := png.Decode(&b)
 	if err != nil {
 		t.Fatalf("the chart is not a PNG: %v", err)
 	}
-	if w, h := chartSize(3); img.Bounds().Dx() != w || img.Bounds().Dy() != h || w != 3*panelW || h != panelH {
+	if w, h := chartSize(3); img.Bounds().Dx() != w || img.Bounds().Dy() != h || w != 3*panelW || h != panelH+captionH {
 		t.Errorf("chart is %v, want %dx%d (three panels in a row)", img.Bounds().Size(), w, h)
 	}
 	present := presentContenders(chosen)
@@ -323,7 +360,7 @@ func TestRenderChart(t *testing.T) {
 	if _, err := chartRows(rows, []string{"("}); err == nil {
 		t.Error("a bad pattern: no error")
 	}
-	if err := renderChart(io.Discard, nil); err == nil {
+	if err := renderChart(io.Discard, nil, ""); err == nil {
 		t.Error("no rows: no error")
 	}
 }
@@ -331,10 +368,10 @@ func TestRenderChart(t *testing.T) {
 // TestChartSize: panels fill rows of chartCols.
 func TestChartSize(t *testing.T) {
 	for _, tc := range []struct{ n, w, h int }{
-		{1, panelW, panelH},
-		{3, 3 * panelW, panelH},
-		{4, 3 * panelW, 2 * panelH},
-		{7, 3 * panelW, 3 * panelH},
+		{1, panelW, panelH + captionH},
+		{3, 3 * panelW, panelH + captionH},
+		{4, 3 * panelW, 2*panelH + captionH},
+		{7, 3 * panelW, 3*panelH + captionH},
 	} {
 		if w, h := chartSize(tc.n); w != tc.w || h != tc.h {
 			t.Errorf("chartSize(%d) = %d×%d, want %d×%d", tc.n, w, h, tc.w, tc.h)
@@ -344,7 +381,7 @@ func TestChartSize(t *testing.T) {
 
 func TestWriteChartNoPanel(t *testing.T) {
 	dir := t.TempDir()
-	_, err := writeChart(dir, []row{{job: "something else", unit: "ms", runs: map[string][]float64{ovnbgpName: {1}}}})
+	_, err := writeChart(dir, []row{{job: "something else", unit: "ms", runs: map[string][]float64{ovnbgpName: {1}}}}, "")
 	if !errors.Is(err, errNoPanels) || !strings.Contains(err.Error(), "chartPatterns") {
 		t.Errorf("no row chosen: err %v, want one naming chartPatterns", err)
 	}
@@ -389,7 +426,7 @@ func rerender(t *testing.T, path string) {
 	rows := f.rows()
 	fmt.Printf("=== %s: %s, %s, %d cores; args %s\n%s", path, f.Date.Format("2006-01-02 15:04 MST"), f.Machine.CPU, f.Machine.Cores,
 		strings.Join(f.Args, " "), renderTable(rows))
-	out, err := writeChart(dir, rows)
+	out, err := writeChart(dir, rows, chartCaption(f))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,12 +47,13 @@ func report(rows []row, passed bool) error {
 		return fmt.Errorf("results: %w", err)
 	}
 	dir := outDir(cwd)
-	path, err := writeResults(dir, newResultsFile(rows, passed))
+	f := newResultsFile(rows, passed)
+	path, err := writeResults(dir, f)
 	if err != nil {
 		return err
 	}
 	fmt.Printf("\nresults (every run's values, the machine, the versions): %s\n", path)
-	chart, err := writeChart(dir, rows)
+	chart, err := writeChart(dir, rows, chartCaption(f))
 	switch {
 	case errors.Is(err, errNoPanels):
 		fmt.Println(err)
