@@ -365,6 +365,42 @@ func TestRenderChart(t *testing.T) {
 	}
 }
 
+// TestChartPatterns: the rows the benchmarks record (their names on main,
+// and as the import job names them without the FRR note) get a panel; the
+// others do not.
+func TestChartPatterns(t *testing.T) {
+	for _, tc := range []struct {
+		job  string
+		want bool
+	}{
+		{"import 100000 /24 into the kernel (FRR: bgpd+zebra), session up→all in kernel", true},
+		{"import 10000 /24 into the kernel, session up→all in kernel", true},
+		{"import 100000 /24 into the kernel (FRR: bgpd+zebra), RSS per learned+imported path", true},
+		{"idle with 10000 routes, node daemons' CPU per minute", true},
+		{"add one /24, commit→RIB p50", true},
+		{"add one /24, commit→RIB p99", true},
+		{"withdraw one /24, commit→RIB p50", true},
+		{"withdraw one /24, commit→RIB p99", true},
+		{"bulk add 1000 /24, commit→all in RIB", true},
+		{"bulk add 10000 VIP, commit→all in RIB", true},
+		{"import 100000 /24 into the kernel (FRR: bgpd+zebra), node daemons' CPU", false},
+		{"add one /24, commit→RIB p90", false},
+		{"add one /24, commit→RIB max", false},
+		{"add one /24, commit→ToR received p50", false},
+		{"bulk add 1000 /24, commit→all received by the ToR", false},
+		{"bulk add 1000 /24, command start→all in RIB", false},
+		{"one egress IP or VIP changed, 1002 advertised: add, commit→ToR RIB p50", false},
+	} {
+		got, err := chartRows([]row{{job: tc.job}}, chartPatterns())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (len(got) == 1) != tc.want {
+			t.Errorf("%q: a panel %v, want %v", tc.job, len(got) == 1, tc.want)
+		}
+	}
+}
+
 // TestChartSize: panels fill rows of chartCols.
 func TestChartSize(t *testing.T) {
 	for _, tc := range []struct{ n, w, h int }{
