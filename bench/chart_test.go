@@ -104,8 +104,12 @@ func chartCaption(f resultsFile) string {
 		system = "Debian " + m.Debian
 	}
 	kernel, _, _ := strings.Cut(m.Kernel, "-")
-	return fmt.Sprintf("%s · %s, %d cores, %s, kernel %s · %s · bars: median of %d run(s), whiskers: min–max",
-		f.Date.Format("2006-01-02"), m.CPU, m.Cores, system, kernel, strings.Join(parts, ", "), runs)
+	bars := "bars: one run"
+	if runs > 1 {
+		bars = fmt.Sprintf("bars: median of %d runs, whiskers: min–max", runs)
+	}
+	return fmt.Sprintf("%s · %s, %d cores, %s, kernel %s · %s · %s",
+		f.Date.Format("2006-01-02"), m.CPU, m.Cores, system, kernel, strings.Join(parts, ", "), bars)
 }
 
 // contenderColor is c's bar color, the same in every panel.
