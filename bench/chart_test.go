@@ -17,6 +17,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -493,5 +494,25 @@ func TestChartNotInBinary(t *testing.T) {
 		if strings.HasPrefix(l, "gonum.org/") {
 			t.Errorf("the ovnbgp binary depends on %s: plotting belongs in bench's tests only", l)
 		}
+	}
+}
+
+func TestChartCaption(t *testing.T) {
+	f := resultsFile{
+		Date:    time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC),
+		Machine: machineInfo{CPU: "AMD EPYC", Cores: 2, Kernel: "6.18.44-fc-v669", OS: "Debian GNU/Linux 12 (bookworm)", Debian: "12.11"},
+		Versions: map[string]string{"ovnbgp": "v0.9.0-3-gabc", "frr": "8.4.4-1.1~deb12u2", "bird": "BIRD version 2.0.12",
+			"ovsdb-server": "ovsdb-server (Open vSwitch) 3.1.0"},
+		Rows: toResultRows([]row{{job: "x", unit: "ms", runs: map[string][]float64{ovnbgpName: {1, 2, 3}, vtyshName: {4, 5}}}}),
+	}
+	want := "2026-12-01 · AMD EPYC, 2 cores, Debian 12.11, kernel 6.18.44 · ovnbgp v0.9.0-3-gabc, frr 8.4.4-1.1~deb12u2, " +
+		"bird 2.0.12, ovsdb-server 3.1.0 · bars: median of 3 runs, whiskers: min–max"
+	if got := chartCaption(f); got != want {
+		t.Errorf("caption\n%q, want\n%q", got, want)
+	}
+	f.Versions["bird"] = "unknown (bird: not installed)"
+	f.Rows = toResultRows([]row{{job: "x", unit: "ms", runs: map[string][]float64{ovnbgpName: {1}}}})
+	if got := chartCaption(f); strings.Contains(got, "bird") || !strings.HasSuffix(got, "bars: one run") {
+		t.Errorf("caption %q: want no bird (not installed) and one run", got)
 	}
 }
