@@ -504,6 +504,7 @@ func BenchmarkAdvertiseBulk(b *testing.B) {
 	for _, c := range []struct{ id, world, name string }{
 		{"ovnbgp", "ovnbgp-vip", ovnbgpName},
 		{"frr-vtysh", "frr-vtysh", vtyshName},
+		{"bird-configure", "bird-configure", birdConfName},
 	} {
 		b.Run(c.id, func(b *testing.B) {
 			w := newWorld(b, c.world, c.name)

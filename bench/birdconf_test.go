@@ -198,3 +198,55 @@ func TestBirdConfigured(t *testing.T) {
 		}
 	}
 }
+
+// TestBIRDConfigureContender runs the BIRD(configure) contender against the
+// benchmarks' ToR for real: prefixes announced by a rendered file and
+// `birdc configure` reach the ToR as best paths from the node, and a
+// withdrawal removes only what it names. (Needs root, FRR and BIRD: skips
+// without them, fails under CI=true.)
+func TestBIRDConfigureContender(t *testing.T) {
+	l := lab.New(t)
+	tf := l.StartFRR(lab.FRRConfig{Neighbors: []lab.FRRNeighbor{{Address: lab.NodeIPv4, ASN: nodeASN, Passive: true}}})
+	r := tor{frr: tf, from: lab.NodeIPv4}
+	c := startNodeBIRD(t, l)
+	lab.Eventually(t, time.Minute, 50*time.Millisecond, "the node's BIRD session with the ToR", func() error {
+		if err := c.alive(); err != nil {
+			return err
+		}
+		return tf.Established(lab.NodeIPv4)
+	})
+	a, v := netip.MustParsePrefix("10.201.0.0/24"), host(vipAddr(0))
+	expect := func(what string, want map[netip.Prefix]bool) {
+		t.Helper()
+		lab.Eventually(t, 30*time.Second, 10*time.Millisecond, what, func() error {
+			for p, on := range want {
+				if got, err := r.bestFromNode(p); err != nil || got != on {
+					return fmt.Errorf("ToR: best path for %s from the node: %v (err %v), want %v", p, got, err, on)
+				}
+			}
+			n, err := r.bestCount()
+			if err == nil && n != len(c.set) {
+				err = fmt.Errorf("ToR: %d best paths from the node, want %d", n, len(c.set))
+			}
+			return err
+		})
+	}
+	o, err := c.announce([]netip.Prefix{a, v})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.commit.Before(o.start) {
+		t.Errorf("op %+v: commit before start", o)
+	}
+	expect("both prefixes at the ToR", map[netip.Prefix]bool{a: true, v: true})
+	if _, err := c.withdraw([]netip.Prefix{a}); err != nil {
+		t.Fatal(err)
+	}
+	expect("only the VIP left at the ToR", map[netip.Prefix]bool{a: false, v: true})
+	if d := c.daemons(); d["bird"] <= 0 {
+		t.Errorf("daemons() = %v, want BIRD's pid", d)
+	}
+	if _, err := usageOf(c.daemons()); err != nil {
+		t.Errorf("BIRD's CPU and RSS: %v", err)
+	}
+}

@@ -48,6 +48,7 @@ var contenders = []struct{ id, name string }{
 	{"ovnbgp", ovnbgpName},
 	{"frr-vtysh", vtyshName},
 	{"frr-reload", reloadName},
+	{"bird-configure", birdConfName},
 }
 
 // world is one contender's lab: the ToR and the contender in the node
@@ -121,6 +122,14 @@ func newWorld(b *testing.B, id, name string) *world {
 		}
 		if rc, ok := w.c.(*reloadContender); ok {
 			rc.warmUp(b)
+		}
+	case "bird-configure":
+		n := startNodeBIRD(b, l)
+		w.c = n
+		if _, err := waitFor(time.Now(), 50*time.Millisecond, sessionTimeout, n.alive, until(func() (bool, error) {
+			return tf.Established(lab.NodeIPv4) == nil, nil
+		})); err != nil {
+			b.Fatalf("%s: no session between the node's BIRD and the ToR: %v", name, err)
 		}
 	default:
 		b.Fatalf("unknown contender %q", id)
