@@ -79,12 +79,13 @@ func (w *world) measure(add bool, ps []netip.Prefix, interval, timeout time.Dura
 }
 
 // BenchmarkSingleChange: one /24 is added, then withdrawn, N times
-// (OVNBGP_BENCH_ROUNDS, 20), after a warm-up that is not counted.
+// (OVNBGP_BENCH_ROUNDS, 100), after a warm-up that is not counted.
 // ovnbgp gets it as a new UDN node switch in NB (one OVSDB transaction),
 // FRR as a `network` statement (vtysh), or in a rewritten frr.conf
-// (frr-reload.py). Reported: p50/p90/max from the commit to the ToR's RIB,
-// p50 from the commit to the ToR having received it (before its best-path
-// hold), and p50 from the start of the command.
+// (frr-reload.py), BIRD in a rewritten static file (`birdc configure`).
+// Reported: p50/p90/p99/max from the commit to the ToR's RIB, p50/p99 from
+// the commit to the ToR having received it (before its best-path hold),
+// and p50/p99 from the start of the command.
 func BenchmarkSingleChange(b *testing.B) {
 	gate(b)
 	for _, c := range contenders {
@@ -166,7 +167,8 @@ func benchSingle(b *testing.B, id, name string) {
 // BenchmarkBulk: N /24s (OVNBGP_BENCH_BULK, 1000; e.g. "1000,5000") are
 // added in one operation (one NB transaction of N UDN node switches; one
 // vtysh with N `network` statements; one frr.conf with N of them,
-// reloaded), then withdrawn the same way. Reported: the time until the ToR
+// reloaded; one static file with N routes and `birdc configure`), then
+// withdrawn the same way. Reported: the time until the ToR
 // has all N as best paths (and none after the withdraw), routes/s, and the
 // node-side daemons' memory and CPU.
 func BenchmarkBulk(b *testing.B) {
