@@ -306,6 +306,7 @@ func benchAdvChange(b *testing.B, id, name string, changes, base int) {
 		}
 		recv[kind] = append(recv[kind], got.Sub(o.commit))
 		recv["all"] = append(recv["all"], got.Sub(o.commit))
+		recv["from start"] = append(recv["from start"], got.Sub(o.start))
 	}
 	job := fmt.Sprintf("one egress IP or VIP changed, %d advertised", base)
 	for _, x := range []struct {
@@ -313,6 +314,7 @@ func benchAdvChange(b *testing.B, id, name string, changes, base int) {
 		s     []time.Duration
 	}{
 		{"commit→ToR received (all " + strconv.Itoa(changes) + ")", recv["all"]},
+		{"command start→ToR received (all " + strconv.Itoa(changes) + ")", recv["from start"]},
 		{"add, commit→ToR received", recv["add"]},
 		{"withdraw, commit→ToR received", recv["withdraw"]},
 		{"commit→ToR received, while its RIB is polled (all " + strconv.Itoa(changes) + ")", recv["polled"]},
