@@ -45,6 +45,9 @@ const maxAdvAddrs = 1 << 16
 // or LoadBalancer ingress IP).
 func vipAddr(i int) netip.Addr { return netip.AddrFrom4([4]byte{198, 18, byte(i >> 8), byte(i)}) }
 
+// eipRange holds the egress IPs eipAddr makes.
+var eipRange = netip.MustParsePrefix("198.19.0.0/16")
+
 // eipAddr is the i-th egress IP: 198.19.0.0/16.
 func eipAddr(i int) netip.Addr { return netip.AddrFrom4([4]byte{198, 19, byte(i >> 8), byte(i)}) }
 
@@ -177,11 +180,15 @@ func envInt(b *testing.B, name string, def, lo, hi int) int {
 }
 
 // BenchmarkAdvertiseChange (issue 7, item 8): on a node that already
-// advertises 1000 egress IPs and VIPs (OVNBGP_BENCH_ADV_BASE) and its pod
-// subnets, 200 NB changes (OVNBGP_BENCH_ADV_CHANGES), in turn: one egress
-// IP added (its EgressIP SNAT row on GR_node1), the same removed, one VIP
-// added (a Service load balancer row), the same removed. Each is one OVSDB
-// transaction. Reported, as p50, p99 and max, from the transaction's reply:
+// advertises 1000 egress IPs and VIPs (OVNBGP_BENCH_ADV_BASE), 200 changes
+// (OVNBGP_BENCH_ADV_CHANGES), in turn: one egress IP added, the same
+// removed, one VIP added, the same removed, each one operation. ovnbgp gets
+// them as NB transactions (an EgressIP SNAT row on GR_node1, a Service load
+// balancer row; it also advertises node1's pod subnets); FRR(vtysh) and
+// BIRD(configure) as a /32 each (a `network` statement; a line of the
+// rendered static file and `birdc configure`). Reported, as p50, p99 and
+// max, from the commit (the transaction's reply; vtysh's or birdc's
+// return):
 //   - received: the ToR's bgpd logged the UPDATE (announcement or
 //     withdrawal) for the prefix: `debug bgp updates in`, with its log
 //     timestamps in microseconds, read from its log file once the RIB
@@ -193,31 +200,35 @@ func BenchmarkAdvertiseChange(b *testing.B) {
 	gate(b)
 	changes := envInt(b, envAdvChanges, 200, 4, 4000)
 	base := envInt(b, envAdvBase, 1000, 0, 20000)
-	l := lab.New(b)
-	tf := l.StartFRR(lab.FRRConfig{Neighbors: []lab.FRRNeighbor{{Address: lab.NodeIPv4, ASN: nodeASN, Passive: true}}})
-	t := tor{frr: tf, from: lab.NodeIPv4}
-	nb := l.StartNB()
-	nb.PopulateOVNK()
-	w := &advNB{sock: nb.Sock, nats: map[netip.Addr]string{}}
-	var eips, vips []netip.Addr
+	for _, c := range []struct{ id, world, name string }{
+		{"ovnbgp", "ovnbgp-vip", ovnbgpName},
+		{"frr-vtysh", "frr-vtysh", vtyshName},
+		{"bird-configure", "bird-configure", birdConfName},
+	} {
+		b.Run(c.id, func(b *testing.B) { benchAdvChange(b, c.world, c.name, changes, base) })
+	}
+}
+
+func benchAdvChange(b *testing.B, id, name string, changes, base int) {
+	w := newWorld(b, id, name)
+	var preload []netip.Prefix
 	for i := range base / 2 {
-		eips = append(eips, eipAddr(i))
+		preload = append(preload, host(eipAddr(i)))
 	}
 	for i := range base - base/2 {
-		vips = append(vips, vipAddr(i))
+		preload = append(preload, host(vipAddr(i)))
 	}
-	if err := w.add(eips, vips); err != nil {
-		b.Fatalf("preload %d egress IPs and %d VIPs: %v", len(eips), len(vips), err)
+	if _, err := w.c.announce(preload); err != nil {
+		b.Fatalf("%s: preload %d egress IPs and VIPs: %v", name, base, err)
 	}
-	d := startOvnbgpConfig(b, l, nb, lab.DaemonConfig{Peers: []lab.Peer{lab.DefaultTor()}, Advertise: advertiseRules}, "")
-	want := base + 2
-	if _, err := waitFor(time.Now(), 50*time.Millisecond, 2*time.Minute, d.exited, until(func() (bool, error) {
-		n, err := t.bestCount()
+	want := w.base + base
+	if _, err := waitFor(time.Now(), 50*time.Millisecond, 2*time.Minute, w.c.alive, until(func() (bool, error) {
+		n, err := w.tor.bestCount()
 		return n == want, err
 	})); err != nil {
-		b.Fatalf("the ToR never had the node's %d prefixes: %v", want, err)
+		b.Fatalf("%s: the ToR never had the node's %d prefixes: %v", name, want, err)
 	}
-	ul, err := watchUpdates(tf)
+	ul, err := watchUpdates(w.tor.frr)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -253,38 +264,30 @@ func BenchmarkAdvertiseChange(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		start := time.Now()
-		var eip, vip []netip.Addr
-		if c.what == "VIP" {
-			vip = []netip.Addr{c.a}
-		} else {
-			eip = []netip.Addr{c.a}
-		}
+		do := w.c.withdraw
 		if c.add {
-			err = w.add(eip, vip)
-		} else {
-			err = w.remove(eip, vip)
+			do = w.c.announce
 		}
-		commit := time.Now()
+		o, err := do([]netip.Prefix{p})
 		if err != nil {
-			b.Fatalf("%s %v: %v", c.what, c.a, err)
+			b.Fatalf("%s: %s %v (add %v): %v", name, c.what, c.a, c.add, err)
 		}
 		var at reached
 		if polled {
-			at, err = waitFor(start, singleInterval, singleTimeout, d.exited, func() (progress, error) {
-				received, selected, err := t.fromNode(p)
+			at, err = waitFor(o.start, singleInterval, singleTimeout, w.c.alive, func() (progress, error) {
+				received, selected, err := w.tor.fromNode(p)
 				if c.add {
 					return progress{received: received, done: selected}, err
 				}
 				return progress{received: !received, done: !received && !selected}, err
 			})
 			if err != nil {
-				b.Fatalf("%s %v (add %v): the ToR never showed it: %v", c.what, c.a, c.add, err)
+				b.Fatalf("%s: %s %v (add %v): the ToR never showed it: %v", name, c.what, c.a, c.add, err)
 			}
 		}
 		got, line, err := ul.awaitLine(off, p, !c.add, 30*time.Second)
 		if err != nil {
-			b.Fatalf("%s %v (add %v): %v", c.what, c.a, c.add, err)
+			b.Fatalf("%s: %s %v (add %v): %v", name, c.what, c.a, c.add, err)
 		}
 		if n < 4 {
 			if i < 2 {
@@ -297,12 +300,13 @@ func BenchmarkAdvertiseChange(b *testing.B) {
 			kind = "withdraw"
 		}
 		if polled {
-			rib[kind] = append(rib[kind], start.Add(at.done).Sub(commit))
-			recv["polled"] = append(recv["polled"], got.Sub(commit))
+			rib[kind] = append(rib[kind], o.start.Add(at.done).Sub(o.commit))
+			recv["polled"] = append(recv["polled"], got.Sub(o.commit))
 			continue
 		}
-		recv[kind] = append(recv[kind], got.Sub(commit))
-		recv["all"] = append(recv["all"], got.Sub(commit))
+		recv[kind] = append(recv[kind], got.Sub(o.commit))
+		recv["all"] = append(recv["all"], got.Sub(o.commit))
+		recv["from start"] = append(recv["from start"], got.Sub(o.start))
 	}
 	job := fmt.Sprintf("one egress IP or VIP changed, %d advertised", base)
 	for _, x := range []struct {
@@ -310,6 +314,7 @@ func BenchmarkAdvertiseChange(b *testing.B) {
 		s     []time.Duration
 	}{
 		{"commit→ToR received (all " + strconv.Itoa(changes) + ")", recv["all"]},
+		{"command start→ToR received (all " + strconv.Itoa(changes) + ")", recv["from start"]},
 		{"add, commit→ToR received", recv["add"]},
 		{"withdraw, commit→ToR received", recv["withdraw"]},
 		{"commit→ToR received, while its RIB is polled (all " + strconv.Itoa(changes) + ")", recv["polled"]},
@@ -321,12 +326,12 @@ func BenchmarkAdvertiseChange(b *testing.B) {
 			pct   float64
 		}{{"p50", 50}, {"p99", 99}, {"max", 100}} {
 			v := percentile(x.s, q.pct)
-			summary.record(job+": "+x.label+" "+q.label, "ms", false, ovnbgpName, ms(v))
+			summary.record(job+": "+x.label+" "+q.label, "ms", false, name, ms(v))
 		}
 		metric := strings.NewReplacer(" ", "-", ",", "", "→", "-", "(", "", ")", "").Replace(x.label)
 		b.ReportMetric(ms(percentile(x.s, 50)), metric+"-p50-ms")
 		b.ReportMetric(ms(percentile(x.s, 99)), metric+"-p99-ms")
-		b.Logf("%s: %s (%d): p50 %v p99 %v max %v\n  in order: %s", job, x.label, len(x.s),
+		b.Logf("%s %s: %s (%d): p50 %v p99 %v max %v\n  in order: %s", name, job, x.label, len(x.s),
 			pretty(percentile(x.s, 50)), pretty(percentile(x.s, 99)), pretty(percentile(x.s, 100)), list(x.s))
 	}
 	b.ReportMetric(0, "ns/op")
@@ -434,8 +439,9 @@ func updateLine(line string, p netip.Prefix, withdrawn bool) (time.Time, bool) {
 }
 
 // vipContender: ovnbgp gets each prefix (a /32) as the ingress IP of a
-// LoadBalancer Service: one Service load balancer row per VIP, all in one
-// OVSDB transaction.
+// LoadBalancer Service (one Service load balancer row per VIP) or, for an
+// address of eipRange, as an egress IP (its EgressIP SNAT row on GR_node1),
+// all in one OVSDB transaction.
 type vipContender struct {
 	nb *advNB
 	d  *daemon
@@ -445,15 +451,19 @@ func (c *vipContender) announce(ps []netip.Prefix) (op, error) { return c.transa
 func (c *vipContender) withdraw(ps []netip.Prefix) (op, error) { return c.transact(ps, c.nb.remove) }
 
 func (c *vipContender) transact(ps []netip.Prefix, do func(eips, vips []netip.Addr) error) (op, error) {
-	vips := make([]netip.Addr, len(ps))
-	for i, p := range ps {
-		if !p.IsSingleIP() {
-			return op{}, fmt.Errorf("a VIP is an address, not %s", p)
+	var eips, vips []netip.Addr
+	for _, p := range ps {
+		switch {
+		case !p.IsSingleIP():
+			return op{}, fmt.Errorf("a VIP or an egress IP is an address, not %s", p)
+		case eipRange.Contains(p.Addr()):
+			eips = append(eips, p.Addr())
+		default:
+			vips = append(vips, p.Addr())
 		}
-		vips[i] = p.Addr()
 	}
 	o := op{start: time.Now()}
-	err := do(nil, vips)
+	err := do(eips, vips)
 	o.end = time.Now()
 	o.commit = o.end
 	return o, err
@@ -497,13 +507,15 @@ func bulkVIPSizes(b *testing.B) []int {
 // (OVNBGP_BENCH_BULKVIP) added in one operation, then withdrawn: for
 // ovnbgp one NB transaction of Service load balancer rows (rule kind
 // loadBalancerIP), for FRR(vtysh) one vtysh with a `network A/32` line per
-// VIP. Reported as BenchmarkBulk, plus the RSS per advertised prefix:
+// VIP, for BIRD(configure) one static file with a route per VIP and
+// `birdc configure`. Reported as BenchmarkBulk, plus the RSS per advertised prefix:
 // (RSS 12 s after the add - RSS before) / N.
 func BenchmarkAdvertiseBulk(b *testing.B) {
 	gate(b)
 	for _, c := range []struct{ id, world, name string }{
 		{"ovnbgp", "ovnbgp-vip", ovnbgpName},
 		{"frr-vtysh", "frr-vtysh", vtyshName},
+		{"bird-configure", "bird-configure", birdConfName},
 	} {
 		b.Run(c.id, func(b *testing.B) {
 			w := newWorld(b, c.world, c.name)

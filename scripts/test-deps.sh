@@ -4,6 +4,7 @@
 # The end-to-end suite (test/e2e) runs a real OVN Northbound ovsdb-server and
 # FRR in network namespaces. This script installs them on Debian/Ubuntu:
 #   frr                  zebra, bgpd, bfdd, staticd, vtysh (the "ToR" BGP peer)
+#   frr-pythontools      frr-reload.py: bench/'s FRR(reload) contender (frr-k8s's reload)
 #   ovn-central          /usr/share/ovn/ovn-nb.ovsschema
 #   ovn-common           ovn-nbctl
 #   openvswitch-common   ovsdb-server, ovsdb-tool
@@ -42,6 +43,7 @@ set -euo pipefail
 # package -> a file it ships that the tests use
 declare -A probe=(
   [frr]=/usr/lib/frr/bgpd
+  [frr-pythontools]=/usr/lib/frr/frr-reload.py
   [ovn-central]=/usr/share/ovn/ovn-nb.ovsschema
   [ovn-common]=/usr/bin/ovn-nbctl
   [openvswitch-common]=/usr/sbin/ovsdb-server
@@ -59,7 +61,7 @@ declare -A probe=(
   [rpm]=/usr/bin/rpm
 )
 need=()
-for pkg in frr ovn-central ovn-common openvswitch-common iproute2 iptables exabgp bird2 file gcc libc6-dev qemu-system-x86 systemd podman runc rpm; do
+for pkg in frr frr-pythontools ovn-central ovn-common openvswitch-common iproute2 iptables exabgp bird2 file gcc libc6-dev qemu-system-x86 systemd podman runc rpm; do
   [ -e "${probe[$pkg]}" ] || need+=("$pkg")
 done
 # a kernel for the VM tests: any /boot/vmlinuz-VER with VER's vrf.ko and 9p.ko

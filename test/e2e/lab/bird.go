@@ -38,6 +38,11 @@ type BIRDConfig struct {
 	// main table (protocol kernel), where `ip monitor route` sees each
 	// withdrawal.
 	Kernel bool
+	// Include, when set, is a file included at the top level after the
+	// static protocol s4, as Calico's bird.cfg includes the bird_aggr.cfg
+	// confd renders (a `protocol static` of the node's blocks); its static
+	// routes are exported too. `birdc configure` re-reads it.
+	Include string
 }
 
 // BIRDProtocol is the name of the BGP protocol (session) in BIRD's config.
@@ -52,6 +57,9 @@ protocol static s4 {
   route {{.}} blackhole;
 {{- end}}
 }
+{{- if .Include}}
+include "{{.Include}}";
+{{- end}}
 {{- if .Kernel}}
 protocol kernel k4 {
   ipv4 { import none; export where source = RTS_BGP; };
@@ -115,7 +123,7 @@ func (l *Lab) StartBIRD(ns string, cfg BIRDConfig) *BIRD {
 	var text bytes.Buffer
 	if err := birdTemplate.Execute(&text, map[string]any{"Dir": dir, "RouterID": cfg.RouterID, "ASN": cfg.ASN,
 		"Neighbor": cfg.Neighbor, "NeighborASN": cfg.NeighborASN, "Passive": cfg.Passive,
-		"Originate": cfg.Originate, "GracefulRestart": cfg.GracefulRestart, "Kernel": cfg.Kernel, "Protocol": BIRDProtocol}); err != nil {
+		"Originate": cfg.Originate, "GracefulRestart": cfg.GracefulRestart, "Kernel": cfg.Kernel, "Include": cfg.Include, "Protocol": BIRDProtocol}); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "bird.conf"), text.Bytes(), 0o644); err != nil {
