@@ -3,7 +3,6 @@ package bench
 import (
 	"fmt"
 	"net/netip"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -100,10 +99,7 @@ func BenchmarkSingleChange(b *testing.B) {
 const singleRounds = 100
 
 func benchSingle(b *testing.B, id, name string) {
-	n := singleRounds
-	if os.Getenv(envRounds) != "" {
-		n = rounds(b) // checks the value
-	}
+	n := rounds(b)
 	w := newWorld(b, id, name)
 	var adds, dels []sample
 	for i := 0; i < n; i++ {
@@ -196,6 +192,10 @@ func bulkRun(b *testing.B, w *world, name string, sizes []int, gen func(int) []n
 	if err != nil {
 		b.Fatal(err)
 	}
+	if settle > 0 {
+		// Once per run, not per size: the median is over runs.
+		summary.record(fmt.Sprintf("node daemons' idle RSS before bulk %s", unit), "MiB", false, name, mib(idle.mem.rss))
+	}
 	for _, n := range sizes {
 		ps := gen(n)
 		before, err := usageOf(w.c.daemons())
@@ -261,7 +261,6 @@ func bulkRun(b *testing.B, w *world, name string, sizes []int, gen func(int) []n
 			perPrefix = (float64(settled.mem.rss) - float64(idle.mem.rss)) / float64(n)
 			summary.record(fmt.Sprintf("%s, node daemons' RSS %v after", job, settle), "MiB", false, name, mib(settled.mem.rss))
 			summary.record(fmt.Sprintf("%s, (RSS %v after - idle RSS) / N", job, settle), "B", false, name, perPrefix)
-			summary.record("node daemons' idle RSS", "MiB", false, name, mib(idle.mem.rss))
 			b.ReportMetric(perPrefix, "rss-per-prefix"+sfx+"-B")
 		}
 		b.ReportMetric(ms(add.fromStart), "add"+sfx+"-ms")

@@ -19,7 +19,7 @@ const (
 	// ./...` must not start network namespaces and daemons by surprise.
 	envGate = "OVNBGP_BENCH"
 	// envRounds is the number of measured rounds of the single-change job
-	// (default 20).
+	// (default singleRounds, 100).
 	envRounds = "OVNBGP_BENCH_ROUNDS"
 	// envBulk lists the sizes of the bulk job, e.g. "1000,5000" (default
 	// 1000).
@@ -81,7 +81,7 @@ func rounds(b *testing.B) int {
 	b.Helper()
 	v := os.Getenv(envRounds)
 	if v == "" {
-		return 20
+		return singleRounds
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 1 || n > maxRounds {

@@ -88,7 +88,9 @@ func (r row) median(c string) (float64, bool) {
 func (r row) ratio(c string) (float64, bool) {
 	o, ok1 := r.median(ovnbgpName)
 	v, ok2 := r.median(c)
-	if !ok1 || !ok2 || o == 0 || v == 0 {
+	// A time can be 0 or below: BIRD sends its UPDATE before birdc has
+	// returned, so its commit→received is slightly negative. No ratio then.
+	if !ok1 || !ok2 || o <= 0 || v <= 0 {
 		return 0, false
 	}
 	if r.higherIsBetter {
@@ -307,6 +309,8 @@ func TestRatio(t *testing.T) {
 		{"missing", row{runs: map[string][]float64{ovnbgpName: {2}}}, reloadName, 0, false},
 		{"no runs", row{runs: map[string][]float64{ovnbgpName: {2}, reloadName: {}}}, reloadName, 0, false},
 		{"zero", row{runs: map[string][]float64{ovnbgpName: {0}, vtyshName: {3}}}, vtyshName, 0, false},
+		// BIRD's UPDATE can leave before birdc returns: a negative time.
+		{"negative", row{runs: map[string][]float64{ovnbgpName: {1.2}, birdConfName: {-0.1}}}, birdConfName, 0, false},
 	} {
 		got, ok := tc.r.ratio(tc.c)
 		if got != tc.want || ok != tc.ok {
