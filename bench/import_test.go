@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,9 +15,21 @@ import (
 	"github.com/ovnbgp/ovnbgp/test/e2e/lab"
 )
 
-// envImport lists the sizes of the kernel import job, e.g. "100000,500000"
-// (default 100000).
+// envImport lists the sizes of the kernel import job, e.g. "10000,100000"
+// (the default).
 const envImport = "OVNBGP_BENCH_IMPORT"
+
+// envIdle is how long each contender is watched idle once it holds all the
+// routes, for sizes up to maxIdleSize: a Go duration, default 60s; 0 turns
+// the idle measurement off.
+const envIdle = "OVNBGP_BENCH_IDLE"
+
+const (
+	defaultIdle = 60 * time.Second
+	// maxIdleSize: the idle measurement is "idle CPU with 10k routes"
+	// (issue 9); larger sizes skip it.
+	maxIdleSize = 10000
+)
 
 // maxImport: the job's prefixes are /24s of 32.0.0.0/5 (524288 of them),
 // which no protected prefix of the lab overlaps.
@@ -25,7 +38,8 @@ const maxImport = 1 << 19
 // The kernel tables and route protocols the contenders install into.
 // ovnbgp: its import rule's table 100, its default protocol 200. FRR:
 // zebra's main table, protocol bgp (186): zebra installs into another table
-// only through a VRF, which this kernel lacks (LAB.md pitfall 3).
+// only through a VRF, which this kernel lacks (LAB.md pitfall 3). BIRD:
+// birdTable and birdProto (nodebird_test.go).
 const (
 	ovnbgpImportTable = 100
 	ovnbgpProto       = 200
@@ -42,19 +56,46 @@ const (
 
 func importSizes(b *testing.B) []int {
 	b.Helper()
-	v := os.Getenv(envImport)
-	if v == "" {
-		return []int{100000}
+	sizes, err := parseImportSizes(os.Getenv(envImport))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return sizes
+}
+
+// parseImportSizes reads OVNBGP_BENCH_IMPORT's value ("" = the default).
+func parseImportSizes(v string) ([]int, error) {
+	if strings.TrimSpace(v) == "" {
+		return []int{10000, 100000}, nil
 	}
 	var sizes []int
 	for _, f := range strings.Split(v, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n < 1 || n > maxImport {
-			b.Fatalf("%s=%q: want sizes between 1 and %d, comma-separated", envImport, v, maxImport)
+			return nil, fmt.Errorf("%s=%q: want sizes between 1 and %d, comma-separated, e.g. 10000,100000", envImport, v, maxImport)
 		}
 		sizes = append(sizes, n)
 	}
-	return sizes
+	return sizes, nil
+}
+
+// parseIdle reads OVNBGP_BENCH_IDLE's value ("" = defaultIdle, 0 = off).
+func parseIdle(v string) (time.Duration, error) {
+	v = strings.TrimSpace(v)
+	switch v {
+	case "":
+		return defaultIdle, nil
+	case "0":
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%s=%q: want a duration such as 60s or 2m (0 turns the idle measurement off)", envIdle, v)
+	}
+	if d > 0 && d < time.Second {
+		return 0, fmt.Errorf("%s=%q: want at least 1s (CPU times are in 10 ms ticks), or 0 to turn it off", envIdle, v)
+	}
+	return d, nil
 }
 
 // importPrefixes are the first n /24s of 32.0.0.0/5.
@@ -412,5 +453,52 @@ func (t *torFeed) waitEstablished(b *testing.B, alive func() error) time.Time {
 			b.Fatalf("ToR: the session with the node is still %s 2 min after the ToR let it up", nb.State)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestParseImportSizes(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want []int
+		err  bool
+	}{
+		{"", []int{10000, 100000}, false},
+		{"10000", []int{10000}, false},
+		{" 1000, 500000 ", []int{1000, 500000}, false},
+		{"0", nil, true},
+		{"10k", nil, true},
+		{"600000", nil, true},
+	} {
+		got, err := parseImportSizes(c.in)
+		if (err != nil) != c.err || !slices.Equal(got, c.want) {
+			t.Errorf("parseImportSizes(%q) = %v, %v; want %v (error: %v)", c.in, got, err, c.want, c.err)
+		}
+		if err != nil && !strings.Contains(err.Error(), envImport) {
+			t.Errorf("parseImportSizes(%q): the error %q does not name %s", c.in, err, envImport)
+		}
+	}
+}
+
+func TestParseIdle(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want time.Duration
+		err  bool
+	}{
+		{"", 60 * time.Second, false},
+		{"0", 0, false},
+		{"20s", 20 * time.Second, false},
+		{"2m", 2 * time.Minute, false},
+		{"-1s", 0, true},
+		{"100ms", 0, true},
+		{"60", 0, true},
+	} {
+		got, err := parseIdle(c.in)
+		if (err != nil) != c.err || got != c.want {
+			t.Errorf("parseIdle(%q) = %v, %v; want %v (error: %v)", c.in, got, err, c.want, c.err)
+		}
+		if err != nil && !strings.Contains(err.Error(), envIdle) {
+			t.Errorf("parseIdle(%q): the error %q does not name %s", c.in, err, envIdle)
+		}
 	}
 }
