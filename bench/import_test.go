@@ -144,8 +144,11 @@ type importResult struct {
 	idle, full  memory        // the node daemons' memory with 0 and N paths
 	slowest     time.Duration // the slowest kernel-table count
 	// idleCPU is the node daemons' CPU time over idleWindow, while they
-	// held all N routes and nothing changed (0 window: not measured).
+	// held all N routes and nothing changed (0 window: not measured), and
+	// idleRuns how many times their threads were put on a CPU meanwhile
+	// (wakeups: timers, polls, keepalives).
 	idleCPU, idleWindow time.Duration
+	idleRuns            uint64
 }
 
 func (r importResult) perPath(n int) float64 {
@@ -269,6 +272,8 @@ import:
 		for _, x := range results {
 			summary.record(fmt.Sprintf("idle with %d routes, node daemons' CPU per minute", n), "ms/min", false,
 				x.name, perMinute(x.r.idleCPU, x.r.idleWindow))
+			summary.record(fmt.Sprintf("idle with %d routes, node daemons' wakeups per minute", n), "1/min", false,
+				x.name, countPerMinute(x.r.idleRuns, x.r.idleWindow))
 		}
 	}
 	b.ReportMetric(ms(ob.upToAll), "ovnbgp-ms")
@@ -369,22 +374,28 @@ func runImport(b *testing.B, t *torFeed, c *routeCounter, name string, n, table,
 		"(peak %.1f MiB): %.0f B per path; slowest table count %v", name, n, table, pretty(r.upToAll), pretty(r.unshutToAll),
 		pretty(r.cpu), mib(r.idle.rss), mib(r.full.rss), mib(r.full.peak), r.perPath(n), pretty(slowest))
 	if idle > 0 {
-		r.idleCPU, r.idleWindow = measureIdle(b, t, c, name, n, table, proto, pids, alive, idle)
-		b.Logf("%s: idle with %d routes: CPU %v over %v = %.1f ms/min", name, n, r.idleCPU, idle,
-			perMinute(r.idleCPU, r.idleWindow))
+		var ticks time.Duration
+		r.idleCPU, r.idleRuns, r.idleWindow, ticks = measureIdle(b, t, c, name, n, table, proto, pids, alive, idle)
+		b.Logf("%s: idle with %d routes: CPU %v over %v = %.1f ms/min (/proc/PID/stat: %v), %.0f wakeups/min", name, n,
+			pretty(r.idleCPU), pretty(r.idleWindow), perMinute(r.idleCPU, r.idleWindow), ticks, countPerMinute(r.idleRuns, r.idleWindow))
 	}
 	return r
 }
 
-// measureIdle returns the daemons' CPU time over a window of length idle
-// (and the window as measured) while they hold the n routes and nothing
-// changes: the cost of their periodic work (keepalives, resyncs and
-// kernel scans). It fails if the session reset, a daemon died or the
-// table changed meanwhile: that would not be idle.
-func measureIdle(b *testing.B, t *torFeed, c *routeCounter, name string, n, table, proto int, pids map[string]int, alive func() error, idle time.Duration) (time.Duration, time.Duration) {
+// measureIdle returns the daemons' CPU time and runs on a CPU over a
+// window of length idle (and the window as measured) while they hold the n
+// routes and nothing changes: the cost of their periodic work (keepalives,
+// resyncs and kernel scans). ticks is the CPU time by /proc/PID/stat, a
+// cross-check in 10 ms ticks. It fails if the session reset, a daemon died
+// or the table changed meanwhile: that would not be idle.
+func measureIdle(b *testing.B, t *torFeed, c *routeCounter, name string, n, table, proto int, pids map[string]int, alive func() error, idle time.Duration) (cpu time.Duration, runs uint64, window, ticks time.Duration) {
 	b.Helper()
 	time.Sleep(idleSettle)
 	est := t.established(b)
+	u0, err := usageOf(pids)
+	if err != nil {
+		b.Fatal(err)
+	}
 	before, err := taskCPU(pids)
 	if err != nil {
 		b.Fatal(err)
@@ -392,7 +403,11 @@ func measureIdle(b *testing.B, t *torFeed, c *routeCounter, name string, n, tabl
 	start := time.Now()
 	time.Sleep(idle)
 	after, err := taskCPU(pids)
-	window := time.Since(start)
+	window = time.Since(start)
+	if err != nil {
+		b.Fatal(err)
+	}
+	u1, err := usageOf(pids)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -406,7 +421,8 @@ func measureIdle(b *testing.B, t *torFeed, c *routeCounter, name string, n, tabl
 	if got, err := c.count(table, proto); err != nil || got != n {
 		b.Fatalf("%s: table %d has %d routes of protocol %d after the idle window (err %v), want %d", name, table, got, proto, err, n)
 	}
-	return cpuDelta(before, after), window
+	d := cpuDelta(before, after)
+	return d.cpu, d.runs, window, u1.cpu - u0.cpu
 }
 
 // torFeed is the ToR as the source of the import job: n blackhole routes
@@ -605,12 +621,18 @@ func TestParseIdle(t *testing.T) {
 	}
 }
 
-// taskCPU is the CPU time each thread of a set of processes has run so far,
-// by thread id, from /proc/PID/task/TID/schedstat (the scheduler's own sum,
-// in nanoseconds: /proc/PID/stat counts 10 ms ticks, too coarse for a
-// daemon that idles at a few ms a minute).
-func taskCPU(pids map[string]int) (map[int]time.Duration, error) {
-	res := map[int]time.Duration{}
+// taskStat is what the scheduler counted for one thread so far.
+type taskStat struct {
+	cpu  time.Duration // time run on a CPU, user and kernel
+	runs uint64        // times it was put on a CPU (timeslices)
+}
+
+// taskCPU is the CPU time and number of runs of each thread of a set of
+// processes so far, by thread id, from /proc/PID/task/TID/schedstat (the
+// scheduler's own sums, in nanoseconds: /proc/PID/stat counts 10 ms ticks,
+// too coarse for a daemon that idles at a few ms a minute).
+func taskCPU(pids map[string]int) (map[int]taskStat, error) {
+	res := map[int]taskStat{}
 	for name, pid := range pids {
 		dir := fmt.Sprintf("/proc/%d/task", pid)
 		tasks, err := os.ReadDir(dir)
@@ -634,42 +656,56 @@ func taskCPU(pids map[string]int) (map[int]time.Duration, error) {
 			if len(f) != 3 {
 				return nil, fmt.Errorf("%s (pid %d): %s/%d/schedstat: %q", name, pid, dir, tid, b)
 			}
-			ns, err := strconv.ParseInt(f[0], 10, 64)
-			if err != nil {
+			ns, err1 := strconv.ParseInt(f[0], 10, 64)
+			runs, err2 := strconv.ParseUint(f[2], 10, 64)
+			if err := errors.Join(err1, err2); err != nil {
 				return nil, fmt.Errorf("%s (pid %d): %s/%d/schedstat: %q: %w", name, pid, dir, tid, b, err)
 			}
-			res[tid] = time.Duration(ns)
+			res[tid] = taskStat{cpu: time.Duration(ns), runs: runs}
 		}
 	}
 	return res, nil
 }
 
-// cpuDelta is the CPU time the threads used between two taskCPU readings:
-// a thread new in after counts from 0; one gone from after took its time
-// since before with it (uncounted; daemon threads rarely end).
-func cpuDelta(before, after map[int]time.Duration) time.Duration {
-	var d time.Duration
+// cpuDelta is the CPU time the threads used, and how many times they were
+// put on a CPU, between two taskCPU readings: a thread new in after counts
+// from 0; one gone from after took its counts since before with it
+// (uncounted; daemon threads rarely end).
+func cpuDelta(before, after map[int]taskStat) taskStat {
+	var d taskStat
 	for tid, a := range after {
-		if x := a - before[tid]; x > 0 {
-			d += x
+		b := before[tid]
+		if a.cpu > b.cpu {
+			d.cpu += a.cpu - b.cpu
+		}
+		if a.runs > b.runs {
+			d.runs += a.runs - b.runs
 		}
 	}
 	return d
 }
 
-// perMinute scales cpu used over window to a minute.
+// perMinute scales cpu used over window to a minute, in ms.
 func perMinute(cpu, window time.Duration) float64 {
 	return ms(cpu) * float64(time.Minute) / float64(window)
 }
 
+// countPerMinute scales a count over window to a minute.
+func countPerMinute(n uint64, window time.Duration) float64 {
+	return float64(n) * float64(time.Minute) / float64(window)
+}
+
 func TestCPUDelta(t *testing.T) {
-	before := map[int]time.Duration{1: 10 * time.Millisecond, 2: 5 * time.Millisecond, 3: time.Second}
-	after := map[int]time.Duration{1: 15 * time.Millisecond, 2: 5 * time.Millisecond, 4: 2 * time.Millisecond}
-	if got, want := cpuDelta(before, after), 7*time.Millisecond; got != want {
-		t.Errorf("cpuDelta = %v, want %v (thread 1: +5 ms, 2: +0, 3: gone, 4: new with 2 ms)", got, want)
+	before := map[int]taskStat{1: {10 * time.Millisecond, 4}, 2: {5 * time.Millisecond, 7}, 3: {time.Second, 100}}
+	after := map[int]taskStat{1: {15 * time.Millisecond, 6}, 2: {5 * time.Millisecond, 7}, 4: {2 * time.Millisecond, 3}}
+	if got, want := cpuDelta(before, after), (taskStat{7 * time.Millisecond, 5}); got != want {
+		t.Errorf("cpuDelta = %+v, want %+v (thread 1: +5 ms +2 runs, 2: +0, 3: gone, 4: new with 2 ms, 3 runs)", got, want)
 	}
 	if got := perMinute(500*time.Millisecond, 30*time.Second); got != 1000 {
 		t.Errorf("perMinute(500ms over 30s) = %v ms/min, want 1000", got)
+	}
+	if got := countPerMinute(50, 20*time.Second); got != 150 {
+		t.Errorf("countPerMinute(50 over 20s) = %v, want 150", got)
 	}
 }
 
@@ -690,11 +726,12 @@ func TestTaskCPU(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if cpuDelta(before, after) >= 20*time.Millisecond {
+		d := cpuDelta(before, after)
+		if d.cpu >= 20*time.Millisecond && d.runs > 0 {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("this process's threads ran %v in a minute of spinning, want >= 20 ms", cpuDelta(before, after))
+			t.Fatalf("this process's threads ran %v (%d times) in a minute of spinning, want >= 20 ms", d.cpu, d.runs)
 		}
 		for i := 0; i < 1e6; i++ {
 			x ^= i
