@@ -95,7 +95,7 @@ func parseIdle(v string) (time.Duration, error) {
 		return 0, fmt.Errorf("%s=%q: want a duration such as 60s or 2m (0 turns the idle measurement off)", envIdle, v)
 	}
 	if d > 0 && d < time.Second {
-		return 0, fmt.Errorf("%s=%q: want at least 1s (CPU times are in 10 ms ticks), or 0 to turn it off", envIdle, v)
+		return 0, fmt.Errorf("%s=%q: want at least 1s (periodic work runs every few seconds at best), or 0 to turn it off", envIdle, v)
 	}
 	return d, nil
 }
