@@ -2,10 +2,13 @@ package bench
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,9 +17,21 @@ import (
 	"github.com/ovnbgp/ovnbgp/test/e2e/lab"
 )
 
-// envImport lists the sizes of the kernel import job, e.g. "100000,500000"
-// (default 100000).
+// envImport lists the sizes of the kernel import job, e.g. "10000,100000"
+// (the default).
 const envImport = "OVNBGP_BENCH_IMPORT"
+
+// envIdle is how long each contender is watched idle once it holds all the
+// routes, for sizes up to maxIdleSize: a Go duration, default 60s; 0 turns
+// the idle measurement off.
+const envIdle = "OVNBGP_BENCH_IDLE"
+
+const (
+	defaultIdle = 60 * time.Second
+	// maxIdleSize: the idle measurement is "idle CPU with 10k routes"
+	// (issue 9); larger sizes skip it.
+	maxIdleSize = 10000
+)
 
 // maxImport: the job's prefixes are /24s of 32.0.0.0/5 (524288 of them),
 // which no protected prefix of the lab overlaps.
@@ -25,7 +40,8 @@ const maxImport = 1 << 19
 // The kernel tables and route protocols the contenders install into.
 // ovnbgp: its import rule's table 100, its default protocol 200. FRR:
 // zebra's main table, protocol bgp (186): zebra installs into another table
-// only through a VRF, which this kernel lacks (LAB.md pitfall 3).
+// only through a VRF, which this kernel lacks (LAB.md pitfall 3). BIRD:
+// birdTable and birdProto (nodebird_test.go).
 const (
 	ovnbgpImportTable = 100
 	ovnbgpProto       = 200
@@ -42,19 +58,46 @@ const (
 
 func importSizes(b *testing.B) []int {
 	b.Helper()
-	v := os.Getenv(envImport)
-	if v == "" {
-		return []int{100000}
+	sizes, err := parseImportSizes(os.Getenv(envImport))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return sizes
+}
+
+// parseImportSizes reads OVNBGP_BENCH_IMPORT's value ("" = the default).
+func parseImportSizes(v string) ([]int, error) {
+	if strings.TrimSpace(v) == "" {
+		return []int{10000, 100000}, nil
 	}
 	var sizes []int
 	for _, f := range strings.Split(v, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n < 1 || n > maxImport {
-			b.Fatalf("%s=%q: want sizes between 1 and %d, comma-separated", envImport, v, maxImport)
+			return nil, fmt.Errorf("%s=%q: want sizes between 1 and %d, comma-separated, e.g. 10000,100000", envImport, v, maxImport)
 		}
 		sizes = append(sizes, n)
 	}
-	return sizes
+	return sizes, nil
+}
+
+// parseIdle reads OVNBGP_BENCH_IDLE's value ("" = defaultIdle, 0 = off).
+func parseIdle(v string) (time.Duration, error) {
+	v = strings.TrimSpace(v)
+	switch v {
+	case "":
+		return defaultIdle, nil
+	case "0":
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%s=%q: want a duration such as 60s or 2m (0 turns the idle measurement off)", envIdle, v)
+	}
+	if d > 0 && d < time.Second {
+		return 0, fmt.Errorf("%s=%q: want at least 1s (periodic work runs every few seconds at best), or 0 to turn it off", envIdle, v)
+	}
+	return d, nil
 }
 
 // importPrefixes are the first n /24s of 32.0.0.0/5.
@@ -67,19 +110,29 @@ func importPrefixes(n int) []netip.Prefix {
 }
 
 // BenchmarkImportKernel: the ToR announces N /24s (OVNBGP_BENCH_IMPORT,
-// 100000); the node installs them in its kernel. Contenders, one after the
-// other against the same ToR in the same lab: ovnbgp with an import rule
-// into table 100 (no OVN target), and a second FRR (bgpd + zebra) in the
-// node namespace installing them in its main table. Each starts with the
-// ToR's neighbor shut down, so its idle RSS is measured with 0 paths; then
-// the ToR lets the session up. Reported: the time from the session's
+// 10000 and 100000); the node installs them in its kernel. Contenders, one
+// after the other against the same ToR in the same lab: ovnbgp with an
+// import rule into table 100 (no OVN target); a second FRR (bgpd + zebra)
+// in the node namespace installing them in its main table; BIRD 2 in the
+// node namespace exporting them into table 101. Each starts with the ToR's
+// neighbor shut down, so its idle RSS is measured with 0 paths; then the
+// ToR lets the session up. Reported: the time from the session's
 // Established (the ToR's uptime for it) to the first poll that sees all N
 // in the kernel table; the daemons' CPU for it; RSS with 0 and N paths and
-// (RSS - idle) / N.
+// (RSS - idle) / N. For N <= 10000, also the daemons' CPU while they hold
+// the N routes idle (OVNBGP_BENCH_IDLE, 60 s), per minute.
 func BenchmarkImportKernel(b *testing.B) {
 	gate(b)
+	idle, err := parseIdle(os.Getenv(envIdle))
+	if err != nil {
+		b.Fatal(err)
+	}
 	for _, n := range importSizes(b) {
-		b.Run(strconv.Itoa(n), func(b *testing.B) { benchImportKernel(b, n) })
+		window := idle
+		if n > maxIdleSize {
+			window = 0
+		}
+		b.Run(strconv.Itoa(n), func(b *testing.B) { benchImportKernel(b, n, window) })
 	}
 }
 
@@ -90,6 +143,12 @@ type importResult struct {
 	cpu         time.Duration // the node daemons' CPU time over that
 	idle, full  memory        // the node daemons' memory with 0 and N paths
 	slowest     time.Duration // the slowest kernel-table count
+	// idleCPU is the node daemons' CPU time over idleWindow, while they
+	// held all N routes and nothing changed (0 window: not measured), and
+	// idleRuns how many times their threads were put on a CPU meanwhile
+	// (wakeups: timers, polls, keepalives).
+	idleCPU, idleWindow time.Duration
+	idleRuns            uint64
 }
 
 func (r importResult) perPath(n int) float64 {
@@ -99,7 +158,7 @@ func (r importResult) perPath(n int) float64 {
 	return float64(r.full.rss-r.idle.rss) / float64(n)
 }
 
-func benchImportKernel(b *testing.B, n int) {
+func benchImportKernel(b *testing.B, n int, idle time.Duration) {
 	l := lab.New(b)
 	nb := l.StartNB()
 	nb.PopulateOVNK()
@@ -154,7 +213,7 @@ import:
 		return err
 	})
 	ob := runImport(b, t, counter, ovnbgpName, n, ovnbgpImportTable, ovnbgpProto,
-		map[string]int{"ovnbgp": d.pid()}, d.exited)
+		map[string]int{"ovnbgp": d.pid()}, d.exited, idle)
 	// With GODEBUG=gctrace=1 in the environment, the daemon's last GC lines
 	// tell its live heap apart from the GC's headroom in RSS.
 	if log, err := os.ReadFile(filepath.Join(l.Dir, "ovnbgp", "ovnbgp.log")); err == nil {
@@ -170,33 +229,38 @@ import:
 	}
 	d.stop(b)
 	t.shut(b, true)
-	// ovnbgp leaves its routes at exit (fail static). runTool, not l.Exec:
-	// flushing 500k routes outlasts the harness's command timeout.
-	flushStart := time.Now()
-	// `ip route flush` gives up (status 1) after 10 rounds on a huge
-	// table: run it until the table is empty.
-	for i := 0; ; i++ {
-		_, _, ferr := runTool("ip", "-n", l.Node, "route", "flush", "table", strconv.Itoa(ovnbgpImportTable))
-		left, err := counter.count(ovnbgpImportTable, ovnbgpProto)
-		if err == nil && left == 0 {
-			break
-		}
-		if i == 20 {
-			b.Fatalf("flush table %d: %d routes left (%v, %v)", ovnbgpImportTable, left, ferr, err)
-		}
-	}
-	b.Logf("flushed ovnbgp's table %d in %v", ovnbgpImportTable, pretty(time.Since(flushStart)))
+	// ovnbgp leaves its routes at exit (fail static).
+	emptyTable(b, l, counter, ovnbgpImportTable, ovnbgpProto)
 
 	// FRR: bgpd + zebra in the node namespace, main table.
 	nf := startNodeFRR(b, l)
 	fr := runImport(b, t, counter, frrName, n, frrTable, frrProto,
-		map[string]int{"bgpd": nf.pid("bgpd"), "zebra": nf.pid("zebra")}, nf.alive)
+		map[string]int{"bgpd": nf.pid("bgpd"), "zebra": nf.pid("zebra")}, nf.alive, idle)
+	// Stop it before BIRD runs: a zebra follows every route change in the
+	// namespace (it would work through BIRD's N installs on the same CPUs),
+	// and its N routes would stay in the main table. zebra removes its
+	// routes as it exits.
+	t.shut(b, true)
+	stopStart := time.Now()
+	for _, dmn := range []string{"bgpd", "zebra"} {
+		if err := lab.StopPID(nf.pid(dmn), 2*time.Minute); err != nil {
+			b.Fatalf("stop node %s: %v", dmn, err)
+		}
+	}
+	b.Logf("stopped the node FRR in %v", pretty(time.Since(stopStart)))
+	emptyTable(b, l, counter, frrTable, frrProto)
 
-	job := fmt.Sprintf("import %d /24 into the kernel (FRR: bgpd+zebra)", n)
-	for _, x := range []struct {
+	// BIRD 2 in the node namespace, table 101.
+	bird := startImportBIRD(b, l)
+	br := runImport(b, t, counter, birdName, n, birdTable, birdProto,
+		map[string]int{"bird": bird.PID()}, birdAlive(bird), idle)
+
+	job := fmt.Sprintf("import %d /24 into the kernel", n)
+	results := []struct {
 		name string
 		r    importResult
-	}{{ovnbgpName, ob}, {frrName, fr}} {
+	}{{ovnbgpName, ob}, {frrName, fr}, {birdName, br}}
+	for _, x := range results {
 		summary.record(job+", session up→all in kernel", "ms", false, x.name, ms(x.r.upToAll))
 		summary.record(job+", routes/s from session up", "routes/s", true, x.name, float64(n)/x.r.upToAll.Seconds())
 		summary.record(job+", node daemons' CPU", "ms", false, x.name, ms(x.r.cpu))
@@ -204,28 +268,74 @@ import:
 		summary.record(job+", node daemons' RSS with all", "MiB", false, x.name, mib(x.r.full.rss))
 		summary.record(job+", RSS per learned+imported path", "bytes", false, x.name, x.r.perPath(n))
 	}
-	ratio := float64(ob.upToAll) / float64(fr.upToAll)
+	if idle > 0 {
+		for _, x := range results {
+			summary.record(fmt.Sprintf("idle with %d routes, node daemons' CPU per minute", n), "ms/min", false,
+				x.name, perMinute(x.r.idleCPU, x.r.idleWindow))
+			summary.record(fmt.Sprintf("idle with %d routes, node daemons' wakeups per minute", n), "1/min", false,
+				x.name, countPerMinute(x.r.idleRuns, x.r.idleWindow))
+		}
+	}
 	b.ReportMetric(ms(ob.upToAll), "ovnbgp-ms")
 	b.ReportMetric(ms(fr.upToAll), "frr-ms")
-	b.ReportMetric(ratio, "ovnbgp/frr")
+	b.ReportMetric(ms(br.upToAll), "bird-ms")
+	b.ReportMetric(float64(ob.upToAll)/float64(fr.upToAll), "ovnbgp/frr")
+	b.ReportMetric(float64(ob.upToAll)/float64(br.upToAll), "ovnbgp/bird")
 	b.ReportMetric(ob.perPath(n), "ovnbgp-B/path")
 	b.ReportMetric(fr.perPath(n), "frr-B/path")
+	b.ReportMetric(br.perPath(n), "bird-B/path")
+	if idle > 0 {
+		b.ReportMetric(perMinute(ob.idleCPU, ob.idleWindow), "ovnbgp-idle-ms/min")
+		b.ReportMetric(perMinute(fr.idleCPU, fr.idleWindow), "frr-idle-ms/min")
+		b.ReportMetric(perMinute(br.idleCPU, br.idleWindow), "bird-idle-ms/min")
+	}
 	b.ReportMetric(0, "ns/op")
-	b.Logf("import %d: ovnbgp %v, FRR %v from session up to all in the kernel: ovnbgp/FRR = %.2fx (goal <= 1.0x); "+
-		"RSS per path: ovnbgp %.0f B, FRR %.0f B (goal <= 1024 B)", n, pretty(ob.upToAll), pretty(fr.upToAll), ratio,
-		ob.perPath(n), fr.perPath(n))
+	b.Logf("import %d, session up to all in the kernel: ovnbgp %v, FRR %v, BIRD %v: ovnbgp/FRR = %.2fx, ovnbgp/BIRD = %.2fx "+
+		"(goal <= 1.0x); RSS per path: ovnbgp %.0f B, FRR %.0f B, BIRD %.0f B (goal <= 1024 B)", n,
+		pretty(ob.upToAll), pretty(fr.upToAll), pretty(br.upToAll),
+		float64(ob.upToAll)/float64(fr.upToAll), float64(ob.upToAll)/float64(br.upToAll),
+		ob.perPath(n), fr.perPath(n), br.perPath(n))
 }
+
+// emptyTable removes what a stopped contender left in its kernel table
+// (ovnbgp keeps its routes at exit; zebra removes its own) and returns
+// once the table has no route of proto. runTool, not l.Exec: flushing 500k
+// routes outlasts the harness's command timeout, and `ip route flush` gives
+// up (status 1) after 10 rounds on a huge table: run it until it is empty.
+func emptyTable(b *testing.B, l *lab.Lab, c *routeCounter, table, proto int) {
+	b.Helper()
+	start := time.Now()
+	for i := 0; ; i++ {
+		left, err := c.count(table, proto)
+		if err == nil && left == 0 {
+			break
+		}
+		if i == 20 {
+			b.Fatalf("flush table %d protocol %d: %d routes left (%v)", table, proto, left, err)
+		}
+		if _, _, err := runTool("ip", "-n", l.Node, "route", "flush", "table", strconv.Itoa(table), "proto", strconv.Itoa(proto)); err != nil {
+			b.Logf("flush table %d protocol %d: %v", table, proto, err)
+		}
+	}
+	b.Logf("table %d has no route of protocol %d, %v after the contender stopped", table, proto, pretty(time.Since(start)))
+}
+
+// idleSettle is how long a contender holding all N routes is left alone
+// before its idle CPU is measured (the last installs returning, the
+// session's first keepalives after the burst).
+const idleSettle = 5 * time.Second
 
 // runImport measures one contender that is running with the ToR's
 // neighbor shut: idle memory, then the ToR lets the session up and the
-// kernel table is counted until it holds all n.
-func runImport(b *testing.B, t *torFeed, c *routeCounter, name string, n, table, proto int, pids map[string]int, alive func() error) importResult {
+// kernel table is counted until it holds all n. With idle > 0 it then
+// measures the daemons' CPU over idle, holding the n routes.
+func runImport(b *testing.B, t *torFeed, c *routeCounter, name string, n, table, proto int, pids map[string]int, alive func() error, idle time.Duration) importResult {
 	b.Helper()
 	if got, err := c.count(table, proto); err != nil || got != 0 {
 		b.Fatalf("%s: table %d already has %d routes of protocol %d (err %v)", name, table, got, proto, err)
 	}
 	// Idle: let the daemons finish starting (ovnbgp: its first reconciles;
-	// FRR: reading its config), then read their memory.
+	// FRR, BIRD: reading their config), then read their memory.
 	time.Sleep(2 * time.Second)
 	var r importResult
 	before, err := usageOf(pids)
@@ -263,7 +373,56 @@ func runImport(b *testing.B, t *torFeed, c *routeCounter, name string, n, table,
 	b.Logf("%s: %d routes in table %d: session up→all %v (ToR unshut→all %v); CPU %v; RSS idle %.1f MiB, with all %.1f MiB "+
 		"(peak %.1f MiB): %.0f B per path; slowest table count %v", name, n, table, pretty(r.upToAll), pretty(r.unshutToAll),
 		pretty(r.cpu), mib(r.idle.rss), mib(r.full.rss), mib(r.full.peak), r.perPath(n), pretty(slowest))
+	if idle > 0 {
+		var ticks time.Duration
+		r.idleCPU, r.idleRuns, r.idleWindow, ticks = measureIdle(b, t, c, name, n, table, proto, pids, alive, idle)
+		b.Logf("%s: idle with %d routes: CPU %v over %v = %.1f ms/min (/proc/PID/stat: %v), %.0f wakeups/min", name, n,
+			pretty(r.idleCPU), pretty(r.idleWindow), perMinute(r.idleCPU, r.idleWindow), ticks, countPerMinute(r.idleRuns, r.idleWindow))
+	}
 	return r
+}
+
+// measureIdle returns the daemons' CPU time and runs on a CPU over a
+// window of length idle (and the window as measured) while they hold the n
+// routes and nothing changes: the cost of their periodic work (keepalives,
+// resyncs and kernel scans). ticks is the CPU time by /proc/PID/stat, a
+// cross-check in 10 ms ticks. It fails if the session reset, a daemon died
+// or the table changed meanwhile: that would not be idle.
+func measureIdle(b *testing.B, t *torFeed, c *routeCounter, name string, n, table, proto int, pids map[string]int, alive func() error, idle time.Duration) (cpu time.Duration, runs uint64, window, ticks time.Duration) {
+	b.Helper()
+	time.Sleep(idleSettle)
+	est := t.established(b)
+	u0, err := usageOf(pids)
+	if err != nil {
+		b.Fatal(err)
+	}
+	before, err := taskCPU(pids)
+	if err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	time.Sleep(idle)
+	after, err := taskCPU(pids)
+	window = time.Since(start)
+	if err != nil {
+		b.Fatal(err)
+	}
+	u1, err := usageOf(pids)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := alive(); err != nil {
+		b.Fatalf("%s died while idle: %v", name, err)
+	}
+	nb, _ := t.neighbor(b)
+	if nb.State != "Established" || nb.Established != est {
+		b.Fatalf("%s: the session did not stay up while idle (state %s, came up %d times more)", name, nb.State, nb.Established-est)
+	}
+	if got, err := c.count(table, proto); err != nil || got != n {
+		b.Fatalf("%s: table %d has %d routes of protocol %d after the idle window (err %v), want %d", name, table, got, proto, err, n)
+	}
+	d := cpuDelta(before, after)
+	return d.cpu, d.runs, window, u1.cpu - u0.cpu
 }
 
 // torFeed is the ToR as the source of the import job: n blackhole routes
@@ -412,5 +571,170 @@ func (t *torFeed) waitEstablished(b *testing.B, alive func() error) time.Time {
 			b.Fatalf("ToR: the session with the node is still %s 2 min after the ToR let it up", nb.State)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestParseImportSizes(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want []int
+		err  bool
+	}{
+		{"", []int{10000, 100000}, false},
+		{"10000", []int{10000}, false},
+		{" 1000, 500000 ", []int{1000, 500000}, false},
+		{"0", nil, true},
+		{"10k", nil, true},
+		{"600000", nil, true},
+	} {
+		got, err := parseImportSizes(c.in)
+		if (err != nil) != c.err || !slices.Equal(got, c.want) {
+			t.Errorf("parseImportSizes(%q) = %v, %v; want %v (error: %v)", c.in, got, err, c.want, c.err)
+		}
+		if err != nil && !strings.Contains(err.Error(), envImport) {
+			t.Errorf("parseImportSizes(%q): the error %q does not name %s", c.in, err, envImport)
+		}
+	}
+}
+
+func TestParseIdle(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want time.Duration
+		err  bool
+	}{
+		{"", 60 * time.Second, false},
+		{"0", 0, false},
+		{"20s", 20 * time.Second, false},
+		{"2m", 2 * time.Minute, false},
+		{"-1s", 0, true},
+		{"100ms", 0, true},
+		{"60", 0, true},
+	} {
+		got, err := parseIdle(c.in)
+		if (err != nil) != c.err || got != c.want {
+			t.Errorf("parseIdle(%q) = %v, %v; want %v (error: %v)", c.in, got, err, c.want, c.err)
+		}
+		if err != nil && !strings.Contains(err.Error(), envIdle) {
+			t.Errorf("parseIdle(%q): the error %q does not name %s", c.in, err, envIdle)
+		}
+	}
+}
+
+// taskStat is what the scheduler counted for one thread so far.
+type taskStat struct {
+	cpu  time.Duration // time run on a CPU, user and kernel
+	runs uint64        // times it was put on a CPU (timeslices)
+}
+
+// taskCPU is the CPU time and number of runs of each thread of a set of
+// processes so far, by thread id, from /proc/PID/task/TID/schedstat (the
+// scheduler's own sums, in nanoseconds: /proc/PID/stat counts 10 ms ticks,
+// too coarse for a daemon that idles at a few ms a minute).
+func taskCPU(pids map[string]int) (map[int]taskStat, error) {
+	res := map[int]taskStat{}
+	for name, pid := range pids {
+		dir := fmt.Sprintf("/proc/%d/task", pid)
+		tasks, err := os.ReadDir(dir)
+		if err != nil {
+			return nil, fmt.Errorf("%s (pid %d): %w", name, pid, err)
+		}
+		for _, task := range tasks {
+			tid, err := strconv.Atoi(task.Name())
+			if err != nil {
+				continue
+			}
+			b, err := os.ReadFile(filepath.Join(dir, task.Name(), "schedstat"))
+			if errors.Is(err, fs.ErrNotExist) {
+				continue // the thread ended since the listing
+			}
+			if err != nil {
+				return nil, fmt.Errorf("%s (pid %d): %w", name, pid, err)
+			}
+			// "run_ns wait_ns timeslices"
+			f := strings.Fields(string(b))
+			if len(f) != 3 {
+				return nil, fmt.Errorf("%s (pid %d): %s/%d/schedstat: %q", name, pid, dir, tid, b)
+			}
+			ns, err1 := strconv.ParseInt(f[0], 10, 64)
+			runs, err2 := strconv.ParseUint(f[2], 10, 64)
+			if err := errors.Join(err1, err2); err != nil {
+				return nil, fmt.Errorf("%s (pid %d): %s/%d/schedstat: %q: %w", name, pid, dir, tid, b, err)
+			}
+			res[tid] = taskStat{cpu: time.Duration(ns), runs: runs}
+		}
+	}
+	return res, nil
+}
+
+// cpuDelta is the CPU time the threads used, and how many times they were
+// put on a CPU, between two taskCPU readings: a thread new in after counts
+// from 0; one gone from after took its counts since before with it
+// (uncounted; daemon threads rarely end).
+func cpuDelta(before, after map[int]taskStat) taskStat {
+	var d taskStat
+	for tid, a := range after {
+		b := before[tid]
+		if a.cpu > b.cpu {
+			d.cpu += a.cpu - b.cpu
+		}
+		if a.runs > b.runs {
+			d.runs += a.runs - b.runs
+		}
+	}
+	return d
+}
+
+// perMinute scales cpu used over window to a minute, in ms.
+func perMinute(cpu, window time.Duration) float64 {
+	return ms(cpu) * float64(time.Minute) / float64(window)
+}
+
+// countPerMinute scales a count over window to a minute.
+func countPerMinute(n uint64, window time.Duration) float64 {
+	return float64(n) * float64(time.Minute) / float64(window)
+}
+
+func TestCPUDelta(t *testing.T) {
+	before := map[int]taskStat{1: {10 * time.Millisecond, 4}, 2: {5 * time.Millisecond, 7}, 3: {time.Second, 100}}
+	after := map[int]taskStat{1: {15 * time.Millisecond, 6}, 2: {5 * time.Millisecond, 7}, 4: {2 * time.Millisecond, 3}}
+	if got, want := cpuDelta(before, after), (taskStat{7 * time.Millisecond, 5}); got != want {
+		t.Errorf("cpuDelta = %+v, want %+v (thread 1: +5 ms +2 runs, 2: +0, 3: gone, 4: new with 2 ms, 3 runs)", got, want)
+	}
+	if got := perMinute(500*time.Millisecond, 30*time.Second); got != 1000 {
+		t.Errorf("perMinute(500ms over 30s) = %v ms/min, want 1000", got)
+	}
+	if got := countPerMinute(50, 20*time.Second); got != 150 {
+		t.Errorf("countPerMinute(50 over 20s) = %v, want 150", got)
+	}
+}
+
+// TestTaskCPU reads this test process's threads: the sum grows while a
+// goroutine spins, and only then does the test end.
+func TestTaskCPU(t *testing.T) {
+	pids := map[string]int{"test": os.Getpid()}
+	before, err := taskCPU(pids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(before) == 0 {
+		t.Fatal("taskCPU found no threads in this process")
+	}
+	deadline := time.Now().Add(time.Minute)
+	for x := 0; ; x++ {
+		after, err := taskCPU(pids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := cpuDelta(before, after)
+		if d.cpu >= 20*time.Millisecond && d.runs > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("this process's threads ran %v (%d times) in a minute of spinning, want >= 20 ms", d.cpu, d.runs)
+		}
+		for i := 0; i < 1e6; i++ {
+			x ^= i
+		}
 	}
 }

@@ -43,6 +43,11 @@ type BIRDConfig struct {
 	// confd renders (a `protocol static` of the node's blocks); its static
 	// routes are exported too. `birdc configure` re-reads it.
 	Include string
+	// Text, when set, renders BIRD's whole config from its directory (for
+	// the log file) in place of the template: the fields above are then
+	// ignored. Name the BGP protocol BIRDProtocol for Established and
+	// Learned.
+	Text func(dir string) string
 }
 
 // BIRDProtocol is the name of the BGP protocol (session) in BIRD's config.
@@ -121,7 +126,9 @@ func (l *Lab) StartBIRD(ns string, cfg BIRDConfig) *BIRD {
 	dir := l.MkdirUnique("bird")
 	b := &BIRD{t: t, lab: l, Dir: dir, NS: ns, Sock: filepath.Join(dir, "bird.ctl")}
 	var text bytes.Buffer
-	if err := birdTemplate.Execute(&text, map[string]any{"Dir": dir, "RouterID": cfg.RouterID, "ASN": cfg.ASN,
+	if cfg.Text != nil {
+		text.WriteString(cfg.Text(dir))
+	} else if err := birdTemplate.Execute(&text, map[string]any{"Dir": dir, "RouterID": cfg.RouterID, "ASN": cfg.ASN,
 		"Neighbor": cfg.Neighbor, "NeighborASN": cfg.NeighborASN, "Passive": cfg.Passive,
 		"Originate": cfg.Originate, "GracefulRestart": cfg.GracefulRestart, "Kernel": cfg.Kernel, "Include": cfg.Include, "Protocol": BIRDProtocol}); err != nil {
 		t.Fatal(err)
@@ -193,6 +200,21 @@ func (b *BIRD) Stop() {
 		<-b.done
 	}
 	b.cmd = nil
+}
+
+// PID is the running BIRD's process id, 0 when it is not running.
+func (b *BIRD) PID() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.cmd == nil {
+		return 0
+	}
+	select {
+	case <-b.done:
+		return 0
+	default:
+		return b.cmd.Process.Pid
+	}
 }
 
 // Birdc runs one birdc command on BIRD's control socket and returns its
