@@ -157,10 +157,16 @@ func (s *Speaker) switchBFD(addr netip.Addr, since time.Time, on bool) {
 		ss.bfd, ss.bfdSince = model.BFDDown, now
 	}
 	s.st.Unlock()
+	if want {
+		s.wakeBFD()
+	}
 	if _, err := s.bgp.UpdatePeer(context.Background(), &api.UpdatePeerRequest{Peer: s.apiPeer(p)}); err != nil {
 		s.st.Lock()
 		ss.bfdOn = !want
 		s.st.Unlock()
+		if !want {
+			s.wakeBFD()
+		}
 		s.log.Warn("switching BFD failed", zap.String("peer", name), zap.Bool("on", want), zap.Error(err))
 		return
 	}
@@ -200,21 +206,44 @@ func (s *Speaker) onBFDDown(addr string, expired bool) {
 }
 
 // bfdLoop reads gobgp's BFD states every bfdPoll while a BFD session runs,
-// keeps when each entered its state and logs the changes.
+// keeps when each entered its state and logs the changes. While no session
+// runs BFD it sleeps until switchBFD wakes it: an idle node with many
+// routes must not wake ten times a second for nothing.
 func (s *Speaker) bfdLoop(stop <-chan struct{}) {
-	t := time.NewTicker(bfdPoll)
-	defer t.Stop()
 	for {
+		s.bfdIdle.Add(1)
 		select {
 		case <-stop:
 			return
-		case <-t.C:
-			s.pollBFD()
+		case <-s.bfdWake:
 		}
+		t := time.NewTicker(bfdPoll)
+		for running := true; running; {
+			select {
+			case <-stop:
+				t.Stop()
+				return
+			case <-t.C:
+				running = s.pollBFD()
+			}
+		}
+		t.Stop()
 	}
 }
 
-func (s *Speaker) pollBFD() {
+// wakeBFD has bfdLoop poll: a session turned BFD on. A wake already
+// pending is enough.
+func (s *Speaker) wakeBFD() {
+	select {
+	case s.bfdWake <- struct{}{}:
+	default:
+	}
+}
+
+// pollBFD reads gobgp's BFD states once and records the changes. It
+// returns false when no session runs BFD (nothing was read).
+func (s *Speaker) pollBFD() bool {
+	s.bfdPolls.Add(1)
 	s.st.Lock()
 	any := false
 	for _, ss := range s.sessions {
@@ -222,7 +251,7 @@ func (s *Speaker) pollBFD() {
 	}
 	s.st.Unlock()
 	if !any {
-		return
+		return false
 	}
 	states := map[netip.Addr]model.BFDState{}
 	s.bgp.ListBfdPeer(context.Background(), func(addr string, st *api.BfdPeerState) {
@@ -249,6 +278,7 @@ func (s *Speaker) pollBFD() {
 	for _, c := range changes {
 		s.log.Info("bfd state changed", zap.String("peer", c.peer), zap.String("from", string(c.from)), zap.String("state", string(c.to)))
 	}
+	return true
 }
 
 // bfdStatus is the BFD part of a peer's status; the caller holds st.

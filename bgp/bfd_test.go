@@ -72,3 +72,52 @@ func TestBFDFollowsSession(t *testing.T) {
 	}
 	running(false)
 }
+
+// bfdLoop reads gobgp's BFD states only while a session runs BFD: a node
+// without BFD (most of them) does not wake ten times a second for nothing
+// (the side-by-side bench's idle CPU: 263 ms a minute, half of it this).
+func TestBFDPollsOnlyWhileRunning(t *testing.T) {
+	parallel(t)
+	l := newLab(t, 43)
+	port := freePort(t)
+	l.provider(3, port, provASN, false, "")
+	a := l.peerOf("a", 3, port, provASN)
+	node := l.node(false, a)
+	ctx := context.Background()
+	waitEstablished(t, node, "a")
+	idle := func(n uint64) {
+		t.Helper()
+		eventually(t, 10*time.Second, fmt.Sprintf("bfdLoop idle %d times", n), func() (bool, string) {
+			return node.bfdIdle.Load() >= n, fmt.Sprintf("idle %d times", node.bfdIdle.Load())
+		})
+	}
+	// quiet: no poll over many poll intervals. There is no event for
+	// "nothing happened"; the old loop polled every bfdPoll.
+	quiet := func(what string) {
+		t.Helper()
+		before := node.bfdPolls.Load()
+		time.Sleep(5 * bfdPoll)
+		if n := node.bfdPolls.Load() - before; n != 0 {
+			t.Fatalf("%s: bfdLoop polled %d times in %v, want 0", what, n, 5*bfdPoll)
+		}
+	}
+	idle(1)
+	quiet("no peer runs BFD")
+
+	on := a
+	on.BFD = config.BFD{Enabled: true, MinTx: 300 * time.Millisecond, MinRx: 300 * time.Millisecond, Multiplier: 3}
+	if err := node.SetPeers(ctx, []config.Peer{on}); err != nil {
+		t.Fatal(err)
+	}
+	polls := node.bfdPolls.Load()
+	eventually(t, 10*time.Second, "bfdLoop polls while BFD runs", func() (bool, string) {
+		return node.bfdPolls.Load() >= polls+3, fmt.Sprintf("%d polls", node.bfdPolls.Load()-polls)
+	})
+
+	idled := node.bfdIdle.Load()
+	if err := node.SetPeers(ctx, []config.Peer{a}); err != nil {
+		t.Fatal(err)
+	}
+	idle(idled + 1)
+	quiet("BFD turned off")
+}

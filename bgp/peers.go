@@ -107,13 +107,18 @@ func (s *Speaker) SetPeers(ctx context.Context, peers []config.Peer) error {
 			s.st.Lock()
 			ss := s.sessions[p.Address]
 			wasBFD := ss != nil && ss.bfdOn
+			bfdOn := false
 			if ss != nil {
 				ss.bfdOn = p.BFD.Enabled && ss.state == model.StateEstablished
+				bfdOn = ss.bfdOn
 				if ss.bfdOn != wasBFD {
 					ss.bfd, ss.bfdSince = model.BFDDown, time.Now()
 				}
 			}
 			s.st.Unlock()
+			if bfdOn {
+				s.wakeBFD()
+			}
 			if _, err := s.bgp.UpdatePeer(ctx, &api.UpdatePeerRequest{Peer: s.apiPeer(p)}); err != nil {
 				if b != nil && limit {
 					b.armed = was
@@ -122,6 +127,9 @@ func (s *Speaker) SetPeers(ctx context.Context, peers []config.Peer) error {
 					s.st.Lock()
 					ss.bfdOn = wasBFD
 					s.st.Unlock()
+					if wasBFD {
+						s.wakeBFD()
+					}
 				}
 				err = fmt.Errorf("peer %q: update %s: %w", name, strings.Join(changed, ", "), err)
 				errs = append(errs, err)

@@ -59,8 +59,11 @@ type Speaker struct {
 	// limitWake wakes the limit worker; limitStop ends it.
 	limitWake chan struct{}
 	limitStop chan struct{}
-	// bfdStop ends bfdLoop.
-	bfdStop chan struct{}
+	// bfdStop ends bfdLoop; bfdWake wakes it when a session turns BFD on.
+	bfdStop, bfdWake chan struct{}
+	// bfdPolls counts bfdLoop's reads of gobgp's BFD states, bfdIdle the
+	// times it went idle: no session runs BFD (for tests).
+	bfdPolls, bfdIdle atomic.Uint64
 	// limitReads and limitArms count the exact reads of Adj-RIB-In
 	// counts and the prefix limit changes in gobgp (for tests).
 	limitReads, limitArms atomic.Uint64
@@ -204,6 +207,7 @@ func New(ctx context.Context, global config.BGP, log *zap.Logger, notify func())
 		limitWake:  make(chan struct{}, 1),
 		limitStop:  make(chan struct{}),
 		bfdStop:    make(chan struct{}),
+		bfdWake:    make(chan struct{}, 1),
 	}
 	s.limitCheck.Store(int64(defaultLimitCheck))
 	go srv.Serve()
