@@ -214,12 +214,12 @@ func churnPool() []netip.Prefix {
 // entry (0.0.0.0/0 up to /32) and refused by the import filter's own
 // protection.
 var churnForbidden = []string{
-	"0.0.0.0/0",                                       // the default route without allowDefaultRoute
+	"0.0.0.0/0",                                         // the default route without allowDefaultRoute
 	"10.128.0.0/23", "10.128.1.128/25", "10.128.2.0/24", // pod subnets (node1's, node2's) and more-specifics
 	"10.200.0.0/24", "10.200.1.64/26", // the UDN blue's
 	"172.30.0.0/16", "172.30.9.0/24", // service CIDR
 	"100.64.0.0/16", "100.64.5.0/24", "100.88.3.0/24", // join, transit
-	"169.254.169.0/29",                               // masquerade
+	"169.254.169.0/29",                         // masquerade
 	"0.0.0.0/8", "127.0.0.0/8", "127.0.0.1/32", // martians
 	"169.254.10.0/24", "224.0.0.0/4", "239.1.2.0/24", "240.0.0.0/4", "255.255.255.255/32",
 	"203.0.113.100/32", // the peer's own address
