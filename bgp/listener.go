@@ -670,8 +670,14 @@ type openConn struct {
 	*net.TCPConn
 	head  []byte
 	sniff *sniffer
-	// closed is set by Close (gobgp's or ovnbgp's).
-	closed atomic.Bool
+	// closed is set by Close (gobgp's or ovnbgp's), and closing closed.
+	closed              atomic.Bool
+	closeOnce, chanOnce sync.Once
+	closing             chan struct{}
+	// admit, when set, is called with each whole message (framed
+	// reads) before gobgp reads any of it; it may hold the message back
+	// for a while (prefixAdmit) and gets closing to give up on.
+	admit func(msg []byte, closing <-chan struct{})
 	// fixOverrun, when set, makes Read frame the stream into whole
 	// messages and pass each UPDATE through withdrawOnAttrOverrun (RFC
 	// 7606 4, which gobgp gets wrong), calling fixOverrun for each one
@@ -683,7 +689,13 @@ type openConn struct {
 
 func (c *openConn) Close() error {
 	c.closed.Store(true)
+	c.closeOnce.Do(func() { close(c.closingCh()) })
 	return c.TCPConn.Close()
+}
+
+func (c *openConn) closingCh() chan struct{} {
+	c.chanOnce.Do(func() { c.closing = make(chan struct{}) })
+	return c.closing
 }
 
 func (c *openConn) Read(b []byte) (int, error) {
@@ -721,6 +733,9 @@ func (c *openConn) readFramed(b []byte) (int, error) {
 				msg, fixed := withdrawOnAttrOverrun(c.in[:n:n])
 				if fixed && c.fixOverrun != nil {
 					c.fixOverrun()
+				}
+				if c.admit != nil {
+					c.admit(msg, c.closingCh())
 				}
 				c.out, c.in = msg, c.in[n:]
 				break

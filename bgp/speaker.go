@@ -56,9 +56,11 @@ type Speaker struct {
 	// limitCheck is how often, in nanoseconds, the limit worker checks
 	// an armed prefix limit against the exact count (prefixlimit.go).
 	limitCheck atomic.Int64
-	// limitWake wakes the limit worker; limitStop ends it.
+	// limitWake wakes the limit worker; limitStop ends it. armReq asks
+	// it to arm a limit at once (prefixAdmit).
 	limitWake chan struct{}
 	limitStop chan struct{}
+	armReq    chan armRequest
 	// bfdStop ends bfdLoop.
 	bfdStop chan struct{}
 	// limitReads and limitArms count the exact reads of Adj-RIB-In
@@ -203,6 +205,7 @@ func New(ctx context.Context, global config.BGP, log *zap.Logger, notify func())
 		bounds:     map[netip.Addr]*prefixBound{},
 		limitWake:  make(chan struct{}, 1),
 		limitStop:  make(chan struct{}),
+		armReq:     make(chan armRequest),
 		bfdStop:    make(chan struct{}),
 	}
 	s.limitCheck.Store(int64(defaultLimitCheck))
