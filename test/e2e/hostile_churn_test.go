@@ -29,18 +29,25 @@ import (
 func attrMED(v uint32) []byte { return attr(0x80, 4, binary.BigEndian.AppendUint32(nil, v)) }
 
 // rssOf is the VmRSS of process pid in bytes.
-func rssOf(pid int) (int, error) {
+func rssOf(pid int) (int, error) { return statusKB(pid, "VmRSS:") }
+
+// peakRSS is the VmHWM of process pid in bytes: the most it was ever
+// resident, not only when sampled.
+func peakRSS(pid int) (int, error) { return statusKB(pid, "VmHWM:") }
+
+// statusKB reads a field of /proc/PID/status given in kB, in bytes.
+func statusKB(pid int, field string) (int, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == field {
 			kb, err := strconv.Atoi(f[1])
 			return kb << 10, err
 		}
 	}
-	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
 }
 
 // watcher checks every reading of the installed state the poller takes
@@ -428,6 +435,9 @@ func TestHostileChurn(t *testing.T) {
 	for _, v := range violations {
 		t.Errorf("during the churn: %s", v)
 	}
+	if hwm, err := peakRSS(w.d.PID()); err == nil {
+		maxRSS = max(maxRSS, hwm) // the peak, not only at the readings
+	}
 	t.Logf("%d readings of OVN and table 100 during the churn; daemon RSS %d KiB before, at most %d KiB during (bound %d KiB)",
 		samples, rss0>>10, maxRSS>>10, rssBound>>10)
 	if maxRSS > rssBound {
@@ -487,4 +497,272 @@ func TestHostileChurn(t *testing.T) {
 	if f := w.foreign(foreignUUIDs); f != foreign0 {
 		t.Errorf("what ovnbgp does not own changed:\nbefore:\n%s\nnow:\n%s", foreign0, f)
 	}
+}
+
+const (
+	// floodMax is the flood peer's maxPrefixes, floodSent what it sends
+	floodMax  = 100000
+	floodSent = 200000
+	// floodCap is the import rule's maxRoutes, far below maxPrefixes
+	floodCap = 100
+	// floodHold is how long ovnbgp keeps a session down after maxPrefixes
+	// reset it (bgp.defaultPrefixHold, docs/config.md: "a minute")
+	floodHold = time.Minute
+	// floodRSS bounds the daemon's peak RSS (VmHWM: the most it was
+	// ever resident). A burst costs more than what it leaves: gobgp
+	// parses every UPDATE it read ahead into paths, the daemon journals
+	// and filters each path gobgp takes, and the collector lets the heap
+	// grow to twice the live data; measured here about 3 KB per prefix
+	// taken at the peak: 335-354 MiB when the limit holds (maxPrefixes
+	// plus one UPDATE taken), 384 MiB when all 200,000 went in (before
+	// prefixAdmit). The bound is the measured peak with a quarter for the
+	// collector's timing.
+	floodRSS = 448 << 20
+	// floodRSSAfter bounds the RSS at the end over the RSS before the
+	// flood: the flood's memory is given back (daemon/trim.go) once the
+	// session is gone.
+	floodRSSAfter = 64 << 20
+)
+
+const floodRule = `  - name: flood
+    peers: [flood]
+    network: default
+    maxRoutes: 100
+    accept:
+      - {prefix: 10.99.0.0/16, maxLength: 24}
+    targets: {ovn: true, kernel: {table: 100}}`
+
+// floodPrefix is the i-th /24 from 11.0.0.0 on: outside every accept
+// entry (rejected, never imported), and not special-purpose space.
+func floodPrefix(i int) netip.Prefix {
+	n := uint32(11<<24) + uint32(i)<<8
+	return netip.PrefixFrom(netip.AddrFrom4([4]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), 0}), 24)
+}
+
+// TestHostileMaxPrefixes: a peer with maxPrefixes 100,000 and an import
+// rule capped at 100 routes. It offers the 256 /24s of 10.99.0.0/16: the
+// lowest 100 are imported, the rest held back by the cap with an alarm,
+// the session kept. Then it sends 200,000 more prefixes as fast as TCP
+// takes them, in UPDATEs as large as the session allows (extended
+// messages, RFC 8654: 16,000 NLRI each). RFC 4486: NOTIFICATION Cease /
+// Maximum Number of Prefixes Reached (6/1), session down; the session's
+// imports are withdrawn from OVN and the kernel as for any session loss
+// (no graceful restart on this session); `peers` names maxPrefixes; a
+// connection during the hold does not come up; the daemon takes the peer
+// again no earlier than the hold (a minute) after the reset, and the
+// session comes up and imports again. At every reading: at most floodCap
+// routes, only inside 10.99.0.0/16 up to /24. The peak RSS stays under
+// floodRSS and is given back after the reset; the daemon is alive.
+func TestHostileMaxPrefixes(t *testing.T) {
+	t.Parallel()
+	addr := netip.MustParseAddr("203.0.113.100")
+	w := startHostile(t, []netip.Addr{addr}, nil, lab.DaemonConfig{
+		Peers: []lab.Peer{{Name: "flood", Address: addr, ASN: hostileASN, Passive: true, Families: []string{"ipv4"},
+			MaxPrefixes: floodMax}},
+		Import: floodRule,
+	})
+	kmon := w.l.MonitorRoutes(w.l.Node)
+	nbmon := w.nb.Monitor("Logical_Router_Static_Route", "ip_prefix", "nexthop")
+	space := netip.MustParsePrefix(legitSpace)
+	watch := w.watch(func(s hsnap) []string {
+		bad := installedOutside(s, space, legitMax, addr.String())
+		if len(s.kernel) > floodCap || len(s.ovn) > floodCap {
+			bad = append(bad, fmt.Sprintf("%d routes in table 100 and %d in GR_node1, above the import cap %d", len(s.kernel), len(s.ovn), floodCap))
+		}
+		return bad
+	})
+	defer watch.Stop()
+
+	var offered, capped []netip.Prefix
+	for i := range 256 {
+		p := netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 99, byte(i), 0}), 24)
+		offered = append(offered, p)
+		if i < floodCap {
+			capped = append(capped, p)
+		}
+	}
+	c := &hctx{w: w, peer: "flood", addr: addr}
+	// the cap: the lowest floodCap of the 256 imported, exactly
+	importCapped := func(what string) {
+		t.Helper()
+		if err := c.s.Send(c.announce(offered...)); err != nil {
+			t.Fatal(err)
+		}
+		w.wait(t, what, 60*time.Second, func(s hsnap) error {
+			for _, p := range capped {
+				if _, ok := s.kernel[p.String()]; !ok {
+					return fmt.Errorf("table 100 lacks %s", p)
+				}
+				if _, ok := s.ovn[p.String()]; !ok {
+					return fmt.Errorf("GR_node1 lacks %s", p)
+				}
+			}
+			if len(s.kernel) != floodCap || len(s.ovn) != floodCap {
+				return fmt.Errorf("%d routes in table 100, %d in GR_node1, want %d", len(s.kernel), len(s.ovn), floodCap)
+			}
+			return nil
+		})
+		p, err := w.d.Peer("flood")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.State != model.StateEstablished || p.ImportAlarm == "" || p.Imported != floodCap {
+			t.Fatalf("peers: flood %s, imported %d, import alarm %q: want established, %d, an alarm", p.State, p.Imported, p.ImportAlarm, floodCap)
+		}
+	}
+	// extended messages: the largest UPDATEs
+	open := openMsg(4, hostileASN, 90, addr, capParam(capMP(1, 1), cap4Octet(hostileASN), capability(6, nil)))
+	c.connect(t, open)
+	importCapped("the lowest 100 of 256 offered imported (maxRoutes 100)")
+	rss0 := w.rss(t)
+
+	// the flood
+	msgMax := 4096
+	if c.s.PeerCapability(6) {
+		msgMax = 65535
+	}
+	perMsg := (msgMax - 19 - 4 - len(c.std())) / 4 // a /24 takes 4 octets
+	type result struct {
+		prefixes, msgs int
+		took           time.Duration
+		err            error
+	}
+	done := make(chan result, 1)
+	start := time.Now()
+	go func() {
+		var r result
+		for r.prefixes < floodSent {
+			n := min(perMsg, floodSent-r.prefixes)
+			ps := make([]netip.Prefix, n)
+			for i := range ps {
+				ps[i] = floodPrefix(r.prefixes + i)
+			}
+			if r.err = c.s.Send(updateMsg(nil, c.std(), nlri(ps...))); r.err != nil {
+				break
+			}
+			r.prefixes += n
+			r.msgs++
+		}
+		r.took = time.Since(start)
+		done <- r
+	}()
+	n, err := c.s.WaitClosed(3 * time.Minute)
+	if err != nil {
+		t.Fatalf("the session still open 3 minutes after the flood began: %v", err)
+	}
+	downAt := time.Now()
+	r := <-done
+	t.Logf("flood: %d of %d prefixes written to the socket in %d UPDATEs of up to %d NLRI (%d-octet messages) in %s (%v); connection closed %s after the flood began",
+		r.prefixes, floodSent, r.msgs, perMsg, msgMax, r.took.Round(time.Millisecond), r.err, downAt.Sub(start).Round(time.Millisecond))
+	if n == nil || n.code != 6 || n.sub != 1 {
+		t.Fatalf("the daemon sent %v, want NOTIFICATION 6/1 Cease / Maximum Number of Prefixes Reached (RFC 4486)", n)
+	}
+	// the session's imports go with it
+	w.wait(t, "the session's imports withdrawn from OVN and table 100", 60*time.Second, func(s hsnap) error {
+		if len(s.kernel) > 0 || len(s.ovn) > 0 {
+			return fmt.Errorf("%d routes in table 100, %d in GR_node1", len(s.kernel), len(s.ovn))
+		}
+		return nil
+	})
+	p, err := w.d.Peer("flood")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.State == model.StateEstablished || !strings.Contains(p.LastError, "maxPrefixes") {
+		t.Fatalf("peers: flood %s, last error %q: want down, naming maxPrefixes", p.State, p.LastError)
+	}
+	resetAt := p.LastErrorAt
+	t.Logf("peers: flood %s: %s (at %s)", p.State, p.LastError, resetAt.Format(time.RFC3339Nano))
+
+	// during the hold, a connection does not come up
+	c.s.Close()
+	s, err := newRawSession(w.l.Tor, addr, daemonAddr)
+	if err == nil {
+		err = s.Establish(open, 5*time.Second)
+		s.Close()
+		if err == nil && time.Since(resetAt) < floodHold {
+			t.Fatalf("a session came up %s after maxPrefixes reset it, before the hold of %s", time.Since(resetAt), floodHold)
+		}
+	}
+	t.Logf("a connection during the hold: %v", err)
+
+	// after the hold, the daemon takes the peer's connections again
+	// (gobgp's state leaves idle: active), and a session comes up
+	var reenabled time.Time
+	lab.Eventually(t, floodHold+60*time.Second, 200*time.Millisecond, "flood re-enabled after the hold", func() error {
+		p, err := w.d.Peer("flood")
+		if err != nil {
+			return err
+		}
+		if p.State == model.StateIdle {
+			return fmt.Errorf("state %s (%s)", p.State, p.LastError)
+		}
+		reenabled = time.Now()
+		return nil
+	})
+	t.Logf("re-enabled %s after the reset", reenabled.Sub(resetAt).Round(time.Millisecond))
+	// the hold is the daemon's timer, a lower bound whatever the load
+	if d := reenabled.Sub(resetAt); d < floodHold {
+		t.Errorf("re-enabled %s after the reset, before the hold of %s", d, floodHold)
+	}
+	tries := 0
+	_, perr := lab.Poll(60*time.Second, time.Second, func() error {
+		tries++
+		var err error
+		if c.s, err = newRawSession(w.l.Tor, addr, daemonAddr); err != nil {
+			return err
+		}
+		if err = c.s.Establish(open, 10*time.Second); err != nil {
+			c.s.Close()
+		}
+		return err
+	})
+	if perr != nil {
+		t.Fatalf("no session within 60 s of the re-enable: %v", perr)
+	}
+	t.Cleanup(c.s.Close)
+	if err := c.s.Send(updateMsg(nil, nil, nil)); err != nil {
+		t.Fatal(err)
+	}
+	var p2 model.PeerStatus
+	lab.Eventually(t, 30*time.Second, 100*time.Millisecond, "flood established again", func() error {
+		var err error
+		if p2, err = w.d.Peer("flood"); err != nil {
+			return err
+		}
+		if p2.State != model.StateEstablished {
+			return fmt.Errorf("state %s", p2.State)
+		}
+		return nil
+	})
+	t.Logf("established again %s after the reset (%d connection attempts)", p2.Since.Sub(resetAt).Round(time.Millisecond), tries)
+	if d := p2.Since.Sub(resetAt); d < floodHold {
+		t.Errorf("established again %s after the reset, before the hold of %s", d, floodHold)
+	}
+	importCapped("after the hold: the lowest 100 of 256 imported again")
+	if n := c.s.Notified(); n != nil {
+		t.Fatalf("the daemon sent %s", n)
+	}
+
+	samples, maxRSS, violations := watch.Stop()
+	for _, v := range violations {
+		t.Errorf("during the flood: %s", v)
+	}
+	if hwm, err := peakRSS(w.d.PID()); err == nil {
+		maxRSS = max(maxRSS, hwm)
+	}
+	rss1 := w.rss(t)
+	t.Logf("%d readings of OVN and table 100; daemon RSS %d KiB before the flood, at most %d KiB (bound %d KiB), %d KiB at the end (bound %d KiB)",
+		samples, rss0>>10, maxRSS>>10, floodRSS>>10, rss1>>10, (rss0+floodRSSAfter)>>10)
+	if maxRSS > floodRSS {
+		t.Errorf("daemon RSS reached %d KiB, above the bound %d KiB", maxRSS>>10, floodRSS>>10)
+	}
+	if rss1 > rss0+floodRSSAfter {
+		t.Errorf("daemon RSS %d KiB at the end, more than %d KiB over the %d KiB before the flood: the flood's memory was kept", rss1>>10, floodRSSAfter>>10, rss0>>10)
+	}
+	if err := w.d.Exited(); err != nil {
+		t.Fatalf("the daemon died: %v", err)
+	}
+	checkEverInstalled(t, "ip monitor route", kmon.Stop(), "table 100")
+	checkEverInstalled(t, "the NB monitor", nbmon.Stop(), "")
 }
