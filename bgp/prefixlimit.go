@@ -34,9 +34,9 @@ import (
 // disarms below 80%. Reads while disarmed are thus at least 10% of
 // maxPrefixes of announcements apart: O(1) amortized per path. gobgp applies a new limit in
 // place and, when the count is over it already, takes the session down at
-// once: the limit holds except for the arming latency (a worker wake-up
-// and one gobgp call), during which a flood can pass maxPrefixes by what
-// arrives meanwhile; the 10% headroom normally absorbs it.
+// once. The arming takes a worker wake-up and one gobgp call, and gobgp
+// reads ahead: the wire count below (prefixAdmit) holds the UPDATE that
+// would outrun it.
 //
 // Paths gobgp rejects for an AS loop (our ASN more than allowOwnAs times,
 // or our router ID as ORIGINATOR_ID) stay in the Adj-RIB-In without a path
