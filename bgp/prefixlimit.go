@@ -191,14 +191,24 @@ func (s *Speaker) checkLimits() {
 			}
 		}
 		if need {
-			s.readLimit(p, b, now)
+			s.readLimit(p, b, now, [2]bool{})
 		}
 	}
 }
 
 // readLimit reads the exact Adj-RIB-In counts of p, restarts its bounds
-// from them and arms or disarms its limits; the caller holds mu.
-func (s *Speaker) readLimit(p config.Peer, b *prefixBound, now time.Time) {
+// from them and arms or disarms its limits; the caller holds mu. wireReq
+// are the families whose wire bound reached 90% (prefixAdmit holds an
+// UPDATE for them).
+//
+// gobgp's count lags the wire: the NLRI counted on the wire but not yet
+// seen as path events (inflight: the wire count less the announced count)
+// may still be on their way into the Adj-RIB-In, so every decision is on
+// the count plus inflight, and the wire bound restarts from there. (Paths
+// gobgp takes without an event, see above, and those treated as withdraw
+// stay in inflight until the next session: that errs on the side of
+// arming.)
+func (s *Speaker) readLimit(p config.Peer, b *prefixBound, now time.Time, wireReq [2]bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var ann, wire [2]uint64
@@ -208,7 +218,10 @@ func (s *Speaker) readLimit(p config.Peer, b *prefixBound, now time.Time) {
 		wire[fi] = b.wire[fi].Load()
 		triggered[fi] = ann[fi] >= b.trigger[fi].Load()
 	}
-	b.reread.Store(false)
+	// A read for a new session: nothing of the old connection is in
+	// flight any more (the paths of the UPDATE that crossed a limit, for
+	// one, never get an event).
+	newSession := b.reread.Swap(false)
 	var counts [2]uint64
 	established := false
 	err := s.bgp.ListPeer(ctx, &api.ListPeerRequest{Address: p.Address.String()}, func(ap *api.Peer) {
@@ -225,6 +238,10 @@ func (s *Speaker) readLimit(p config.Peer, b *prefixBound, now time.Time) {
 	b.lastRead = now
 	if err != nil {
 		s.log.Warn("reading a peer's prefix counts failed", zap.String("peer", p.Name), zap.Error(err))
+		if wireReq != [2]bool{} {
+			// An UPDATE waits for the limit: arm without the count.
+			s.armBlind(p, b, wireReq)
+		}
 		return
 	}
 	if !established {
@@ -233,11 +250,17 @@ func (s *Speaker) readLimit(p config.Peer, b *prefixBound, now time.Time) {
 		return
 	}
 	old := b.armed
+	var eff [2]uint64
 	for _, f := range p.Families {
 		fi := famIdx(f)
-		b.base[fi], b.baseAnn[fi], b.baseWire[fi] = counts[fi], ann[fi], wire[fi]
+		inflight := wire[fi] - min(wire[fi], ann[fi])
+		if newSession {
+			inflight = 0
+		}
+		eff[fi] = counts[fi] + inflight
+		b.base[fi], b.baseAnn[fi], b.baseWire[fi] = counts[fi], ann[fi], wire[fi]-inflight
 		if b.armed[fi] {
-			b.armed[fi] = !belowDisarm(counts[fi], p.MaxPrefixes)
+			b.armed[fi] = !belowDisarm(eff[fi], p.MaxPrefixes)
 		} else {
 			// If the bound reached 90% (not a read for a new session
 			// or the audit), arm if the exact count is at 80% or more
@@ -247,7 +270,7 @@ func (s *Speaker) readLimit(p config.Peer, b *prefixBound, now time.Time) {
 			// every UPDATE cost a read. (A bound still at 90% over a
 			// count below 80% is a flood under way: its paths found the
 			// trigger reached and woke the worker again.)
-			b.armed[fi] = triggered[fi] && !belowDisarm(counts[fi], p.MaxPrefixes)
+			b.armed[fi] = (triggered[fi] || wireReq[fi]) && !belowDisarm(eff[fi], p.MaxPrefixes)
 		}
 	}
 	if b.armed != old {
@@ -263,7 +286,8 @@ func (s *Speaker) readLimit(p config.Peer, b *prefixBound, now time.Time) {
 			fi := famIdx(f)
 			if b.armed[fi] != old[fi] {
 				s.log.Debug("prefix limit in gobgp changed", zap.String("peer", p.Name), zap.String("family", string(f)),
-					zap.Bool("armed", b.armed[fi]), zap.Uint64("count", counts[fi]), zap.Uint32("maxPrefixes", p.MaxPrefixes))
+					zap.Bool("armed", b.armed[fi]), zap.Uint64("count", counts[fi]), zap.Uint64("inflight", eff[fi]-counts[fi]),
+					zap.Bool("fromWire", wireReq[fi]), zap.Uint32("maxPrefixes", p.MaxPrefixes))
 			}
 		}
 	}
@@ -348,45 +372,45 @@ func (s *Speaker) prefixAdmit(addr netip.Addr) func(msg []byte, closing <-chan s
 	}
 }
 
-// armFromWire arms the limit for r (the wire bound reached 90%): gobgp's
-// count lags the wire, so no exact read decides here; the armed check
-// reads it after limitCheck.
+// armFromWire decides on r (the wire bound reached 90%) with an exact
+// read: the limit is armed if the count plus what is in flight is at 80% or
+// more.
 func (s *Speaker) armFromWire(r armRequest) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.stopped {
 		return
 	}
-	var p config.Peer
-	found := false
-	for _, q := range s.peers {
-		if q.Address == r.addr {
-			p, found = q, true
+	for _, name := range sortedKeys(s.peers) {
+		if p := s.peers[name]; p.Address == r.addr && p.MaxPrefixes > 0 {
+			if b := s.boundOf(r.addr); b != nil {
+				s.readLimit(p, b, time.Now(), r.fams)
+			}
+			return
 		}
 	}
-	b := s.boundOf(r.addr)
-	if !found || b == nil || p.MaxPrefixes == 0 {
-		return
-	}
+}
+
+// armBlind arms the limit of p for fams without an exact count; the
+// caller holds mu. The armed check reads the count after limitCheck.
+func (s *Speaker) armBlind(p config.Peer, b *prefixBound, fams [2]bool) {
 	old := b.armed
 	for _, f := range p.Families {
-		if fi := famIdx(f); r.fams[fi] {
+		if fi := famIdx(f); fams[fi] {
 			b.armed[fi] = true
 		}
 	}
-	if b.armed != old {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if _, err := s.bgp.UpdatePeer(ctx, &api.UpdatePeerRequest{Peer: s.apiPeer(p)}); err != nil {
-			b.armed = old
-			s.log.Warn("changing a peer's prefix limit in gobgp failed", zap.String("peer", p.Name), zap.Error(err))
-			return
-		}
-		s.limitArms.Add(1)
-		b.lastRead = time.Now()
-		s.log.Debug("prefix limit in gobgp armed from the UPDATEs on the wire", zap.String("peer", p.Name),
-			zap.Uint64("wireIPv4", b.wire[0].Load()), zap.Uint64("wireIPv6", b.wire[1].Load()), zap.Uint32("maxPrefixes", p.MaxPrefixes))
+	if b.armed == old {
+		return
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := s.bgp.UpdatePeer(ctx, &api.UpdatePeerRequest{Peer: s.apiPeer(p)}); err != nil {
+		b.armed = old
+		s.log.Warn("changing a peer's prefix limit in gobgp failed", zap.String("peer", p.Name), zap.Error(err))
+		return
+	}
+	s.limitArms.Add(1)
 	b.setTriggers(p)
 }
 
