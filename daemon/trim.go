@@ -18,7 +18,11 @@ import (
 // trimAllocs bytes were allocated, it collects and returns the free memory
 // at once (debug.FreeOSMemory: one GC of the live heap). At most once per
 // trimEvery; a steady flow of changes never leaves the
-// loop idle and is left to the runtime's own scavenger.
+// loop idle and is left to the runtime's own scavenger. A trim may come
+// while the burst's memory is still live (gobgp still dropping a flooded
+// session's paths); freed later, the runtime keeps it (no collection runs
+// while idle, and the heap goal stays where the burst left it), so each
+// trim is followed by one more after trimEvery if the loop stays idle.
 const (
 	trimIdle   = time.Second
 	trimAllocs = 64 << 20
@@ -32,6 +36,9 @@ type memTrim struct {
 	// allocs is the runtime's count of bytes allocated at the last trim.
 	allocs uint64
 	last   time.Time
+	// followUp: the last idle call trimmed; the next trims whatever was
+	// allocated.
+	followUp bool
 	// minAllocs and every are trimAllocs and trimEvery (tests change them).
 	minAllocs uint64
 	every     time.Duration
@@ -67,11 +74,17 @@ func (t *memTrim) idle(now time.Time, log *zap.Logger) bool {
 		return false
 	}
 	a := t.allocated()
-	if a-t.allocs < t.minAllocs {
+	if a-t.allocs < t.minAllocs && !t.followUp {
 		return false
 	}
 	debug.FreeOSMemory()
-	log.Debug("returned free memory after a burst", zap.Uint64("allocatedMiB", (a-t.allocs)>>20), zap.Duration("took", time.Since(now)))
+	log.Debug("returned free memory after a burst", zap.Uint64("allocatedMiB", (a-t.allocs)>>20), zap.Bool("followUp", t.followUp),
+		zap.Duration("took", time.Since(now)))
 	t.allocs, t.last = t.allocated(), now
+	// one follow-up after a trim for a burst, not a chain
+	t.followUp = !t.followUp
+	if t.followUp {
+		t.timer.Reset(t.every)
+	}
 	return true
 }

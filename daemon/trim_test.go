@@ -53,3 +53,41 @@ func TestMemTrim(t *testing.T) {
 		t.Fatal("did not return memory once the interval passed")
 	}
 }
+
+// TestMemTrimFollowUp: a trim that came while the burst's memory was still
+// live (a peer's flood being dropped) is followed by one more when the
+// loop stays idle: the idle loop's timer fires again after the interval,
+// and that trim returns the memory freed since, though little was
+// allocated meanwhile. Found by the e2e TestHostileMaxPrefixes: 308 MiB
+// kept for over a minute after a flood's session was gone.
+func TestMemTrimFollowUp(t *testing.T) {
+	tr := newMemTrim()
+	defer tr.timer.Stop()
+	tr.minAllocs = 32 << 20
+	tr.every = 50 * time.Millisecond
+	var live [][]byte
+	for range 8 {
+		live = append(live, make([]byte, 8<<20)) // 64 MiB, live at the trim
+	}
+	now := time.Now()
+	if !tr.idle(now, zap.NewNop()) {
+		t.Fatal("did not trim after a 64 MiB burst")
+	}
+	runtime.KeepAlive(live) // now garbage, nothing new allocated
+	select {
+	case <-tr.C():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the idle loop's timer did not fire again after a trim")
+	}
+	before := heapReleased()
+	if !tr.idle(now.Add(tr.every), zap.NewNop()) {
+		t.Fatal("no follow-up trim: the memory freed after the first trim stays with the process")
+	}
+	if after := heapReleased(); after <= before {
+		t.Errorf("heap released %d -> %d bytes: nothing given back", before, after)
+	}
+	// one follow-up, not a chain
+	if tr.idle(now.Add(2*tr.every), zap.NewNop()) {
+		t.Fatal("trimmed again with nothing allocated")
+	}
+}
