@@ -498,6 +498,12 @@ func (l *listener) settle(p listenPeer, remote netip.Addr, w *waiting, oc *openC
 		kick := l.kick // before deciding: a change meanwhile wakes us
 		l.mu.Unlock()
 		v := l.decide(p, remote, oc.head, oc)
+		if v == handOver && timer != nil && peerGone(oc.TCPConn) {
+			// It waited, and the peer closed it meanwhile: gobgp would
+			// send its OPEN into it, fail and hold the peer idle.
+			l.log.Debug("bgp listener: dropped a waiting connection the peer closed", zap.String("peer", p.name), zap.Stringer("address", remote))
+			v = closeIt
+		}
 		if v == handOver {
 			return true
 		}
@@ -528,6 +534,23 @@ func (l *listener) settle(p listenPeer, remote netip.Addr, w *waiting, oc *openC
 		w.c.Close()
 		return false
 	}
+}
+
+// peerGone reports whether the peer closed c (its FIN or a reset is
+// pending), without consuming what it sent.
+func peerGone(c *net.TCPConn) bool {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return false
+	}
+	gone := false
+	_ = rc.Read(func(fd uintptr) bool {
+		var b [1]byte
+		n, _, err := unix.Recvfrom(int(fd), b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+		gone = (n == 0 && err == nil) || err == unix.ECONNRESET
+		return true
+	})
+	return gone
 }
 
 // stateChanged wakes the connections waiting for gobgp to be Active.
