@@ -119,6 +119,7 @@ func (s *Speaker) give(addr netip.Addr, c *openConn, dialed bool) {
 	}
 	s.st.Unlock()
 	s.gate.live[addr] = handed{c: c, dialed: dialed}
+	c.admit = s.prefixAdmit(addr)
 }
 
 // claimDialed records c, dialed by ovnbgp, as gobgp's connection for addr,

@@ -68,9 +68,11 @@
 // reaches 90% and an exact read finds 80% or more, disarms when an exact
 // read (every few seconds while armed) finds less than 80%, and reads
 // exactly every 30 s in any case
-// (for the rejected paths that have no event). A flood can pass the limit
-// by what arrives during the arming (one worker wake-up and one gobgp
-// call); then gobgp tears the session down as soon as the limit is armed.
+// (for the rejected paths that have no event). gobgp reads UPDATEs ahead
+// of processing them, so the connection also counts each UPDATE's NLRI
+// before gobgp reads it, and holds the UPDATE that takes that count to 90%
+// until the limit is armed: gobgp then tears the session down at the first
+// UPDATE that takes the count over the limit.
 //
 // # Learned paths: TakeLearned
 //

@@ -498,6 +498,12 @@ func (l *listener) settle(p listenPeer, remote netip.Addr, w *waiting, oc *openC
 		kick := l.kick // before deciding: a change meanwhile wakes us
 		l.mu.Unlock()
 		v := l.decide(p, remote, oc.head, oc)
+		if v == handOver && timer != nil && peerGone(oc.TCPConn) {
+			// It waited, and the peer closed it meanwhile: gobgp would
+			// send its OPEN into it, fail and hold the peer idle.
+			l.log.Debug("bgp listener: dropped a waiting connection the peer closed", zap.String("peer", p.name), zap.Stringer("address", remote))
+			v = closeIt
+		}
 		if v == handOver {
 			return true
 		}
@@ -528,6 +534,23 @@ func (l *listener) settle(p listenPeer, remote netip.Addr, w *waiting, oc *openC
 		w.c.Close()
 		return false
 	}
+}
+
+// peerGone reports whether the peer closed c (its FIN or a reset is
+// pending), without consuming what it sent.
+func peerGone(c *net.TCPConn) bool {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return false
+	}
+	gone := false
+	_ = rc.Read(func(fd uintptr) bool {
+		var b [1]byte
+		n, _, err := unix.Recvfrom(int(fd), b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+		gone = (n == 0 && err == nil) || err == unix.ECONNRESET
+		return true
+	})
+	return gone
 }
 
 // stateChanged wakes the connections waiting for gobgp to be Active.
@@ -670,8 +693,14 @@ type openConn struct {
 	*net.TCPConn
 	head  []byte
 	sniff *sniffer
-	// closed is set by Close (gobgp's or ovnbgp's).
-	closed atomic.Bool
+	// closed is set by Close (gobgp's or ovnbgp's), and closing closed.
+	closed              atomic.Bool
+	closeOnce, chanOnce sync.Once
+	closing             chan struct{}
+	// admit, when set, is called with each whole message (framed
+	// reads) before gobgp reads any of it; it may hold the message back
+	// for a while (prefixAdmit) and gets closing to give up on.
+	admit func(msg []byte, closing <-chan struct{})
 	// fixOverrun, when set, makes Read frame the stream into whole
 	// messages and pass each UPDATE through withdrawOnAttrOverrun (RFC
 	// 7606 4, which gobgp gets wrong), calling fixOverrun for each one
@@ -683,7 +712,13 @@ type openConn struct {
 
 func (c *openConn) Close() error {
 	c.closed.Store(true)
+	c.closeOnce.Do(func() { close(c.closingCh()) })
 	return c.TCPConn.Close()
+}
+
+func (c *openConn) closingCh() chan struct{} {
+	c.chanOnce.Do(func() { c.closing = make(chan struct{}) })
+	return c.closing
 }
 
 func (c *openConn) Read(b []byte) (int, error) {
@@ -721,6 +756,9 @@ func (c *openConn) readFramed(b []byte) (int, error) {
 				msg, fixed := withdrawOnAttrOverrun(c.in[:n:n])
 				if fixed && c.fixOverrun != nil {
 					c.fixOverrun()
+				}
+				if c.admit != nil {
+					c.admit(msg, c.closingCh())
 				}
 				c.out, c.in = msg, c.in[n:]
 				break

@@ -2,6 +2,7 @@ package bgp
 
 import (
 	"context"
+	"encoding/binary"
 	"math"
 	"net/netip"
 	"sync/atomic"
@@ -33,9 +34,9 @@ import (
 // disarms below 80%. Reads while disarmed are thus at least 10% of
 // maxPrefixes of announcements apart: O(1) amortized per path. gobgp applies a new limit in
 // place and, when the count is over it already, takes the session down at
-// once: the limit holds except for the arming latency (a worker wake-up
-// and one gobgp call), during which a flood can pass maxPrefixes by what
-// arrives meanwhile; the 10% headroom normally absorbs it.
+// once. The arming takes a worker wake-up and one gobgp call, and gobgp
+// reads ahead: the wire count below (prefixAdmit) holds the UPDATE that
+// would outrun it.
 //
 // Paths gobgp rejects for an AS loop (our ASN more than allowOwnAs times,
 // or our router ID as ORIGINATOR_ID) stay in the Adj-RIB-In without a path
@@ -53,11 +54,17 @@ type prefixBound struct {
 	trigger [2]atomic.Uint64
 	// reread asks for an exact read (the session came up).
 	reread atomic.Bool
+	// wire counts the NLRI of the UPDATEs the peer's connections pass
+	// to gobgp, counted before gobgp reads them (prefixAdmit): never
+	// decreases. wireTrigger is the wire count at which the bound reaches
+	// armAt (MaxUint64 while armed or without a limit).
+	wire        [2]atomic.Uint64
+	wireTrigger [2]atomic.Uint64
 
 	// The rest is guarded by Speaker.mu.
 	// base is the exact count at the last read, baseAnn the announced
-	// count just before that read.
-	base, baseAnn [2]uint64
+	// count and baseWire the wire count just before that read.
+	base, baseAnn, baseWire [2]uint64
 	// armed: gobgp has the prefix limit for the family.
 	armed    [2]bool
 	lastRead time.Time
@@ -98,15 +105,17 @@ func belowDisarm(count uint64, max uint32) bool { return count*10 < uint64(max)*
 // setTriggers recomputes the wake-up points; the caller holds mu.
 func (b *prefixBound) setTriggers(p config.Peer) {
 	for fi := range b.trigger {
-		t := uint64(math.MaxUint64)
+		t, w := uint64(math.MaxUint64), uint64(math.MaxUint64)
 		if p.MaxPrefixes > 0 && !b.armed[fi] {
 			at := armAt(p.MaxPrefixes)
-			t = b.baseAnn[fi]
+			t, w = b.baseAnn[fi], b.baseWire[fi]
 			if b.base[fi] < at {
 				t += at - b.base[fi]
+				w += at - b.base[fi]
 			}
 		}
 		b.trigger[fi].Store(t)
+		b.wireTrigger[fi].Store(w)
 	}
 }
 
@@ -145,6 +154,10 @@ func (s *Speaker) limitLoop(stop <-chan struct{}) {
 			return
 		case <-s.limitWake:
 			t.Stop()
+		case r := <-s.armReq:
+			t.Stop()
+			s.armFromWire(r)
+			close(r.done)
 		case <-t.C:
 		}
 		s.checkLimits()
@@ -178,23 +191,37 @@ func (s *Speaker) checkLimits() {
 			}
 		}
 		if need {
-			s.readLimit(p, b, now)
+			s.readLimit(p, b, now, [2]bool{})
 		}
 	}
 }
 
 // readLimit reads the exact Adj-RIB-In counts of p, restarts its bounds
-// from them and arms or disarms its limits; the caller holds mu.
-func (s *Speaker) readLimit(p config.Peer, b *prefixBound, now time.Time) {
+// from them and arms or disarms its limits; the caller holds mu. wireReq
+// are the families whose wire bound reached 90% (prefixAdmit holds an
+// UPDATE for them).
+//
+// gobgp's count lags the wire: the NLRI counted on the wire but not yet
+// seen as path events (inflight: the wire count less the announced count)
+// may still be on their way into the Adj-RIB-In, so every decision is on
+// the count plus inflight, and the wire bound restarts from there. (Paths
+// gobgp takes without an event, see above, and those treated as withdraw
+// stay in inflight until the next session: that errs on the side of
+// arming.)
+func (s *Speaker) readLimit(p config.Peer, b *prefixBound, now time.Time, wireReq [2]bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	var ann [2]uint64
+	var ann, wire [2]uint64
 	var triggered [2]bool
 	for fi := range ann {
 		ann[fi] = b.announced[fi].Load()
+		wire[fi] = b.wire[fi].Load()
 		triggered[fi] = ann[fi] >= b.trigger[fi].Load()
 	}
-	b.reread.Store(false)
+	// A read for a new session: nothing of the old connection is in
+	// flight any more (the paths of the UPDATE that crossed a limit, for
+	// one, never get an event).
+	newSession := b.reread.Swap(false)
 	var counts [2]uint64
 	established := false
 	err := s.bgp.ListPeer(ctx, &api.ListPeerRequest{Address: p.Address.String()}, func(ap *api.Peer) {
@@ -211,6 +238,10 @@ func (s *Speaker) readLimit(p config.Peer, b *prefixBound, now time.Time) {
 	b.lastRead = now
 	if err != nil {
 		s.log.Warn("reading a peer's prefix counts failed", zap.String("peer", p.Name), zap.Error(err))
+		if wireReq != [2]bool{} {
+			// An UPDATE waits for the limit: arm without the count.
+			s.armBlind(p, b, wireReq)
+		}
 		return
 	}
 	if !established {
@@ -219,11 +250,17 @@ func (s *Speaker) readLimit(p config.Peer, b *prefixBound, now time.Time) {
 		return
 	}
 	old := b.armed
+	var eff [2]uint64
 	for _, f := range p.Families {
 		fi := famIdx(f)
-		b.base[fi], b.baseAnn[fi] = counts[fi], ann[fi]
+		inflight := wire[fi] - min(wire[fi], ann[fi])
+		if newSession {
+			inflight = 0
+		}
+		eff[fi] = counts[fi] + inflight
+		b.base[fi], b.baseAnn[fi], b.baseWire[fi] = counts[fi], ann[fi], wire[fi]-inflight
 		if b.armed[fi] {
-			b.armed[fi] = !belowDisarm(counts[fi], p.MaxPrefixes)
+			b.armed[fi] = !belowDisarm(eff[fi], p.MaxPrefixes)
 		} else {
 			// If the bound reached 90% (not a read for a new session
 			// or the audit), arm if the exact count is at 80% or more
@@ -233,7 +270,7 @@ func (s *Speaker) readLimit(p config.Peer, b *prefixBound, now time.Time) {
 			// every UPDATE cost a read. (A bound still at 90% over a
 			// count below 80% is a flood under way: its paths found the
 			// trigger reached and woke the worker again.)
-			b.armed[fi] = triggered[fi] && !belowDisarm(counts[fi], p.MaxPrefixes)
+			b.armed[fi] = (triggered[fi] || wireReq[fi]) && !belowDisarm(eff[fi], p.MaxPrefixes)
 		}
 	}
 	if b.armed != old {
@@ -249,7 +286,8 @@ func (s *Speaker) readLimit(p config.Peer, b *prefixBound, now time.Time) {
 			fi := famIdx(f)
 			if b.armed[fi] != old[fi] {
 				s.log.Debug("prefix limit in gobgp changed", zap.String("peer", p.Name), zap.String("family", string(f)),
-					zap.Bool("armed", b.armed[fi]), zap.Uint64("count", counts[fi]), zap.Uint32("maxPrefixes", p.MaxPrefixes))
+					zap.Bool("armed", b.armed[fi]), zap.Uint64("count", counts[fi]), zap.Uint64("inflight", eff[fi]-counts[fi]),
+					zap.Bool("fromWire", wireReq[fi]), zap.Uint32("maxPrefixes", p.MaxPrefixes))
 			}
 		}
 	}
@@ -261,4 +299,182 @@ func (s *Speaker) boundOf(addr netip.Addr) *prefixBound {
 	s.st.Lock()
 	defer s.st.Unlock()
 	return s.bounds[addr]
+}
+
+// The bound above is fed by gobgp's path events, which come after gobgp
+// took an UPDATE's paths into the Adj-RIB-In. gobgp reads ahead of what it
+// has processed, so a peer that sends large UPDATEs fast (16,000 NLRI in
+// an extended message) can have its whole flood in the Adj-RIB-In before
+// the worker wakes: 200,000 prefixes went in against a maxPrefixes of
+// 100,000 (TestPrefixLimitFloodInBigUpdates, e2e TestHostileMaxPrefixes).
+// So the connection also counts each UPDATE's NLRI before gobgp reads it
+// (prefixAdmit, the wire count: an upper bound of announcements as well),
+// and an UPDATE that takes the wire bound to armAt waits until the limit is
+// armed in gobgp. gobgp processes UPDATEs in order, and everything before
+// that UPDATE kept the count under 90%: the limit then holds to within
+// one UPDATE. An armed limit is read exactly after limitCheck and disarmed
+// below 80% as above (replacements can arm it this way too). The wait is
+// bounded (armWait), so that a stop of gobgp's reader, which waits for
+// this Read while ovnbgp holds mu (SetPeers), is delayed, never stuck; the
+// path-event bound stays the backstop then.
+
+// armWait bounds how long an UPDATE waits for the limit to be armed.
+const armWait = 2 * time.Second
+
+// armRequest asks the limit worker to arm the limit of the peer at addr
+// for the families in fams; done is closed when it is done.
+type armRequest struct {
+	addr netip.Addr
+	fams [2]bool
+	done chan struct{}
+}
+
+// prefixAdmit is the admit function of the connections of the peer at
+// addr (openConn.admit): it counts each UPDATE's NLRI per family before
+// gobgp reads it, and holds an UPDATE that takes the wire bound to armAt
+// until the limit is armed (at most armWait, or until the connection
+// closes or the speaker stops).
+func (s *Speaker) prefixAdmit(addr netip.Addr) func(msg []byte, closing <-chan struct{}) {
+	return func(msg []byte, closing <-chan struct{}) {
+		b := s.boundOf(addr)
+		if b == nil {
+			return
+		}
+		counts := updateNLRICount(msg)
+		var need [2]bool
+		for fi, n := range counts {
+			if n > 0 && b.wire[fi].Add(n) >= b.wireTrigger[fi].Load() {
+				need[fi] = true
+			}
+		}
+		if !need[0] && !need[1] {
+			return
+		}
+		r := armRequest{addr: addr, fams: need, done: make(chan struct{})}
+		t := time.NewTimer(armWait)
+		defer t.Stop()
+		select {
+		case s.armReq <- r:
+		case <-closing:
+			return
+		case <-s.limitStop:
+			return
+		case <-t.C:
+			return
+		}
+		select {
+		case <-r.done:
+		case <-closing:
+		case <-s.limitStop:
+		case <-t.C:
+			s.log.Warn("an UPDATE that takes the peer near maxPrefixes went to gobgp before the limit was armed", zap.Stringer("address", addr))
+		}
+	}
+}
+
+// armFromWire decides on r (the wire bound reached 90%) with an exact
+// read: the limit is armed if the count plus what is in flight is at 80% or
+// more.
+func (s *Speaker) armFromWire(r armRequest) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return
+	}
+	for _, name := range sortedKeys(s.peers) {
+		if p := s.peers[name]; p.Address == r.addr && p.MaxPrefixes > 0 {
+			if b := s.boundOf(r.addr); b != nil {
+				s.readLimit(p, b, time.Now(), r.fams)
+			}
+			return
+		}
+	}
+}
+
+// armBlind arms the limit of p for fams without an exact count; the
+// caller holds mu. The armed check reads the count after limitCheck.
+func (s *Speaker) armBlind(p config.Peer, b *prefixBound, fams [2]bool) {
+	old := b.armed
+	for _, f := range p.Families {
+		if fi := famIdx(f); fams[fi] {
+			b.armed[fi] = true
+		}
+	}
+	if b.armed == old {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := s.bgp.UpdatePeer(ctx, &api.UpdatePeerRequest{Peer: s.apiPeer(p)}); err != nil {
+		b.armed = old
+		s.log.Warn("changing a peer's prefix limit in gobgp failed", zap.String("peer", p.Name), zap.Error(err))
+		return
+	}
+	s.limitArms.Add(1)
+	b.setTriggers(p)
+}
+
+// updateNLRICount counts the prefixes an UPDATE announces, per family
+// (IPv4 and IPv6 unicast: the NLRI field and MP_REACH_NLRI); other
+// messages count nothing. It stops at anything malformed (gobgp deals with
+// that); it never undercounts a well-formed UPDATE.
+func updateNLRICount(msg []byte) [2]uint64 {
+	var n [2]uint64
+	if len(msg) < bgpHeaderLen+4 || msg[18] != 2 {
+		return n
+	}
+	body := msg[bgpHeaderLen:]
+	wlen := int(binary.BigEndian.Uint16(body))
+	if 2+wlen+2 > len(body) {
+		return n
+	}
+	alen := int(binary.BigEndian.Uint16(body[2+wlen:]))
+	start := 4 + wlen
+	if start+alen > len(body) {
+		return n
+	}
+	attrs := body[start : start+alen]
+	n[0] = countPrefixes(body[start+alen:], 32)
+	for len(attrs) >= 3 {
+		flags, typ := attrs[0], attrs[1]
+		hl, vlen := 3, int(attrs[2])
+		if flags&0x10 != 0 {
+			if len(attrs) < 4 {
+				break
+			}
+			hl, vlen = 4, int(binary.BigEndian.Uint16(attrs[2:4]))
+		}
+		if hl+vlen > len(attrs) {
+			break
+		}
+		if v := attrs[hl : hl+vlen]; typ == 14 && len(v) >= 5 && v[2] == 1 {
+			// MP_REACH_NLRI: AFI, SAFI, next hop length and next hop,
+			// a reserved octet, NLRI
+			afi := binary.BigEndian.Uint16(v)
+			if nh := int(v[3]); 5+nh <= len(v) && (afi == 1 || afi == 2) {
+				fi, bits := 0, 32
+				if afi == 2 {
+					fi, bits = 1, 128
+				}
+				n[fi] += countPrefixes(v[5+nh:], bits)
+			}
+		}
+		attrs = attrs[hl+vlen:]
+	}
+	return n
+}
+
+// countPrefixes counts the prefixes of an NLRI field (length in bits, then
+// the octets), up to the first one longer than maxBits or cut short.
+func countPrefixes(b []byte, maxBits int) uint64 {
+	var n uint64
+	for len(b) > 0 {
+		bits := int(b[0])
+		if bits > maxBits || 1+(bits+7)/8 > len(b) {
+			break
+		}
+		b = b[1+(bits+7)/8:]
+		n++
+	}
+	return n
 }

@@ -118,9 +118,14 @@ func TestPrefixLimitArming(t *testing.T) {
 		n := node.limitReads.Load()
 		return n > reads, fmt.Sprintf("%d reads", n)
 	})
-	if lim := gobgpLimits(t, node, tor); len(lim) != 0 {
-		t.Fatalf("8 of 20 prefixes after replacements: gobgp has a prefix limit: %v", lim)
-	}
+	// The wire count cannot tell a replacement from a new prefix: an
+	// UPDATE still in flight at the read counts as new (8 here are 40% of
+	// the limit), so the limit may be armed for a moment; the next exact
+	// read disarms it.
+	eventually(t, 30*time.Second, "no limit at 8 of 20 after the replacements", func() (bool, string) {
+		lim := gobgpLimits(t, node, tor)
+		return len(lim) == 0, fmt.Sprint(lim)
+	})
 
 	// A flood past the limit in one UPDATE: Cease/maximum number of
 	// prefixes reached, then back after the hold.

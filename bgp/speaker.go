@@ -56,9 +56,11 @@ type Speaker struct {
 	// limitCheck is how often, in nanoseconds, the limit worker checks
 	// an armed prefix limit against the exact count (prefixlimit.go).
 	limitCheck atomic.Int64
-	// limitWake wakes the limit worker; limitStop ends it.
+	// limitWake wakes the limit worker; limitStop ends it. armReq asks
+	// it to arm a limit at once (prefixAdmit).
 	limitWake chan struct{}
 	limitStop chan struct{}
+	armReq    chan armRequest
 	// bfdStop ends bfdLoop; bfdWake wakes it when a session turns BFD on.
 	bfdStop, bfdWake chan struct{}
 	// bfdPolls counts bfdLoop's reads of gobgp's BFD states, bfdIdle the
@@ -206,6 +208,7 @@ func New(ctx context.Context, global config.BGP, log *zap.Logger, notify func())
 		bounds:     map[netip.Addr]*prefixBound{},
 		limitWake:  make(chan struct{}, 1),
 		limitStop:  make(chan struct{}),
+		armReq:     make(chan armRequest),
 		bfdStop:    make(chan struct{}),
 		bfdWake:    make(chan struct{}, 1),
 	}

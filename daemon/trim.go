@@ -18,11 +18,19 @@ import (
 // trimAllocs bytes were allocated, it collects and returns the free memory
 // at once (debug.FreeOSMemory: one GC of the live heap). At most once per
 // trimEvery; a steady flow of changes never leaves the
-// loop idle and is left to the runtime's own scavenger.
+// loop idle and is left to the runtime's own scavenger. A trim may come
+// while the burst's memory is still live (gobgp still dropping a flooded
+// session's paths); freed later, the runtime keeps it (no collection runs
+// while idle, and the heap goal stays where the burst left it), so each
+// trim for a burst is followed by one more after trimEvery if the loop
+// stays idle, and by further ones (at most trimFollowUps) while the live
+// heap after a trim is still trimAllocs above the least seen after any.
 const (
 	trimIdle   = time.Second
 	trimAllocs = 64 << 20
 	trimEvery  = 10 * time.Second
+	// trimFollowUps bounds the follow-up trims after a burst.
+	trimFollowUps = 6
 )
 
 // memTrim decides when to return memory; it lives on the loop.
@@ -32,25 +40,38 @@ type memTrim struct {
 	// allocs is the runtime's count of bytes allocated at the last trim.
 	allocs uint64
 	last   time.Time
+	// followUp: a follow-up trim is due at the next idle call, whatever
+	// was allocated; followUps is how many more may follow; baseline is
+	// the least live heap seen after a trim (or at start).
+	followUp  bool
+	followUps int
+	baseline  uint64
 	// minAllocs and every are trimAllocs and trimEvery (tests change them).
 	minAllocs uint64
 	every     time.Duration
 }
 
 func newMemTrim() *memTrim {
-	t := &memTrim{timer: time.NewTimer(time.Hour), sample: []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}},
+	t := &memTrim{timer: time.NewTimer(time.Hour),
+		sample:    []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}, {Name: "/gc/heap/live:bytes"}},
 		minAllocs: trimAllocs, every: trimEvery}
 	t.timer.Stop()
 	t.allocs = t.allocated()
+	t.baseline = t.live()
 	return t
 }
 
-func (t *memTrim) allocated() uint64 {
+func (t *memTrim) allocated() uint64 { return t.read(0) }
+
+// live is the heap the last collection found live.
+func (t *memTrim) live() uint64 { return t.read(1) }
+
+func (t *memTrim) read(i int) uint64 {
 	metrics.Read(t.sample)
-	if t.sample[0].Value.Kind() != metrics.KindUint64 {
+	if t.sample[i].Value.Kind() != metrics.KindUint64 {
 		return 0
 	}
-	return t.sample[0].Value.Uint64()
+	return t.sample[i].Value.Uint64()
 }
 
 // busy restarts the idle wait: the loop just did work.
@@ -67,11 +88,23 @@ func (t *memTrim) idle(now time.Time, log *zap.Logger) bool {
 		return false
 	}
 	a := t.allocated()
-	if a-t.allocs < t.minAllocs {
+	burst := a-t.allocs >= t.minAllocs
+	if !burst && !t.followUp {
 		return false
 	}
 	debug.FreeOSMemory()
-	log.Debug("returned free memory after a burst", zap.Uint64("allocatedMiB", (a-t.allocs)>>20), zap.Duration("took", time.Since(now)))
+	live := t.live()
+	log.Debug("returned free memory after a burst", zap.Uint64("allocatedMiB", (a-t.allocs)>>20), zap.Bool("followUp", !burst),
+		zap.Uint64("liveMiB", live>>20), zap.Duration("took", time.Since(now)))
 	t.allocs, t.last = t.allocated(), now
+	if burst {
+		t.followUps = trimFollowUps
+	}
+	t.followUps--
+	t.baseline = min(t.baseline, live)
+	t.followUp = t.followUps >= 0 && (burst || live >= t.baseline+t.minAllocs)
+	if t.followUp {
+		t.timer.Reset(t.every)
+	}
 	return true
 }

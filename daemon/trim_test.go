@@ -53,3 +53,50 @@ func TestMemTrim(t *testing.T) {
 		t.Fatal("did not return memory once the interval passed")
 	}
 }
+
+// TestMemTrimFollowUp: a trim that came while the burst's memory was still
+// live (a peer's flood being dropped) is followed by more while the loop
+// stays idle and the live heap stays high: the idle loop's timer fires
+// again after the interval, and the trim after the memory is freed returns
+// it, though little was allocated meanwhile; then they stop. Found by the
+// e2e TestHostileMaxPrefixes: 360 MiB kept for over a minute after a
+// flood's session was gone.
+func TestMemTrimFollowUp(t *testing.T) {
+	tr := newMemTrim()
+	defer tr.timer.Stop()
+	tr.minAllocs = 32 << 20
+	tr.every = 50 * time.Millisecond
+	var live [][]byte
+	for range 8 {
+		live = append(live, make([]byte, 8<<20)) // 64 MiB, live at the trims
+	}
+	now := time.Now()
+	fired := func(what string) {
+		t.Helper()
+		select {
+		case <-tr.C():
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the idle loop's timer did not fire again %s", what)
+		}
+	}
+	if !tr.idle(now, zap.NewNop()) {
+		t.Fatal("did not trim after a 64 MiB burst")
+	}
+	fired("after a trim for a burst")
+	if !tr.idle(now.Add(tr.every), zap.NewNop()) {
+		t.Fatal("no follow-up trim after a burst")
+	}
+	runtime.KeepAlive(live) // garbage from here, nothing new allocated
+	fired("after a follow-up that found the heap still live")
+	before := heapReleased()
+	if !tr.idle(now.Add(2*tr.every), zap.NewNop()) {
+		t.Fatal("no follow-up trim: the memory freed after the first trims stays with the process")
+	}
+	if after := heapReleased(); after <= before {
+		t.Errorf("heap released %d -> %d bytes: nothing given back", before, after)
+	}
+	// the heap is back down: no more
+	if tr.idle(now.Add(3*tr.every), zap.NewNop()) {
+		t.Fatal("trimmed again with nothing allocated and the heap down")
+	}
+}

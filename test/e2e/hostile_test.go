@@ -120,7 +120,10 @@ type hostileWorld struct {
 type hsnap struct {
 	kernel map[string][]string
 	ovn    map[string][]string
-	err    error
+	// kdup lists the kernel routes seen twice (same prefix, another
+	// metric)
+	kdup []string
+	err  error
 }
 
 func peerAddr(i int) netip.Addr { return netip.AddrFrom4([4]byte{203, 0, 113, byte(100 + i)}) }
@@ -406,45 +409,35 @@ func hostileCaseRules(cases []hcase) string {
 	return strings.TrimSuffix(s, "\n")
 }
 
-// TestHostileInput runs every hostile case against one daemon.
-func TestHostileInput(t *testing.T) {
-	t.Parallel()
-	cases := hostileCases()
+// startHostile builds a hostile-input lab: the import link, addrs on the
+// tor namespace's side of it (the raw speakers' addresses), NB with the
+// OVN-Kubernetes topology and GR_node1 on the import link, prepare (when
+// set) run before the daemon starts, then the daemon with cfg listening on
+// port 179 without graceful restart (fail static lets go after 1 s), and
+// the poller of the installed state (stopped at the end of the test). It
+// returns when the daemon listens.
+func startHostile(t *testing.T, addrs []netip.Addr, prepare func(w *hostileWorld), cfg lab.DaemonConfig) *hostileWorld {
+	t.Helper()
 	w := &hostileWorld{importWorld: &importWorld{l: lab.New(t)}, changed: make(chan struct{})}
 	w.l.AddImportLink()
-	for i := range cases {
-		if out, err := w.l.Exec(w.l.Tor, "ip", "addr", "add", netip.PrefixFrom(peerAddr(i), 24).String(), "dev", lab.TorLink); err != nil {
-			t.Fatalf("address %s: %v: %s", peerAddr(i), err, out)
+	for _, a := range addrs {
+		if out, err := w.l.Exec(w.l.Tor, "ip", "addr", "add", netip.PrefixFrom(a, 24).String(), "dev", lab.TorLink); err != nil {
+			t.Fatalf("address %s: %v: %s", a, err, out)
 		}
-	}
-	if out, err := w.l.Exec(w.l.Tor, "ip", "addr", "add", netip.PrefixFrom(peerAddr(-1), 24).String(), "dev", lab.TorLink); err != nil {
-		t.Fatalf("address %s: %v: %s", peerAddr(-1), err, out)
-	}
-	if out, err := w.l.Exec(w.l.Tor, "ip", "addr", "add", "203.0.113.250/24", "dev", lab.TorLink); err != nil {
-		t.Fatalf("flood address: %v: %s", err, out)
 	}
 	w.nb = w.l.StartNB()
 	w.nb.PopulateOVNK()
 	w.nb.GatewayRouter("node1", lab.ImportLinkNetworks()...)
-	// hwarm: a well-behaved peer that installs and withdraws one route
-	// before the cases, so that the descriptors the daemon opens on first
-	// use are in the baseline
-	peers := []lab.Peer{{Name: "hwarm", Address: peerAddr(-1), ASN: hostileASN, Passive: true, Families: []string{"ipv4"}}}
-	for i := range cases {
-		peers = append(peers, lab.Peer{Name: fmt.Sprintf("h%d", i), Address: peerAddr(i), ASN: hostileASN, Passive: true, Families: []string{"ipv4"}})
+	if prepare != nil {
+		prepare(w)
 	}
-	w.d = w.l.StartDaemon(w.nb, lab.DaemonConfig{
-		ListenPort: 179, Peers: peers, Import: hostileCaseRules(cases),
-		// no graceful restart on the raw sessions: fail static lets go
-		// after 1 s
-		DeferralTime: time.Second,
-	})
-	kmon := w.l.MonitorRoutes(w.l.Node)
-	nbmon := w.nb.Monitor("Logical_Router_Static_Route", "ip_prefix", "nexthop")
+	cfg.ListenPort = 179
+	cfg.DeferralTime = time.Second
+	w.d = w.l.StartDaemon(w.nb, cfg)
 	stop := make(chan struct{})
 	polled := make(chan struct{})
 	go w.poll(stop, polled)
-	defer func() { close(stop); <-polled }()
+	t.Cleanup(func() { close(stop); <-polled })
 	lab.Eventually(t, 30*time.Second, 100*time.Millisecond, "daemon answers", func() error {
 		_, err := w.d.Status()
 		return err
@@ -456,6 +449,27 @@ func TestHostileInput(t *testing.T) {
 		}
 		return nil
 	})
+	return w
+}
+
+// TestHostileInput runs every hostile case against one daemon.
+func TestHostileInput(t *testing.T) {
+	t.Parallel()
+	cases := hostileCases()
+	addrs := []netip.Addr{peerAddr(-1), netip.MustParseAddr("203.0.113.250")}
+	for i := range cases {
+		addrs = append(addrs, peerAddr(i))
+	}
+	// hwarm: a well-behaved peer that installs and withdraws one route
+	// before the cases, so that the descriptors the daemon opens on first
+	// use are in the baseline
+	peers := []lab.Peer{{Name: "hwarm", Address: peerAddr(-1), ASN: hostileASN, Passive: true, Families: []string{"ipv4"}}}
+	for i := range cases {
+		peers = append(peers, lab.Peer{Name: fmt.Sprintf("h%d", i), Address: peerAddr(i), ASN: hostileASN, Passive: true, Families: []string{"ipv4"}})
+	}
+	w := startHostile(t, addrs, nil, lab.DaemonConfig{Peers: peers, Import: hostileCaseRules(cases)})
+	kmon := w.l.MonitorRoutes(w.l.Node)
+	nbmon := w.nb.Monitor("Logical_Router_Static_Route", "ip_prefix", "nexthop")
 	warm := &hctx{w: w, i: -1, peer: "hwarm", addr: peerAddr(-1), canary: netip.MustParsePrefix("10.99.255.0/24")}
 	warm.connect(t, nil)
 	if err := warm.s.Send(warm.announce(warm.canary)); err != nil {
@@ -528,7 +542,13 @@ var ipv4PrefixRE = regexp.MustCompile(`\b(\d+\.\d+\.\d+\.\d+(?:/\d+)?)\b`)
 // lines that contain it.
 func checkEverInstalled(t *testing.T, what, out, filter string) {
 	t.Helper()
-	legit := netip.MustParsePrefix(legitSpace)
+	checkEverInstalledIn(t, what, out, filter, netip.MustParsePrefix(legitSpace), legitMax)
+}
+
+// checkEverInstalledIn is checkEverInstalled for the legitimate space
+// legit up to /maxLen.
+func checkEverInstalledIn(t *testing.T, what, out, filter string, legit netip.Prefix, maxLen int) {
+	t.Helper()
 	n := 0
 	for _, line := range strings.Split(out, "\n") {
 		if line == "" || strings.HasPrefix(line, "Deleted") || (filter != "" && !strings.Contains(line, filter)) {
@@ -546,11 +566,11 @@ func checkEverInstalled(t *testing.T, what, out, filter string) {
 			p = netip.PrefixFrom(netip.MustParseAddr(m[1]), 32)
 		}
 		n++
-		if !legit.Contains(p.Addr()) || p.Bits() < legit.Bits() || p.Bits() > legitMax {
+		if !legit.Contains(p.Addr()) || p.Bits() < legit.Bits() || p.Bits() > maxLen {
 			t.Errorf("%s saw forbidden %s installed: %q", what, p, line)
 		}
 	}
-	t.Logf("%s: %d installs checked against %s up to /%d", what, n, legitSpace, legitMax)
+	t.Logf("%s: %d installs checked against %s up to /%d", what, n, legit, maxLen)
 }
 
 // rss is the daemon's resident set size in bytes.
@@ -627,6 +647,9 @@ func (w *hostileWorld) readNow() hsnap {
 			if f[i] == "via" && i+1 < len(f) {
 				hops = append(hops, f[i+1])
 			}
+		}
+		if _, ok := s.kernel[f[0]]; ok {
+			s.kdup = append(s.kdup, l)
 		}
 		s.kernel[f[0]] = hops
 	}
