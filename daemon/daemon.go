@@ -226,14 +226,22 @@ func parseConfig(ctx context.Context, load func(context.Context, string) (*confi
 		cfg, err := load(pctx, path)
 		done <- parsed{cfg, err}
 	}()
+	late := func() parsed {
+		return parsed{err: fmt.Errorf("config %s: not parsed within %s (a FIFO, a device or a pathological YAML file?)", path, timeout)}
+	}
 	go func() {
 		t := time.NewTimer(timeout)
 		defer t.Stop()
 		select {
 		case r := <-done:
+			// The loader may see the deadline before this timer fires:
+			// the same cause, said the same way.
+			if r.err != nil && errors.Is(r.err, context.DeadlineExceeded) && ctx.Err() == nil {
+				r = late()
+			}
 			out <- r
 		case <-t.C:
-			out <- parsed{err: fmt.Errorf("config %s: not parsed within %s (a FIFO, a device or a pathological YAML file?)", path, timeout)}
+			out <- late()
 		case <-ctx.Done():
 			out <- parsed{err: fmt.Errorf("config %s: %w", path, context.Cause(ctx))}
 		}
