@@ -46,6 +46,11 @@ type Manager struct {
 	// reloadReq asks the route watcher to dump the routes again (a link
 	// or address changed: the kernel flushes IPv4 routes silently).
 	reloadReq chan struct{}
+	// wakeFd (an eventfd) wakes the route watcher, which otherwise sleeps
+	// in poll(2) until the kernel has something: a reload is requested or
+	// the manager closes. routeWakes counts the watcher's wake-ups (tests).
+	wakeFd     int
+	routeWakes atomic.Int64
 
 	done chan struct{}
 	wg   sync.WaitGroup
@@ -108,16 +113,21 @@ func start(ns *netns.NsHandle, protocol int, log *zap.Logger, notify func()) (*M
 		changed: map[model.KernelRouteKey]struct{}{}, linksDirty: true, reloadReq: make(chan struct{}, 1),
 		subFd: -1, syncs: map[uint32]chan struct{}{}}
 	var err error
+	if m.wakeFd, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC); err != nil {
+		return nil, fmt.Errorf("eventfd for the route watcher: %w", err)
+	}
 	where := "the current netns"
 	nsh := netns.None()
 	if ns != nil {
 		where, nsh = "netns "+ns.String(), *ns
 	}
 	if m.h, err = netlink.NewHandleAt(nsh, unix.NETLINK_ROUTE); err != nil {
+		unix.Close(m.wakeFd)
 		return nil, fmt.Errorf("open netlink handle in %s: %w", where, err)
 	}
 	if m.dh, err = netlink.NewHandleAt(nsh, unix.NETLINK_ROUTE); err != nil {
 		m.h.Close()
+		unix.Close(m.wakeFd)
 		return nil, fmt.Errorf("open netlink handle in %s: %w", where, err)
 	}
 	if err := m.dh.SetStrictCheck(true); err != nil {
@@ -126,6 +136,7 @@ func start(ns *netns.NsHandle, protocol int, log *zap.Logger, notify func()) (*M
 	if m.sock, err = openSocket(ns); err != nil {
 		m.h.Close()
 		m.dh.Close()
+		unix.Close(m.wakeFd)
 		return nil, err
 	}
 	// Subscribe before returning, so no change after Open goes unseen;
@@ -138,12 +149,14 @@ func start(ns *netns.NsHandle, protocol int, log *zap.Logger, notify func()) (*M
 		consume, err := s.subscribe(m.onErr(s.what))
 		if err != nil {
 			close(m.done) // ends the subscriptions made so far
+			m.wake()
 			for _, c := range consumers[:i] {
 				c() // drains until the channel closes
 			}
 			m.h.Close()
 			m.dh.Close()
 			m.sock.close()
+			unix.Close(m.wakeFd)
 			return nil, err
 		}
 		consumers[i] = consume
@@ -168,7 +181,9 @@ type subscription struct {
 func (m *Manager) Close() {
 	m.once.Do(func() {
 		close(m.done)
+		m.wake()
 		m.wg.Wait()
+		unix.Close(m.wakeFd)
 		m.hmu.Lock()
 		m.h.Close()
 		m.sock.close()
@@ -249,13 +264,6 @@ func (m *Manager) subscribeRoutes(onErr func(error)) (func(), error) {
 	if unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, routeRcvBuf) != nil {
 		_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, routeRcvBuf)
 	}
-	// The consumer wakes up this often to see whether the manager closed
-	// or a reload is due.
-	tv := unix.Timeval{Usec: 100_000}
-	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
-		unix.Close(fd)
-		return nil, fmt.Errorf("subscribe to route changes: %w", err)
-	}
 	sa := &unix.SockaddrNetlink{Family: unix.AF_NETLINK, Groups: unix.RTMGRP_IPV4_ROUTE | unix.RTMGRP_IPV6_ROUTE}
 	if err := unix.Bind(fd, sa); err != nil {
 		unix.Close(fd)
@@ -276,9 +284,18 @@ func (m *Manager) subscribeRoutes(onErr func(error)) (func(), error) {
 				m.reloadAndNotify()
 			default:
 			}
-			n, _, err := unix.Recvfrom(fd, buf, 0)
+			n, _, err := unix.Recvfrom(fd, buf, unix.MSG_DONTWAIT)
 			if err != nil {
-				if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
+				if errors.Is(err, unix.EAGAIN) {
+					// Nothing queued: sleep until the kernel sends
+					// something or wake is called (a reload, Close).
+					if err := m.sleep(fd); err != nil {
+						onErr(err)
+						return
+					}
+					continue
+				}
+				if errors.Is(err, unix.EINTR) {
 					continue
 				}
 				onErr(fmt.Errorf("receive route events: %w", err))
@@ -425,6 +442,44 @@ func (m *Manager) requestReload() {
 	case m.reloadReq <- struct{}{}:
 	default:
 	}
+	m.wake()
+}
+
+// wake wakes the route watcher from sleep (a reload is due, or the
+// manager closed). A wake already pending is enough: the eventfd's counter
+// adds up, and sleep reads it back to 0.
+func (m *Manager) wake() {
+	var one [8]byte // an eventfd counter increment, in host order
+	binary.NativeEndian.PutUint64(one[:], 1)
+	_, _ = unix.Write(m.wakeFd, one[:])
+}
+
+// sleep waits until the subscription socket fd has something to read or
+// wake was called. An idle node must not wake up for nothing: the watcher
+// used to poll every 100 ms.
+func (m *Manager) sleep(fd int) error {
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}, {Fd: int32(m.wakeFd), Events: unix.POLLIN}}
+	for {
+		_, err := unix.Poll(fds, -1)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("wait for route events: %w", err)
+		}
+		break
+	}
+	m.routeWakes.Add(1)
+	if fds[1].Revents&unix.POLLIN != 0 {
+		var b [8]byte
+		_, _ = unix.Read(m.wakeFd, b[:]) // back to 0 (non-blocking)
+	}
+	// POLLERR (e.g. ENOBUFS after an overflow) is left to the next
+	// Recvfrom, which returns the error itself.
+	if fds[0].Revents&unix.POLLNVAL != 0 {
+		return fmt.Errorf("wait for route events: the socket is closed")
+	}
+	return nil
 }
 
 // lost records that events may have been lost: everything is to be read
