@@ -310,7 +310,7 @@ func writeChart(dir string, rows []row, caption string) (string, error) {
 // or bench/run.sh -chart [results.json]. A relative path is taken from the
 // repository root; the chart is written to $OVNBGP_BENCH_OUT if set, else
 // beside the results file.
-var resultsFlag = flag.String("results", "", "a results.json to re-render the table and "+chartName+" of (bench/run.sh -chart)")
+var resultsFlag = flag.String("results", "", "a results.json to re-render the table and "+chartName+" of, or several, comma-separated, to combine (bench/run.sh -chart)")
 
 // TestRenderChart renders a chart of a small made-up run and checks the
 // PNG: its size from the number of panels the patterns chose, and every
@@ -450,25 +450,41 @@ func countColor(img image.Image, c color.Color) int {
 
 // rerender prints the table of an earlier run's results.json and writes
 // its chart again.
-func rerender(t *testing.T, path string) {
+func rerender(t *testing.T, list string) {
 	cwd, err := os.Getwd()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !filepath.IsAbs(path) {
-		path = filepath.Join(filepath.Dir(cwd), path)
+	paths := strings.Split(list, ",")
+	files := make([]resultsFile, len(paths))
+	for i, path := range paths {
+		if !filepath.IsAbs(path) {
+			paths[i] = filepath.Join(filepath.Dir(cwd), path)
+		}
+		if files[i], err = readResults(paths[i]); err != nil {
+			t.Fatal(err)
+		}
 	}
-	f, err := readResults(path)
+	f, err := mergeResults(files)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Dir(path)
+	dir := filepath.Dir(paths[0])
 	if os.Getenv(envOut) != "" {
 		dir = outDir(cwd)
+	} else if len(paths) > 1 {
+		t.Fatalf("%d results files: say where the combined results.json and %s go with %s=DIR", len(paths), chartName, envOut)
 	}
 	rows := f.rows()
-	fmt.Printf("=== %s: %s, %s, %d cores; args %s\n%s", path, f.Date.Format("2006-01-02 15:04 MST"), f.Machine.CPU, f.Machine.Cores,
+	fmt.Printf("=== %s: %s, %s, %d cores; args %s\n%s", strings.Join(paths, " + "), f.Date.Format("2006-01-02 15:04 MST"), f.Machine.CPU, f.Machine.Cores,
 		strings.Join(f.Args, " "), renderTable(rows))
+	if len(paths) > 1 {
+		out, err := writeResults(dir, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Printf("combined results: %s\n", out)
+	}
 	out, err := writeChart(dir, rows, chartCaption(f))
 	if err != nil {
 		t.Fatal(err)

@@ -155,6 +155,61 @@ func readResults(path string) (resultsFile, error) {
 	return f, nil
 }
 
+// mergeResults combines the results of several runs, e.g. the import jobs
+// and the advertise jobs run apart: rows in the files' order, the runs of a
+// row that is in several files put together. The machine must be the same;
+// a version that differs (a commit) is shown with every value. The date is
+// the latest run's.
+func mergeResults(files []resultsFile) (resultsFile, error) {
+	if len(files) == 0 {
+		return resultsFile{}, errors.New("no results to combine")
+	}
+	out := files[0]
+	out.Args = slices.Clone(out.Args)
+	out.Versions = map[string]string{}
+	for k, v := range files[0].Versions {
+		out.Versions[k] = v
+	}
+	var rows []row
+	index := map[[2]string]int{}
+	add := func(f resultsFile) {
+		for _, r := range f.rows() {
+			k := [2]string{r.job, r.unit}
+			i, ok := index[k]
+			if !ok {
+				index[k] = len(rows)
+				rows = append(rows, r)
+				continue
+			}
+			for c, vs := range r.runs {
+				rows[i].runs[c] = append(rows[i].runs[c], vs...)
+			}
+		}
+	}
+	add(files[0])
+	for _, f := range files[1:] {
+		if f.Machine.CPU != out.Machine.CPU || f.Machine.Cores != out.Machine.Cores || f.Machine.Kernel != out.Machine.Kernel {
+			return resultsFile{}, fmt.Errorf("results from two machines (%s, %d cores, kernel %s; %s, %d cores, kernel %s): not combined",
+				out.Machine.CPU, out.Machine.Cores, out.Machine.Kernel, f.Machine.CPU, f.Machine.Cores, f.Machine.Kernel)
+		}
+		if f.Date.After(out.Date) {
+			out.Date = f.Date
+		}
+		out.Passed = out.Passed && f.Passed
+		out.Args = append(append(out.Args, ";"), f.Args...)
+		for k, v := range f.Versions {
+			if have, ok := out.Versions[k]; !ok {
+				out.Versions[k] = v
+			} else if !slices.Contains(strings.Split(have, " + "), v) {
+				out.Versions[k] = have + " + " + v
+			}
+		}
+		add(f)
+	}
+	out.Rows = toResultRows(rows)
+	return out, nil
+}
+
 // outDir is where results.json and benchmarks.png go: $OVNBGP_BENCH_OUT, or
 // bench/out. A relative path is taken from the repository root, the parent
 // of the package directory go test runs the test binary in (cwd).
@@ -343,4 +398,53 @@ func rowsEqual(a, b []row) bool {
 		}
 		return true
 	})
+}
+
+// TestMergeResults: two runs' results (import and advertise run apart)
+// combine into one: rows of both, the runs of a shared row together, the
+// later date, every differing version; two machines are refused.
+func TestMergeResults(t *testing.T) {
+	m := machineInfo{CPU: "AMD EPYC", Cores: 2, Kernel: "6.18"}
+	d1 := time.Date(2026, 12, 1, 11, 0, 0, 0, time.UTC)
+	a := resultsFile{Date: d1, Passed: true, Machine: m, Args: []string{"-test.bench=ImportKernel"},
+		Versions: map[string]string{"ovnbgp": "c50e9ef", "frr": "8.4.4"},
+		Rows: toResultRows([]row{
+			{job: "import", unit: "ms", runs: map[string][]float64{ovnbgpName: {1, 2, 3}}},
+			{job: "shared", unit: "ms", runs: map[string][]float64{ovnbgpName: {10}}},
+		})}
+	b := resultsFile{Date: d1.Add(time.Hour), Passed: false, Machine: m, Args: []string{"-test.bench=SingleChange"},
+		Versions: map[string]string{"ovnbgp": "abc1234", "frr": "8.4.4", "bird": "2.0.12"},
+		Rows: toResultRows([]row{
+			{job: "shared", unit: "ms", runs: map[string][]float64{ovnbgpName: {20, 30}, vtyshName: {5}}},
+			{job: "add", unit: "ms", runs: map[string][]float64{vtyshName: {7}}},
+		})}
+	got, err := mergeResults([]resultsFile{a, b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var jobs []string
+	for _, r := range got.Rows {
+		jobs = append(jobs, r.Job)
+	}
+	if strings.Join(jobs, ",") != "import,shared,add" {
+		t.Errorf("rows %v, want import, shared, add", jobs)
+	}
+	if r := got.Rows[1]; !slices.Equal(r.Runs[ovnbgpName], []float64{10, 20, 30}) || r.Median[ovnbgpName] != 20 || r.Median[vtyshName] != 5 {
+		t.Errorf("shared row %+v: want ovnbgp's runs 10, 20, 30 (median 20) and vtysh's 5", r)
+	}
+	if got.Versions["ovnbgp"] != "c50e9ef + abc1234" || got.Versions["frr"] != "8.4.4" || got.Versions["bird"] != "2.0.12" {
+		t.Errorf("versions %v", got.Versions)
+	}
+	if !got.Date.Equal(b.Date) || got.Passed {
+		t.Errorf("date %v passed %v: want the later date and not passed", got.Date, got.Passed)
+	}
+	// a's rows are not changed by the merge.
+	if !slices.Equal(a.Rows[1].Runs[ovnbgpName], []float64{10}) {
+		t.Errorf("the merge changed its input: %v", a.Rows[1].Runs)
+	}
+	other := b
+	other.Machine.Cores = 8
+	if _, err := mergeResults([]resultsFile{a, other}); err == nil || !strings.Contains(err.Error(), "two machines") {
+		t.Errorf("two machines: %v, want refused", err)
+	}
 }

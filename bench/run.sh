@@ -13,6 +13,7 @@
 #   sudo OVNBGP_BIN=bin/ovnbgp bench/run.sh        # a given binary (default: go build of this tree)
 #   sudo OVNBGP_BENCH_OUT=/tmp/b bench/run.sh ...  # results.json and benchmarks.png there (default bench/out)
 #   bench/run.sh -chart [results.json]             # the table and benchmarks.png again from a run's results (no root)
+#   OVNBGP_BENCH_OUT=d bench/run.sh -chart a.json b.json   # two runs combined (e.g. import and advertise run apart)
 #
 # Needs root (network namespaces) and frr, bird2 and ovn-central:
 # scripts/test-deps.sh installs them when missing. Everything the run starts
@@ -39,13 +40,15 @@ case "${1:-}" in
   -compare) mode=compare; shift ;;
   -chart)
     mode=chart; shift
-    if [ $# -gt 1 ]; then
-      echo "bench/run.sh -chart: one argument, a results.json (got: $*)" >&2
-      exit 2
-    fi
-    if [ $# -eq 1 ]; then
-      results=$(realpath -m -- "$1"); shift
-    else
+    # Several results files (e.g. the import and the advertise jobs run
+    # apart) are combined: OVNBGP_BENCH_OUT must say where the combined
+    # results.json and the chart go.
+    results=
+    for f in "$@"; do
+      results=${results:+$results,}$(realpath -m -- "$f")
+    done
+    set --
+    if [ -z "$results" ]; then
       results=${OVNBGP_BENCH_OUT:-$(realpath -m -- "$(dirname "$0")/out")}/results.json
     fi
     ;;
