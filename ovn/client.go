@@ -72,6 +72,9 @@ type Client struct {
 	// memo keeps the rows of the last read, per table, and the parsed
 	// load-balancer rows between reads (readRows).
 	memo *rowMemo
+	// build keeps the egress IPs and Service VIPs of the last Snapshot
+	// (buildNBMemo).
+	build *buildMemo
 	// batchSize is the most route operations ApplyRoutes puts in one
 	// transaction (defaultBatchSize; tests set it small).
 	batchSize int
@@ -163,6 +166,7 @@ func Dial(ctx context.Context, cfg config.OVN, log *zap.Logger, notify func()) (
 		done:      make(chan struct{}),
 		changed:   make(chan struct{}, 1),
 		memo:      newRowMemo(),
+		build:     &buildMemo{},
 		since:     time.Now(),
 		batchSize: defaultBatchSize,
 	}
@@ -187,7 +191,7 @@ func (c *Client) Snapshot(node string) (snap model.Snapshot, ok bool) {
 	if !synced {
 		return model.Snapshot{Node: node, Networks: []model.Network{}}, false
 	}
-	res := buildNB(rows, node)
+	res := buildNBMemo(rows, node, c.build)
 	c.setProblems(res.Problems)
 	return res.Snapshot, true
 }

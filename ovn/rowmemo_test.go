@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -134,5 +135,63 @@ func TestReadRowsOnlyChangedTables(t *testing.T) {
 	}
 	if !reflect.DeepEqual(r3, r4) {
 		t.Errorf("a full read differs from the rows kept by events:\n%+v\n%+v", r3, r4)
+	}
+}
+
+// TestBuildNBMemo: a snapshot built with the memo equals one built
+// without; the egress IPs are built again only when the NAT rows (or the
+// node) are other rows, the Service VIPs only when the load balancers are
+// (one VIP changed rebuilt every egress IP, and the other way round).
+func TestBuildNBMemo(t *testing.T) {
+	lbs := []*lbRow{
+		{UUID: "l1", Name: "Service_ns1/web_TCP_cluster", Owner: "ns1/web",
+			VIPs: []string{"192.0.2.50:80"}, Backends: []string{"10.128.0.5:8080"}},
+	}
+	nats := []natRow{
+		{UUID: "n1", Router: "GR_node1", Type: "snat", ExternalIP: "172.18.0.100", LogicalIP: "10.128.0.5",
+			Name: "eip1_ns1/pod1", Controller: "default-network-controller"},
+	}
+	in := nbRows{Switches: []switchRow{{UUID: "s1", Name: "node1", Subnet: "10.128.0.0/23"}}, LoadBalancers: lbs, NATs: nats}
+	memo := &buildMemo{}
+	check := func(what string, in nbRows, node string) buildResult {
+		t.Helper()
+		got, want := buildNBMemo(in, node, memo), buildNB(in, node)
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: with the memo\n%+v\nwithout\n%+v", what, got.Snapshot, want.Snapshot)
+		}
+		return got
+	}
+	same := func(a, b any) bool { return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer() }
+	r1 := check("first build", in, "node1")
+	if len(r1.Snapshot.EgressIPs) != 1 || len(r1.Snapshot.ServiceVIPs) != 1 {
+		t.Fatalf("egress IPs %+v, VIPs %+v: want one each", r1.Snapshot.EgressIPs, r1.Snapshot.ServiceVIPs)
+	}
+
+	// Other NAT rows, the same load balancers.
+	in2 := in
+	in2.NATs = slices.Clone(nats)
+	in2.NATs[0].ExternalIP = "172.18.0.101"
+	r2 := check("other NATs", in2, "node1")
+	if !same(r1.Snapshot.ServiceVIPs, r2.Snapshot.ServiceVIPs) {
+		t.Errorf("the Service VIPs were built again for a NAT change")
+	}
+	if same(r1.Snapshot.EgressIPs, r2.Snapshot.EgressIPs) {
+		t.Errorf("the egress IPs were not built again for a NAT change")
+	}
+
+	// Other load balancers, the same NAT rows.
+	in3 := in2
+	in3.LoadBalancers = slices.Clone(lbs)
+	r3 := check("other load balancers", in3, "node1")
+	if !same(r2.Snapshot.EgressIPs, r3.Snapshot.EgressIPs) {
+		t.Errorf("the egress IPs were built again for a load balancer change")
+	}
+	if same(r2.Snapshot.ServiceVIPs, r3.Snapshot.ServiceVIPs) {
+		t.Errorf("the Service VIPs were not built again for a load balancer change")
+	}
+
+	// Another node: its own egress IPs (none on GR_node2).
+	if r4 := check("another node", in3, "node2"); len(r4.Snapshot.EgressIPs) != 0 {
+		t.Errorf("node2's egress IPs %+v, want none", r4.Snapshot.EgressIPs)
 	}
 }
