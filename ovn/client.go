@@ -457,7 +457,7 @@ func readRows(ctx context.Context, cli client.Client, memo *rowMemo) (nbRows, er
 		return out, errors.New("no cache: not connected")
 	}
 	prev, fresh, done := memo.begin(cache)
-	// same says whether none of tables changed since the last read.
+	// same says whether none of the tables changed since the last read.
 	same := func(tables ...string) bool {
 		for _, t := range tables {
 			if !fresh(t) {
@@ -492,6 +492,9 @@ func readRows(ctx context.Context, cli client.Client, memo *rowMemo) (nbRows, er
 // tableRows returns a table's cached models.
 type tableRows func(name string) (map[string]libmodel.Model, error)
 
+// readSwitches, readPorts, readRouters and readLoadBalancers fill their
+// part of out: the last read's rows (prev) when their tables did not
+// change, else a copy out of the cache.
 func readSwitches(out *nbRows, table tableRows, prev *nbRows, same func(...string) bool) error {
 	if prev != nil && same(nbdb.LogicalSwitchTable) {
 		out.Switches = prev.Switches
