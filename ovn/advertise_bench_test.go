@@ -144,6 +144,21 @@ func BenchmarkNBAtScale(b *testing.B) {
 		b.ReportMetric(heap, "heap-MiB")
 		b.ReportMetric(client, "client-heap-MiB")
 	})
+	b.Run("RebuildEgressIP", func(b *testing.B) {
+		for b.Loop() {
+			// As after one egress IP's change: its NAT row and its
+			// router's nat column.
+			c.memo.touch(nbdb.NATTable)
+			c.memo.touch(nbdb.LogicalRouterTable)
+			rows, err := readRows(ctx, cli, c.memo)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if res := buildNBMemo(rows, "node1", c.build); len(res.Snapshot.ServiceVIPs) != scaleServices {
+				b.Fatalf("%d VIPs", len(res.Snapshot.ServiceVIPs))
+			}
+		}
+	})
 	b.Run("ReadRows", func(b *testing.B) {
 		for b.Loop() {
 			c.memo.touchAll() // every table copied, as at a resync

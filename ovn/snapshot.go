@@ -296,10 +296,12 @@ func buildNBMemo(in nbRows, node string, memo *buildMemo) buildResult {
 
 	imp := buildImport(in, node)
 	snap.Routers, snap.OwnedRoutes = imp.Routers, imp.Owned
-	addrs, nodeAddrs, addrProblems := buildProtectedAddresses(in)
+	addrs, nodeAddrs, addrProblems := protectedFrom(in, memo)
 	slices.SortFunc(nodeAddrs, netip.Addr.Compare)
 	snap.NodeAddresses = slices.Compact(nodeAddrs)
-	snap.Protected = sortProtected(slices.Concat(guarded, imp.Protected, addrs))
+	// addrs is sorted, each address once: merged, not sorted again (the
+	// first of equal prefixes kept, as sortProtected of the three would).
+	snap.Protected = mergeProtected(sortProtected(slices.Concat(guarded, imp.Protected)), addrs)
 	problems = append(problems, imp.Problems...)
 	problems = append(problems, addrProblems...)
 	if node != "" {
@@ -595,6 +597,37 @@ type buildMemo struct {
 	lbs         []*lbRow
 	vips        []model.ServiceVIP
 	vipProblems []string
+	// The protected addresses of the load balancers and NATs
+	// (protectedFrom), by the rows they came from.
+	lbProtOK, natProtOK bool
+	lbProtRows          []*lbRow
+	lbProt              protectedPart
+	natProtRows         []natRow
+	natProt             protectedPart
+}
+
+func (m *buildMemo) lbProtected(lbs []*lbRow) protectedPart {
+	if m == nil {
+		return lbProtected(lbs)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.lbProtOK || !sameRows(m.lbProtRows, lbs) {
+		m.lbProtRows, m.lbProt, m.lbProtOK = lbs, lbProtected(lbs), true
+	}
+	return m.lbProt
+}
+
+func (m *buildMemo) natProtected(nats []natRow) protectedPart {
+	if m == nil {
+		return natProtected(nats)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.natProtOK || !sameRows(m.natProtRows, nats) {
+		m.natProtRows, m.natProt, m.natProtOK = nats, natProtected(nats), true
+	}
+	return m.natProt
 }
 
 // sameRows says whether a and b are the same slice of rows (both empty
