@@ -62,7 +62,17 @@ type advState struct {
 	// ops are the recent calls that changed the RIB or re-ran an export
 	// policy (sessionup.go).
 	ops []exportOp
+	// inEffect is what Advertised lists, sorted, without the send state,
+	// kept while nothing above changes: every pass asks for it, and
+	// building it (a map of every key, a sort) was a tenth of a pass.
+	// Whatever changes rib, groups, member, advs or unsynced calls
+	// changed(); nil when it must be built again.
+	inEffect []*model.Advertisement
 }
+
+// changed drops what Advertised keeps; the caller holds mu and is changing
+// the state.
+func (a *advState) changed() { a.inEffect = nil }
 
 // failure is an advertisement that could not be applied.
 type failure struct {
@@ -114,9 +124,45 @@ func (s *Speaker) Advertised() []model.Advertisement {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	a := &s.adv
-	// This runs on every pass, over every advertisement: the map holds
-	// positions in all (an advertisement is too big a map value to be
-	// stored in place), and positions are sorted, not advertisements.
+	if a.inEffect == nil {
+		a.inEffect = a.sortedInEffect()
+	}
+	all := a.inEffect
+	out := make([]model.Advertisement, 0, len(all))
+	// The state is per peer and family: asked once each, not per prefix.
+	type peerFamily struct {
+		peer string
+		v6   bool
+	}
+	type sendStatus struct {
+		state  model.AdvState
+		reason string
+	}
+	states := map[peerFamily]sendStatus{}
+	for _, p := range all {
+		adv := *p
+		k := adv.Key()
+		pf := peerFamily{k.Peer, k.Prefix.Addr().Is6()}
+		st, ok := states[pf]
+		if !ok {
+			st.state, st.reason = s.sendState(k)
+			states[pf] = st
+		}
+		adv.State, adv.Reason = st.state, st.reason
+		if f, ok := a.failed[k]; ok {
+			adv.Problem = "the last change was not applied (" + f.err + "); these are the last good attributes"
+		}
+		out = append(out, adv)
+	}
+	return out
+}
+
+// sortedInEffect lists the advertisements in effect, sorted by peer and
+// prefix (Advertised adds the send state); the caller holds mu.
+func (a *advState) sortedInEffect() []*model.Advertisement {
+	// Built again after each change, over every advertisement: the map
+	// holds positions in all (an advertisement is too big a map value to
+	// be stored in place), and positions are sorted, not advertisements.
 	pos := make(map[model.Key]int, len(a.member))
 	all := make([]*model.Advertisement, 0, len(a.member))
 	for gid, g := range a.groups {
@@ -149,33 +195,11 @@ func (s *Speaker) Advertised() []model.Advertisement {
 		}
 		return model.ComparePrefix(all[x].Prefix, all[y].Prefix)
 	})
-	out := make([]model.Advertisement, 0, len(all))
-	// The state is per peer and family: asked once each, not per prefix.
-	type peerFamily struct {
-		peer string
-		v6   bool
+	sorted := make([]*model.Advertisement, len(order))
+	for i, j := range order {
+		sorted[i] = all[j]
 	}
-	type sendStatus struct {
-		state  model.AdvState
-		reason string
-	}
-	states := map[peerFamily]sendStatus{}
-	for _, i := range order {
-		adv := *all[i]
-		k := adv.Key()
-		pf := peerFamily{k.Peer, k.Prefix.Addr().Is6()}
-		st, ok := states[pf]
-		if !ok {
-			st.state, st.reason = s.sendState(k)
-			states[pf] = st
-		}
-		adv.State, adv.Reason = st.state, st.reason
-		if f, ok := a.failed[k]; ok {
-			adv.Problem = "the last change was not applied (" + f.err + "); these are the last good attributes"
-		}
-		out = append(out, adv)
-	}
-	return out
+	return sorted
 }
 
 // NotApplied returns the advertisements of the last Set (or SetPeers)
@@ -246,6 +270,8 @@ type wanted struct {
 // withdrawals included) and no other peer is touched.
 func (s *Speaker) reconcile(ctx context.Context, want []model.Advertisement, remove []model.Key) error {
 	a := &s.adv
+	a.changed()
+	defer a.changed()
 	var errs []error
 	asked := make(map[model.Key]model.Advertisement, len(want))
 	for _, adv := range want {
@@ -501,6 +527,7 @@ func (a *advState) setAdv(k model.Key, adv model.Advertisement) {
 }
 
 func (s *Speaker) clearUnsynced(peer string) {
+	s.adv.changed()
 	for k := range s.adv.unsynced {
 		if k.Peer == peer {
 			delete(s.adv.unsynced, k)
@@ -729,6 +756,7 @@ func (s *Speaker) addPaths(prefixes []netip.Prefix) error {
 	if len(prefixes) == 0 {
 		return nil
 	}
+	defer s.adv.changed()
 	var errs []error
 	paths := make([]*apiutil.Path, 0, len(prefixes))
 	ok := make([]netip.Prefix, 0, len(prefixes))
@@ -772,6 +800,7 @@ func (s *Speaker) deletePaths(prefixes []netip.Prefix) error {
 	if len(prefixes) == 0 {
 		return nil
 	}
+	defer s.adv.changed()
 	build := func(ps []netip.Prefix) ([]*apiutil.Path, []error) {
 		var errs []error
 		var out []*apiutil.Path
@@ -816,6 +845,7 @@ func (s *Speaker) deletePaths(prefixes []netip.Prefix) error {
 
 // syncRIB reads back which of the prefixes have a path in the global RIB.
 func (s *Speaker) syncRIB(prefixes []netip.Prefix) {
+	defer s.adv.changed()
 	s.eachRIBPrefix(func(p netip.Prefix) {
 		if slices.Contains(prefixes, p) {
 			s.adv.rib[p] = struct{}{}

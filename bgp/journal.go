@@ -22,6 +22,9 @@ type journal struct {
 	// spare is an emptied paths map, reused by the next take so that a
 	// steady flow of changes does not regrow a map every time.
 	spare map[model.Key]journalEntry
+	// off: nobody takes deltas (TrackLearned(false)); paths are neither
+	// converted nor kept, and their events poke nobody.
+	off bool
 }
 
 // journalEntry is the latest state of one key: a path, or gone.
@@ -37,8 +40,10 @@ func newJournal() *journal {
 // markResync puts peers into Resync.
 func (j *journal) markResync(peers ...string) {
 	j.mu.Lock()
-	for _, p := range peers {
-		j.resync[p] = struct{}{}
+	if !j.off {
+		for _, p := range peers {
+			j.resync[p] = struct{}{}
+		}
 	}
 	j.mu.Unlock()
 }
@@ -125,16 +130,48 @@ const spareMax = 4096
 // doc.go: paths gobgp's own loop checks reject.
 func (s *Speaker) TakeLearned() model.LearnedDelta { return s.journal.take() }
 
+// TrackLearned says whether the caller takes deltas (TakeLearned), which a
+// speaker does from its start. Off, what peers send is neither converted
+// nor kept for a delta (without import rules nobody takes one, and the
+// journal would hold a copy of every path a peer ever sent: a ToR reflects
+// every advertised prefix back), and a path event no longer calls notify
+// (a peer state change or an End-of-RIB still does). Walks (EachLearned)
+// read gobgp's table and are not affected. Turned on again, every peer is
+// in the next delta's Resync: walk them before trusting the deltas.
+func (s *Speaker) TrackLearned(on bool) {
+	j := s.journal
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.off == !on {
+		return
+	}
+	j.off = !on
+	if !on {
+		j.paths, j.spare, j.resync = map[model.Key]journalEntry{}, nil, map[string]struct{}{}
+		return
+	}
+	s.st.Lock()
+	for _, p := range s.learnFrom {
+		j.resync[p.Name] = struct{}{}
+	}
+	s.st.Unlock()
+}
+
 // onPaths records the paths of one gobgp event: an UPDATE a peer sent
 // (before policy), or paths gobgp dropped from an Adj-RIB-In itself.
 func (s *Speaker) onPaths(paths []*apiutil.Path) {
+	tracked := true
 	if len(paths) > 0 {
-		s.journalPaths(paths)
+		tracked = s.journalPaths(paths)
 	}
-	s.learnedChanged()
+	if tracked {
+		s.learnedChanged()
+	}
 }
 
-func (s *Speaker) journalPaths(paths []*apiutil.Path) {
+// journalPaths records paths, and says whether the journal is on
+// (TrackLearned); off, it only counts announcements for the prefix limits.
+func (s *Speaker) journalPaths(paths []*apiutil.Path) (tracked bool) {
 	var conv attrCache
 	var (
 		lastAddr netip.Addr
@@ -174,6 +211,9 @@ func (s *Speaker) journalPaths(paths []*apiutil.Path) {
 				wake = true
 			}
 		}
+		if j.off {
+			continue
+		}
 		prefix, ok := nlriPrefix(p.Nlri)
 		if !ok {
 			// Cannot happen with the unicast families ovnbgp configures;
@@ -188,6 +228,7 @@ func (s *Speaker) journalPaths(paths []*apiutil.Path) {
 		}
 		j.paths[k] = journalEntry{path: s.learnedPath(peer, prefix, p, &conv)}
 	}
+	return !j.off
 }
 
 // resyncAddr puts the peer at addr into Resync (a session or End-of-RIB

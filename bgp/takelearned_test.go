@@ -498,3 +498,54 @@ func TestTakeLearnedMaxPrefixes(t *testing.T) {
 		t.Errorf("tor still established over its limit")
 	}
 }
+
+// TestTrackLearnedOff: with the journal off (a daemon without import rules
+// takes no delta), the paths a peer sends are not kept for a delta (a ToR
+// reflecting every advertised prefix back made the journal hold a copy of
+// each, for good) and their events poke nobody; walks still see them. Turned
+// on again, the peer is in the next delta's Resync, and paths come as
+// paths again.
+func TestTrackLearnedOff(t *testing.T) {
+	skipGRUnderRace(t)
+	parallel(t)
+	l := newLab(t, 117)
+	port := freePort(t)
+	// Graceful restart on both: the peer's End-of-RIB is the event that
+	// says its (empty) table is through, before the pokes are counted.
+	prov := l.provider(3, port, provASN, true, "")
+	tor := l.peerOf("tor", 3, port, provASN)
+	node := l.node(true, tor)
+	node.TrackLearned(false)
+	waitEstablished(t, node, "tor")
+	eventually(t, routeTimeout, "the peer's End-of-RIB", func() (bool, string) {
+		st := peerState(t, node, "tor")
+		return st.EndOfRIB, fmt.Sprintf("%+v", st)
+	})
+	pokes := l.pokes["node"].Load()
+	set(t, prov, adv("node", "10.117.0.0/24", model.PathAttrs{}), adv("node", "10.117.1.0/24", model.PathAttrs{}))
+	waitLearned(t, node, "tor", pfx("10.117.0.0/24"), pfx("10.117.1.0/24"))
+	if d := node.TakeLearned(); !d.Empty() {
+		t.Errorf("TakeLearned with the journal off = %+v, want empty", d)
+	}
+	if n := l.pokes["node"].Load(); n != pokes {
+		t.Errorf("%d notify calls for paths with the journal off, want none", n-pokes)
+	}
+
+	node.TrackLearned(true)
+	if d := node.TakeLearned(); !slices.Equal(d.Resync, []string{"tor"}) || len(d.Paths)+len(d.Gone) > 0 {
+		t.Errorf("first delta after turning the journal on = %+v, want tor in Resync only", d)
+	}
+	set(t, prov, adv("node", "10.117.2.0/24", model.PathAttrs{}))
+	var got []model.LearnedPath
+	eventually(t, routeTimeout, "the new path comes in a delta", func() (bool, string) {
+		d := node.TakeLearned()
+		got = append(got, d.Paths...)
+		return len(got) > 0, fmt.Sprintf("%+v", d)
+	})
+	if len(got) != 1 || got[0].Prefix != pfx("10.117.2.0/24") {
+		t.Errorf("delta paths %+v, want tor's 10.117.2.0/24 only", got)
+	}
+	if l.pokes["node"].Load() == pokes {
+		t.Error("no notify for a path with the journal on")
+	}
+}

@@ -68,6 +68,9 @@ type fakeSpeaker struct {
 	bmpSets int
 	// failBMP > 0 makes that many more SetBMP calls fail.
 	failBMP int
+	// tracking is the last TrackLearned's value, tracked whether it was
+	// called at all.
+	tracking, tracked bool
 }
 
 func (f *fakeSpeaker) SetPeers(_ context.Context, p []config.Peer) error {

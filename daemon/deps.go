@@ -35,6 +35,9 @@ type Speaker interface {
 	// loop keeps its table from it, and walks a peer again (EachLearned)
 	// only when it is named in Resync.
 	TakeLearned() model.LearnedDelta
+	// TrackLearned says whether the loop takes deltas: off (no import
+	// rule), what peers send is not kept for one and pokes nobody.
+	TrackLearned(on bool)
 	// SetBMP makes the BMP stations streamed to exactly servers, without
 	// touching any session; BMP reports their state.
 	SetBMP(ctx context.Context, servers []config.BMPServer, sysName, sysDescr string) error

@@ -28,6 +28,19 @@ func (f *fakeSpeaker) TakeLearned() model.LearnedDelta {
 	return d
 }
 
+// TrackLearned records what the daemon asked for.
+func (f *fakeSpeaker) TrackLearned(on bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.tracking, f.tracked = on, true
+}
+
+func (f *fakeSpeaker) trackingLearned() (on, called bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.tracking, f.tracked
+}
+
 // change announces paths and withdraws keys as a peer's UPDATEs would:
 // the next TakeLearned reports them, and no peer is walked again.
 func (f *fakeSpeaker) change(announce []model.LearnedPath, withdraw []model.Key) {

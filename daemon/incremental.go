@@ -29,6 +29,11 @@ const importResync = 10 * time.Minute
 // diffed: planFrom) when anything the table was decided against changed,
 // and every importResync.
 func (d *Daemon) loopPlan(ctx context.Context, cfg *config.Config, sp Speaker, snap model.Snapshot) planView {
+	// Without import rules nothing learned is planned: the speaker keeps
+	// no delta (a ToR sends every advertised prefix back, each a path to
+	// convert, keep and wake the loop for). With them, the table starts
+	// from a full walk (no table of a config without import rules).
+	sp.TrackLearned(len(cfg.Import) > 0)
 	if len(cfg.Import) == 0 {
 		d.setTable(planView{}, nil, nil, nil)
 		return d.planFrom(ctx, cfg, sp, snap, false, false)

@@ -167,3 +167,37 @@ func TestIncrementalStateWalk(t *testing.T) {
 		})
 	}
 }
+
+// TestTrackLearnedFollowsImportRules: without import rules the loop asks
+// the speaker to keep no delta of what peers send (nothing takes one, and a
+// ToR reflecting every advertised prefix made it a copy of each); a reload
+// that adds an import rule turns it on, and the import table starts from a
+// walk; one that removes the rules turns it off again.
+func TestTrackLearnedFollowsImportRules(t *testing.T) {
+	h := start(t, "default")
+	h.nb.set(true, network("default", "10.128.0.0/23"))
+	h.wantPrefixes("tor 10.128.0.0/23")
+	h.passDone()
+	if on, called := h.sp.trackingLearned(); on || !called {
+		t.Fatalf("without import rules: TrackLearned(%v) called %v, want TrackLearned(false)", on, called)
+	}
+
+	h.sp.setLearned(uplinkPath(0, "192.0.2.1"))
+	h.host.mu.Lock()
+	h.host.host = model.Host{Links: []model.Link{uplinkLink}}
+	h.host.mu.Unlock()
+	h.nb.mu.Lock()
+	h.nb.snap.Routers = []model.GatewayRouter{gr}
+	h.nb.mu.Unlock()
+	walks := h.walks()
+	c := h.cfg
+	c.extra = importRule("auto")
+	h.writeConfig(c)
+	h.d.reload <- struct{}{}
+	h.eventually("TrackLearned(true) after the reload", func() bool { on, _ := h.sp.trackingLearned(); return on })
+	h.eventually("a walk of the learned paths", func() bool { return h.walks() > walks })
+
+	h.writeConfig(h.cfg)
+	h.d.reload <- struct{}{}
+	h.eventually("TrackLearned(false) after the rules went", func() bool { on, _ := h.sp.trackingLearned(); return !on })
+}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ovnbgp/ovnbgp/config"
 	"github.com/ovnbgp/ovnbgp/ovn/labnb"
+	"github.com/ovnbgp/ovnbgp/ovn/nbdb"
 )
 
 // Scale of BenchmarkNBAtScale: OpenShift's tested maximum (issue 7, "NB at
@@ -127,6 +128,8 @@ func BenchmarkNBAtScale(b *testing.B) {
 
 	b.Run("Rebuild", func(b *testing.B) {
 		for b.Loop() {
+			// As after one Service's change: its table is read again.
+			c.memo.touch(nbdb.LoadBalancerTable)
 			rows, err := readRows(ctx, cli, c.memo)
 			if err != nil {
 				b.Fatal(err)
@@ -141,8 +144,24 @@ func BenchmarkNBAtScale(b *testing.B) {
 		b.ReportMetric(heap, "heap-MiB")
 		b.ReportMetric(client, "client-heap-MiB")
 	})
+	b.Run("RebuildEgressIP", func(b *testing.B) {
+		for b.Loop() {
+			// As after one egress IP's change: its NAT row and its
+			// router's nat column.
+			c.memo.touch(nbdb.NATTable)
+			c.memo.touch(nbdb.LogicalRouterTable)
+			rows, err := readRows(ctx, cli, c.memo)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if res := buildNBMemo(rows, "node1", c.build); len(res.Snapshot.ServiceVIPs) != scaleServices {
+				b.Fatalf("%d VIPs", len(res.Snapshot.ServiceVIPs))
+			}
+		}
+	})
 	b.Run("ReadRows", func(b *testing.B) {
 		for b.Loop() {
+			c.memo.touchAll() // every table copied, as at a resync
 			if _, err := readRows(ctx, cli, c.memo); err != nil {
 				b.Fatal(err)
 			}

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -68,8 +69,12 @@ type Client struct {
 	// changed is poked by libovsdb's cache event handler; the session
 	// goroutine then re-reads the rows.
 	changed chan struct{}
-	// memo keeps the parsed load-balancer rows between reads (readRows).
-	memo *lbMemo
+	// memo keeps the rows of the last read, per table, and the parsed
+	// load-balancer rows between reads (readRows).
+	memo *rowMemo
+	// build keeps the egress IPs and Service VIPs of the last Snapshot
+	// (buildNBMemo).
+	build *buildMemo
 	// batchSize is the most route operations ApplyRoutes puts in one
 	// transaction (defaultBatchSize; tests set it small).
 	batchSize int
@@ -160,7 +165,8 @@ func Dial(ctx context.Context, cfg config.OVN, log *zap.Logger, notify func()) (
 		notify:    notify,
 		done:      make(chan struct{}),
 		changed:   make(chan struct{}, 1),
-		memo:      &lbMemo{},
+		memo:      newRowMemo(),
+		build:     &buildMemo{},
 		since:     time.Now(),
 		batchSize: defaultBatchSize,
 	}
@@ -185,7 +191,7 @@ func (c *Client) Snapshot(node string) (snap model.Snapshot, ok bool) {
 	if !synced {
 		return model.Snapshot{Node: node, Networks: []model.Network{}}, false
 	}
-	res := buildNB(rows, node)
+	res := buildNBMemo(rows, node, c.build)
 	c.setProblems(res.Problems)
 	return res.Snapshot, true
 }
@@ -340,6 +346,9 @@ func (c *Client) session() (connected bool, err error) {
 			}
 			if now.Sub(lastResync) >= resyncInterval {
 				lastResync = now
+				// Every table, whatever the events said (libovsdb
+				// drops events when its buffer is full).
+				c.memo.touchAll()
 				if err := c.refresh(cli); err != nil {
 					return true, err
 				}
@@ -356,10 +365,12 @@ func (c *Client) start(cli client.Client) (nbRows, error) {
 	if err := cli.Connect(ctx); err != nil {
 		return nbRows{}, fmt.Errorf("connect: %w", err)
 	}
+	// Each event names its table: readRows reads again only the tables
+	// that changed (rowMemo).
 	cli.Cache().AddEventHandler(&cache.EventHandlerFuncs{
-		AddFunc:    func(string, libmodel.Model) { c.poke() },
-		UpdateFunc: func(string, libmodel.Model, libmodel.Model) { c.poke() },
-		DeleteFunc: func(string, libmodel.Model) { c.poke() },
+		AddFunc:    func(table string, _ libmodel.Model) { c.memo.touch(table); c.poke() },
+		UpdateFunc: func(table string, _, _ libmodel.Model) { c.memo.touch(table); c.poke() },
+		DeleteFunc: func(table string, _ libmodel.Model) { c.memo.touch(table); c.poke() },
 	})
 	// Only the columns the snapshot reads: on a big cluster the other
 	// Logical_Switch columns (ports, ACLs, QoS...) are most of the data.
@@ -414,10 +425,10 @@ func (c *Client) refresh(cli client.Client) error {
 		return err
 	}
 	c.mu.Lock()
+	// Kept even when equal: these rows share the tables of the next read
+	// (rowMemo), the older ones nothing.
 	same := reflect.DeepEqual(rows, c.rows)
-	if !same {
-		c.rows = rows
-	}
+	c.rows = rows
 	c.mu.Unlock()
 	if !same {
 		c.notify()
@@ -431,10 +442,12 @@ func (c *Client) refresh(cli client.Client) error {
 // through reflection: on 5000 switches that was most of the time from an
 // NB commit to the BGP UPDATE.
 //
-// memo (may be nil) keeps the Service load-balancer rows of the last read:
-// one whose cached model is the same is reused as it is, parse included,
-// so that one NB change does not re-parse 10,000 Services' VIPs.
-func readRows(ctx context.Context, cli client.Client, memo *lbMemo) (nbRows, error) {
+// memo (may be nil) keeps the rows of the last read: a table no cache event
+// touched since is not read again (its rows are the last read's, shared),
+// and a Service load-balancer row whose cached model is the same is reused
+// as it is, parse included, so that one NB change re-reads one or two
+// tables and re-parses no other Service's VIPs.
+func readRows(ctx context.Context, cli client.Client, memo *rowMemo) (nbRows, error) {
 	var out nbRows
 	if err := ctx.Err(); err != nil {
 		return out, err
@@ -443,6 +456,16 @@ func readRows(ctx context.Context, cli client.Client, memo *lbMemo) (nbRows, err
 	if cache == nil {
 		return out, errors.New("no cache: not connected")
 	}
+	prev, fresh, done := memo.begin(cache)
+	// same says whether none of the tables changed since the last read.
+	same := func(tables ...string) bool {
+		for _, t := range tables {
+			if !fresh(t) {
+				return false
+			}
+		}
+		return true
+	}
 	table := func(name string) (map[string]libmodel.Model, error) {
 		t := cache.Table(name)
 		if t == nil {
@@ -450,15 +473,42 @@ func readRows(ctx context.Context, cli client.Client, memo *lbMemo) (nbRows, err
 		}
 		return t.RowsShallow(), nil
 	}
+	if err := readSwitches(&out, table, prev, same); err != nil {
+		return out, err
+	}
+	if err := readPorts(&out, table, prev, same); err != nil {
+		return out, err
+	}
+	if err := readRouters(&out, table, prev, same); err != nil {
+		return out, err
+	}
+	if err := readLoadBalancers(&out, table, prev, same, memo); err != nil {
+		return out, err
+	}
+	done(out)
+	return out, nil
+}
+
+// tableRows returns a table's cached models.
+type tableRows func(name string) (map[string]libmodel.Model, error)
+
+// readSwitches, readPorts, readRouters and readLoadBalancers fill their
+// part of out: the last read's rows (prev) when their tables did not
+// change, else a copy out of the cache.
+func readSwitches(out *nbRows, table tableRows, prev *nbRows, same func(...string) bool) error {
+	if prev != nil && same(nbdb.LogicalSwitchTable) {
+		out.Switches = prev.Switches
+		return nil
+	}
 	switches, err := table(nbdb.LogicalSwitchTable)
 	if err != nil {
-		return out, err
+		return err
 	}
 	out.Switches = make([]switchRow, 0, len(switches))
 	for _, m := range switches {
 		s, ok := m.(*nbdb.LogicalSwitch)
 		if !ok {
-			return out, fmt.Errorf("%s cache holds a %T", nbdb.LogicalSwitchTable, m)
+			return fmt.Errorf("%s cache holds a %T", nbdb.LogicalSwitchTable, m)
 		}
 		out.Switches = append(out.Switches, switchRow{
 			UUID:       s.UUID,
@@ -473,15 +523,22 @@ func readRows(ctx context.Context, cli client.Client, memo *lbMemo) (nbRows, err
 	slices.SortFunc(out.Switches, func(a, b switchRow) int {
 		return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.UUID, b.UUID))
 	})
+	return nil
+}
 
+func readPorts(out *nbRows, table tableRows, prev *nbRows, same func(...string) bool) error {
+	if prev != nil && same(nbdb.LogicalRouterPortTable) {
+		out.Ports = prev.Ports
+		return nil
+	}
 	ports, err := table(nbdb.LogicalRouterPortTable)
 	if err != nil {
-		return out, err
+		return err
 	}
 	for _, m := range ports {
 		p, ok := m.(*nbdb.LogicalRouterPort)
 		if !ok {
-			return out, fmt.Errorf("%s cache holds a %T", nbdb.LogicalRouterPortTable, m)
+			return fmt.Errorf("%s cache holds a %T", nbdb.LogicalRouterPortTable, m)
 		}
 		// Only the ports joining a router to a switch (pod subnets), to the
 		// join or transit switch (protected), or to the external switch
@@ -496,18 +553,27 @@ func readRows(ctx context.Context, cli client.Client, memo *lbMemo) (nbRows, err
 	slices.SortFunc(out.Ports, func(a, b routerPortRow) int {
 		return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.UUID, b.UUID))
 	})
+	return nil
+}
 
+// readRouters reads the NATs, routers and static routes: a NAT row and a
+// static route are named by the router holding them.
+func readRouters(out *nbRows, table tableRows, prev *nbRows, same func(...string) bool) error {
+	if prev != nil && same(nbdb.NATTable, nbdb.LogicalRouterTable, nbdb.LogicalRouterStaticRouteTable) {
+		out.NATs, out.Routers, out.Routes = prev.NATs, prev.Routers, prev.Routes
+		return nil
+	}
 	// Egress IP SNATs only: a gateway router also holds a SNAT per node
 	// subnet or pod, which are not addresses of the cluster's own.
 	nats, err := table(nbdb.NATTable)
 	if err != nil {
-		return out, err
+		return err
 	}
 	eip := map[string]int{} // UUID -> index in out.NATs
 	for _, m := range nats {
 		n, ok := m.(*nbdb.NAT)
 		if !ok {
-			return out, fmt.Errorf("%s cache holds a %T", nbdb.NATTable, m)
+			return fmt.Errorf("%s cache holds a %T", nbdb.NATTable, m)
 		}
 		if n.ExternalIDs[ovnk.ExtIDOwnerType] != ovnk.OwnerTypeEgressIP {
 			continue
@@ -519,13 +585,13 @@ func readRows(ctx context.Context, cli client.Client, memo *lbMemo) (nbRows, err
 
 	routers, err := table(nbdb.LogicalRouterTable)
 	if err != nil {
-		return out, err
+		return err
 	}
 	routerOf := map[string]string{}
 	for _, m := range routers {
 		r, ok := m.(*nbdb.LogicalRouter)
 		if !ok {
-			return out, fmt.Errorf("%s cache holds a %T", nbdb.LogicalRouterTable, m)
+			return fmt.Errorf("%s cache holds a %T", nbdb.LogicalRouterTable, m)
 		}
 		for _, id := range r.StaticRoutes {
 			routerOf[id] = r.Name
@@ -550,13 +616,13 @@ func readRows(ctx context.Context, cli client.Client, memo *lbMemo) (nbRows, err
 	})
 	routes, err := table(nbdb.LogicalRouterStaticRouteTable)
 	if err != nil {
-		return out, err
+		return err
 	}
 	out.Routes = make([]routeRow, 0, len(routes))
 	for _, m := range routes {
 		r, ok := m.(*nbdb.LogicalRouterStaticRoute)
 		if !ok {
-			return out, fmt.Errorf("%s cache holds a %T", nbdb.LogicalRouterStaticRouteTable, m)
+			return fmt.Errorf("%s cache holds a %T", nbdb.LogicalRouterStaticRouteTable, m)
 		}
 		row := routeRow{
 			UUID: r.UUID, Router: routerOf[r.UUID], IPPrefix: r.IPPrefix, Nexthop: r.Nexthop,
@@ -578,17 +644,27 @@ func readRows(ctx context.Context, cli client.Client, memo *lbMemo) (nbRows, err
 		out.Routes = append(out.Routes, row)
 	}
 	slices.SortFunc(out.NATs, func(a, b natRow) int { return strings.Compare(a.UUID, b.UUID) })
+	// By UUID only: one comparison (this runs on every NB change, with
+	// every owned route); the builders sort what they return.
+	slices.SortFunc(out.Routes, func(a, b routeRow) int { return strings.Compare(a.UUID, b.UUID) })
+	return nil
+}
 
+func readLoadBalancers(out *nbRows, table tableRows, prev *nbRows, same func(...string) bool, memo *rowMemo) error {
+	if prev != nil && same(nbdb.LoadBalancerTable) {
+		out.LoadBalancers = prev.LoadBalancers
+		return nil
+	}
 	lbs, err := table(nbdb.LoadBalancerTable)
 	if err != nil {
-		return out, err
+		return err
 	}
-	last := memo.get()
+	last := memo.lbRows()
 	fresh := make(map[*nbdb.LoadBalancer]*lbRow, len(last))
 	for _, m := range lbs {
 		l, ok := m.(*nbdb.LoadBalancer)
 		if !ok {
-			return out, fmt.Errorf("%s cache holds a %T", nbdb.LoadBalancerTable, m)
+			return fmt.Errorf("%s cache holds a %T", nbdb.LoadBalancerTable, m)
 		}
 		if row, ok := last[l]; ok {
 			out.LoadBalancers = append(out.LoadBalancers, row)
@@ -613,43 +689,98 @@ func readRows(ctx context.Context, cli client.Client, memo *lbMemo) (nbRows, err
 		out.LoadBalancers = append(out.LoadBalancers, row)
 		fresh[l] = row
 	}
-	memo.replace(fresh)
+	memo.setLBRows(fresh)
 	slices.SortFunc(out.LoadBalancers, func(a, b *lbRow) int {
 		return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.UUID, b.UUID))
 	})
-
-	// By UUID only: one comparison (this runs on every NB change, with
-	// every owned route); the builders sort what they return.
-	slices.SortFunc(out.Routes, func(a, b routeRow) int { return strings.Compare(a.UUID, b.UUID) })
-	return out, nil
+	return nil
 }
 
-// lbMemo holds the Service load-balancer rows readRows made, by the cached
-// model each was made from. libovsdb replaces a cached model on an update
-// and never mutates it, so the same pointer is the same row. A new
+// rowMemo is what readRows keeps between reads: the rows of the last
+// read with the version of each table they were read at, and the Service
+// load-balancer rows by the cached model each was made from. libovsdb
+// replaces a cached model on an update and never mutates it, so the same
+// pointer is the same row. The cache event handler bumps a table's version
+// (touch) after libovsdb changed it, so a table whose version is the last
+// read's has not changed since: a read that raced an update recorded the
+// version from before it and reads the table again next time. A new
 // session's cache holds new models: nothing is reused across sessions.
-type lbMemo struct {
-	mu   sync.Mutex
-	rows map[*nbdb.LoadBalancer]*lbRow // replaced, never mutated; rows read-only
+type rowMemo struct {
+	mu sync.Mutex
+	// version counts each table's cache events; all counts touchAll.
+	version map[string]uint64
+	all     uint64
+	// last is the last read's rows, from cache, at versions lastVer and
+	// lastAll; replaced, never mutated.
+	last    *nbRows
+	cache   *cache.TableCache
+	lastVer map[string]uint64
+	lastAll uint64
+	lbs     map[*nbdb.LoadBalancer]*lbRow // replaced, never mutated; rows read-only
 }
 
-// get returns the rows of the last read.
-func (m *lbMemo) get() map[*nbdb.LoadBalancer]*lbRow {
+func newRowMemo() *rowMemo { return &rowMemo{version: map[string]uint64{}} }
+
+// touch records a cache event of table.
+func (m *rowMemo) touch(table string) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	m.version[table]++
+	m.mu.Unlock()
+}
+
+// touchAll makes the next read read every table.
+func (m *rowMemo) touchAll() {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	m.all++
+	m.mu.Unlock()
+}
+
+// begin starts a read of tc: prev is the last read's rows, if any were
+// read from tc, fresh says whether a table has had no event since, and
+// done records the new rows at the versions seen now.
+func (m *rowMemo) begin(tc *cache.TableCache) (prev *nbRows, fresh func(table string) bool, done func(nbRows)) {
+	if m == nil {
+		return nil, func(string) bool { return false }, func(nbRows) {}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ver, all := maps.Clone(m.version), m.all
+	if m.last != nil && m.cache == tc && m.lastAll == all {
+		prev = m.last
+	}
+	lastVer := m.lastVer
+	fresh = func(table string) bool { return ver[table] == lastVer[table] }
+	done = func(rows nbRows) {
+		m.mu.Lock()
+		m.last, m.cache, m.lastVer, m.lastAll = &rows, tc, ver, all
+		m.mu.Unlock()
+	}
+	return prev, fresh, done
+}
+
+// lbRows returns the load-balancer rows of the last read of that table.
+func (m *rowMemo) lbRows() map[*nbdb.LoadBalancer]*lbRow {
 	if m == nil {
 		return nil
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.rows
+	return m.lbs
 }
 
-// replace keeps only the rows of the last read.
-func (m *lbMemo) replace(rows map[*nbdb.LoadBalancer]*lbRow) {
+// setLBRows keeps only the load-balancer rows of the last read.
+func (m *rowMemo) setLBRows(rows map[*nbdb.LoadBalancer]*lbRow) {
 	if m == nil {
 		return
 	}
 	m.mu.Lock()
-	m.rows = rows
+	m.lbs = rows
 	m.mu.Unlock()
 }
 

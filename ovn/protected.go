@@ -175,95 +175,132 @@ type natRow struct {
 // A value that does not parse is left out and said in problems. A repeated
 // address is reported once, with its first reason (in row order).
 func buildProtectedAddresses(in nbRows) (prot []model.ProtectedPrefix, nodeAddrs []netip.Addr, problems []string) {
+	return protectedFrom(in, nil)
+}
+
+// protectedFrom is buildProtectedAddresses with the load-balancer and NAT
+// parts of memo's last build when their rows are the same slice (memo may
+// be nil). The result is sorted by prefix (sortProtected's order), each
+// address once with its first reason in the order above: each part is
+// sorted on its own, then the parts are merged, the first part winning.
+func protectedFrom(in nbRows, memo *buildMemo) (prot []model.ProtectedPrefix, nodeAddrs []netip.Addr, problems []string) {
+	lb, nat := memo.lbProtected(in.LoadBalancers), memo.natProtected(in.NATs)
+	ports, nodeAddrs := portProtected(in.Ports)
+	ic := icProtected(in.Routes)
+	prot = mergeProtected(lb.prot, nat.prot, ports.prot, ic.prot)
+	problems = slices.Concat(lb.problems, nat.problems, ports.problems)
+	slices.Sort(problems)
+	return prot, nodeAddrs, problems
+}
+
+// protectedPart is the protected addresses of one kind of row, sorted by
+// prefix, each once with its first reason (sortProtected), and the rows
+// that did not parse; read-only, shared between builds.
+type protectedPart struct {
+	prot     []model.ProtectedPrefix
+	problems []string
+}
+
+// hostProtected is a as a host prefix, with why.
+func hostProtected(a netip.Addr, why string) model.ProtectedPrefix {
+	a = a.Unmap()
+	return model.ProtectedPrefix{Prefix: netip.PrefixFrom(a, a.BitLen()), Why: why}
+}
+
+// lbProtected: every Service VIP.
+func lbProtected(lbs []*lbRow) protectedPart {
 	// Sized once: a big cluster has tens of thousands of VIPs.
-	n := len(in.NATs) + len(in.Routes)
-	for _, lb := range in.LoadBalancers {
+	n := 0
+	for _, lb := range lbs {
 		n += len(lb.parsed().VIPs)
 	}
-	for _, p := range in.Ports {
-		n += len(p.Networks)
-	}
-	seen := make(map[netip.Addr]bool, n)
-	prot = make([]model.ProtectedPrefix, 0, n)
-	addWhy := func(a netip.Addr, why string) {
-		a = a.Unmap()
-		if seen[a] {
-			return
-		}
-		seen[a] = true
-		prot = append(prot, model.ProtectedPrefix{Prefix: netip.PrefixFrom(a, a.BitLen()), Why: why})
-	}
-	add := func(a netip.Addr, why func() string) {
-		if !seen[a.Unmap()] {
-			addWhy(a, why())
-		}
-	}
-
-	for _, lb := range in.LoadBalancers {
+	var out protectedPart
+	prot := make([]model.ProtectedPrefix, 0, n)
+	for _, lb := range lbs {
 		for _, vip := range lb.parsed().VIPs {
 			if vip.Template {
 				continue // a template: node addresses, from the gateway routers
 			}
-			a := vip.Addr
-			if !a.IsValid() {
-				problems = append(problems, fmt.Sprintf("%s %s vips key %q: not IP:PORT, [IPv6]:PORT or an address; not protected nor advertised",
+			if !vip.Addr.IsValid() {
+				out.problems = append(out.problems, fmt.Sprintf("%s %s vips key %q: not IP:PORT, [IPv6]:PORT or an address; not protected nor advertised",
 					tableLoadBalancer, lb.Name, vip.Key))
 				continue
 			}
 			// Made once per row version: one per Service, 10,000 on a
-			// big cluster, on every pass.
-			addWhy(a, lb.protectWhy())
+			// big cluster.
+			prot = append(prot, hostProtected(vip.Addr, lb.protectWhy()))
 		}
 	}
+	out.prot = sortProtected(prot)
+	return out
+}
 
+// natProtected: every egress IP.
+func natProtected(natRows []natRow) protectedPart {
+	var out protectedPart
 	// The rows come sorted by UUID, which differs on every load: sort
 	// by what the reason names, so that a shared address (an egress IP on
-	// several pods, a transit address in several networks) always shows
-	// the same one.
+	// several pods) always shows the same one.
 	// Pointers are sorted: a row is eight strings.
-	nats := make([]*natRow, len(in.NATs))
-	for i := range in.NATs {
-		nats[i] = &in.NATs[i]
+	nats := make([]*natRow, len(natRows))
+	for i := range natRows {
+		nats[i] = &natRows[i]
 	}
 	slices.SortFunc(nats, func(a, b *natRow) int {
 		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.Router, b.Router), cmp.Compare(a.UUID, b.UUID))
 	})
+	prot := make([]model.ProtectedPrefix, 0, len(nats))
+	seen := make(map[netip.Addr]bool, len(nats))
 	for _, n := range nats {
 		a, err := netip.ParseAddr(n.ExternalIP)
 		if err != nil || a.Zone() != "" || a.IsUnspecified() {
-			problems = append(problems, fmt.Sprintf("%s %s (%s=%s, %s=%s) external_ip %q: not an address; not protected nor advertised",
+			out.problems = append(out.problems, fmt.Sprintf("%s %s (%s=%s, %s=%s) external_ip %q: not an address; not protected nor advertised",
 				tableNAT, n.UUID, ovnk.ExtIDOwnerType, ovnk.OwnerTypeEgressIP, ovnk.ExtIDName, n.Name, n.ExternalIP))
 			continue
 		}
-		add(a, func() string {
-			router := n.Router
-			if router == "" {
-				router = "no router"
-			}
-			return fmt.Sprintf("egress IP %s (%s on %s external_ip, %s=%s, %s=%s)", n.Name, tableNAT, router,
-				ovnk.ExtIDOwnerType, ovnk.OwnerTypeEgressIP, ovnk.ExtIDOwnerController, n.Controller)
-		})
+		if seen[a.Unmap()] {
+			continue // the reason is the first one's
+		}
+		seen[a.Unmap()] = true
+		router := n.Router
+		if router == "" {
+			router = "no router"
+		}
+		prot = append(prot, hostProtected(a, fmt.Sprintf("egress IP %s (%s on %s external_ip, %s=%s, %s=%s)", n.Name, tableNAT, router,
+			ovnk.ExtIDOwnerType, ovnk.OwnerTypeEgressIP, ovnk.ExtIDOwnerController, n.Controller)))
 	}
+	out.prot = sortProtected(prot)
+	return out
+}
 
-	for _, p := range in.Ports {
+// portProtected: every gateway router's external addresses, which are
+// also the node addresses.
+func portProtected(ports []routerPortRow) (protectedPart, []netip.Addr) {
+	var out protectedPart
+	var prot []model.ProtectedPrefix
+	var nodeAddrs []netip.Addr
+	for _, p := range ports {
 		if !strings.HasPrefix(p.Name, ovnk.GatewayRouterToExtSwitch+ovnk.GatewayRouterPrefix) {
 			continue
 		}
 		for _, s := range p.Networks {
 			pfx, err := netip.ParsePrefix(s)
 			if err != nil || pfx.Addr().Zone() != "" || pfx.Addr().Is4In6() || pfx.Addr().IsUnspecified() {
-				problems = append(problems, fmt.Sprintf("%s %s networks %q: not an address/length; not protected", tableRouterPort, p.Name, s))
+				out.problems = append(out.problems, fmt.Sprintf("%s %s networks %q: not an address/length; not protected", tableRouterPort, p.Name, s))
 				continue
 			}
 			nodeAddrs = append(nodeAddrs, pfx.Addr().Unmap())
-			add(pfx.Addr(), func() string {
-				return fmt.Sprintf("node address (%s %s networks)", tableRouterPort, p.Name)
-			})
+			prot = append(prot, hostProtected(pfx.Addr(), fmt.Sprintf("node address (%s %s networks)", tableRouterPort, p.Name)))
 		}
 	}
+	out.prot = sortProtected(prot)
+	return out, nodeAddrs
+}
 
+// icProtected: the interconnect next hops towards other nodes.
+func icProtected(routes []routeRow) protectedPart {
 	var ic []routeRow
-	for _, rt := range in.Routes {
+	for _, rt := range routes {
 		if rt.ICNode != "" {
 			ic = append(ic, rt)
 		}
@@ -271,19 +308,46 @@ func buildProtectedAddresses(in nbRows) (prot []model.ProtectedPrefix, nodeAddrs
 	slices.SortFunc(ic, func(a, b routeRow) int {
 		return cmp.Or(cmp.Compare(a.Router, b.Router), cmp.Compare(a.ICNode, b.ICNode), cmp.Compare(a.Nexthop, b.Nexthop), cmp.Compare(a.UUID, b.UUID))
 	})
+	var prot []model.ProtectedPrefix
 	for _, rt := range ic {
 		a, err := netip.ParseAddr(rt.Nexthop)
 		if err != nil || a.Zone() != "" || a.IsUnspecified() {
 			// ip_prefix is what matters; buildNB reports a bad one.
 			continue
 		}
-		add(a, func() string {
-			return fmt.Sprintf("interconnect next hop to node %s (%s on %s nexthop, %s=%s)",
-				rt.ICNode, tableStaticRoute, rt.Router, ovnk.ExtIDICNode, rt.ICNode)
-		})
+		prot = append(prot, hostProtected(a, fmt.Sprintf("interconnect next hop to node %s (%s on %s nexthop, %s=%s)",
+			rt.ICNode, tableStaticRoute, rt.Router, ovnk.ExtIDICNode, rt.ICNode)))
 	}
-	slices.Sort(problems)
-	return prot, nodeAddrs, problems
+	return protectedPart{prot: sortProtected(prot)}
+}
+
+// mergeProtected merges runs sorted by prefix (sortProtected's order, each
+// prefix once) into one: of equal prefixes, the earliest run's is kept, as
+// sortProtected keeps the first of their concatenation.
+func mergeProtected(runs ...[]model.ProtectedPrefix) []model.ProtectedPrefix {
+	n := 0
+	for _, r := range runs {
+		n += len(r)
+	}
+	out := make([]model.ProtectedPrefix, 0, n)
+	next := make([]int, len(runs))
+	for {
+		best := -1
+		for i, r := range runs {
+			if next[i] < len(r) && (best < 0 || model.ComparePrefix(r[next[i]].Prefix, runs[best][next[best]].Prefix) < 0) {
+				best = i
+			}
+		}
+		if best < 0 {
+			return out
+		}
+		p := runs[best][next[best]]
+		next[best]++
+		if len(out) > 0 && out[len(out)-1].Prefix == p.Prefix {
+			continue
+		}
+		out = append(out, p)
+	}
 }
 
 // parseVIP reads a vips key of a Load_Balancer: "IP:PORT", "[IPv6]:PORT",

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/ovnbgp/ovnbgp/model"
 	"github.com/ovnbgp/ovnbgp/ovn/internal/ovnk"
@@ -160,6 +161,15 @@ func build(rows []switchRow, node string) buildResult {
 // writes towards other nodes (external_ids:ic-node): in that mode this NB
 // has no switch of theirs.
 func buildNB(in nbRows, node string) buildResult {
+	return buildNBMemo(in, node, nil)
+}
+
+// buildNBMemo is buildNB, reusing from memo (may be nil) the egress IPs and
+// Service VIPs of the last build whose NAT or load-balancer rows were the
+// same slice: rows are replaced, never mutated, and readRows shares a
+// table's rows until the table changes, so after one Service's change the
+// egress IPs are not built again, nor the VIPs after an egress IP's.
+func buildNBMemo(in nbRows, node string, memo *buildMemo) buildResult {
 	rows := slices.Clone(in.Switches)
 	slices.SortFunc(rows, func(a, b switchRow) int {
 		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.UUID, b.UUID))
@@ -286,17 +296,19 @@ func buildNB(in nbRows, node string) buildResult {
 
 	imp := buildImport(in, node)
 	snap.Routers, snap.OwnedRoutes = imp.Routers, imp.Owned
-	addrs, nodeAddrs, addrProblems := buildProtectedAddresses(in)
+	addrs, nodeAddrs, addrProblems := protectedFrom(in, memo)
 	slices.SortFunc(nodeAddrs, netip.Addr.Compare)
 	snap.NodeAddresses = slices.Compact(nodeAddrs)
-	snap.Protected = sortProtected(slices.Concat(guarded, imp.Protected, addrs))
+	// addrs is sorted, each address once: merged, not sorted again (the
+	// first of equal prefixes kept, as sortProtected of the three would).
+	snap.Protected = mergeProtected(sortProtected(slices.Concat(guarded, imp.Protected)), addrs)
 	problems = append(problems, imp.Problems...)
 	problems = append(problems, addrProblems...)
 	if node != "" {
 		// Only a node's snapshot advertises (ClusterSubnets passes "").
 		var eipProblems, vipProblems []string
-		snap.EgressIPs, eipProblems = buildEgressIPs(in.NATs, node)
-		snap.ServiceVIPs, vipProblems = buildServiceVIPs(in.LoadBalancers)
+		snap.EgressIPs, eipProblems = memo.egressIPs(in.NATs, node)
+		snap.ServiceVIPs, vipProblems = memo.serviceVIPs(in.LoadBalancers)
 		problems = append(problems, eipProblems...)
 		problems = append(problems, vipProblems...)
 	}
@@ -568,4 +580,84 @@ func firstUUID(rows []switchRow, name string) string {
 		}
 	}
 	return ""
+}
+
+// buildMemo keeps the egress IPs and Service VIPs of the last build, by the
+// rows they were built from (the same slice: the same rows). The results
+// are shared by the snapshots built from the same rows; nobody mutates a
+// snapshot.
+type buildMemo struct {
+	mu          sync.Mutex
+	eipsOK      bool // eips and eipProblems were built
+	vipsOK      bool // vips and vipProblems were built
+	nats        []natRow
+	node        string
+	eips        []model.EgressIP
+	eipProblems []string
+	lbs         []*lbRow
+	vips        []model.ServiceVIP
+	vipProblems []string
+	// The protected addresses of the load balancers and NATs
+	// (protectedFrom), by the rows they came from.
+	lbProtOK, natProtOK bool
+	lbProtRows          []*lbRow
+	lbProt              protectedPart
+	natProtRows         []natRow
+	natProt             protectedPart
+}
+
+func (m *buildMemo) lbProtected(lbs []*lbRow) protectedPart {
+	if m == nil {
+		return lbProtected(lbs)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.lbProtOK || !sameRows(m.lbProtRows, lbs) {
+		m.lbProtRows, m.lbProt, m.lbProtOK = lbs, lbProtected(lbs), true
+	}
+	return m.lbProt
+}
+
+func (m *buildMemo) natProtected(nats []natRow) protectedPart {
+	if m == nil {
+		return natProtected(nats)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.natProtOK || !sameRows(m.natProtRows, nats) {
+		m.natProtRows, m.natProt, m.natProtOK = nats, natProtected(nats), true
+	}
+	return m.natProt
+}
+
+// sameRows says whether a and b are the same slice of rows (both empty
+// counts: nothing to build).
+func sameRows[T any](a, b []T) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+func (m *buildMemo) egressIPs(nats []natRow, node string) ([]model.EgressIP, []string) {
+	if m == nil {
+		return buildEgressIPs(nats, node)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.eipsOK || m.node != node || !sameRows(m.nats, nats) {
+		eips, problems := buildEgressIPs(nats, node)
+		m.nats, m.node, m.eips, m.eipProblems, m.eipsOK = nats, node, eips, problems, true
+	}
+	return m.eips, m.eipProblems
+}
+
+func (m *buildMemo) serviceVIPs(lbs []*lbRow) ([]model.ServiceVIP, []string) {
+	if m == nil {
+		return buildServiceVIPs(lbs)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.vipsOK || !sameRows(m.lbs, lbs) {
+		vips, problems := buildServiceVIPs(lbs)
+		m.lbs, m.vips, m.vipProblems, m.vipsOK = lbs, vips, problems, true
+	}
+	return m.vips, m.vipProblems
 }
