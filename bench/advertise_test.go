@@ -70,9 +70,12 @@ func insertVIP(a netip.Addr) any {
 	}}
 }
 
-func deleteVIP(a netip.Addr) any {
+// deleteVIP deletes the Service load balancer row uuid, by its UUID as
+// OVN-Kubernetes does (a delete by name makes ovsdb-server scan the table
+// once per row: seconds for 10,000 rows, none of it the daemon's).
+func deleteVIP(uuid string) any {
 	return map[string]any{"op": "delete", "table": "Load_Balancer",
-		"where": []any{[]any{"name", "==", "Service_bench/vip-" + dashed(a) + "_TCP_cluster"}}}
+		"where": []any{[]any{"_uuid", "==", []any{"uuid", uuid}}}}
 }
 
 // insertEIP is the EgressIP SNAT OVN-Kubernetes writes on node1's gateway
@@ -115,10 +118,12 @@ func insertedUUID(res json.RawMessage) (string, error) {
 	return r.UUID[1], nil
 }
 
-// advNB writes egress IPs and VIPs into NB and remembers the NAT rows.
+// advNB writes egress IPs and VIPs into NB and remembers the NAT and load
+// balancer rows.
 type advNB struct {
 	sock string
 	nats map[netip.Addr]string // egress IP -> NAT row UUID
+	lbs  map[netip.Addr]string // VIP -> Load_Balancer row UUID
 }
 
 // add inserts the egress IPs and VIPs in one transaction.
@@ -141,6 +146,16 @@ func (n *advNB) add(eips, vips []netip.Addr) error {
 		}
 		n.nats[a] = u
 	}
+	if n.lbs == nil {
+		n.lbs = map[netip.Addr]string{}
+	}
+	for j, a := range vips {
+		u, err := insertedUUID(res[2*len(eips)+j])
+		if err != nil {
+			return err
+		}
+		n.lbs[a] = u
+	}
 	return nil
 }
 
@@ -155,13 +170,20 @@ func (n *advNB) remove(eips, vips []netip.Addr) error {
 		ops = append(ops, deleteEIP(u))
 	}
 	for _, a := range vips {
-		ops = append(ops, deleteVIP(a))
+		u, ok := n.lbs[a]
+		if !ok {
+			return fmt.Errorf("no load balancer row for VIP %s", a)
+		}
+		ops = append(ops, deleteVIP(u))
 	}
 	if err := nbTransact(n.sock, ops); err != nil {
 		return err
 	}
 	for _, a := range eips {
 		delete(n.nats, a)
+	}
+	for _, a := range vips {
+		delete(n.lbs, a)
 	}
 	return nil
 }
