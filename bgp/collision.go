@@ -180,6 +180,9 @@ func (s *Speaker) acceptedOpen(p listenPeer, addr netip.Addr, open []byte, c *op
 	case ok:
 		// gobgp is opening or Established on another connection the
 		// peer dialed (or Established on ours): it closes this one.
+		// Should its collision resolution keep this one instead, its
+		// UPDATEs are wire-counted like any other (prefixlimit.go).
+		c.admit = s.prefixAdmit(addr)
 		return handOver
 	case s.takesOne(addr):
 		s.give(addr, c, false)

@@ -468,9 +468,9 @@ func (l *listener) awaitOpen(p listenPeer, remote netip.Addr, w *waiting, wait t
 	select {
 	case l.handoff <- oc:
 	case <-w.evict:
-		c.Close()
+		oc.Close() // settle may have booked it as gobgp's: mark it closed
 	case <-l.done:
-		c.Close()
+		oc.Close()
 	}
 	l.mu.Lock()
 	l.release(remote, w)
@@ -497,12 +497,16 @@ func (l *listener) settle(p listenPeer, remote netip.Addr, w *waiting, oc *openC
 		l.mu.Lock()
 		kick := l.kick // before deciding: a change meanwhile wakes us
 		l.mu.Unlock()
-		v := l.decide(p, remote, oc.head, oc)
-		if v == handOver && timer != nil && peerGone(oc.TCPConn) {
+		var v verdict
+		if timer != nil && peerGone(oc.TCPConn) {
 			// It waited, and the peer closed it meanwhile: gobgp would
-			// send its OPEN into it, fail and hold the peer idle.
+			// send its OPEN into it, fail and hold the peer idle. Checked
+			// before decide, which books what it hands over as gobgp's
+			// connection (collision.go).
 			l.log.Debug("bgp listener: dropped a waiting connection the peer closed", zap.String("peer", p.name), zap.Stringer("address", remote))
 			v = closeIt
+		} else {
+			v = l.decide(p, remote, oc.head, oc)
 		}
 		if v == handOver {
 			return true
@@ -511,7 +515,7 @@ func (l *listener) settle(p listenPeer, remote netip.Addr, w *waiting, oc *openC
 		if v == closeIt {
 			l.release(remote, w)
 			l.mu.Unlock()
-			w.c.Close()
+			oc.Close() // marks it closed for the collision gate too
 			return false
 		}
 		w.deferred = true

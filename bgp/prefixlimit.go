@@ -60,8 +60,19 @@ type prefixBound struct {
 	// armAt (MaxUint64 while armed or without a limit).
 	wire        [2]atomic.Uint64
 	wireTrigger [2]atomic.Uint64
+	// wireAt is when wire last grew (UnixNano): a read that finds the
+	// family quiet for leakAge knows gobgp has taken everything counted.
+	wireAt [2]atomic.Int64
 
 	// The rest is guarded by Speaker.mu.
+	// leak is the part of wire - announced that will never get a path
+	// event (paths gobgp takes without one, treat-as-withdraw, the UPDATE
+	// that crossed a limit, a closed connection's tail): measured at a
+	// read for a new session or after a quiet leakAge, and left out of
+	// inflight from then on, so that it cannot grow for the whole life of
+	// the peer (a ToR that sends our advertisements back adds one per
+	// change) and arm the limit for good.
+	leak [2]uint64
 	// base is the exact count at the last read, baseAnn the announced
 	// count and baseWire the wire count just before that read.
 	base, baseAnn, baseWire [2]uint64
@@ -204,10 +215,11 @@ func (s *Speaker) checkLimits() {
 // gobgp's count lags the wire: the NLRI counted on the wire but not yet
 // seen as path events (inflight: the wire count less the announced count)
 // may still be on their way into the Adj-RIB-In, so every decision is on
-// the count plus inflight, and the wire bound restarts from there. (Paths
+// the count plus inflight, and the wire bound restarts from there. Paths
 // gobgp takes without an event, see above, and those treated as withdraw
-// stay in inflight until the next session: that errs on the side of
-// arming.)
+// never get one: they count as in flight (erring on the side of arming)
+// until a read for a new session, or one after the wire stood still for
+// leakAge, sets them aside as leak.
 func (s *Speaker) readLimit(p config.Peer, b *prefixBound, now time.Time, wireReq [2]bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -253,10 +265,13 @@ func (s *Speaker) readLimit(p config.Peer, b *prefixBound, now time.Time, wireRe
 	var eff [2]uint64
 	for _, f := range p.Families {
 		fi := famIdx(f)
-		inflight := wire[fi] - min(wire[fi], ann[fi])
-		if newSession {
-			inflight = 0
+		pending := wire[fi] - min(wire[fi], ann[fi])
+		quiet := now.Sub(time.Unix(0, b.wireAt[fi].Load())) >= leakAge
+		if newSession || quiet {
+			// Nothing is in flight: what has no event now never will.
+			b.leak[fi] = pending
 		}
+		inflight := pending - min(pending, b.leak[fi])
 		eff[fi] = counts[fi] + inflight
 		b.base[fi], b.baseAnn[fi], b.baseWire[fi] = counts[fi], ann[fi], wire[fi]-inflight
 		if b.armed[fi] {
@@ -321,6 +336,11 @@ func (s *Speaker) boundOf(addr netip.Addr) *prefixBound {
 // armWait bounds how long an UPDATE waits for the limit to be armed.
 const armWait = 2 * time.Second
 
+// leakAge is how long a family's wire count must stand still before a read
+// takes what is still without a path event as never coming (leak): gobgp
+// takes an UPDATE within milliseconds once it has read it.
+const leakAge = 5 * time.Second
+
 // armRequest asks the limit worker to arm the limit of the peer at addr
 // for the families in fams; done is closed when it is done.
 type armRequest struct {
@@ -343,7 +363,11 @@ func (s *Speaker) prefixAdmit(addr netip.Addr) func(msg []byte, closing <-chan s
 		counts := updateNLRICount(msg)
 		var need [2]bool
 		for fi, n := range counts {
-			if n > 0 && b.wire[fi].Add(n) >= b.wireTrigger[fi].Load() {
+			if n == 0 {
+				continue
+			}
+			b.wireAt[fi].Store(time.Now().UnixNano())
+			if b.wire[fi].Add(n) >= b.wireTrigger[fi].Load() {
 				need[fi] = true
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	bgppkt "github.com/osrg/gobgp/v4/pkg/packet/bgp"
 
 	"github.com/ovnbgp/ovnbgp/config"
+	"github.com/ovnbgp/ovnbgp/model"
 )
 
 // floodPrefixes are n distinct /24s from 11.0.0.0 on, from the from-th.
@@ -80,5 +81,77 @@ func TestPrefixLimitFloodInBigUpdates(t *testing.T) {
 	t.Logf("%d prefixes sent in %d UPDATEs; gobgp reported %d paths before the reset (maxPrefixes %d)", per*n, n, got, max)
 	if got > max {
 		t.Errorf("gobgp took %d paths before the limit ended the session, more than maxPrefixes %d", got, max)
+	}
+}
+
+// TestPrefixLimitLeakSetAside: NLRI that never get a path event (here an
+// UPDATE gobgp treats as withdraw, RFC 7606: a MED of length 3) count as in
+// flight, which arms the limit, but not for good: once the wire has been
+// quiet for leakAge a read sets them aside and the limit is disarmed. They
+// used to stay in flight for the life of the session (with other paths
+// that get no event, e.g. a ToR sending our advertisements back), and the
+// limit, once armed, stayed armed: gobgp then walks the Adj-RIB-In on
+// every UPDATE.
+func TestPrefixLimitLeakSetAside(t *testing.T) {
+	parallel(t)
+	l := newLab(t, 98)
+	port := freePort(t)
+	w := newWirePeer(t, l.addr(3), port, provASN)
+	tor := l.peerOf("tor", 3, port, provASN)
+	const max = 1000
+	tor.MaxPrefixes = max
+	node := l.node(false)
+	node.limitCheck.Store(int64(200 * time.Millisecond))
+	if err := node.SetPeers(context.Background(), []config.Peer{tor}); err != nil {
+		t.Fatal(err)
+	}
+	waitEstablished(t, node, "tor")
+	<-w.up
+	w.mu.Lock()
+	c := w.conn
+	w.mu.Unlock()
+	var attrs []byte
+	nh, err := bgppkt.NewPathAttributeNextHop(l.addr(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range []bgppkt.PathAttributeInterface{
+		bgppkt.NewPathAttributeOrigin(bgppkt.BGP_ORIGIN_ATTR_TYPE_IGP),
+		bgppkt.NewPathAttributeAsPath([]bgppkt.AsPathParamInterface{bgppkt.NewAs4PathParam(bgppkt.BGP_ASPATH_ATTR_TYPE_SEQ, []uint32{provASN})}),
+		nh,
+	} {
+		b, err := a.Serialize()
+		if err != nil {
+			t.Fatal(err)
+		}
+		attrs = append(attrs, b...)
+	}
+	attrs = append(attrs, 0x80, 4, 3, 0, 0, 1) // MED of length 3: treat-as-withdraw
+	// 950 NLRI: over 90% of max on the wire, none ever in the Adj-RIB-In.
+	for i := range 19 {
+		var nlri []byte
+		for _, p := range floodPrefixes(i*50, 50) {
+			a := pfx(p).Addr().As4()
+			nlri = append(nlri, 24, a[0], a[1], a[2])
+		}
+		if _, err := c.Write(rawUpdate(nil, attrs, nlri)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := node.boundOf(tor.Address)
+	state := func() (bool, string) {
+		node.mu.Lock()
+		defer node.mu.Unlock()
+		return b.armed[0], fmt.Sprintf("wire %d, announced %d, leak %d", b.wire[0].Load(), b.announced[0].Load(), b.leak[0])
+	}
+	eventually(t, 30*time.Second, "the limit armed for 950 NLRI in flight", func() (bool, string) {
+		return state()
+	})
+	eventually(t, 30*time.Second, "the limit disarmed once the wire is quiet", func() (bool, string) {
+		armed, s := state()
+		return !armed, s
+	})
+	if p := peerState(t, node, "tor"); p.State != model.StateEstablished {
+		t.Fatalf("session %s, want Established (nothing was over the limit)", p.State)
 	}
 }

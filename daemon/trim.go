@@ -105,6 +105,11 @@ func (t *memTrim) idle(now time.Time, log *zap.Logger) bool {
 	t.followUp = t.followUps >= 0 && (burst || live >= t.baseline+t.minAllocs)
 	if t.followUp {
 		t.timer.Reset(t.every)
+	} else {
+		// The chain ends: what is live now is the node's normal heap
+		// (it may have grown since start), so that the next burst does
+		// not run every follow-up against a baseline long outgrown.
+		t.baseline = live
 	}
 	return true
 }

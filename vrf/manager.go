@@ -420,7 +420,12 @@ func (m *Manager) reloadAndNotify() {
 		m.all = true
 		m.cmu.Unlock()
 		m.notify()
+		// Counted in wg, so that Close waits for it: its wake after
+		// Close would write to a closed (maybe reused) descriptor. The
+		// caller, the route consumer, is counted too: Add is legal here.
+		m.wg.Add(1)
 		go func() { // retry later, without blocking the events
+			defer m.wg.Done()
 			select {
 			case <-m.done:
 			case <-time.After(resubscribeDelay):
