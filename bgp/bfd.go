@@ -207,7 +207,7 @@ func (s *Speaker) onBFDDown(addr string, expired bool) {
 
 // bfdLoop reads gobgp's BFD states every bfdPoll while a BFD session runs,
 // keeps when each entered its state and logs the changes. While no session
-// runs BFD it sleeps until switchBFD wakes it: an idle node with many
+// runs BFD it sleeps until switchBFD or SetPeers wakes it: an idle node with many
 // routes must not wake ten times a second for nothing.
 func (s *Speaker) bfdLoop(stop <-chan struct{}) {
 	for {
