@@ -78,7 +78,7 @@ func TestBFDFollowsSession(t *testing.T) {
 // (the side-by-side bench's idle CPU: 263 ms a minute, half of it this).
 func TestBFDPollsOnlyWhileRunning(t *testing.T) {
 	parallel(t)
-	l := newLab(t, 43)
+	l := newLab(t, 100)
 	port := freePort(t)
 	l.provider(3, port, provASN, false, "")
 	a := l.peerOf("a", 3, port, provASN)

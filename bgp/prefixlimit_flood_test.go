@@ -94,7 +94,7 @@ func TestPrefixLimitFloodInBigUpdates(t *testing.T) {
 // every UPDATE.
 func TestPrefixLimitLeakSetAside(t *testing.T) {
 	parallel(t)
-	l := newLab(t, 98)
+	l := newLab(t, 101)
 	port := freePort(t)
 	w := newWirePeer(t, l.addr(3), port, provASN)
 	tor := l.peerOf("tor", 3, port, provASN)

@@ -453,31 +453,7 @@ func startChaos(t *testing.T) *chaosWorld {
 // byte for byte, their references from GR_node1, and table 100's routes of
 // other protocols.
 func (w *chaosWorld) foreignState() string {
-	var b strings.Builder
-	refs, err := w.nb.NBCtl("get", "logical_router", "GR_node1", "static_routes")
-	if err != nil {
-		return fmt.Sprintf("(GR_node1: %v)", err)
-	}
-	for _, u := range w.foreignUUIDs {
-		row, err := w.nb.RowJSON("Logical_Router_Static_Route", u)
-		if err != nil {
-			row = fmt.Sprintf("(row %s: %v)", u, err)
-		}
-		b.WriteString(row + "\n")
-		if !strings.Contains(refs, u) {
-			fmt.Fprintf(&b, "GR_node1 no longer references %s\n", u)
-		}
-	}
-	lines, err := w.l.KernelRoutes(w.l.Node, importTable, "")
-	if err != nil {
-		return fmt.Sprintf("(table %d: %v)", importTable, err)
-	}
-	for _, l := range lines {
-		if !strings.Contains(l, " proto 200 ") {
-			b.WriteString(l + "\n")
-		}
-	}
-	return b.String()
+	return foreignOrError(w.l, w.nb, w.foreignUUIDs)
 }
 
 // check is one look at the whole world against the desired state: nil when

@@ -139,37 +139,6 @@ func installedOutside(s hsnap, space netip.Prefix, maxLen int, nh string) []stri
 	return bad
 }
 
-// foreign is what ovnbgp does not own in a hostile world: GR_node1's rows
-// of the given UUIDs (every column) and table 100's routes of other
-// protocols, as text.
-func (w *hostileWorld) foreign(uuids []string) string {
-	var b strings.Builder
-	refs, err := w.nb.NBCtl("get", "logical_router", "GR_node1", "static_routes")
-	if err != nil {
-		return fmt.Sprintf("(GR_node1: %v)", err)
-	}
-	for _, u := range uuids {
-		row, err := w.nb.RowJSON("Logical_Router_Static_Route", u)
-		if err != nil {
-			row = fmt.Sprintf("(row %s: %v)", u, err)
-		}
-		b.WriteString(row + "\n")
-		if !strings.Contains(refs, u) {
-			fmt.Fprintf(&b, "GR_node1 no longer references %s\n", u)
-		}
-	}
-	lines, err := w.l.KernelRoutes(w.l.Node, importTable, "")
-	if err != nil {
-		return fmt.Sprintf("(table %d: %v)", importTable, err)
-	}
-	for _, l := range lines {
-		if !strings.Contains(l, " proto 200 ") {
-			b.WriteString(l + "\n")
-		}
-	}
-	return b.String()
-}
-
 // checkForeignUntouched fails for every change of a foreign row the NB
 // monitor saw and every change of a table 100 route of another protocol
 // `ip monitor route` saw.
@@ -283,7 +252,7 @@ func TestHostileChurn(t *testing.T) {
 		Peers:  []lab.Peer{{Name: "churn", Address: addr, ASN: hostileASN, Passive: true, Families: []string{"ipv4"}}},
 		Import: churnRule,
 	})
-	foreign0 := w.foreign(foreignUUIDs)
+	foreign0 := foreignOrError(w.l, w.nb, foreignUUIDs)
 	t.Logf("not ovnbgp's:\n%s", foreign0)
 	kmon := w.l.MonitorRoutes(w.l.Node)
 	nbmon := w.nb.Monitor("Logical_Router_Static_Route", "ip_prefix", "nexthop")
@@ -494,7 +463,7 @@ func TestHostileChurn(t *testing.T) {
 	checkEverInstalledIn(t, "ip monitor route", kout, "table 100", churnSpace, churnLen)
 	checkEverInstalledIn(t, "the NB monitor", nbout, "", churnSpace, churnLen)
 	checkForeignUntouched(t, kout, nbout, foreignUUIDs)
-	if f := w.foreign(foreignUUIDs); f != foreign0 {
+	if f := foreignOrError(w.l, w.nb, foreignUUIDs); f != foreign0 {
 		t.Errorf("what ovnbgp does not own changed:\nbefore:\n%s\nnow:\n%s", foreign0, f)
 	}
 }

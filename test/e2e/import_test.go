@@ -532,33 +532,53 @@ func (w *importWorld) checkRowsRule(prefix, rule string, nextHops ...string) err
 // that are not protocol 200.
 func (w *importWorld) foreignState(t *testing.T, uuids []string) string {
 	t.Helper()
-	var b strings.Builder
-	for _, u := range uuids {
-		row, err := w.nb.RowJSON("Logical_Router_Static_Route", u)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b.WriteString(row + "\n")
-	}
-	refs, err := w.nb.NBCtl("get", "logical_router", "GR_node1", "static_routes")
+	s, err := foreignText(w.l, w.nb, uuids)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s
+}
+
+// foreignText is foreignState's text: GR_node1's static route rows of the
+// given UUIDs (every column), whether GR_node1 still references each, and
+// table 100's routes of other protocols than ovnbgp's 200. The chaos and
+// hostile suites compare it before and after.
+func foreignText(l *lab.Lab, nb *lab.NB, uuids []string) (string, error) {
+	var b strings.Builder
+	refs, err := nb.NBCtl("get", "logical_router", "GR_node1", "static_routes")
+	if err != nil {
+		return "", fmt.Errorf("GR_node1: %w", err)
+	}
 	for _, u := range uuids {
+		row, err := nb.RowJSON("Logical_Router_Static_Route", u)
+		if err != nil {
+			return "", fmt.Errorf("row %s: %w", u, err)
+		}
+		b.WriteString(row + "\n")
 		if !strings.Contains(refs, u) {
 			fmt.Fprintf(&b, "GR_node1 no longer references %s\n", u)
 		}
 	}
-	lines, err := w.l.KernelRoutes(w.l.Node, importTable, "")
+	lines, err := l.KernelRoutes(l.Node, importTable, "")
 	if err != nil {
-		t.Fatal(err)
+		return "", fmt.Errorf("table %d: %w", importTable, err)
 	}
-	for _, l := range lines {
-		if !strings.Contains(l, " proto 200 ") {
-			b.WriteString(l + "\n")
+	for _, r := range lines {
+		if !strings.Contains(r, " proto 200 ") {
+			b.WriteString(r + "\n")
 		}
 	}
-	return b.String()
+	return b.String(), nil
+}
+
+// foreignOrError is foreignText, with an error as the text: a comparison
+// with the state before then fails and shows it.
+func foreignOrError(l *lab.Lab, nb *lab.NB, uuids []string) string {
+	s, err := foreignText(l, nb, uuids)
+	if err != nil {
+		return "(" + err.Error() + ")"
+	}
+	return s
 }
 
 // Rows and routes ovnbgp does not own are byte-identical before and after
