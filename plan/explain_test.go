@@ -29,7 +29,8 @@ func TestExplain(t *testing.T) {
 	}
 	res := Import(in)
 	adverts := []model.Advertisement{adv("tor-a", "10.128.0.0/23", "pods", "default", "Logical_Switch n1 other_config:subnet", model.PathAttrs{})}
-	p := Build(BuildInput{Node: "n1", Config: in.Config, Import: res, Adverts: adverts, Snapshot: in.Snapshot, Host: in.Host})
+	p := Build(BuildInput{Node: "n1", Config: in.Config, Import: res, Adverts: adverts, Snapshot: in.Snapshot, Host: in.Host,
+		Adopted: NewAdopted(in.Snapshot.OwnedRoutes, in.Host.Routes)})
 
 	tests := []struct {
 		prefix string
@@ -45,7 +46,7 @@ func TestExplain(t *testing.T) {
 		{"10.2.0.0/16", []string{
 			"import: no peer sent 10.2.0.0/16 or a prefix covering it",
 			"installed in OVN: 10.2.0.0/16 on GR_n1 via 192.0.2.1, output port rtoe-GR_n1 (rule up, row u2)",
-			"held: OVN delete 10.2.0.0/16 on GR_n1 via 192.0.2.1: waiting for End-of-RIB from tor-a, tor-b, tor-6 or bgp.gracefulRestart.deferralTime (0s) since start (fail static)",
+			"held: OVN delete 10.2.0.0/16 on GR_n1 via 192.0.2.1: adopted at start and not announced again: waiting for End-of-RIB from tor-a, tor-b, tor-6 or bgp.gracefulRestart.deferralTime (0s) (fail static)",
 			"advertise: no rule advertises 10.2.0.0/16 or a prefix covering it",
 		}},
 		{"10.128.0.7/24", []string{

@@ -117,19 +117,27 @@ type BuildInput struct {
 	// Snapshot and Host are the observed OVN and kernel state.
 	Snapshot model.Snapshot
 	Host     model.Host
-	// Synced says, per peer, that it sent End-of-RIB since ovnbgp
-	// started, or that bgp.gracefulRestart.deferralTime has passed.
+	// Synced says, per peer, that its table is complete since its
+	// session started (End-of-RIB, a settled table from a peer that
+	// sends none, or bgp.gracefulRestart.deferralTime passed); SyncBy is,
+	// per peer not yet synced, when the deferral ends.
 	Synced map[string]bool
+	SyncBy map[string]time.Time
+	// Adopted are the owned routes found installed at start and not
+	// announced again since: only their deletes are held (nil: none).
+	Adopted *Adopted
 }
 
 // Build computes the plan with the one diff of each kind (DiffOVN,
-// DiffKernel, DiffAdvertisements). Deletes of owned routes whose rule has a
-// peer not yet Synced are Held, so that at start owned routes are adopted,
-// not flushed (fail static); so is a kernel route replace that drops a
-// next hop. A kernel route's rule is the rule of the desired route, else
-// every rule targeting its table or VRF. An orphan (its rule is no longer
-// configured, or no rule targets its table or VRF) is held until every
-// configured peer is Synced.
+// DiffKernel, DiffAdvertisements). Fail static: the delete of an Adopted
+// route (an OVN row, or a kernel route's next hop) whose rule has a peer
+// not yet Synced is Held, so that at start owned routes are adopted, not
+// flushed; a kernel route that loses adopted next hops keeps them until
+// then, and loses the others at once. Anything learned in this run goes as
+// soon as its peer withdraws it. A kernel route's rule is the rule of the
+// desired route, else every rule targeting its table or VRF. An adopted
+// orphan (its rule is no longer configured, or no rule targets its table
+// or VRF) is held until every configured peer is Synced.
 func Build(in BuildInput) Plan {
 	cfg := in.Config
 	if cfg == nil {
@@ -137,14 +145,18 @@ func Build(in BuildInput) Plan {
 	}
 	p := Plan{Version: PlanVersion, Node: in.Node, CreatedAt: in.Now}
 	r := ruleIndex{cfg: cfg, host: in.Host, desired: in.Import.Kernel}
-	// hold is why an operation of rules must wait, or "". orphan says why
-	// it has no configured rule ("" if it has one): such an operation
-	// waits for every configured peer.
+	// hold is why an adopted route of rules must wait, or "". orphan
+	// says why it has no configured rule ("" if it has one): such a
+	// route waits for every configured peer.
 	hold := func(rules []string, orphan string) string {
 		var waiting []string
+		var until time.Time
 		wait := func(peer string) {
 			if !in.Synced[peer] && !slices.Contains(waiting, peer) {
 				waiting = append(waiting, peer)
+				if by := in.SyncBy[peer]; by.After(until) {
+					until = by
+				}
 			}
 		}
 		if orphan != "" {
@@ -162,8 +174,12 @@ func Build(in BuildInput) Plan {
 		if len(waiting) == 0 {
 			return ""
 		}
-		why := fmt.Sprintf("waiting for End-of-RIB from %s or bgp.gracefulRestart.deferralTime (%s) since start (fail static)",
-			strings.Join(waiting, ", "), fmt.Sprintf("%gs", cfg.BGP.GracefulRestart.DeferralTime.Seconds()))
+		deferral := fmt.Sprintf("%gs", cfg.BGP.GracefulRestart.DeferralTime.Seconds())
+		if !until.IsZero() {
+			deferral += ", at the latest " + until.UTC().Format(time.RFC3339)
+		}
+		why := fmt.Sprintf("adopted at start and not announced again: waiting for End-of-RIB from %s or bgp.gracefulRestart.deferralTime (%s) (fail static)",
+			strings.Join(waiting, ", "), deferral)
 		if orphan != "" {
 			why += ": " + orphan + ", so it is held until every configured peer is synced"
 		}
@@ -171,7 +187,7 @@ func Build(in BuildInput) Plan {
 	}
 
 	for _, op := range DiffOVN(in.Import.OVN, in.Snapshot.OwnedRoutes) {
-		if op.Op == model.OpDelete {
+		if op.Op == model.OpDelete && in.Adopted.OVN(op.Route.Key()) {
 			if why := hold([]string{op.Route.Rule}, orphanRule(cfg, op.Route.Rule)); why != "" {
 				op := op
 				p.Held = append(p.Held, Held{OVN: &op, Rules: []string{op.Route.Rule}, Reason: why})
@@ -198,14 +214,37 @@ func Build(in BuildInput) Plan {
 	}
 	var kernelDeletes []model.KernelOp
 	for _, op := range DiffKernel(in.Import.Kernel, in.Host.Routes) {
-		losing := op.Op == model.OpDelete ||
-			op.Op == model.OpReplace && dropsNextHop(observed[op.Route.Key()].NextHops, op.Route.NextHops)
-		if losing {
-			rules := r.ofRoute(*op.Route)
-			if why := hold(rules, r.orphan(*op.Route, rules)); why != "" {
-				op := op
-				p.Held = append(p.Held, Held{Kernel: &op, Rules: rules, Reason: why})
-				continue
+		if op.Op != model.OpAdd && op.Route != nil {
+			// The adopted next hops this operation drops.
+			obs := observed[op.Route.Key()]
+			var want []model.NextHop
+			if op.Op == model.OpReplace {
+				want = op.Route.NextHops
+			}
+			var keep []model.NextHop
+			for _, nh := range obs.NextHops {
+				if !slices.Contains(want, nh) && in.Adopted.KernelHop(obs.Key(), nh) {
+					keep = append(keep, nh)
+				}
+			}
+			if len(keep) > 0 {
+				rules := r.ofRoute(*op.Route)
+				if why := hold(rules, r.orphan(*op.Route, rules)); why != "" {
+					held := op
+					p.Held = append(p.Held, Held{Kernel: &held, Rules: rules, Reason: why})
+					if len(want)+len(keep) == len(obs.NextHops) {
+						continue // nothing else changes now
+					}
+					// The rest goes now: the route keeps only its
+					// adopted next hops beside the wanted ones.
+					rt := obs
+					if op.Op == model.OpReplace {
+						rt = *op.Route
+					}
+					rt.NextHops = slices.Concat(want, keep)
+					p.Kernel = append(p.Kernel, model.KernelOp{Op: model.OpReplace, Route: &rt})
+					continue
+				}
 			}
 		}
 		if op.Op == model.OpDelete {
@@ -229,16 +268,6 @@ func orphanRule(cfg *config.Config, name string) string {
 		return "it names no import rule"
 	}
 	return fmt.Sprintf("its rule %s is no longer configured", name)
-}
-
-// dropsNextHop reports whether a next hop of old is not in new.
-func dropsNextHop(old, new []model.NextHop) bool {
-	for _, nh := range old {
-		if !slices.Contains(new, nh) {
-			return true
-		}
-	}
-	return false
 }
 
 // guards are the routers the OVN operations touch, as the snapshot read

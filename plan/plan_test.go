@@ -34,6 +34,7 @@ func buildFixture() BuildInput {
 		Node: "n1", Now: time.Date(2026, 11, 30, 21, 0, 0, 0, time.UTC), Config: in.Config,
 		Import:   Import(in),
 		Snapshot: in.Snapshot, Host: in.Host,
+		Adopted: NewAdopted(in.Snapshot.OwnedRoutes, in.Host.Routes),
 	}
 }
 
@@ -66,8 +67,8 @@ func opLines(p Plan) []string {
 }
 
 // TestBuildFailStatic: until every peer of a rule is Synced, deletes of
-// its owned routes (and a multipath route losing a next hop) are held;
-// adds go ahead. Once Synced, they are in the plan.
+// its adopted routes (and a multipath route losing an adopted next hop)
+// are held; adds go ahead. Once Synced, they are in the plan.
 func TestBuildFailStatic(t *testing.T) {
 	in := buildFixture()
 	p := Build(in)
@@ -81,7 +82,7 @@ func TestBuildFailStatic(t *testing.T) {
 		t.Errorf("nothing synced (-want +got):\n%s", d)
 	}
 	for _, h := range p.Held {
-		if h.Reason != "waiting for End-of-RIB from tor-a, tor-b, tor-6 or bgp.gracefulRestart.deferralTime (120s) since start (fail static)" {
+		if h.Reason != "adopted at start and not announced again: waiting for End-of-RIB from tor-a, tor-b, tor-6 or bgp.gracefulRestart.deferralTime (120s) (fail static)" {
 			t.Errorf("held reason %q", h.Reason)
 		}
 	}
@@ -117,6 +118,7 @@ func TestBuildFailStatic(t *testing.T) {
 	in.Import.OVN = nil
 	in.Import.Kernel = nil
 	in.Host.Routes = append(in.Host.Routes, kroute(999, "10.9.0.0/16", "192.0.2.1"))
+	in.Adopted = NewAdopted(in.Snapshot.OwnedRoutes, in.Host.Routes)
 	p = Build(in)
 	type heldLine struct{ Op, Rules, Reason string }
 	var held []heldLine
@@ -129,7 +131,7 @@ func TestBuildFailStatic(t *testing.T) {
 		}
 		held = append(held, heldLine{op, strings.Join(h.Rules, ","), h.Reason})
 	}
-	orphan := "waiting for End-of-RIB from tor-c or bgp.gracefulRestart.deferralTime (120s) since start (fail static): "
+	orphan := "adopted at start and not announced again: waiting for End-of-RIB from tor-c or bgp.gracefulRestart.deferralTime (120s) (fail static): "
 	want2 := []heldLine{
 		{"ovn 10.2.0.0/16", "up", orphan + "its rule up is no longer configured, so it is held until every configured peer is synced"},
 		{"kernel 999 10.9.0.0/16", "", orphan + "no configured import rule targets table 999, so it is held until every configured peer is synced"},
@@ -240,7 +242,7 @@ func TestPlanJSON(t *testing.T) {
 	if d := cmp.Diff(p, back, cmpAddrs, cmpopts.EquateEmpty()); d != "" {
 		t.Errorf("round trip (-want +got):\n%s", d)
 	}
-	for _, w := range []string{`"version":1`, `"node":"n1"`, `"createdAt":"2026-11-30T21:00:00Z"`, `"prefix":"10.1.0.0/16"`, `"reason":"waiting for End-of-RIB`} {
+	for _, w := range []string{`"version":1`, `"node":"n1"`, `"createdAt":"2026-11-30T21:00:00Z"`, `"prefix":"10.1.0.0/16"`, `"reason":"adopted at start and not announced again: waiting for End-of-RIB`} {
 		if !strings.Contains(string(data), w) {
 			t.Errorf("JSON lacks %s:\n%s", w, data)
 		}

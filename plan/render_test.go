@@ -28,9 +28,9 @@ advertise    announce  peer tor-a             10.128.0.0/23                     
 held ovn     delete    GR_n1 port rtoe-GR_n1  10.2.0.0/16    192.0.2.1           up
 held kernel  replace   table 100 (VRF blue)   10.1.0.0/16    192.0.2.1 dev eth0  up
 held kernel  delete    table 100              10.2.0.0/16    192.0.2.1 dev eth0
-held: OVN delete 10.2.0.0/16 on GR_n1: waiting for End-of-RIB from tor-a, tor-b, tor-6 or bgp.gracefulRestart.deferralTime (120s) since start (fail static)
-held: kernel replace 10.1.0.0/16 in table 100: waiting for End-of-RIB from tor-a, tor-b, tor-6 or bgp.gracefulRestart.deferralTime (120s) since start (fail static)
-held: kernel delete 10.2.0.0/16 in table 100: waiting for End-of-RIB from tor-a, tor-b, tor-6 or bgp.gracefulRestart.deferralTime (120s) since start (fail static)
+held: OVN delete 10.2.0.0/16 on GR_n1: adopted at start and not announced again: waiting for End-of-RIB from tor-a, tor-b, tor-6 or bgp.gracefulRestart.deferralTime (120s) (fail static)
+held: kernel replace 10.1.0.0/16 in table 100: adopted at start and not announced again: waiting for End-of-RIB from tor-a, tor-b, tor-6 or bgp.gracefulRestart.deferralTime (120s) (fail static)
+held: kernel delete 10.2.0.0/16 in table 100: adopted at start and not announced again: waiting for End-of-RIB from tor-a, tor-b, tor-6 or bgp.gracefulRestart.deferralTime (120s) (fail static)
 `
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("Table (-want +got):\n%s", d)
