@@ -2,37 +2,48 @@ package bgp
 
 import (
 	"maps"
+	"time"
 
 	"github.com/ovnbgp/ovnbgp/model"
 )
 
-// EndOfRIB says, per configured peer, whether its session is Established
-// and the peer sent an End-of-RIB marker for every family negotiated in
-// it: the same as PeerStatus.EndOfRIB, from the speaker's own event state
-// only. Peers asks gobgp for every peer's state, and gobgp counts each
-// Adj-RIB-In by walking it; this costs nothing, so the daemon can ask on
-// every pass.
-func (s *Speaker) EndOfRIB() map[string]bool {
+// Sync says, per configured peer, what fail static and graceful restart
+// read on every pass (model.PeerSync): whether its session is Established
+// and the peer sent an End-of-RIB marker for every family negotiated in it
+// (the same as PeerStatus.EndOfRIB), when it last sent an UPDATE, and the
+// graceful-restart capability of its last OPEN, from the speaker's own
+// event state only. Peers asks gobgp for every peer's state, and gobgp
+// counts each Adj-RIB-In by walking it; this costs nothing, so the daemon
+// can ask on every pass.
+func (s *Speaker) Sync() map[string]model.PeerSync {
 	s.mu.Lock()
 	cfg := maps.Clone(s.peers)
 	s.mu.Unlock()
-	out := make(map[string]bool, len(cfg))
+	out := make(map[string]model.PeerSync, len(cfg))
 	s.st.Lock()
 	defer s.st.Unlock()
 	for name, p := range cfg {
 		ss := s.sessions[p.Address]
-		if ss == nil || ss.state != model.StateEstablished || ss.families == nil {
-			out[name] = false
+		if ss == nil {
+			out[name] = model.PeerSync{}
 			continue
 		}
-		eor, negotiated := true, false
-		for _, f := range p.Families {
-			if ss.families[f] {
-				negotiated = true
-				eor = eor && ss.eor[f]
-			}
+		ps := model.PeerSync{Established: ss.state == model.StateEstablished, Since: ss.since,
+			LastUpdate: ss.lastUpdate, GR: ss.gr, Down: ss.leftAt, Graceful: ss.graceful}
+		if ps.Established {
+			ps.Down, ps.Graceful = time.Time{}, false
 		}
-		out[name] = negotiated && eor
+		if ps.Established && ss.families != nil {
+			eor, negotiated := true, false
+			for _, f := range p.Families {
+				if ss.families[f] {
+					negotiated = true
+					eor = eor && ss.eor[f]
+				}
+			}
+			ps.EndOfRIB = negotiated && eor
+		}
+		out[name] = ps
 	}
 	return out
 }

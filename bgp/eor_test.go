@@ -2,6 +2,7 @@ package bgp
 
 import (
 	"net/netip"
+	"reflect"
 	"testing"
 	"time"
 
@@ -48,8 +49,8 @@ func TestEndOfRIBNeedsTheMarker(t *testing.T) {
 			t.Errorf("%s: state %s, EndOfRIB %v, want established and %v", when, got.State, got.EndOfRIB, want)
 		}
 		// The daemon's per-pass question agrees, without asking gobgp.
-		if got := s.EndOfRIB()["tor"]; got != want {
-			t.Errorf("%s: EndOfRIB() %v, want %v", when, got, want)
+		if got := s.Sync()["tor"].EndOfRIB; got != want {
+			t.Errorf("%s: Sync().EndOfRIB %v, want %v", when, got, want)
 		}
 	}
 	event(bgppkt.BGP_FSM_ESTABLISHED)
@@ -63,4 +64,59 @@ func TestEndOfRIBNeedsTheMarker(t *testing.T) {
 	check("a new session, no marker yet", false)
 	marker()
 	check("the new session's marker", true)
+}
+
+// TestSyncGracefulRestart: Sync reports the graceful-restart capability of
+// the peer's OPEN (restart time, R and N bits, the families and their
+// Forwarding State bits) only when graceful restart is enabled on our side
+// too, and keeps it after the session ends, with when and whether it ended
+// gracefully (gobgp keeps the paths stale).
+func TestSyncGracefulRestart(t *testing.T) {
+	addr := netip.MustParseAddr("192.0.2.1")
+	c := config.Peer{Name: "tor", Address: addr, ASN: provASN, Families: []config.Family{config.IPv4, config.IPv6}}
+	newSpeaker := func(gr bool) *Speaker {
+		return &Speaker{log: zap.NewNop(), notify: func() {}, byAddr: map[netip.Addr]string{addr: "tor"},
+			sessions: map[netip.Addr]*session{}, peers: map[string]config.Peer{"tor": c},
+			global: config.BGP{GracefulRestart: config.GracefulRestart{Enabled: gr}}}
+	}
+	caps := []bgppkt.ParameterCapabilityInterface{
+		bgppkt.NewCapMultiProtocol(bgppkt.RF_IPv4_UC), bgppkt.NewCapMultiProtocol(bgppkt.RF_IPv6_UC),
+		bgppkt.NewCapGracefulRestart(true, false, 90, []*bgppkt.CapGracefulRestartTuple{
+			bgppkt.NewCapGracefulRestartTuple(bgppkt.RF_IPv4_UC, true),
+			bgppkt.NewCapGracefulRestartTuple(bgppkt.RF_IPv6_UC, false)}),
+	}
+	event := func(s *Speaker, st bgppkt.FSMState, reason api.PeerState_DisconnectReason, ts time.Time) {
+		s.onPeerEvent(&apiutil.WatchEventMessage_PeerEvent{Type: apiutil.PEER_EVENT_STATE, Peer: apiutil.Peer{
+			State: apiutil.PeerState{NeighborAddress: addr, SessionState: st, RemoteCap: caps, DisconnectReason: reason},
+		}}, ts)
+	}
+	up := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	s := newSpeaker(true)
+	event(s, bgppkt.BGP_FSM_ESTABLISHED, api.PeerState_DISCONNECT_REASON_UNSPECIFIED, up)
+	got := s.Sync()["tor"]
+	want := &model.PeerGR{RestartTime: 90 * time.Second, Restarting: true, Families: map[string]bool{"ipv4": true, "ipv6": false}}
+	if !got.Established || !got.Since.Equal(up) || got.GR == nil || !reflect.DeepEqual(got.GR, want) {
+		t.Errorf("established: %+v (GR %+v), want GR %+v", got, got.GR, want)
+	}
+	down := up.Add(time.Minute)
+	event(s, bgppkt.BGP_FSM_IDLE, api.PeerState_DISCONNECT_REASON_GRACEFUL_RESTART, down)
+	got = s.Sync()["tor"]
+	if got.Established || !got.Down.Equal(down) || !got.Graceful || !reflect.DeepEqual(got.GR, want) {
+		t.Errorf("after a graceful end: %+v, want down at %s, graceful, the same GR", got, down)
+	}
+	event(s, bgppkt.BGP_FSM_ACTIVE, api.PeerState_DISCONNECT_REASON_UNSPECIFIED, down.Add(time.Second))
+	if got = s.Sync()["tor"]; !got.Down.Equal(down) || !got.Graceful {
+		t.Errorf("idle → active: %+v, want down and graceful kept", got)
+	}
+	event(s, bgppkt.BGP_FSM_ESTABLISHED, api.PeerState_DISCONNECT_REASON_UNSPECIFIED, down.Add(2*time.Second))
+	event(s, bgppkt.BGP_FSM_IDLE, api.PeerState_DISCONNECT_REASON_NOTIFICATION_RECEIVED, down.Add(3*time.Second))
+	if got = s.Sync()["tor"]; got.Graceful {
+		t.Errorf("ended by a NOTIFICATION: graceful %v", got.Graceful)
+	}
+	// Graceful restart off on our side: nothing was negotiated.
+	s = newSpeaker(false)
+	event(s, bgppkt.BGP_FSM_ESTABLISHED, api.PeerState_DISCONNECT_REASON_UNSPECIFIED, up)
+	if got = s.Sync()["tor"]; got.GR != nil {
+		t.Errorf("graceful restart off here: GR %+v, want nil", got.GR)
+	}
 }

@@ -197,6 +197,9 @@ func (s *Speaker) journalPaths(paths []*apiutil.Path) (tracked bool) {
 			s.st.Lock()
 			peer, known = s.learnFrom[addr]
 			bound = s.bounds[addr]
+			if ss := s.sessions[addr]; ss != nil && ss.state == model.StateEstablished {
+				ss.lastUpdate = time.Now()
+			}
 			s.st.Unlock()
 		}
 		if !known {

@@ -129,6 +129,15 @@ type session struct {
 	// down is when the session was last seen leave Established, or first
 	// seen without it; zero while Established.
 	down time.Time
+	// gr is the graceful-restart capability of the peer's last OPEN
+	// (model.PeerSync.GR); graceful says the last session ended the way
+	// gobgp keeps the peer's paths stale for, leftAt when it left
+	// Established.
+	gr       *model.PeerGR
+	graceful bool
+	leftAt   time.Time
+	// lastUpdate is when an UPDATE of this session was last taken.
+	lastUpdate time.Time
 	// reenable is pending while the session is held down by maxPrefixes.
 	reenable *time.Timer
 	// bfdOn: BFD is on in gobgp for this peer (bfd.go: only while
@@ -428,9 +437,19 @@ func (s *Speaker) onPeerEvent(ev *apiutil.WatchEventMessage_PeerEvent, ts time.T
 		}
 		ss.down = time.Time{}
 		ss.families = negotiated(ev.Peer.State.RemoteCap)
+		if !wasUp {
+			ss.gr, ss.graceful, ss.lastUpdate = nil, false, time.Time{}
+			if s.global.GracefulRestart.Enabled {
+				ss.gr = grCapability(ev.Peer.State.RemoteCap)
+			}
+		}
 	case ss.down.IsZero():
 		ss.down = ts
 		ss.families = nil
+		if wasUp {
+			ss.leftAt = ts
+			ss.graceful = ev.Peer.State.DisconnectReason == api.PeerState_DISCONNECT_REASON_GRACEFUL_RESTART
+		}
 	default:
 		ss.families = nil
 	}
@@ -568,6 +587,33 @@ func (s *Speaker) connStateChanged(addr netip.Addr) {
 	if s.ln != nil {
 		s.ln.stateChanged()
 	}
+}
+
+// grCapability is the graceful-restart capability among remote (the
+// last one, as gobgp reads it), nil if none.
+func grCapability(remote []bgppkt.ParameterCapabilityInterface) *model.PeerGR {
+	var out *model.PeerGR
+	for _, c := range remote {
+		g, ok := c.(*bgppkt.CapGracefulRestart)
+		if !ok {
+			continue
+		}
+		out = &model.PeerGR{
+			RestartTime:  time.Duration(g.Time) * time.Second,
+			Restarting:   g.Flags&0x08 != 0,
+			Notification: g.Flags&0x04 != 0,
+			Families:     map[string]bool{},
+		}
+		for _, t := range g.Tuples {
+			switch bgppkt.NewFamily(t.AFI, t.SAFI) {
+			case bgppkt.RF_IPv4_UC:
+				out.Families[string(config.IPv4)] = t.Flags&0x80 != 0
+			case bgppkt.RF_IPv6_UC:
+				out.Families[string(config.IPv6)] = t.Flags&0x80 != 0
+			}
+		}
+	}
+	return out
 }
 
 // negotiated are the families both sides offered (RFC 4760: no

@@ -114,23 +114,35 @@ func (d *Daemon) planFrom(ctx context.Context, cfg *config.Config, sp Speaker, s
 	if len(cfg.Import) > 0 || walkAlways {
 		learned, learnedOK = d.learnedPaths(ctx, sp, walk)
 	}
+	holdAll := ""
 	if len(cfg.Import) > 0 && (!learnedOK || d.imp.host == nil || hostErr != nil) {
 		// What peers hold or what the host holds is not known this pass:
 		// no walk of this speaker's table succeeded (or this pass's walk
 		// failed, and the last good one may predate an End-of-RIB seen
 		// now), or the kernel could not be read (every next hop would
 		// fail its on-link check). Nothing may be deleted on such input.
+		holdAll = "what peers sent or what the kernel holds could not be read this pass, so nothing is deleted (fail static); retried on the next pass"
 		for p := range synced {
 			synced[p] = false
 		}
+	}
+	preview := cfg != d.config()
+	if !preview && len(cfg.Import) > 0 && d.imp.adoptDue && holdAll == "" && d.imp.syncFor == sp {
+		// The sync starts (over): what is installed now is adopted, and
+		// waits for its peers; everything learned from here on is not.
+		d.imp.adopted, d.imp.adoptDue = plan.NewAdopted(snap.OwnedRoutes, host.Routes), false
 	}
 	table := plan.NewImportTable(plan.ImportInput{Config: cfg, Snapshot: snap, Host: host, Learned: learned})
 	res := table.Result()
 	p := plan.Build(plan.BuildInput{
 		Node: cfg.Node.Name, Now: time.Now(), Config: cfg, Import: res,
 		Adverts: desired, Advertised: sp.Advertised(),
-		Snapshot: snap, Host: host, Synced: synced,
+		Snapshot: snap, Host: host, Synced: synced, SyncBy: d.syncBy(cfg, synced),
+		Adopted: d.imp.adopted, HoldAll: holdAll,
 	})
+	if !preview && holdAll == "" {
+		d.forgetAdopted(cfg, synced, nil, res.OVN, res.Kernel, snap.OwnedRoutes, host.Routes)
+	}
 	return planView{plan: p, table: table, res: &res, snap: snap, host: host, desired: desired, heldAdv: heldAdv, hostErr: hostErr,
 		synced: synced, learnedOK: learnedOK}
 }

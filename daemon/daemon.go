@@ -410,9 +410,29 @@ func (d *Daemon) loop(ctx context.Context, hup <-chan os.Signal) error {
 		}
 	}
 
+	// Fail static's deadlines: the loop plans again when a peer's
+	// deferral ends or its quiet table counts as complete
+	// (syncedPeers sets syncWake), not at the next resync.
+	syncT := time.NewTimer(time.Hour)
+	syncT.Stop()
+	defer syncT.Stop()
+	var syncAt time.Time
+	armSync := func() {
+		next := d.imp.syncWake
+		if next.Equal(syncAt) {
+			return
+		}
+		syncT.Stop()
+		syncAt = next
+		if !next.IsZero() {
+			syncT.Reset(max(time.Until(next), 0) + time.Millisecond)
+		}
+	}
+
 	d.poke()
 	for {
 		armDrain()
+		armSync()
 		if peerRetryC == nil && d.peersFailed() {
 			wait := peerRetry.next()
 			d.log.Info("retrying the peers not added", zap.Duration("in", wait))
@@ -469,6 +489,8 @@ func (d *Daemon) loop(ctx context.Context, hup <-chan os.Signal) error {
 		case now := <-trim.C():
 			trim.idle(now, d.log)
 			continue
+		case <-syncT.C:
+			syncAt = time.Time{}
 		case <-drainC:
 			drainC, drainAt = nil, time.Time{}
 			d.log.Info("drain wait over: withdrawing the drained peers' advertisements")

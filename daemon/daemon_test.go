@@ -60,7 +60,11 @@ type fakeSpeaker struct {
 	pending          model.LearnedDelta // change's, until TakeLearned
 	walks            int                // EachLearned calls
 	eor              bool               // every peer's EndOfRIB
-	applies          []model.AdvertDiff // every Apply's diff, in order
+	// noGR: Sync reports no graceful-restart capability (no End-of-RIB
+	// expected); since and lastUpdate are Sync's Since and LastUpdate.
+	noGR              bool
+	since, lastUpdate time.Time
+	applies           []model.AdvertDiff // every Apply's diff, in order
 	// bmp is the last SetBMP's servers, bmpSys its sysName and sysDescr,
 	// bmpSets the number of SetBMP calls.
 	bmp     []config.BMPServer

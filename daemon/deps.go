@@ -24,9 +24,10 @@ type Speaker interface {
 	// count.
 	NotApplied() []model.Advertisement
 	Peers(ctx context.Context) ([]model.PeerStatus, error)
-	// EndOfRIB says per peer what PeerStatus.EndOfRIB says, cheaply
-	// enough for every pass (Peers makes gobgp count every table).
-	EndOfRIB() map[string]bool
+	// Sync says per peer what fail static and graceful restart read
+	// (End-of-RIB, the last UPDATE, the graceful-restart capability),
+	// cheaply enough for every pass (Peers makes gobgp count every table).
+	Sync() map[string]model.PeerSync
 	// EachLearned calls fn for every path the named peer ("" = every
 	// peer) sent, one at a time, so that a large table is never held in
 	// memory twice; an error from fn stops the walk and is returned.

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/ovnbgp/ovnbgp/model"
 )
@@ -256,13 +257,21 @@ func (f *fakeNB) deleteOwnedByHand(prefix netip.Prefix) {
 	f.syncRouters()
 }
 
-// EndOfRIB is Peers' EndOfRIB of every peer (onPeers is called first, as
-// by Peers).
-func (f *fakeSpeaker) EndOfRIB() map[string]bool {
+// Sync is Peers' state and EndOfRIB of every peer (onPeers is called
+// first, as by Peers), each with a graceful-restart capability (so
+// End-of-RIB is expected) unless noGR is set, and LastUpdate as setLearned
+// last changed something.
+func (f *fakeSpeaker) Sync() map[string]model.PeerSync {
 	peers, _ := f.Peers(context.Background())
-	out := map[string]bool{}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[string]model.PeerSync{}
 	for _, p := range peers {
-		out[p.Name] = p.EndOfRIB
+		ps := model.PeerSync{Established: p.State == model.StateEstablished, EndOfRIB: p.EndOfRIB, Since: f.since, LastUpdate: f.lastUpdate}
+		if !f.noGR {
+			ps.GR = &model.PeerGR{RestartTime: 120 * time.Second, Families: map[string]bool{"ipv4": true, "ipv6": true}}
+		}
+		out[p.Name] = ps
 	}
 	return out
 }

@@ -61,6 +61,16 @@ type importState struct {
 	synced  map[string]bool
 	addedAt map[string]time.Time
 	syncFor Speaker
+	// syncWake is when the sync state may change next (a deferral ends,
+	// a quiet peer's table counts as complete): the loop plans again
+	// then. Zero: nothing to wait for.
+	syncWake time.Time
+	// adopted are the owned routes found installed when the sync started
+	// and not announced again since (plan.Adopted): only their deletes
+	// are held by fail static. adoptDue: the next full pass adopts what
+	// is installed (the speaker or a peer's session started over).
+	adopted  *plan.Adopted
+	adoptDue bool
 	// manual is the part of the last full plan that waits for `ovnbgp
 	// apply`, held the operations held back, by prefix.
 	manual plan.Plan
@@ -143,22 +153,42 @@ func (d *Daemon) learnedPaths(ctx context.Context, sp Speaker, walk bool) (paths
 	return paths, true
 }
 
+// tableSettle is how long a peer that negotiated no graceful restart (and
+// so need not send End-of-RIB: FRR and ExaBGP send none) must have been
+// quiet, Established and sending no UPDATE, for its table to count as
+// complete. It bounds how long an adopted route the peer no longer sends
+// stays after a restart of ovnbgp; a peer that pauses longer in its first
+// table transfer costs a delete and re-add of what it had not re-sent yet,
+// never a route kept that it withdrew.
+const tableSettle = 2 * time.Second
+
 // syncedPeers says which peers have sent their whole table since their
-// session was started by this speaker (End-of-RIB), or for which
-// bgp.gracefulRestart.deferralTime has passed since: only then may owned
-// routes of their rules that are no longer wanted be deleted. The wait
-// starts when the sessions are started (the first plan with NB data) or
-// the peer appears in the config; a peer whose addition failed counts from
-// then too (after the deferral, like a peer that is down, its routes may
-// go). A new speaker (a reload that restarts it) and a session reset by a
-// reload start over (resetSync). Once synced, a peer stays synced until
-// then. With readOnly (a preview), nothing is recorded. It runs on the loop.
+// session was started by this speaker: End-of-RIB; for a peer with which
+// no graceful restart was negotiated (it need send none), tableSettle of
+// quiet while Established; or bgp.gracefulRestart.deferralTime since the
+// start. Only then may adopted routes of their rules that they did not
+// announce again be deleted (plan.Build). The wait starts when the
+// sessions are started (the first plan with NB data) or the peer appears
+// in the config; a peer whose addition failed counts from then too (after
+// the deferral, like a peer that is down, its routes may go). A new
+// speaker (a reload that restarts it) and a session reset by a reload
+// start over (resetSync). Once synced, a peer stays synced until then.
+// With readOnly (a preview), nothing is recorded. It also sets
+// d.imp.syncWake, when the answer may change next (the loop plans again
+// then). It runs on the loop.
 func (d *Daemon) syncedPeers(ctx context.Context, sp Speaker, cfg *config.Config, readOnly bool) map[string]bool {
 	if !readOnly {
 		d.syncSpeaker(sp, cfg)
 	}
-	eor := sp.EndOfRIB()
+	now := time.Now()
+	state := sp.Sync()
 	out := make(map[string]bool, len(cfg.BGP.Peers))
+	var wake time.Time
+	soonest := func(t time.Time) {
+		if wake.IsZero() || t.Before(wake) {
+			wake = t
+		}
+	}
 	for _, p := range cfg.BGP.Peers {
 		if d.imp.syncFor != sp {
 			out[p.Name] = false // a preview before the new speaker's first pass
@@ -171,16 +201,69 @@ func (d *Daemon) syncedPeers(ctx context.Context, sp Speaker, cfg *config.Config
 				continue
 			}
 			// A peer the running config gained: its wait starts now.
-			added = time.Now()
+			added = now
 			d.imp.addedAt[p.Name] = added
 		}
-		synced := d.imp.synced[p.Name] || eor[p.Name] || time.Since(added) >= cfg.BGP.GracefulRestart.DeferralTime
+		ps := state[p.Name]
+		deferral := added.Add(cfg.BGP.GracefulRestart.DeferralTime)
+		synced := d.imp.synced[p.Name] || (ps.Established && ps.EndOfRIB) || !now.Before(deferral)
+		if !synced && ps.Established && ps.GR == nil {
+			quiet := latest(ps.Since, ps.LastUpdate, added).Add(tableSettle)
+			if !now.Before(quiet) {
+				synced = true
+			} else {
+				soonest(quiet)
+			}
+		}
+		if !synced {
+			soonest(deferral)
+		}
 		if !readOnly && synced {
 			d.imp.synced[p.Name] = true
 		}
 		out[p.Name] = synced
 	}
+	if !readOnly {
+		d.imp.syncWake = wake
+	}
 	return out
+}
+
+// latest is the latest of ts.
+func latest(ts ...time.Time) time.Time {
+	var out time.Time
+	for _, t := range ts {
+		if t.After(out) {
+			out = t
+		}
+	}
+	return out
+}
+
+// syncBy is, per configured peer not yet synced, when its deferral ends.
+func (d *Daemon) syncBy(cfg *config.Config, synced map[string]bool) map[string]time.Time {
+	out := map[string]time.Time{}
+	for _, p := range cfg.BGP.Peers {
+		if added, ok := d.imp.addedAt[p.Name]; ok && !synced[p.Name] {
+			out[p.Name] = added.Add(cfg.BGP.GracefulRestart.DeferralTime)
+		}
+	}
+	return out
+}
+
+// forgetAdopted drops from the adopted routes those of prefixes (nil:
+// all) that the desired routes hold again or that are not installed any
+// more; once every configured peer is synced, nothing is adopted any more.
+func (d *Daemon) forgetAdopted(cfg *config.Config, synced map[string]bool, prefixes []netip.Prefix,
+	desiredOVN []model.OVNRoute, desiredKernel []model.KernelRoute, observedOVN []model.OVNRoute, observedKernel []model.KernelRoute) {
+	if d.imp.adopted == nil {
+		return
+	}
+	if !slices.ContainsFunc(cfg.BGP.Peers, func(p config.Peer) bool { return !synced[p.Name] }) {
+		d.imp.adopted = nil
+		return
+	}
+	d.imp.adopted.Forget(prefixes, desiredOVN, desiredKernel, observedOVN, observedKernel)
 }
 
 // resetSync starts the named peers' sync over: they were just added to the
@@ -193,6 +276,9 @@ func (d *Daemon) resetSync(sp Speaker, cfg *config.Config, names ...string) {
 		delete(d.imp.synced, n)
 		d.imp.addedAt[n] = now
 	}
+	if len(names) > 0 {
+		d.imp.adoptDue = true // what is installed now waits for them again
+	}
 }
 
 // syncSpeaker starts every peer's sync over when the speaker is new: it
@@ -203,6 +289,7 @@ func (d *Daemon) syncSpeaker(sp Speaker, cfg *config.Config) {
 		return
 	}
 	d.imp.syncFor, d.imp.synced, d.imp.addedAt = sp, map[string]bool{}, map[string]time.Time{}
+	d.imp.adoptDue = true
 	now := time.Now()
 	for _, p := range cfg.BGP.Peers {
 		d.imp.addedAt[p.Name] = now

@@ -84,6 +84,8 @@ func (d *Daemon) fullWhy(cfg *config.Config, sp Speaker, snap model.Snapshot, hc
 		return "links, addresses or VRFs changed"
 	case d.imp.fullDue:
 		return "the last pass did not finish"
+	case d.imp.adoptDue:
+		return "the routes installed now are adopted (the sync starts over)"
 	case time.Since(d.imp.fullAt) >= importResync:
 		return "periodic resync"
 	case slices.ContainsFunc(cfg.Import, func(r config.ImportRule) bool { return r.Mode == "manual" }):
@@ -252,8 +254,10 @@ func (d *Daemon) incrementalPass(ctx context.Context, cfg *config.Config, sp Spe
 		Node: cfg.Node.Name, Now: time.Now(), Config: cfg,
 		Import:  plan.ImportResult{OVN: ovn, Kernel: kernel, VRFs: t.VRFs()},
 		Adverts: desired, Advertised: sp.Advertised(),
-		Snapshot: part, Host: host, Synced: synced,
+		Snapshot: part, Host: host, Synced: synced, SyncBy: d.syncBy(cfg, synced),
+		Adopted: d.imp.adopted,
 	})
+	d.forgetAdopted(cfg, synced, touched, ovn, kernel, part.OwnedRoutes, host.Routes)
 	d.mu.Lock()
 	d.imp.ovnSeen = snap.OwnedRoutes
 	for _, pfx := range touched {

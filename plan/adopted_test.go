@@ -29,6 +29,7 @@ func TestBuildHoldsOnlyAdopted(t *testing.T) {
 		have    installed
 		adopt   bool // everything installed was adopted at start
 		synced  bool // every peer synced
+		holdAll string
 		want    []string
 	}{{
 		name: "learned in this run, withdrawn, nothing synced: deleted at once",
@@ -58,6 +59,12 @@ func TestBuildHoldsOnlyAdopted(t *testing.T) {
 		want: []string{"ovn add 10.2.0.0/16 via 192.0.2.2", "kernel replace 10.2.0.0/16 via 192.0.2.2,192.0.2.1",
 			"held ovn delete 10.2.0.0/16", "held kernel replace 10.2.0.0/16"},
 	}, {
+		name:    "learned in this run, but this pass's input is not known: held",
+		have:    installed{[]model.OVNRoute{ovnRow("u1", "10.2.0.0/16", "192.0.2.1")}, []model.KernelRoute{kroute(100, "10.2.0.0/16", "192.0.2.1")}},
+		synced:  true,
+		holdAll: "the walk of the learned paths failed",
+		want:    []string{"held ovn delete 10.2.0.0/16", "held kernel delete 10.2.0.0/16"},
+	}, {
 		name:    "announced again as it was: nothing to do",
 		learned: []model.LearnedPath{path("tor-a", "10.2.0.0/16", "192.0.2.1")},
 		have:    installed{[]model.OVNRoute{ovnRow("u1", "10.2.0.0/16", "192.0.2.1")}, []model.KernelRoute{kroute(100, "10.2.0.0/16", "192.0.2.1")}},
@@ -69,7 +76,7 @@ func TestBuildHoldsOnlyAdopted(t *testing.T) {
 			in.Learned = tt.learned
 			in.Snapshot.OwnedRoutes = tt.have.ovn
 			in.Host.Routes = tt.have.kernel
-			b := BuildInput{Node: "n1", Config: in.Config, Import: Import(in), Snapshot: in.Snapshot, Host: in.Host}
+			b := BuildInput{Node: "n1", Config: in.Config, Import: Import(in), Snapshot: in.Snapshot, Host: in.Host, HoldAll: tt.holdAll}
 			if tt.adopt {
 				b.Adopted = NewAdopted(tt.have.ovn, tt.have.kernel)
 			}

@@ -126,6 +126,10 @@ type BuildInput struct {
 	// Adopted are the owned routes found installed at start and not
 	// announced again since: only their deletes are held (nil: none).
 	Adopted *Adopted
+	// HoldAll, when set, says why what peers or the host hold is not
+	// known this pass (a failed walk, an unreadable kernel): then every
+	// delete is held, adopted or not, with this reason.
+	HoldAll string
 }
 
 // Build computes the plan with the one diff of each kind (DiffOVN,
@@ -149,6 +153,9 @@ func Build(in BuildInput) Plan {
 	// says why it has no configured rule ("" if it has one): such a
 	// route waits for every configured peer.
 	hold := func(rules []string, orphan string) string {
+		if in.HoldAll != "" {
+			return in.HoldAll
+		}
 		var waiting []string
 		var until time.Time
 		wait := func(peer string) {
@@ -187,7 +194,7 @@ func Build(in BuildInput) Plan {
 	}
 
 	for _, op := range DiffOVN(in.Import.OVN, in.Snapshot.OwnedRoutes) {
-		if op.Op == model.OpDelete && in.Adopted.OVN(op.Route.Key()) {
+		if op.Op == model.OpDelete && (in.HoldAll != "" || in.Adopted.OVN(op.Route.Key())) {
 			if why := hold([]string{op.Route.Rule}, orphanRule(cfg, op.Route.Rule)); why != "" {
 				op := op
 				p.Held = append(p.Held, Held{OVN: &op, Rules: []string{op.Route.Rule}, Reason: why})
@@ -223,7 +230,7 @@ func Build(in BuildInput) Plan {
 			}
 			var keep []model.NextHop
 			for _, nh := range obs.NextHops {
-				if !slices.Contains(want, nh) && in.Adopted.KernelHop(obs.Key(), nh) {
+				if !slices.Contains(want, nh) && (in.HoldAll != "" || in.Adopted.KernelHop(obs.Key(), nh)) {
 					keep = append(keep, nh)
 				}
 			}
