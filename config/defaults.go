@@ -32,6 +32,9 @@ const (
 	// DefaultDeferralTime is how long owned imported routes are kept after
 	// start for a peer that sends no End-of-RIB.
 	DefaultDeferralTime = 120 * time.Second
+	// DefaultStalePathTime is how long a restarted peer's stale routes
+	// stay imported without its End-of-RIB (FRR's stalepath-time).
+	DefaultStalePathTime = 360 * time.Second
 	// DefaultMaxPrefixes is each peer's per-family backstop when
 	// maxPrefixes is absent: enough for a full table from a ToR that
 	// summarises (ovnbgp imports far fewer), small enough to bound memory
@@ -56,6 +59,7 @@ func (c *Config) setDefaults() {
 	c.BGP.ListenPort = DefaultListenPort
 	c.BGP.GracefulRestart.RestartTime = DefaultRestartTime
 	c.BGP.GracefulRestart.DeferralTime = DefaultDeferralTime
+	c.BGP.GracefulRestart.StalePathTime = DefaultStalePathTime
 	c.OVN.Northbound = DefaultNorthbound
 	c.Control.Socket = DefaultControlSocket
 	c.StateDir = DefaultStateDir

@@ -28,7 +28,8 @@ func (c *Config) Peer(name string) (Peer, bool) {
 // differ (or there is no old config); gobgp negotiates graceful restart per
 // session from the global settings, so a change reaches peers only through
 // new sessions. Everything else is applied to the running speaker, including
-// gracefulRestart.deferralTime, which only the reconcile loop reads.
+// gracefulRestart.deferralTime and stalePathTime, which only the reconcile
+// loop reads.
 func (c *Config) SpeakerChanged(old *Config) bool {
 	if old == nil {
 		return true

@@ -25,7 +25,7 @@ func TestDefaults(t *testing.T) {
 			ASN:             64512,
 			RouterID:        netip.MustParseAddr("192.0.2.10"),
 			ListenPort:      179,
-			GracefulRestart: GracefulRestart{RestartTime: 120 * time.Second, DeferralTime: 120 * time.Second},
+			GracefulRestart: GracefulRestart{RestartTime: 120 * time.Second, DeferralTime: 120 * time.Second, StalePathTime: 360 * time.Second},
 			Peers: []Peer{{
 				Name: "tor-a", Address: netip.MustParseAddr("192.0.2.1"), ASN: 65001, Port: 179,
 				HoldTime: 90 * time.Second, KeepaliveTime: 30 * time.Second, ConnectRetry: 5 * time.Second,

@@ -74,6 +74,11 @@ type GracefulRestart struct {
 	// 1s..3600s): until then they are adopted, not deleted (fail static).
 	// It applies whether or not Enabled is set.
 	DeferralTime time.Duration `yaml:"deferralTime" json:"deferralTime"`
+	// StalePathTime is how long routes a peer's graceful restart kept
+	// stale stay imported once its session is back, if it sends no
+	// End-of-RIB (default 360s, FRR's stalepath-time; 1s..3600s). The
+	// restart time the peer advertised bounds the wait while it is down.
+	StalePathTime time.Duration `yaml:"stalePathTime" json:"stalePathTime"`
 }
 
 // Cluster holds cluster-wide facts that the node's NB does not carry.

@@ -81,6 +81,9 @@ func (v *validator) bgp() {
 	} else {
 		v.wholeSeconds("bgp.gracefulRestart.restartTime", rt)
 	}
+	if st := b.GracefulRestart.StalePathTime; st < time.Second || st > time.Hour {
+		v.add("bgp.gracefulRestart.stalePathTime", "%s is out of range (1s..3600s): how long a restarted peer's stale routes stay imported without its End-of-RIB", st)
+	}
 	if dt := b.GracefulRestart.DeferralTime; dt < time.Second || dt > time.Hour {
 		v.add("bgp.gracefulRestart.deferralTime", "%s is out of range (1s..3600s): how long imported routes are kept after start for a peer that sends no End-of-RIB", dt)
 	}

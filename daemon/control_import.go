@@ -73,6 +73,8 @@ type planView struct {
 	// learnedOK is false when the walk of the speaker failed and the
 	// last good paths were decided on.
 	learnedOK bool
+	// stale are the graceful-restart windows the table was decided with.
+	stale map[string]map[config.Family]plan.StaleWindow
 }
 
 // computePlan computes the plan of cfg against the world now; it runs on
@@ -132,7 +134,7 @@ func (d *Daemon) planFrom(ctx context.Context, cfg *config.Config, sp Speaker, s
 		// waits for its peers; everything learned from here on is not.
 		d.imp.adopted, d.imp.adoptDue = plan.NewAdopted(snap.OwnedRoutes, host.Routes), false
 	}
-	table := plan.NewImportTable(plan.ImportInput{Config: cfg, Snapshot: snap, Host: host, Learned: learned})
+	table := plan.NewImportTable(plan.ImportInput{Config: cfg, Snapshot: snap, Host: host, Learned: learned, Stale: d.imp.stale})
 	res := table.Result()
 	p := plan.Build(plan.BuildInput{
 		Node: cfg.Node.Name, Now: time.Now(), Config: cfg, Import: res,
@@ -144,7 +146,7 @@ func (d *Daemon) planFrom(ctx context.Context, cfg *config.Config, sp Speaker, s
 		d.forgetAdopted(cfg, synced, nil, res.OVN, res.Kernel, snap.OwnedRoutes, host.Routes)
 	}
 	return planView{plan: p, table: table, res: &res, snap: snap, host: host, desired: desired, heldAdv: heldAdv, hostErr: hostErr,
-		synced: synced, learnedOK: learnedOK}
+		synced: synced, learnedOK: learnedOK, stale: d.imp.stale}
 }
 
 // maxPlanRequest bounds a plan request: a config of config.MaxConfigSize
@@ -507,8 +509,10 @@ func (d *Daemon) imported(network string) (api.Imported, error) {
 	d.mu.Lock()
 	nb := d.nb
 	var res plan.ImportResult
-	if d.imp.table != nil {
-		res = d.imp.table.Result()
+	staleWhy := func(model.LearnedPath) string { return "" }
+	if t := d.imp.table; t != nil {
+		res = t.Result()
+		staleWhy = t.StaleWhy
 	}
 	manual, held := d.imp.manual, d.heldOps()
 	d.mu.Unlock()
@@ -520,23 +524,75 @@ func (d *Daemon) imported(network string) (api.Imported, error) {
 		return api.Imported{}, fmt.Errorf("%w: OVN Northbound is not synced yet", errNotReady)
 	}
 	host, _ := d.hostState()
-	return importedView(cfg, network, res, snap, host, manual, held), nil
+	return importedView(cfg, network, res, snap, host, manual, held, staleWhy), nil
+}
+
+// rulesTargeting are the import rules whose kernel target is r's table or
+// VRF, in config order.
+func rulesTargeting(cfg *config.Config, host model.Host, r model.KernelRoute) []string {
+	var out []string
+	for _, rule := range cfg.Import {
+		k := rule.Targets.Kernel
+		table := uint32(k.Table)
+		for _, v := range host.VRFs {
+			if k.VRF != "" && v.Name == k.VRF {
+				table = v.Table
+			}
+		}
+		if (k.VRF != "" && k.VRF == r.VRF) || (table != 0 && table == r.Table) {
+			out = append(out, rule.Name)
+		}
+	}
+	return out
+}
+
+// pathKey is a route's source: a prefix and next hop accepted by a rule.
+type pathKey struct {
+	rule    string
+	prefix  netip.Prefix
+	nextHop netip.Addr
+}
+
+// staleSources says, per accepted (rule, prefix, next hop), why it is kept
+// stale when every path behind it is stale (graceful restart), and is
+// absent when one is fresh.
+func staleSources(res plan.ImportResult, staleWhy func(model.LearnedPath) string) map[pathKey]string {
+	out := map[pathKey]string{}
+	fresh := map[pathKey]bool{}
+	for _, p := range res.Paths {
+		if !p.Accepted {
+			continue
+		}
+		k := pathKey{p.Rule, p.Prefix, p.NextHop}
+		if !p.Stale {
+			fresh[k] = true
+			continue
+		}
+		if why := staleWhy(p); why != "" {
+			out[k] = why
+		}
+	}
+	for k := range fresh {
+		delete(out, k)
+	}
+	return out
 }
 
 // importedView joins wanted and installed routes, OVN and kernel.
 func importedView(cfg *config.Config, network string, res plan.ImportResult, snap model.Snapshot, host model.Host,
-	manual plan.Plan, held []plan.Held) api.Imported {
+	manual plan.Plan, held []plan.Held, staleWhy func(model.LearnedPath) string) api.Imported {
 	out := api.Imported{OVN: []api.ImportedOVN{}, Kernel: []api.ImportedKernel{}}
 	heldOVN := map[model.OVNRouteKey]string{}
-	heldKernel := map[model.KernelRouteKey]string{}
+	heldKernel := map[model.KernelRouteKey]plan.Held{}
 	for _, h := range held {
 		if h.OVN != nil {
 			heldOVN[h.OVN.Route.Key()] = h.Reason
 		}
 		if h.Kernel != nil && h.Kernel.Route != nil {
-			heldKernel[h.Kernel.Route.Key()] = h.Reason
+			heldKernel[h.Kernel.Route.Key()] = h
 		}
 	}
+	grStale := staleSources(res, staleWhy)
 	manualOVN := map[model.OVNRouteKey]bool{}
 	for _, op := range manual.OVN {
 		manualOVN[op.Route.Key()] = true
@@ -572,6 +628,9 @@ func importedView(cfg *config.Config, network string, res plan.ImportResult, sna
 				row.State, row.Reason = api.ImportDrift, fmt.Sprintf("installed with output port %q and rule %q", cur.OutputPort, cur.Rule)
 			}
 			delete(have, want.Key())
+			if why, ok := grStale[pathKey{want.Rule, want.Prefix, want.NextHop}]; ok && row.State == api.ImportInstalled {
+				row.State, row.Reason = api.ImportStale, why
+			}
 		} else if manualOVN[want.Key()] {
 			row.Reason = waitApply
 		}
@@ -622,6 +681,20 @@ func importedView(cfg *config.Config, network string, res plan.ImportResult, sna
 				row.Reason = "installed with other next hops"
 			}
 			delete(haveK, want.Key())
+			if row.State == api.ImportInstalled {
+				var whys []string
+				for _, nh := range want.NextHops {
+					if why, ok := grStale[pathKey{want.Rule, want.Prefix, nh.Addr}]; ok && !slices.Contains(whys, why) {
+						whys = append(whys, why)
+					} else if !ok {
+						whys = nil
+						break
+					}
+				}
+				if len(whys) > 0 {
+					row.State, row.Reason = api.ImportStale, strings.Join(whys, "; ")
+				}
+			}
 		} else if manualKernel[want.Key()] {
 			row.Reason = waitApply
 		}
@@ -629,10 +702,16 @@ func importedView(cfg *config.Config, network string, res plan.ImportResult, sna
 	}
 	for _, cur := range haveK {
 		row := api.ImportedKernel{KernelRoute: cur, State: api.ImportStale, Reason: "no longer wanted: deleted on the next pass"}
-		if why, ok := heldKernel[cur.Key()]; ok {
-			row.Reason = "held: " + why
+		// The kernel keeps no rule name: the held operation's rules,
+		// else the rules whose target is the route's table or VRF.
+		if h, ok := heldKernel[cur.Key()]; ok {
+			row.Reason = "held: " + h.Reason
+			row.Rule = strings.Join(h.Rules, ",")
 		} else if manualKernel[cur.Key()] {
 			row.Reason = waitApply
+		}
+		if row.Rule == "" {
+			row.Rule = strings.Join(rulesTargeting(cfg, host, cur), ",")
 		}
 		out.Kernel = append(out.Kernel, row)
 	}

@@ -438,9 +438,42 @@ func TestImportedViewNetwork(t *testing.T) {
 	}}
 	stale := model.KernelRoute{Table: 100, Prefix: netip.MustParsePrefix("198.51.101.0/24"), Protocol: 200}
 	other := model.KernelRoute{Table: 200, Prefix: netip.MustParsePrefix("198.51.102.0/24"), Protocol: 200}
-	v := importedView(cfg, "default", plan.ImportResult{}, model.Snapshot{}, model.Host{Routes: []model.KernelRoute{stale, other}}, plan.Plan{}, nil)
+	v := importedView(cfg, "default", plan.ImportResult{}, model.Snapshot{}, model.Host{Routes: []model.KernelRoute{stale, other}}, plan.Plan{}, nil, func(model.LearnedPath) string { return "" })
 	if len(v.Kernel) != 1 || v.Kernel[0].Prefix != stale.Prefix || v.Kernel[0].State != api.ImportStale {
 		t.Errorf("kernel = %+v, want only the stale route of table 100", v.Kernel)
+	}
+	if v.Kernel[0].Rule != "up" {
+		t.Errorf("the stale kernel row names rule %q, want up (issue 17: it showed \"-\")", v.Kernel[0].Rule)
+	}
+}
+
+// TestImportedViewGracefulStale: an installed route whose only path its
+// peer's graceful restart keeps stale is shown stale, with the window's
+// reason and its rule; one with a fresh path too is installed.
+func TestImportedViewGracefulStale(t *testing.T) {
+	cfg := &config.Config{Import: []config.ImportRule{{Name: "uplink", Network: "default",
+		Targets: config.ImportTargets{OVN: true, Kernel: config.KernelTarget{Table: 100}}}}}
+	owned, kernel := ownedUplink()
+	p := learnedUplink
+	p.Accepted, p.Rule, p.Stale = true, "uplink", true
+	want := owned[0]
+	want.UUID = ""
+	res := plan.ImportResult{Paths: []model.LearnedPath{p}, OVN: []model.OVNRoute{want},
+		Kernel: []model.KernelRoute{{Table: 100, Prefix: p.Prefix, Protocol: 200, Rule: "uplink", NextHops: kernel[0].NextHops}}}
+	why := func(model.LearnedPath) string { return "kept stale through peer tor's graceful restart (RFC 4724): until …" }
+	v := importedView(cfg, "", res, model.Snapshot{OwnedRoutes: owned}, model.Host{Routes: kernel}, plan.Plan{}, nil, why)
+	if len(v.OVN) != 1 || v.OVN[0].State != api.ImportStale || v.OVN[0].Reason != why(p) || v.OVN[0].Rule != "uplink" {
+		t.Errorf("OVN = %+v, want the row stale with the window's reason and its rule", v.OVN)
+	}
+	if len(v.Kernel) != 1 || v.Kernel[0].State != api.ImportStale || v.Kernel[0].Reason != why(p) || v.Kernel[0].Rule != "uplink" {
+		t.Errorf("kernel = %+v, want the route stale with the window's reason and its rule", v.Kernel)
+	}
+	fresh := p
+	fresh.Peer, fresh.Stale = "tor-b", false
+	res.Paths = append(res.Paths, fresh)
+	v = importedView(cfg, "", res, model.Snapshot{OwnedRoutes: owned}, model.Host{Routes: kernel}, plan.Plan{}, nil, why)
+	if v.OVN[0].State != api.ImportInstalled || v.Kernel[0].State != api.ImportInstalled {
+		t.Errorf("with a fresh path too: OVN %+v, kernel %+v; want installed", v.OVN, v.Kernel)
 	}
 }
 

@@ -71,6 +71,10 @@ type importState struct {
 	// is installed (the speaker or a peer's session started over).
 	adopted  *plan.Adopted
 	adoptDue bool
+	// stale are the peers' graceful-restart windows of this pass
+	// (plan.StaleWindows), tableStale those the table was decided with:
+	// when they differ, the pass is full.
+	stale, tableStale map[string]map[config.Family]plan.StaleWindow
 	// manual is the part of the last full plan that waits for `ovnbgp
 	// apply`, held the operations held back, by prefix.
 	manual plan.Plan
@@ -224,6 +228,15 @@ func (d *Daemon) syncedPeers(ctx context.Context, sp Speaker, cfg *config.Config
 		out[p.Name] = synced
 	}
 	if !readOnly {
+		// Graceful restart, receiving side: which peers' stale paths
+		// may still be imported, and until when.
+		stale, next := plan.StaleWindows(cfg, state, now)
+		d.mu.Lock() // the metrics read it
+		d.imp.stale = stale
+		d.mu.Unlock()
+		if !next.IsZero() {
+			soonest(next)
+		}
 		d.imp.syncWake = wake
 	}
 	return out

@@ -84,6 +84,8 @@ func (d *Daemon) fullWhy(cfg *config.Config, sp Speaker, snap model.Snapshot, hc
 		return "links, addresses or VRFs changed"
 	case d.imp.fullDue:
 		return "the last pass did not finish"
+	case !reflect.DeepEqual(d.imp.stale, d.imp.tableStale):
+		return "a peer's graceful-restart window changed (its stale paths are decided again)"
 	case d.imp.adoptDue:
 		return "the routes installed now are adopted (the sync starts over)"
 	case time.Since(d.imp.fullAt) >= importResync:
@@ -118,6 +120,7 @@ func (d *Daemon) setTable(v planView, cfg *config.Config, sp Speaker, synced map
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.imp.table, d.imp.tableFor, d.imp.tableCfg, d.imp.tableSynced = v.table, sp, cfg, synced
+	d.imp.tableStale = v.stale
 	// A table decided on the last good paths (the walk failed), or on a
 	// kernel that could not be read, is redone by the next pass.
 	d.imp.fullDue = v.table != nil && (!v.learnedOK || v.hostErr != nil)

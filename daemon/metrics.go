@@ -24,6 +24,7 @@ type collector struct {
 	info, up, peerState, peerSince, prefixes, advertised, notApplied, nbConnected,
 	reconciles, lastReconcile, reconcileFailing,
 	imported, importCap, importPending, rejected, exportCap, drained, bmpUp, bfdUp *prometheus.Desc
+	staleKept, staleUntil *prometheus.Desc
 	// all are the descriptions above, for Describe: a metric that has no
 	// sample now (no BMP station, no drain) is still described.
 	all []*prometheus.Desc
@@ -51,7 +52,9 @@ func newCollector(d *Daemon) *collector {
 		reconcileFailing: n("reconcile_failing", "1 when the last reconcile left changes unapplied."),
 		imported:         n("imported_routes", "Routes import rules want in each target: ovn (static route rows, one per next hop) or kernel (routes, multipath counted once).", "target"),
 		importCap:        n("import_cap_reached", "1 while an import rule's maxRoutes holds back routes of a peer: nothing new is imported, the session stays up.", "rule", "peer"),
-		rejected:         n("learned_rejected", "Learned paths not imported, per peer and reason: malformed, loop (our ASN in the AS path, or our router ID as ORIGINATOR_ID), noRule (no import rule lists the peer), noMatch (no accept entry), defaultRoute, protected, nextHop, importCap (held back by maxRoutes).", "peer", "reason"),
+		rejected:         n("learned_rejected", "Learned paths not imported, per peer and reason: malformed, loop (our ASN in the AS path, or our router ID as ORIGINATOR_ID), noRule (no import rule lists the peer), noMatch (no accept entry), defaultRoute, protected, nextHop, importCap (held back by maxRoutes), stale (kept stale by the peer's graceful restart past what RFC 4724 allows).", "peer", "reason"),
+		staleKept:        n("import_stale_kept", "Per peer and family with graceful restart negotiated: 1 while the peer's stale paths (its session ended gracefully, or it came back and has not sent End-of-RIB) are still imported, 0 when they are not.", "peer", "family"),
+		staleUntil:       n("import_stale_until_timestamp_seconds", "Unix time until which a peer's stale paths stay imported at the latest (its restart time after the session ended, or stalePathTime after it came back); present while ovnbgp_import_stale_kept is 1.", "peer", "family"),
 		exportCap:        n("export_cap_reached", "Per peer with maxAdvertised: 1 while the export cap holds back prefixes selected for the peer, else 0.", "peer"),
 		drained:          n("drained", "1 while the peer is drained and its advertisements carry GRACEFUL_SHUTDOWN, 2 once they are withdrawn (ovnbgp drain); absent when not drained.", "peer"),
 		bmpUp:            n("bmp_station_up", "1 while the BMP station (bmp.servers) is connected, 0 while ovnbgp dials it.", "station"),
@@ -124,6 +127,20 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		c.d.mu.Unlock()
 		for _, a := range alarms {
 			g(c.importCap, 1, a.Rule, a.Peer)
+		}
+		c.d.mu.Lock()
+		stale := c.d.imp.stale
+		c.d.mu.Unlock()
+		for peer, fams := range stale {
+			for f, w := range fams {
+				if !w.Negotiated {
+					continue
+				}
+				g(c.staleKept, b2f(w.Keep), peer, string(f))
+				if w.Keep && !w.Until.IsZero() {
+					g(c.staleUntil, float64(w.Until.Unix()), peer, string(f))
+				}
+			}
 		}
 	}
 

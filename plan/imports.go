@@ -22,6 +22,9 @@ type ImportInput struct {
 	Host model.Host
 	// Learned is every path peers sent (Malformed and Stale set by bgp).
 	Learned []model.LearnedPath
+	// Stale says, per peer and family, whether its stale paths may be
+	// imported (StaleWindows); a peer or family it lacks keeps them.
+	Stale map[string]map[config.Family]StaleWindow
 }
 
 // ImportResult is the import decision: every path with its verdict, and
@@ -108,6 +111,7 @@ const (
 	RejectProtected    RejectCause = "protected"    // the prefix is, or is inside, a protected prefix
 	RejectNextHop      RejectCause = "nextHop"      // the next hop is not acceptable or not reachable
 	RejectImportCap    RejectCause = "importCap"    // held back by the rule's maxRoutes
+	RejectStale        RejectCause = "stale"        // kept stale by gobgp, past what graceful restart allows (StaleWindows)
 )
 
 // candidate is a path that a rule accepts, by one of its accept entries.

@@ -31,6 +31,8 @@ type ImportTable struct {
 	cfg  *config.Config
 	env  *importEnv
 	prot []model.ProtectedPrefix
+	// stale is ImportInput.Stale.
+	stale map[string]map[config.Family]StaleWindow
 	// prefixes holds, per prefix, one path per peer and its cap groups;
 	// n counts the paths.
 	prefixes map[netip.Prefix]*prefixEntry
@@ -172,7 +174,7 @@ func NewImportTable(in ImportInput) *ImportTable {
 	}
 	prot := Protected(cfg, in.Snapshot, in.Host)
 	t := &ImportTable{
-		cfg: cfg, env: newImportEnv(cfg, in.Snapshot, in.Host, prot), prot: prot,
+		cfg: cfg, env: newImportEnv(cfg, in.Snapshot, in.Host, prot), prot: prot, stale: in.Stale,
 		prefixes: make(map[netip.Prefix]*prefixEntry, len(in.Learned)),
 		caps:     map[capGroup]*capState{}, reasons: map[[2]int]string{},
 	}
@@ -262,6 +264,11 @@ func (t *ImportTable) decide(tp *tablePath) {
 		// masked, so Bits() >= 96: ::ffff:0:0/96 or inside it
 		tp.reason, tp.cause = fmt.Sprintf("malformed: prefix %s is IPv4-mapped IPv6 (inside ::ffff:0:0/96); such a path is never imported", p.Prefix), RejectMalformed
 		return
+	case p.Stale:
+		if w, ok := t.staleWindow(p); ok && !w.Keep {
+			tp.reason, tp.cause = w.Why, RejectStale
+			return
+		}
 	}
 	listed := false
 	for ri := range t.cfg.Import {
@@ -288,6 +295,28 @@ func (t *ImportTable) decide(tp *tablePath) {
 	case tp.first < 0:
 		tp.reason, tp.cause = e.noMatch(p), RejectNoMatch
 	}
+}
+
+// staleWindow is the StaleWindow of p's peer and family, if known.
+func (t *ImportTable) staleWindow(p model.LearnedPath) (StaleWindow, bool) {
+	f := config.IPv6
+	if p.Prefix.Addr().Is4() {
+		f = config.IPv4
+	}
+	w, ok := t.stale[p.Peer][f]
+	return w, ok
+}
+
+// StaleWhy says why p, a stale path, is kept ("" if it is not stale or
+// nothing is known of its peer's graceful restart).
+func (t *ImportTable) StaleWhy(p model.LearnedPath) string {
+	if !p.Stale {
+		return ""
+	}
+	if w, ok := t.staleWindow(p); ok {
+		return w.Why
+	}
+	return "kept stale through its peer's graceful restart (RFC 4724)"
 }
 
 // groupsOf calls fn with each cap group the path is a candidate of.

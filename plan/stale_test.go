@@ -1,0 +1,89 @@
+package plan
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ovnbgp/ovnbgp/config"
+	"github.com/ovnbgp/ovnbgp/model"
+)
+
+// TestStaleWindows: the receiving speaker's side of graceful restart, one
+// case per row of the table in the plan package's doc and in
+// docs/architecture.md ("Fail static and graceful restart").
+func TestStaleWindows(t *testing.T) {
+	now := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	cfg := &config.Config{BGP: config.BGP{
+		GracefulRestart: config.GracefulRestart{StalePathTime: 360 * time.Second},
+		Peers:           []config.Peer{{Name: "tor", Families: []config.Family{config.IPv4, config.IPv6}}},
+	}}
+	gr := &model.PeerGR{RestartTime: 120 * time.Second, Families: map[string]bool{"ipv4": true, "ipv6": false}}
+	tests := []struct {
+		name      string
+		ps        model.PeerSync
+		keep4     bool
+		until4    time.Time
+		keep6     bool
+		why4Parts []string
+	}{
+		{name: "no graceful restart negotiated", ps: model.PeerSync{Down: now.Add(-time.Second)},
+			why4Parts: []string{"negotiated no graceful restart"}},
+		{name: "down by a NOTIFICATION (not graceful)", ps: model.PeerSync{GR: gr, Down: now.Add(-time.Second)},
+			why4Parts: []string{"did not end gracefully"}},
+		{name: "down by hold timer: kept for the restart time (IPv6 too: listed, F bit matters only on return)",
+			ps:    model.PeerSync{GR: gr, Down: now.Add(-10 * time.Second), Graceful: true},
+			keep4: true, until4: now.Add(110 * time.Second), keep6: true,
+			why4Parts: []string{"until it is back and sends End-of-RIB", "2026-12-02T10:01:50Z"}},
+		{name: "down, restart time ran out", ps: model.PeerSync{GR: gr, Down: now.Add(-121 * time.Second), Graceful: true},
+			why4Parts: []string{"restart time (2m0s) ran out"}},
+		{name: "back with the F bit for IPv4 only: IPv4 kept until End-of-RIB or stalePathTime, IPv6 not",
+			ps:    model.PeerSync{Established: true, Since: now.Add(-time.Minute), GR: gr},
+			keep4: true, until4: now.Add(5 * time.Minute),
+			why4Parts: []string{"it is back", "stalePathTime"}},
+		{name: "back, stalePathTime passed", ps: model.PeerSync{Established: true, Since: now.Add(-7 * time.Minute), GR: gr},
+			why4Parts: []string{"no End-of-RIB within bgp.gracefulRestart.stalePathTime"}},
+		{name: "back without graceful restart", ps: model.PeerSync{Established: true, Since: now},
+			why4Parts: []string{"negotiated no graceful restart"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, next := StaleWindows(cfg, map[string]model.PeerSync{"tor": tt.ps}, now)
+			w4, w6 := got["tor"][config.IPv4], got["tor"][config.IPv6]
+			if w4.Keep != tt.keep4 || !w4.Until.Equal(tt.until4) || w6.Keep != tt.keep6 {
+				t.Errorf("ipv4 %+v, ipv6 %+v; want keep %v until %s, ipv6 keep %v", w4, w6, tt.keep4, tt.until4, tt.keep6)
+			}
+			for _, part := range tt.why4Parts {
+				if !strings.Contains(w4.Why, part) {
+					t.Errorf("ipv4 why %q lacks %q", w4.Why, part)
+				}
+			}
+			if tt.keep4 && !next.Equal(tt.until4) {
+				t.Errorf("next %s, want %s", next, tt.until4)
+			}
+		})
+	}
+}
+
+// TestStalePathsFollowTheWindow: a stale path is imported while its
+// peer's window keeps it, and refused with the window's reason once not.
+func TestStalePathsFollowTheWindow(t *testing.T) {
+	in := importFixture()
+	p := path("tor-a", "10.1.0.0/16", "192.0.2.1")
+	p.Stale = true
+	in.Learned = []model.LearnedPath{p}
+	in.Stale = map[string]map[config.Family]StaleWindow{"tor-a": {config.IPv4: {Keep: true, Why: "kept"}}}
+	if res := Import(in); !res.Paths[0].Accepted || len(res.OVN) != 1 {
+		t.Fatalf("kept stale path not imported: %+v", res.Paths[0])
+	}
+	in.Stale["tor-a"][config.IPv4] = StaleWindow{Why: "stale ipv4 route of peer tor-a: not imported"}
+	res := Import(in)
+	if res.Paths[0].Accepted || res.Paths[0].Reason != "stale ipv4 route of peer tor-a: not imported" || len(res.OVN) != 0 {
+		t.Errorf("stale path past its window: %+v, OVN %v", res.Paths[0], res.OVN)
+	}
+	p.Stale = false
+	in.Learned = []model.LearnedPath{p}
+	if res := Import(in); !res.Paths[0].Accepted {
+		t.Errorf("a refreshed path is refused: %+v", res.Paths[0])
+	}
+}
