@@ -2,4 +2,23 @@
 // config and the snapshots of OVN and BGP, and the difference to what is there.
 // It is pure: no I/O and no gobgp, libovsdb or netlink types, so every rule
 // is table-tested.
+//
+// What happens to imported routes (OVN rows and kernel routes), by event
+// and by whether graceful restart (GR) was negotiated with the peer (Build,
+// Adopted, StaleWindows; docs/architecture.md has the same table):
+//
+//	event                                  GR not negotiated        GR negotiated (family in its capability)
+//	a route learned in this run withdrawn  deleted on the next pass deleted on the next pass
+//	  or moved to another next hop
+//	ovnbgp starts: routes found installed  adopted; those the peer does not send again are deleted
+//	                                       when the peer is synced: 2 s of quiet   at its End-of-RIB
+//	                                       Established (tableSettle), or deferralTime, whichever first
+//	session ends by NOTIFICATION, BFD      deleted on the next pass deleted (RFC 8538 N bit: kept as below)
+//	session ends by hold timer, TCP reset  deleted on the next pass kept stale until it is back and sends
+//	                                                                End-of-RIB, at most its restart time
+//	peer back with the F bit for the family  -                      stale kept until End-of-RIB (those not
+//	                                                                re-sent deleted then) or stalePathTime
+//	peer back without the F bit or GR        -                      stale deleted at once (RFC 4724 4.2)
+//
+// An unchanged route is never deleted and re-added by any of these.
 package plan
