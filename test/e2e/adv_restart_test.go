@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -144,6 +145,9 @@ func (r frrRouter) since(family string, prefix netip.Prefix) (string, error) {
 	}
 	if err := json.Unmarshal([]byte(out), &v); err != nil {
 		return "", fmt.Errorf("parse show bgp %s unicast %s json: %w: %.300s", family, prefix, err, out)
+	}
+	if os.Getenv("ADV_DEBUG") != "" {
+		fmt.Printf("ADV_DEBUG %s %s: %s\n", time.Now().Format(time.RFC3339Nano), prefix, out)
 	}
 	for _, p := range v.Paths {
 		if p.Peer.PeerID == nodeAddr(family).String() {
@@ -377,6 +381,12 @@ func startAdvWorld(t *testing.T, kind string, restart time.Duration) *advWorldR 
 			{Address: lab.NodeIPv6, ASN: 65010, Passive: true},
 		}})
 		w.r = frrRouter{frr: frr, ns: w.l.Tor}
+		if os.Getenv("ADV_DEBUG") != "" {
+			for _, c := range []string{"enable", "configure terminal", "log file " + frr.Dir + "/frr.log debugging", "end", "debug bgp updates in", "debug bgp graceful-restart", "debug bgp neighbor-events", "debug bgp zebra"} {
+				out, err := frr.VTY(c)
+				t.Logf("vty %q: %v %s", c, err, out)
+			}
+		}
 	case "bird":
 		b := w.l.StartBIRD(w.l.Tor, lab.BIRDConfig{Text: birdAdvConfig})
 		w.r = birdRouter{bird: b}
@@ -643,7 +653,9 @@ func runAdvRestart(t *testing.T, kind string) {
 	// gobgp holds a restarting speaker's UPDATEs until every configured
 	// peer sent End-of-RIB or the deferral (bgp/peers.go: grDeferral)
 	// expired: a peer that is down makes it wait the whole deferral.
-	ghost := lab.Peer{Name: "ghost", Address: netip.MustParseAddr("192.0.2.77"), ASN: 65077, Passive: true}
+	// 192.0.2.77 has no route in the node's namespace: each dial fails
+	// at once, and no packet leaves.
+	ghost := lab.Peer{Name: "ghost", Address: netip.MustParseAddr("192.0.2.77"), ASN: 65077}
 	w.restartPhase(t, advPhase{sig: syscall.SIGTERM, gone: advB, added: advC, whileDown: func(t *testing.T) {
 		cfg := w.d.Cfg
 		cfg.Peers = append(advPeers(), ghost)
