@@ -37,7 +37,7 @@ func (f *fakeSpeaker) sessionCalls() []string {
 // withdrawn and announced again on a restart (TestAdvertRestartFRR). The
 // speaker must see the hold, the peers, the first Apply, then the release.
 func TestSessionsHeldUntilFirstTable(t *testing.T) {
-	h := start(t, "default", func(h *harness) { h.cfg.gr = true })
+	h := start(t, `"*"`, func(h *harness) { h.cfg.gr = true })
 	h.nb.set(true, network("default", "10.128.0.0/23"))
 	h.wantPrefixes("tor 10.128.0.0/23")
 	h.passDone()
@@ -47,13 +47,20 @@ func TestSessionsHeldUntilFirstTable(t *testing.T) {
 	if hold < 0 || peers < 0 || apply < 0 || release < 0 || !(hold < peers && peers < apply && apply < release) {
 		t.Fatalf("session calls %s: want hold, setPeers, apply, release in that order", strings.Join(calls, ", "))
 	}
-	// Once: a later pass neither holds nor adds the peers again.
+	// Once: a later pass neither holds, nor adds the peers, nor releases
+	// again (ReleaseSessions is idempotent; the first pass may call it
+	// twice).
 	h.nb.set(true, network("default", "10.128.0.0/23"), network("blue", "10.200.0.0/24"))
+	h.wantPrefixes("tor 10.128.0.0/23", "tor 10.200.0.0/24")
 	h.passDone()
 	calls = h.sp.sessionCalls()
-	for _, c := range []string{"hold", "setPeers", "release"} {
+	for _, c := range []string{"hold", "setPeers"} {
 		if n := strings.Count(strings.Join(calls, " ")+" ", c+" "); n != 1 {
 			t.Errorf("%d %s calls after later passes, want 1: %s", n, c, strings.Join(calls, ", "))
 		}
+	}
+	second := apply + 1 + slices.Index(calls[apply+1:], "apply")
+	if second > apply && slices.Contains(calls[second:], "release") {
+		t.Errorf("a later pass released the sessions again: %s", strings.Join(calls, ", "))
 	}
 }
