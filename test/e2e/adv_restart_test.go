@@ -27,16 +27,14 @@ import (
 // `added`; ovnbgp starts again. A sampler reads the router's table every
 // 20-25 ms from the stop to the end of the phase.
 //
-// The flap signal. A router that drops a route and learns it again makes a
-// new route object: FRR's path gets a new lastUpdate (seconds since the
-// epoch), BIRD's route a new "since" (microseconds, `timeformat route`);
-// a stale route refreshed with the same attributes keeps its object and
-// its time (FRR's bgp_update, BIRD's rte_recalculate "ignored"). So A's
-// time before the stop must equal its time after the restart: unlike a
-// poll, which can miss a withdraw and re-add between two samples, that
-// cannot miss a flap. The samples must also hold A in every one, and
-// `ip monitor route` in the router's namespace (zebra's or BIRD's kernel
-// routes) must never delete it.
+// The flap signals, each of which a withdraw and re-announce of A trips:
+// every sample holds A; `ip monitor route` in the router's namespace never
+// deletes it; and the router's own record: bgpd never tells zebra to
+// delete A (FRR's log, `debug bgp zebra`; FRR 8.4 gives a refreshed stale
+// path a new lastUpdate, so that is no signal), and BIRD keeps A's route
+// object, whose time (`timeformat route`, microseconds) a refresh with the
+// same attributes leaves alone (rte_recalculate: "ignored"). The last two
+// cannot miss a flap between two samples.
 
 // advRestartTime is the restart time ovnbgp announces: long enough that a
 // loaded machine re-establishes well within it (the stale routes must
@@ -285,9 +283,11 @@ func (r birdRouter) EndOfRIBs(family string) (int, error) {
 	return n, nil
 }
 
-// advSample is one reading of the router's tables.
+// advSample is one reading of the router's tables; at is when each
+// family's read returned (a goroutine delayed between the clock and the
+// read would date older data as newer, never the reverse).
 type advSample struct {
-	at     time.Time
+	at     map[string]time.Time
 	routes map[string]map[netip.Prefix]advRoute
 	err    error
 }
@@ -307,9 +307,10 @@ func startSampler(r advRouter, interval time.Duration) *sampler {
 		t := time.NewTicker(interval)
 		defer t.Stop()
 		for {
-			smp := advSample{at: time.Now(), routes: map[string]map[netip.Prefix]advRoute{}}
+			smp := advSample{at: map[string]time.Time{}, routes: map[string]map[netip.Prefix]advRoute{}}
 			for _, f := range advFamilies {
 				rs, err := r.Routes(f)
+				smp.at[f] = time.Now()
 				if err != nil {
 					smp.err = err
 				}
@@ -585,23 +586,23 @@ func (w *advWorldR) restartPhase(t *testing.T, ph advPhase) advResult {
 				missing++
 				if missing == 1 {
 					t.Errorf("%s: %s lacks A (%s) %v after the stop (the restart was at +%v): a flap", name, w.r.Name(), pa,
-						s.at.Sub(stopped).Round(time.Millisecond), down.Round(time.Millisecond))
+						s.at[f].Sub(stopped).Round(time.Millisecond), down.Round(time.Millisecond))
 				}
 			}
 			_, hasGone := rs[pg]
 			switch {
 			case !hasGone && goneAt.IsZero():
-				goneAt = s.at
-				if s.at.Before(restarted) {
+				goneAt = s.at[f]
+				if s.at[f].Before(restarted) {
 					t.Errorf("%s: %s dropped %s %v before the restart: the stale route should stay until our End-of-RIB",
-						name, w.r.Name(), pg, restarted.Sub(s.at).Round(time.Millisecond))
+						name, w.r.Name(), pg, restarted.Sub(s.at[f]).Round(time.Millisecond))
 				}
 			case hasGone && !goneAt.IsZero():
-				t.Errorf("%s: %s holds %s again %v after the restart", name, w.r.Name(), pg, s.at.Sub(restarted).Round(time.Millisecond))
+				t.Errorf("%s: %s holds %s again %v after the restart", name, w.r.Name(), pg, s.at[f].Sub(restarted).Round(time.Millisecond))
 				goneAt = time.Time{}
 			}
 			if _, ok := rs[pc]; ok && addedAt.IsZero() {
-				addedAt = s.at
+				addedAt = s.at[f]
 			}
 		}
 		if missing > 0 {
