@@ -101,9 +101,12 @@ func (g *connGate) forget(addr netip.Addr) {
 }
 
 // takesOne reports whether gobgp waits for a connection for addr: the
-// last event said Active and no connection went to gobgp since. The
-// caller holds gate.mu.
+// last event said Active and no connection went to gobgp since, and the
+// sessions are not held (hold.go). The caller holds gate.mu.
 func (s *Speaker) takesOne(addr netip.Addr) bool {
+	if s.held.Load() {
+		return false
+	}
 	s.st.Lock()
 	defer s.st.Unlock()
 	ss := s.sessions[addr]

@@ -72,6 +72,11 @@ type Speaker struct {
 	// repairChecks counts the session start checks done, repairs those
 	// that re-sent a table (sessionup.go; for tests).
 	repairChecks, repairs atomic.Uint64
+	// held: no new session may start (hold.go); holdTimer ends the hold
+	// at its bound. holdMu guards holdTimer.
+	held      atomic.Bool
+	holdMu    sync.Mutex
+	holdTimer *time.Timer
 
 	// mu serializes SetPeers, Set and Stop and guards the fields below.
 	mu      sync.Mutex
@@ -360,6 +365,12 @@ func (s *Speaker) shutdown(ctx context.Context, graceful bool) error {
 	if s.cancelWatch != nil {
 		s.cancelWatch()
 	}
+	s.holdMu.Lock()
+	if s.holdTimer != nil {
+		s.holdTimer.Stop()
+		s.holdTimer = nil
+	}
+	s.holdMu.Unlock()
 	s.st.Lock()
 	for _, ss := range s.sessions {
 		if ss.reenable != nil {

@@ -484,7 +484,8 @@ func (d *Daemon) loop(ctx context.Context, hup <-chan os.Signal) error {
 			}
 			continue
 		case <-peerGrace.C:
-			d.addPeers(ctx, "OVN Northbound not synced yet")
+			// No table to wait for: the sessions start now.
+			d.addPeers(ctx, "OVN Northbound not synced yet", false)
 			continue
 		case now := <-trim.C():
 			trim.idle(now, d.log)
@@ -532,16 +533,22 @@ func (d *Daemon) reconcile(ctx context.Context) error {
 		// Nothing known yet: advertise nothing new and withdraw nothing.
 		return nil
 	}
-	// Peers are added right before the first Apply: their sessions need
-	// an OPEN exchange, so the first UPDATEs carry the whole table and
-	// End-of-RIB follows it.
-	d.addPeers(ctx, "first plan ready")
+	// Peers are added with the first plan, their sessions held until its
+	// advertisements are in the speaker: the first UPDATEs carry the whole
+	// table and End-of-RIB follows it. (Not held, a session came up and
+	// gobgp sent End-of-RIB within milliseconds, before the Apply; a peer
+	// that kept our routes stale dropped them all, and learned them again
+	// from the Apply: bgp/hold.go.)
+	held := d.addPeers(ctx, "first plan ready", true)
+	if held {
+		defer speaker.ReleaseSessions() // at the latest
+	}
 	v := d.loopPlan(ctx, cfg, speaker, snap)
 	desired := v.desired
 	if v.table != nil {
 		d.logAlarms(v.table.Alarms())
 	}
-	err := errors.Join(d.applyAuto(ctx, cfg, speaker, nb, v.plan), v.hostErr)
+	err := errors.Join(d.applyAuto(ctx, cfg, speaker, nb, v.plan, held), v.hostErr)
 	if err != nil && v.table != nil {
 		// What failed is not retried by an incremental pass, which
 		// diffs only what changes: the next pass is full.
@@ -828,24 +835,34 @@ func (d *Daemon) setBMP(ctx context.Context, sp Speaker, cfg *config.Config) err
 	return err
 }
 
-// addPeers adds the configured peers to the speaker, once.
-func (d *Daemon) addPeers(ctx context.Context, why string) {
+// addPeers adds the configured peers to the speaker, once, and reports
+// whether it did now. With hold, their sessions wait until the caller
+// releases them (Speaker.ReleaseSessions) or holdBound passes.
+func (d *Daemon) addPeers(ctx context.Context, why string, hold bool) bool {
 	d.mu.Lock()
 	if d.peersUp {
 		d.mu.Unlock()
-		return
+		return false
 	}
 	sp, cfg := d.speaker, d.cfg
 	if sp == nil {
 		d.mu.Unlock()
-		return
+		return false
 	}
 	d.peersUp = true
 	d.mu.Unlock()
 	d.log.Info("starting bgp sessions", zap.String("reason", why), zap.Int("peers", len(cfg.BGP.Peers)))
 	d.syncSpeaker(sp, cfg) // the deferral starts with the sessions
+	if hold {
+		sp.HoldSessions(holdBound)
+	}
 	d.setPeers(ctx, sp, cfg)
+	return hold
 }
+
+// holdBound bounds how long the first plan may hold the sessions (it
+// releases them as soon as its advertisements are applied).
+const holdBound = 30 * time.Second
 
 // setPeers gives the speaker cfg's peers. A peer that cannot be added is
 // logged and retried from the loop with backoff; the others run.

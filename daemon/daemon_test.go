@@ -75,12 +75,18 @@ type fakeSpeaker struct {
 	// tracking is the last TrackLearned's value, tracked whether it was
 	// called at all.
 	tracking, tracked bool
+	// calls are the session-related calls in order: "hold", "setPeers"
+	// (with peers), "apply", "release" (hold_test.go).
+	calls []string
 }
 
 func (f *fakeSpeaker) SetPeers(_ context.Context, p []config.Peer) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.setPeerCalls++
+	if len(p) > 0 {
+		f.calls = append(f.calls, "setPeers")
+	}
 	if f.failSetPeers > 0 {
 		f.failSetPeers--
 		return errors.New("peer refused")
@@ -94,6 +100,7 @@ func (f *fakeSpeaker) Apply(_ context.Context, d model.AdvertDiff) error {
 	defer f.mu.Unlock()
 	f.sets++
 	f.applies = append(f.applies, d)
+	f.calls = append(f.calls, "apply")
 	defer func() {
 		if f.low == nil {
 			f.low = map[string]int{}

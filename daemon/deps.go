@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -43,6 +44,12 @@ type Speaker interface {
 	// touching any session; BMP reports their state.
 	SetBMP(ctx context.Context, servers []config.BMPServer, sysName, sysDescr string) error
 	BMP(ctx context.Context) ([]model.BMPStation, error)
+	// HoldSessions keeps new sessions from starting (for at most bound)
+	// until ReleaseSessions: the daemon holds them while it gives a new
+	// speaker its peers and its first table, so that End-of-RIB follows
+	// the whole table.
+	HoldSessions(bound time.Duration)
+	ReleaseSessions()
 	// Stop ends every session; graceful sends no NOTIFICATION so that
 	// peers with graceful restart keep our routes.
 	Stop(ctx context.Context, graceful bool) error

@@ -311,8 +311,10 @@ func (d *Daemon) syncSpeaker(sp Speaker, cfg *config.Config) {
 
 // applyAuto applies the part of the plan the loop applies by itself:
 // advertisements, and the OVN and kernel operations of auto rules. Each
-// target keeps going on per-item errors; the errors are joined.
-func (d *Daemon) applyAuto(ctx context.Context, cfg *config.Config, sp Speaker, nb Northbound, p plan.Plan) error {
+// target keeps going on per-item errors; the errors are joined. With held,
+// the speaker's sessions wait for the first table (addPeers): they are
+// released once the advertisements are applied, before OVN and the kernel.
+func (d *Daemon) applyAuto(ctx context.Context, cfg *config.Config, sp Speaker, nb Northbound, p plan.Plan, held bool) error {
 	auto, manual := p.Split(cfg)
 	d.mu.Lock()
 	d.imp.manual = manual
@@ -324,6 +326,9 @@ func (d *Daemon) applyAuto(ctx context.Context, cfg *config.Config, sp Speaker, 
 		if err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if held {
+		sp.ReleaseSessions()
 	}
 	if len(auto.OVN) > 0 {
 		actx, cancel := context.WithTimeout(ctx, applyTimeout)
