@@ -261,6 +261,7 @@ import:
 
 	probe := probeStatus(sock)
 	defer probe.close()
+	prof := profileDrop(b, l)
 	time.Sleep(dropAfter)
 	before := time.Now()
 	down := t.shut(b, true)
@@ -292,6 +293,7 @@ import:
 	end := time.Now()
 	probe.close()
 	pings.close()
+	prof()
 
 	idle := pings.gaps(before.Add(-dropAfter), before)
 	gaps := pings.gaps(down, end)
@@ -323,4 +325,30 @@ import:
 		len(gaps), pretty(percentile(gaps, 50)), pretty(percentile(gaps, 99)), pretty(percentile(gaps, 100)), over,
 		len(lat), pretty(percentile(lat, 50)), pretty(percentile(lat, 99)), pretty(percentile(lat, 100)),
 		pretty(gone.Sub(down)), pretty(settled.Sub(down)))
+}
+
+// envDropProfile names a file for a CPU profile of the daemon over the
+// drop (OVNBGP_BENCH_DROP_PROFILE=/tmp/drop.prof): the daemon must be
+// built with -tags ovnbgp_pprof and OVNBGP_PPROF=127.0.0.1:6060 set
+// (bench/README.md, "Profiling the daemon"). The returned func waits for
+// the profile.
+const envDropProfile = "OVNBGP_BENCH_DROP_PROFILE"
+
+func profileDrop(b *testing.B, l *lab.Lab) func() {
+	out := os.Getenv(envDropProfile)
+	addr := os.Getenv("OVNBGP_PPROF")
+	if out == "" || addr == "" {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		url := "http://" + addr + "/debug/pprof/profile?seconds=6"
+		if _, _, err := runTool("ip", "netns", "exec", l.Node, "curl", "-sfo", out, url); err != nil {
+			b.Logf("profile: %v", err)
+			return
+		}
+		b.Logf("the daemon's CPU profile over the drop: %s", out)
+	}()
+	return func() { <-done }
 }

@@ -3,6 +3,7 @@ package plan
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 
@@ -44,14 +45,24 @@ type ImportTable struct {
 	hasCaps bool
 	// reasons: one accepted-reason string per (rule, entry), shared.
 	reasons map[[2]int]string
-	// stats are Sizes and the foreign problems, made when first asked
-	// after a change (status and metrics ask; each costs a walk).
+	// stats are Sizes and the routes not ovnbgp's in the way (Problems):
+	// made by a walk when first asked, then kept by deciding again only
+	// the prefixes Update returned since (dirty), so that status, asked
+	// every few ms, costs what changed, not the size of the table.
 	stats *tableStats
+	// counts are Count(nil), kept as paths are decided (tally), so that
+	// status reads them without a walk.
+	counts TableCounts
 }
 
 type tableStats struct {
 	ovn, kernel int
-	problems    []string
+	// foreignOVN and foreignKernel are, by prefix, the keys not
+	// ovnbgp's that hold an accepted route of it.
+	foreignOVN    map[netip.Prefix][]model.OVNRouteKey
+	foreignKernel map[netip.Prefix][]model.KernelRouteKey
+	// dirty are the prefixes decided since the stats were last made.
+	dirty []netip.Prefix
 }
 
 // prefixEntry is one prefix: its paths (one per peer, in the order first
@@ -60,6 +71,9 @@ type prefixEntry struct {
 	paths []tablePath
 	// caps are the cap groups the prefix is in, kept or held back.
 	caps []capMember
+	// nOVN and nKernel are its desired routes as counted in the table's
+	// stats.
+	nOVN, nKernel int32
 }
 
 // path is the entry's path of peer, or nil.
@@ -90,6 +104,10 @@ type tablePath struct {
 	// that accepted it (-1: none); the reason is made when asked for,
 	// since it counts what the peer offers now.
 	capped int32
+	// tallied says the path is in the table's counts, as accepted
+	// (talliedAcc) or rejected with talliedCause.
+	tallied, talliedAcc bool
+	talliedCause        RejectCause
 }
 
 // candidates is a short list of rule entries kept without an allocation
@@ -205,6 +223,7 @@ func NewImportTable(in ImportInput) *ImportTable {
 		cfg: cfg, env: newImportEnv(cfg, in.Snapshot, in.Host, prot), prot: prot,
 		prefixes: make(map[netip.Prefix]*prefixEntry, len(in.Learned)),
 		caps:     map[capGroup]*capState{}, reasons: map[[2]int]string{},
+		counts: TableCounts{ByPeer: map[string]PeerCounts{}, RejectedBy: map[Rejection]int{}},
 	}
 	t.hasCaps = slices.ContainsFunc(cfg.Import, func(r config.ImportRule) bool { return r.MaxRoutes > 0 })
 	for _, p := range in.Learned {
@@ -266,6 +285,7 @@ func (t *ImportTable) remove(k model.Key) bool {
 	if pe == nil || pe.path(k.Peer) == nil {
 		return false
 	}
+	t.untally(pe.path(k.Peer))
 	pe.paths = slices.DeleteFunc(pe.paths, func(tp tablePath) bool { return tp.p.Peer == k.Peer })
 	t.n--
 	if len(pe.paths) == 0 {
@@ -373,6 +393,7 @@ func (t *ImportTable) kept(pe *prefixEntry, c ruleEntry, peer string) bool {
 // decisions; an entry left without paths is forgotten.
 func (t *ImportTable) settle(pfx netip.Prefix, pe *prefixEntry) {
 	if len(pe.paths) == 0 {
+		t.unstat(pfx, pe)
 		delete(t.prefixes, pfx)
 		return
 	}
@@ -383,6 +404,14 @@ func (t *ImportTable) settle(pfx netip.Prefix, pe *prefixEntry) {
 	if len(pe.paths) > 1 {
 		slices.SortFunc(pe.paths, func(a, b tablePath) int { return cmp.Compare(a.seq, b.seq) })
 	}
+	for i := range pe.paths {
+		t.untally(&pe.paths[i])
+	}
+	defer func() {
+		for i := range pe.paths {
+			t.tally(&pe.paths[i])
+		}
+	}()
 	for i := range pe.paths {
 		tp := &pe.paths[i]
 		p := &tp.p
@@ -454,8 +483,8 @@ type TableChange struct {
 // Update decides again the prefixes that c touches, and those a cap's
 // freed slot lets in, and returns them in prefix order: only their
 // desired routes can have changed.
-func (t *ImportTable) Update(c TableChange) []netip.Prefix {
-	t.stats = nil
+func (t *ImportTable) Update(c TableChange) (touched []netip.Prefix) {
+	defer func() { t.dirtied(touched) }()
 	queue := make([]netip.Prefix, 0, len(c.Paths)+len(c.Gone))
 	for _, k := range c.Gone {
 		if t.remove(k) {
@@ -620,9 +649,71 @@ type PeerCounts struct {
 	IPv4, IPv6, Installed int
 }
 
+// tally adds tp's verdict to the table's counts.
+func (t *ImportTable) tally(tp *tablePath) {
+	c := &t.counts
+	tp.tallied, tp.talliedAcc, tp.talliedCause = true, tp.p.Accepted, ""
+	if !tp.p.Accepted {
+		tp.talliedCause = tp.cause
+		if tp.capped >= 0 {
+			tp.talliedCause = RejectImportCap
+		}
+		c.Rejected++
+		c.RejectedBy[Rejection{tp.p.Peer, tp.talliedCause}]++
+		return
+	}
+	c.Accepted++
+	pc := c.ByPeer[tp.p.Peer]
+	if tp.p.Prefix.Addr().Is4() {
+		pc.IPv4++
+	} else {
+		pc.IPv6++
+	}
+	c.ByPeer[tp.p.Peer] = pc
+}
+
+// untally takes tp's verdict, as tallied, out of the table's counts.
+func (t *ImportTable) untally(tp *tablePath) {
+	if tp == nil || !tp.tallied {
+		return
+	}
+	tp.tallied = false
+	c := &t.counts
+	if !tp.talliedAcc {
+		c.Rejected--
+		k := Rejection{tp.p.Peer, tp.talliedCause}
+		if c.RejectedBy[k]--; c.RejectedBy[k] == 0 {
+			delete(c.RejectedBy, k)
+		}
+		return
+	}
+	c.Accepted--
+	pc := c.ByPeer[tp.p.Peer]
+	if tp.p.Prefix.Addr().Is4() {
+		pc.IPv4--
+	} else {
+		pc.IPv6--
+	}
+	if pc == (PeerCounts{}) {
+		delete(c.ByPeer, tp.p.Peer)
+	} else {
+		c.ByPeer[tp.p.Peer] = pc
+	}
+}
+
 // Count counts the table's paths; installed says whether a next hop of a
-// prefix is really installed (nil: none is).
+// prefix is really installed (nil: none is). Without installed it is
+// O(peers): the counts are kept as paths are decided; with it, a walk.
 func (t *ImportTable) Count(installed func(netip.Prefix, netip.Addr) bool) TableCounts {
+	if installed == nil {
+		return TableCounts{Accepted: t.counts.Accepted, Rejected: t.counts.Rejected,
+			ByPeer: maps.Clone(t.counts.ByPeer), RejectedBy: maps.Clone(t.counts.RejectedBy)}
+	}
+	return t.countWalk(installed)
+}
+
+// countWalk is Count by a walk of every path.
+func (t *ImportTable) countWalk(installed func(netip.Prefix, netip.Addr) bool) TableCounts {
 	c := TableCounts{ByPeer: map[string]PeerCounts{}, RejectedBy: map[Rejection]int{}}
 	t.each(func(tp *tablePath) bool {
 		if !tp.p.Accepted {
@@ -794,38 +885,93 @@ func (t *ImportTable) PeerKeys(peer string) []model.Key {
 // VRFs are the VRF devices the rules ask to be created.
 func (t *ImportTable) VRFs() []model.VRFDevice { return t.env.createVRFs }
 
-// Sizes are the numbers of desired OVN rows and kernel routes (a walk of
-// the table the first time after a change: for status).
+// Sizes are the numbers of desired OVN rows and kernel routes (for
+// status: a walk of the table the first time, then the cost of what
+// changed since).
 func (t *ImportTable) Sizes() (ovn, kernel int) {
 	st := t.statsNow()
 	return st.ovn, st.kernel
 }
 
-// statsNow walks the table for Sizes and Problems once per change.
-func (t *ImportTable) statsNow() *tableStats {
-	if t.stats != nil {
-		return t.stats
+// dirtied marks prefixes whose desired routes may have changed: the
+// stats count them again when next asked. Past the table's size a walk is
+// cheaper: the stats are dropped and made anew.
+func (t *ImportTable) dirtied(prefixes []netip.Prefix) {
+	st := t.stats
+	if st == nil {
+		return
 	}
-	st := &tableStats{}
-	var fovn []model.OVNRouteKey
+	st.dirty = append(st.dirty, prefixes...)
+	if len(st.dirty) > len(t.prefixes)+1024 {
+		t.stats = nil
+	}
+}
+
+// unstat takes pe's routes out of the stats.
+func (t *ImportTable) unstat(pfx netip.Prefix, pe *prefixEntry) {
+	st := t.stats
+	if st == nil {
+		return
+	}
+	st.ovn -= int(pe.nOVN)
+	st.kernel -= int(pe.nKernel)
+	pe.nOVN, pe.nKernel = 0, 0
+	delete(st.foreignOVN, pfx)
+	delete(st.foreignKernel, pfx)
+}
+
+// stat counts pe's routes into the stats (after unstat).
+func (t *ImportTable) stat(pfx netip.Prefix, pe *prefixEntry, ovn []model.OVNRoute, kernel []model.KernelRoute) ([]model.OVNRoute, []model.KernelRoute) {
+	st := t.stats
+	var fo []model.OVNRouteKey
 	var fk []model.KernelRouteKey
+	ovn, kernel, fo, fk = t.routes(pe, ovn[:0], kernel[:0])
+	pe.nOVN, pe.nKernel = int32(len(ovn)), int32(len(kernel))
+	st.ovn += len(ovn)
+	st.kernel += len(kernel)
+	if len(fo) > 0 {
+		st.foreignOVN[pfx] = fo
+	}
+	if len(fk) > 0 {
+		st.foreignKernel[pfx] = fk
+	}
+	return ovn, kernel
+}
+
+// statsNow makes the stats for Sizes and Problems: a walk of the table the
+// first time, then only the prefixes decided since.
+func (t *ImportTable) statsNow() *tableStats {
 	var ovn []model.OVNRoute
 	var kernel []model.KernelRoute
-	for _, pe := range t.prefixes {
-		var fo []model.OVNRouteKey
-		var f []model.KernelRouteKey
-		ovn, kernel, fo, f = t.routes(pe, ovn[:0], kernel[:0])
-		st.ovn += len(ovn)
-		st.kernel += len(kernel)
-		fovn, fk = append(fovn, fo...), append(fk, f...)
+	if st := t.stats; st != nil {
+		slices.SortFunc(st.dirty, model.ComparePrefix)
+		for _, pfx := range slices.Compact(st.dirty) {
+			if pe := t.prefixes[pfx]; pe != nil {
+				t.unstat(pfx, pe)
+				ovn, kernel = t.stat(pfx, pe, ovn, kernel)
+			}
+		}
+		st.dirty = nil
+		return st
 	}
-	st.problems = foreignProblems(fovn, fk)
-	t.stats = st
-	return st
+	t.stats = &tableStats{foreignOVN: map[netip.Prefix][]model.OVNRouteKey{}, foreignKernel: map[netip.Prefix][]model.KernelRouteKey{}}
+	for pfx, pe := range t.prefixes {
+		ovn, kernel = t.stat(pfx, pe, ovn, kernel)
+	}
+	return t.stats
 }
 
 // Problems are the rule-level problems and the foreign routes in the way,
 // as in ImportResult.
 func (t *ImportTable) Problems() []string {
-	return append(slices.Clone(t.env.problems), t.statsNow().problems...)
+	st := t.statsNow()
+	var fovn []model.OVNRouteKey
+	var fk []model.KernelRouteKey
+	for _, fo := range st.foreignOVN {
+		fovn = append(fovn, fo...)
+	}
+	for _, f := range st.foreignKernel {
+		fk = append(fk, f...)
+	}
+	return append(slices.Clone(t.env.problems), foreignProblems(fovn, fk)...)
 }

@@ -122,6 +122,7 @@ func TestTableUpdateEqualsRebuild(t *testing.T) {
 				t.Fatalf("seed %d step %d: the updated table differs from a new one (-new +updated):\n%s", seed, step,
 					gocmp.Diff(want, got, cmpAddrs, cmpopts.EquateEmpty()))
 			}
+			checkCounts(t, table)
 			// Every prefix whose desired routes changed was returned.
 			changed := map[netip.Prefix]bool{}
 			for _, op := range DiffOVN(got.OVN, before.OVN) {
@@ -136,6 +137,22 @@ func TestTableUpdateEqualsRebuild(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// checkCounts fails the test if the counts, sizes and problems the table
+// keeps differ from those of a walk of its paths (which it then keeps).
+func checkCounts(t *testing.T, table *ImportTable) {
+	t.Helper()
+	if d := gocmp.Diff(table.countWalk(nil), table.Count(nil), cmpopts.EquateEmpty()); d != "" {
+		t.Fatalf("the counts kept differ from a walk (-walk +kept):\n%s", d)
+	}
+	ovn, kernel := table.Sizes()
+	problems := table.Problems()
+	table.stats = nil
+	wovn, wkernel := table.Sizes()
+	if wproblems := table.Problems(); ovn != wovn || kernel != wkernel || !slices.Equal(problems, wproblems) {
+		t.Fatalf("the sizes kept are %d OVN, %d kernel, problems %q; a walk says %d, %d, %q", ovn, kernel, problems, wovn, wkernel, wproblems)
 	}
 }
 
@@ -260,6 +277,7 @@ func TestTableRandomCaps(t *testing.T) {
 				}
 			}
 			table.Update(c)
+			checkCounts(t, table)
 			members := map[capGroup]map[netip.Prefix]bool{}
 			table.each(func(tp *tablePath) bool {
 				table.groupsOf(tp, func(g capGroup) {
@@ -492,6 +510,7 @@ func TestTableCapDropWork(t *testing.T) {
 			t.Fatalf("n=%d, the peer drops: the caps' work is %d, want at most %d (8 per changed prefix and level of a tree of %d)",
 				n, got, bound(len(keys)), n)
 		}
+		checkCounts(t, table)
 		if len(touched) != n || table.Len() != 0 || len(table.Alarms()) != 0 {
 			t.Fatalf("n=%d, after the drop: %d touched, %d paths left, alarms %v; want %d, 0, none", n, len(touched), table.Len(), table.Alarms(), n)
 		}
