@@ -8,6 +8,7 @@ require (
 	github.com/go-logr/logr v1.4.3
 	github.com/go-logr/stdr v1.2.2
 	github.com/go-logr/zapr v1.3.0
+	github.com/google/btree v1.1.3
 	github.com/google/go-cmp v0.7.0
 	github.com/osrg/gobgp/v4 v4.8.0
 	github.com/ovn-org/libovsdb v0.7.0

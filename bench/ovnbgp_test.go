@@ -54,6 +54,13 @@ func startOvnbgpWith(b testing.TB, l *lab.Lab, nb *lab.NB, peer lab.Peer, extra 
 // peers, advertise rules and service CIDRs, and extra top-level YAML.
 func startOvnbgpConfig(b testing.TB, l *lab.Lab, nb *lab.NB, cfg lab.DaemonConfig, extra string) *daemon {
 	b.Helper()
+	return startOvnbgpEnv(b, l, nb, cfg, extra, nil)
+}
+
+// startOvnbgpEnv is startOvnbgpConfig with env ("KEY=value") added to the
+// daemon's environment.
+func startOvnbgpEnv(b testing.TB, l *lab.Lab, nb *lab.NB, cfg lab.DaemonConfig, extra string, env []string) *daemon {
+	b.Helper()
 	bin := lab.Binary(b)
 	dir := l.Mkdir("ovnbgp")
 	cfg.Node, cfg.ASN, cfg.RouterID, cfg.ListenPort = "node1", 65010, lab.NodeIPv4, -1
@@ -84,6 +91,9 @@ func startOvnbgpConfig(b testing.TB, l *lab.Lab, nb *lab.NB, cfg lab.DaemonConfi
 	// `ip netns exec` execs the daemon: cmd's PID is the daemon's PID.
 	d.cmd = exec.Command("ip", "netns", "exec", l.Node, bin, "daemon", "--config", conf)
 	d.cmd.Stdout, d.cmd.Stderr = logf, logf
+	if len(env) > 0 {
+		d.cmd.Env = append(os.Environ(), env...)
+	}
 	if err := d.cmd.Start(); err != nil {
 		b.Fatalf("start ovnbgp daemon: %v", err)
 	}

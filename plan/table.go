@@ -3,8 +3,11 @@ package plan
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
+
+	"github.com/google/btree"
 
 	"github.com/ovnbgp/ovnbgp/config"
 	"github.com/ovnbgp/ovnbgp/model"
@@ -44,14 +47,24 @@ type ImportTable struct {
 	hasCaps bool
 	// reasons: one accepted-reason string per (rule, entry), shared.
 	reasons map[[2]int]string
-	// stats are Sizes and the foreign problems, made when first asked
-	// after a change (status and metrics ask; each costs a walk).
+	// stats are Sizes and the routes not ovnbgp's in the way (Problems):
+	// made by a walk when first asked, then kept by deciding again only
+	// the prefixes Update returned since (dirty), so that status, asked
+	// every few ms, costs what changed, not the size of the table.
 	stats *tableStats
+	// counts are Count(nil), kept as paths are decided (tally), so that
+	// status reads them without a walk.
+	counts TableCounts
 }
 
 type tableStats struct {
 	ovn, kernel int
-	problems    []string
+	// foreignOVN and foreignKernel are, by prefix, the keys not
+	// ovnbgp's that hold an accepted route of it.
+	foreignOVN    map[netip.Prefix][]model.OVNRouteKey
+	foreignKernel map[netip.Prefix][]model.KernelRouteKey
+	// dirty are the prefixes decided since the stats were last made.
+	dirty []netip.Prefix
 }
 
 // prefixEntry is one prefix: its paths (one per peer, in the order first
@@ -60,6 +73,9 @@ type prefixEntry struct {
 	paths []tablePath
 	// caps are the cap groups the prefix is in, kept or held back.
 	caps []capMember
+	// nOVN and nKernel are its desired routes as counted in the table's
+	// stats.
+	nOVN, nKernel int32
 }
 
 // path is the entry's path of peer, or nil.
@@ -90,6 +106,10 @@ type tablePath struct {
 	// that accepted it (-1: none); the reason is made when asked for,
 	// since it counts what the peer offers now.
 	capped int32
+	// tallied says the path is in the table's counts, as accepted
+	// (talliedAcc) or rejected with talliedCause.
+	tallied, talliedAcc bool
+	talliedCause        RejectCause
 }
 
 // candidates is a short list of rule entries kept without an allocation
@@ -127,13 +147,52 @@ type capGroup struct {
 
 // capState is one (rule, peer) group: how many prefixes it keeps (at
 // most max, its rule's maxRoutes) and the prefixes its cap holds back
-// (which prefixes are kept is on their entries: capMember).
+// (which prefixes are kept is on their entries: capMember). held is
+// ordered by prefix, so that a freed slot finds the first held-back prefix
+// in O(log n): a peer that drops with n held back frees n slots.
 type capState struct {
 	g    capGroup
 	kept int
 	max  int
-	held map[netip.Prefix]struct{}
+	held *btree.BTreeG[netip.Prefix]
+	// work counts the operations on held and the prefix comparisons they
+	// made: a test's measure of the cost (TestTableCapDropWork).
+	work int
 }
+
+// heldDegree is the degree of a cap's tree of held-back prefixes.
+const heldDegree = 32
+
+func newCapState(g capGroup, max int) *capState {
+	cs := &capState{g: g, max: max}
+	cs.held = btree.NewG(heldDegree, func(a, b netip.Prefix) bool {
+		cs.work++
+		return model.ComparePrefix(a, b) < 0
+	})
+	return cs
+}
+
+// hold adds pfx to the prefixes the cap holds back.
+func (cs *capState) hold(pfx netip.Prefix) {
+	cs.work++
+	cs.held.ReplaceOrInsert(pfx)
+}
+
+// unhold removes pfx from the prefixes the cap holds back.
+func (cs *capState) unhold(pfx netip.Prefix) {
+	cs.work++
+	cs.held.Delete(pfx)
+}
+
+// takeFirst removes and returns the held-back prefix that comes first in
+// prefix order.
+func (cs *capState) takeFirst() (netip.Prefix, bool) {
+	cs.work++
+	return cs.held.DeleteMin()
+}
+
+// nHeld is the number of prefixes the cap holds back.
+func (cs *capState) nHeld() int { return cs.held.Len() }
 
 // capMember is a prefix's membership of a cap group.
 type capMember struct {
@@ -151,17 +210,6 @@ func (pe *prefixEntry) member(cs *capState) *capMember {
 	return nil
 }
 
-// firstHeld is the held-back prefix that comes first in prefix order.
-func (cs *capState) firstHeld() (netip.Prefix, bool) {
-	first := netip.Prefix{}
-	for h := range cs.held {
-		if !first.IsValid() || model.ComparePrefix(h, first) < 0 {
-			first = h
-		}
-	}
-	return first, first.IsValid()
-}
-
 // NewImportTable decides every path of in. Paths are keyed by (peer,
 // prefix): of two paths with the same key the later one is kept. Where a
 // cap holds prefixes back, the prefixes installed now (owned OVN rows of
@@ -177,6 +225,7 @@ func NewImportTable(in ImportInput) *ImportTable {
 		cfg: cfg, env: newImportEnv(cfg, in.Snapshot, in.Host, prot), prot: prot, stale: in.Stale,
 		prefixes: make(map[netip.Prefix]*prefixEntry, len(in.Learned)),
 		caps:     map[capGroup]*capState{}, reasons: map[[2]int]string{},
+		counts: TableCounts{ByPeer: map[string]PeerCounts{}, RejectedBy: map[Rejection]int{}},
 	}
 	t.hasCaps = slices.ContainsFunc(cfg.Import, func(r config.ImportRule) bool { return r.MaxRoutes > 0 })
 	for _, p := range in.Learned {
@@ -238,6 +287,7 @@ func (t *ImportTable) remove(k model.Key) bool {
 	if pe == nil || pe.path(k.Peer) == nil {
 		return false
 	}
+	t.untally(pe.path(k.Peer))
 	pe.paths = slices.DeleteFunc(pe.paths, func(tp tablePath) bool { return tp.p.Peer == k.Peer })
 	t.n--
 	if len(pe.paths) == 0 {
@@ -335,7 +385,7 @@ func (t *ImportTable) groupsOf(tp *tablePath, fn func(capGroup)) {
 func (t *ImportTable) capState(g capGroup) *capState {
 	cs := t.caps[g]
 	if cs == nil {
-		cs = &capState{g: g, max: t.cfg.Import[g.rule].MaxRoutes, held: map[netip.Prefix]struct{}{}}
+		cs = newCapState(g, t.cfg.Import[g.rule].MaxRoutes)
 		t.caps[g] = cs
 	}
 	return cs
@@ -349,7 +399,7 @@ func (t *ImportTable) join(pe *prefixEntry, pfx netip.Prefix, cs *capState) {
 		cs.kept++
 	} else {
 		m.held = true
-		cs.held[pfx] = struct{}{}
+		cs.hold(pfx)
 	}
 	pe.caps = append(pe.caps, m)
 }
@@ -372,6 +422,7 @@ func (t *ImportTable) kept(pe *prefixEntry, c ruleEntry, peer string) bool {
 // decisions; an entry left without paths is forgotten.
 func (t *ImportTable) settle(pfx netip.Prefix, pe *prefixEntry) {
 	if len(pe.paths) == 0 {
+		t.unstat(pfx, pe)
 		delete(t.prefixes, pfx)
 		return
 	}
@@ -382,6 +433,14 @@ func (t *ImportTable) settle(pfx netip.Prefix, pe *prefixEntry) {
 	if len(pe.paths) > 1 {
 		slices.SortFunc(pe.paths, func(a, b tablePath) int { return cmp.Compare(a.seq, b.seq) })
 	}
+	for i := range pe.paths {
+		t.untally(&pe.paths[i])
+	}
+	defer func() {
+		for i := range pe.paths {
+			t.tally(&pe.paths[i])
+		}
+	}()
 	for i := range pe.paths {
 		tp := &pe.paths[i]
 		p := &tp.p
@@ -453,8 +512,8 @@ type TableChange struct {
 // Update decides again the prefixes that c touches, and those a cap's
 // freed slot lets in, and returns them in prefix order: only their
 // desired routes can have changed.
-func (t *ImportTable) Update(c TableChange) []netip.Prefix {
-	t.stats = nil
+func (t *ImportTable) Update(c TableChange) (touched []netip.Prefix) {
+	defer func() { t.dirtied(touched) }()
 	queue := make([]netip.Prefix, 0, len(c.Paths)+len(c.Gone))
 	for _, k := range c.Gone {
 		if t.remove(k) {
@@ -533,11 +592,10 @@ func (t *ImportTable) recap(pfx netip.Prefix, pe *prefixEntry) []netip.Prefix {
 		case slices.Contains(want, m.cs.g):
 			stay = append(stay, m)
 		case m.held:
-			delete(m.cs.held, pfx)
+			m.cs.unhold(pfx)
 		default:
 			m.cs.kept--
-			if first, ok := m.cs.firstHeld(); ok {
-				delete(m.cs.held, first)
+			if first, ok := m.cs.takeFirst(); ok {
 				m.cs.kept++
 				if fm := t.prefixes[first].member(m.cs); fm != nil {
 					fm.held = false
@@ -620,9 +678,71 @@ type PeerCounts struct {
 	IPv4, IPv6, Installed int
 }
 
+// tally adds tp's verdict to the table's counts.
+func (t *ImportTable) tally(tp *tablePath) {
+	c := &t.counts
+	tp.tallied, tp.talliedAcc, tp.talliedCause = true, tp.p.Accepted, ""
+	if !tp.p.Accepted {
+		tp.talliedCause = tp.cause
+		if tp.capped >= 0 {
+			tp.talliedCause = RejectImportCap
+		}
+		c.Rejected++
+		c.RejectedBy[Rejection{tp.p.Peer, tp.talliedCause}]++
+		return
+	}
+	c.Accepted++
+	pc := c.ByPeer[tp.p.Peer]
+	if tp.p.Prefix.Addr().Is4() {
+		pc.IPv4++
+	} else {
+		pc.IPv6++
+	}
+	c.ByPeer[tp.p.Peer] = pc
+}
+
+// untally takes tp's verdict, as tallied, out of the table's counts.
+func (t *ImportTable) untally(tp *tablePath) {
+	if tp == nil || !tp.tallied {
+		return
+	}
+	tp.tallied = false
+	c := &t.counts
+	if !tp.talliedAcc {
+		c.Rejected--
+		k := Rejection{tp.p.Peer, tp.talliedCause}
+		if c.RejectedBy[k]--; c.RejectedBy[k] == 0 {
+			delete(c.RejectedBy, k)
+		}
+		return
+	}
+	c.Accepted--
+	pc := c.ByPeer[tp.p.Peer]
+	if tp.p.Prefix.Addr().Is4() {
+		pc.IPv4--
+	} else {
+		pc.IPv6--
+	}
+	if pc == (PeerCounts{}) {
+		delete(c.ByPeer, tp.p.Peer)
+	} else {
+		c.ByPeer[tp.p.Peer] = pc
+	}
+}
+
 // Count counts the table's paths; installed says whether a next hop of a
-// prefix is really installed (nil: none is).
+// prefix is really installed (nil: none is). Without installed it is
+// O(peers): the counts are kept as paths are decided; with it, a walk.
 func (t *ImportTable) Count(installed func(netip.Prefix, netip.Addr) bool) TableCounts {
+	if installed == nil {
+		return TableCounts{Accepted: t.counts.Accepted, Rejected: t.counts.Rejected,
+			ByPeer: maps.Clone(t.counts.ByPeer), RejectedBy: maps.Clone(t.counts.RejectedBy)}
+	}
+	return t.countWalk(installed)
+}
+
+// countWalk is Count by a walk of every path.
+func (t *ImportTable) countWalk(installed func(netip.Prefix, netip.Addr) bool) TableCounts {
 	c := TableCounts{ByPeer: map[string]PeerCounts{}, RejectedBy: map[Rejection]int{}}
 	t.each(func(tp *tablePath) bool {
 		if !tp.p.Accepted {
@@ -655,7 +775,7 @@ func (t *ImportTable) Alarms() []ImportAlarm {
 	var out []ImportAlarm
 	for g, cs := range t.caps {
 		r := &t.cfg.Import[g.rule]
-		if n := cs.kept + len(cs.held); len(cs.held) > 0 {
+		if n := cs.kept + cs.nHeld(); cs.nHeld() > 0 {
 			out = append(out, ImportAlarm{Rule: r.Name, Peer: g.peer, Max: r.MaxRoutes, Wanted: n})
 		}
 	}
@@ -672,7 +792,7 @@ func (t *ImportTable) path(tp *tablePath) model.LearnedPath {
 		r := &t.cfg.Import[tp.capped]
 		n := 0
 		if cs := t.caps[capGroup{int(tp.capped), p.Peer}]; cs != nil {
-			n = cs.kept + len(cs.held)
+			n = cs.kept + cs.nHeld()
 		}
 		p.Reason = ImportAlarm{Rule: r.Name, Peer: p.Peer, Max: r.MaxRoutes, Wanted: n}.String()
 	}
@@ -794,38 +914,93 @@ func (t *ImportTable) PeerKeys(peer string) []model.Key {
 // VRFs are the VRF devices the rules ask to be created.
 func (t *ImportTable) VRFs() []model.VRFDevice { return t.env.createVRFs }
 
-// Sizes are the numbers of desired OVN rows and kernel routes (a walk of
-// the table the first time after a change: for status).
+// Sizes are the numbers of desired OVN rows and kernel routes (for
+// status: a walk of the table the first time, then the cost of what
+// changed since).
 func (t *ImportTable) Sizes() (ovn, kernel int) {
 	st := t.statsNow()
 	return st.ovn, st.kernel
 }
 
-// statsNow walks the table for Sizes and Problems once per change.
-func (t *ImportTable) statsNow() *tableStats {
-	if t.stats != nil {
-		return t.stats
+// dirtied marks prefixes whose desired routes may have changed: the
+// stats count them again when next asked. Past the table's size a walk is
+// cheaper: the stats are dropped and made anew.
+func (t *ImportTable) dirtied(prefixes []netip.Prefix) {
+	st := t.stats
+	if st == nil {
+		return
 	}
-	st := &tableStats{}
-	var fovn []model.OVNRouteKey
+	st.dirty = append(st.dirty, prefixes...)
+	if len(st.dirty) > len(t.prefixes)+1024 {
+		t.stats = nil
+	}
+}
+
+// unstat takes pe's routes out of the stats.
+func (t *ImportTable) unstat(pfx netip.Prefix, pe *prefixEntry) {
+	st := t.stats
+	if st == nil {
+		return
+	}
+	st.ovn -= int(pe.nOVN)
+	st.kernel -= int(pe.nKernel)
+	pe.nOVN, pe.nKernel = 0, 0
+	delete(st.foreignOVN, pfx)
+	delete(st.foreignKernel, pfx)
+}
+
+// stat counts pe's routes into the stats (after unstat).
+func (t *ImportTable) stat(pfx netip.Prefix, pe *prefixEntry, ovn []model.OVNRoute, kernel []model.KernelRoute) ([]model.OVNRoute, []model.KernelRoute) {
+	st := t.stats
+	var fo []model.OVNRouteKey
 	var fk []model.KernelRouteKey
+	ovn, kernel, fo, fk = t.routes(pe, ovn[:0], kernel[:0])
+	pe.nOVN, pe.nKernel = int32(len(ovn)), int32(len(kernel))
+	st.ovn += len(ovn)
+	st.kernel += len(kernel)
+	if len(fo) > 0 {
+		st.foreignOVN[pfx] = fo
+	}
+	if len(fk) > 0 {
+		st.foreignKernel[pfx] = fk
+	}
+	return ovn, kernel
+}
+
+// statsNow makes the stats for Sizes and Problems: a walk of the table the
+// first time, then only the prefixes decided since.
+func (t *ImportTable) statsNow() *tableStats {
 	var ovn []model.OVNRoute
 	var kernel []model.KernelRoute
-	for _, pe := range t.prefixes {
-		var fo []model.OVNRouteKey
-		var f []model.KernelRouteKey
-		ovn, kernel, fo, f = t.routes(pe, ovn[:0], kernel[:0])
-		st.ovn += len(ovn)
-		st.kernel += len(kernel)
-		fovn, fk = append(fovn, fo...), append(fk, f...)
+	if st := t.stats; st != nil {
+		slices.SortFunc(st.dirty, model.ComparePrefix)
+		for _, pfx := range slices.Compact(st.dirty) {
+			if pe := t.prefixes[pfx]; pe != nil {
+				t.unstat(pfx, pe)
+				ovn, kernel = t.stat(pfx, pe, ovn, kernel)
+			}
+		}
+		st.dirty = nil
+		return st
 	}
-	st.problems = foreignProblems(fovn, fk)
-	t.stats = st
-	return st
+	t.stats = &tableStats{foreignOVN: map[netip.Prefix][]model.OVNRouteKey{}, foreignKernel: map[netip.Prefix][]model.KernelRouteKey{}}
+	for pfx, pe := range t.prefixes {
+		ovn, kernel = t.stat(pfx, pe, ovn, kernel)
+	}
+	return t.stats
 }
 
 // Problems are the rule-level problems and the foreign routes in the way,
 // as in ImportResult.
 func (t *ImportTable) Problems() []string {
-	return append(slices.Clone(t.env.problems), t.statsNow().problems...)
+	st := t.statsNow()
+	var fovn []model.OVNRouteKey
+	var fk []model.KernelRouteKey
+	for _, fo := range st.foreignOVN {
+		fovn = append(fovn, fo...)
+	}
+	for _, f := range st.foreignKernel {
+		fk = append(fk, f...)
+	}
+	return append(slices.Clone(t.env.problems), foreignProblems(fovn, fk)...)
 }

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"cmp"
+	"math/bits"
 	"math/rand/v2"
 	"net/netip"
 	"reflect"
@@ -121,6 +122,7 @@ func TestTableUpdateEqualsRebuild(t *testing.T) {
 				t.Fatalf("seed %d step %d: the updated table differs from a new one (-new +updated):\n%s", seed, step,
 					gocmp.Diff(want, got, cmpAddrs, cmpopts.EquateEmpty()))
 			}
+			checkCounts(t, table)
 			// Every prefix whose desired routes changed was returned.
 			changed := map[netip.Prefix]bool{}
 			for _, op := range DiffOVN(got.OVN, before.OVN) {
@@ -135,6 +137,22 @@ func TestTableUpdateEqualsRebuild(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// checkCounts fails the test if the counts, sizes and problems the table
+// keeps differ from those of a walk of its paths (which it then keeps).
+func checkCounts(t *testing.T, table *ImportTable) {
+	t.Helper()
+	if d := gocmp.Diff(table.countWalk(nil), table.Count(nil), cmpopts.EquateEmpty()); d != "" {
+		t.Fatalf("the counts kept differ from a walk (-walk +kept):\n%s", d)
+	}
+	ovn, kernel := table.Sizes()
+	problems := table.Problems()
+	table.stats = nil
+	wovn, wkernel := table.Sizes()
+	if wproblems := table.Problems(); ovn != wovn || kernel != wkernel || !slices.Equal(problems, wproblems) {
+		t.Fatalf("the sizes kept are %d OVN, %d kernel, problems %q; a walk says %d, %d, %q", ovn, kernel, problems, wovn, wkernel, wproblems)
 	}
 }
 
@@ -259,6 +277,7 @@ func TestTableRandomCaps(t *testing.T) {
 				}
 			}
 			table.Update(c)
+			checkCounts(t, table)
 			members := map[capGroup]map[netip.Prefix]bool{}
 			table.each(func(tp *tablePath) bool {
 				table.groupsOf(tp, func(g capGroup) {
@@ -299,19 +318,20 @@ func TestTableRandomCaps(t *testing.T) {
 			}
 			for g, cs := range table.caps {
 				max := table.cfg.Import[g.rule].MaxRoutes
-				if cs.kept != kept[cs] || len(cs.held) != len(held[cs]) {
-					t.Fatalf("seed %d step %d: group %v counts %d kept, %d held; its members say %d, %d", seed, step, g, cs.kept, len(cs.held), kept[cs], len(held[cs]))
+				if cs.kept != kept[cs] || cs.nHeld() != len(held[cs]) {
+					t.Fatalf("seed %d step %d: group %v counts %d kept, %d held; its members say %d, %d", seed, step, g, cs.kept, cs.nHeld(), kept[cs], len(held[cs]))
 				}
-				for pfx := range cs.held {
+				cs.held.Ascend(func(pfx netip.Prefix) bool {
 					if !held[cs][pfx] {
 						t.Fatalf("seed %d step %d: group %v holds %s back, its entry does not say so", seed, step, g, pfx)
 					}
+					return true
+				})
+				if cs.kept > max || cs.nHeld() > 0 && cs.kept != max {
+					t.Fatalf("seed %d step %d: group %v keeps %d, holds %d, cap %d", seed, step, g, cs.kept, cs.nHeld(), max)
 				}
-				if cs.kept > max || len(cs.held) > 0 && cs.kept != max {
-					t.Fatalf("seed %d step %d: group %v keeps %d, holds %d, cap %d", seed, step, g, cs.kept, len(cs.held), max)
-				}
-				if cs.kept+len(cs.held) != len(members[g]) {
-					t.Fatalf("seed %d step %d: group %v has %d+%d prefixes, its candidates are %d", seed, step, g, cs.kept, len(cs.held), len(members[g]))
+				if cs.kept+cs.nHeld() != len(members[g]) {
+					t.Fatalf("seed %d step %d: group %v has %d+%d prefixes, its candidates are %d", seed, step, g, cs.kept, cs.nHeld(), len(members[g]))
 				}
 			}
 			for _, p := range table.Result().Paths {
@@ -436,6 +456,91 @@ func TestTableRejectedBy(t *testing.T) {
 	for _, cause := range []RejectCause{RejectMalformed, RejectLoop, RejectNoRule, RejectNoMatch, RejectDefaultRoute, RejectProtected, RejectNextHop, RejectImportCap} {
 		if !seen[cause] {
 			t.Errorf("no random table rejected a path for %s", cause)
+		}
+	}
+}
+
+// capDropTable is a table of n accepted prefixes from tor-a (/30s of
+// 10.0.0.0/13), with maxRoutes 1000 in both of its cap rules ("up" and
+// "kern"): 1000 kept by each, n-1000 held back.
+func capDropTable(n int) (*ImportTable, []model.Key) {
+	in := tableFixture(1000)
+	in.Config.Import[0].Accept[0].MaxLength = 30
+	in.Config.Import[1].Accept[0].MaxLength = 30
+	keys := make([]model.Key, n)
+	for i := range n {
+		pf := netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(i >> 14), byte(i >> 6), byte(i << 2)}), 30)
+		in.Learned = append(in.Learned, model.LearnedPath{Peer: "tor-a", Prefix: pf, NextHop: addr("192.0.2.1"), ASPath: []uint32{65001}, Origin: "igp"})
+		keys[i] = model.Key{Peer: "tor-a", Prefix: pf}
+	}
+	return NewImportTable(in), keys
+}
+
+// capWork is the work the table's caps did on their held-back prefixes
+// so far (operations and prefix comparisons), and sets it back to 0.
+func capWork(t *ImportTable) int {
+	n := 0
+	for _, cs := range t.caps {
+		n += cs.work
+		cs.work = 0
+	}
+	return n
+}
+
+// TestTableCapDropWork (issue 17, item 7): a peer with far more accepted
+// prefixes than maxRoutes drops (every path gone in one Update), or
+// withdraws its kept prefixes one Update at a time: the caps' work must be
+// O(changed × log n). No clock: it counts the caps' work on their
+// held-back prefixes (capState.work: each operation on the ordered set,
+// itself O(log n), and each prefix comparison). A scan of the held set for
+// every kept prefix that left visited ~n²/2 prefixes (576,024,000 at
+// n=25000; minutes of a frozen loop at 100k). It also checks that the
+// freed slots went to the held-back prefixes in prefix order.
+func TestTableCapDropWork(t *testing.T) {
+	for _, n := range []int{25000, 100000} {
+		// 8 steps per changed prefix and level of a binary tree of n
+		bound := func(changed int) int { return 8 * changed * bits.Len(uint(n)) }
+
+		table, keys := capDropTable(n)
+		capWork(table)
+		touched := table.Update(TableChange{Gone: keys})
+		got := capWork(table)
+		t.Logf("n=%d, the peer drops: the caps' work %d (%.1f per changed prefix)", n, got, float64(got)/float64(n))
+		if got > bound(len(keys)) {
+			t.Fatalf("n=%d, the peer drops: the caps' work is %d, want at most %d (8 per changed prefix and level of a tree of %d)",
+				n, got, bound(len(keys)), n)
+		}
+		checkCounts(t, table)
+		if len(touched) != n || table.Len() != 0 || len(table.Alarms()) != 0 {
+			t.Fatalf("n=%d, after the drop: %d touched, %d paths left, alarms %v; want %d, 0, none", n, len(touched), table.Len(), table.Alarms(), n)
+		}
+
+		// The kept ones withdrawn one at a time: each frees a slot for
+		// the next held-back prefix.
+		table, keys = capDropTable(n)
+		capWork(table)
+		const withdrawn = 1000
+		for _, k := range keys[:withdrawn] {
+			table.Update(TableChange{Gone: []model.Key{k}})
+		}
+		got = capWork(table)
+		t.Logf("n=%d, %d kept withdrawn one by one: the caps' work %d", n, withdrawn, got)
+		if got > bound(withdrawn) {
+			t.Fatalf("n=%d, %d kept prefixes withdrawn one by one: the caps' work is %d, want at most %d", n, withdrawn, got, bound(withdrawn))
+		}
+		var kept []netip.Prefix
+		for _, p := range table.Result().Paths {
+			if p.Accepted {
+				kept = append(kept, p.Prefix)
+			}
+		}
+		slices.SortFunc(kept, model.ComparePrefix)
+		want := make([]netip.Prefix, 0, 1000)
+		for _, k := range keys[withdrawn : withdrawn+1000] {
+			want = append(want, k.Prefix)
+		}
+		if !slices.Equal(kept, want) {
+			t.Fatalf("n=%d: after the first %d were withdrawn, %d accepted (%v...), want the next 1000 in prefix order (%v...)", n, withdrawn, len(kept), kept[:min(3, len(kept))], want[:3])
 		}
 	}
 }
