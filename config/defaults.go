@@ -69,6 +69,7 @@ func (p *Peer) setDefaults() {
 	p.HoldTime = DefaultHoldTime
 	p.ConnectRetry = DefaultConnectRetry
 	p.MaxPrefixes = DefaultMaxPrefixes
+	p.EnforceFirstAS = true
 	p.BFD.setDefaults()
 }
 

@@ -165,6 +165,9 @@ type importEnv struct {
 	// peerLink is each configured peer's link, or why it has none.
 	peerLink   map[string]*model.Link
 	peerNoLink map[string]string
+	// firstAS is, for each eBGP peer with enforceFirstAS, its ASN: the
+	// first AS of its paths must be that (RFC 4271 6.3).
+	firstAS map[string]uint32
 	routers    []*model.GatewayRouter // per rule: its OVN target, nil if none
 	tables     []uint32               // per rule: its kernel table, 0 if none
 	vrfs       []string               // per rule: its VRF, "" if none
@@ -216,8 +219,12 @@ func newImportEnv(cfg *config.Config, snap model.Snapshot, host model.Host, prot
 			}
 		}
 	}
+	e.firstAS = map[string]uint32{}
 	for _, p := range cfg.BGP.Peers {
 		e.findPeerLink(p)
+		if p.EnforceFirstAS && p.ASN != cfg.BGP.ASN {
+			e.firstAS[p.Name] = p.ASN
+		}
 	}
 	created := map[string]bool{}
 	for ri := range cfg.Import {
@@ -331,6 +338,19 @@ func (e *importEnv) newProblem(n int) string {
 
 func (e *importEnv) problem(format string, args ...any) {
 	e.problems = append(e.problems, fmt.Sprintf(format, args...))
+}
+
+// firstASWrong says why path p's first AS is not its eBGP peer's, "" if
+// it is or the peer is not checked: RFC 4271 6.3 calls such a path a
+// Malformed AS_PATH; like FRR's enforce-first-as, it is refused, the
+// session kept. An empty AS path is bgp's verdict (Malformed).
+func (e *importEnv) firstASWrong(p model.LearnedPath) string {
+	asn, ok := e.firstAS[p.Peer]
+	if !ok || len(p.ASPath) == 0 || p.ASPath[0] == asn {
+		return ""
+	}
+	return fmt.Sprintf("malformed: first AS %d of the AS path is not peer %s's AS %d (RFC 4271 6.3); such a path is never imported "+
+		"(a route server that leaves its own AS out needs bgp.peers[].enforceFirstAS: false)", p.ASPath[0], p.Peer, asn)
 }
 
 // noMatch is the reason for a path no accept entry of its peer's rules

@@ -130,40 +130,10 @@ func familyName(a netip.Addr) string {
 }
 
 // martianCovering returns the special-purpose address space (RFC 6890)
-// equal to or covering p, if any: no route from a peer may point into it,
-// whatever the accept entries say, since it would capture the host's own
-// loopback, link-local or multicast traffic. Aggregates that cover it
-// (0.0.0.0/1) are not martians.
+// equal to or covering p, if any (model.SpecialPurposeCovering): no route
+// from a peer may point into it, whatever the accept entries say, since it
+// would capture the host's own loopback, link-local or multicast traffic.
+// Aggregates that cover it (0.0.0.0/1) are not martians.
 func martianCovering(p netip.Prefix) (model.ProtectedPrefix, bool) {
-	a := p.Addr()
-	var m netip.Prefix
-	var what string
-	if a.Is4() {
-		b := a.As4()
-		switch {
-		case b[0] == 0:
-			m, what = netip.PrefixFrom(netip.AddrFrom4([4]byte{}), 8), "this network"
-		case b[0] == 127:
-			m, what = netip.PrefixFrom(netip.AddrFrom4([4]byte{127}), 8), "loopback"
-		case b[0] == 169 && b[1] == 254:
-			m, what = netip.PrefixFrom(netip.AddrFrom4([4]byte{169, 254}), 16), "link-local"
-		case b[0]&0xf0 == 224:
-			m, what = netip.PrefixFrom(netip.AddrFrom4([4]byte{224}), 4), "multicast"
-		case b[0]&0xf0 == 240:
-			m, what = netip.PrefixFrom(netip.AddrFrom4([4]byte{240}), 4), "reserved"
-		}
-	} else {
-		switch {
-		case a == netip.IPv6Loopback():
-			m, what = netip.PrefixFrom(a, 128), "loopback"
-		case a.IsLinkLocalUnicast():
-			m, what = netip.PrefixFrom(netip.AddrFrom16([16]byte{0xfe, 0x80}), 10), "link-local"
-		case a.IsMulticast():
-			m, what = netip.PrefixFrom(netip.AddrFrom16([16]byte{0xff}), 8), "multicast"
-		}
-	}
-	if what == "" || !covers(m, p) {
-		return model.ProtectedPrefix{}, false
-	}
-	return model.ProtectedPrefix{Prefix: m, Why: "special-purpose address space (RFC 6890: " + what + ")"}, true
+	return model.SpecialPurposeCovering(p)
 }

@@ -263,6 +263,10 @@ func (t *ImportTable) decide(tp *tablePath) {
 		tp.reason, tp.cause = fmt.Sprintf("malformed: prefix %s is IPv4-mapped IPv6 (inside ::ffff:0:0/96); such a path is never imported", p.Prefix), RejectMalformed
 		return
 	}
+	if why := e.firstASWrong(p); why != "" {
+		tp.reason, tp.cause = why, RejectMalformed
+		return
+	}
 	listed := false
 	for ri := range t.cfg.Import {
 		r := &t.cfg.Import[ri]
