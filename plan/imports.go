@@ -168,9 +168,9 @@ type importEnv struct {
 	// firstAS is, for each eBGP peer with enforceFirstAS, its ASN: the
 	// first AS of its paths must be that (RFC 4271 6.3).
 	firstAS map[string]uint32
-	routers    []*model.GatewayRouter // per rule: its OVN target, nil if none
-	tables     []uint32               // per rule: its kernel table, 0 if none
-	vrfs       []string               // per rule: its VRF, "" if none
+	routers []*model.GatewayRouter // per rule: its OVN target, nil if none
+	tables  []uint32               // per rule: its kernel table, 0 if none
+	vrfs    []string               // per rule: its VRF, "" if none
 	// ovnWhy and kernelWhy are, per rule, why its configured OVN or
 	// kernel target receives nothing ("" if usable or not configured).
 	ovnWhy, kernelWhy []string
