@@ -202,11 +202,7 @@ func newImportEnv(cfg *config.Config, snap model.Snapshot, host model.Host, prot
 			e.foreignOVN[k] = true
 		}
 	}
-	for _, pp := range prot {
-		if !strings.HasPrefix(pp.Why, whyPeer) && !strings.HasPrefix(pp.Why, whyHost) {
-			e.nhProt = append(e.nhProt, pp)
-		}
-	}
+	e.nhProt = nextHopProtected(prot)
 	for li := range host.Links {
 		for _, a := range host.Links[li].Addrs {
 			e.local[a.Addr()] = host.Links[li].Name
@@ -451,16 +447,9 @@ func (e *importEnv) nextHop(p model.LearnedPath) string {
 		return fmt.Sprintf("next hop %s of %s is an IPv4-mapped IPv6 address", nh, p.Prefix)
 	case nh.Is4() != p.Prefix.Addr().Is4():
 		return fmt.Sprintf("next hop %s is %s but the prefix %s is %s", nh, familyName(nh), p.Prefix, familyName(p.Prefix.Addr()))
-	case nh.IsUnspecified():
-		return fmt.Sprintf("next hop %s of %s is the unspecified address", nh, p.Prefix)
-	case nh.IsLoopback():
-		return fmt.Sprintf("next hop %s of %s is a loopback address", nh, p.Prefix)
-	case nh.IsMulticast():
-		return fmt.Sprintf("next hop %s of %s is a multicast address", nh, p.Prefix)
-	case nh == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
-		return fmt.Sprintf("next hop %s of %s is the broadcast address", nh, p.Prefix)
-	case nh.IsLinkLocalUnicast():
-		return fmt.Sprintf("next hop %s of %s is a link-local address", nh, p.Prefix)
+	}
+	if c := addrClass(nh); c != "" {
+		return fmt.Sprintf("next hop %s of %s is %s", nh, p.Prefix, c)
 	}
 	if link, ok := e.local[nh]; ok {
 		return fmt.Sprintf("next hop %s of %s is local (an address of host link %s)", nh, p.Prefix, link)
@@ -494,6 +483,25 @@ func (e *importEnv) nextHop(p model.LearnedPath) string {
 				return fmt.Sprintf("next hop %s of %s is the broadcast address of on-link prefix %s (link %s)", nh, p.Prefix, c.Masked(), link.Name)
 			}
 		}
+	}
+	return ""
+}
+
+// addrClass names the class of address that is never a next hop
+// (unspecified, loopback, multicast, broadcast, link-local), "" for any
+// other.
+func addrClass(nh netip.Addr) string {
+	switch {
+	case nh.IsUnspecified():
+		return "the unspecified address"
+	case nh.IsLoopback():
+		return "a loopback address"
+	case nh.IsMulticast():
+		return "a multicast address"
+	case nh == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
+		return "the broadcast address"
+	case nh.IsLinkLocalUnicast():
+		return "a link-local address"
 	}
 	return ""
 }

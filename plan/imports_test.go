@@ -855,3 +855,55 @@ func TestImportFirstAS(t *testing.T) {
 		}
 	}
 }
+
+// TestPeerNextHopConflicts: a peer listed by an import rule whose address
+// is inside a protected prefix (the default join subnet when NB has no
+// live value, cluster.serviceCIDRs, protectedPrefixes) or of a class no next
+// hop may have is named, with the verdict its routes get; routes from it
+// with itself as next hop are rejected with that same reason. A live join
+// subnet elsewhere, or a peer no import rule lists, is not a conflict.
+func TestPeerNextHopConflicts(t *testing.T) {
+	in := importFixture()
+	in.Snapshot.Protected = nil // NB has no live join subnet: the default is protected
+	in.Config.BGP.Peers = append(in.Config.BGP.Peers,
+		config.Peer{Name: "join", Address: addr("100.64.0.7"), ASN: 65001, Families: []config.Family{config.IPv4}},
+		config.Peer{Name: "svc", Address: addr("172.30.0.9"), ASN: 65001, Families: []config.Family{config.IPv4}},
+		config.Peer{Name: "prot", Address: addr("10.66.1.1"), ASN: 65001, Families: []config.Family{config.IPv4}},
+		config.Peer{Name: "tgw", Address: addr("169.254.6.2"), ASN: 65001, Families: []config.Family{config.IPv4}},
+		config.Peer{Name: "unused", Address: addr("100.64.0.8"), ASN: 65001, Families: []config.Family{config.IPv4}})
+	in.Config.Import[0].Peers = append(in.Config.Import[0].Peers, "join", "svc", "prot", "tgw")
+	in.Host.Links = append(in.Host.Links, model.Link{Name: "eth9", Index: 9, Up: true,
+		Addrs: []netip.Prefix{pfx("100.64.0.10/24"), pfx("172.30.0.10/24"), pfx("10.66.1.10/24"), pfx("169.254.6.1/29")}})
+	got := PeerNextHopConflicts(in.Config, in.Snapshot)
+	want := map[string]string{
+		"join": "next hop 100.64.0.7 is inside protected 100.64.0.0/16: default join subnet of OVN-Kubernetes (NB has no live value)",
+		"svc":  "next hop 172.30.0.9 is inside protected 172.30.0.0/16: cluster.serviceCIDRs",
+		"prot": "next hop 10.66.1.1 is inside protected 10.66.0.0/16: protectedPrefixes",
+		"tgw":  "next hop 169.254.6.2 is a link-local address",
+	}
+	if len(got) != len(want) {
+		t.Errorf("conflicts %+v, want %d", got, len(want))
+	}
+	for _, c := range got {
+		if want[c.Peer] != c.Reason {
+			t.Errorf("peer %s: %q, want %q", c.Peer, c.Reason, want[c.Peer])
+		}
+	}
+	// The import decision says the same of a route with the peer as next hop.
+	for _, c := range got {
+		in.Learned = append(in.Learned, path(c.Peer, "10.5.0.0/16", c.Address.String()))
+	}
+	for _, p := range Import(in).Paths {
+		w := strings.Replace(want[p.Peer], " is ", " of 10.5.0.0/16 is ", 1)
+		if p.Accepted || !strings.HasPrefix(p.Reason, w) {
+			t.Errorf("route from %s: accepted %v, %q, want %q", p.Peer, p.Accepted, p.Reason, w)
+		}
+	}
+	// A live join subnet elsewhere: the default is not protected.
+	in.Snapshot.Protected = []model.ProtectedPrefix{{Prefix: pfx("100.65.0.0/16"), Why: "join subnet (Logical_Router_Port rtoj-GR_n1)"}}
+	for _, c := range PeerNextHopConflicts(in.Config, in.Snapshot) {
+		if c.Peer == "join" {
+			t.Errorf("live join subnet 100.65.0.0/16: peer join still named: %+v", c)
+		}
+	}
+}
