@@ -2,10 +2,12 @@ package e2e
 
 import (
 	"fmt"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ovnbgp/ovnbgp/doctor"
 	"github.com/ovnbgp/ovnbgp/test/e2e/lab"
 )
 
@@ -81,5 +83,55 @@ func TestImportFirstASEnforced(t *testing.T) {
 	}
 	if !after.Since.Equal(before.Since) {
 		t.Errorf("the reload reset exa's session: established since %v, now since %v", before.Since, after.Since)
+	}
+}
+
+// TestImportPeerInsideProtected: the peer exa (203.0.113.3) is inside a
+// protectedPrefixes entry. Its routes with itself as next hop are refused
+// as "next hop inside protected" (import fails closed), and both `ovnbgp
+// config validate` and `ovnbgp doctor` (against the real NB) say so
+// beforehand, with the fix.
+func TestImportPeerInsideProtected(t *testing.T) {
+	t.Parallel()
+	prot := netip.MustParsePrefix("203.0.113.0/29")
+	w := startImportWorld(t, importOpts{noFRR: true, cfg: lab.DaemonConfig{Import: firstASRule, ProtectedPrefixes: []netip.Prefix{prot}}})
+	exa := lab.ExaIPv4.String()
+	w.exa.MustSend("announce route 10.99.41.0/24 next-hop " + exa)
+	want := "next hop 203.0.113.3 of 10.99.41.0/24 is inside protected 203.0.113.0/29: protectedPrefixes"
+	lab.Eventually(t, 20*time.Second, 100*time.Millisecond, "the route is refused for its next hop", func() error {
+		rej, err := w.d.Learned(true)
+		if err != nil {
+			return err
+		}
+		for _, p := range rej {
+			if p.Prefix.String() == "10.99.41.0/24" && strings.Contains(p.Reason, want) {
+				return nil
+			}
+		}
+		return fmt.Errorf("10.99.41.0/24 not rejected with %q: %+v", want, rej)
+	})
+	if err := w.nothingInstalledFor("10.99.41.0/24"); err != nil {
+		t.Fatal(err)
+	}
+
+	out, err := w.d.CLI("config", "validate", w.d.Config)
+	if err != nil || !strings.Contains(string(out), `bgp.peers[0].address: warning: 203.0.113.3 is inside 203.0.113.0/29, protectedPrefixes[0]: every route from peer exa whose next hop is its own address is refused as "next hop inside protected"`) ||
+		!strings.Contains(string(out), "narrow or remove protectedPrefixes[0]") {
+		t.Errorf("config validate: %v\n%s", err, out)
+	}
+	rep, code := doctorIn(t, w.l, w.d.Config)
+	found := false
+	for _, c := range rep.Checks {
+		if c.ID != "peer-next-hop" {
+			continue
+		}
+		found = true
+		if c.Status != doctor.Warn || !strings.Contains(c.Finding, "peer exa (203.0.113.3, import rule tor-routes)") ||
+			!strings.Contains(c.Finding, "inside protected 203.0.113.0/29: protectedPrefixes") || !strings.Contains(c.Fix, "protectedPrefixes entry 203.0.113.0/29") {
+			t.Errorf("doctor peer-next-hop: %+v", c)
+		}
+	}
+	if !found || code == 0 {
+		t.Errorf("doctor: no peer-next-hop warning (exit %d): %+v", code, rep.Checks)
 	}
 }
