@@ -22,7 +22,7 @@ func newConfigCommand(o *options) *cobra.Command {
 file may still get warnings (exit 0), e.g. a peer whose address is inside a protected
 prefix: its routes with itself as next hop are refused. ovnbgp doctor checks the same
 against NB's live values.`,
-		Args:  cobra.MaximumNArgs(1),
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			path := o.configPath
 			if len(args) == 1 {

@@ -83,4 +83,3 @@ func peerNextHopFix(cf plan.PeerConflict) string {
 	}
 	return elsewhere + " (" + why + ")"
 }
-
