@@ -135,3 +135,34 @@ func TestSocketFromEnv(t *testing.T) {
 		t.Fatalf("--socket does not win over OVNBGP_SOCKET: %v", err)
 	}
 }
+
+// TestConfigValidateWarnsPeerInsideProtected: a peer an import rule lists,
+// at an address inside OVN-Kubernetes' default join subnet, is valid but
+// `config validate` says plainly that its routes will be refused as "next
+// hop inside protected", and how to fix it; the exit status stays 0.
+func TestConfigValidateWarnsPeerInsideProtected(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "join.yaml")
+	os.WriteFile(f, []byte(`node: {name: n1}
+bgp:
+  asn: 64512
+  routerID: 192.0.2.10
+  peers:
+    - {name: tor, address: 100.64.0.1, asn: 65001}
+import:
+  - {name: up, peers: [tor], network: default, accept: [{prefix: 10.0.0.0/8, maxLength: 24}]}
+`), 0o600)
+	out, err := run(t, "config", "validate", f)
+	if err != nil {
+		t.Fatalf("validate: %v\n%s", err, out)
+	}
+	for _, want := range []string{
+		"valid (node n1",
+		f + `: bgp.peers[0].address: warning: 100.64.0.1 is inside 100.64.0.0/16, OVN-Kubernetes' default join subnet`,
+		`every route from peer tor whose next hop is its own address is refused as "next hop inside protected"`,
+		"ovnbgp doctor",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("validate output lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -18,7 +18,11 @@ func newConfigCommand(o *options) *cobra.Command {
 	validate := &cobra.Command{
 		Use:   "validate [FILE]",
 		Short: "Check a config file and list every problem with its key and line",
-		Args:  cobra.MaximumNArgs(1),
+		Long: `Check a config file and list every problem with its key and line (exit 1). A valid
+file may still get warnings (exit 0), e.g. a peer whose address is inside a protected
+prefix: its routes with itself as next hop are refused. ovnbgp doctor checks the same
+against NB's live values.`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			path := o.configPath
 			if len(args) == 1 {
@@ -28,9 +32,18 @@ func newConfigCommand(o *options) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			_, err = fmt.Fprintf(o.stdout, "%s: valid (node %s, AS %d, %d peers, %d advertise rules)\n",
-				path, cfg.Node.Name, cfg.BGP.ASN, len(cfg.BGP.Peers), len(cfg.Advertise))
-			return err
+			if _, err := fmt.Fprintf(o.stdout, "%s: valid (node %s, AS %d, %d peers, %d advertise rules)\n",
+				path, cfg.Node.Name, cfg.BGP.ASN, len(cfg.BGP.Peers), len(cfg.Advertise)); err != nil {
+				return err
+			}
+			// Valid but not what the file probably means: said, not refused.
+			for _, w := range cfg.Warnings() {
+				w.File = path
+				if _, err := fmt.Fprintln(o.stdout, w.Error()); err != nil {
+					return err
+				}
+			}
+			return nil
 		},
 	}
 	var running bool

@@ -53,6 +53,34 @@ func DefaultServiceCIDRs() []netip.Prefix {
 	return []netip.Prefix{netip.MustParsePrefix("172.30.0.0/16")}
 }
 
+// InternalSubnet is one of the subnets OVN-Kubernetes uses inside the
+// cluster, by default: import protects it when NB holds no live value of
+// its kind and family.
+type InternalSubnet struct {
+	// Kind is "join subnet", "transit subnet" or "masquerade subnet": the
+	// start of the Why the ovn package writes for a live value of the same
+	// subnet ("join subnet (Logical_Router_Port rtoj-GR_node1)").
+	Kind   string
+	Prefix netip.Prefix
+}
+
+// DefaultInternalSubnets are OVN-Kubernetes' join (100.64.0.0/16,
+// fd98::/64), transit (100.88.0.0/16, fd97::/64) and masquerade
+// (169.254.0.0/17, fd69::/112: the defaults of OpenShift >= 4.17, which
+// contain the older 169.254.169.0/29 and fd69::/125, so clusters installed
+// earlier are covered too) subnets. The one list: plan protects them, and
+// Warnings checks the peers against them.
+func DefaultInternalSubnets() []InternalSubnet {
+	return []InternalSubnet{
+		{"join subnet", netip.MustParsePrefix("100.64.0.0/16")},
+		{"join subnet", netip.MustParsePrefix("fd98::/64")},
+		{"transit subnet", netip.MustParsePrefix("100.88.0.0/16")},
+		{"transit subnet", netip.MustParsePrefix("fd97::/64")},
+		{"masquerade subnet", netip.MustParsePrefix("169.254.0.0/17")},
+		{"masquerade subnet", netip.MustParsePrefix("fd69::/112")},
+	}
+}
+
 // setDefaults fills the defaults that do not depend on other keys or on
 // the host; the decoder then overwrites what the file sets.
 func (c *Config) setDefaults() {
@@ -73,6 +101,7 @@ func (p *Peer) setDefaults() {
 	p.HoldTime = DefaultHoldTime
 	p.ConnectRetry = DefaultConnectRetry
 	p.MaxPrefixes = DefaultMaxPrefixes
+	p.EnforceFirstAS = true
 	p.BFD.setDefaults()
 }
 

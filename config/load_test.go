@@ -29,11 +29,11 @@ func TestDefaults(t *testing.T) {
 			Peers: []Peer{{
 				Name: "tor-a", Address: netip.MustParseAddr("192.0.2.1"), ASN: 65001, Port: 179,
 				HoldTime: 90 * time.Second, KeepaliveTime: 30 * time.Second, ConnectRetry: 5 * time.Second,
-				BFD: defaultBFD, Families: []Family{IPv4}, MaxPrefixes: DefaultMaxPrefixes,
+				BFD: defaultBFD, Families: []Family{IPv4}, MaxPrefixes: DefaultMaxPrefixes, EnforceFirstAS: true,
 			}, {
 				Name: "tor-b", Address: netip.MustParseAddr("2001:db8::1"), ASN: 64512, Port: 179,
 				HoldTime: 90 * time.Second, KeepaliveTime: 30 * time.Second, ConnectRetry: 5 * time.Second,
-				BFD: defaultBFD, Families: []Family{IPv6}, MaxPrefixes: DefaultMaxPrefixes,
+				BFD: defaultBFD, Families: []Family{IPv6}, MaxPrefixes: DefaultMaxPrefixes, EnforceFirstAS: true,
 			}},
 		},
 		OVN:       OVN{Northbound: "unix:/var/run/ovn/ovnnb_db.sock"},

@@ -60,7 +60,7 @@ func PeerChanges(a, b Peer) []string {
 // passive (whether ovnbgp's dialer dials; gobgp's side of every peer is
 // passive) and bfd (gobgp's UpdatePeer restarts the BFD session alone:
 // a Bfd change is not in its NeedsResendOpenMessage; bgp/bfd.go). Keys
-// PeerChanges does not compare (maxAdvertised: an export policy of plan)
+// PeerChanges does not compare (maxAdvertised: an export policy of plan; enforceFirstAS: an import check of plan)
 // never touch the session.
 func peerKey(key string) (reset, known bool) {
 	switch key {

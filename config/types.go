@@ -143,6 +143,12 @@ type Peer struct {
 	// MaxAdvertised is the export cap: never send this peer more prefixes
 	// than this (an AWS VPC Route Server takes 100); 0 = none.
 	MaxAdvertised int `yaml:"maxAdvertised" json:"maxAdvertised"`
+	// EnforceFirstAS (default true; Load sets it) refuses to import a path
+	// from this eBGP peer whose AS path does not start with the peer's
+	// ASN (RFC 4271 6.3, FRR's enforce-first-as). false for a route
+	// server that leaves its own AS out of the paths it passes on (RFC
+	// 7947). Read by the import decision only: a change resets no session.
+	EnforceFirstAS bool `yaml:"enforceFirstAS" json:"enforceFirstAS"`
 }
 
 // BFD configures RFC 5880 fast failure detection for a peer.

@@ -274,6 +274,7 @@ func (d *Daemon) run(ctx context.Context) error {
 	d.log.Info("starting", zap.String("version", d.opts.Version), zap.String("node", cfg.Node.Name),
 		zap.String("config", d.opts.ConfigPath), zap.Uint32("asn", cfg.BGP.ASN),
 		zap.Stringer("routerID", cfg.BGP.RouterID), zap.Int("peers", len(cfg.BGP.Peers)))
+	d.warnConfig(cfg)
 
 	// The drain state is read before anything is advertised: a drained
 	// node that restarts never sends an untagged UPDATE.
@@ -739,6 +740,7 @@ func (d *Daemon) applyConfig(ctx context.Context, r parsed) (api.ReloadResult, e
 	}
 	d.log.Info("config reloaded", zap.String("config", d.opts.ConfigPath), zap.Strings("sessionsReset", resets), zap.Strings("peersAdded", res.Added))
 	d.warnUnconfiguredDrains(next)
+	res.Warnings = append(res.Warnings, d.warnConfig(next)...)
 	d.poke()
 	res.Applied = true
 	return res, nil
@@ -1090,4 +1092,16 @@ func (d *Daemon) checkPeer(name string) error {
 		names = append(names, p.Name)
 	}
 	return fmt.Errorf("%w %q (configured: %v)", errNoPeer, name, names)
+}
+
+// warnConfig logs what cfg.Warnings finds (valid, but not working as the
+// file probably means: a peer whose routes all fail the next-hop check)
+// and returns it, one line each.
+func (d *Daemon) warnConfig(cfg *config.Config) []string {
+	var out []string
+	for _, w := range cfg.Warnings() {
+		d.log.Warn("config warning", zap.String("config", d.opts.ConfigPath), zap.String("key", w.Path), zap.String("warning", w.Msg))
+		out = append(out, w.Error())
+	}
+	return out
 }

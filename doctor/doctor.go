@@ -72,6 +72,25 @@ type state struct {
 	daemon *DaemonView
 	// daemonErr is why the daemon did not answer.
 	daemonErr error
+	// nb is NB's view once read (northbound), nbErr why it could not be.
+	nb    *NBView
+	nbErr error
+}
+
+// northbound reads NB's view of this node once per run (within the
+// timeout); every check that needs it shares the read.
+func (s *state) northbound(ctx context.Context) (*NBView, error) {
+	if s.nb == nil && s.nbErr == nil {
+		nctx, cancel := context.WithTimeout(ctx, s.in.Timeout)
+		defer cancel()
+		v, err := s.env.Northbound(nctx, s.cfg.OVN, s.cfg.Node.Name)
+		if err != nil {
+			s.nbErr = err
+		} else {
+			s.nb = &v
+		}
+	}
+	return s.nb, s.nbErr
 }
 
 // check is one check: a function of the shared state.
@@ -98,6 +117,7 @@ func Run(ctx context.Context, env Env, in Input) Report {
 		checkDaemon,
 		checkSecrets,
 		checkNB,
+		checkPeerNextHops,
 		checkPorts,
 		checkForwarding,
 		checkRPFilter,

@@ -408,3 +408,40 @@ func TestChecksDocumented(t *testing.T) {
 		t.Errorf("only %d check ids ran: %v", len(seen), seen)
 	}
 }
+
+// TestCheckPeerNextHops: a peer an import rule lists whose address is
+// inside a protected prefix (here OVN-Kubernetes' default join subnet, NB
+// holding no live one) is a warning that says its routes will be refused
+// as "next hop inside protected" and how to fix it; with NB's live join
+// subnet elsewhere it passes; without NB the config's own warning stands
+// in; without an import rule nothing is checked.
+func TestCheckPeerNextHops(t *testing.T) {
+	joinPeer := strings.Replace(importConfig(""), "address: 192.0.2.1", "address: 100.64.0.1", 1)
+	liveJoin := model.Snapshot{Routers: []model.GatewayRouter{gr("default", "GR_node1", "")},
+		Protected: []model.ProtectedPrefix{{Prefix: netip.MustParsePrefix("100.65.0.0/16"), Why: "join subnet (Logical_Router_Port rtoj-GR_node1 networks)"}}}
+	for _, tc := range []struct {
+		name string
+		env  *fakeEnv
+		doc  string
+		want string
+		fix  string
+	}{
+		{"default join subnet holds the peer", &fakeEnv{}, joinPeer,
+			`warn:peer tor-a (100.64.0.1, import rule up): every route it sends with itself as next hop is refused: "next hop 100.64.0.1 is inside protected 100.64.0.0/16: default join subnet of OVN-Kubernetes (NB has no live value)"`,
+			"NB has no live join subnet"},
+		{"live join subnet elsewhere", &fakeEnv{nb: liveJoin}, joinPeer, "pass:1 peer", ""},
+		{"peer outside", &fakeEnv{}, importConfig(""), "pass:1 peer", ""},
+		{"no NB: the config's warning", &fakeEnv{nbErr: errors.New("connection refused")}, joinPeer,
+			"warn:NB not reachable; from the config alone: bgp.peers[0].address: warning: 100.64.0.1 is inside 100.64.0.0/16", "ovn.northbound"},
+		{"no NB, nothing in the config", &fakeEnv{nbErr: errors.New("connection refused")}, importConfig(""), "skip:needs NB", ""},
+		{"no import rule", &fakeEnv{}, strings.Replace(baseConfig, "192.0.2.1", "100.64.0.1", 1), "skip:no import rule", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rs := run(t, checkPeerNextHops, tc.env, tc.doc)
+			expect(t, rs, tc.want)
+			if !strings.Contains(rs[0].Fix, tc.fix) {
+				t.Errorf("fix %q lacks %q", rs[0].Fix, tc.fix)
+			}
+		})
+	}
+}

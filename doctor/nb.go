@@ -22,9 +22,7 @@ func checkNB(ctx context.Context, s *state) []Result {
 		return slices.Concat(needConfig(idNB), needConfig(idRouters), needConfig(idImport))
 	}
 	c := s.cfg
-	nctx, cancel := context.WithTimeout(ctx, s.in.Timeout)
-	defer cancel()
-	view, err := s.env.Northbound(nctx, c.OVN, c.Node.Name)
+	view, err := s.northbound(ctx)
 	if err != nil {
 		fix := "check ovn.northbound (" + c.OVN.Northbound + ")"
 		if strings.Contains(c.OVN.Northbound, "ssl:") {

@@ -2,7 +2,10 @@
 // OVN, the advertisements planned for peers, and the state of BGP sessions and
 // learned paths. The packages that talk to external systems (ovn, bgp)
 // translate to and from these types, so no gobgp, libovsdb or netlink type
-// crosses a package boundary.
+// crosses a package boundary. It also holds the few facts every side must
+// agree on: the prefix order (ComparePrefix), community parsing, and the
+// special-purpose address space no route may point into either way
+// (SpecialPurposeCovering, SpecialPurposeOverlap).
 package model
 
 import (

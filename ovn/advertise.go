@@ -95,6 +95,11 @@ func buildEgressIPs(nats []natRow, node string) (out []model.EgressIP, problems 
 			continue
 		}
 		a = a.Unmap()
+		if why := specialPurpose(netip.PrefixFrom(a, a.BitLen())); why != "" {
+			problems = append(problems, fmt.Sprintf("%s %s on %s (%s=%s, %s=%s) external_ip %s %s: never advertised",
+				tableNAT, n.UUID, n.Router, ovnk.ExtIDOwnerType, ovnk.OwnerTypeEgressIP, ovnk.ExtIDName, n.Name, a, why))
+			continue
+		}
 		k := key{network, a}
 		e := byKey[k]
 		if e == nil {
@@ -189,6 +194,10 @@ func buildServiceVIPs(lbs []*lbRow) (out []model.ServiceVIP, problems []string) 
 				// parse is reported by buildProtectedAddresses.
 				continue
 			}
+			if why := specialPurpose(netip.PrefixFrom(v.Addr, v.Addr.BitLen())); why != "" {
+				problems = append(problems, fmt.Sprintf("%s %s vips[%q]: %s %s: never advertised", tableLoadBalancer, lb.Name, v.Key, v.Addr, why))
+				continue
+			}
 			for _, b := range v.BadBackends {
 				problems = append(problems, fmt.Sprintf("%s %s vips[%q] backend %q: not IP:PORT, [IPv6]:PORT or an address; left out",
 					tableLoadBalancer, lb.Name, v.Key, b))
@@ -196,6 +205,9 @@ func buildServiceVIPs(lbs []*lbRow) (out []model.ServiceVIP, problems []string) 
 		}
 		r := rank[networkName(lb.Network)]
 		for j, a := range p.Addrs {
+			if _, special := model.SpecialPurposeOverlap(netip.PrefixFrom(a.Addr, a.Addr.BitLen())); special {
+				continue // said above, per vips key
+			}
 			refs = append(refs, ref{vip: a.Addr, network: r, lb: int32(i), a: int32(j)})
 		}
 	}

@@ -32,7 +32,10 @@
 // Bad rows. A row of unexpected shape (a CIDR that does not parse, host bits
 // set, a default route, a prefix of the wrong family for its column, a node
 // switch without a subnet, two rows with one name) is skipped and
-// never breaks the rest of the snapshot. Each distinct problem is logged once
+// never breaks the rest of the snapshot. A pod subnet, egress IP or Service
+// VIP in special-purpose address space (model.SpecialPurposeOverlap), and
+// a pod subnet holding a node address, are left out of what is advertised
+// (special.go), the rest of the row kept. Each distinct problem is logged once
 // when it appears and once when it goes away, and the current list is in
 // Status().Problems.
 //

@@ -191,6 +191,11 @@ func buildNBMemo(in nbRows, node string, memo *buildMemo) buildResult {
 		problems = append(problems, fmt.Sprintf("%s %s: %s", tableLogicalSwitch, name, fmt.Sprintf(format, args...)))
 	}
 
+	// The node addresses, for advertisable: no pod subnet may hold one.
+	addrs, nodeAddrs, addrProblems := protectedFrom(in, memo)
+	slices.SortFunc(nodeAddrs, netip.Addr.Compare)
+	nodeAddrs = slices.Compact(nodeAddrs)
+
 	ports := make(map[string]routerPortRow, len(in.Ports))
 	for _, p := range in.Ports {
 		ports[p.Name] = p
@@ -244,6 +249,7 @@ func buildNBMemo(in nbRows, node string, memo *buildMemo) buildResult {
 		if topology == TopologyLocalnet {
 			subnets = []model.Subnet{}
 		}
+		subnets = advertisable(subnets, nodeAddrs, func(format string, args ...any) { problem(r.Name, format, args...) })
 		netRows[network] = append(netRows[network], r.Name)
 		if n, dup := nets[network]; dup {
 			n.Subnets = append(n.Subnets, subnets...)
@@ -296,9 +302,7 @@ func buildNBMemo(in nbRows, node string, memo *buildMemo) buildResult {
 
 	imp := buildImport(in, node)
 	snap.Routers, snap.OwnedRoutes = imp.Routers, imp.Owned
-	addrs, nodeAddrs, addrProblems := protectedFrom(in, memo)
-	slices.SortFunc(nodeAddrs, netip.Addr.Compare)
-	snap.NodeAddresses = slices.Compact(nodeAddrs)
+	snap.NodeAddresses = nodeAddrs
 	// addrs is sorted, each address once: merged, not sorted again (the
 	// first of equal prefixes kept, as sortProtected of the three would).
 	snap.Protected = mergeProtected(sortProtected(slices.Concat(guarded, imp.Protected)), addrs)

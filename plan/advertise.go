@@ -284,7 +284,8 @@ func (g *aggregator) each(fn func(prefix netip.Prefix, network, source string, m
 	}
 }
 
-// aggregateConflicts are the prefixes an aggregate must not cover: those
+// aggregateConflicts are the prefixes an aggregate must not cover
+// (besides special-purpose address space, model.SpecialPurposeOverlap): those
 // import protects (Protected: every node's pod subnets and addresses,
 // egress IPs, cluster.serviceCIDRs, join, transit and masquerade subnets,
 // protectedPrefixes), except what the node may draw traffic for: its own
@@ -321,10 +322,15 @@ func newAggregateConflicts(cfg *config.Config, snap model.Snapshot) *aggregateCo
 	return c
 }
 
-// covered says what prefix would cover that it must not, if anything.
+// covered says what prefix would cover that it must not, if anything:
+// a protected prefix, or special-purpose address space (RFC 6890), which
+// no advertisement may overlap.
 func (c *aggregateConflicts) covered(prefix netip.Prefix) (string, bool) {
 	if c == nil {
 		return "", false
+	}
+	if sp, ok := model.SpecialPurposeOverlap(prefix); ok {
+		return fmt.Sprintf("%s (%s)", sp.Prefix, sp.Why), true
 	}
 	for _, pp := range c.prot {
 		if covers(prefix, pp.Prefix) {

@@ -468,7 +468,8 @@ func TestAggregateNeverCoversForeign(t *testing.T) {
 		model.ServiceVIP{Service: "web/a", Network: "default", VIP: netip.MustParseAddr("10.129.0.10"), Backends: []netip.Addr{netip.MustParseAddr("10.128.0.5")}, Source: "lb a"},
 		model.ServiceVIP{Service: "web/b", Network: "default", VIP: netip.MustParseAddr("100.65.0.10"), Backends: []netip.Addr{netip.MustParseAddr("10.128.0.5")}, Source: "lb b"},
 		model.ServiceVIP{Service: "web/c", Network: "default", VIP: netip.MustParseAddr("198.51.100.10"), Backends: []netip.Addr{netip.MustParseAddr("10.128.0.5")}, Source: "lb c"},
-		model.ServiceVIP{Service: "web/d", Network: "default", VIP: netip.MustParseAddr("172.31.0.10"), Backends: []netip.Addr{netip.MustParseAddr("10.128.0.5")}, Source: "lb d"})
+		model.ServiceVIP{Service: "web/d", Network: "default", VIP: netip.MustParseAddr("172.31.0.10"), Backends: []netip.Addr{netip.MustParseAddr("10.128.0.5")}, Source: "lb d"},
+		model.ServiceVIP{Service: "web/e", Network: "default", VIP: netip.MustParseAddr("fe00::10"), Backends: []netip.Addr{netip.MustParseAddr("10.128.0.5")}, Source: "lb e"})
 	tests := []struct {
 		name   string
 		rule   config.AdvertiseRule
@@ -488,6 +489,8 @@ func TestAggregateNeverCoversForeign(t *testing.T) {
 			nil, "100.65.0.10/32", "would cover 100.64.0.0/16 (join subnet"},
 		{"VIP /24: protectedPrefixes inside", config.AdvertiseRule{Name: "r", Kind: config.KindLoadBalancerIP, Services: globs("web/c"), AggregateLength: 24},
 			[]netip.Prefix{pfx("198.51.100.128/25")}, "198.51.100.10/32", "would cover 198.51.100.128/25 (protectedPrefixes)"},
+		{"VIP /7: special-purpose address space inside (RFC 6890)", config.AdvertiseRule{Name: "r", Kind: config.KindLoadBalancerIP, Services: globs("web/e"), AggregateLengthV6: 7},
+			nil, "fe00::10/128", "not aggregated: fe00::/7 would cover fe80::/10 (special-purpose address space (RFC 6890: link-local)): choose a longer aggregateLength"},
 		{"VIP /24 with other VIPs and peers inside: clear", config.AdvertiseRule{Name: "r", Kind: config.KindLoadBalancerIP, Services: globs("web/*"), AggregateLength: 24},
 			nil, "192.0.2.0/24", ""},
 	}

@@ -169,9 +169,12 @@ type importEnv struct {
 	// peerLink is each configured peer's link, or why it has none.
 	peerLink   map[string]*model.Link
 	peerNoLink map[string]string
-	routers    []*model.GatewayRouter // per rule: its OVN target, nil if none
-	tables     []uint32               // per rule: its kernel table, 0 if none
-	vrfs       []string               // per rule: its VRF, "" if none
+	// firstAS is, for each eBGP peer with enforceFirstAS, its ASN: the
+	// first AS of its paths must be that (RFC 4271 6.3).
+	firstAS map[string]uint32
+	routers []*model.GatewayRouter // per rule: its OVN target, nil if none
+	tables  []uint32               // per rule: its kernel table, 0 if none
+	vrfs    []string               // per rule: its VRF, "" if none
 	// ovnWhy and kernelWhy are, per rule, why its configured OVN or
 	// kernel target receives nothing ("" if usable or not configured).
 	ovnWhy, kernelWhy []string
@@ -203,11 +206,7 @@ func newImportEnv(cfg *config.Config, snap model.Snapshot, host model.Host, prot
 			e.foreignOVN[k] = true
 		}
 	}
-	for _, pp := range prot {
-		if !strings.HasPrefix(pp.Why, whyPeer) && !strings.HasPrefix(pp.Why, whyHost) {
-			e.nhProt = append(e.nhProt, pp)
-		}
-	}
+	e.nhProt = nextHopProtected(prot)
 	for li := range host.Links {
 		for _, a := range host.Links[li].Addrs {
 			e.local[a.Addr()] = host.Links[li].Name
@@ -220,8 +219,12 @@ func newImportEnv(cfg *config.Config, snap model.Snapshot, host model.Host, prot
 			}
 		}
 	}
+	e.firstAS = map[string]uint32{}
 	for _, p := range cfg.BGP.Peers {
 		e.findPeerLink(p)
+		if p.EnforceFirstAS && p.ASN != cfg.BGP.ASN {
+			e.firstAS[p.Name] = p.ASN
+		}
 	}
 	created := map[string]bool{}
 	for ri := range cfg.Import {
@@ -337,6 +340,19 @@ func (e *importEnv) problem(format string, args ...any) {
 	e.problems = append(e.problems, fmt.Sprintf(format, args...))
 }
 
+// firstASWrong says why path p's first AS is not its eBGP peer's, "" if
+// it is or the peer is not checked: RFC 4271 6.3 calls such a path a
+// Malformed AS_PATH; like FRR's enforce-first-as, it is refused, the
+// session kept. An empty AS path is bgp's verdict (Malformed).
+func (e *importEnv) firstASWrong(p model.LearnedPath) string {
+	asn, ok := e.firstAS[p.Peer]
+	if !ok || len(p.ASPath) == 0 || p.ASPath[0] == asn {
+		return ""
+	}
+	return fmt.Sprintf("malformed: first AS %d of the AS path is not peer %s's AS %d (RFC 4271 6.3); such a path is never imported "+
+		"(a route server that leaves its own AS out needs bgp.peers[].enforceFirstAS: false)", p.ASPath[0], p.Peer, asn)
+}
+
 // noMatch is the reason for a path no accept entry of its peer's rules
 // matches.
 func (e *importEnv) noMatch(p model.LearnedPath) string {
@@ -435,16 +451,9 @@ func (e *importEnv) nextHop(p model.LearnedPath) string {
 		return fmt.Sprintf("next hop %s of %s is an IPv4-mapped IPv6 address", nh, p.Prefix)
 	case nh.Is4() != p.Prefix.Addr().Is4():
 		return fmt.Sprintf("next hop %s is %s but the prefix %s is %s", nh, familyName(nh), p.Prefix, familyName(p.Prefix.Addr()))
-	case nh.IsUnspecified():
-		return fmt.Sprintf("next hop %s of %s is the unspecified address", nh, p.Prefix)
-	case nh.IsLoopback():
-		return fmt.Sprintf("next hop %s of %s is a loopback address", nh, p.Prefix)
-	case nh.IsMulticast():
-		return fmt.Sprintf("next hop %s of %s is a multicast address", nh, p.Prefix)
-	case nh == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
-		return fmt.Sprintf("next hop %s of %s is the broadcast address", nh, p.Prefix)
-	case nh.IsLinkLocalUnicast():
-		return fmt.Sprintf("next hop %s of %s is a link-local address", nh, p.Prefix)
+	}
+	if c := addrClass(nh); c != "" {
+		return fmt.Sprintf("next hop %s of %s is %s", nh, p.Prefix, c)
 	}
 	if link, ok := e.local[nh]; ok {
 		return fmt.Sprintf("next hop %s of %s is local (an address of host link %s)", nh, p.Prefix, link)
@@ -478,6 +487,25 @@ func (e *importEnv) nextHop(p model.LearnedPath) string {
 				return fmt.Sprintf("next hop %s of %s is the broadcast address of on-link prefix %s (link %s)", nh, p.Prefix, c.Masked(), link.Name)
 			}
 		}
+	}
+	return ""
+}
+
+// addrClass names the class of address that is never a next hop
+// (unspecified, loopback, multicast, broadcast, link-local), "" for any
+// other.
+func addrClass(nh netip.Addr) string {
+	switch {
+	case nh.IsUnspecified():
+		return "the unspecified address"
+	case nh.IsLoopback():
+		return "a loopback address"
+	case nh.IsMulticast():
+		return "a multicast address"
+	case nh == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
+		return "the broadcast address"
+	case nh.IsLinkLocalUnicast():
+		return "a link-local address"
 	}
 	return ""
 }

@@ -777,6 +777,7 @@ func TestImportMartians(t *testing.T) {
 		"::1/128":            "::1/128 is protected: ", // the host's own address first
 		"fe80::/64":          "is inside protected fe80::/10: special-purpose address space (RFC 6890: link-local)",
 		"ff02::/16":          "is inside protected ff00::/8: special-purpose address space (RFC 6890: multicast)",
+		"::/128":             "::/128 is protected: special-purpose address space (RFC 6890: unspecified)",
 	}
 	for p := range martians {
 		nh := "192.0.2.1"
@@ -799,5 +800,110 @@ func TestImportMartians(t *testing.T) {
 	}
 	if len(res.OVN) != 2 || len(res.Kernel) != 2 {
 		t.Errorf("only the two /1 controls are installed: OVN %v, kernel %v", res.OVN, res.Kernel)
+	}
+}
+
+// TestImportFirstAS: a path from an eBGP peer whose AS path does not start
+// with the peer's ASN is never imported (RFC 4271 6.3, FRR's
+// enforce-first-as), with a reason naming both ASNs and the opt-out; a
+// peer with enforceFirstAS false (a route server) and an iBGP peer are not
+// checked.
+func TestImportFirstAS(t *testing.T) {
+	in := importFixture()
+	for i := range in.Config.BGP.Peers {
+		in.Config.BGP.Peers[i].EnforceFirstAS = true
+	}
+	in.Config.BGP.Peers = append(in.Config.BGP.Peers,
+		config.Peer{Name: "rs", Address: addr("192.0.2.3"), ASN: 65050, Families: []config.Family{config.IPv4}},
+		config.Peer{Name: "ibgp", Address: addr("192.0.2.4"), ASN: 64512, Families: []config.Family{config.IPv4}, EnforceFirstAS: true})
+	in.Config.Import[0].Peers = append(in.Config.Import[0].Peers, "rs", "ibgp")
+	with := func(p model.LearnedPath, as ...uint32) model.LearnedPath {
+		p.ASPath = as
+		return p
+	}
+	in.Learned = []model.LearnedPath{
+		with(path("tor-a", "10.1.0.0/16", "192.0.2.1"), 65999),
+		with(path("tor-a", "10.2.0.0/16", "192.0.2.1"), 65001, 65999),
+		with(path("tor-6", "2001:db8:100::/48", "2001:db8::1"), 65999, 65001),
+		with(path("rs", "10.3.0.0/16", "192.0.2.3"), 65999),
+		with(path("ibgp", "10.4.0.0/16", "192.0.2.4"), 65999),
+	}
+	want := map[string]string{
+		"10.1.0.0/16":       "malformed: first AS 65999 of the AS path is not peer tor-a's AS 65001 (RFC 4271 6.3)",
+		"2001:db8:100::/48": "malformed: first AS 65999 of the AS path is not peer tor-6's AS 65001 (RFC 4271 6.3)",
+	}
+	table := NewImportTable(in)
+	for _, p := range table.Result().Paths {
+		reason, refused := want[p.Prefix.String()]
+		switch {
+		case refused && (p.Accepted || !strings.HasPrefix(p.Reason, reason) || !strings.Contains(p.Reason, "enforceFirstAS: false")):
+			t.Errorf("%s from %s: accepted=%v %q, want rejected %q naming the opt-out", p.Prefix, p.Peer, p.Accepted, p.Reason, reason)
+		case !refused && !p.Accepted:
+			t.Errorf("%s from %s (AS path %v) rejected: %q", p.Prefix, p.Peer, p.ASPath, p.Reason)
+		}
+	}
+	if got := table.Count(nil).RejectedBy[Rejection{"tor-a", RejectMalformed}]; got != 1 {
+		t.Errorf("tor-a's refused path counted %d times as %s, want 1", got, RejectMalformed)
+	}
+
+	// The opt-out takes effect in a new table (a reload), without a
+	// session reset: nothing of bgp is involved.
+	in.Config.BGP.Peers[0].EnforceFirstAS = false
+	for _, p := range Import(in).Paths {
+		if p.Peer == "tor-a" && !p.Accepted {
+			t.Errorf("enforceFirstAS false: %s from tor-a still rejected: %q", p.Prefix, p.Reason)
+		}
+	}
+}
+
+// TestPeerNextHopConflicts: a peer listed by an import rule whose address
+// is inside a protected prefix (the default join subnet when NB has no
+// live value, cluster.serviceCIDRs, protectedPrefixes) or of a class no next
+// hop may have is named, with the verdict its routes get; routes from it
+// with itself as next hop are rejected with that same reason. A live join
+// subnet elsewhere, or a peer no import rule lists, is not a conflict.
+func TestPeerNextHopConflicts(t *testing.T) {
+	in := importFixture()
+	in.Snapshot.Protected = nil // NB has no live join subnet: the default is protected
+	in.Config.BGP.Peers = append(in.Config.BGP.Peers,
+		config.Peer{Name: "join", Address: addr("100.64.0.7"), ASN: 65001, Families: []config.Family{config.IPv4}},
+		config.Peer{Name: "svc", Address: addr("172.30.0.9"), ASN: 65001, Families: []config.Family{config.IPv4}},
+		config.Peer{Name: "prot", Address: addr("10.66.1.1"), ASN: 65001, Families: []config.Family{config.IPv4}},
+		config.Peer{Name: "tgw", Address: addr("169.254.6.2"), ASN: 65001, Families: []config.Family{config.IPv4}},
+		config.Peer{Name: "unused", Address: addr("100.64.0.8"), ASN: 65001, Families: []config.Family{config.IPv4}})
+	in.Config.Import[0].Peers = append(in.Config.Import[0].Peers, "join", "svc", "prot", "tgw")
+	in.Host.Links = append(in.Host.Links, model.Link{Name: "eth9", Index: 9, Up: true,
+		Addrs: []netip.Prefix{pfx("100.64.0.10/24"), pfx("172.30.0.10/24"), pfx("10.66.1.10/24"), pfx("169.254.6.1/29")}})
+	got := PeerNextHopConflicts(in.Config, in.Snapshot)
+	want := map[string]string{
+		"join": "next hop 100.64.0.7 is inside protected 100.64.0.0/16: default join subnet of OVN-Kubernetes (NB has no live value)",
+		"svc":  "next hop 172.30.0.9 is inside protected 172.30.0.0/16: cluster.serviceCIDRs",
+		"prot": "next hop 10.66.1.1 is inside protected 10.66.0.0/16: protectedPrefixes",
+		"tgw":  "next hop 169.254.6.2 is a link-local address",
+	}
+	if len(got) != len(want) {
+		t.Errorf("conflicts %+v, want %d", got, len(want))
+	}
+	for _, c := range got {
+		if want[c.Peer] != c.Reason {
+			t.Errorf("peer %s: %q, want %q", c.Peer, c.Reason, want[c.Peer])
+		}
+	}
+	// The import decision says the same of a route with the peer as next hop.
+	for _, c := range got {
+		in.Learned = append(in.Learned, path(c.Peer, "10.5.0.0/16", c.Address.String()))
+	}
+	for _, p := range Import(in).Paths {
+		w := strings.Replace(want[p.Peer], " is ", " of 10.5.0.0/16 is ", 1)
+		if p.Accepted || !strings.HasPrefix(p.Reason, w) {
+			t.Errorf("route from %s: accepted %v, %q, want %q", p.Peer, p.Accepted, p.Reason, w)
+		}
+	}
+	// A live join subnet elsewhere: the default is not protected.
+	in.Snapshot.Protected = []model.ProtectedPrefix{{Prefix: pfx("100.65.0.0/16"), Why: "join subnet (Logical_Router_Port rtoj-GR_n1)"}}
+	for _, c := range PeerNextHopConflicts(in.Config, in.Snapshot) {
+		if c.Peer == "join" {
+			t.Errorf("live join subnet 100.65.0.0/16: peer join still named: %+v", c)
+		}
 	}
 }

@@ -10,29 +10,12 @@ import (
 	"github.com/ovnbgp/ovnbgp/model"
 )
 
-// The subnets OVN-Kubernetes uses inside the cluster when NB does not say
-// otherwise: join (100.64.0.0/16, fd98::/64), transit (100.88.0.0/16,
-// fd97::/64) and masquerade (169.254.0.0/17, fd69::/112: the defaults of
-// OpenShift >= 4.17, which contain the older 169.254.169.0/29 and
-// fd69::/125, so clusters installed earlier are covered too).
-var defaultInternal = []struct {
-	// kind is the start of a Why the ovn package writes for a live value of
-	// the same subnet ("join subnet (Logical_Router_Port rtoj-GR_node1)").
-	kind   string
-	prefix netip.Prefix
-}{
-	{"join subnet", netip.MustParsePrefix("100.64.0.0/16")},
-	{"join subnet", netip.MustParsePrefix("fd98::/64")},
-	{"transit subnet", netip.MustParsePrefix("100.88.0.0/16")},
-	{"transit subnet", netip.MustParsePrefix("fd97::/64")},
-	{"masquerade subnet", netip.MustParsePrefix("169.254.0.0/17")},
-	{"masquerade subnet", netip.MustParsePrefix("fd69::/112")},
-}
-
 // Why prefixes of the host and peer entries of the protected set: import
-// never accepts them as destinations, but a next hop may be a peer's
-// address (its own, the usual case), and a local next hop has its own
-// reason.
+// never accepts them as destinations, but they do not count for next hops
+// (nextHopProtected): a peer's own entry would refuse its usual next hop,
+// itself, and a local next hop has its own reason. A peer address inside
+// any other protected prefix (the default join subnet 100.64.0.0/16) is
+// still refused as a next hop: PeerNextHopConflicts finds such peers.
 const (
 	whyPeer = "address of peer "
 	whyHost = "address of host link "
@@ -49,7 +32,8 @@ const (
 // in that order, an equal (prefix, why) only once, and this node's pod
 // subnets only when Snapshot.Protected does not already list them.
 func Protected(cfg *config.Config, snap model.Snapshot, host model.Host) []model.ProtectedPrefix {
-	n := len(snap.Protected) + len(snap.Networks)*2 + len(cfg.Cluster.ServiceCIDRs) + len(defaultInternal) +
+	internal := config.DefaultInternalSubnets()
+	n := len(snap.Protected) + len(snap.Networks)*2 + len(cfg.Cluster.ServiceCIDRs) + len(internal) +
 		len(host.Links)*2 + len(cfg.BGP.Peers) + len(cfg.ProtectedPrefixes)
 	out := make([]model.ProtectedPrefix, 0, n)
 	seen := make(map[model.ProtectedPrefix]bool, n) // sized once: thousands of VIPs on a big cluster
@@ -75,12 +59,12 @@ func Protected(cfg *config.Config, snap model.Snapshot, host model.Host) []model
 	for _, p := range cfg.Cluster.ServiceCIDRs {
 		add(p, "cluster.serviceCIDRs")
 	}
-	for _, d := range defaultInternal {
+	for _, d := range internal {
 		live := slices.ContainsFunc(snap.Protected, func(p model.ProtectedPrefix) bool {
-			return strings.HasPrefix(p.Why, d.kind) && p.Prefix.Addr().Is4() == d.prefix.Addr().Is4()
+			return strings.HasPrefix(p.Why, d.Kind) && p.Prefix.Addr().Is4() == d.Prefix.Addr().Is4()
 		})
 		if !live {
-			add(d.prefix, "default "+d.kind+" of OVN-Kubernetes (NB has no live value)")
+			add(d.Prefix, "default "+d.Kind+" of OVN-Kubernetes (NB has no live value)")
 		}
 	}
 	for _, l := range host.Links {
@@ -130,40 +114,63 @@ func familyName(a netip.Addr) string {
 }
 
 // martianCovering returns the special-purpose address space (RFC 6890)
-// equal to or covering p, if any: no route from a peer may point into it,
-// whatever the accept entries say, since it would capture the host's own
-// loopback, link-local or multicast traffic. Aggregates that cover it
-// (0.0.0.0/1) are not martians.
+// equal to or covering p, if any (model.SpecialPurposeCovering): no route
+// from a peer may point into it, whatever the accept entries say, since it
+// would capture the host's own loopback, link-local or multicast traffic.
+// Aggregates that cover it (0.0.0.0/1) are not martians.
 func martianCovering(p netip.Prefix) (model.ProtectedPrefix, bool) {
-	a := p.Addr()
-	var m netip.Prefix
-	var what string
-	if a.Is4() {
-		b := a.As4()
-		switch {
-		case b[0] == 0:
-			m, what = netip.PrefixFrom(netip.AddrFrom4([4]byte{}), 8), "this network"
-		case b[0] == 127:
-			m, what = netip.PrefixFrom(netip.AddrFrom4([4]byte{127}), 8), "loopback"
-		case b[0] == 169 && b[1] == 254:
-			m, what = netip.PrefixFrom(netip.AddrFrom4([4]byte{169, 254}), 16), "link-local"
-		case b[0]&0xf0 == 224:
-			m, what = netip.PrefixFrom(netip.AddrFrom4([4]byte{224}), 4), "multicast"
-		case b[0]&0xf0 == 240:
-			m, what = netip.PrefixFrom(netip.AddrFrom4([4]byte{240}), 4), "reserved"
-		}
-	} else {
-		switch {
-		case a == netip.IPv6Loopback():
-			m, what = netip.PrefixFrom(a, 128), "loopback"
-		case a.IsLinkLocalUnicast():
-			m, what = netip.PrefixFrom(netip.AddrFrom16([16]byte{0xfe, 0x80}), 10), "link-local"
-		case a.IsMulticast():
-			m, what = netip.PrefixFrom(netip.AddrFrom16([16]byte{0xff}), 8), "multicast"
+	return model.SpecialPurposeCovering(p)
+}
+
+// nextHopProtected is the part of the protected set prot that a next hop
+// may not be inside: all but the host and peer entries.
+func nextHopProtected(prot []model.ProtectedPrefix) []model.ProtectedPrefix {
+	var out []model.ProtectedPrefix
+	for _, pp := range prot {
+		if !strings.HasPrefix(pp.Why, whyPeer) && !strings.HasPrefix(pp.Why, whyHost) {
+			out = append(out, pp)
 		}
 	}
-	if what == "" || !covers(m, p) {
-		return model.ProtectedPrefix{}, false
+	return out
+}
+
+// PeerConflict is a peer whose own address the import decision refuses
+// as a next hop: every route it sends with itself as next hop (the usual
+// case) is rejected, whatever the accept entries say.
+type PeerConflict struct {
+	Peer    string     `json:"peer"`
+	Address netip.Addr `json:"address"`
+	// Reason is the verdict such a route gets, as `routes learned` shows
+	// it without the prefix ("next hop 100.64.0.1 is inside protected
+	// 100.64.0.0/16: default join subnet of OVN-Kubernetes (NB has no
+	// live value)"); Protected the prefix holding the address, when that
+	// is the reason.
+	Reason    string                `json:"reason"`
+	Protected model.ProtectedPrefix `json:"protected,omitzero"`
+}
+
+// PeerNextHopConflicts returns, in config order, the peers an import rule
+// lists whose own address the next-hop check refuses for reasons that do
+// not depend on the host's links: an address class no next hop may have
+// (loopback, link-local, multicast...), or a protected prefix of the set
+// Protected(cfg, snap) makes (with NB's live values where snap has them,
+// the defaults otherwise). `ovnbgp doctor` reports them; config.Warnings
+// checks what the config alone can tell.
+func PeerNextHopConflicts(cfg *config.Config, snap model.Snapshot) []PeerConflict {
+	nhProt := nextHopProtected(Protected(cfg, snap, model.Host{}))
+	var out []PeerConflict
+	for _, p := range cfg.BGP.Peers {
+		if !p.Address.IsValid() || !slices.ContainsFunc(cfg.Import, func(r config.ImportRule) bool { return slices.Contains(r.Peers, p.Name) }) {
+			continue
+		}
+		if c := addrClass(p.Address); c != "" {
+			out = append(out, PeerConflict{Peer: p.Name, Address: p.Address, Reason: fmt.Sprintf("next hop %s is %s", p.Address, c)})
+			continue
+		}
+		if pp, ok := protectedCovering(nhProt, hostPrefix(p.Address)); ok {
+			out = append(out, PeerConflict{Peer: p.Name, Address: p.Address, Protected: pp,
+				Reason: fmt.Sprintf("next hop %s is inside protected %s: %s", p.Address, pp.Prefix, pp.Why)})
+		}
 	}
-	return model.ProtectedPrefix{Prefix: m, Why: "special-purpose address space (RFC 6890: " + what + ")"}, true
+	return out
 }

@@ -320,6 +320,10 @@ func (t *ImportTable) decide(tp *tablePath) {
 			return
 		}
 	}
+	if why := e.firstASWrong(p); why != "" {
+		tp.reason, tp.cause = why, RejectMalformed
+		return
+	}
 	listed := false
 	for ri := range t.cfg.Import {
 		r := &t.cfg.Import[ri]

@@ -496,12 +496,16 @@ func TestDoctorAWS(t *testing.T) {
 	want(t, rep, "aws-route-server-quota", doctor.Pass, "tor (Route Server endpoint, quota 100): maxAdvertised 100")
 
 	// a Transit Gateway Connect peer capped at 1,000 (docs/aws.md's
-	// config): it passes, where the Route Server quota used to warn
+	// config): it passes, where the Route Server quota used to warn. The
+	// only warning: the import rule of doctorConfigPeers lists the peer,
+	// whose link-local address (169.254.6.2) is never an acceptable next
+	// hop (docs/aws.md, "Importing routes on AWS").
 	tgw := lab.Peer{Name: "tgw-1", Address: connectTGW, ASN: 64600, MaxAdvertised: 1000}
 	rep, code = doctorIn(t, l, doctorConfigPeers(t, l.MkdirUnique("doctor"), nb.Endpoint(), tgw), env...)
-	if code != 0 {
-		t.Errorf("Connect peer at 1000: exit code %d, want 0:\n%s", code, reportText(rep))
+	if code != 1 || rep.Summary[doctor.Warn] != 1 {
+		t.Errorf("Connect peer at 1000: exit code %d, %d warnings, want 1 and 1 (peer-next-hop):\n%s", code, rep.Summary[doctor.Warn], reportText(rep))
 	}
+	want(t, rep, "peer-next-hop", doctor.Warn, "peer tgw-1 (169.254.6.2, import rule up): every route it sends with itself as next hop is refused: \"next hop 169.254.6.2 is a link-local address\"")
 	want(t, rep, "aws-route-server-quota", doctor.Pass, "tgw-1 (Transit Gateway Connect peer, quota 1000): maxAdvertised 1000")
 	tgw.MaxAdvertised = 1001
 	rep, code = doctorIn(t, l, doctorConfigPeers(t, l.MkdirUnique("doctor"), nb.Endpoint(), tgw), env...)

@@ -284,10 +284,12 @@ func hostileCases() []hcase {
 				return cat(attrOrigin(0), as4, attrASPath2(hostileASN), attrNextHop(c.addr))
 			})},
 		// an AS4_PATH from a four-octet speaker is discarded (RFC 6793 3)
-		{name: "as4-path-from-4-octet-peer", out: outInstall, msg: upd(func(c *hctx) []byte {
-			as4 := attr(0xc0, 17, []byte{2, 1, 0, 0, 0xfd, 0xeb})
-			return cat(attrOrigin(0), as4, attrASPath4(hostileASN), attrNextHop(c.addr))
-		})},
+		{name: "as4-path-from-4-octet-peer", out: outReject, reason: "malformed: first AS 65003 of the AS path is not peer",
+			deviation: "gobgp merges an AS4_PATH from a four-octet peer into its AS_PATH (the path reads [65003], a spoofed first AS) instead of discarding it (RFC 6793 3: installed with AS_PATH [65002]); ovnbgp's first-AS check (RFC 4271 6.3) then refuses the path",
+			msg: upd(func(c *hctx) []byte {
+				as4 := attr(0xc0, 17, []byte{2, 1, 0, 0, 0xfd, 0xeb})
+				return cat(attrOrigin(0), as4, attrASPath4(hostileASN), attrNextHop(c.addr))
+			})},
 		// a malformed AS4_PATH from a two-octet peer (RFC 6793 6: attribute
 		// discard)
 		{name: "as4-path-malformed", out: outWithdraw, twoOctet: true,

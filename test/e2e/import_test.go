@@ -33,6 +33,9 @@ type importWorld struct {
 type importOpts struct {
 	frrOriginate []netip.Prefix
 	noFRR        bool
+	// exaASN is ExaBGP's AS and the daemon's exa and exa6 peers' (0:
+	// 65002).
+	exaASN uint32
 	// before runs after NB and the links are set up, before the daemon
 	// starts.
 	before func(w *importWorld)
@@ -73,8 +76,13 @@ func startImportWorld(t *testing.T, o importOpts) *importWorld {
 	if o.noFRR {
 		cfg.Peers = cfg.Peers[2:]
 	}
+	for i := range cfg.Peers {
+		if strings.HasPrefix(cfg.Peers[i].Name, "exa") && o.exaASN != 0 {
+			cfg.Peers[i].ASN = o.exaASN
+		}
+	}
 	w.d = w.l.StartDaemon(w.nb, cfg)
-	w.exa = w.l.StartExaBGP(lab.ExaConfig{IPv6: true, GracefulRestart: true})
+	w.exa = w.l.StartExaBGP(lab.ExaConfig{IPv6: true, GracefulRestart: true, ASN: o.exaASN})
 	w.waitEstablished(t, "exa", "exa6")
 	if o.noFRR {
 		return w

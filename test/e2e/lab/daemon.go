@@ -49,6 +49,8 @@ type Peer struct {
 	MaxAdvertised int
 	// BFD enables bfd at 300ms x 3.
 	BFD bool
+	// NoEnforceFirstAS writes enforceFirstAS: false (a route server).
+	NoEnforceFirstAS bool
 
 	PasswordFile string // filled by StartDaemon
 }
@@ -139,6 +141,9 @@ bgp:
 {{- end}}
 {{- if .Passive}}
       passive: true
+{{- end}}
+{{- if .NoEnforceFirstAS}}
+      enforceFirstAS: false
 {{- end}}
 {{- if .BFD}}
       bfd: {enabled: true, minTx: 300ms, minRx: 300ms, multiplier: 3}
