@@ -16,7 +16,6 @@ const (
 	DefaultConnectRetry   = 5 * time.Second
 	DefaultBFDInterval    = 300 * time.Millisecond
 	DefaultBFDMultiplier  = 3
-	DefaultNorthbound     = "unix:/var/run/ovn/ovnnb_db.sock"
 	DefaultControlSocket  = "/run/ovnbgp/ovnbgp.sock"
 	DefaultStateDir       = "/var/lib/ovnbgp"
 	DefaultMetricsAddress = "127.0.0.1:9479"
@@ -56,7 +55,6 @@ func (c *Config) setDefaults() {
 	c.BGP.ListenPort = DefaultListenPort
 	c.BGP.GracefulRestart.RestartTime = DefaultRestartTime
 	c.BGP.GracefulRestart.DeferralTime = DefaultDeferralTime
-	c.OVN.Northbound = DefaultNorthbound
 	c.Control.Socket = DefaultControlSocket
 	c.StateDir = DefaultStateDir
 	c.Metrics.Address = DefaultMetricsAddress
@@ -118,6 +116,11 @@ func (c *Config) deriveDefaults(h host) {
 		if p.KeepaliveTime == 0 {
 			p.KeepaliveTime = (p.HoldTime / 3).Truncate(time.Second)
 		}
+	}
+	if strings.TrimSpace(c.OVN.Northbound) == "" && len(c.OVN.NorthboundSockets) == 0 {
+		// ovn.northbound unset: the node's NB socket is looked for, and
+		// the effective config says where.
+		c.OVN.NorthboundSockets = DefaultNorthboundSockets()
 	}
 	if len(c.Cluster.ServiceCIDRs) == 0 {
 		c.Cluster.ServiceCIDRs = DefaultServiceCIDRs()

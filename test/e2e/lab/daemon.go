@@ -93,7 +93,7 @@ type DaemonConfig struct {
 	// NorthboundSockets sets ovn.northboundSockets (the sockets looked for
 	// while ovn.northbound is unset) when Northbound is "".
 	NorthboundSockets []string
-	Socket     string // filled by StartDaemon
+	Socket            string // filled by StartDaemon
 	// StateDir is filled by StartDaemon: the daemon's own directory, so
 	// that no test reads or writes /var/lib/ovnbgp (a drain there would
 	// drain every other test's daemon).
