@@ -43,6 +43,31 @@ const (
 	DefaultRouteProtocol = 200
 )
 
+// KubeletNodeEnv is the environment file of OpenShift's kubelet unit (the
+// machine-config-operator's templates): where the platform names the node
+// otherwise than by its hostname (AWS: aws-kubelet-nodename.service), it
+// holds KUBELET_NODE_NAME, which the kubelet gets as --hostname-override.
+const KubeletNodeEnv = "/etc/kubernetes/node.env"
+
+// kubeletNodeName reads KUBELET_NODE_NAME=NAME from an environment file
+// (the last assignment wins, as systemd reads it; quotes are removed);
+// "" when it is absent or empty.
+func kubeletNodeName(env []byte) string {
+	name := ""
+	for line := range strings.SplitSeq(string(env), "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), "=")
+		if !ok || strings.TrimSpace(k) != "KUBELET_NODE_NAME" {
+			continue
+		}
+		v = strings.TrimSpace(v)
+		if len(v) >= 2 && (v[0] == '"' || v[0] == '\'') && v[len(v)-1] == v[0] {
+			v = v[1 : len(v)-1]
+		}
+		name = strings.TrimSpace(v)
+	}
+	return name
+}
+
 // DefaultServiceCIDRs is cluster.serviceCIDRs when the key is absent or
 // empty: OpenShift's default ClusterIP range.
 func DefaultServiceCIDRs() []netip.Prefix {
@@ -91,9 +116,16 @@ func (r *ImportRule) setDefaults() {
 // keys or on the host. What cannot be derived stays unset for Validate to
 // report.
 func (c *Config) deriveDefaults(h host) {
+	if c.Node.Name == "" && h.kubeletNodeName != nil {
+		// OpenShift's kubelet runs with --hostname-override=$KUBELET_NODE_NAME
+		// from this file where the platform sets one (on AWS the instance's
+		// local-hostname from IMDS, e.g. ip-10-0-1-2.ec2.internal, which
+		// need not be the hostname).
+		c.Node.Name = strings.ToLower(h.kubeletNodeName())
+	}
 	if c.Node.Name == "" && h.hostname != nil {
-		// What the kubelet names the node by default: the whole hostname,
-		// lower-cased (on AWS an FQDN such as ip-10-0-1-2.ec2.internal).
+		// What the kubelet names the node otherwise: the whole hostname,
+		// lower-cased.
 		if name, err := h.hostname(); err == nil {
 			c.Node.Name = strings.ToLower(name)
 		}

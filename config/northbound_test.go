@@ -208,3 +208,33 @@ func TestNorthboundKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestKubeletNodeName: on OpenShift the kubelet's node name comes from
+// KUBELET_NODE_NAME in /etc/kubernetes/node.env when the platform writes it
+// (AWS: the instance's local-hostname); node.name defaults to it, then to
+// the hostname.
+func TestKubeletNodeName(t *testing.T) {
+	for in, want := range map[string]string{
+		"KUBELET_NODE_NAME=ip-10-0-1-2.ec2.internal\n":                          "ip-10-0-1-2.ec2.internal",
+		"FOO=1\nKUBELET_NODE_NAME=\"ip-10-0-1-2.us-west-2.compute.internal\"\n": "ip-10-0-1-2.us-west-2.compute.internal",
+		"KUBELET_NODE_NAME=a\nKUBELET_NODE_NAME=b\n":                            "b",
+		"KUBELET_NODE_NAME=\n":                                                  "",
+		"# KUBELET_NODE_NAME=x\nKUBELET_NODE_IP=10.0.1.2\n":                     "",
+		"": "",
+	} {
+		if got := kubeletNodeName([]byte(in)); got != want {
+			t.Errorf("kubeletNodeName(%q) = %q, want %q", in, got, want)
+		}
+	}
+	doc := strings.Replace(baseDoc, "node:\n  name: n1\n", "", 1)
+	c, err := parse([]byte(doc), "c.yaml", fakeHost(map[string]string{"KUBELET_NODE_NAME": "IP-10-0-1-2.ec2.internal"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Node.Name != "ip-10-0-1-2.ec2.internal" {
+		t.Errorf("node.name = %q, want the kubelet's ip-10-0-1-2.ec2.internal", c.Node.Name)
+	}
+	if c := mustParse(t, doc); c.Node.Name != "worker-7.example.com" {
+		t.Errorf("node.name without node.env = %q, want the hostname lower-cased", c.Node.Name)
+	}
+}

@@ -43,8 +43,9 @@ type Config struct {
 
 // Node names the OVN-Kubernetes node this daemon runs on.
 type Node struct {
-	// Name is the OVN-Kubernetes node name; default: the hostname,
-	// lower-cased, as the kubelet names the node.
+	// Name is the OVN-Kubernetes node name; default: as the kubelet names
+	// the node, KUBELET_NODE_NAME of KubeletNodeEnv, else the hostname,
+	// lower-cased.
 	Name string `yaml:"name" json:"name"`
 }
 
