@@ -286,7 +286,15 @@ type ImportStatus struct {
 
 // NBStatus is the state of the OVN Northbound connection.
 type NBStatus struct {
+	// Endpoint is what is dialled: ovn.northbound, or the sockets found
+	// while it is unset ("" when none was found).
 	Endpoint string `json:"endpoint"`
+	// Source is "configured" (ovn.northbound) or "discovered" (found
+	// among ovn.northboundSockets).
+	Source string `json:"source,omitempty"`
+	// Tried is, when discovered, every socket path looked at, in order,
+	// and what was there ("socket", "absent", "not a socket").
+	Tried []NBTried `json:"tried,omitempty"`
 	// Current is the member of a clustered NB in use ("" = Endpoint).
 	Current   string    `json:"current,omitempty"`
 	Connected bool      `json:"connected"`
@@ -302,6 +310,12 @@ type NBStatus struct {
 	Attempts int `json:"attempts,omitempty"`
 	// Problems lists NB rows of unexpected shape that were skipped.
 	Problems []string `json:"problems,omitempty"`
+}
+
+// NBTried is one NB socket path looked at, and what was there.
+type NBTried struct {
+	Path  string `json:"path"`
+	State string `json:"state"`
 }
 
 // LearnedRoute is a path a peer sent, with the import verdict.

@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -34,6 +35,9 @@ against NB's live values.`,
 			}
 			if _, err := fmt.Fprintf(o.stdout, "%s: valid (node %s, AS %d, %d peers, %d advertise rules)\n",
 				path, cfg.Node.Name, cfg.BGP.ASN, len(cfg.BGP.Peers), len(cfg.Advertise)); err != nil {
+				return err
+			}
+			if _, err := fmt.Fprintf(o.stdout, "northbound: %s\n", northboundNow(cfg.OVN)); err != nil {
 				return err
 			}
 			// Valid but not what the file probably means: said, not refused.
@@ -79,6 +83,27 @@ The table format prints YAML.`,
 	show.Flags().BoolVar(&running, "running", false, "show the daemon's running config (over --socket)")
 	c.AddCommand(validate, show)
 	return c
+}
+
+// northboundNow says how NB is reached with o, looking for the sockets now
+// as the daemon does before each attempt (config.NBTarget.Find).
+func northboundNow(o config.OVN) string {
+	target, err := o.Target()
+	if err != nil {
+		return err.Error()
+	}
+	eps, tried := target.Find()
+	if target.Source == config.NBConfigured {
+		return eps.String() + " (configured)"
+	}
+	parts := make([]string, len(tried))
+	for i, c := range tried {
+		parts[i] = c.String()
+	}
+	if len(eps) == 0 {
+		return fmt.Sprintf("no socket found now (discovered: ovn.northbound unset; looked at %s; the daemon keeps looking)", strings.Join(parts, ", "))
+	}
+	return fmt.Sprintf("%s (discovered: ovn.northbound unset; looked at %s)", eps, strings.Join(parts, ", "))
 }
 
 // loadConfig loads and validates path; Ctrl-C ends the wait for a file that

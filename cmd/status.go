@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"fmt"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -32,7 +33,10 @@ func newStatusCommand(o *options) *cobra.Command {
 				if st.NB.Connected {
 					conn = "connected"
 				}
-				row(w, "northbound", fmt.Sprintf("%s %s for %s (synced: %v)", st.NB.Endpoint, conn, ago(st.NB.Since), st.NB.Synced))
+				row(w, "northbound", fmt.Sprintf("%s %s for %s (synced: %v)", nbEndpoint(st.NB), conn, ago(st.NB.Since), st.NB.Synced))
+				if len(st.NB.Tried) > 0 {
+					row(w, "northbound tried", nbTried(st.NB.Tried))
+				}
 				if st.NB.LastError != "" {
 					row(w, "northbound error", nbError(st.NB))
 				}
@@ -72,6 +76,32 @@ func bmpText(b model.BMPStation) string {
 		return fmt.Sprintf("%s %s: %s", b.Name, b.Station, state)
 	}
 	return fmt.Sprintf("%s %s: %s for %s", b.Name, b.Station, state, ago(b.Since))
+}
+
+// nbEndpoint is what NB endpoints are dialled, where they come from, and
+// the member in use when that is not all of them:
+// "unix:/var/run/ovn-ic/ovnnb_db.sock (discovered)".
+func nbEndpoint(nb api.NBStatus) string {
+	ep := nb.Endpoint
+	if ep == "" {
+		ep = "no socket found"
+	}
+	if nb.Source != "" {
+		ep += " (" + nb.Source + ")"
+	}
+	if nb.Current != "" && nb.Current != nb.Endpoint {
+		ep += ", using " + nb.Current
+	}
+	return ep
+}
+
+// nbTried lists the socket paths looked at and what was there.
+func nbTried(tried []api.NBTried) string {
+	parts := make([]string, len(tried))
+	for i, t := range tried {
+		parts[i] = t.Path + " (" + t.State + ")"
+	}
+	return strings.Join(parts, ", ")
 }
 
 // nbError says what went wrong with NB, when, and how many reconnect

@@ -16,7 +16,6 @@ const (
 	DefaultConnectRetry   = 5 * time.Second
 	DefaultBFDInterval    = 300 * time.Millisecond
 	DefaultBFDMultiplier  = 3
-	DefaultNorthbound     = "unix:/var/run/ovn/ovnnb_db.sock"
 	DefaultControlSocket  = "/run/ovnbgp/ovnbgp.sock"
 	DefaultStateDir       = "/var/lib/ovnbgp"
 	DefaultMetricsAddress = "127.0.0.1:9479"
@@ -46,6 +45,31 @@ const (
 	// outside iproute2's rt_protos, and not OVN's 84 nor OVN-Kubernetes' 85.
 	DefaultRouteProtocol = 200
 )
+
+// KubeletNodeEnv is the environment file of OpenShift's kubelet unit (the
+// machine-config-operator's templates): where the platform names the node
+// otherwise than by its hostname (AWS: aws-kubelet-nodename.service), it
+// holds KUBELET_NODE_NAME, which the kubelet gets as --hostname-override.
+const KubeletNodeEnv = "/etc/kubernetes/node.env"
+
+// kubeletNodeName reads KUBELET_NODE_NAME=NAME from an environment file
+// (the last assignment wins, as systemd reads it; quotes are removed);
+// "" when it is absent or empty.
+func kubeletNodeName(env []byte) string {
+	name := ""
+	for line := range strings.SplitSeq(string(env), "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), "=")
+		if !ok || strings.TrimSpace(k) != "KUBELET_NODE_NAME" {
+			continue
+		}
+		v = strings.TrimSpace(v)
+		if len(v) >= 2 && (v[0] == '"' || v[0] == '\'') && v[len(v)-1] == v[0] {
+			v = v[1 : len(v)-1]
+		}
+		name = strings.TrimSpace(v)
+	}
+	return name
+}
 
 // DefaultServiceCIDRs is cluster.serviceCIDRs when the key is absent or
 // empty: OpenShift's default ClusterIP range.
@@ -88,7 +112,6 @@ func (c *Config) setDefaults() {
 	c.BGP.GracefulRestart.RestartTime = DefaultRestartTime
 	c.BGP.GracefulRestart.DeferralTime = DefaultDeferralTime
 	c.BGP.GracefulRestart.StalePathTime = DefaultStalePathTime
-	c.OVN.Northbound = DefaultNorthbound
 	c.Control.Socket = DefaultControlSocket
 	c.StateDir = DefaultStateDir
 	c.Metrics.Address = DefaultMetricsAddress
@@ -126,9 +149,16 @@ func (r *ImportRule) setDefaults() {
 // keys or on the host. What cannot be derived stays unset for Validate to
 // report.
 func (c *Config) deriveDefaults(h host) {
+	if c.Node.Name == "" && h.kubeletNodeName != nil {
+		// OpenShift's kubelet runs with --hostname-override=$KUBELET_NODE_NAME
+		// from this file where the platform sets one (on AWS the instance's
+		// local-hostname from IMDS, e.g. ip-10-0-1-2.ec2.internal, which
+		// need not be the hostname).
+		c.Node.Name = strings.ToLower(h.kubeletNodeName())
+	}
 	if c.Node.Name == "" && h.hostname != nil {
-		// What the kubelet names the node by default: the whole hostname,
-		// lower-cased (on AWS an FQDN such as ip-10-0-1-2.ec2.internal).
+		// What the kubelet names the node otherwise: the whole hostname,
+		// lower-cased.
 		if name, err := h.hostname(); err == nil {
 			c.Node.Name = strings.ToLower(name)
 		}
@@ -151,6 +181,11 @@ func (c *Config) deriveDefaults(h host) {
 		if p.KeepaliveTime == 0 {
 			p.KeepaliveTime = (p.HoldTime / 3).Truncate(time.Second)
 		}
+	}
+	if strings.TrimSpace(c.OVN.Northbound) == "" && len(c.OVN.NorthboundSockets) == 0 {
+		// ovn.northbound unset: the node's NB socket is looked for, and
+		// the effective config says where.
+		c.OVN.NorthboundSockets = DefaultNorthboundSockets()
 	}
 	if len(c.Cluster.ServiceCIDRs) == 0 {
 		c.Cluster.ServiceCIDRs = DefaultServiceCIDRs()

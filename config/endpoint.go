@@ -95,7 +95,7 @@ func parseNorthbound(s string) (Endpoints, []error) {
 		}
 	}
 	if len(eps) == 0 && len(errs) == 0 {
-		errs = append(errs, fmt.Errorf("no endpoint given (e.g. %s)", DefaultNorthbound))
+		errs = append(errs, errors.New("no endpoint given (e.g. unix:/var/run/ovn-ic/ovnnb_db.sock, tcp:HOST:6641)"))
 	}
 	return eps, errs
 }

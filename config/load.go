@@ -20,9 +20,12 @@ import (
 // host is what Load reads from the machine besides the config file: the
 // hostname and addresses for defaults, secret and TLS files. Tests fake it.
 type host struct {
-	hostname       func() (string, error)
-	interfaceAddrs func() ([]net.Addr, error)
-	getenv         func(string) string
+	hostname func() (string, error)
+	// kubeletNodeName is KUBELET_NODE_NAME of the kubelet's environment
+	// file on OpenShift ("" when there is none): kubeletNodeName.
+	kubeletNodeName func() string
+	interfaceAddrs  func() ([]net.Addr, error)
+	getenv          func(string) string
 	// readFile reads a regular file of at most limit bytes and returns
 	// its information (readRegular).
 	readFile func(path string, limit int64) ([]byte, fs.FileInfo, error)
@@ -34,7 +37,14 @@ type host struct {
 // systemHost reads the real machine.
 func systemHost() host {
 	return host{
-		hostname:       os.Hostname,
+		hostname: os.Hostname,
+		kubeletNodeName: func() string {
+			b, _, err := readRegular(KubeletNodeEnv, 64<<10)
+			if err != nil {
+				return ""
+			}
+			return kubeletNodeName(b)
+		},
 		interfaceAddrs: net.InterfaceAddrs,
 		getenv:         os.Getenv,
 		readFile:       readRegular,

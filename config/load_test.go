@@ -36,7 +36,7 @@ func TestDefaults(t *testing.T) {
 				BFD: defaultBFD, Families: []Family{IPv6}, MaxPrefixes: DefaultMaxPrefixes, EnforceFirstAS: true,
 			}},
 		},
-		OVN:       OVN{Northbound: "unix:/var/run/ovn/ovnnb_db.sock"},
+		OVN:       OVN{NorthboundSockets: DefaultNorthboundSockets()},
 		Advertise: []AdvertiseRule{{Name: "pods", Kind: KindPodNetwork, Networks: []Glob{mustGlob(t, "default")}}},
 		Cluster:   Cluster{ServiceCIDRs: []netip.Prefix{netip.MustParsePrefix("172.30.0.0/16")}},
 		Kernel:    Kernel{RouteProtocol: DefaultRouteProtocol},

@@ -58,7 +58,8 @@ const (
 // from env, and the real file system.
 func fakeHost(env map[string]string) host {
 	return host{
-		hostname: func() (string, error) { return "Worker-7.example.com", nil },
+		hostname:        func() (string, error) { return "Worker-7.example.com", nil },
+		kubeletNodeName: func() string { return env["KUBELET_NODE_NAME"] },
 		interfaceAddrs: func() ([]net.Addr, error) {
 			return []net.Addr{
 				ipNet("127.0.0.1/8"), ipNet("::1/128"), ipNet("fe80::1/64"),

@@ -43,8 +43,9 @@ type Config struct {
 
 // Node names the OVN-Kubernetes node this daemon runs on.
 type Node struct {
-	// Name is the OVN-Kubernetes node name; default: the hostname,
-	// lower-cased, as the kubelet names the node.
+	// Name is the OVN-Kubernetes node name; default: as the kubelet names
+	// the node, KUBELET_NODE_NAME of KubeletNodeEnv, else the hostname,
+	// lower-cased.
 	Name string `yaml:"name" json:"name"`
 }
 
@@ -167,8 +168,13 @@ type BFD struct {
 // OVN is how to reach the OVN Northbound database.
 type OVN struct {
 	// Northbound is unix:PATH, tcp:HOST:PORT or ssl:HOST:PORT; several may
-	// be given separated by commas (clustered NB).
+	// be given separated by commas (clustered NB). Unset (""), the node's
+	// NB socket is looked for among NorthboundSockets (Target).
 	Northbound string `yaml:"northbound" json:"northbound"`
+	// NorthboundSockets are the unix sockets looked for, in order, while
+	// Northbound is unset (default DefaultNorthboundSockets: OpenShift's
+	// /var/run/ovn-ic first). Absolute paths; only without Northbound.
+	NorthboundSockets []string `yaml:"northboundSockets" json:"northboundSockets,omitempty"`
 	// TLS files are required with, and only with, an ssl: endpoint.
 	TLS TLS `yaml:"tls" json:"tls"`
 }

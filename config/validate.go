@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"net/netip"
 	"path/filepath"
@@ -260,14 +261,27 @@ func isName(s string) bool {
 
 func (v *validator) ovn() {
 	o := &v.c.OVN
-	if strings.TrimSpace(o.Northbound) == "" {
-		v.add("ovn.northbound", "required (e.g. %s)", DefaultNorthbound)
-	}
-	eps, errs := parseNorthbound(o.Northbound)
+	var eps Endpoints
 	if strings.TrimSpace(o.Northbound) != "" {
+		var errs []error
+		eps, errs = parseNorthbound(o.Northbound)
 		for _, err := range errs {
 			v.add("ovn.northbound", "%v", err)
 		}
+		if len(o.NorthboundSockets) > 0 {
+			v.add("ovn.northboundSockets", "only used while ovn.northbound is unset (ovn.northbound is %q): remove one of the two", o.Northbound)
+		}
+	}
+	seen := map[string]bool{}
+	for i, s := range o.NorthboundSockets {
+		p := fmt.Sprintf("ovn.northboundSockets[%d]", i)
+		switch {
+		case !strings.HasPrefix(s, "/"):
+			v.add(p, "%q is not an absolute path (e.g. /var/run/ovn-ic/ovnnb_db.sock)", s)
+		case seen[s]:
+			v.add(p, "%q is listed twice", s)
+		}
+		seen[s] = true
 	}
 	ssl := eps.NeedTLS()
 	files := []struct{ key, file string }{

@@ -711,7 +711,7 @@ func (d *Daemon) applyConfig(ctx context.Context, r parsed) (api.ReloadResult, e
 			res.Warnings = append(res.Warnings, fmt.Sprintf("bmp: %v; ovnbgp retries with backoff", err))
 		}
 	}
-	if next.OVN != old.OVN {
+	if !next.OVN.Equal(old.OVN) {
 		d.log.Info("ovn settings changed: reconnecting")
 		nb, err := d.deps.DialNB(ctx, next.OVN, d.log.Named("ovn"), d.poke)
 		if err != nil {

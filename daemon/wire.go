@@ -55,8 +55,12 @@ func (staleError) Is(target error) bool { return target == errStalePlan }
 
 func (c nbClient) Status() api.NBStatus {
 	s := c.Client.Status()
+	var tried []api.NBTried
+	for _, t := range s.Tried {
+		tried = append(tried, api.NBTried{Path: t.Path, State: t.State})
+	}
 	return api.NBStatus{
-		Endpoint: s.Endpoint, Current: s.Current, Connected: s.Connected, Synced: s.Synced, Since: s.Since,
+		Endpoint: s.Endpoint, Source: string(s.Source), Tried: tried, Current: s.Current, Connected: s.Connected, Synced: s.Synced, Since: s.Since,
 		LastError: s.LastError, LastErrorAt: s.LastErrorAt, Attempts: s.Attempts, Problems: s.Problems,
 	}
 }

@@ -96,6 +96,10 @@ func TestCheckNB(t *testing.T) {
 			[]string{"fail:connection refused", "skip:needs NB", "skip:needs NB"}},
 		{"present", &fakeEnv{nb: model.Snapshot{Routers: []model.GatewayRouter{gr("default", "GR_node1", "")}}}, baseConfig,
 			[]string{"pass:answers", "pass:GR_node1", "pass:no OVN-Kubernetes route import"}},
+		{"discovered", &fakeEnv{nb: model.Snapshot{Routers: []model.GatewayRouter{gr("default", "GR_node1", "")}}}, baseConfig,
+			[]string{"pass:(discovered: ovn.northbound unset; looked at /var/run/ovn-ic/ovnnb_db.sock (", "pass:GR_node1", "pass:"}},
+		{"configured", &fakeEnv{nb: model.Snapshot{Routers: []model.GatewayRouter{gr("default", "GR_node1", "")}}}, baseConfig + "ovn: {northbound: \"tcp:192.0.2.5:6641\"}\n",
+			[]string{"pass:answers at tcp:192.0.2.5:6641 (configured: ovn.northbound;", "pass:GR_node1", "pass:"}},
 		{"absent: another node name", &fakeEnv{}, baseConfig,
 			[]string{"pass:", "fail:no gateway router GR_node1 for node.name \"node1\"", "pass:"}},
 		{"import network without router", &fakeEnv{nb: model.Snapshot{Routers: []model.GatewayRouter{gr("default", "GR_node1", "")}}}, withBlue,
@@ -108,6 +112,21 @@ func TestCheckNB(t *testing.T) {
 			[]string{"pass:", "pass:", "warn:manages GR_red_node1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { expect(t, run(t, checkNB, tc.env, tc.doc), tc.want...) })
+	}
+}
+
+// TestCheckNBFix: the fix of an unreachable NB names OpenShift's socket;
+// with ovn.northbound unset it says what creates the socket, and the finding
+// where it was looked for.
+func TestCheckNBFix(t *testing.T) {
+	rs := run(t, checkNB, &fakeEnv{nbErr: errors.New("no NB socket was found")}, baseConfig)
+	if !strings.Contains(rs[0].Finding, "discovered from /var/run/ovn-ic/ovnnb_db.sock then /var/run/ovn/ovnnb_db.sock") ||
+		!strings.Contains(rs[0].Fix, "ovnkube-node") || !strings.Contains(rs[0].Fix, "/var/run/ovn-ic/ovnnb_db.sock") {
+		t.Errorf("discovered, unreachable:\n%s", dump(rs))
+	}
+	rs = run(t, checkNB, &fakeEnv{nbErr: errors.New("connection refused")}, baseConfig+"ovn: {northbound: \"unix:/run/nb.sock\"}\n")
+	if !strings.Contains(rs[0].Fix, "check ovn.northbound (unix:/run/nb.sock)") || !strings.Contains(rs[0].Fix, "unix:/var/run/ovn-ic/ovnnb_db.sock") {
+		t.Errorf("configured, unreachable:\n%s", dump(rs))
 	}
 }
 

@@ -42,6 +42,11 @@ type Env interface {
 type NBView struct {
 	// Endpoint is the endpoint that answered.
 	Endpoint string
+	// Source says whether it is ovn.northbound (configured) or was found
+	// among ovn.northboundSockets (discovered); Tried is then every socket
+	// path looked at and what was there.
+	Source config.NBSource
+	Tried  []config.NBCandidate
 	// Snapshot is node's networks and gateway routers.
 	Snapshot model.Snapshot
 }
@@ -98,7 +103,8 @@ func (h Host) Northbound(ctx context.Context, cfg config.OVN, node string) (NBVi
 	defer c.Close()
 	for {
 		if snap, ok := c.Snapshot(node); ok {
-			return NBView{Endpoint: c.Status().Current, Snapshot: snap}, nil
+			st := c.Status()
+			return NBView{Endpoint: st.Current, Source: st.Source, Tried: st.Tried, Snapshot: snap}, nil
 		}
 		select {
 		case <-poke:

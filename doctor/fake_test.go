@@ -44,7 +44,12 @@ func (f *fakeEnv) Northbound(_ context.Context, cfg config.OVN, node string) (NB
 	}
 	s := f.nb
 	s.Node = node
-	return NBView{Endpoint: cfg.Northbound, Snapshot: s}, nil
+	target, err := cfg.Target()
+	if err != nil {
+		return NBView{}, err
+	}
+	eps, tried := target.Find()
+	return NBView{Endpoint: eps.String(), Source: target.Source, Tried: tried, Snapshot: s}, nil
 }
 
 func (f *fakeEnv) Routing() (Routing, error) {

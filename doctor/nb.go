@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ovnbgp/ovnbgp/config"
 	"github.com/ovnbgp/ovnbgp/model"
 )
 
@@ -23,20 +24,35 @@ func checkNB(ctx context.Context, s *state) []Result {
 	}
 	c := s.cfg
 	view, err := s.northbound(ctx)
+	target, terr := c.OVN.Target()
 	if err != nil {
 		fix := "check ovn.northbound (" + c.OVN.Northbound + ")"
 		if strings.Contains(c.OVN.Northbound, "ssl:") {
 			fix += " and ovn.tls (caFile, certFile, keyFile)"
 		}
-		fix += "; on OpenShift the node's NB is unix:/var/run/ovn/ovnnb_db.sock"
+		fix += "; on OpenShift 4.14 and later the node's NB is unix:/var/run/ovn-ic/ovnnb_db.sock: leave ovn.northbound unset to find it"
+		where := c.OVN.Northbound
+		if terr == nil && target.Source == config.NBDiscovered {
+			fix = "start OVN-Kubernetes on this node (ovnkube-node creates the socket; on OpenShift 4.14 and later at /var/run/ovn-ic/ovnnb_db.sock), " +
+				"or set ovn.northbound to this node's NB"
+			where = "(" + target.String() + ")"
+		}
 		return []Result{
-			fail(idNB, fix, "OVN Northbound at %s not reachable within %v: %s", c.OVN.Northbound, s.in.Timeout, oneLine(err.Error())),
+			fail(idNB, fix, "OVN Northbound at %s not reachable within %v: %s", where, s.in.Timeout, oneLine(err.Error())),
 			skip(idRouters, "needs NB (see check nb)"),
 			skip(idImport, "needs NB (see check nb)"),
 		}
 	}
 	snap := view.Snapshot
-	out := []Result{pass(idNB, "OVN Northbound answers at %s (%d networks with subnets on node %s)", view.Endpoint, len(snap.Networks), c.Node.Name)}
+	how := "configured: ovn.northbound"
+	if view.Source == config.NBDiscovered {
+		tried := make([]string, len(view.Tried))
+		for i, t := range view.Tried {
+			tried[i] = t.String()
+		}
+		how = "discovered: ovn.northbound unset; looked at " + strings.Join(tried, ", ")
+	}
+	out := []Result{pass(idNB, "OVN Northbound answers at %s (%s; %d networks with subnets on node %s)", view.Endpoint, how, len(snap.Networks), c.Node.Name)}
 	out = append(out, routerResults(idRouters, c.Node.Name, snap, ovnNetworks(s))...)
 	out = append(out, routeImportResults(idImport, snap, ovnNetworks(s))...)
 	return out

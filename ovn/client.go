@@ -55,12 +55,10 @@ const (
 // ovnbgp owns (ApplyRoutes). It is safe for concurrent use. It writes
 // nothing else.
 type Client struct {
-	log       *zap.Logger
-	endpoint  string   // as configured
-	endpoints []string // as libovsdb takes them
-	parsed    config.Endpoints
-	tls       *tls.Config
-	notify    func()
+	log    *zap.Logger
+	target config.NBTarget // configured endpoints, or the sockets to look for
+	tls    *tls.Config
+	notify func()
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -82,7 +80,12 @@ type Client struct {
 	// ApplyRoutes sends; batch counts from 0.
 	txnHook func(batch int, ops []ovsdb.Operation) []ovsdb.Operation
 
-	mu        sync.Mutex
+	mu sync.Mutex
+	// endpoint is what the last attempt dialled (config.Endpoints.String):
+	// the configured endpoints, or the sockets found; tried is what the
+	// last look for sockets found at each path (discovered only).
+	endpoint  string
+	tried     []config.NBCandidate
 	connected bool
 	synced    bool          // a first full sync has happened
 	rows      nbRows        // last good rows; replaced, never mutated
@@ -103,8 +106,15 @@ type Client struct {
 
 // Status describes the connection to NB, for `ovnbgp` status output.
 type Status struct {
-	// Endpoint is the configured endpoint list.
+	// Endpoint is the endpoint list dialled: the configured one, or
+	// (discovered) the sockets the last look found, "" when it found none.
 	Endpoint string `json:"endpoint"`
+	// Source says whether Endpoint is ovn.northbound (configured) or was
+	// found among ovn.northboundSockets (discovered).
+	Source config.NBSource `json:"source"`
+	// Tried is, for a discovered endpoint, every socket path the last look
+	// tried, in order, and what was there.
+	Tried []config.NBCandidate `json:"tried,omitempty"`
 	// Current is the endpoint of the live connection, "" when disconnected.
 	Current string `json:"current,omitempty"`
 	// Connected is true while a monitor session is live.
@@ -131,7 +141,10 @@ type Status struct {
 // Dial returns a Client at once; it connects in the background and keeps
 // reconnecting with exponential backoff (250ms doubling to 30s, or to 4s
 // when every endpoint is a local unix socket) while the
-// database is away. notify is called on every change of the monitored rows
+// database is away. With ovn.northbound unset, each attempt first looks
+// for the sockets of ovn.northboundSockets (config.NBTarget.Find) and
+// dials those that exist, in order; with none there the attempt fails with
+// an error naming every path, and the next one looks again. notify is called on every change of the monitored rows
 // and on every connect and disconnect; it must not block (the daemon pokes a
 // size-1 channel). notify may be nil.
 //
@@ -139,13 +152,12 @@ type Status struct {
 // or TLS files that cannot be read. The client lives until Close or until ctx
 // is done.
 func Dial(ctx context.Context, cfg config.OVN, log *zap.Logger, notify func()) (*Client, error) {
-	parsed, err := cfg.Endpoints()
+	target, err := cfg.Target()
 	if err != nil {
 		return nil, fmt.Errorf("ovn.northbound: %w", err)
 	}
-	eps := parsed.Strings()
 	var tc *tls.Config
-	if parsed.NeedTLS() {
+	if target.Configured.NeedTLS() {
 		if tc, err = tlsConfig(cfg.TLS); err != nil {
 			return nil, err
 		}
@@ -158,9 +170,8 @@ func Dial(ctx context.Context, cfg config.OVN, log *zap.Logger, notify func()) (
 	}
 	c := &Client{
 		log:       log,
-		endpoint:  strings.Join(eps, ","),
-		endpoints: eps,
-		parsed:    parsed,
+		target:    target,
+		endpoint:  target.Configured.String(),
 		tls:       tc,
 		notify:    notify,
 		done:      make(chan struct{}),
@@ -224,6 +235,8 @@ func (c *Client) Status() Status {
 	defer c.mu.Unlock()
 	return Status{
 		Endpoint:    c.endpoint,
+		Source:      c.target.Source,
+		Tried:       slices.Clone(c.tried),
 		Current:     c.current,
 		Connected:   c.connected,
 		Synced:      c.synced,
@@ -245,7 +258,7 @@ func (c *Client) Close() {
 // backoffMax is the longest wait between attempts: short for a local NB,
 // long (and jittered) for a remote one that many nodes share.
 func (c *Client) backoffMax() time.Duration {
-	for _, ep := range c.parsed {
+	for _, ep := range c.target.Configured {
 		if ep.Scheme != config.SchemeUnix {
 			return backoffMax
 		}
@@ -270,7 +283,7 @@ func (c *Client) run() {
 		c.setDown(err)
 		// Jitter ±20% so that many nodes do not hammer a restarted NB in step.
 		d := time.Duration(float64(wait) * (0.8 + 0.4*rand.Float64()))
-		c.log.Debug("nb retry scheduled", zap.String("endpoint", c.endpoint), zap.Duration("in", d), zap.Error(err))
+		c.log.Debug("nb retry scheduled", zap.String("endpoint", c.target.String()), zap.Duration("in", d), zap.Error(err))
 		select {
 		case <-c.ctx.Done():
 			return
@@ -287,6 +300,13 @@ func (c *Client) session() (connected bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("nb model: %w", err)
 	}
+	eps := c.find()
+	if len(eps) == 0 {
+		c.mu.Lock()
+		tried := c.tried
+		c.mu.Unlock()
+		return false, c.target.NotFound(tried)
+	}
 	opts := []client.Option{
 		// Always pass a logger: without one libovsdb sets stdr's verbosity
 		// to 5 process-wide.
@@ -295,7 +315,7 @@ func (c *Client) session() (connected bool, err error) {
 		// leader.
 		client.WithLeaderOnly(false),
 	}
-	for _, ep := range c.endpoints {
+	for _, ep := range eps.Strings() {
 		opts = append(opts, client.WithEndpoint(ep))
 	}
 	if c.tls != nil {
@@ -784,6 +804,20 @@ func (m *rowMemo) setLBRows(rows map[*nbdb.LoadBalancer]*lbRow) {
 	m.mu.Unlock()
 }
 
+// find returns the endpoints to dial now (config.NBTarget.Find) and
+// records them; a change of the sockets found is logged.
+func (c *Client) find() config.Endpoints {
+	eps, tried := c.target.Find()
+	c.mu.Lock()
+	changed := c.target.Source == config.NBDiscovered && (eps.String() != c.endpoint || c.tried == nil)
+	c.endpoint, c.tried = eps.String(), tried
+	c.mu.Unlock()
+	if changed && len(eps) > 0 {
+		c.log.Info("nb socket discovered", zap.String("endpoint", eps.String()), zap.Stringers("tried", tried))
+	}
+	return eps
+}
+
 // setUp records a live, fully synced session and says so once.
 func (c *Client) setUp(cli client.Client, rows nbRows) {
 	endpoint := cli.CurrentEndpoint()
@@ -835,10 +869,10 @@ func (c *Client) setDown(err error) {
 	synced := c.synced
 	c.mu.Unlock()
 	if changed {
-		c.log.Info("nb disconnected", zap.String("endpoint", c.endpoint), zap.Error(err),
+		c.log.Info("nb disconnected", zap.String("endpoint", c.target.String()), zap.Error(err),
 			zap.Bool("servingLastGood", synced))
 	} else if err != nil && c.ctx.Err() == nil {
-		c.log.Debug("nb connect failed", zap.String("endpoint", c.endpoint), zap.Error(err))
+		c.log.Debug("nb connect failed", zap.String("endpoint", c.target.String()), zap.Error(err))
 	}
 	if wasUp {
 		c.notify()

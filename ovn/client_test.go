@@ -293,8 +293,9 @@ func TestDialNeverConnects(t *testing.T) {
 func TestDialConfigErrors(t *testing.T) {
 	dir := shortDir(t)
 	for _, cfg := range []config.OVN{
-		{Northbound: ""},
 		{Northbound: "/var/run/ovn/ovnnb_db.sock"},
+		{Northbound: "unix:/a.sock", NorthboundSockets: []string{"/b.sock"}},
+		{NorthboundSockets: []string{"relative.sock"}},
 		{Northbound: "tcp:localhost"},
 		{Northbound: "ssl:127.0.0.1:9641"},
 		{Northbound: "ssl:127.0.0.1:9641", TLS: config.TLS{CAFile: filepath.Join(dir, "missing.pem")}},

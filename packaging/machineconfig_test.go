@@ -382,7 +382,14 @@ func TestMachineConfigPool(t *testing.T) {
 // TestMachineConfigConfigValid: the config the MachineConfigs install
 // passes ovnbgp's own validation.
 func TestMachineConfigConfigValid(t *testing.T) {
-	if _, err := config.Load("machineconfig/config.yaml"); err != nil {
-		t.Errorf("machineconfig/config.yaml: %v", err)
+	c, err := config.Load("machineconfig/config.yaml")
+	if err != nil {
+		t.Fatalf("machineconfig/config.yaml: %v", err)
+	}
+	// OpenShift 4.14 and later: the node's NB socket on the host is the
+	// interconnect one (ovnkube-node's run-ovn volume, /var/run/ovn-ic),
+	// the first of the sockets looked for when ovn.northbound is unset.
+	if want := "unix:" + config.DefaultNorthboundSockets()[0]; c.OVN.Northbound != want || want != "unix:/var/run/ovn-ic/ovnnb_db.sock" {
+		t.Errorf("machineconfig/config.yaml: ovn.northbound = %q, want %s (OpenShift's interconnect socket)", c.OVN.Northbound, want)
 	}
 }

@@ -258,9 +258,30 @@ func TestUnitContract(t *testing.T) {
 	if got := u["Service"]["StateDirectory"]; len(got) != 1 || "/var/lib/"+got[0] != config.DefaultStateDir {
 		t.Errorf("StateDirectory=%q, but stateDir defaults to %s", got, config.DefaultStateDir)
 	}
-	nbDir := filepath.Dir(strings.TrimPrefix(config.DefaultNorthbound, "unix:"))
-	if rw := strings.Fields(strings.Join(u["Service"]["ReadWritePaths"], " ")); !slices.Contains(rw, "-"+nbDir) {
-		t.Errorf("ReadWritePaths=%q does not hold -%s, the default NB socket's directory", rw, nbDir)
+	// The NB sockets looked for while ovn.northbound is unset stay reachable
+	// as they come and go: no path option names them or a directory above
+	// them (a bind mount would freeze the directory as it was at start,
+	// and an inaccessible or temporary one would hide the socket).
+	// /var/run is a symlink to /run.
+	for _, sock := range config.DefaultNorthboundSockets() {
+		dirs := []string{filepath.Dir(sock)}
+		if rest, ok := strings.CutPrefix(dirs[0], "/var/run/"); ok {
+			dirs = append(dirs, "/run/"+rest)
+		}
+		for _, key := range []string{"ReadWritePaths", "ReadOnlyPaths", "InaccessiblePaths", "BindPaths", "BindReadOnlyPaths", "TemporaryFileSystem"} {
+			for _, p := range strings.Fields(strings.Join(u["Service"][key], " ")) {
+				p = strings.TrimLeft(p, "-+")
+				p, _, _ = strings.Cut(p, ":")
+				for _, d := range dirs {
+					if d == p || strings.HasPrefix(d, strings.TrimSuffix(p, "/")+"/") {
+						t.Errorf("%s=%s covers %s, where ovnbgp looks for the NB socket %s", key, p, d, sock)
+					}
+				}
+			}
+		}
+	}
+	if got := u["Service"]["ProtectSystem"]; len(got) != 1 || got[0] != "strict" {
+		t.Errorf("ProtectSystem=%q, want strict (read-only /run still lets the NB socket be connected)", got)
 	}
 }
 

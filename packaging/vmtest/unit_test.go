@@ -43,6 +43,7 @@ var checks = []string{
 	"established-md5", // the session with FRR, which requires the TCP MD5 password
 	"cli-peers",       // ovnbgp peers -o json through the control socket
 	"advertised",      // node1's pod subnet in FRR's RIB from us
+	"nb-discovered",   // no ovn.northbound: the NB socket created later at /var/run/ovn-ic is found and used
 	"kernel-route",    // the learned route in table 100, proto ovnbgp (CAP_NET_ADMIN)
 	"reload",          // systemctl reload: a new rule applies, no session reset, no restart
 	"start-limit",     // a bad config: restarts, then start-limit-hit
@@ -51,7 +52,9 @@ var checks = []string{
 // TestUnitUnderSystemd boots one VM and requires every check of the
 // guest's checker to pass: the shipped unit, unchanged but for a drop-in
 // with LoadCredential=, runs the daemon under its whole sandbox with a real
-// BGP session (TCP MD5 from the credential), advertises the pod subnet,
+// BGP session (TCP MD5 from the credential), finds the NB socket that
+// appears only at /var/run/ovn-ic after it started (no ovn.northbound),
+// advertises the pod subnet,
 // programs a learned route into the kernel, reloads on SIGHUP without
 // resetting the session, and hits the start limit with a bad config.
 func TestUnitUnderSystemd(t *testing.T) {

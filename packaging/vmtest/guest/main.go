@@ -28,6 +28,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ovnbgp/ovnbgp/api"
 	"github.com/ovnbgp/ovnbgp/model"
 )
 
@@ -152,6 +153,8 @@ const (
 	learned = "198.51.100.0/24"
 	// added is accepted only by the config the reload test writes.
 	added = "203.0.113.0/24"
+	// icSocket is the only NB socket in the VM (vmtest-nb.service).
+	icSocket = "/var/run/ovn-ic/ovnnb_db.sock"
 )
 
 // checker runs the checks and counts failures.
@@ -288,6 +291,31 @@ func (c *checker) run() {
 	// The pod subnet reached the peer.
 	err = waitFor(time.Minute, func() error { return frrHasPath(podNet, nodeIP) })
 	c.result("advertised", err, podNet+" (node1's pod subnet in NB) in FRR's RIB from "+nodeIP)
+
+	// No ovn.northbound: the daemon started before the NB socket existed
+	// (vmtest-nb.service runs after it, like ovnkube-node at boot) and
+	// found it at OpenShift's /var/run/ovn-ic, through the unit's sandbox.
+	var nbst api.NBStatus
+	err = waitFor(time.Minute, func() error {
+		out, e := run("/usr/local/bin/ovnbgp", "status", "-o", "json")
+		var st api.Status
+		if e == nil {
+			e = json.Unmarshal([]byte(out), &st)
+		}
+		nbst = st.NB
+		if e == nil && (!nbst.Connected || nbst.Source != "discovered" || nbst.Current != "unix:"+icSocket) {
+			e = fmt.Errorf("ovnbgp status northbound: %+v, want connected to the discovered unix:%s", nbst, icSocket)
+		}
+		return e
+	})
+	if err == nil {
+		journal, e := run("journalctl", "-b", "--no-pager", "-o", "cat", "-u", "ovnbgp")
+		if e == nil && !strings.Contains(journal, "no NB socket was found") {
+			e = fmt.Errorf("ovnbgp's journal never says \"no NB socket was found\": it did not start before the socket existed")
+		}
+		err = e
+	}
+	c.result("nb-discovered", err, fmt.Sprintf("no ovn.northbound: started before the NB socket existed, then %s (%s; tried %v)", nbst.Current, nbst.Source, nbst.Tried))
 
 	// A learned route in the kernel (CAP_NET_ADMIN over netlink), with our
 	// protocol, named by the shipped rt_protos.d file.

@@ -91,8 +91,11 @@ type DaemonConfig struct {
 	// namespace: read it with Lab.HTTPGet); "" = no metrics.
 	Metrics string
 
-	Northbound string // filled by StartDaemon
-	Socket     string // filled by StartDaemon
+	Northbound string // filled by StartDaemon when it is given an NB
+	// NorthboundSockets sets ovn.northboundSockets (the sockets looked for
+	// while ovn.northbound is unset) when Northbound is "".
+	NorthboundSockets []string
+	Socket            string // filled by StartDaemon
 	// StateDir is filled by StartDaemon: the daemon's own directory, so
 	// that no test reads or writes /var/lib/ovnbgp (a drain there would
 	// drain every other test's daemon).
@@ -155,7 +158,11 @@ bgp:
       families: [{{range $i, $f := .Families}}{{if $i}}, {{end}}{{$f}}{{end}}]
 {{- end}}
 {{- end}}
+{{- if .Northbound}}
 ovn: {northbound: "{{.Northbound}}"}
+{{- else if .NorthboundSockets}}
+ovn: {northboundSockets: [{{range $i, $p := .NorthboundSockets}}{{if $i}}, {{end}}"{{$p}}"{{end}}]}
+{{- end}}
 advertise:
 {{.Advertise}}
 {{- if .Import}}
