@@ -460,7 +460,9 @@ func TestImportedViewGracefulStale(t *testing.T) {
 	want.UUID = ""
 	res := plan.ImportResult{Paths: []model.LearnedPath{p}, OVN: []model.OVNRoute{want},
 		Kernel: []model.KernelRoute{{Table: 100, Prefix: p.Prefix, Protocol: 200, Rule: "uplink", NextHops: kernel[0].NextHops}}}
-	why := func(model.LearnedPath) string { return "kept stale through peer tor's graceful restart (RFC 4724): until …" }
+	why := func(model.LearnedPath) string {
+		return "kept stale through peer tor's graceful restart (RFC 4724): until …"
+	}
 	v := importedView(cfg, "", res, model.Snapshot{OwnedRoutes: owned}, model.Host{Routes: kernel}, plan.Plan{}, nil, why)
 	if len(v.OVN) != 1 || v.OVN[0].State != api.ImportStale || v.OVN[0].Reason != why(p) || v.OVN[0].Rule != "uplink" {
 		t.Errorf("OVN = %+v, want the row stale with the window's reason and its rule", v.OVN)
