@@ -137,8 +137,8 @@ func (p *mxFRR) announce(routes mxRoutes) error {
 	}
 	for i, a := range []netip.Addr{lab.NodeIPv4, lab.NodeIPv6} {
 		if soft[i] {
-			if out, err := p.f.VTY("clear bgp " + mxFamilies[i] + " unicast " + a.String() + " soft out"); err != nil {
-				return fmt.Errorf("%v: %s", err, out)
+			if err := p.f.Config("do clear bgp " + mxFamilies[i] + " unicast " + a.String() + " soft out"); err != nil {
+				return err
 			}
 		}
 	}
@@ -148,8 +148,10 @@ func (p *mxFRR) announce(routes mxRoutes) error {
 
 func (p *mxFRR) notify() error {
 	for _, a := range []netip.Addr{lab.NodeIPv4, lab.NodeIPv6} {
-		if out, err := p.f.VTY("clear bgp " + a.String()); err != nil {
-			return fmt.Errorf("%v: %s", err, out)
+		// a hard reset: Cease/Administrative Reset (FRR 8.4 sends it as a
+		// Hard Reset when RFC 8538 is negotiated; ovnbgp does not offer it)
+		if err := p.f.Config("do clear bgp " + a.String()); err != nil {
+			return err
 		}
 	}
 	return nil
