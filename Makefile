@@ -11,9 +11,14 @@ COMMIT_DATE ?= $(shell git log -1 --format=%cI 2>/dev/null)
 PKG     := github.com/ovnbgp/ovnbgp/cmd
 LDFLAGS := -s -w -X $(PKG).version=$(VERSION) -X $(PKG).commit=$(COMMIT) -X $(PKG).treeState=$(TREE_STATE) -X $(PKG).commitDate=$(COMMIT_DATE)
 BIN     := bin/ovnbgp
+# The daemon built with the race detector (cgo on), for the end-to-end tests
+# that run the real daemon under it (OVNBGP_RACE_BIN: the short chaos
+# variant and the peer matrix). Not stripped: race reports name the code.
+RACE_BIN     := bin/ovnbgp-race
+RACE_LDFLAGS := -X $(PKG).version=$(VERSION) -X $(PKG).commit=$(COMMIT) -X $(PKG).treeState=$(TREE_STATE) -X $(PKG).commitDate=$(COMMIT_DATE)
 export CGO_ENABLED := 0
 
-.PHONY: all help build test unit race e2e soak test-chaos bench vet lab generate docs machineconfig image package fuzz deps clean
+.PHONY: all help build build-race test unit race e2e soak test-chaos bench vet lab generate docs machineconfig image package fuzz deps clean
 
 all: build
 
@@ -26,6 +31,18 @@ build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) .
 	@file $(BIN) 2>/dev/null | grep -q 'statically linked' || { echo "$(BIN) is not statically linked" >&2; file $(BIN) >&2; exit 1; }
 
+## build-race: the daemon built with -race in bin/ovnbgp-race (cgo on; make test's e2e tests run it as OVNBGP_RACE_BIN)
+## (without a C compiler: CI=true fails, elsewhere it says so, removes a stale bin/ovnbgp-race and skips)
+build-race:
+	@cc=$$(CGO_ENABLED=1 $(GO) env CC); if ! command -v "$${cc%% *}" >/dev/null; then \
+	  msg="make build-race: no C compiler ($$cc) for cgo, which -race needs: run scripts/test-deps.sh as root, or apt-get install gcc libc6-dev"; \
+	  if [ "$$CI" = true ]; then echo "$$msg" >&2; exit 1; fi; \
+	  rm -f $(RACE_BIN); echo "$$msg; the e2e tests run the daemon without the race detector" >&2; exit 0; fi; \
+	CGO_ENABLED=1 $(GO) build -race -trimpath -ldflags '$(RACE_LDFLAGS)' -o $(RACE_BIN) .
+
+# OVNBGP_RACE_BIN=... for go test when the race build exists.
+RACE_ENV = $$([ -x $(RACE_BIN) ] && echo OVNBGP_RACE_BIN=$(CURDIR)/$(RACE_BIN))
+
 # The unit packages: everything but the end-to-end tests, the VM tests and the benchmarks.
 UNIT_PKGS = $$($(GO) list ./... | grep -v -e /test/e2e -e /bench -e /vrf/vmtest -e /packaging/vmtest)
 # The race detector skips packaging/ too: it has no concurrent Go code, and
@@ -33,9 +50,9 @@ UNIT_PKGS = $$($(GO) list ./... | grep -v -e /test/e2e -e /bench -e /vrf/vmtest 
 # runs them once, without -race).
 RACE_PKGS = $$($(GO) list ./... | grep -v -e /test/e2e -e /bench -e /vrf/vmtest -e /packaging/vmtest -e /packaging$$)
 
-## test: install test packages (as root), vet, build, the race detector on the unit packages, unit and end-to-end tests
-test: deps vet build race
-	OVNBGP_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 25m ./...
+## test: install test packages (as root), vet, build (and the -race daemon), the race detector on the unit packages, unit and end-to-end tests (the short chaos variant and the peer matrix run the -race daemon; a race report fails them)
+test: deps vet build build-race race
+	env OVNBGP_BIN=$(CURDIR)/$(BIN) $(RACE_ENV) $(GO) test -count=1 -timeout 25m ./...
 
 ## unit: only the tests that need no root and no packages
 unit:
@@ -52,8 +69,8 @@ race:
 	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 15m $(RACE_PKGS)
 
 ## e2e: only the end-to-end tests (root; real ovsdb-server and FRR in netns)
-e2e: deps build
-	OVNBGP_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 25m -v ./test/e2e/
+e2e: deps build build-race
+	env OVNBGP_BIN=$(CURDIR)/$(BIN) $(RACE_ENV) $(GO) test -count=1 -timeout 25m -v ./test/e2e/
 
 # The soak test's length (a Go duration) and go test's timeout for it.
 DURATION     ?= 30m

@@ -13,6 +13,8 @@
 #                        malformed UPDATEs (the route import tests)
 #   bird2                BIRD 2, the third BGP peer of the chaos suite
 #                        (test/e2e/chaos_test.go), beside two FRRs
+#   gobgpd               Debian's gobgpd 3.10 and its gobgp CLI: a peer of the
+#                        peer matrix (test/e2e/peer_matrix_test.go)
 #   iptables             cuts the node-tor link without taking it down (BFD tests)
 #   file
 #   systemd              systemd-analyze (security, verify) and systemd-tmpfiles
@@ -51,6 +53,7 @@ declare -A probe=(
   [iptables]=/usr/sbin/iptables
   [exabgp]=/usr/sbin/exabgp
   [bird2]=/usr/sbin/bird
+  [gobgpd]=/usr/bin/gobgpd
   [file]=/usr/bin/file
   [gcc]=/usr/bin/gcc
   [libc6-dev]=/usr/include/stdio.h
@@ -61,7 +64,7 @@ declare -A probe=(
   [rpm]=/usr/bin/rpm
 )
 need=()
-for pkg in frr frr-pythontools ovn-central ovn-common openvswitch-common iproute2 iptables exabgp bird2 file gcc libc6-dev qemu-system-x86 systemd podman runc rpm; do
+for pkg in frr frr-pythontools ovn-central ovn-common openvswitch-common iproute2 iptables exabgp bird2 gobgpd file gcc libc6-dev qemu-system-x86 systemd podman runc rpm; do
   [ -e "${probe[$pkg]}" ] || need+=("$pkg")
 done
 # a kernel for the VM tests: any /boot/vmlinuz-VER with VER's vrf.ko and 9p.ko

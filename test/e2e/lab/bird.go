@@ -151,7 +151,10 @@ func (l *Lab) StartBIRD(ns string, cfg BIRDConfig) *BIRD {
 }
 
 // Start starts BIRD (again, after Stop) and waits for its control socket.
-func (b *BIRD) Start() error {
+func (b *BIRD) Start() error { return b.start() }
+
+// start is Start with extra arguments for bird (e.g. -R).
+func (b *BIRD) start(extra ...string) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.cmd != nil {
@@ -164,8 +167,8 @@ func (b *BIRD) Start() error {
 	}
 	defer out.Close()
 	// `ip netns exec` execs bird: cmd's PID is BIRD's.
-	cmd := exec.Command("ip", "netns", "exec", b.NS, BIRDPath, "-f", "-c", filepath.Join(b.Dir, "bird.conf"),
-		"-s", b.Sock, "-P", filepath.Join(b.Dir, "bird.pid"))
+	cmd := exec.Command("ip", append([]string{"netns", "exec", b.NS, BIRDPath, "-f", "-c", filepath.Join(b.Dir, "bird.conf"),
+		"-s", b.Sock, "-P", filepath.Join(b.Dir, "bird.pid")}, extra...)...)
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start bird: %w", err)

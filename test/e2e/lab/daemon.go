@@ -90,6 +90,9 @@ type DaemonConfig struct {
 	// Metrics sets metrics.address, e.g. 127.0.0.1:9479 (inside the node
 	// namespace: read it with Lab.HTTPGet); "" = no metrics.
 	Metrics string
+	// Race runs the daemon from the race-built binary (RaceBinary:
+	// $OVNBGP_RACE_BIN), with GORACE=halt_on_error=0.
+	Race bool
 
 	Northbound string // filled by StartDaemon when it is given an NB
 	// NorthboundSockets sets ovn.northboundSockets (the sockets looked for
@@ -208,6 +211,7 @@ type Daemon struct {
 
 	mu   sync.Mutex
 	proc *process // the current (or last) run
+	race bool     // Bin is the race-built binary (DaemonConfig.Race)
 }
 
 // process is one run of the daemon.
@@ -254,10 +258,13 @@ func (cfg DaemonConfig) fill(dir string, nb *NB) DaemonConfig {
 func (l *Lab) StartDaemon(nb *NB, cfg DaemonConfig) *Daemon {
 	t := l.T
 	t.Helper()
-	bin := Binary(t)
+	bin, race := Binary(t), false
+	if cfg.Race {
+		bin, race = RaceBinary(t)
+	}
 	dir := l.MkdirUnique("ovnbgp")
 	d := &Daemon{t: t, lab: l, Bin: bin, Dir: dir, Config: filepath.Join(dir, "config.yaml"),
-		Log: filepath.Join(dir, "ovnbgp.log")}
+		Log: filepath.Join(dir, "ovnbgp.log"), race: race}
 	if err := d.writeConfig(cfg.fill(dir, nb)); err != nil {
 		t.Fatal(err)
 	}
@@ -272,6 +279,7 @@ func (l *Lab) StartDaemon(nb *NB, cfg DaemonConfig) *Daemon {
 		if _, _, err := d.Stop(10 * time.Second); err != nil {
 			t.Errorf("stopping ovnbgp daemon: %v", err)
 		}
+		d.checkRaces() // any race report in the log fails the test
 		if t.Failed() {
 			text, _ := os.ReadFile(d.Config)
 			t.Logf("--- ovnbgp config\n%s--- ovnbgp daemon log (last 100 lines)\n%s", text, Tail(d.Log, 100))
@@ -325,6 +333,9 @@ func (d *Daemon) start() error {
 	p := &process{done: make(chan struct{})}
 	p.cmd = exec.Command("ip", "netns", "exec", d.lab.Node, d.Bin, "daemon", "--config", d.Config)
 	p.cmd.Stdout, p.cmd.Stderr = logf, logf
+	if d.race {
+		p.cmd.Env = append(os.Environ(), raceEnv)
+	}
 	started := time.Now()
 	if err := p.cmd.Start(); err != nil {
 		return fmt.Errorf("start ovnbgp daemon: %w", err)

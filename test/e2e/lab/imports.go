@@ -323,6 +323,10 @@ type ExaConfig struct {
 	Local6, Peer6 netip.Addr
 	// GracefulRestart advertises the capability (restart time 120 s).
 	GracefulRestart bool
+	// NoEndOfRIB sets `manual-eor true`: ExaBGP then sends no End-of-RIB
+	// (it sends one per family after its routes by default), as many
+	// speakers without graceful restart do.
+	NoEndOfRIB bool
 }
 
 // ExaBGP is ExaBGP 4.2 running in the tor namespace, with an API process
@@ -386,6 +390,9 @@ while True:
 	gr := ""
 	if cfg.GracefulRestart {
 		gr = "  capability { graceful-restart 120; }\n"
+	}
+	if cfg.NoEndOfRIB {
+		gr += "  manual-eor true;\n"
 	}
 	neighbor := func(peer, local netip.Addr, fam string) string {
 		return fmt.Sprintf(`neighbor %s {
