@@ -65,6 +65,12 @@ func TestBuildHoldsOnlyAdopted(t *testing.T) {
 		holdAll: "the walk of the learned paths failed",
 		want:    []string{"held ovn delete 10.2.0.0/16", "held kernel delete 10.2.0.0/16"},
 	}, {
+		name:    "two adopted next hops replaced by a third: the new one comes now, the adopted ones stay until synced",
+		learned: []model.LearnedPath{path("tor-b", "10.2.0.0/16", "192.0.2.3")},
+		have:    installed{nil, []model.KernelRoute{kroute(100, "10.2.0.0/16", "192.0.2.1", "192.0.2.2")}},
+		adopt:   true,
+		want:    []string{"ovn add 10.2.0.0/16 via 192.0.2.3", "kernel replace 10.2.0.0/16 via 192.0.2.3,192.0.2.1,192.0.2.2", "held kernel replace 10.2.0.0/16"},
+	}, {
 		name:    "announced again as it was: nothing to do",
 		learned: []model.LearnedPath{path("tor-a", "10.2.0.0/16", "192.0.2.1")},
 		have:    installed{[]model.OVNRoute{ovnRow("u1", "10.2.0.0/16", "192.0.2.1")}, []model.KernelRoute{kroute(100, "10.2.0.0/16", "192.0.2.1")}},
@@ -142,4 +148,20 @@ func TestAdoptedForget(t *testing.T) {
 		t.Error("a nil Adopted adopts something")
 	}
 	none.Forget(nil, nil, nil, nil, nil)
+}
+
+// TestBuildReplacesAroundAdoptedHop: an adopted next hop and one learned
+// in this run, both replaced by a new one: the new one comes and the
+// learned one goes now, the adopted one stays (the route was held whole
+// when the counts happened to match).
+func TestBuildReplacesAroundAdoptedHop(t *testing.T) {
+	in := importFixture()
+	in.Learned = []model.LearnedPath{path("tor-b", "10.2.0.0/16", "192.0.2.3")}
+	in.Host.Routes = []model.KernelRoute{kroute(100, "10.2.0.0/16", "192.0.2.1", "192.0.2.2")}
+	b := BuildInput{Node: "n1", Config: in.Config, Import: Import(in), Snapshot: in.Snapshot, Host: in.Host,
+		Adopted: NewAdopted(nil, []model.KernelRoute{kroute(100, "10.2.0.0/16", "192.0.2.1")})}
+	want := []string{"ovn add 10.2.0.0/16 via 192.0.2.3", "kernel replace 10.2.0.0/16 via 192.0.2.3,192.0.2.1", "held kernel replace 10.2.0.0/16"}
+	if d := cmp.Diff(want, opLines(Build(b))); d != "" {
+		t.Errorf("plan (-want +got):\n%s", d)
+	}
 }

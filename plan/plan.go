@@ -239,7 +239,7 @@ func Build(in BuildInput) Plan {
 				if why := hold(rules, r.orphan(*op.Route, rules)); why != "" {
 					held := op
 					p.Held = append(p.Held, Held{Kernel: &held, Rules: rules, Reason: why})
-					if len(want)+len(keep) == len(obs.NextHops) {
+					if SameNextHops(slices.Concat(want, keep), obs.NextHops) {
 						continue // nothing else changes now
 					}
 					// The rest goes now: the route keeps only its
