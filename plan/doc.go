@@ -13,7 +13,7 @@
 //	ovnbgp starts: routes found installed  adopted; those the peer does not send again are deleted
 //	                                       when the peer is synced: 2 s of quiet   at its End-of-RIB
 //	                                       Established (tableSettle), or deferralTime, whichever first
-//	session ends by NOTIFICATION, BFD      deleted on the next pass deleted (RFC 8538 N bit: kept as below)
+//	session ends by NOTIFICATION, BFD      deleted on the next pass deleted (ovnbgp sends no RFC 8538 N bit)
 //	session ends by hold timer, TCP reset  deleted on the next pass kept stale until it is back and sends
 //	                                                                End-of-RIB, at most its restart time
 //	peer back with the F bit for the family  -                      stale kept until End-of-RIB (those not

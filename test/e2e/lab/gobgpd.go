@@ -69,7 +69,6 @@ func (c GoBGPConfig) Render() string {
     passive-mode = true
   [neighbors.timers.config]
     connect-retry = 1
-    idle-hold-time-after-reset = 1
     hold-time = %d
     keepalive-interval = %d
   [[neighbors.afi-safis]]
