@@ -40,6 +40,12 @@ func (s *Speaker) Sync() map[string]model.PeerSync {
 					negotiated = true
 					eor = eor && ss.eor[f]
 				}
+				if ss.eor[f] {
+					if ps.EndOfRIBFamilies == nil {
+						ps.EndOfRIBFamilies = map[string]bool{}
+					}
+					ps.EndOfRIBFamilies[string(f)] = true
+				}
 			}
 			ps.EndOfRIB = negotiated && eor
 		}

@@ -103,3 +103,60 @@ func TestQuietPeerWithoutGracefulRestart(t *testing.T) {
 		return len(h.ovnPrefixes()) == 0 && len(h.kernelPrefixes()) == 0
 	})
 }
+
+// TestPeerGracefulRestartKeptByTheDaemon: a peer that negotiated graceful
+// restart loses its session gracefully (hold timer, TCP reset) and gobgp
+// drops its paths anyway (it forgets the capability's families on
+// UpdatePeer, bgp/bfd.go): the daemon keeps its last copy, stale, so the
+// routes stay in OVN and the kernel while the peer is away and after it is
+// back; the one it sends again is fresh, the one it does not goes at its
+// End-of-RIB for the family (RFC 4724 4.2).
+func TestPeerGracefulRestartKeptByTheDaemon(t *testing.T) {
+	other := learnedUplink
+	other.Prefix = netip.MustParsePrefix("198.51.101.0/24")
+	h := startImport(t, "auto", nil, nil, func(h *harness) {
+		h.cfg.gr, h.cfg.deferral = true, "1h"
+		h.sp.eor, h.sp.since = true, time.Now()
+	})
+	h.sp.setLearned(learnedUplink, other)
+	h.d.poke()
+	h.eventually("both routes in OVN and the kernel", func() bool {
+		return len(h.ovnPrefixes()) == 2 && len(h.kernelPrefixes()) == 2
+	})
+	stale := func(want bool) func() bool {
+		return func() bool {
+			h.d.mu.Lock()
+			defer h.d.mu.Unlock()
+			p, ok := h.d.imp.table.Learned(model.Key{Peer: "tor", Prefix: learnedUplink.Prefix})
+			return ok && p.Stale == want
+		}
+	}
+	// The session ends gracefully; gobgp drops what the peer sent.
+	h.sp.mu.Lock()
+	h.sp.state, h.sp.eor, h.sp.down, h.sp.downGraceful = model.StateIdle, false, time.Now(), true
+	h.sp.mu.Unlock()
+	h.sp.setLearned()
+	h.d.poke()
+	h.eventually("the paths kept stale by the daemon", stale(true))
+	h.passDone()
+	if len(h.ovnPrefixes()) != 2 || len(h.kernelPrefixes()) != 2 {
+		t.Fatalf("routes of a peer away in its graceful restart deleted: OVN %v, kernel %v", h.ovnPrefixes(), h.kernelPrefixes())
+	}
+	// Back (the F bit set), with one route sent again, no End-of-RIB yet.
+	h.sp.mu.Lock()
+	h.sp.state, h.sp.since = model.StateEstablished, time.Now()
+	h.sp.mu.Unlock()
+	h.sp.setLearned(other)
+	h.passDone()
+	h.passDone()
+	if len(h.ovnPrefixes()) != 2 || len(h.kernelPrefixes()) != 2 {
+		t.Fatalf("stale routes deleted before the peer's End-of-RIB: OVN %v, kernel %v", h.ovnPrefixes(), h.kernelPrefixes())
+	}
+	h.sp.mu.Lock()
+	h.sp.eor, h.sp.eorFamilies = true, map[string]bool{"ipv4": true}
+	h.sp.mu.Unlock()
+	h.d.poke()
+	h.eventually("the route not sent again gone at End-of-RIB, the other kept", func() bool {
+		return slices.Equal(h.ovnPrefixes(), []string{"GR_node1 198.51.101.0/24 via 192.0.2.1"}) && len(h.kernelPrefixes()) == 1
+	})
+}

@@ -64,6 +64,11 @@ type fakeSpeaker struct {
 	// expected); since and lastUpdate are Sync's Since and LastUpdate.
 	noGR              bool
 	since, lastUpdate time.Time
+	// down and downGraceful are Sync's Down and Graceful (the last
+	// session's end); eorFamilies its EndOfRIBFamilies.
+	down         time.Time
+	downGraceful bool
+	eorFamilies  map[string]bool
 	applies           []model.AdvertDiff // every Apply's diff, in order
 	// bmp is the last SetBMP's servers, bmpSys its sysName and sysDescr,
 	// bmpSets the number of SetBMP calls.

@@ -267,7 +267,8 @@ func (f *fakeSpeaker) Sync() map[string]model.PeerSync {
 	defer f.mu.Unlock()
 	out := map[string]model.PeerSync{}
 	for _, p := range peers {
-		ps := model.PeerSync{Established: p.State == model.StateEstablished, EndOfRIB: p.EndOfRIB, Since: f.since, LastUpdate: f.lastUpdate}
+		ps := model.PeerSync{Established: p.State == model.StateEstablished, EndOfRIB: p.EndOfRIB, Since: f.since, LastUpdate: f.lastUpdate,
+			Down: f.down, Graceful: f.downGraceful, EndOfRIBFamilies: f.eorFamilies}
 		if !f.noGR {
 			ps.GR = &model.PeerGR{RestartTime: 120 * time.Second, Families: map[string]bool{"ipv4": true, "ipv6": true}}
 		}

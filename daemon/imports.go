@@ -154,7 +154,50 @@ func (d *Daemon) learnedPaths(ctx context.Context, sp Speaker, walk bool) (paths
 		return table.LearnedPaths(), false
 	}
 	d.imp.walkErr = ""
+	if table != nil {
+		paths = retainWalked(table, d.imp.stale, paths)
+	}
 	return paths, true
+}
+
+// retainWalked adds to a walk's paths those of the table it lacks that a
+// peer's graceful restart keeps, stale (plan.Retained): the speaker
+// dropped them with the session, the daemon keeps its copy. Only the paths
+// of peers with a window that keeps anything are looked at. The caller
+// holds mu.
+func retainWalked(t *plan.ImportTable, windows map[string]map[config.Family]plan.StaleWindow, paths []model.LearnedPath) []model.LearnedPath {
+	var peers []string
+	for peer, fams := range windows {
+		for _, w := range fams {
+			if w.Keep {
+				peers = append(peers, peer)
+				break
+			}
+		}
+	}
+	if len(peers) == 0 {
+		return paths
+	}
+	walked := map[model.Key]bool{}
+	for _, p := range paths {
+		if slices.Contains(peers, p.Peer) {
+			walked[model.Key{Peer: p.Peer, Prefix: p.Prefix}] = true
+		}
+	}
+	slices.Sort(peers)
+	for _, peer := range peers {
+		for _, k := range t.PeerKeys(peer) {
+			if walked[k] {
+				continue
+			}
+			if old, ok := t.Learned(k); ok {
+				if p, keep := plan.Retained(old, windows); keep {
+					paths = append(paths, p)
+				}
+			}
+		}
+	}
+	return paths
 }
 
 // tableSettle is how long a peer that negotiated no graceful restart (and

@@ -197,6 +197,7 @@ func (d *Daemon) incrementalPass(ctx context.Context, cfg *config.Config, sp Spe
 		change.KernelKeys, change.Foreign = hc.Routes, foreign
 	}
 	d.mu.Lock()
+	change.Paths, change.Gone = retainStale(t, d.imp.stale, change.Paths, change.Gone)
 	touched := t.Update(change)
 	d.mu.Unlock()
 
@@ -269,6 +270,33 @@ func (d *Daemon) incrementalPass(ctx context.Context, cfg *config.Config, sp Spe
 	d.addHeld(p.Held)
 	d.mu.Unlock()
 	return planView{plan: p, table: t, snap: snap, host: host, desired: desired, heldAdv: heldAdv, synced: synced, learnedOK: true}, nil
+}
+
+// retainStale keeps, stale, the paths of gone (withdrawn or dropped by the
+// speaker) that a peer's graceful restart keeps (plan.Retained, windows):
+// they move from gone to paths, or stay as they are if already stale. The
+// caller holds mu.
+func retainStale(t *plan.ImportTable, windows map[string]map[config.Family]plan.StaleWindow,
+	paths []model.LearnedPath, gone []model.Key) ([]model.LearnedPath, []model.Key) {
+	if len(windows) == 0 || len(gone) == 0 {
+		return paths, gone
+	}
+	left := gone[:0:0]
+	for _, k := range gone {
+		old, ok := t.Learned(k)
+		if !ok {
+			left = append(left, k)
+			continue
+		}
+		p, keep := plan.Retained(old, windows)
+		switch {
+		case !keep:
+			left = append(left, k)
+		case !old.Stale:
+			paths = append(paths, p)
+		}
+	}
+	return paths, left
 }
 
 // resyncPeer walks one peer's paths and returns how they differ from the

@@ -12,6 +12,9 @@ type PeerSync struct {
 	// EndOfRIB: the peer sent End-of-RIB for every family negotiated in
 	// this session.
 	EndOfRIB bool `json:"endOfRIB"`
+	// EndOfRIBFamilies are the families ("ipv4", "ipv6") the peer sent
+	// End-of-RIB for in this session (nil while not Established).
+	EndOfRIBFamilies map[string]bool `json:"endOfRIBFamilies,omitempty"`
 	// LastUpdate is when an UPDATE of the peer was last taken in this
 	// session (zero: none yet).
 	LastUpdate time.Time `json:"lastUpdate,omitzero"`

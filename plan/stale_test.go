@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -41,6 +42,9 @@ func TestStaleWindows(t *testing.T) {
 			ps:    model.PeerSync{Established: true, Since: now.Add(-time.Minute), GR: gr},
 			keep4: true, until4: now.Add(5 * time.Minute),
 			why4Parts: []string{"it is back", "stalePathTime"}},
+		{name: "back, End-of-RIB for IPv4: its stale routes go (those not sent again)",
+			ps:        model.PeerSync{Established: true, Since: now.Add(-time.Minute), GR: gr, EndOfRIBFamilies: map[string]bool{"ipv4": true}},
+			why4Parts: []string{"sent End-of-RIB for ipv4"}},
 		{name: "back, stalePathTime passed", ps: model.PeerSync{Established: true, Since: now.Add(-7 * time.Minute), GR: gr},
 			why4Parts: []string{"no End-of-RIB within bgp.gracefulRestart.stalePathTime"}},
 		{name: "back without graceful restart", ps: model.PeerSync{Established: true, Since: now},
@@ -57,6 +61,9 @@ func TestStaleWindows(t *testing.T) {
 				if !strings.Contains(w4.Why, part) {
 					t.Errorf("ipv4 why %q lacks %q", w4.Why, part)
 				}
+			}
+			if w4.Away != (tt.keep4 && !tt.ps.Established) {
+				t.Errorf("ipv4 away %v, want %v (kept while the session is down)", w4.Away, tt.keep4 && !tt.ps.Established)
 			}
 			if tt.keep4 && !next.Equal(tt.until4) {
 				t.Errorf("next %s, want %s", next, tt.until4)
@@ -85,5 +92,46 @@ func TestStalePathsFollowTheWindow(t *testing.T) {
 	in.Learned = []model.LearnedPath{p}
 	if res := Import(in); !res.Paths[0].Accepted {
 		t.Errorf("a refreshed path is refused: %+v", res.Paths[0])
+	}
+}
+
+// TestRetained: which paths the table keeps, stale, when the speaker no
+// longer has them (gobgp dropped them with the session, or the peer
+// withdrew them).
+func TestRetained(t *testing.T) {
+	fresh := path("tor-a", "10.1.0.0/16", "192.0.2.1")
+	stale := fresh
+	stale.Stale = true
+	fresh6 := path("tor-a", "2001:db8:1::/48", "2001:db8::1")
+	away := map[string]map[config.Family]StaleWindow{"tor-a": {config.IPv4: {Keep: true, Away: true}, config.IPv6: {Why: "not listed"}}}
+	back := map[string]map[config.Family]StaleWindow{"tor-a": {config.IPv4: {Keep: true}}}
+	closed := map[string]map[config.Family]StaleWindow{"tor-a": {config.IPv4: {Why: "End-of-RIB"}}}
+	tests := []struct {
+		name    string
+		old     model.LearnedPath
+		windows map[string]map[config.Family]StaleWindow
+		keep    bool
+	}{
+		{"session away: a fresh path is kept, stale from now on", fresh, away, true},
+		{"session away: a stale one stays", stale, away, true},
+		{"session away, family not kept (IPv6 not in the capability)", fresh6, away, false},
+		{"back: a path stale since the restart stays until End-of-RIB", stale, back, true},
+		{"back: a path sent again in this session and withdrawn goes", fresh, back, false},
+		{"window closed (End-of-RIB, restart time, stalePathTime): nothing stays", stale, closed, false},
+		{"peer without a window: nothing stays", fresh, nil, false},
+		{"another peer's window does not count", path("tor-b", "10.1.0.0/16", "192.0.2.2"), away, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, keep := Retained(tt.old, tt.windows)
+			if keep != tt.keep {
+				t.Fatalf("kept %v, want %v", keep, tt.keep)
+			}
+			want := tt.old
+			want.Stale = true
+			if keep && !reflect.DeepEqual(got, want) {
+				t.Errorf("kept %+v, want %+v (the same path, stale)", got, want)
+			}
+		})
 	}
 }

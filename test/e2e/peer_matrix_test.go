@@ -45,7 +45,8 @@ import (
 // must never be deleted and added again. The times (from the peer's
 // command to the event in the kernel and in NB) are printed per peer,
 // family and cell, with one summary line of the worst. OVNBGP_MATRIX=frr,bird
-// runs a subset (a name also selects its -gr kind; frr-gr alone selects one).
+// runs a subset (a name also selects its -gr kind; frr-gr alone selects one),
+// OVNBGP_MATRIX_CELLS=link-cut,bfd only those cells (to debug one).
 
 const (
 	mxTable = 100
@@ -375,7 +376,11 @@ func runMxKind(t *testing.T, k mxKind, res *mxResults) {
 		"notification": w.cellNotification, "link-cut": w.cellLinkCut, "gr-restart": w.cellGRRestart,
 		"ovnbgp-kill": w.cellKill, "bfd": w.cellBFD,
 	}
+	only := os.Getenv("OVNBGP_MATRIX_CELLS") // e.g. "link-cut,gr-restart": a subset, to debug one
 	for _, c := range mxCells {
+		if only != "" && !slices.Contains(strings.Split(only, ","), c) {
+			continue
+		}
 		t.Run(c, func(t *testing.T) {
 			w.t = t
 			defer func() {
