@@ -69,7 +69,7 @@ type fakeSpeaker struct {
 	down         time.Time
 	downGraceful bool
 	eorFamilies  map[string]bool
-	applies           []model.AdvertDiff // every Apply's diff, in order
+	applies      []model.AdvertDiff // every Apply's diff, in order
 	// bmp is the last SetBMP's servers, bmpSys its sysName and sysDescr,
 	// bmpSets the number of SetBMP calls.
 	bmp     []config.BMPServer
