@@ -20,5 +20,7 @@
 //	                                                                re-sent deleted then) or stalePathTime
 //	peer back without the F bit or GR        -                      stale deleted at once (RFC 4724 4.2)
 //
-// An unchanged route is never deleted and re-added by any of these.
+// An unchanged route is never deleted and re-added by any of these. The
+// stale routes are the daemon's own copies of what the peer last sent
+// (Retained): gobgp drops them in most of these cases.
 package plan
