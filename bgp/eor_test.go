@@ -120,3 +120,36 @@ func TestSyncGracefulRestart(t *testing.T) {
 		t.Errorf("graceful restart off here: GR %+v, want nil", got.GR)
 	}
 }
+
+// TestJournalDropWaitsForTheSessionState: a path gobgp drops from the
+// Adj-RIB-In itself (a withdrawal that keeps its attributes) while the
+// speaker still sees the session Established is not reported gone: gobgp
+// reports the session's end right after, and the daemon must know how it
+// ended (gracefully: the routes stay stale) before it takes the drop. A
+// withdrawal the peer sent (no attributes) is reported at once; a drop
+// after the session is seen down too.
+func TestJournalDropWaitsForTheSessionState(t *testing.T) {
+	addr := netip.MustParseAddr("192.0.2.1")
+	s := &Speaker{log: zap.NewNop(), notify: func() {}, global: config.BGP{ASN: nodeASN, RouterID: netip.MustParseAddr("192.0.2.9")},
+		journal: newJournal(), learnFrom: map[netip.Addr]config.Peer{addr: {Name: "tor", Address: addr, ASN: provASN}},
+		sessions: map[netip.Addr]*session{addr: {state: model.StateEstablished}}}
+	nh, _ := bgppkt.NewPathAttributeNextHop(addr)
+	attrs := []bgppkt.PathAttributeInterface{bgppkt.NewPathAttributeOrigin(0), nh,
+		bgppkt.NewPathAttributeAsPath([]bgppkt.AsPathParamInterface{bgppkt.NewAs4PathParam(bgppkt.BGP_ASPATH_ATTR_TYPE_SEQ, []uint32{provASN})})}
+	path := func(prefix string, withdraw bool, attrs []bgppkt.PathAttributeInterface) *apiutil.Path {
+		n, _ := bgppkt.NewIPAddrPrefix(netip.MustParsePrefix(prefix))
+		return &apiutil.Path{Family: bgppkt.RF_IPv4_UC, Nlri: n, Attrs: attrs, Withdrawal: withdraw, Age: 1, PeerAddress: addr}
+	}
+	s.journalPaths([]*apiutil.Path{path("10.1.0.0/24", false, attrs), path("10.2.0.0/24", false, attrs)})
+	s.TakeLearned()
+	s.journalPaths([]*apiutil.Path{path("10.1.0.0/24", true, nil), path("10.2.0.0/24", true, attrs)})
+	d := s.TakeLearned()
+	if len(d.Gone) != 1 || d.Gone[0].Prefix.String() != "10.1.0.0/24" {
+		t.Errorf("gone %v, want only the withdrawn 10.1.0.0/24 (the dropped one waits for the session's state)", d.Gone)
+	}
+	s.sessions[addr].state = model.StateIdle
+	s.journalPaths([]*apiutil.Path{path("10.2.0.0/24", true, attrs)})
+	if d := s.TakeLearned(); len(d.Gone) != 1 {
+		t.Errorf("gone %v after the session is seen down, want 10.2.0.0/24", d.Gone)
+	}
+}

@@ -179,6 +179,7 @@ func (s *Speaker) journalPaths(paths []*apiutil.Path) (tracked bool) {
 		known    bool
 		bound    *prefixBound
 		wake     bool
+		up       bool // the session is Established as far as the speaker knows
 	)
 	j := s.journal
 	j.mu.Lock()
@@ -197,8 +198,10 @@ func (s *Speaker) journalPaths(paths []*apiutil.Path) (tracked bool) {
 			s.st.Lock()
 			peer, known = s.learnFrom[addr]
 			bound = s.bounds[addr]
+			up = false
 			if ss := s.sessions[addr]; ss != nil && ss.state == model.StateEstablished {
 				ss.lastUpdate = time.Now()
+				up = true
 			}
 			s.st.Unlock()
 		}
@@ -225,6 +228,19 @@ func (s *Speaker) journalPaths(paths []*apiutil.Path) (tracked bool) {
 			continue
 		}
 		k := model.Key{Peer: peer.Name, Prefix: prefix}
+		if p.Withdrawal && up && len(p.Attrs) > 0 {
+			// Dropped by gobgp itself, not withdrawn by the peer: a
+			// withdrawn NLRI carries no attributes, a path gobgp drops
+			// from its Adj-RIB-In keeps them. While the speaker still
+			// sees the session Established, this is its end (or the
+			// stale paths an End-of-RIB drops), and gobgp reports the
+			// session's state (or the End-of-RIB) right after: that
+			// event puts the peer in Resync, and its walk says the path
+			// is gone. Reported now, the daemon would take the drop
+			// before it knows how the session ended, and delete routes
+			// that a graceful restart keeps.
+			continue
+		}
 		if p.Withdrawal {
 			j.paths[k] = journalEntry{gone: true}
 			continue
