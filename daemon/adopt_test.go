@@ -3,6 +3,7 @@ package daemon
 import (
 	"net/netip"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -159,4 +160,51 @@ func TestPeerGracefulRestartKeptByTheDaemon(t *testing.T) {
 	h.eventually("the route not sent again gone at End-of-RIB, the other kept", func() bool {
 		return slices.Equal(h.ovnPrefixes(), []string{"GR_node1 198.51.101.0/24 via 192.0.2.1"}) && len(h.kernelPrefixes()) == 1
 	})
+}
+
+// TestSessionEndsMidPass: the session ends gracefully after the pass read
+// the sessions and before it took what changed (gobgp drops the paths
+// first and reports the session's end after): the pass must not decide the
+// drop on windows that still say Established. The routes stay, stale.
+func TestSessionEndsMidPass(t *testing.T) {
+	h := startImport(t, "auto", nil, nil, func(h *harness) {
+		h.cfg.gr, h.cfg.deferral = true, "1h"
+		h.sp.eor, h.sp.since = true, time.Now()
+	})
+	h.sp.setLearned(learnedUplink)
+	h.d.poke()
+	h.eventually("the route in OVN and the kernel", func() bool {
+		return len(h.ovnPrefixes()) == 1 && len(h.kernelPrefixes()) == 1
+	})
+	h.passDone()
+	h.nb.mu.Lock()
+	applies := len(h.nb.applies)
+	h.nb.mu.Unlock()
+	var once sync.Once
+	h.sp.mu.Lock()
+	h.sp.onTake = func() {
+		once.Do(func() {
+			h.sp.mu.Lock()
+			h.sp.state, h.sp.eor, h.sp.down, h.sp.downGraceful = model.StateIdle, false, time.Now(), true
+			h.sp.learned = nil
+			h.sp.gen++
+			h.sp.mu.Unlock()
+		})
+	}
+	h.sp.mu.Unlock()
+	h.passDone()
+	h.passDone()
+	if len(h.ovnPrefixes()) != 1 || len(h.kernelPrefixes()) != 1 {
+		t.Fatalf("a route a graceful restart keeps deleted: the session ended between the pass's read of the sessions and of the paths: OVN %v, kernel %v",
+			h.ovnPrefixes(), h.kernelPrefixes())
+	}
+	h.nb.mu.Lock()
+	defer h.nb.mu.Unlock()
+	for _, ops := range h.nb.applies[applies:] {
+		for _, op := range ops {
+			if op.Op == model.OpDelete {
+				t.Errorf("OVN row deleted while the peer is away in its graceful restart: %+v", op)
+			}
+		}
+	}
 }

@@ -114,7 +114,7 @@ func (d *Daemon) planFrom(ctx context.Context, cfg *config.Config, sp Speaker, s
 	var learned []model.LearnedPath
 	learnedOK := true
 	if len(cfg.Import) > 0 || walkAlways {
-		learned, learnedOK = d.learnedPaths(ctx, sp, walk)
+		learned, learnedOK = d.learnedPaths(ctx, sp, cfg, walk, cfg != d.config())
 	}
 	holdAll := ""
 	if len(cfg.Import) > 0 && (!learnedOK || d.imp.host == nil || hostErr != nil) {

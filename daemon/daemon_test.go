@@ -69,6 +69,8 @@ type fakeSpeaker struct {
 	down         time.Time
 	downGraceful bool
 	eorFamilies  map[string]bool
+	// onTake is called by TakeLearned first, unlocked.
+	onTake func()
 	applies      []model.AdvertDiff // every Apply's diff, in order
 	// bmp is the last SetBMP's servers, bmpSys its sysName and sysDescr,
 	// bmpSets the number of SetBMP calls.

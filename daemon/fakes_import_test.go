@@ -16,6 +16,12 @@ import (
 // the daemon walks them again.
 func (f *fakeSpeaker) TakeLearned() model.LearnedDelta {
 	f.mu.Lock()
+	on := f.onTake
+	f.mu.Unlock()
+	if on != nil {
+		on()
+	}
+	f.mu.Lock()
 	defer f.mu.Unlock()
 	d := f.pending
 	f.pending = model.LearnedDelta{}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -75,6 +76,8 @@ type importState struct {
 	// (plan.StaleWindows), tableStale those the table was decided with:
 	// when they differ, the pass is full.
 	stale, tableStale map[string]map[config.Family]plan.StaleWindow
+	// staleFrom is the speaker's Sync that stale was computed from.
+	staleFrom map[string]model.PeerSync
 	// manual is the part of the last full plan that waits for `ovnbgp
 	// apply`, held the operations held back, by prefix.
 	manual plan.Plan
@@ -122,7 +125,7 @@ func (d *Daemon) hostState() (model.Host, error) {
 // learnedPaths are every peer's paths: from the table when it holds what
 // sp sent and a full walk is not asked for (walk), else from a walk; ok
 // is false when the walk failed and the last good table was used.
-func (d *Daemon) learnedPaths(ctx context.Context, sp Speaker, walk bool) (paths []model.LearnedPath, ok bool) {
+func (d *Daemon) learnedPaths(ctx context.Context, sp Speaker, cfg *config.Config, walk, readOnly bool) (paths []model.LearnedPath, ok bool) {
 	d.mu.Lock()
 	table := d.imp.table
 	if d.imp.tableFor != sp {
@@ -155,9 +158,55 @@ func (d *Daemon) learnedPaths(ctx context.Context, sp Speaker, walk bool) (paths
 	}
 	d.imp.walkErr = ""
 	if table != nil {
+		if !readOnly {
+			d.mu.Unlock()
+			d.sessionsEnded(sp, cfg)
+			d.mu.Lock()
+		}
 		paths = retainWalked(table, d.imp.stale, paths)
 	}
 	return paths, true
+}
+
+// sessionsEnded reads the speaker's sessions again and says whether one
+// left Established since the read the graceful-restart windows came from
+// (syncedPeers): what was taken or walked after that read may already
+// lack the paths gobgp dropped with the session, and the windows must say
+// how it ended before anything is decided on them (else the routes a
+// graceful restart keeps would be deleted, and added back on the next
+// pass). The windows of those peers are then computed from the new read;
+// the others keep the old one, whose End-of-RIB came before what was
+// taken. It runs on the loop.
+func (d *Daemon) sessionsEnded(sp Speaker, cfg *config.Config) bool {
+	d.mu.Lock()
+	seen := d.imp.staleFrom
+	d.mu.Unlock()
+	if seen == nil {
+		return false
+	}
+	now := sp.Sync()
+	var merged map[string]model.PeerSync
+	for name, was := range seen {
+		cur, ok := now[name]
+		if !was.Established || (ok && cur.Established && cur.Since.Equal(was.Since)) {
+			continue
+		}
+		if merged == nil {
+			merged = maps.Clone(seen)
+		}
+		merged[name] = cur
+	}
+	if merged == nil {
+		return false
+	}
+	stale, next := plan.StaleWindows(cfg, merged, time.Now())
+	d.mu.Lock()
+	d.imp.stale, d.imp.staleFrom = stale, merged
+	d.mu.Unlock()
+	if !next.IsZero() && (d.imp.syncWake.IsZero() || next.Before(d.imp.syncWake)) {
+		d.imp.syncWake = next
+	}
+	return true
 }
 
 // retainWalked adds to a walk's paths those of the table it lacks that a
@@ -275,7 +324,7 @@ func (d *Daemon) syncedPeers(ctx context.Context, sp Speaker, cfg *config.Config
 		// may still be imported, and until when.
 		stale, next := plan.StaleWindows(cfg, state, now)
 		d.mu.Lock() // the metrics read it
-		d.imp.stale = stale
+		d.imp.stale, d.imp.staleFrom = stale, state
 		d.mu.Unlock()
 		if !next.IsZero() {
 			soonest(next)

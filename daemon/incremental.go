@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"net/netip"
@@ -195,6 +196,11 @@ func (d *Daemon) incrementalPass(ctx context.Context, cfg *config.Config, sp Spe
 			return planView{}, fmt.Errorf("read changed kernel routes: %w", err)
 		}
 		change.KernelKeys, change.Foreign = hc.Routes, foreign
+	}
+	if d.sessionsEnded(sp, cfg) {
+		// What was taken may lack the paths gobgp dropped with the
+		// session: decided on the new windows, in a full pass.
+		return planView{}, errors.New("a session ended while the pass read what changed")
 	}
 	d.mu.Lock()
 	change.Paths, change.Gone = retainStale(t, d.imp.stale, change.Paths, change.Gone)
