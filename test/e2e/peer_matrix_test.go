@@ -168,19 +168,12 @@ var mxKinds = []mxKind{
 		noGR:  "ExaBGP runs without graceful restart and sends no End-of-RIB (manual-eor): it cannot restart gracefully"},
 }
 
-// selectMxKinds reads OVNBGP_MATRIX: "" or "all" = every kind, else a
+// selectMxKinds reads OVNBGP_MATRIX: "" (make test) or "all" = every kind, else a
 // comma-separated list of kind names; a name without -gr selects its -gr
 // kind too.
 func selectMxKinds(spec string) ([]mxKind, error) {
-	if spec == "all" {
+	if spec == "all" || spec == "" {
 		return mxKinds, nil
-	}
-	if spec == "" {
-		// make test's default: the peers without graceful restart. The
-		// graceful-restart kinds (frr-gr, bird-gr) still fail their
-		// link-cut, gr-restart, ovnbgp-kill and bfd cells (issue 17 item
-		// 2 is open: see test/e2e/README.md); OVNBGP_MATRIX=all runs them.
-		return slices.DeleteFunc(slices.Clone(mxKinds), func(k mxKind) bool { return k.gr }), nil
 	}
 	var res []mxKind
 	for _, name := range strings.Split(spec, ",") {
@@ -218,7 +211,7 @@ func TestSelectMxKinds(t *testing.T) {
 		return strings.Join(n, ",")
 	}
 	for spec, want := range map[string]string{
-		"":            "frr,bird,gobgpd,exabgp",
+		"":            "frr,frr-gr,bird,bird-gr,gobgpd,exabgp",
 		"all":         "frr,frr-gr,bird,bird-gr,gobgpd,exabgp",
 		"frr,bird":    "frr,frr-gr,bird,bird-gr",
 		"frr-gr":      "frr-gr",
