@@ -17,6 +17,9 @@ type Explanation struct {
 	// Learned are the paths equal to or covering Prefix, with the peer,
 	// the rule that decided, and why.
 	Learned []model.LearnedPath `json:"learned,omitempty"`
+	// StaleWhy says why and until when each of those kept stale through
+	// its peer's graceful restart is still imported.
+	StaleWhy map[string]string `json:"staleWhy,omitempty"`
 	// Protected are the protected prefixes equal to or covering Prefix.
 	Protected []model.ProtectedPrefix `json:"protected,omitempty"`
 	// OVN and Kernel are where the prefix (or a covering one) is
@@ -68,6 +71,12 @@ func Explain(cfg *config.Config, prefix netip.Prefix, res ImportResult, adverts 
 	for _, lp := range res.Paths {
 		if related(lp.Prefix) {
 			e.Learned = append(e.Learned, lp)
+			if why, ok := res.StaleWhy[StaleKey(lp.Peer, lp.Prefix)]; ok {
+				if e.StaleWhy == nil {
+					e.StaleWhy = map[string]string{}
+				}
+				e.StaleWhy[StaleKey(lp.Peer, lp.Prefix)] = why
+			}
 			if lp.Rule != "" && !slices.Contains(rules, lp.Rule) {
 				rules = append(rules, lp.Rule)
 			}
@@ -143,6 +152,9 @@ func (e Explanation) summary() []string {
 		stale := ""
 		if lp.Stale {
 			stale = " (stale, kept through the peer's graceful restart)"
+			if why := e.StaleWhy[StaleKey(lp.Peer, lp.Prefix)]; why != "" {
+				stale = " (stale: " + why + ")"
+			}
 		}
 		s = append(s, fmt.Sprintf("import: peer %s sent %s via %s%s: %s: %s", lp.Peer, lp.Prefix, lp.NextHop, stale, verdict, lp.Reason))
 	}

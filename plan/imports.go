@@ -52,6 +52,9 @@ type ImportResult struct {
 	// Problems are rule-level reasons why a target receives nothing, each
 	// a sentence naming the rule.
 	Problems []string `json:"problems,omitempty"`
+	// StaleWhy says, for each stale path kept (accepted), why and until
+	// when (StaleWindow.Why), by StaleKey.
+	StaleWhy map[string]string `json:"staleWhy,omitempty"`
 	// Protected is the full protected set used.
 	Protected []model.ProtectedPrefix `json:"protected,omitempty"`
 }
@@ -652,3 +655,6 @@ func (r ImportResult) PeerImports() map[string]PeerImport {
 	}
 	return out
 }
+
+// StaleKey names a peer's path in ImportResult.StaleWhy: "peer prefix".
+func StaleKey(peer string, prefix netip.Prefix) string { return peer + " " + prefix.String() }

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
@@ -133,5 +134,27 @@ func TestRetained(t *testing.T) {
 				t.Errorf("kept %+v, want %+v (the same path, stale)", got, want)
 			}
 		})
+	}
+}
+
+// TestExplainStaleDeadline: explain says why a stale path is still
+// imported and until when, as `routes imported` does (issue 17 item 2).
+func TestExplainStaleDeadline(t *testing.T) {
+	in := importFixture()
+	p := path("tor-a", "10.1.0.0/16", "192.0.2.1")
+	p.Stale = true
+	in.Learned = []model.LearnedPath{p}
+	why := "kept stale through peer tor-a's graceful restart (RFC 4724): until it is back and sends End-of-RIB, at the latest 2026-12-02T10:02:00Z"
+	in.Stale = map[string]map[config.Family]StaleWindow{"tor-a": {config.IPv4: {Keep: true, Away: true, Why: why}}}
+	res := NewImportTable(in).Result()
+	if got := res.StaleWhy[StaleKey("tor-a", p.Prefix)]; got != why {
+		t.Fatalf("StaleWhy %q, want %q", got, why)
+	}
+	e := Explain(in.Config, p.Prefix, res, nil, Plan{}, in.Snapshot, in.Host)
+	if s := strings.Join(e.Summary, "\n"); !strings.Contains(s, "stale: "+why) {
+		t.Errorf("explain does not give the stale path's reason and deadline:\n%s", s)
+	}
+	if _, err := json.Marshal(e); err != nil {
+		t.Errorf("the explanation is not JSON: %v", err)
 	}
 }

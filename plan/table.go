@@ -811,6 +811,12 @@ func (t *ImportTable) Result() ImportResult {
 	res.Paths = make([]model.LearnedPath, len(tps))
 	for i, tp := range tps {
 		res.Paths[i] = t.path(tp)
+		if p := res.Paths[i]; p.Stale && p.Accepted {
+			if res.StaleWhy == nil {
+				res.StaleWhy = map[string]string{}
+			}
+			res.StaleWhy[StaleKey(p.Peer, p.Prefix)] = t.StaleWhy(p)
+		}
 	}
 	var fovn []model.OVNRouteKey
 	var fk []model.KernelRouteKey
