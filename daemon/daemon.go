@@ -78,6 +78,10 @@ type limits struct {
 	metricsTimeout  time.Duration
 	// peerRetry bounds the backoff of a failed SetPeers.
 	peerRetryMin, peerRetryMax time.Duration
+	// passChunk bounds the work of one pass over a large change of the
+	// learned paths (incremental.go): the path changes decided, and the
+	// prefixes diffed and applied.
+	passChunk int
 }
 
 func defaultLimits() limits {
@@ -99,6 +103,7 @@ func defaultLimits() limits {
 		metricsTimeout:  10 * time.Second,
 		peerRetryMin:    time.Second,
 		peerRetryMax:    60 * time.Second,
+		passChunk:       passChunk,
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/btree"
 	"go.uber.org/zap"
 
 	"github.com/ovnbgp/ovnbgp/api"
@@ -55,6 +56,13 @@ type importState struct {
 	// resync are the peers to walk again (LearnedDelta.Resync) not walked
 	// yet.
 	resync map[string]bool
+	// queue is the rest of a change too large for one pass (a large
+	// peer's drop), decided passChunk changes a pass; toDiff are the
+	// prefixes decided and not diffed yet, diffed passChunk a pass once
+	// the queue is empty (so that nothing is applied from a half-decided
+	// table). Both nil: nothing waits.
+	queue  *plan.ChangeQueue
+	toDiff *btree.BTreeG[netip.Prefix]
 	// synced are the peers whose table is complete since their session
 	// was (re)started: End-of-RIB, or deferralTime since addedAt. syncFor
 	// is the speaker they belong to: a new speaker starts them all over.
