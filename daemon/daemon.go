@@ -505,6 +505,15 @@ func (d *Daemon) loop(ctx context.Context, hup <-chan os.Signal) error {
 		case <-resync.C:
 		case <-retryC:
 		}
+		if watchdog != nil {
+			// A large change takes several passes, each poking the
+			// next: the ping is not left to select's random choice.
+			select {
+			case <-watchdog:
+				_, _ = sd.SdNotify(false, sd.SdNotifyWatchdog)
+			default:
+			}
+		}
 		began := time.Now()
 		err := d.reconcile(ctx)
 		d.loopMetrics.duration.Observe(time.Since(began).Seconds())

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"cmp"
+	"fmt"
 	"math/rand/v2"
 	"net/netip"
 	"reflect"
@@ -138,5 +139,61 @@ func TestChangeQueueDrop(t *testing.T) {
 	if got, want := inOrder(parts.Result()), inOrder(one.Result()); !reflect.DeepEqual(got.Kernel, want.Kernel) || !reflect.DeepEqual(got.Paths, want.Paths) {
 		t.Fatalf("a third withdrawn in parts of 500: %d kernel routes, want %d; the kept prefixes differ: %v",
 			len(got.Kernel), len(want.Kernel), gocmp.Diff(want.Kernel, got.Kernel, cmpAddrs))
+	}
+}
+
+// BenchmarkChangeQueueDrop: a 100k-prefix peer (maxRoutes 1000) drops,
+// queued and decided in parts of 1024 (the daemon's passChunk): ms/part
+// is the cost of one part. With one rule, as in bench/'s drop job, or two
+// accepting every path (each accepted path then has its reason made at
+// once).
+func BenchmarkChangeQueueDrop(b *testing.B) {
+	const n, part = 100000, 1024
+	for _, rules := range []int{1, 2} {
+		b.Run(fmt.Sprintf("rules=%d", rules), func(b *testing.B) {
+			for b.Loop() {
+				b.StopTimer()
+				in, keys := capDropInput(n)
+				if rules == 1 {
+					in.Config.Import = in.Config.Import[:1]
+				}
+				table := NewImportTable(in)
+				rand.New(rand.NewPCG(1, 2)).Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
+				b.StartTimer()
+				q := NewChangeQueue(TableChange{Gone: keys})
+				for q.Len() > 0 {
+					table.Update(q.Next(part))
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64((n+part-1)/part)/1e6, "ms/part")
+		})
+	}
+}
+
+// TestPrefixOrder: the queue's integer order is model.ComparePrefix's.
+func TestPrefixOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	var ps []netip.Prefix
+	for _, s := range []string{"0.0.0.0/0", "10.0.0.0/8", "10.0.0.0/16", "10.0.1.0/24", "255.255.255.255/32", "::/0", "::/8",
+		"::ffff:10.0.0.0/104", "2001:db8::/32", "2001:db8::/48", "ffff::/16"} {
+		ps = append(ps, netip.MustParsePrefix(s))
+	}
+	for range 200 {
+		var a [16]byte
+		for i := range a {
+			a[i] = byte(rng.IntN(3)) // few values: many equal parts
+		}
+		if rng.IntN(2) == 0 {
+			ps = append(ps, netip.PrefixFrom(netip.AddrFrom4([4]byte(a[:4])), rng.IntN(33)).Masked())
+		} else {
+			ps = append(ps, netip.PrefixFrom(netip.AddrFrom16(a), rng.IntN(129)).Masked())
+		}
+	}
+	for _, a := range ps {
+		for _, b := range ps {
+			if got, want := orderOf(a).less(orderOf(b)), model.ComparePrefix(a, b) < 0; got != want {
+				t.Fatalf("%s < %s: the queue's order says %v, ComparePrefix %v", a, b, got, want)
+			}
+		}
 	}
 }
