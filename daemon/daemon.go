@@ -496,6 +496,9 @@ func (d *Daemon) loop(ctx context.Context, hup <-chan os.Signal) error {
 		case now := <-trim.C():
 			trim.idle(now, d.log)
 			continue
+		case <-trim.Done():
+			trim.finished(d.log)
+			continue
 		case <-syncT.C:
 			syncAt = time.Time{}
 		case <-drainC:
