@@ -106,13 +106,6 @@ type tablePath struct {
 	// that accepted it (-1: none); the reason is made when asked for,
 	// since it counts what the peer offers now.
 	capped int32
-	// accOne is the one rule entry that accepted the path when
-	// lazyReason is set: its reason is made when asked for (path), not
-	// at every decision. A large peer's drop decided in parts lets held-back
-	// prefixes in for a moment, only to remove them in the next part, and
-	// two Sprintfs for each doubled the cost of the drop.
-	accOne     ruleEntry
-	lazyReason bool
 	// tallied says the path is in the table's counts, as accepted
 	// (talliedAcc) or rejected with talliedCause.
 	tallied, talliedAcc bool
@@ -455,7 +448,7 @@ func (t *ImportTable) settle(pfx netip.Prefix, pe *prefixEntry) {
 	for i := range pe.paths {
 		tp := &pe.paths[i]
 		p := &tp.p
-		p.Accepted, p.Rule, p.Reason, tp.capped, tp.lazyReason = false, "", "", -1, false
+		p.Accepted, p.Rule, p.Reason, tp.capped = false, "", "", -1
 		acc := accepted[len(accepted):]
 		for _, c := range tp.cands.all(candBuf[:0]) {
 			if t.kept(pe, c, p.Peer) {
@@ -468,11 +461,7 @@ func (t *ImportTable) settle(pfx netip.Prefix, pe *prefixEntry) {
 			tp.capped = -1
 			p.Accepted = true
 			p.Rule = t.cfg.Import[acc[0].rule].Name
-			if len(acc) == 1 {
-				tp.accOne, tp.lazyReason = ruleEntry{rule: int32(acc[0].rule), entry: int32(acc[0].entry)}, true
-			} else {
-				p.Reason = acceptedReason(t.cfg, acc, t.reasons, func(ri int) string { return e.where(ri, *p) })
-			}
+			p.Reason = acceptedReason(t.cfg, acc, t.reasons, func(ri int) string { return e.where(ri, *p) })
 			accepted = append(accepted, acc...)
 			continue
 		}
@@ -803,19 +792,6 @@ func (t *ImportTable) Alarms() []ImportAlarm {
 // path is tp's path with its reason filled in.
 func (t *ImportTable) path(tp *tablePath) model.LearnedPath {
 	p := tp.p
-	if tp.lazyReason {
-		// As acceptedReason, without writing its cache: readers may
-		// share the table (under the daemon's lock, or on its loop).
-		r := &t.cfg.Import[tp.accOne.rule]
-		e := r.Accept[tp.accOne.entry]
-		if w := t.env.where(int(tp.accOne.rule), p); w != "" {
-			p.Reason = fmt.Sprintf("accepted by rule %s (%s)%s", r.Name, e, w)
-		} else if c, ok := t.reasons[[2]int{int(tp.accOne.rule), int(tp.accOne.entry)}]; ok {
-			p.Reason = c
-		} else {
-			p.Reason = fmt.Sprintf("accepted by rule %s (%s)", r.Name, e)
-		}
-	}
 	if tp.capped >= 0 && p.Reason == "" {
 		r := &t.cfg.Import[tp.capped]
 		n := 0
