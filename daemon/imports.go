@@ -495,13 +495,10 @@ func (d *Daemon) importCounts(peers []model.PeerStatus) map[plan.Rejection]int {
 	}
 	var keys []model.KernelRouteKey
 	tables := table.KernelTables()
-	table.Each(func(p model.LearnedPath) bool {
-		if p.Accepted {
-			for _, t := range tables {
-				keys = append(keys, model.KernelRouteKey{Table: t, Prefix: p.Prefix})
-			}
+	table.EachAccepted(func(pfx netip.Prefix) {
+		for _, t := range tables {
+			keys = append(keys, model.KernelRouteKey{Table: t, Prefix: pfx})
 		}
-		return true
 	})
 	d.mu.Unlock()
 	if host != nil && len(keys) > 0 {

@@ -197,3 +197,22 @@ func TestPrefixOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestEachAccepted: EachAccepted names the prefix of every accepted path,
+// as Each does.
+func TestEachAccepted(t *testing.T) {
+	table, _ := capDropTable(3000)
+	var want, got []netip.Prefix
+	table.Each(func(p model.LearnedPath) bool {
+		if p.Accepted {
+			want = append(want, p.Prefix)
+		}
+		return true
+	})
+	table.EachAccepted(func(p netip.Prefix) { got = append(got, p) })
+	slices.SortFunc(want, model.ComparePrefix)
+	slices.SortFunc(got, model.ComparePrefix)
+	if len(want) != 1000 || !slices.Equal(got, want) {
+		t.Fatalf("EachAccepted: %d prefixes, Each: %d accepted (want 1000, the same)", len(got), len(want))
+	}
+}

@@ -736,16 +736,28 @@ func (t *ImportTable) untally(tp *tablePath) {
 
 // Count counts the table's paths; installed says whether a next hop of a
 // prefix is really installed (nil: none is). Without installed it is
-// O(peers): the counts are kept as paths are decided; with it, a walk.
+// O(peers): the counts are kept as paths are decided; with it, a walk
+// that asks installed of the accepted paths only (100k paths: ~4 ms, not
+// the 24 ms of counting every one again).
 func (t *ImportTable) Count(installed func(netip.Prefix, netip.Addr) bool) TableCounts {
+	c := TableCounts{Accepted: t.counts.Accepted, Rejected: t.counts.Rejected,
+		ByPeer: maps.Clone(t.counts.ByPeer), RejectedBy: maps.Clone(t.counts.RejectedBy)}
 	if installed == nil {
-		return TableCounts{Accepted: t.counts.Accepted, Rejected: t.counts.Rejected,
-			ByPeer: maps.Clone(t.counts.ByPeer), RejectedBy: maps.Clone(t.counts.RejectedBy)}
+		return c
 	}
-	return t.countWalk(installed)
+	t.each(func(tp *tablePath) bool {
+		if tp.p.Accepted && installed(tp.p.Prefix, tp.p.NextHop) {
+			pc := c.ByPeer[tp.p.Peer]
+			pc.Installed++
+			c.ByPeer[tp.p.Peer] = pc
+		}
+		return true
+	})
+	return c
 }
 
-// countWalk is Count by a walk of every path.
+// countWalk is Count by a walk of every path (the tests' check of the
+// counts kept).
 func (t *ImportTable) countWalk(installed func(netip.Prefix, netip.Addr) bool) TableCounts {
 	c := TableCounts{ByPeer: map[string]PeerCounts{}, RejectedBy: map[Rejection]int{}}
 	t.each(func(tp *tablePath) bool {
@@ -859,6 +871,19 @@ func foreignProblems(fovn []model.OVNRouteKey, fk []model.KernelRouteKey) []stri
 // until fn returns false.
 func (t *ImportTable) Each(fn func(model.LearnedPath) bool) {
 	t.each(func(tp *tablePath) bool { return fn(t.path(tp)) })
+}
+
+// EachAccepted calls fn with the prefix of every accepted path (once per
+// path), in no particular order: Each without making any reason, for
+// callers that count (a table of 100k held-back paths made 100k cap
+// reasons, each a Sprintf, under the daemon's lock).
+func (t *ImportTable) EachAccepted(fn func(netip.Prefix)) {
+	t.each(func(tp *tablePath) bool {
+		if tp.p.Accepted {
+			fn(tp.p.Prefix)
+		}
+		return true
+	})
 }
 
 // sorted are the paths in the order first given.

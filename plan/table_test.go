@@ -147,6 +147,13 @@ func checkCounts(t *testing.T, table *ImportTable) {
 	if d := gocmp.Diff(table.countWalk(nil), table.Count(nil), cmpopts.EquateEmpty()); d != "" {
 		t.Fatalf("the counts kept differ from a walk (-walk +kept):\n%s", d)
 	}
+	// Every other prefix installed, by its next hop's last byte.
+	odd := func(_ netip.Prefix, nh netip.Addr) bool {
+		return nh.IsValid() && nh.AsSlice()[len(nh.AsSlice())-1]%2 == 1
+	}
+	if d := gocmp.Diff(table.countWalk(odd), table.Count(odd), cmpopts.EquateEmpty()); d != "" {
+		t.Fatalf("the counts kept with installed next hops differ from a walk (-walk +kept):\n%s", d)
+	}
 	ovn, kernel := table.Sizes()
 	problems := table.Problems()
 	table.stats = nil
