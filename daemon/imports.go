@@ -458,15 +458,14 @@ func (d *Daemon) closeHost() {
 // false without import rules (the caller walks the speaker then).
 func (d *Daemon) decidedPaths(sp Speaker) (paths []model.LearnedPath, ok bool) {
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	if len(d.cfg.Import) == 0 || d.imp.tableFor != sp || d.imp.table == nil {
+		d.mu.Unlock()
 		return nil, false
 	}
-	paths = make([]model.LearnedPath, 0, d.imp.table.Len())
-	d.imp.table.Each(func(p model.LearnedPath) bool {
-		paths = append(paths, p)
-		return true
-	})
+	// Copied under the lock, the reasons made and sorted after it.
+	decided := d.imp.table.Decided()
+	d.mu.Unlock()
+	paths = decided.Paths()
 	slices.SortFunc(paths, func(a, b model.LearnedPath) int {
 		return cmp.Or(cmp.Compare(a.Peer, b.Peer), a.Prefix.Addr().Compare(b.Prefix.Addr()), cmp.Compare(a.Prefix.Bits(), b.Prefix.Bits()))
 	})

@@ -216,3 +216,23 @@ func TestEachAccepted(t *testing.T) {
 		t.Fatalf("EachAccepted: %d prefixes, Each: %d accepted (want 1000, the same)", len(got), len(want))
 	}
 }
+
+// TestDecidedPaths: Decided, then Paths, gives what Each gives, the cap's
+// reasons included.
+func TestDecidedPaths(t *testing.T) {
+	for _, n := range []int{0, 10, 3000} {
+		table, _ := capDropTable(n)
+		var want []model.LearnedPath
+		table.Each(func(p model.LearnedPath) bool {
+			want = append(want, p)
+			return true
+		})
+		got := table.Decided().Paths()
+		for _, r := range [][]model.LearnedPath{want, got} {
+			slices.SortFunc(r, func(a, b model.LearnedPath) int { return model.ComparePrefix(a.Prefix, b.Prefix) })
+		}
+		if d := gocmp.Diff(want, got, cmpAddrs, cmpopts.EquateEmpty()); d != "" {
+			t.Fatalf("n=%d: Decided().Paths() differs from Each (-Each +Decided):\n%s", n, d)
+		}
+	}
+}
