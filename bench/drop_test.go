@@ -335,20 +335,31 @@ import:
 const envDropProfile = "OVNBGP_BENCH_DROP_PROFILE"
 
 func profileDrop(b *testing.B, l *lab.Lab) func() {
-	out := os.Getenv(envDropProfile)
 	addr := os.Getenv("OVNBGP_PPROF")
-	if out == "" || addr == "" {
+	if addr == "" {
 		return func() {}
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		url := "http://" + addr + "/debug/pprof/profile?seconds=6"
-		if _, _, err := runTool("ip", "netns", "exec", l.Node, "curl", "-sfo", out, url); err != nil {
-			b.Logf("profile: %v", err)
+	var wg sync.WaitGroup
+	get := func(what, out, path string) {
+		if out == "" {
 			return
 		}
-		b.Logf("the daemon's CPU profile over the drop: %s", out)
-	}()
-	return func() { <-done }
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, _, err := runTool("ip", "netns", "exec", l.Node, "curl", "-sfo", out, "http://"+addr+path); err != nil {
+				b.Logf("%s: %v", what, err)
+				return
+			}
+			b.Logf("the daemon's %s over the drop: %s", what, out)
+		}()
+	}
+	get("CPU profile", os.Getenv(envDropProfile), "/debug/pprof/profile?seconds=6")
+	get("execution trace", os.Getenv(envDropTrace), "/debug/pprof/trace?seconds=6")
+	return wg.Wait
 }
+
+// envDropTrace names a file for an execution trace of the daemon over the
+// drop (go tool trace), under the same conditions as envDropProfile: where
+// the loop goroutine waits, not only where the CPU goes.
+const envDropTrace = "OVNBGP_BENCH_DROP_TRACE"

@@ -50,18 +50,18 @@ func TestJournalSpareBounded(t *testing.T) {
 		j.mu.Lock()
 		for i := range n {
 			k := model.Key{Peer: "tor", Prefix: netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}), 32)}
-			j.paths[k] = journalEntry{gone: true}
+			j.gone[k] = struct{}{}
 		}
 		j.mu.Unlock()
 	}
 	fill(10)
-	if d := j.take(); len(d.Gone) != 10 || j.spare == nil {
-		t.Fatalf("small delta: %d gone, spare kept %v; want 10 and a spare", len(d.Gone), j.spare != nil)
+	if d := j.take(); len(d.Gone) != 10 || j.spareGone == nil {
+		t.Fatalf("small delta: %d gone, spare kept %v; want 10 and a spare", len(d.Gone), j.spareGone != nil)
 	}
 	j.take() // nothing: the spare stays
 	fill(spareMax + 1)
-	j.spare = nil
-	if d := j.take(); len(d.Gone) != spareMax+1 || j.spare != nil {
-		t.Fatalf("large delta: %d gone, spare kept %v; want %d and no spare", len(d.Gone), j.spare != nil, spareMax+1)
+	j.spareGone = nil
+	if d := j.take(); len(d.Gone) != spareMax+1 || j.spareGone != nil {
+		t.Fatalf("large delta: %d gone, spare kept %v; want %d and no spare", len(d.Gone), j.spareGone != nil, spareMax+1)
 	}
 }

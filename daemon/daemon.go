@@ -78,6 +78,10 @@ type limits struct {
 	metricsTimeout  time.Duration
 	// peerRetry bounds the backoff of a failed SetPeers.
 	peerRetryMin, peerRetryMax time.Duration
+	// passChunk bounds the work of one pass over a large change of the
+	// learned paths (incremental.go): the path changes decided, and the
+	// prefixes diffed and applied.
+	passChunk int
 }
 
 func defaultLimits() limits {
@@ -99,6 +103,7 @@ func defaultLimits() limits {
 		metricsTimeout:  10 * time.Second,
 		peerRetryMin:    time.Second,
 		peerRetryMax:    60 * time.Second,
+		passChunk:       passChunk,
 	}
 }
 
@@ -491,6 +496,9 @@ func (d *Daemon) loop(ctx context.Context, hup <-chan os.Signal) error {
 		case now := <-trim.C():
 			trim.idle(now, d.log)
 			continue
+		case <-trim.Done():
+			trim.finished(d.log)
+			continue
 		case <-syncT.C:
 			syncAt = time.Time{}
 		case <-drainC:
@@ -499,6 +507,15 @@ func (d *Daemon) loop(ctx context.Context, hup <-chan os.Signal) error {
 		case <-d.signal:
 		case <-resync.C:
 		case <-retryC:
+		}
+		if watchdog != nil {
+			// A large change takes several passes, each poking the
+			// next: the ping is not left to select's random choice.
+			select {
+			case <-watchdog:
+				_, _ = sd.SdNotify(false, sd.SdNotifyWatchdog)
+			default:
+			}
 		}
 		began := time.Now()
 		err := d.reconcile(ctx)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/btree"
 	"go.uber.org/zap"
 
 	"github.com/ovnbgp/ovnbgp/api"
@@ -56,6 +57,13 @@ type importState struct {
 	// resync are the peers to walk again (LearnedDelta.Resync) not walked
 	// yet.
 	resync map[string]bool
+	// queue is the rest of a change too large for one pass (a large
+	// peer's drop), decided passChunk changes a pass; toDiff are the
+	// prefixes decided and not diffed yet, diffed passChunk a pass once
+	// the queue is empty (so that nothing is applied from a half-decided
+	// table). Both nil: nothing waits.
+	queue  *plan.ChangeQueue
+	toDiff *btree.BTreeG[netip.Prefix]
 	// synced are the peers whose table is complete since their session
 	// was (re)started: End-of-RIB, or deferralTime since addedAt. syncFor
 	// is the speaker they belong to: a new speaker starts them all over.
@@ -542,15 +550,14 @@ func (d *Daemon) closeHost() {
 // false without import rules (the caller walks the speaker then).
 func (d *Daemon) decidedPaths(sp Speaker) (paths []model.LearnedPath, ok bool) {
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	if len(d.cfg.Import) == 0 || d.imp.tableFor != sp || d.imp.table == nil {
+		d.mu.Unlock()
 		return nil, false
 	}
-	paths = make([]model.LearnedPath, 0, d.imp.table.Len())
-	d.imp.table.Each(func(p model.LearnedPath) bool {
-		paths = append(paths, p)
-		return true
-	})
+	// Copied under the lock, the reasons made and sorted after it.
+	decided := d.imp.table.Decided()
+	d.mu.Unlock()
+	paths = decided.Paths()
 	slices.SortFunc(paths, func(a, b model.LearnedPath) int {
 		return cmp.Or(cmp.Compare(a.Peer, b.Peer), a.Prefix.Addr().Compare(b.Prefix.Addr()), cmp.Compare(a.Prefix.Bits(), b.Prefix.Bits()))
 	})
@@ -579,13 +586,10 @@ func (d *Daemon) importCounts(peers []model.PeerStatus) map[plan.Rejection]int {
 	}
 	var keys []model.KernelRouteKey
 	tables := table.KernelTables()
-	table.Each(func(p model.LearnedPath) bool {
-		if p.Accepted {
-			for _, t := range tables {
-				keys = append(keys, model.KernelRouteKey{Table: t, Prefix: p.Prefix})
-			}
+	table.EachAccepted(func(pfx netip.Prefix) {
+		for _, t := range tables {
+			keys = append(keys, model.KernelRouteKey{Table: t, Prefix: pfx})
 		}
-		return true
 	})
 	d.mu.Unlock()
 	if host != nil && len(keys) > 0 {

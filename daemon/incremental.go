@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/google/btree"
 	"go.uber.org/zap"
 
 	"github.com/ovnbgp/ovnbgp/config"
@@ -47,12 +48,24 @@ func (d *Daemon) loopPlan(ctx context.Context, cfg *config.Config, sp Speaker, s
 	// is taken before anything is walked: whatever happens after is in
 	// the next take, and a walk that follows is newer.
 	synced := d.syncedPeers(ctx, sp, cfg, false)
-	var hc model.HostChanges
-	if d.imp.host != nil {
-		hc = d.imp.host.TakeChanges()
+	take := func() (hc model.HostChanges, delta model.LearnedDelta) {
+		if d.imp.host != nil {
+			hc = d.imp.host.TakeChanges()
+		}
+		return hc, sp.TakeLearned()
 	}
-	delta := sp.TakeLearned()
+	// A queued change is decided first: what changed since waits in the
+	// speaker and the kernel (each keeps the latest state of a key), so
+	// that it is decided after what came before it.
+	var hc model.HostChanges
+	var delta model.LearnedDelta
+	if d.imp.queue == nil {
+		hc, delta = take()
+	}
 	if why := d.fullWhy(cfg, sp, snap, hc, synced); why != "" {
+		if d.imp.queue != nil {
+			take() // the walk that follows is newer
+		}
 		return d.fullPass(ctx, cfg, sp, snap, why)
 	}
 	v, err := d.incrementalPass(ctx, cfg, sp, snap, delta, hc, synced)
@@ -131,7 +144,8 @@ func (d *Daemon) setTable(v planView, cfg *config.Config, sp Speaker, synced map
 	d.imp.hostSnap = v.host
 	d.imp.held = map[netip.Prefix][]plan.Held{}
 	d.addHeld(v.plan.Held)
-	d.imp.resync = map[string]bool{} // the full walk covered them
+	d.imp.resync = map[string]bool{}     // the full walk covered them
+	d.imp.queue, d.imp.toDiff = nil, nil // and it decided and diffed everything
 }
 
 // addHeld records held operations by prefix; the caller holds mu.
@@ -163,6 +177,9 @@ func (d *Daemon) heldOps() []plan.Held {
 func (d *Daemon) incrementalPass(ctx context.Context, cfg *config.Config, sp Speaker, snap model.Snapshot,
 	delta model.LearnedDelta, hc model.HostChanges, synced map[string]bool) (planView, error) {
 	t := d.imp.table
+	if d.imp.queue != nil {
+		return d.queuedPass(ctx, cfg, sp, snap, nil, synced)
+	}
 	change := plan.TableChange{Paths: delta.Paths, Gone: delta.Gone}
 	// A peer to walk again waits one pass when paths came too: what the
 	// peer sent is decided and applied first (at the end of a table
@@ -204,9 +221,56 @@ func (d *Daemon) incrementalPass(ctx context.Context, cfg *config.Config, sp Spe
 	}
 	d.mu.Lock()
 	change.Paths, change.Gone = retainStale(t, d.imp.stale, change.Paths, change.Gone)
+	d.mu.Unlock()
+	if len(change.Paths)+len(change.Gone) > d.lim.passChunk {
+		// Too large for one pass: decided passChunk changes a pass, in
+		// prefix order, the loop serving its other work between; taking
+		// and queueing it (100k paths: ~20 ms) is this pass's work.
+		d.imp.queue = plan.NewChangeQueue(change)
+		return d.diffPass(ctx, cfg, sp, snap, nil, hc.Routes, synced)
+	}
+	d.mu.Lock()
 	touched := t.Update(change)
 	d.mu.Unlock()
+	return d.diffPass(ctx, cfg, sp, snap, touched, hc.Routes, synced)
+}
 
+// passChunk is limits.passChunk's default: the path changes decided
+// (ImportTable.Update) and the prefixes diffed and applied in one pass. A
+// part of 1024 of a large peer's drop costs ~3 ms to decide
+// (BenchmarkChangeQueueDrop: 2 µs per prefix, its cap's freed slots
+// included); 100k at once held the loop, the watchdog's ping and the API
+// for 0.4 s.
+const passChunk = 1024
+
+// queuedPass decides the next part of the queued change. Nothing imported
+// is diffed until the queue is empty: the prefixes decided wait in toDiff,
+// so that nothing is applied from a half-decided table (a cap's slot
+// freed by one part can go to a prefix that a later part removes). The
+// pass still plans the advertisements.
+func (d *Daemon) queuedPass(ctx context.Context, cfg *config.Config, sp Speaker, snap model.Snapshot,
+	hcRoutes []model.KernelRouteKey, synced map[string]bool) (planView, error) {
+	part := d.imp.queue.Next(d.lim.passChunk)
+	d.mu.Lock()
+	touched := d.imp.table.Update(part)
+	d.mu.Unlock()
+	if d.imp.queue.Len() == 0 {
+		d.imp.queue = nil
+	}
+	// A peer waiting for its walk (taken after the queue) is not synced.
+	for peer := range d.imp.resync {
+		synced[peer] = false
+	}
+	return d.diffPass(ctx, cfg, sp, snap, touched, hcRoutes, synced)
+}
+
+// diffPass diffs what the table's Update touched and what else changed
+// (owned OVN rows, kernel routes, held deletes a sync lets go), at most
+// passChunk prefixes a pass in prefix order (the rest waits in toDiff),
+// and builds the pass's plan.
+func (d *Daemon) diffPass(ctx context.Context, cfg *config.Config, sp Speaker, snap model.Snapshot,
+	touched []netip.Prefix, hcRoutes []model.KernelRouteKey, synced map[string]bool) (planView, error) {
+	t := d.imp.table
 	// Prefixes whose owned OVN rows changed in NB (ours just written, or
 	// someone's edit) are diffed again too.
 	if !slices.Equal(snap.OwnedRoutes, d.imp.ovnSeen) {
@@ -216,7 +280,7 @@ func (d *Daemon) incrementalPass(ctx context.Context, cfg *config.Config, sp Spe
 	touched = append(touched, d.imp.ovnWrote...)
 	d.imp.ovnWrote = nil
 	d.mu.Unlock()
-	for _, k := range hc.Routes {
+	for _, k := range hcRoutes {
 		touched = append(touched, k.Prefix)
 	}
 	// A peer that synced lets held deletes go: their prefixes are diffed
@@ -227,17 +291,41 @@ func (d *Daemon) incrementalPass(ctx context.Context, cfg *config.Config, sp Spe
 		}
 		d.imp.tableSynced = synced
 	}
+	if d.imp.queue != nil || d.imp.toDiff != nil || len(touched) > d.lim.passChunk {
+		// Diffed later, in prefix order: passChunk a pass once the queue
+		// is empty.
+		if d.imp.toDiff == nil {
+			d.imp.toDiff = btree.NewG(32, func(a, b netip.Prefix) bool { return model.ComparePrefix(a, b) < 0 })
+		}
+		for _, p := range touched {
+			d.imp.toDiff.ReplaceOrInsert(p)
+		}
+		touched = touched[:0]
+		for d.imp.queue == nil && len(touched) < d.lim.passChunk {
+			p, ok := d.imp.toDiff.DeleteMin()
+			if !ok {
+				break
+			}
+			touched = append(touched, p)
+		}
+		if d.imp.toDiff.Len() == 0 {
+			d.imp.toDiff = nil
+		}
+	}
+	if d.imp.queue != nil || d.imp.toDiff != nil {
+		d.poke() // the rest next pass; the loop serves what waits first
+	}
 	slices.SortFunc(touched, model.ComparePrefix)
 	touched = slices.Compact(touched)
 
 	tables := t.KernelTables()
-	keys := make([]model.KernelRouteKey, 0, len(tables)*len(touched)+len(hc.Routes))
+	keys := make([]model.KernelRouteKey, 0, len(tables)*len(touched)+len(hcRoutes))
 	for _, tb := range tables {
 		for _, p := range touched {
 			keys = append(keys, model.KernelRouteKey{Table: tb, Prefix: p})
 		}
 	}
-	for _, k := range hc.Routes {
+	for _, k := range hcRoutes {
 		if !slices.Contains(tables, k.Table) {
 			keys = append(keys, k)
 		}

@@ -201,3 +201,128 @@ func TestTrackLearnedFollowsImportRules(t *testing.T) {
 	h.d.reload <- struct{}{}
 	h.eventually("TrackLearned(false) after the rules went", func() bool { on, _ := h.sp.trackingLearned(); return !on })
 }
+
+// capPath is tor's path for 198.51.i.0/24 (i < 256).
+func capPath(i int) model.LearnedPath {
+	p := learnedUplink
+	p.Prefix = netip.PrefixFrom(netip.AddrFrom4([4]byte{198, 51, byte(i), 0}), 24)
+	return p
+}
+
+// TestLargeDropInParts (issue 17, item 7: no loop stall when a large peer
+// drops): a change of far more paths than limits.passChunk is decided and
+// applied a part at a time, yet ends as one pass would: a peer with 200
+// prefixes over a rule's maxRoutes 20 withdraws two thirds of them
+// (among them most of the kept ones), then the rest. No kernel apply holds
+// more than passChunk routes (one pass of 133 withdrawals applied 28
+// operations at once), every route installed after the withdrawal is one
+// of the 20 the cap lets in then (the first in prefix order, as one Update
+// decides: TestChangeQueueEqualsOneUpdate), no route is deleted that
+// stays, and each route goes once.
+func TestLargeDropInParts(t *testing.T) {
+	const chunk, n, maxRoutes = 16, 200, 20
+	h := startImport(t, "auto", nil, nil, func(h *harness) {
+		h.lim.passChunk = chunk
+		h.cfg.extra = fmt.Sprintf(`import:
+  - name: uplink
+    peers: [tor]
+    network: default
+    accept: [{prefix: 198.51.0.0/16, maxLength: 24}]
+    maxRoutes: %d
+    targets: {ovn: true, kernel: {table: 100}}
+`, maxRoutes)
+	})
+	h.sp.mu.Lock()
+	h.sp.eor = true
+	h.sp.mu.Unlock()
+	var all []model.LearnedPath
+	for i := range n {
+		all = append(all, capPath(i))
+	}
+	h.sp.setLearned(all...)
+	h.d.poke()
+	kernelOf := func(is ...int) []string {
+		var out []string
+		for _, i := range is {
+			out = append(out, capPath(i).Prefix.String()+" via 192.0.2.1@eth0")
+		}
+		slices.Sort(out)
+		return out
+	}
+	var first []int
+	for i := range maxRoutes {
+		first = append(first, i)
+	}
+	h.eventually("the first 20 in table 100", func() bool { return slices.Equal(h.kernelPrefixes(), kernelOf(first...)) })
+	h.host.mu.Lock()
+	mark := len(h.host.ops)
+	h.host.mu.Unlock()
+
+	// Two thirds withdrawn: those with i%3 != 2. The cap then keeps the
+	// first 20 of the others in prefix order.
+	var gone []model.Key
+	var stay, want []int
+	for i := range n {
+		if i%3 == 2 {
+			stay = append(stay, i)
+			continue
+		}
+		gone = append(gone, model.Key{Peer: "tor", Prefix: capPath(i).Prefix})
+	}
+	rand.Shuffle(len(gone), func(i, j int) { gone[i], gone[j] = gone[j], gone[i] })
+	want = stay[:maxRoutes]
+	h.sp.change(nil, gone)
+	h.d.poke()
+	h.eventually("the first 20 of those left in table 100", func() bool { return slices.Equal(h.kernelPrefixes(), kernelOf(want...)) })
+	h.eventually("and in OVN", func() bool { return len(h.ovnPrefixes()) == maxRoutes })
+	wanted := map[netip.Prefix]bool{}
+	for _, i := range want {
+		wanted[capPath(i).Prefix] = true
+	}
+	check := func(what string, keep map[netip.Prefix]bool) {
+		t.Helper()
+		h.host.mu.Lock()
+		defer h.host.mu.Unlock()
+		deleted := map[netip.Prefix]int{}
+		for _, ops := range h.host.ops[mark:] {
+			if len(ops) > chunk {
+				t.Errorf("%s: one kernel apply of %d operations, want at most %d (limits.passChunk)", what, len(ops), chunk)
+			}
+			for _, op := range ops {
+				if op.Route == nil {
+					continue
+				}
+				switch {
+				case op.Op == model.OpDelete && keep[op.Route.Prefix]:
+					t.Errorf("%s: %s deleted, though it stays", what, op.Route.Prefix)
+				case op.Op == model.OpDelete:
+					deleted[op.Route.Prefix]++
+				case !keep[op.Route.Prefix]:
+					t.Errorf("%s: %s %s, though it does not stay", what, op.Route.Prefix, op.Op)
+				}
+			}
+		}
+		for p, k := range deleted {
+			if k != 1 {
+				t.Errorf("%s: %s deleted %d times", what, p, k)
+			}
+		}
+		mark = len(h.host.ops)
+	}
+	check("two thirds withdrawn", wanted)
+
+	// The rest withdrawn: all go, each once.
+	gone = gone[:0]
+	for _, i := range stay {
+		gone = append(gone, model.Key{Peer: "tor", Prefix: capPath(i).Prefix})
+	}
+	h.sp.change(nil, gone)
+	h.d.poke()
+	h.eventually("table 100 empty", func() bool { return len(h.kernelPrefixes()) == 0 })
+	h.eventually("OVN empty", func() bool { return len(h.ovnPrefixes()) == 0 })
+	check("the rest withdrawn", nil)
+	h.eventually("the daemon's table empty", func() bool {
+		st := h.d.status()
+		return st.Import != nil && st.Import.Accepted+st.Import.Rejected == 0
+	})
+}

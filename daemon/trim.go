@@ -33,10 +33,21 @@ const (
 	trimFollowUps = 6
 )
 
-// memTrim decides when to return memory; it lives on the loop.
+// memTrim decides when to return memory; it lives on the loop. The
+// collection itself (debug.FreeOSMemory: a whole GC, then the scavenge;
+// tens of ms with a large heap) runs on its own goroutine, so that the
+// loop keeps serving the watchdog and the API meanwhile: idle starts it,
+// Done fires when it is over, and finished reads what it left.
 type memTrim struct {
-	timer  *time.Timer
-	sample []metrics.Sample
+	timer *time.Timer
+	// done is sent to when a trim started by idle is over; started is
+	// when it started (zero: none running), burst whether it was for a
+	// burst, allocs the allocation count when it started.
+	done    chan struct{}
+	started time.Time
+	burst   bool
+	allocs0 uint64
+	sample  []metrics.Sample
 	// allocs is the runtime's count of bytes allocated at the last trim.
 	allocs uint64
 	last   time.Time
@@ -52,7 +63,7 @@ type memTrim struct {
 }
 
 func newMemTrim() *memTrim {
-	t := &memTrim{timer: time.NewTimer(time.Hour),
+	t := &memTrim{timer: time.NewTimer(time.Hour), done: make(chan struct{}, 1),
 		sample:    []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}, {Name: "/gc/heap/live:bytes"}},
 		minAllocs: trimAllocs, every: trimEvery}
 	t.timer.Stop()
@@ -80,9 +91,16 @@ func (t *memTrim) busy() { t.timer.Reset(trimIdle) }
 // C fires when the loop has been idle for trimIdle since it was last busy.
 func (t *memTrim) C() <-chan time.Time { return t.timer.C }
 
-// idle is called when C fires: it returns memory if enough was allocated
-// since the last time, and says whether it did.
+// Done fires when a trim started by idle is over: call finished.
+func (t *memTrim) Done() <-chan struct{} { return t.done }
+
+// idle is called when C fires: it starts returning memory if enough was
+// allocated since the last time, and says whether it did (finished
+// follows, once Done fires). While a trim runs it starts none.
 func (t *memTrim) idle(now time.Time, log *zap.Logger) bool {
+	if !t.started.IsZero() {
+		return false
+	}
 	if !t.last.IsZero() && now.Sub(t.last) < t.every {
 		t.timer.Reset(t.every - now.Sub(t.last))
 		return false
@@ -92,9 +110,20 @@ func (t *memTrim) idle(now time.Time, log *zap.Logger) bool {
 	if !burst && !t.followUp {
 		return false
 	}
-	debug.FreeOSMemory()
+	t.started, t.burst, t.allocs0 = now, burst, a
+	go func() {
+		debug.FreeOSMemory()
+		t.done <- struct{}{}
+	}()
+	return true
+}
+
+// finished records a trim that Done said is over.
+func (t *memTrim) finished(log *zap.Logger) {
+	now, burst := t.started, t.burst
+	t.started = time.Time{}
 	live := t.live()
-	log.Debug("returned free memory after a burst", zap.Uint64("allocatedMiB", (a-t.allocs)>>20), zap.Bool("followUp", !burst),
+	log.Debug("returned free memory after a burst", zap.Uint64("allocatedMiB", (t.allocs0-t.allocs)>>20), zap.Bool("followUp", !burst),
 		zap.Uint64("liveMiB", live>>20), zap.Duration("took", time.Since(now)))
 	t.allocs, t.last = t.allocated(), now
 	if burst {
@@ -111,5 +140,4 @@ func (t *memTrim) idle(now time.Time, log *zap.Logger) bool {
 		// not run every follow-up against a baseline long outgrown.
 		t.baseline = live
 	}
-	return true
 }

@@ -17,13 +17,23 @@ func heapReleased() uint64 {
 	return s[0].Value.Uint64()
 }
 
+// trimNow is tr.idle, waiting for the trim it starts to finish.
+func trimNow(tr *memTrim, now time.Time, log *zap.Logger) bool {
+	if !tr.idle(now, log) {
+		return false
+	}
+	<-tr.Done()
+	tr.finished(log)
+	return true
+}
+
 // TestMemTrim: an idle loop returns memory once a burst allocated enough,
 // not before, and not again within its interval.
 func TestMemTrim(t *testing.T) {
 	tr := newMemTrim()
 	defer tr.timer.Stop()
 	tr.minAllocs = 1 << 40 // nothing allocates a TiB: never due
-	if tr.idle(time.Now(), zap.NewNop()) {
+	if trimNow(tr, time.Now(), zap.NewNop()) {
 		t.Fatal("returned memory before enough was allocated")
 	}
 
@@ -35,7 +45,7 @@ func TestMemTrim(t *testing.T) {
 	runtime.GC() // the runtime keeps the freed spans for a while
 	before := heapReleased()
 	now := time.Now()
-	if !tr.idle(now, zap.NewNop()) {
+	if !trimNow(tr, now, zap.NewNop()) {
 		t.Fatal("did not return memory after a 64 MiB burst")
 	}
 	if after := heapReleased(); after <= before {
@@ -46,10 +56,10 @@ func TestMemTrim(t *testing.T) {
 		trimSink = make([]byte, 8<<20)
 	}
 	trimSink = nil
-	if tr.idle(now.Add(tr.every/2), zap.NewNop()) {
+	if trimNow(tr, now.Add(tr.every/2), zap.NewNop()) {
 		t.Fatal("returned memory again within its interval")
 	}
-	if !tr.idle(now.Add(tr.every), zap.NewNop()) {
+	if !trimNow(tr, now.Add(tr.every), zap.NewNop()) {
 		t.Fatal("did not return memory once the interval passed")
 	}
 }
@@ -79,24 +89,24 @@ func TestMemTrimFollowUp(t *testing.T) {
 			t.Fatalf("the idle loop's timer did not fire again %s", what)
 		}
 	}
-	if !tr.idle(now, zap.NewNop()) {
+	if !trimNow(tr, now, zap.NewNop()) {
 		t.Fatal("did not trim after a 64 MiB burst")
 	}
 	fired("after a trim for a burst")
-	if !tr.idle(now.Add(tr.every), zap.NewNop()) {
+	if !trimNow(tr, now.Add(tr.every), zap.NewNop()) {
 		t.Fatal("no follow-up trim after a burst")
 	}
 	runtime.KeepAlive(live) // garbage from here, nothing new allocated
 	fired("after a follow-up that found the heap still live")
 	before := heapReleased()
-	if !tr.idle(now.Add(2*tr.every), zap.NewNop()) {
+	if !trimNow(tr, now.Add(2*tr.every), zap.NewNop()) {
 		t.Fatal("no follow-up trim: the memory freed after the first trims stays with the process")
 	}
 	if after := heapReleased(); after <= before {
 		t.Errorf("heap released %d -> %d bytes: nothing given back", before, after)
 	}
 	// the heap is back down: no more
-	if tr.idle(now.Add(3*tr.every), zap.NewNop()) {
+	if trimNow(tr, now.Add(3*tr.every), zap.NewNop()) {
 		t.Fatal("trimmed again with nothing allocated and the heap down")
 	}
 }

@@ -413,9 +413,18 @@ func inExternal(gr *model.GatewayRouter, a netip.Addr) bool {
 // configures.
 func (e *importEnv) where(ri int, p model.LearnedPath) string {
 	r := &e.cfg.Import[ri]
+	ovn, kernel := r.Targets.OVN, r.Targets.Kernel.Table != 0 || r.Targets.Kernel.VRF != ""
+	gr := e.routers[ri]
+	ovnOK := !ovn || gr != nil && inExternal(gr, p.NextHop)
+	kernelOK := !kernel || e.tables[ri] != 0
+	if ovnOK && kernelOK {
+		// The usual answer, made without a string: it is asked for
+		// every accepted path each time its prefix is decided.
+		return ""
+	}
 	var in, not []string
-	if r.Targets.OVN {
-		switch gr := e.routers[ri]; {
+	if ovn {
+		switch {
 		case gr == nil:
 			not = append(not, "not in OVN: "+e.ovnWhy[ri])
 		case !inExternal(gr, p.NextHop):
@@ -425,7 +434,7 @@ func (e *importEnv) where(ri int, p model.LearnedPath) string {
 			in = append(in, fmt.Sprintf("OVN (%s)", gr.Name))
 		}
 	}
-	if k := r.Targets.Kernel; k.Table != 0 || k.VRF != "" {
+	if kernel {
 		switch {
 		case e.tables[ri] == 0:
 			not = append(not, "not in the kernel: "+e.kernelWhy[ri])

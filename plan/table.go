@@ -736,16 +736,28 @@ func (t *ImportTable) untally(tp *tablePath) {
 
 // Count counts the table's paths; installed says whether a next hop of a
 // prefix is really installed (nil: none is). Without installed it is
-// O(peers): the counts are kept as paths are decided; with it, a walk.
+// O(peers): the counts are kept as paths are decided; with it, a walk
+// that asks installed of the accepted paths only (100k paths: ~9 ms, not
+// the 24 ms of counting every one again).
 func (t *ImportTable) Count(installed func(netip.Prefix, netip.Addr) bool) TableCounts {
+	c := TableCounts{Accepted: t.counts.Accepted, Rejected: t.counts.Rejected,
+		ByPeer: maps.Clone(t.counts.ByPeer), RejectedBy: maps.Clone(t.counts.RejectedBy)}
 	if installed == nil {
-		return TableCounts{Accepted: t.counts.Accepted, Rejected: t.counts.Rejected,
-			ByPeer: maps.Clone(t.counts.ByPeer), RejectedBy: maps.Clone(t.counts.RejectedBy)}
+		return c
 	}
-	return t.countWalk(installed)
+	t.each(func(tp *tablePath) bool {
+		if tp.p.Accepted && installed(tp.p.Prefix, tp.p.NextHop) {
+			pc := c.ByPeer[tp.p.Peer]
+			pc.Installed++
+			c.ByPeer[tp.p.Peer] = pc
+		}
+		return true
+	})
+	return c
 }
 
-// countWalk is Count by a walk of every path.
+// countWalk is Count by a walk of every path (the tests' check of the
+// counts kept).
 func (t *ImportTable) countWalk(installed func(netip.Prefix, netip.Addr) bool) TableCounts {
 	c := TableCounts{ByPeer: map[string]PeerCounts{}, RejectedBy: map[Rejection]int{}}
 	t.each(func(tp *tablePath) bool {
@@ -865,6 +877,66 @@ func foreignProblems(fovn []model.OVNRouteKey, fk []model.KernelRouteKey) []stri
 // until fn returns false.
 func (t *ImportTable) Each(fn func(model.LearnedPath) bool) {
 	t.each(func(tp *tablePath) bool { return fn(t.path(tp)) })
+}
+
+// DecidedPaths are a table's paths with their decisions, copied by
+// Decided; Paths makes the reasons that are made when asked (a cap's), so
+// that a caller holding a lock around the table copies under it and
+// formats after.
+type DecidedPaths struct {
+	cfg    *config.Config
+	paths  []model.LearnedPath
+	capped []cappedPath
+}
+
+// cappedPath is paths[i], held back by rule's cap of a group that wanted
+// more than it keeps.
+type cappedPath struct {
+	i      int
+	rule   int32
+	wanted int
+}
+
+// Decided copies every path with its decision (as Each gives them, in no
+// particular order), without making any reason: 100k paths, ~30 ms (a
+// copy of ~20 MB), where Each took ~75 ms.
+func (t *ImportTable) Decided() DecidedPaths {
+	d := DecidedPaths{cfg: t.cfg, paths: make([]model.LearnedPath, 0, t.n)}
+	t.each(func(tp *tablePath) bool {
+		if tp.capped >= 0 && tp.p.Reason == "" {
+			n := 0
+			if cs := t.caps[capGroup{int(tp.capped), tp.p.Peer}]; cs != nil {
+				n = cs.kept + cs.nHeld()
+			}
+			d.capped = append(d.capped, cappedPath{i: len(d.paths), rule: tp.capped, wanted: n})
+		}
+		d.paths = append(d.paths, tp.p)
+		return true
+	})
+	return d
+}
+
+// Paths are the paths with every reason, as Each gives them.
+func (d DecidedPaths) Paths() []model.LearnedPath {
+	for _, c := range d.capped {
+		p := &d.paths[c.i]
+		r := &d.cfg.Import[c.rule]
+		p.Reason = ImportAlarm{Rule: r.Name, Peer: p.Peer, Max: r.MaxRoutes, Wanted: c.wanted}.String()
+	}
+	return d.paths
+}
+
+// EachAccepted calls fn with the prefix of every accepted path (once per
+// path), in no particular order: Each without making any reason, for
+// callers that count (a table of 100k held-back paths made 100k cap
+// reasons, each a Sprintf, under the daemon's lock).
+func (t *ImportTable) EachAccepted(fn func(netip.Prefix)) {
+	t.each(func(tp *tablePath) bool {
+		if tp.p.Accepted {
+			fn(tp.p.Prefix)
+		}
+		return true
+	})
 }
 
 // sorted are the paths in the order first given.

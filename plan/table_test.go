@@ -147,6 +147,13 @@ func checkCounts(t *testing.T, table *ImportTable) {
 	if d := gocmp.Diff(table.countWalk(nil), table.Count(nil), cmpopts.EquateEmpty()); d != "" {
 		t.Fatalf("the counts kept differ from a walk (-walk +kept):\n%s", d)
 	}
+	// Every other prefix installed, by its next hop's last byte.
+	odd := func(_ netip.Prefix, nh netip.Addr) bool {
+		return nh.IsValid() && nh.AsSlice()[len(nh.AsSlice())-1]%2 == 1
+	}
+	if d := gocmp.Diff(table.countWalk(odd), table.Count(odd), cmpopts.EquateEmpty()); d != "" {
+		t.Fatalf("the counts kept with installed next hops differ from a walk (-walk +kept):\n%s", d)
+	}
 	ovn, kernel := table.Sizes()
 	problems := table.Problems()
 	table.stats = nil
@@ -464,6 +471,12 @@ func TestTableRejectedBy(t *testing.T) {
 // 10.0.0.0/13), with maxRoutes 1000 in both of its cap rules ("up" and
 // "kern"): 1000 kept by each, n-1000 held back.
 func capDropTable(n int) (*ImportTable, []model.Key) {
+	in, keys := capDropInput(n)
+	return NewImportTable(in), keys
+}
+
+// capDropInput is capDropTable's input.
+func capDropInput(n int) (ImportInput, []model.Key) {
 	in := tableFixture(1000)
 	in.Config.Import[0].Accept[0].MaxLength = 30
 	in.Config.Import[1].Accept[0].MaxLength = 30
@@ -473,7 +486,7 @@ func capDropTable(n int) (*ImportTable, []model.Key) {
 		in.Learned = append(in.Learned, model.LearnedPath{Peer: "tor-a", Prefix: pf, NextHop: addr("192.0.2.1"), ASPath: []uint32{65001}, Origin: "igp"})
 		keys[i] = model.Key{Peer: "tor-a", Prefix: pf}
 	}
-	return NewImportTable(in), keys
+	return in, keys
 }
 
 // capWork is the work the table's caps did on their held-back prefixes
