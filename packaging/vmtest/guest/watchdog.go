@@ -306,7 +306,7 @@ func watchRoutes(prefixes []netip.Prefix) (*routeWatch, error) {
 	}
 	updates := make(chan netlink.RouteUpdate, 256)
 	if err := netlink.RouteSubscribeWithOptions(updates, w.done, netlink.RouteSubscribeOptions{
-		ErrorCallback: func(err error) { w.note(func(s *watchStats) { s.errs = append(s.errs, err.Error()) }) },
+		ErrorCallback: func(err error) { w.fault(err.Error()) },
 	}); err != nil {
 		return nil, fmt.Errorf("netlink route subscription: %w", err)
 	}
@@ -322,8 +322,8 @@ func watchRoutes(prefixes []netip.Prefix) (*routeWatch, error) {
 				return
 			case u, ok := <-updates:
 				if !ok {
-					w.note(func(s *watchStats) { s.errs = append(s.errs, "the netlink subscription ended") })
-					<-w.done
+					w.fault("the netlink subscription ended")
+					updates = nil
 					continue
 				}
 				if u.Type != unix.RTM_DELROUTE || u.Table != table || u.Dst == nil {
@@ -364,6 +364,17 @@ func (w *routeWatch) poll(prefixes []netip.Prefix) []string {
 		}
 	}
 	return missing
+}
+
+// fault records a failure of the netlink subscription, unless the watch
+// is being closed: closing the socket ends its reader with EAGAIN.
+func (w *routeWatch) fault(msg string) {
+	select {
+	case <-w.done:
+		return
+	default:
+	}
+	w.note(func(s *watchStats) { s.errs = append(s.errs, msg) })
 }
 
 func (w *routeWatch) note(f func(*watchStats)) {
