@@ -500,7 +500,7 @@ func kernelRoute(prefix string) (string, error) {
 }
 
 func unitProps(unit string) (map[string]string, error) {
-	out, err := run("systemctl", "show", unit, "-p", "Type,ActiveState,SubState,Result,MainPID,NRestarts,StatusText")
+	out, err := run("systemctl", "show", unit, "-p", "Type,ActiveState,SubState,Result,MainPID,NRestarts,StatusText,WatchdogUSec")
 	p := map[string]string{}
 	for _, l := range lines(out, err) {
 		k, v, _ := strings.Cut(l, "=")

@@ -72,7 +72,10 @@ func (c *checker) watchdog() {
 	if err == nil {
 		_, err = run("systemctl", "restart", "ovnbgp")
 	}
-	props, err := unitPropsErr(err, "ovnbgp", "WatchdogUSec")
+	var props map[string]string
+	if err == nil {
+		props, err = unitProps("ovnbgp")
+	}
 	var wd time.Duration
 	if err == nil {
 		wd, err = time.ParseDuration(strings.ReplaceAll(props["WatchdogUSec"], "min", "m"))
@@ -449,20 +452,6 @@ func journalSince(since time.Time) ([]journalEntry, error) {
 		res = append(res, journalEntry{At: at, PID: raw.PID, Message: msg})
 	}
 	return res, nil
-}
-
-// unitPropsErr is unitProps with the given properties, unless err is set.
-func unitPropsErr(err error, unit string, props ...string) (map[string]string, error) {
-	if err != nil {
-		return nil, err
-	}
-	out, err := run("systemctl", "show", unit, "-p", strings.Join(props, ","))
-	p := map[string]string{}
-	for _, l := range lines(out, err) {
-		k, v, _ := strings.Cut(l, "=")
-		p[k] = v
-	}
-	return p, err
 }
 
 func copyFile(from, to string, mode os.FileMode) error {
