@@ -49,6 +49,10 @@ build-race:
 build-testhooks:
 	$(GO) build -trimpath -tags ovnbgp_testhooks -ldflags '$(LDFLAGS)' -o $(TESTHOOKS_BIN) .
 
+# The one test compiled only with the test hooks: SIGUSR2 hangs the loop,
+# WATCHDOG=1 stops (daemon/testhooks_on_test.go).
+TESTHOOKS_TEST = $(GO) test -count=1 -tags ovnbgp_testhooks -run '^TestTestHookHangsLoop$$' ./daemon/
+
 # OVNBGP_RACE_BIN=... for go test when the race build exists.
 RACE_ENV = $$([ -x $(RACE_BIN) ] && echo OVNBGP_RACE_BIN=$(CURDIR)/$(RACE_BIN))
 
@@ -61,11 +65,13 @@ RACE_PKGS = $$($(GO) list ./... | grep -v -e /test/e2e -e /bench -e /vrf/vmtest 
 
 ## test: install test packages (as root), vet, build (and the -race daemon and the test-hooks daemon), the race detector on the unit packages, unit and end-to-end tests (the short chaos variant and the peer matrix run the -race daemon; a race report fails them; the systemd VM test's watchdog check runs the test-hooks daemon)
 test: deps vet build build-race build-testhooks race
+	$(TESTHOOKS_TEST)
 	env OVNBGP_BIN=$(CURDIR)/$(BIN) OVNBGP_TESTHOOKS_BIN=$(CURDIR)/$(TESTHOOKS_BIN) $(RACE_ENV) $(GO) test -count=1 -timeout 25m ./...
 
-## unit: only the tests that need no root and no packages
+## unit: only the tests that need no root and no packages (and the test-hooks build's own test)
 unit:
 	$(GO) test -count=1 $(UNIT_PKGS)
+	$(TESTHOOKS_TEST)
 
 ## race: the unit packages but packaging/ under the race detector (cgo is on for this target only)
 ## (a C compiler is needed: scripts/test-deps.sh installs gcc; without one,

@@ -360,7 +360,7 @@ func (d *Daemon) loop(ctx context.Context, hup <-chan os.Signal) error {
 		defer t.Stop()
 		watchdog = t.C
 	}
-	// Nil channels but in a binary built with -tags ovnbgp_testhooks.
+	// No hooks (a nil channel) unless built with -tags ovnbgp_testhooks.
 	hooks := newTestHooks(d.log)
 	defer hooks.close()
 	retry := newBackoff(time.Second, 30*time.Second)

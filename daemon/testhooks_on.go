@@ -16,8 +16,9 @@ import (
 // SIGUSR2 hangs the reconcile loop for good: the loop blocks where it runs
 // its passes, so it stops petting the systemd watchdog, answers no control
 // API call and reconciles nothing, while the BGP sessions (gobgp's own
-// goroutines) stay up, as in a real deadlock of the loop. Only the
-// watchdog, or SIGKILL, ends the process then.
+// goroutines) stay up, as in a real deadlock of the loop. Only a signal
+// that kills it (the watchdog's SIGABRT, SIGKILL) ends the process then:
+// SIGTERM only cancels a context the hung loop no longer reads.
 
 // testHookHang is what the daemon logs when SIGUSR2 hangs its loop. A test
 // in testhooks_test.go checks that the release binary lacks this text.
