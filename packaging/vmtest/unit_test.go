@@ -31,7 +31,7 @@ var modules9p = []string{
 // hostPrograms are what the VM runs from this machine's root.
 var hostPrograms = []string{
 	"/lib/systemd/systemd", "/usr/bin/systemctl", "/usr/bin/journalctl", "/usr/lib/frr/bgpd", "/usr/bin/vtysh",
-	"/usr/sbin/ovsdb-server", "/usr/bin/ovsdb-tool", "/usr/bin/ovn-nbctl", "/usr/share/ovn/ovn-nb.ovsschema",
+	"/usr/sbin/ovsdb-server", "/usr/bin/ovsdb-tool", "/usr/bin/ovsdb-client", "/usr/bin/ovn-nbctl", "/usr/share/ovn/ovn-nb.ovsschema",
 	"/usr/sbin/ip", "/usr/bin/nstat",
 }
 
@@ -46,7 +46,7 @@ var checks = []string{
 	"nb-discovered",   // no ovn.northbound: the NB socket created later at /var/run/ovn-ic is found and used
 	"kernel-route",    // the learned route in table 100, proto ovnbgp (CAP_NET_ADMIN)
 	"reload",          // systemctl reload: a new rule applies, no session reset, no restart
-	"watchdog",        // a hung loop (test-hooks build, SIGUSR2) is killed by the watchdog and restarted; the imports never leave table 100
+	"watchdog",        // a hung loop (test-hooks build, SIGUSR2) is killed by the watchdog and restarted; the imports never leave table 100 nor GR_node1
 	"start-limit",     // a bad config: restarts, then start-limit-hit
 }
 

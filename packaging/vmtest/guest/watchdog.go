@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"net/netip"
 	"os"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -39,16 +41,22 @@ const (
 // restart keeps the imports: the test-hooks binary replaces the release
 // one, the drop-in shortens WatchdogSec (the shipped unit is unchanged),
 // SIGUSR2 hangs the loop, and systemd must kill it for the watchdog
-// (Result=watchdog), restart it (NRestarts+1, a new MainPID, active), and
-// the imported kernel routes must never leave table 100: netlink is
-// watched for every delete of them and they are polled throughout, from
-// before the binary is swapped until the new daemon has learned them
-// again from the peer.
+// ("Watchdog timeout", "Failed with result 'watchdog'"), restart it
+// (NRestarts+1, a new MainPID, active), and the imported routes must never
+// leave table 100 nor the gateway router: netlink and an NB monitor are
+// watched for every delete of them, and they are polled throughout, from
+// before the binary is swapped until the new daemon has learned them again
+// from the peer.
 func (c *checker) watchdog() {
 	const name = "watchdog"
 	fail := func(err error) { c.result(name, err, "") }
 	prefixes := []netip.Prefix{netip.MustParsePrefix(learned), netip.MustParsePrefix(added)}
-	w, err := watchRoutes(prefixes)
+	// Both imported by the release binary, in the kernel and in OVN.
+	err := waitFor(time.Minute, func() error { return importedInstalled(prefixes) })
+	var w *routeWatch
+	if err == nil {
+		w, err = watchRoutes(prefixes)
+	}
 	if err != nil {
 		fail(err)
 		return
@@ -231,11 +239,12 @@ func (c *checker) watchdog() {
 	c.result(name, nil, fmt.Sprintf("WatchdogSec=%s (drop-in; shipped unit 60s): SIGUSR2 hung PID %s, %q, %q; "+
 		"restarted: MainPID %s, NRestarts %d -> %s, %s/%s (states seen: %s); hang -> kill %s, kill -> active again %s "+
 		"(systemd's Started; the checker saw it %s after the kill), kill -> peer's table back %s; "+
-		"%s and %s never left table 100: %d polls over %s, every one found both, netlink saw %d deletes of them",
+		"%s and %s never left table 100 nor %s: %d kernel and %d NB polls over %s, every one found both; "+
+		"netlink and the NB monitor saw no delete of them (%d NB row updates)",
 		wd, hookPID, killLine, resultLine, after["MainPID"], n0, after["NRestarts"], after["ActiveState"], after["SubState"],
 		strings.Join(seen, " -> "), killAt.Sub(hungAt).Round(10*time.Millisecond), startedAt.Sub(killAt).Round(10*time.Millisecond),
 		activeAt.Sub(killAt).Round(10*time.Millisecond), resyncedAt.Sub(killAt).Round(10*time.Millisecond),
-		learned, added, st.polls, st.took.Round(time.Second), len(st.deletes)))
+		learned, added, gatewayRouter, st.polls, st.ovnPolls, st.took.Round(time.Second), st.ovnUpdates))
 }
 
 // importedInstalled checks `ovnbgp routes imported`: each prefix is in
@@ -256,56 +265,67 @@ func importedInstalled(prefixes []netip.Prefix) error {
 		}) {
 			return fmt.Errorf("ovnbgp routes imported: %s is not installed in table %d by rule uplink: %s", p, table, strings.TrimSpace(out))
 		}
+		if !slices.ContainsFunc(imp.OVN, func(o api.ImportedOVN) bool {
+			return o.Prefix == p && o.Router == gatewayRouter && o.NextHop.String() == "192.0.2.1" && o.State == api.ImportInstalled && o.Rule == "uplink"
+		}) {
+			return fmt.Errorf("ovnbgp routes imported: %s via 192.0.2.1 is not installed on %s by rule uplink: %s", p, gatewayRouter, strings.TrimSpace(out))
+		}
 	}
 	return nil
 }
 
-// routeWatch records, from netlink, every delete of the watched prefixes
-// in table 100, and polls that they are there.
+// routeWatch records every delete of the watched prefixes in table 100
+// (netlink) and of their OVN static routes (an NB monitor, ovsdb-client),
+// and polls that they are there: the kernel every 200 ms, OVN every second.
 type routeWatch struct {
+	prefixes []netip.Prefix
 	done     chan struct{}
-	finished chan struct{}
+	wg       sync.WaitGroup
 	once     sync.Once
+	start    time.Time
+	mon      *exec.Cmd // ovsdb-client monitor, ended by its PID at close
 	mu       sync.Mutex
 	st       watchStats
 }
 
 // watchStats is what a routeWatch saw.
 type watchStats struct {
-	polls   int
-	took    time.Duration
-	deletes []string // netlink RTM_DELROUTE of a watched prefix
-	absent  []string // polls that missed a watched prefix
-	errs    []string
+	polls, ovnPolls int
+	took            time.Duration
+	deletes         []string // RTM_DELROUTE, or an NB "delete", of a watched prefix
+	ovnUpdates      int      // NB "new" rows (a modify) of a watched prefix
+	absent          []string // polls that missed a watched prefix
+	errs            []string
 }
 
 func (s watchStats) err() error {
 	var bad []string
 	if len(s.deletes) > 0 {
-		bad = append(bad, fmt.Sprintf("netlink saw %d deletes: %s", len(s.deletes), strings.Join(s.deletes, "; ")))
+		bad = append(bad, fmt.Sprintf("%d deletes: %s", len(s.deletes), strings.Join(s.deletes, "; ")))
 	}
 	if len(s.absent) > 0 {
-		bad = append(bad, fmt.Sprintf("%d of %d polls missed a route: %s", len(s.absent), s.polls, strings.Join(first(s.absent, 5), "; ")))
+		bad = append(bad, fmt.Sprintf("%d of %d polls missed a route: %s", len(s.absent), s.polls+s.ovnPolls, strings.Join(first(s.absent, 5), "; ")))
 	}
 	if len(s.errs) > 0 {
 		bad = append(bad, "the watch failed: "+strings.Join(first(s.errs, 5), "; "))
 	}
-	if len(bad) == 0 && s.polls == 0 {
+	if len(bad) == 0 && (s.polls == 0 || s.ovnPolls == 0) {
 		bad = append(bad, "no poll ran")
 	}
 	if len(bad) > 0 {
-		return fmt.Errorf("the imported routes did not stay in table %d: %s", table, strings.Join(bad, "; "))
+		return fmt.Errorf("the imported routes did not stay in table %d and on %s: %s", table, gatewayRouter, strings.Join(bad, "; "))
 	}
 	return nil
 }
 
 func first(s []string, n int) []string { return s[:min(len(s), n)] }
 
-// watchRoutes starts watching prefixes in table 100; they must be there now.
+// watchRoutes starts watching prefixes; they must be in table 100 and on
+// the gateway router now.
 func watchRoutes(prefixes []netip.Prefix) (*routeWatch, error) {
-	w := &routeWatch{done: make(chan struct{}), finished: make(chan struct{})}
-	if missing := w.poll(prefixes); len(missing) > 0 {
-		return nil, fmt.Errorf("before the watchdog check: %s not in table %d with proto ovnbgp", strings.Join(missing, ", "), table)
+	w := &routeWatch{prefixes: prefixes, done: make(chan struct{}), start: time.Now()}
+	if missing := append(w.pollKernel(), w.pollOVN()...); len(missing) > 0 {
+		return nil, fmt.Errorf("before the watchdog check: %s missing", strings.Join(missing, ", "))
 	}
 	updates := make(chan netlink.RouteUpdate, 256)
 	if err := netlink.RouteSubscribeWithOptions(updates, w.done, netlink.RouteSubscribeOptions{
@@ -313,15 +333,18 @@ func watchRoutes(prefixes []netip.Prefix) (*routeWatch, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("netlink route subscription: %w", err)
 	}
-	start := time.Now()
+	if err := w.monitorNB(); err != nil {
+		w.close()
+		return nil, err
+	}
+	w.wg.Add(2)
 	go func() {
-		defer close(w.finished)
+		defer w.wg.Done()
 		tick := time.NewTicker(200 * time.Millisecond)
 		defer tick.Stop()
 		for {
 			select {
 			case <-w.done:
-				w.note(func(s *watchStats) { s.took = time.Since(start) })
 				return
 			case u, ok := <-updates:
 				if !ok {
@@ -333,44 +356,159 @@ func watchRoutes(prefixes []netip.Prefix) (*routeWatch, error) {
 					continue
 				}
 				if p, ok := netipPrefix(u.Dst.String()); ok && slices.Contains(prefixes, p) {
-					at := time.Since(start).Round(time.Millisecond)
-					w.note(func(s *watchStats) { s.deletes = append(s.deletes, fmt.Sprintf("%s at +%s: %s", p, at, u.Route)) })
+					w.deleted(fmt.Sprintf("kernel %s: %s", p, u.Route))
 				}
 			case <-tick.C:
-				missing := w.poll(prefixes)
-				at := time.Since(start).Round(time.Millisecond)
-				w.note(func(s *watchStats) {
-					s.polls++
-					if len(missing) > 0 {
-						s.absent = append(s.absent, fmt.Sprintf("+%s: %s", at, strings.Join(missing, ", ")))
-					}
-				})
+				missing := w.pollKernel()
+				w.polled(&w.st.polls, missing)
+			}
+		}
+	}()
+	go func() {
+		defer w.wg.Done()
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-w.done:
+				return
+			case <-tick.C:
+				missing := w.pollOVN()
+				w.polled(&w.st.ovnPolls, missing)
 			}
 		}
 	}()
 	return w, nil
 }
 
-// poll returns the prefixes not in table 100 with our protocol now.
-func (w *routeWatch) poll(prefixes []netip.Prefix) []string {
+// gatewayRouter is node1's, where the rule's OVN target puts the routes.
+const gatewayRouter = "GR_node1"
+
+// monitorNB starts ovsdb-client monitoring the static routes and returns
+// once it has printed their initial rows, the watched ones among them.
+func (w *routeWatch) monitorNB() error {
+	w.mon = exec.Command("ovsdb-client", "--format=json", "monitor", "unix:"+icSocket, "OVN_Northbound",
+		"Logical_Router_Static_Route", "ip_prefix,nexthop")
+	out, err := w.mon.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := w.mon.Start(); err != nil {
+		w.mon = nil
+		return fmt.Errorf("ovsdb-client monitor: %w", err)
+	}
+	initial := make(chan []netip.Prefix, 1)
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		sc := bufio.NewScanner(out)
+		sc.Buffer(make([]byte, 64<<10), 4<<20)
+		first := true
+		for sc.Scan() {
+			var upd struct {
+				Data [][]json.RawMessage `json:"data"`
+			}
+			if err := json.Unmarshal(sc.Bytes(), &upd); err != nil {
+				w.fault(fmt.Sprintf("ovsdb-client monitor: %v: %.200s", err, sc.Text()))
+				continue
+			}
+			var seen []netip.Prefix
+			for _, row := range upd.Data {
+				var action, prefix, nexthop string
+				if len(row) < 4 || json.Unmarshal(row[1], &action) != nil || json.Unmarshal(row[2], &prefix) != nil ||
+					json.Unmarshal(row[3], &nexthop) != nil {
+					w.fault(fmt.Sprintf("ovsdb-client monitor: a row without action, ip_prefix, nexthop: %.200s", sc.Text()))
+					continue
+				}
+				p, ok := netipPrefix(prefix)
+				if !ok || !slices.Contains(w.prefixes, p) {
+					continue
+				}
+				switch action {
+				case "initial":
+					seen = append(seen, p)
+				case "delete":
+					w.deleted(fmt.Sprintf("OVN %s via %s", p, nexthop))
+				case "new":
+					w.note(func(s *watchStats) { s.ovnUpdates++ })
+				}
+			}
+			if first {
+				first = false
+				initial <- seen
+			}
+		}
+		if first {
+			initial <- nil
+		}
+		w.fault("ovsdb-client monitor ended")
+	}()
+	select {
+	case seen := <-initial:
+		for _, p := range w.prefixes {
+			if !slices.Contains(seen, p) {
+				return fmt.Errorf("ovsdb-client monitor: the initial rows have no %s (they have %v)", p, seen)
+			}
+		}
+		return nil
+	case <-time.After(time.Minute):
+		return fmt.Errorf("ovsdb-client monitor printed no initial rows within a minute")
+	}
+}
+
+func (w *routeWatch) deleted(what string) {
+	at := time.Since(w.start).Round(time.Millisecond)
+	w.note(func(s *watchStats) { s.deletes = append(s.deletes, fmt.Sprintf("+%s %s", at, what)) })
+}
+
+func (w *routeWatch) polled(n *int, missing []string) {
+	at := time.Since(w.start).Round(time.Millisecond)
+	w.note(func(s *watchStats) {
+		*n++
+		if len(missing) > 0 {
+			s.absent = append(s.absent, fmt.Sprintf("+%s: %s", at, strings.Join(missing, ", ")))
+		}
+	})
+}
+
+// pollKernel returns the prefixes not in table 100 with our protocol now.
+func (w *routeWatch) pollKernel() []string {
 	routes, err := netlink.RouteListFiltered(netlink.FAMILY_V4, &netlink.Route{Table: table}, netlink.RT_FILTER_TABLE)
 	if err != nil {
-		return []string{"(list: " + err.Error() + ")"}
+		return []string{"kernel (list: " + err.Error() + ")"}
 	}
 	var missing []string
-	for _, p := range prefixes {
+	for _, p := range w.prefixes {
 		if !slices.ContainsFunc(routes, func(r netlink.Route) bool {
 			q, ok := netipPrefix(fmt.Sprint(r.Dst))
 			return ok && q == p && int(r.Protocol) == protoOvnbgp
 		}) {
-			missing = append(missing, p.String())
+			missing = append(missing, fmt.Sprintf("kernel %s (table %d, proto ovnbgp)", p, table))
 		}
 	}
 	return missing
 }
 
-// fault records a failure of the netlink subscription, unless the watch
-// is being closed: closing the socket ends its reader with EAGAIN.
+// pollOVN returns the prefixes without a static route via the peer that
+// ovnbgp owns on the gateway router now.
+func (w *routeWatch) pollOVN() []string {
+	out, err := run("ovn-nbctl", "--db=unix:"+icSocket, "--format=csv", "--data=bare", "--no-headings",
+		"--columns=ip_prefix,nexthop", "find", "Logical_Router_Static_Route", "external_ids:ovnbgp.io/owner=node1")
+	if err != nil {
+		return []string{"OVN (" + err.Error() + ")"}
+	}
+	var missing []string
+	for _, p := range w.prefixes {
+		if !slices.Contains(lines(out, nil), p.String()+",192.0.2.1") {
+			missing = append(missing, fmt.Sprintf("OVN %s via 192.0.2.1 (owned by node1)", p))
+		}
+	}
+	return missing
+}
+
+// fault records a failure of the netlink subscription or the NB monitor,
+// unless the watch is being closed: closing the socket ends its reader
+// with EAGAIN, and the monitor is killed.
 func (w *routeWatch) fault(msg string) {
 	select {
 	case <-w.done:
@@ -386,10 +524,18 @@ func (w *routeWatch) note(f func(*watchStats)) {
 	f(&w.st)
 }
 
-// close stops the watch and returns what it saw.
+// close stops the watch, the monitor it started included (by its PID),
+// and returns what it saw.
 func (w *routeWatch) close() watchStats {
-	w.once.Do(func() { close(w.done) })
-	<-w.finished
+	w.once.Do(func() {
+		close(w.done)
+		if w.mon != nil {
+			_ = w.mon.Process.Kill()
+			_ = w.mon.Wait()
+		}
+		w.wg.Wait()
+		w.note(func(s *watchStats) { s.took = time.Since(w.start) })
+	})
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.st
