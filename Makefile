@@ -16,15 +16,20 @@ BIN     := bin/ovnbgp
 # variant and the peer matrix). Not stripped: race reports name the code.
 RACE_BIN     := bin/ovnbgp-race
 RACE_LDFLAGS := -X $(PKG).version=$(VERSION) -X $(PKG).commit=$(COMMIT) -X $(PKG).treeState=$(TREE_STATE) -X $(PKG).commitDate=$(COMMIT_DATE)
+# The daemon with its test-only hooks (-tags ovnbgp_testhooks: SIGUSR2 hangs
+# the reconcile loop, daemon/testhooks_on.go), for packaging/vmtest's
+# watchdog check (OVNBGP_TESTHOOKS_BIN). Never shipped: bin/ovnbgp lacks the
+# hook, and a test in daemon/ checks that it does.
+TESTHOOKS_BIN := bin/ovnbgp-testhooks
 export CGO_ENABLED := 0
 
-.PHONY: all help build build-race test unit race e2e soak test-chaos bench vet lab generate docs machineconfig image package fuzz deps clean
+.PHONY: all help build build-race build-testhooks test unit race e2e soak test-chaos bench vet lab generate docs machineconfig image package fuzz deps clean
 
 all: build
 
 ## help: this list
 help:
-	@sed -n 's/^## \([a-z0-9-]*\): /  make \1\t/p' $(MAKEFILE_LIST) | expand -t 22
+	@sed -n 's/^## \([a-z0-9-]*\): /  make \1\t/p' $(MAKEFILE_LIST) | expand -t 24
 
 ## build: the static, version-stamped binary in bin/ovnbgp
 build:
@@ -40,6 +45,14 @@ build-race:
 	  rm -f $(RACE_BIN); echo "$$msg; the e2e tests run the daemon without the race detector" >&2; exit 0; fi; \
 	CGO_ENABLED=1 $(GO) build -race -trimpath -ldflags '$(RACE_LDFLAGS)' -o $(RACE_BIN) .
 
+## build-testhooks: the daemon with its test-only hooks in bin/ovnbgp-testhooks (SIGUSR2 hangs the loop; make test's VM test runs it as OVNBGP_TESTHOOKS_BIN; never ship it)
+build-testhooks:
+	$(GO) build -trimpath -tags ovnbgp_testhooks -ldflags '$(LDFLAGS)' -o $(TESTHOOKS_BIN) .
+
+# The one test compiled only with the test hooks: SIGUSR2 hangs the loop,
+# WATCHDOG=1 stops (daemon/testhooks_on_test.go).
+TESTHOOKS_TEST = $(GO) test -count=1 -tags ovnbgp_testhooks -run '^TestTestHookHangsLoop$$' ./daemon/
+
 # OVNBGP_RACE_BIN=... for go test when the race build exists.
 RACE_ENV = $$([ -x $(RACE_BIN) ] && echo OVNBGP_RACE_BIN=$(CURDIR)/$(RACE_BIN))
 
@@ -50,13 +63,15 @@ UNIT_PKGS = $$($(GO) list ./... | grep -v -e /test/e2e -e /bench -e /vrf/vmtest 
 # runs them once, without -race).
 RACE_PKGS = $$($(GO) list ./... | grep -v -e /test/e2e -e /bench -e /vrf/vmtest -e /packaging/vmtest -e /packaging$$)
 
-## test: install test packages (as root), vet, build (and the -race daemon), the race detector on the unit packages, unit and end-to-end tests (the short chaos variant and the peer matrix run the -race daemon; a race report fails them)
-test: deps vet build build-race race
-	env OVNBGP_BIN=$(CURDIR)/$(BIN) $(RACE_ENV) $(GO) test -count=1 -timeout 25m ./...
+## test: install test packages (as root), vet, build (and the -race daemon and the test-hooks daemon), the race detector on the unit packages, unit and end-to-end tests (the short chaos variant and the peer matrix run the -race daemon; a race report fails them; the systemd VM test's watchdog check runs the test-hooks daemon)
+test: deps vet build build-race build-testhooks race
+	$(TESTHOOKS_TEST)
+	env OVNBGP_BIN=$(CURDIR)/$(BIN) OVNBGP_TESTHOOKS_BIN=$(CURDIR)/$(TESTHOOKS_BIN) $(RACE_ENV) $(GO) test -count=1 -timeout 25m ./...
 
-## unit: only the tests that need no root and no packages
+## unit: only the tests that need no root and no packages (and the test-hooks build's own test)
 unit:
 	$(GO) test -count=1 $(UNIT_PKGS)
+	$(TESTHOOKS_TEST)
 
 ## race: the unit packages but packaging/ under the race detector (cgo is on for this target only)
 ## (a C compiler is needed: scripts/test-deps.sh installs gcc; without one,
@@ -97,6 +112,7 @@ bench: build
 
 vet:
 	$(GO) vet ./...
+	$(GO) vet -tags ovnbgp_testhooks ./daemon/
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); [ -z "$$out" ] || { echo "gofmt needed: $$out" >&2; exit 1; }
 
 ## lab: the embedded demo (no root, no OVN, no FRR)

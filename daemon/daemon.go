@@ -365,6 +365,9 @@ func (d *Daemon) loop(ctx context.Context, hup <-chan os.Signal) error {
 		defer t.Stop()
 		watchdog = t.C
 	}
+	// No hooks (a nil channel) unless built with -tags ovnbgp_testhooks.
+	hooks := newTestHooks(d.log)
+	defer hooks.close()
 	retry := newBackoff(time.Second, 30*time.Second)
 	var retryC <-chan time.Time
 	trim := newMemTrim()
@@ -483,6 +486,9 @@ func (d *Daemon) loop(ctx context.Context, hup <-chan os.Signal) error {
 			continue
 		case call := <-d.calls:
 			call(ctx)
+			continue
+		case f := <-hooks.loop:
+			f()
 			continue
 		case <-grace.C:
 			if !d.hasSynced() {

@@ -5,6 +5,9 @@
 // machine's root read-only over 9p under a tmpfs overlay, and runs its
 // systemd 252 with an OVN NB ovsdb-server, an FRR peer in a network
 // namespace and the binary under test ($OVNBGP_BIN, else built from the
-// module). The guest program (./guest) is both the VM's /init and the
-// checker whose report the test reads from the serial console.
+// module). Its watchdog check swaps in the test-hooks build
+// ($OVNBGP_TESTHOOKS_BIN, else built with -tags ovnbgp_testhooks), whose
+// loop SIGUSR2 hangs, under a drop-in that only shortens WatchdogSec. The
+// guest program (./guest) is both the VM's /init and the checker whose
+// report the test reads from the serial console.
 package vmtest

@@ -31,7 +31,7 @@ var modules9p = []string{
 // hostPrograms are what the VM runs from this machine's root.
 var hostPrograms = []string{
 	"/lib/systemd/systemd", "/usr/bin/systemctl", "/usr/bin/journalctl", "/usr/lib/frr/bgpd", "/usr/bin/vtysh",
-	"/usr/sbin/ovsdb-server", "/usr/bin/ovsdb-tool", "/usr/bin/ovn-nbctl", "/usr/share/ovn/ovn-nb.ovsschema",
+	"/usr/sbin/ovsdb-server", "/usr/bin/ovsdb-tool", "/usr/bin/ovsdb-client", "/usr/bin/ovn-nbctl", "/usr/share/ovn/ovn-nb.ovsschema",
 	"/usr/sbin/ip", "/usr/bin/nstat",
 }
 
@@ -46,6 +46,7 @@ var checks = []string{
 	"nb-discovered",   // no ovn.northbound: the NB socket created later at /var/run/ovn-ic is found and used
 	"kernel-route",    // the learned route in table 100, proto ovnbgp (CAP_NET_ADMIN)
 	"reload",          // systemctl reload: a new rule applies, no session reset, no restart
+	"watchdog",        // a hung loop (test-hooks build, SIGUSR2) is killed by the watchdog and restarted; the imports never leave table 100 nor GR_node1
 	"start-limit",     // a bad config: restarts, then start-limit-hit
 }
 
@@ -56,7 +57,14 @@ var checks = []string{
 // appears only at /var/run/ovn-ic after it started (no ovn.northbound),
 // advertises the pod subnet,
 // programs a learned route into the kernel, reloads on SIGHUP without
-// resetting the session, and hits the start limit with a bad config.
+// resetting the session, is killed by the watchdog when its loop hangs and
+// restarted with the imported routes kept, and hits the start limit with a
+// bad config.
+//
+// The watchdog check runs the test-hooks build ($OVNBGP_TESTHOOKS_BIN,
+// else built with -tags ovnbgp_testhooks): SIGUSR2 hangs its loop. A
+// drop-in (testdata/root/etc/vmtest/ovnbgp-watchdog.conf) shortens only
+// WatchdogSec, to 10 s; the shipped unit is unchanged.
 func TestUnitUnderSystemd(t *testing.T) {
 	k := vm.Require(t, modules9p...)
 	var missing []string
@@ -73,6 +81,9 @@ func TestUnitUnderSystemd(t *testing.T) {
 	}
 	vm.Need(t, missing...)
 	bin := lab.Binary(t)
+	// The watchdog check swaps this one in: the daemon with the test-only
+	// hook that hangs its loop on SIGUSR2 (-tags ovnbgp_testhooks).
+	hooksBin := lab.TestHooksBinary(t)
 	dir := t.TempDir()
 	guest := k.BuildGuest(t, dir, "./guest")
 
@@ -84,6 +95,7 @@ func TestUnitUnderSystemd(t *testing.T) {
 	a.Copy("payload/etc/tmpfiles.d/ovnbgp.conf", "../tmpfiles.d/ovnbgp.conf")
 	a.Copy("payload/etc/iproute2/rt_protos.d/ovnbgp.conf", "../rt_protos.d/ovnbgp.conf")
 	a.Copy("payload/usr/local/bin/ovnbgp", bin)
+	a.Copy("payload/usr/local/libexec/ovnbgp-testhooks", hooksBin)
 	a.Copy("payload/usr/local/libexec/ovnbgp-vmcheck", guest)
 	a.CopyTree("payload", "testdata/root")
 	secret, err := os.ReadFile("testdata/tor-a.secret")

@@ -8,7 +8,8 @@
 // --unit=vmtest.target.
 //
 // As "guest check" (vmtest-check.service, after ovnbgp.service is up) it
-// checks the daemon under the sandbox from the outside, prints one
+// checks the daemon under the sandbox from the outside (watchdog.go: the
+// watchdog kills a hung loop, the imports stay), prints one
 // "vmtest: PASS|FAIL NAME: detail" line per check and a verdict line to the
 // serial console, and powers the VM off.
 package main
@@ -360,11 +361,21 @@ func (c *checker) run() {
 	c.result("reload", err, fmt.Sprintf("systemctl reload: %s imported, session kept (established %d, dropped %d), MainPID %s",
 		added, after.ConnectionsEstablished, after.ConnectionsDropped, pid))
 
+	// The watchdog kills a hung loop (the test-hooks build), and the
+	// restart keeps the imports (watchdog.go). The daemon runs that build
+	// from here on.
+	c.watchdog()
+
 	// A config that does not load: Restart=on-failure restarts it, then
-	// the start limit (StartLimitBurst=5 starts within 300 s, counting the
-	// boot's start and this restart) stops it: systemd logs "Start request
-	// repeated too quickly" and the unit stays failed (systemd 252 keeps
-	// Result=exit-code, the last run's).
+	// the start limit (StartLimitBurst=5 starts within 300 s, counting
+	// this restart) stops it: systemd logs "Start request repeated too
+	// quickly" and the unit stays failed (systemd 252 keeps
+	// Result=exit-code, the last run's). reset-failed first clears the
+	// start counter and NRestarts of the boot's start and the watchdog
+	// check's two, so that this check counts its own restarts only.
+	if _, err := run("systemctl", "reset-failed", "ovnbgp"); err != nil {
+		c.result("start-limit", err, "")
+	}
 	const limitLine = "ovnbgp.service: Start request repeated too quickly."
 	err = os.WriteFile("/etc/ovnbgp/config.yaml", []byte("node: {name: node1}\nbgp: {asn: 64512}\n"), 0o600)
 	if err == nil {
@@ -489,7 +500,7 @@ func kernelRoute(prefix string) (string, error) {
 }
 
 func unitProps(unit string) (map[string]string, error) {
-	out, err := run("systemctl", "show", unit, "-p", "Type,ActiveState,SubState,Result,MainPID,NRestarts,StatusText")
+	out, err := run("systemctl", "show", unit, "-p", "Type,ActiveState,SubState,Result,MainPID,NRestarts,StatusText,WatchdogUSec")
 	p := map[string]string{}
 	for _, l := range lines(out, err) {
 		k, v, _ := strings.Cut(l, "=")

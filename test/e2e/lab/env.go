@@ -74,7 +74,11 @@ func Require(t testing.TB) {
 	t.Skip(msg)
 }
 
-var build struct {
+// builds are the binaries built once per test process (Binary,
+// TestHooksBinary), removed by Cleanup.
+var build, hooksBuild built
+
+type built struct {
 	once sync.Once
 	dir  string
 	bin  string
@@ -86,47 +90,71 @@ var build struct {
 // A build failure fails the test (it is never a reason to skip).
 func Binary(t testing.TB) string {
 	t.Helper()
-	if bin := os.Getenv("OVNBGP_BIN"); bin != "" {
+	return build.get(t, "OVNBGP_BIN")
+}
+
+// TestHooksTag is the build tag of the daemon's test-only hooks
+// (daemon/testhooks_on.go: SIGUSR2 hangs the reconcile loop). A binary
+// built without it has no hook at all.
+const TestHooksTag = "ovnbgp_testhooks"
+
+// TestHooksBinary returns ovnbgp built with -tags ovnbgp_testhooks:
+// $OVNBGP_TESTHOOKS_BIN if set (`make build-testhooks`, which `make test`
+// runs: bin/ovnbgp-testhooks), else one built once per test process from
+// the module root. Never the binary under test of other tests.
+func TestHooksBinary(t testing.TB) string {
+	t.Helper()
+	return hooksBuild.get(t, "OVNBGP_TESTHOOKS_BIN", "-tags", TestHooksTag)
+}
+
+// get returns $env if set, else the binary built once with `go build
+// args... .` from the module root.
+func (b *built) get(t testing.TB, env string, args ...string) string {
+	t.Helper()
+	if bin := os.Getenv(env); bin != "" {
 		abs, err := filepath.Abs(bin)
 		if err != nil {
-			t.Fatalf("OVNBGP_BIN: %v", err)
+			t.Fatalf("%s: %v", env, err)
 		}
 		return abs
 	}
-	build.once.Do(func() {
-		build.dir, build.err = os.MkdirTemp("", "ovnbgp-e2e-bin-")
-		if build.err != nil {
+	b.once.Do(func() {
+		b.dir, b.err = os.MkdirTemp("", "ovnbgp-e2e-bin-")
+		if b.err != nil {
 			return
 		}
 		gobin, err := goTool()
 		if err != nil {
-			build.err = err
+			b.err = err
 			return
 		}
 		root, err := moduleRoot(gobin)
 		if err != nil {
-			build.err = err
+			b.err = err
 			return
 		}
-		build.bin = filepath.Join(build.dir, "ovnbgp")
-		cmd := exec.Command(gobin, "build", "-o", build.bin, ".")
+		b.bin = filepath.Join(b.dir, "ovnbgp")
+		cmd := exec.Command(gobin, append(append([]string{"build"}, args...), "-o", b.bin, ".")...)
 		cmd.Dir = root
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Run(); err != nil {
-			build.err = fmt.Errorf("go build ovnbgp: %w\n%s", err, out.String())
+			b.err = fmt.Errorf("go build %s ovnbgp (%s not set): %w\n%s", strings.Join(args, " "), env, err, out.String())
 		}
 	})
-	if build.err != nil {
-		t.Fatal(build.err)
+	if b.err != nil {
+		t.Fatal(b.err)
 	}
-	return build.bin
+	return b.bin
 }
 
-// Cleanup removes what Binary built. Call it from TestMain after m.Run.
+// Cleanup removes what Binary and TestHooksBinary built. Call it from
+// TestMain after m.Run.
 func Cleanup() {
-	if build.dir != "" {
-		_ = os.RemoveAll(build.dir)
+	for _, b := range []*built{&build, &hooksBuild} {
+		if b.dir != "" {
+			_ = os.RemoveAll(b.dir)
+		}
 	}
 }
 
