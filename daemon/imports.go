@@ -176,6 +176,21 @@ func (d *Daemon) learnedPaths(ctx context.Context, sp Speaker, cfg *config.Confi
 	return paths, true
 }
 
+// keepingPeers are the peers (sorted) with a window that keeps anything.
+func keepingPeers(windows map[string]map[config.Family]plan.StaleWindow) []string {
+	var peers []string
+	for peer, fams := range windows {
+		for _, w := range fams {
+			if w.Keep {
+				peers = append(peers, peer)
+				break
+			}
+		}
+	}
+	slices.Sort(peers)
+	return peers
+}
+
 // sessionsEnded reads the speaker's sessions again and says whether one
 // left Established since the read the graceful-restart windows came from
 // (syncedPeers): what was taken or walked after that read may already
@@ -223,15 +238,7 @@ func (d *Daemon) sessionsEnded(sp Speaker, cfg *config.Config) bool {
 // of peers with a window that keeps anything are looked at. The caller
 // holds mu.
 func retainWalked(t *plan.ImportTable, windows map[string]map[config.Family]plan.StaleWindow, paths []model.LearnedPath) []model.LearnedPath {
-	var peers []string
-	for peer, fams := range windows {
-		for _, w := range fams {
-			if w.Keep {
-				peers = append(peers, peer)
-				break
-			}
-		}
-	}
+	peers := keepingPeers(windows)
 	if len(peers) == 0 {
 		return paths
 	}
@@ -241,7 +248,6 @@ func retainWalked(t *plan.ImportTable, windows map[string]map[config.Family]plan
 			walked[model.Key{Peer: p.Peer, Prefix: p.Prefix}] = true
 		}
 	}
-	slices.Sort(peers)
 	for _, peer := range peers {
 		for _, k := range t.PeerKeys(peer) {
 			if walked[k] {

@@ -372,11 +372,16 @@ func (d *Daemon) diffPass(ctx context.Context, cfg *config.Config, sp Speaker, s
 // caller holds mu.
 func retainStale(t *plan.ImportTable, windows map[string]map[config.Family]plan.StaleWindow,
 	paths []model.LearnedPath, gone []model.Key) ([]model.LearnedPath, []model.Key) {
-	if len(windows) == 0 || len(gone) == 0 {
+	keeps := keepingPeers(windows)
+	if len(keeps) == 0 || len(gone) == 0 {
 		return paths, gone
 	}
 	left := gone[:0:0]
 	for _, k := range gone {
+		if !slices.Contains(keeps, k.Peer) {
+			left = append(left, k)
+			continue
+		}
 		old, ok := t.Learned(k)
 		if !ok {
 			left = append(left, k)
