@@ -70,8 +70,8 @@ type fakeSpeaker struct {
 	downGraceful bool
 	eorFamilies  map[string]bool
 	// onTake is called by TakeLearned first, unlocked.
-	onTake func()
-	applies      []model.AdvertDiff // every Apply's diff, in order
+	onTake  func()
+	applies []model.AdvertDiff // every Apply's diff, in order
 	// bmp is the last SetBMP's servers, bmpSys its sysName and sysDescr,
 	// bmpSets the number of SetBMP calls.
 	bmp     []config.BMPServer

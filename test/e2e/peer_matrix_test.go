@@ -149,7 +149,7 @@ type mxKind struct {
 	// delete from the session's return, since until then fail static
 	// rightly keeps the adopted route.
 	killHold time.Duration
-	start  func(w *mxWorld, routes mxRoutes) mxPeer
+	start    func(w *mxWorld, routes mxRoutes) mxPeer
 }
 
 var mxKinds = []mxKind{
@@ -160,9 +160,9 @@ var mxKinds = []mxKind{
 		noGR: "BIRD without `graceful restart on` (its default, `aware`: the capability lists no family) is no graceful restart peer"},
 	{name: "bird-gr", gr: true, fbit: false, eor: true, start: startMxBIRD(true)},
 	{name: "gobgpd", eor: false, start: startMxGoBGP,
-		noBFD: "gobgpd 3.10 has no BFD (GoBGP has BFD from v4 on)",
+		noBFD:    "gobgpd 3.10 has no BFD (GoBGP has BFD from v4 on)",
 		killHold: 30 * time.Second, // its idle-hold-time-after-reset; the TOML key did not shorten it here
-		noGR: "gobgpd runs without graceful restart here (gobgpd 3.10 sends no End-of-RIB to a peer without graceful restart: ovnbgp saw none)"},
+		noGR:     "gobgpd runs without graceful restart here (gobgpd 3.10 sends no End-of-RIB to a peer without graceful restart: ovnbgp saw none)"},
 	{name: "exabgp", eor: false, start: startMxExa,
 		noBFD: "ExaBGP 4.2 has no BFD",
 		noGR:  "ExaBGP runs without graceful restart and sends no End-of-RIB (manual-eor): it cannot restart gracefully"},
