@@ -236,11 +236,14 @@ func (s *Speaker) journalPaths(paths []*apiutil.Path) (tracked bool) {
 			// Dropped by gobgp itself, not withdrawn by the peer: a
 			// withdrawn NLRI carries no attributes, a path gobgp drops
 			// from its Adj-RIB-In keeps them. While the speaker still
-			// sees the session Established, this is its end (or the
-			// stale paths an End-of-RIB drops), and gobgp reports the
-			// session's state (or the End-of-RIB) right after: that
-			// event puts the peer in Resync, and its walk says the path
-			// is gone. Reported now, the daemon would take the drop
+			// sees the session Established, this is its end (gobgp
+			// v4.8.0 drops the Adj-RIB-In, then reports the state in the
+			// same handling: handleFSMMessage) or the peer's removal
+			// (deleteNeighbor, then Idle; SetPeers puts it in Resync),
+			// and that state event puts the peer in Resync: its walk
+			// says the path is gone. (The stale paths an End-of-RIB
+			// drops come with no path event; the End-of-RIB's Resync
+			// covers them.) Reported now, the daemon would take the drop
 			// before it knows how the session ended, and delete routes
 			// that a graceful restart keeps.
 			continue

@@ -208,3 +208,36 @@ func TestSessionEndsMidPass(t *testing.T) {
 		}
 	}
 }
+
+// TestWithdrawnThenGracefulEnd: the peer withdraws a route, and its
+// session ends gracefully before the daemon's next take: the withdrawn
+// route goes (it is not kept stale with the others, which gobgp dropped
+// with the session).
+func TestWithdrawnThenGracefulEnd(t *testing.T) {
+	other := learnedUplink
+	other.Prefix = netip.MustParsePrefix("198.51.101.0/24")
+	h := startImport(t, "auto", nil, nil, func(h *harness) {
+		h.cfg.gr, h.cfg.deferral = true, "1h"
+		h.sp.eor, h.sp.since = true, time.Now()
+	})
+	h.sp.setLearned(learnedUplink, other)
+	h.d.poke()
+	h.eventually("both routes", func() bool { return len(h.ovnPrefixes()) == 2 && len(h.kernelPrefixes()) == 2 })
+	h.passDone()
+	h.sp.mu.Lock()
+	// An explicit withdrawal (the delta's Gone), then the graceful end:
+	// gobgp drops the rest (the state event puts the peer in Resync).
+	h.sp.learned = nil
+	h.sp.pending.Gone = append(h.sp.pending.Gone, model.Key{Peer: "tor", Prefix: learnedUplink.Prefix})
+	h.sp.state, h.sp.eor, h.sp.down, h.sp.downGraceful = model.StateIdle, false, time.Now(), true
+	h.sp.gen++
+	h.sp.mu.Unlock()
+	h.d.poke()
+	h.eventually("the withdrawn route gone, the other kept stale", func() bool {
+		return slices.Equal(h.ovnPrefixes(), []string{"GR_node1 198.51.101.0/24 via 192.0.2.1"}) && len(h.kernelPrefixes()) == 1
+	})
+	h.passDone()
+	if got := h.ovnPrefixes(); !slices.Equal(got, []string{"GR_node1 198.51.101.0/24 via 192.0.2.1"}) {
+		t.Errorf("OVN %v after the peer is away: want the route it did not withdraw", got)
+	}
+}

@@ -86,6 +86,9 @@ type importState struct {
 	stale, tableStale map[string]map[config.Family]plan.StaleWindow
 	// staleFrom is the speaker's Sync that stale was computed from.
 	staleFrom map[string]model.PeerSync
+	// withdrawn are the keys a full pass's discarded take had as gone:
+	// its walk keeps none of them stale (fullPass).
+	withdrawn []model.Key
 	// manual is the part of the last full plan that waits for `ovnbgp
 	// apply`, held the operations held back, by prefix.
 	manual plan.Plan
@@ -171,7 +174,7 @@ func (d *Daemon) learnedPaths(ctx context.Context, sp Speaker, cfg *config.Confi
 			d.sessionsEnded(sp, cfg)
 			d.mu.Lock()
 		}
-		paths = retainWalked(table, d.imp.stale, paths)
+		paths = retainWalked(table, d.imp.stale, paths, d.imp.withdrawn)
 	}
 	return paths, true
 }
@@ -192,7 +195,8 @@ func keepingPeers(windows map[string]map[config.Family]plan.StaleWindow) []strin
 }
 
 // sessionsEnded reads the speaker's sessions again and says whether one
-// left Established since the read the graceful-restart windows came from
+// left Established (or entered it) since the read the graceful-restart
+// windows came from
 // (syncedPeers): what was taken or walked after that read may already
 // lack the paths gobgp dropped with the session, and the windows must say
 // how it ended before anything is decided on them (else the routes a
@@ -210,9 +214,9 @@ func (d *Daemon) sessionsEnded(sp Speaker, cfg *config.Config) bool {
 	now := sp.Sync()
 	var merged map[string]model.PeerSync
 	for name, was := range seen {
-		cur, ok := now[name]
-		if !was.Established || (ok && cur.Established && cur.Since.Equal(was.Since)) {
-			continue
+		cur := now[name]
+		if was.Established == cur.Established && (!was.Established || cur.Since.Equal(was.Since)) {
+			continue // no session ended or started since
 		}
 		if merged == nil {
 			merged = maps.Clone(seen)
@@ -237,12 +241,15 @@ func (d *Daemon) sessionsEnded(sp Speaker, cfg *config.Config) bool {
 // dropped them with the session, the daemon keeps its copy. Only the paths
 // of peers with a window that keeps anything are looked at. The caller
 // holds mu.
-func retainWalked(t *plan.ImportTable, windows map[string]map[config.Family]plan.StaleWindow, paths []model.LearnedPath) []model.LearnedPath {
+func retainWalked(t *plan.ImportTable, windows map[string]map[config.Family]plan.StaleWindow, paths []model.LearnedPath, withdrawn []model.Key) []model.LearnedPath {
 	peers := keepingPeers(windows)
 	if len(peers) == 0 {
 		return paths
 	}
 	walked := map[model.Key]bool{}
+	for _, k := range withdrawn {
+		walked[k] = true // never kept: the peer withdrew it
+	}
 	for _, p := range paths {
 		if slices.Contains(peers, p.Peer) {
 			walked[model.Key{Peer: p.Peer, Prefix: p.Prefix}] = true

@@ -64,21 +64,26 @@ func (d *Daemon) loopPlan(ctx context.Context, cfg *config.Config, sp Speaker, s
 	}
 	if why := d.fullWhy(cfg, sp, snap, hc, synced); why != "" {
 		if d.imp.queue != nil {
-			take() // the walk that follows is newer
+			_, delta = take() // the walk that follows is newer
 		}
-		return d.fullPass(ctx, cfg, sp, snap, why)
+		return d.fullPass(ctx, cfg, sp, snap, why, delta.Gone)
 	}
 	v, err := d.incrementalPass(ctx, cfg, sp, snap, delta, hc, synced)
 	if err != nil {
-		return d.fullPass(ctx, cfg, sp, snap, err.Error())
+		return d.fullPass(ctx, cfg, sp, snap, err.Error(), delta.Gone)
 	}
 	return v
 }
 
 // fullPass plans everything anew and keeps the new table.
-func (d *Daemon) fullPass(ctx context.Context, cfg *config.Config, sp Speaker, snap model.Snapshot, why string) planView {
+// withdrawn are the keys the pass took as withdrawn (or dropped after
+// their session was seen down) and does not apply itself: the walk's
+// retention keeps none of them stale (a withdrawal is never kept).
+func (d *Daemon) fullPass(ctx context.Context, cfg *config.Config, sp Speaker, snap model.Snapshot, why string, withdrawn []model.Key) planView {
 	d.log.Debug("import: full pass", zap.String("why", why))
+	d.imp.withdrawn = withdrawn
 	v := d.planFrom(ctx, cfg, sp, snap, false, true)
+	d.imp.withdrawn = nil
 	d.setTable(v, cfg, sp, v.synced)
 	return v
 }
@@ -181,6 +186,10 @@ func (d *Daemon) incrementalPass(ctx context.Context, cfg *config.Config, sp Spe
 		return d.queuedPass(ctx, cfg, sp, snap, nil, synced)
 	}
 	change := plan.TableChange{Paths: delta.Paths, Gone: delta.Gone}
+	// walkGone: keys a walk of a peer lacks. Only those may be kept
+	// stale (the speaker dropped them with the session); a withdrawal the
+	// peer sent (the delta's Gone) never is.
+	var walkGone []model.Key
 	// A peer to walk again waits one pass when paths came too: what the
 	// peer sent is decided and applied first (at the end of a table
 	// transfer, End-of-RIB comes right after the last UPDATE), and the
@@ -203,7 +212,7 @@ func (d *Daemon) incrementalPass(ctx context.Context, cfg *config.Config, sp Spe
 				return planView{}, err
 			}
 			change.Paths = append(change.Paths, paths...)
-			change.Gone = append(change.Gone, gone...)
+			walkGone = append(walkGone, gone...)
 			delete(d.imp.resync, peer)
 		}
 	}
@@ -220,7 +229,8 @@ func (d *Daemon) incrementalPass(ctx context.Context, cfg *config.Config, sp Spe
 		return planView{}, errors.New("a session ended while the pass read what changed")
 	}
 	d.mu.Lock()
-	change.Paths, change.Gone = retainStale(t, d.imp.stale, change.Paths, change.Gone)
+	change.Paths, walkGone = retainStale(t, d.imp.stale, change.Paths, withoutKeys(walkGone, delta.Gone))
+	change.Gone = append(change.Gone, walkGone...)
 	d.mu.Unlock()
 	if len(change.Paths)+len(change.Gone) > d.lim.passChunk {
 		// Too large for one pass: decided passChunk changes a pass, in
@@ -250,6 +260,13 @@ const passChunk = 1024
 // pass still plans the advertisements.
 func (d *Daemon) queuedPass(ctx context.Context, cfg *config.Config, sp Speaker, snap model.Snapshot,
 	hcRoutes []model.KernelRouteKey, synced map[string]bool) (planView, error) {
+	// What peers sent since waits untaken: a sync seen now (an
+	// End-of-RIB) may not let held deletes go before the paths sent with
+	// it are taken, so the table's sync state stands until then.
+	synced = maps.Clone(d.imp.tableSynced)
+	if synced == nil {
+		synced = map[string]bool{}
+	}
 	part := d.imp.queue.Next(d.lim.passChunk)
 	d.mu.Lock()
 	touched := d.imp.table.Update(part)
@@ -364,6 +381,18 @@ func (d *Daemon) diffPass(ctx context.Context, cfg *config.Config, sp Speaker, s
 	d.addHeld(p.Held)
 	d.mu.Unlock()
 	return planView{plan: p, table: t, snap: snap, host: host, desired: desired, heldAdv: heldAdv, synced: synced, learnedOK: true}, nil
+}
+
+// withoutKeys is keys without those in drop.
+func withoutKeys(keys, drop []model.Key) []model.Key {
+	if len(drop) == 0 || len(keys) == 0 {
+		return keys
+	}
+	skip := make(map[model.Key]bool, len(drop))
+	for _, k := range drop {
+		skip[k] = true
+	}
+	return slices.DeleteFunc(keys, func(k model.Key) bool { return skip[k] })
 }
 
 // retainStale keeps, stale, the paths of gone (withdrawn or dropped by the

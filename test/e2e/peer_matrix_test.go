@@ -374,6 +374,11 @@ func runMxKind(t *testing.T, k mxKind, res *mxResults) {
 		"ovnbgp-kill": w.cellKill, "bfd": w.cellBFD,
 	}
 	only := os.Getenv("OVNBGP_MATRIX_CELLS") // e.g. "link-cut,gr-restart": a subset, to debug one
+	for _, c := range strings.Split(only, ",") {
+		if only != "" && !slices.Contains(mxCells, c) {
+			t.Fatalf("OVNBGP_MATRIX_CELLS: unknown cell %q: want a list of %s", c, strings.Join(mxCells, ", "))
+		}
+	}
 	for _, c := range mxCells {
 		if only != "" && !slices.Contains(strings.Split(only, ","), c) {
 			continue
