@@ -1,11 +1,12 @@
-// Package bench measures how fast a change reaches a BGP peer's RIB through
-// ovnbgp, and through FRR doing the same job, on the same receiving peer.
+// Package bench runs ovnbgp, FRR and BIRD on the same jobs against the same
+// receiving router, an FRR "ToR": advertising (one change, bulk, at NB
+// scale), importing into a kernel table, and idle cost.
 //
 // The code is in the package's _test.go files: Go benchmarks that build the
 // end-to-end lab of test/e2e/lab (network namespaces, a real OVN Northbound
-// ovsdb-server, an FRR "ToR") and drive either the ovnbgp daemon (changes
-// written to NB) or an FRR bgpd in the node namespace (changes given with
-// vtysh, or with a rewritten frr.conf and frr-reload.py, as frr-k8s and
-// MetalLB do). They run only with OVNBGP_BENCH=1 and as root; the one
-// command is bench/run.sh. See bench/README.md and docs/benchmarks.md.
+// ovsdb-server) and drive the node's speaker: the ovnbgp daemon (changes
+// written to NB), FRR (vtysh, or frr.conf and frr-reload.py as frr-k8s and
+// MetalLB do) or BIRD (birdc configure, as Calico does). They run only with
+// OVNBGP_BENCH=1 and as root, through bench/run.sh (`make bench` runs its
+// -compare jobs). See bench/README.md and docs/benchmarks.md.
 package bench

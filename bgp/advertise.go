@@ -36,7 +36,7 @@ type group struct {
 	prefixes map[netip.Prefix]struct{}
 }
 
-// advState is what Set has installed in gobgp.
+// advState is what Apply has installed in gobgp.
 type advState struct {
 	// rib holds the prefixes with a local path in the global RIB.
 	rib map[netip.Prefix]struct{}
@@ -52,10 +52,10 @@ type advState struct {
 	nbr map[string]netip.Addr
 	// unsynced are advertisements whose peer has not re-evaluated its
 	// export policy since they changed (a failed soft reset); resets
-	// lists those peers, retried on the next Set.
+	// lists those peers, retried on the next Apply.
 	unsynced map[model.Key]bool
 	resets   map[string]bool
-	// failed are the advertisements of the last Set that could not be
+	// failed are the advertisements of the last Apply that could not be
 	// applied as asked, with why: a new one is not sent, a changed one
 	// keeps its last good attributes.
 	failed map[model.Key]failure
@@ -118,7 +118,7 @@ func (s *Speaker) Apply(ctx context.Context, d model.AdvertDiff) error {
 // selects it with the given attributes, and whose peer has re-evaluated its
 // export policy since. Each says whether it is really on the wire (State
 // and Reason: "sent" only while the session is Established with the
-// prefix's family negotiated), and Problem says when the last Set asked
+// prefix's family negotiated), and Problem says when the last Apply asked
 // for attributes that could not be applied (these are the last good ones).
 func (s *Speaker) Advertised() []model.Advertisement {
 	s.mu.Lock()
@@ -202,7 +202,7 @@ func (a *advState) sortedInEffect() []*model.Advertisement {
 	return sorted
 }
 
-// NotApplied returns the advertisements of the last Set (or SetPeers)
+// NotApplied returns the advertisements of the last Apply (or SetPeers)
 // that could not be applied as asked, sorted, each with Problem saying why
 // and State "not applied". One that was in effect before keeps its last
 // good attributes (Advertised lists those); a new one is not sent.

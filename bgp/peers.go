@@ -25,9 +25,9 @@ import (
 // connectRetry, passive: config.ResetsSession, which `ovnbgp plan
 // --config` uses too) are applied without a reset. It
 // keeps going on per-peer errors and returns them joined; Peers reports the
-// peers that could not be configured. The advertisements of the last Set are
-// then re-applied, so a new peer gets its routes without waiting for the
-// next Set.
+// peers that could not be configured. The advertisements in effect are then
+// applied again: those of removed peers are withdrawn, and a reset peer gets
+// its routes without waiting for the next Apply.
 func (s *Speaker) SetPeers(ctx context.Context, peers []config.Peer) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

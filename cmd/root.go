@@ -1,6 +1,9 @@
 // Package cmd holds ovnbgp's command line: one file per noun, cobra
 // commands built from an options struct that is passed down (no global flag
-// state). Every read-only verb talks to the daemon over its control socket.
+// state). The verbs that show or change the daemon's state talk to it over
+// its control socket (package api); daemon, doctor, lab, config and version
+// work without one. The verbs are a contract: docs/architecture.md, "CLI
+// verbs".
 package cmd
 
 import (

@@ -37,7 +37,7 @@ func shortTemp(t *testing.T) string {
 }
 
 // TestDefaultNorthboundSockets: OpenShift's interconnect path first, then
-// OVN's own run directory (the ARCHITECTURE.md contract).
+// OVN's own run directory (docs/architecture.md, "Config keys").
 func TestDefaultNorthboundSockets(t *testing.T) {
 	want := []string{"/var/run/ovn-ic/ovnnb_db.sock", "/var/run/ovn/ovnnb_db.sock"}
 	if d := cmp.Diff(want, DefaultNorthboundSockets()); d != "" {

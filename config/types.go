@@ -8,7 +8,7 @@ import (
 )
 
 // Config is the whole of /etc/ovnbgp/config.yaml, typed. The YAML keys are
-// the contract of ARCHITECTURE.md ("Config contract"); Load fills defaults and
+// the contract of docs/architecture.md ("Config keys"); Load fills defaults and
 // Validate reports every problem with its key path.
 //
 // The json tags repeat the YAML keys so that `-o json` and `-o yaml` print the

@@ -1,9 +1,15 @@
-// Package daemon wires ovnbgp together: it loads the config, connects to the
-// OVN Northbound DB and starts the BGP speaker, and runs one level-triggered
-// reconcile loop. Every source of change (an NB cache event, a BGP peer or
-// path event, SIGHUP, a periodic resync, a retry after a failed apply) only
-// pokes a size-1 signal channel; the loop then re-reads everything, computes
-// the desired state with package plan, and hands it to the speaker. It also
-// serves the control API (package api) on a unix socket, Prometheus metrics,
-// and sd_notify readiness and watchdog. It holds no business rules.
+// Package daemon wires ovnbgp together and runs its one reconcile loop. It
+// loads the config, opens the control socket, connects to the OVN
+// Northbound DB, starts the BGP speaker and opens the kernel target. Every
+// source of change only pokes a size-1 channel; the loop then reads
+// everything again, lets package plan decide, and applies the plan through
+// the Speaker, Northbound and Host interfaces (the real ones in wire.go).
+// It also serves the control API (package api), Prometheus metrics, and
+// sd_notify readiness and watchdog, and handles reloads and the drain.
+//
+// It is not free of rules yet. It decides when an import pass must be full
+// (fullWhy), when a peer counts as synced for fail static (syncedPeers),
+// and that a capped peer's withdrawals go before its announcements
+// (applyAdvertise). docs/architecture.md describes the loop ("Data flow",
+// "Route import", "Lifecycle").
 package daemon

@@ -13,7 +13,7 @@ import (
 // credListener accepts control-socket connections, at most n at a time (as
 // netutil.LimitListener does: more wait in the kernel's accept queue), and
 // reads each client's uid with SO_PEERCRED, so that a handler can tell root
-// from anyone else (ARCHITECTURE.md, safety rule 7). It limits by itself
+// from anyone else (docs/architecture.md, "Safety rules", rule 7). It limits by itself
 // because a wrapping limiter would hide the connection's descriptor.
 type credListener struct {
 	net.Listener

@@ -8,7 +8,7 @@ import "net/netip"
 // the CLI shows them.
 
 // ProtectedPrefix is a prefix that is never imported, nor anything inside
-// it (ARCHITECTURE.md, safety rule 2).
+// it (docs/architecture.md, "Safety rules", rule 2).
 type ProtectedPrefix struct {
 	Prefix netip.Prefix `json:"prefix"`
 	// Why names where it comes from, e.g. "pod subnet of default on node2

@@ -1,8 +1,9 @@
 // Package model is ovnbgp's vendor-neutral vocabulary: the networks read from
 // OVN, the advertisements planned for peers, and the state of BGP sessions and
-// learned paths. The packages that talk to external systems (ovn, bgp)
-// translate to and from these types, so no gobgp, libovsdb or netlink type
-// crosses a package boundary. It also holds the few facts every side must
+// learned paths, and the import side's protected prefixes, OVN rows,
+// kernel routes and plan operations. The packages that talk to external
+// systems (ovn, bgp, vrf) translate to and from these types, so no gobgp,
+// libovsdb or netlink type crosses a package boundary. It also holds the few facts every side must
 // agree on: the prefix order (ComparePrefix), community parsing, and the
 // special-purpose address space no route may point into either way
 // (SpecialPurposeCovering, SpecialPurposeOverlap).

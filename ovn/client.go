@@ -208,7 +208,8 @@ func (c *Client) Snapshot(node string) (snap model.Snapshot, ok bool) {
 }
 
 // ClusterSubnets returns every pod subnet of every network on every node,
-// the prefixes ovnbgp must never import (ARCHITECTURE.md, safety rule 2).
+// the prefixes ovnbgp must never import (docs/architecture.md, "Safety
+// rules", rule 2).
 // It follows Snapshot's rules: ok=false before the first sync, the last good
 // data while disconnected. Malformed prefixes are left out (Snapshot
 // reports them).

@@ -160,7 +160,8 @@ type natRow struct {
 
 // buildProtectedAddresses returns the addresses NB holds that belong to
 // the cluster, each as a host prefix with the row it comes from
-// (docs/ovn-nb.md, "Protected addresses"; ARCHITECTURE.md safety rule 2):
+// (docs/ovn-nb.md, "Protected addresses"; docs/architecture.md, "Safety
+// rules", rule 2):
 //   - every Service load-balancer VIP (vips keys; the port is dropped;
 //     template keys such as "^NODEIP_IPv4_0:30080" name node addresses,
 //     protected below, and are skipped);

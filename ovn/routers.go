@@ -11,7 +11,7 @@ import (
 	"github.com/ovnbgp/ovnbgp/ovn/internal/ovnk"
 )
 
-// ovnbgp's ownership markers on the rows it writes (ARCHITECTURE.md,
+// ovnbgp's ownership markers on the rows it writes (docs/architecture.md,
 // "Ownership markers"). ovnbgp reads, diffs, changes and deletes only rows
 // carrying extIDOwner=<node>, and never writes k8s.ovn.org/* keys.
 const (

@@ -117,7 +117,8 @@ type buildResult struct {
 	// Snapshot is the node's networks and their pod subnets.
 	Snapshot model.Snapshot
 	// Cluster is every pod subnet on every node in every network, the
-	// prefixes ovnbgp must never import (ARCHITECTURE.md, safety rule 2).
+	// prefixes ovnbgp must never import (docs/architecture.md, "Safety rules",
+	// rule 2).
 	Cluster []model.Subnet
 	// Problems describes each row that was skipped, sorted.
 	Problems []string

@@ -1,7 +1,9 @@
-// Package plan computes what ovnbgp wants the world to look like from the
-// config and the snapshots of OVN and BGP, and the difference to what is there.
-// It is pure: no I/O and no gobgp, libovsdb or netlink types, so every rule
-// is table-tested.
+// Package plan decides what ovnbgp wants: from the config and the
+// snapshots of OVN NB, the BGP speaker and the kernel, the advertisements
+// for each peer (Advertisements, DiffAdvertisements, the export cap, the
+// drain) and the import of learned paths (Protected, ImportTable, Build,
+// Split, Explain). It is pure: no I/O and no gobgp, libovsdb or netlink
+// types, so every rule is table-tested.
 //
 // What happens to imported routes (OVN rows and kernel routes), by event
 // and by whether graceful restart (GR) was negotiated with the peer (Build,

@@ -127,7 +127,7 @@ func FuzzImportDecision(f *testing.F) {
 }
 
 // checkImportable fails the test if an accepted prefix and next hop break
-// a safety rule (ARCHITECTURE.md, "Safety").
+// a safety rule (docs/architecture.md, "Safety rules").
 func checkImportable(t *testing.T, prot []model.ProtectedPrefix, p netip.Prefix, nh netip.Addr, malformed string) {
 	t.Helper()
 	switch {

@@ -22,7 +22,7 @@ const (
 )
 
 // Protected returns every prefix import never accepts, nor anything inside
-// (ARCHITECTURE.md, safety rule 2), each with where it comes from:
+// (docs/architecture.md, "Safety rules", rule 2), each with where it comes from:
 // Snapshot.Protected (every node's pod subnets, join and transit subnets as
 // NB has them), this node's pod subnets, cluster.serviceCIDRs, the default
 // join, transit and masquerade subnets of each family NB has no live value

@@ -1,8 +1,8 @@
 // Package lab is ovnbgp's end-to-end test harness: a pair of network
-// namespaces joined by a veth ("node" and "tor"), FRR as the provider's router
-// in the tor namespace, a real OVN Northbound ovsdb-server populated with an
-// OVN-Kubernetes-like topology, and the ovnbgp binary running as a daemon in
-// the node namespace.
+// namespaces joined by a veth ("node" and "tor"), the provider's router in
+// the tor namespace (FRR; BIRD or gobgpd for the peer matrix), a real OVN
+// Northbound ovsdb-server populated with an OVN-Kubernetes-like topology,
+// and the ovnbgp binary running as a daemon in the node namespace.
 //
 // Everything a test starts is tied to it with t.Cleanup and is stopped by PID:
 // processes inside the namespaces the test created, then the namespaces, then
