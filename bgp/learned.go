@@ -110,6 +110,55 @@ func (s *Speaker) EachLearned(ctx context.Context, peer string, fn func(model.Le
 	return errors.Join(errs...)
 }
 
+// SessionEndPending reports whether gobgp has already ended the session
+// of the named peer ("" = any configured peer) that the speaker still sees
+// Established: gobgp drops the Adj-RIB-In and then reports the session's
+// end, so a walk (EachLearned) that gobgp answered in between lacks the
+// paths while the speaker, and the graceful-restart windows read from it,
+// still say Established. The daemon asks right after a walk: decided on
+// it, routes a graceful restart keeps would be deleted; instead the walk
+// counts as failed (nothing is deleted) and the next pass, after the
+// event, walks again. gobgp's own session state is read (ListPeer),
+// serialized after the walk's read.
+func (s *Speaker) SessionEndPending(ctx context.Context, peer string) (bool, error) {
+	s.mu.Lock()
+	var addrs []netip.Addr
+	for name, p := range s.peers {
+		if peer == "" || name == peer {
+			addrs = append(addrs, p.Address)
+		}
+	}
+	s.mu.Unlock()
+	up := map[netip.Addr]bool{}
+	s.st.Lock()
+	for _, a := range addrs {
+		if ss := s.sessions[a]; ss != nil && ss.state == model.StateEstablished {
+			up[a] = true
+		}
+	}
+	s.st.Unlock()
+	if len(up) == 0 {
+		return false, nil
+	}
+	req := &api.ListPeerRequest{}
+	if len(up) == 1 {
+		for a := range up {
+			req.Address = a.String()
+		}
+	}
+	pending := false
+	err := s.bgp.ListPeer(ctx, req, func(ap *api.Peer) {
+		a, err := netip.ParseAddr(ap.GetConf().GetNeighborAddress())
+		if err == nil && up[a.Unmap()] && ap.GetState().GetSessionState() != api.PeerState_SESSION_STATE_ESTABLISHED {
+			pending = true
+		}
+	})
+	if err != nil {
+		return false, fmt.Errorf("read the peers' session states: %w", err)
+	}
+	return pending, nil
+}
+
 // attrCache lets the paths of one UPDATE share their AS path and
 // communities slices: gobgp gives every path of an UPDATE the same
 // attribute objects, so a walk or an event converts each attribute once

@@ -33,6 +33,11 @@ type Speaker interface {
 	// peer) sent, one at a time, so that a large table is never held in
 	// memory twice; an error from fn stops the walk and is returned.
 	EachLearned(ctx context.Context, peer string, fn func(model.LearnedPath) error) error
+	// SessionEndPending reports whether a session of the named peer ("" =
+	// any) has ended in gobgp before its event reached the speaker: a walk
+	// just made may lack that session's paths while the speaker still says
+	// Established (bgp.Speaker.SessionEndPending).
+	SessionEndPending(ctx context.Context, peer string) (bool, error)
 	// TakeLearned returns what peers sent since the previous call: the
 	// loop keeps its table from it, and walks a peer again (EachLearned)
 	// only when it is named in Resync.

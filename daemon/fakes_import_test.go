@@ -282,3 +282,6 @@ func (f *fakeSpeaker) Sync() map[string]model.PeerSync {
 	}
 	return out
 }
+
+// SessionEndPending: the fake's events are never late.
+func (f *fakeSpeaker) SessionEndPending(context.Context, string) (bool, error) { return false, nil }

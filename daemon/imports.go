@@ -157,6 +157,9 @@ func (d *Daemon) learnedPaths(ctx context.Context, sp Speaker, cfg *config.Confi
 		paths = append(paths, p)
 		return nil
 	})
+	if err == nil {
+		err = endPendingErr(ctx, sp, "")
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err != nil {
@@ -177,6 +180,22 @@ func (d *Daemon) learnedPaths(ctx context.Context, sp Speaker, cfg *config.Confi
 		paths = retainWalked(table, d.imp.stale, paths, d.imp.withdrawn)
 	}
 	return paths, true
+}
+
+// endPendingErr fails a walk just made when gobgp had already ended a
+// session the speaker still sees Established (Speaker.SessionEndPending):
+// the walk may lack its paths, and decided on it with windows that say
+// Established, routes a graceful restart keeps would be deleted. A failed
+// walk deletes nothing; the next pass walks again.
+func endPendingErr(ctx context.Context, sp Speaker, peer string) error {
+	pending, err := sp.SessionEndPending(ctx, peer)
+	switch {
+	case err != nil:
+		return err
+	case pending:
+		return errors.New("a session ended during the walk of the learned paths (gobgp reported it before its event reached ovnbgp): walked again on the next pass")
+	}
+	return nil
 }
 
 // keepingPeers are the peers (sorted) with a window that keeps anything.

@@ -449,6 +449,9 @@ func (d *Daemon) resyncPeer(ctx context.Context, sp Speaker, t *plan.ImportTable
 		}
 		return nil
 	})
+	if err == nil {
+		err = endPendingErr(ctx, sp, peer)
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("walk the paths of peer %s: %w", peer, err)
 	}
