@@ -75,13 +75,53 @@ func raceReports(text string) []string {
 	}
 }
 
-// checkRaces fails the test when the daemon's log has a race report, and
-// prints every report.
+// checkRaces fails the test when the daemon's log has a race report in
+// which ovnbgp's code takes part, and prints every report. A race whose
+// two accesses are both inside gobgp (upstreamRace: gobgp v4.8.0 has such
+// races among its own goroutines, e.g. handleFSMMessage against
+// processOutgoingPaths at a peer's down; see docs/architecture.md,
+// "Inside the speaker") is printed as upstream and does not fail the
+// test: ovnbgp cannot fix it, and failing on it would fail the run at
+// random.
 func (d *Daemon) checkRaces() {
-	reports := d.RaceReports()
-	if len(reports) == 0 {
-		return
+	var ours, upstream []string
+	for _, r := range d.RaceReports() {
+		if upstreamRace(r) {
+			upstream = append(upstream, r)
+		} else {
+			ours = append(ours, r)
+		}
 	}
-	d.t.Errorf("the race detector found %d data race(s) in the ovnbgp daemon (%s, log %s):\n%s",
-		len(reports), d.Bin, d.Log, strings.Join(reports, "\n==================\n"))
+	if len(upstream) > 0 {
+		d.t.Logf("the race detector found %d data race(s) inside gobgp alone (upstream, not failing; log %s):\n%s",
+			len(upstream), d.Log, strings.Join(upstream, "\n==================\n"))
+	}
+	if len(ours) > 0 {
+		d.t.Errorf("the race detector found %d data race(s) in the ovnbgp daemon (%s, log %s):\n%s",
+			len(ours), d.Bin, d.Log, strings.Join(ours, "\n==================\n"))
+	}
+}
+
+// ownModule names ovnbgp's own frames in a stack.
+const ownModule = "github.com/ovnbgp/ovnbgp"
+
+// upstreamRace reports whether a race report's two accesses (the "Read
+// at"/"Write at" stacks and their "Previous" ones, not the stacks that
+// created the goroutines) run only gobgp and runtime code: no frame of
+// ovnbgp's module. A report cut short counts as ovnbgp's.
+func upstreamRace(report string) bool {
+	access, stacks := false, 0
+	for _, line := range strings.Split(report, "\n") {
+		l := strings.TrimSpace(line)
+		switch {
+		case strings.Contains(l, " at 0x") && strings.Contains(l, " by goroutine") || strings.Contains(l, " at 0x") && strings.Contains(l, " by main goroutine"):
+			access = true
+			stacks++
+		case strings.HasPrefix(l, "Goroutine ") && strings.HasSuffix(l, "created at:"):
+			access = false
+		case access && strings.Contains(l, ownModule):
+			return false
+		}
+	}
+	return stacks >= 2 && strings.Contains(report, "github.com/osrg/gobgp")
 }
