@@ -2,12 +2,9 @@ package bgp
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/netip"
-	"reflect"
 	"time"
-	"unsafe"
 
 	"github.com/osrg/gobgp/v4/api"
 	"github.com/osrg/gobgp/v4/pkg/server"
@@ -74,24 +71,6 @@ func (r bfdResetter) ResetPeer(ctx context.Context, req *api.ResetPeerRequest) e
 		return nil
 	}
 	return r.srv.ResetPeer(ctx, req)
-}
-
-// bfdTo makes gobgp's BFD server call r instead of srv.ResetPeer. gobgp
-// v4.8.0 has no API for it: the BFD server keeps srv in its unexported
-// field peerState and copies it into each BFD peer it creates, so this must
-// run before any peer is added. It fails, rather than misbehaves, if a
-// gobgp upgrade renamed or retyped the fields (TestBFDResetterField).
-func bfdTo(srv *server.BgpServer, r bfdResetter) error {
-	bs := reflect.ValueOf(srv).Elem().FieldByName("bfdServer")
-	if !bs.IsValid() || bs.Kind() != reflect.Pointer || bs.IsNil() {
-		return errors.New("gobgp's BgpServer has no field bfdServer: this gobgp version is not supported by ovnbgp's BFD (see bgp/bfd.go)")
-	}
-	f := bs.Elem().FieldByName("peerState")
-	if !f.IsValid() || f.Kind() != reflect.Interface || !reflect.TypeOf(r).Implements(f.Type()) {
-		return errors.New("gobgp's BFD server has no field peerState that ovnbgp can stand in for: this gobgp version is not supported by ovnbgp's BFD (see bgp/bfd.go)")
-	}
-	reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem().Set(reflect.ValueOf(r))
-	return nil
 }
 
 // bfdKeepsSession reports whether a reset asked by gobgp's BFD for the

@@ -10,16 +10,13 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"reflect"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
-	"unsafe"
 
-	"github.com/osrg/gobgp/v4/pkg/server"
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 )
@@ -145,21 +142,6 @@ func (l *listener) infoLimited(msg string, addr netip.Addr, fields ...zap.Field)
 	}
 	l.logged[key] = now
 	l.log.Info(msg, append(fields, zap.Stringer("address", addr), zap.String("rateLimit", "one line per address per minute"))...)
-}
-
-// handoffTo makes gobgp read the connections sent on ch as accepted ones.
-// gobgp v4.8.0 has no API for that: its Serve loop reads the unexported
-// field acceptCh, which StartBgp sets only when gobgp listens itself (it
-// never does here: ovnbgp starts it with ListenPort -1). It must be
-// called before srv.Serve runs. It fails, rather than misbehaves, if a
-// gobgp upgrade renamed or retyped the field.
-func handoffTo(srv *server.BgpServer, ch chan net.Conn) error {
-	f := reflect.ValueOf(srv).Elem().FieldByName("acceptCh")
-	if !f.IsValid() || f.Type() != reflect.TypeOf(ch) {
-		return errors.New("gobgp's BgpServer has no field acceptCh of type chan net.Conn: this gobgp version is not supported by ovnbgp's listener (see bgp/listener.go)")
-	}
-	reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem().Set(reflect.ValueOf(ch))
-	return nil
 }
 
 // newListener listens on port on every address (0.0.0.0, and :: when the
