@@ -132,7 +132,7 @@ func TestJournalDropWaitsForTheSessionState(t *testing.T) {
 	addr := netip.MustParseAddr("192.0.2.1")
 	s := &Speaker{log: zap.NewNop(), notify: func() {}, global: config.BGP{ASN: nodeASN, RouterID: netip.MustParseAddr("192.0.2.9")},
 		journal: newJournal(), learnFrom: map[netip.Addr]config.Peer{addr: {Name: "tor", Address: addr, ASN: provASN}},
-		sessions: map[netip.Addr]*session{addr: {state: model.StateEstablished}}}
+		sessions: map[netip.Addr]*session{addr: {state: model.StateEstablished, gr: &model.PeerGR{RestartTime: 120 * time.Second}}}}
 	nh, _ := bgppkt.NewPathAttributeNextHop(addr)
 	attrs := []bgppkt.PathAttributeInterface{bgppkt.NewPathAttributeOrigin(0), nh,
 		bgppkt.NewPathAttributeAsPath([]bgppkt.AsPathParamInterface{bgppkt.NewAs4PathParam(bgppkt.BGP_ASPATH_ATTR_TYPE_SEQ, []uint32{provASN})})}
@@ -151,5 +151,12 @@ func TestJournalDropWaitsForTheSessionState(t *testing.T) {
 	s.journalPaths([]*apiutil.Path{path("10.2.0.0/24", true, attrs)})
 	if d := s.TakeLearned(); len(d.Gone) != 1 {
 		t.Errorf("gone %v after the session is seen down, want 10.2.0.0/24", d.Gone)
+	}
+	// Without graceful restart nothing is kept: the drop is reported at
+	// once (a 100k drop costs a take, not a walk).
+	s.sessions[addr].state, s.sessions[addr].gr = model.StateEstablished, nil
+	s.journalPaths([]*apiutil.Path{path("10.2.0.0/24", true, attrs)})
+	if d := s.TakeLearned(); len(d.Gone) != 1 {
+		t.Errorf("gone %v for a peer without graceful restart, want 10.2.0.0/24", d.Gone)
 	}
 }

@@ -183,7 +183,10 @@ func (s *Speaker) journalPaths(paths []*apiutil.Path) (tracked bool) {
 		known    bool
 		bound    *prefixBound
 		wake     bool
-		up       bool // the session is Established as far as the speaker knows
+		// up: the session is Established as far as the speaker knows,
+		// and graceful restart was negotiated in it (its paths may be
+		// kept stale when it ends)
+		up bool
 	)
 	j := s.journal
 	j.mu.Lock()
@@ -205,7 +208,7 @@ func (s *Speaker) journalPaths(paths []*apiutil.Path) (tracked bool) {
 			up = false
 			if ss := s.sessions[addr]; ss != nil && ss.state == model.StateEstablished {
 				ss.lastUpdate = time.Now()
-				up = true
+				up = ss.gr != nil
 			}
 			s.st.Unlock()
 		}
@@ -236,7 +239,9 @@ func (s *Speaker) journalPaths(paths []*apiutil.Path) (tracked bool) {
 			// Dropped by gobgp itself, not withdrawn by the peer: a
 			// withdrawn NLRI carries no attributes, a path gobgp drops
 			// from its Adj-RIB-In keeps them. While the speaker still
-			// sees the session Established, this is its end (gobgp
+			// sees the session Established (with graceful restart: a
+			// peer without it keeps nothing, and its drop is reported
+			// at once, as cheap as a withdrawal), this is its end (gobgp
 			// v4.8.0 drops the Adj-RIB-In, then reports the state in the
 			// same handling: handleFSMMessage) or the peer's removal
 			// (deleteNeighbor, then Idle; SetPeers puts it in Resync),
