@@ -572,8 +572,8 @@ var openShiftScale = nbScale{services: 10000, backends: 10, nodes: 250, changes:
 // (default 40).
 const envScaleChanges = "OVNBGP_BENCH_SCALE_CHANGES"
 
-// maxScaleNodes: scaleSubnet's /23s of 10.128.0.0/9 hold this many nodes.
-const maxScaleNodes = 250
+// maxScaleNodes: scaleSubnet's /23s of 10.128.0.0/9.
+const maxScaleNodes = 1<<14 - 1
 
 // scaleSubnet is node i's pod subnet (i from 1): node1 and node2 are the
 // harness's (10.128.0.0/23, 10.128.2.0/23); the others follow from
