@@ -238,7 +238,6 @@ func BenchmarkAdvertiseChange(b *testing.B) {
 // preloaded, then changes changes (at least 4), each timed from the ToR's
 // UPDATE log (and, in a second phase, its RIB).
 func advChangeRun(b jobRun, w *world, changes, base int) {
-	b.Helper()
 	name := w.name
 	var preload []netip.Prefix
 	for i := range base / 2 {
@@ -649,7 +648,6 @@ func BenchmarkAdvertiseNBScale(b *testing.B) {
 
 // scaleRun is the NB-at-scale job with NB s.
 func scaleRun(b jobRun, s nbScale) {
-	b.Helper()
 	if s.nodes < 2 || s.nodes > maxScaleNodes || s.services < 0 || s.backends < 1 || s.changes < 2 {
 		b.Fatalf("NB at scale: %+v: want 2 to %d nodes, a backend or more per Service, 2 changes or more", s, maxScaleNodes)
 	}

@@ -106,7 +106,6 @@ const singleRounds = 100
 // withdrawn, each awaited at the ToR (BenchmarkSingleChange; the smoke test
 // runs it with n = 1).
 func singleRun(b jobRun, w *world, n int) {
-	b.Helper()
 	name := w.name
 	var adds, dels []sample
 	for i := 0; i < n; i++ {
@@ -194,7 +193,6 @@ func BenchmarkBulk(b *testing.B) {
 // right before a later add still holds what the runtime kept from the
 // earlier sizes.)
 func bulkRun(b jobRun, w *world, sizes []int, gen func(int) []netip.Prefix, unit string, settle time.Duration) {
-	b.Helper()
 	name := w.name
 	idle, err := usageOf(w.c.daemons())
 	if err != nil {

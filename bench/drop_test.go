@@ -191,7 +191,6 @@ func paths(st api.Status) int {
 // importDropRun is the drop job: a peer with n accepted prefixes, an
 // import rule with maxRoutes, the peer drops.
 func importDropRun(b jobRun, n, maxRoutes int) {
-	b.Helper()
 	after := b.pause(dropAfter)
 	l := lab.New(b)
 	nb := l.StartNB()

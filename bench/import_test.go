@@ -162,7 +162,6 @@ func (r importResult) perPath(n int) float64 {
 // contenders in turn, each with an idle window of idle after the import
 // (0: none).
 func importKernelRun(b jobRun, n int, idle time.Duration) {
-	b.Helper()
 	l := lab.New(b)
 	nb := l.StartNB()
 	nb.PopulateOVNK()

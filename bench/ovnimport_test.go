@@ -85,7 +85,6 @@ func BenchmarkOVNImport(b *testing.B) {
 // GR_node1 of a fresh NB each by the raw insert, the raw insert of a
 // monitoring client, and ApplyRoutes; it returns each one's times.
 func ovnImportRun(b testing.TB, n, rounds int) (rawTimes, monTimes, ovnTimes []time.Duration) {
-	b.Helper()
 	routes := make([]model.OVNRoute, n)
 	raw := make([]labnb.StaticRoute, n)
 	for i := range n {
