@@ -250,7 +250,7 @@ func advChangeRun(b jobRun, w *world, changes, base int) {
 		b.Fatalf("%s: preload %d egress IPs and VIPs: %v", name, base, err)
 	}
 	want := w.base + base
-	if _, err := waitFor(time.Now(), 50*time.Millisecond, 2*time.Minute, w.c.alive, until(func() (bool, error) {
+	if _, err := waitFor(time.Now(), 50*time.Millisecond, b.timeout(2*time.Minute), w.c.alive, until(func() (bool, error) {
 		n, err := w.tor.bestCount()
 		return n == want, err
 	})); err != nil {
@@ -667,7 +667,7 @@ func scaleRun(b jobRun, s nbScale) {
 	start := time.Now()
 	d := startOvnbgpConfig(b, l, nb, lab.DaemonConfig{Peers: []lab.Peer{lab.DefaultTor()}, Advertise: advertiseRules}, "")
 	const base = 2 // node1's default and blue subnets
-	if _, err := waitFor(start, 50*time.Millisecond, 5*time.Minute, d.exited, until(func() (bool, error) {
+	if _, err := waitFor(start, 50*time.Millisecond, b.timeout(5*time.Minute), d.exited, until(func() (bool, error) {
 		n, err := t.bestCount()
 		return n == base, err
 	})); err != nil {

@@ -209,7 +209,7 @@ func bulkRun(b jobRun, w *world, sizes []int, gen func(int) []netip.Prefix, unit
 			b.Fatal(err)
 		}
 		want := w.base + n
-		add, o, err := w.measure(true, ps, bulkInterval, bulkTimeout, func() (progress, error) {
+		add, o, err := w.measure(true, ps, bulkInterval, b.timeout(bulkTimeout), func() (progress, error) {
 			received, selected, err := w.tor.counts()
 			return progress{received: received == want, done: selected == want}, err
 		})
@@ -239,7 +239,7 @@ func bulkRun(b jobRun, w *world, sizes []int, gen func(int) []netip.Prefix, unit
 				b.Fatal(err)
 			}
 		}
-		del, _, err := w.measure(false, ps, bulkInterval, bulkTimeout, func() (progress, error) {
+		del, _, err := w.measure(false, ps, bulkInterval, b.timeout(bulkTimeout), func() (progress, error) {
 			received, selected, err := w.tor.counts()
 			return progress{received: received == w.base, done: selected == w.base}, err
 		})

@@ -240,7 +240,7 @@ import:
 	// The session up, all N learned, the cap's 1000 in the kernel.
 	t.shut(b, false)
 	t.waitEstablished(b, d.exited)
-	lab.Eventually(b, 5*time.Minute, 200*time.Millisecond, fmt.Sprintf("ovnbgp holds %d paths, %d of them in table %d", n, min(n, maxRoutes), ovnbgpImportTable), func() error {
+	lab.Eventually(b, b.timeout(5*time.Minute), 200*time.Millisecond, fmt.Sprintf("ovnbgp holds %d paths, %d of them in table %d", n, min(n, maxRoutes), ovnbgpImportTable), func() error {
 		if err := d.exited(); err != nil {
 			return err
 		}
@@ -269,7 +269,8 @@ import:
 	before := time.Now()
 	down := t.shut(b, true)
 	var gone time.Time
-	deadline := down.Add(5 * time.Minute)
+	wait := b.timeout(5 * time.Minute)
+	deadline := down.Add(wait)
 	for {
 		if err := d.exited(); err != nil {
 			b.Fatal(err)
@@ -286,8 +287,8 @@ import:
 			break
 		}
 		if time.Now().After(deadline) {
-			b.Fatalf("5 min after the ToR shut the session: %d routes in table %d, the daemon holds %d paths (%d status answers, last error %v)",
-				k, ovnbgpImportTable, paths(st), asked, serr)
+			b.Fatalf("%v after the ToR shut the session: %d routes in table %d, the daemon holds %d paths (%d status answers, last error %v)",
+				wait, k, ovnbgpImportTable, paths(st), asked, serr)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

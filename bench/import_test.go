@@ -349,7 +349,7 @@ func runImport(b jobRun, t *torFeed, c *routeCounter, name string, n, table, pro
 	estBefore := t.established(b)
 	unshut := t.shut(b, false)
 	up := t.waitEstablished(b, alive)
-	done, slowest, err := c.waitRoutes(table, proto, n, importInterval, importTimeout, alive)
+	done, slowest, err := c.waitRoutes(table, proto, n, importInterval, b.timeout(importTimeout), alive)
 	if err != nil {
 		b.Fatalf("%s: %v", name, err)
 	}

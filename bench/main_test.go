@@ -104,8 +104,12 @@ func (r jobRun) metric(v float64, unit string) {
 	}
 }
 
-// smokePause is the longest pause of the smoke test (pause).
-const smokePause = 200 * time.Millisecond
+// smokePause is the longest pause of the smoke test (pause), and
+// smokeTimeout the longest wait (timeout).
+const (
+	smokePause   = 200 * time.Millisecond
+	smokeTimeout = 30 * time.Second
+)
 
 // pause is how long a driver lets things settle before it reads a
 // measurement (nothing to wait on but time): d, or at most smokePause in
@@ -113,6 +117,17 @@ const smokePause = 200 * time.Millisecond
 func (r jobRun) pause(d time.Duration) time.Duration {
 	if r.smoke {
 		return min(d, smokePause)
+	}
+	return d
+}
+
+// timeout is how long a driver waits for what a job at full size may take
+// minutes to do (a bulk, a load, an import): d, or at most smokeTimeout in
+// the smoke test, whose sizes are tiny, so that a broken driver fails it
+// in seconds, not in the minutes of the full jobs.
+func (r jobRun) timeout(d time.Duration) time.Duration {
+	if r.smoke {
+		return min(d, smokeTimeout)
 	}
 	return d
 }
