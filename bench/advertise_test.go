@@ -227,12 +227,18 @@ func BenchmarkAdvertiseChange(b *testing.B) {
 		{"frr-vtysh", "frr-vtysh", vtyshName},
 		{"bird-configure", "bird-configure", birdConfName},
 	} {
-		b.Run(c.id, func(b *testing.B) { benchAdvChange(b, c.world, c.name, changes, base) })
+		b.Run(c.id, func(b *testing.B) {
+			r := benchRun(b)
+			advChangeRun(r, newWorld(r, c.world, c.name), changes, base)
+		})
 	}
 }
 
-func benchAdvChange(b *testing.B, id, name string, changes, base int) {
-	w := newWorld(b, id, name)
+// advChangeRun is the advertise-change job in w: base egress IPs and VIPs
+// preloaded, then changes changes (at least 4), each timed from the ToR's
+// UPDATE log (and, in a second phase, its RIB).
+func advChangeRun(b jobRun, w *world, changes, base int) {
+	name := w.name
 	var preload []netip.Prefix
 	for i := range base / 2 {
 		preload = append(preload, host(eipAddr(i)))
@@ -244,7 +250,7 @@ func benchAdvChange(b *testing.B, id, name string, changes, base int) {
 		b.Fatalf("%s: preload %d egress IPs and VIPs: %v", name, base, err)
 	}
 	want := w.base + base
-	if _, err := waitFor(time.Now(), 50*time.Millisecond, 2*time.Minute, w.c.alive, until(func() (bool, error) {
+	if _, err := waitFor(time.Now(), 50*time.Millisecond, b.timeout(2*time.Minute), w.c.alive, until(func() (bool, error) {
 		n, err := w.tor.bestCount()
 		return n == want, err
 	})); err != nil {
@@ -348,15 +354,15 @@ func benchAdvChange(b *testing.B, id, name string, changes, base int) {
 			pct   float64
 		}{{"p50", 50}, {"p99", 99}, {"max", 100}} {
 			v := percentile(x.s, q.pct)
-			summary.record(job+": "+x.label+" "+q.label, "ms", false, name, ms(v))
+			b.record(job+": "+x.label+" "+q.label, "ms", false, name, ms(v))
 		}
 		metric := strings.NewReplacer(" ", "-", ",", "", "→", "-", "(", "", ")", "").Replace(x.label)
-		b.ReportMetric(ms(percentile(x.s, 50)), metric+"-p50-ms")
-		b.ReportMetric(ms(percentile(x.s, 99)), metric+"-p99-ms")
+		b.metric(ms(percentile(x.s, 50)), metric+"-p50-ms")
+		b.metric(ms(percentile(x.s, 99)), metric+"-p99-ms")
 		b.Logf("%s %s: %s (%d): p50 %v p99 %v max %v\n  in order: %s", name, job, x.label, len(x.s),
 			pretty(percentile(x.s, 50)), pretty(percentile(x.s, 99)), pretty(percentile(x.s, 100)), list(x.s))
 	}
-	b.ReportMetric(0, "ns/op")
+	b.metric(0, "ns/op")
 }
 
 // updateLog reads the UPDATEs a ToR logs (`debug bgp updates in`).
@@ -540,22 +546,33 @@ func BenchmarkAdvertiseBulk(b *testing.B) {
 		{"bird-configure", "bird-configure", birdConfName},
 	} {
 		b.Run(c.id, func(b *testing.B) {
-			w := newWorld(b, c.world, c.name)
-			bulkRun(b, w, c.name, bulkVIPSizes(b), bulkVIPs, "VIP", bulkVIPSettle)
+			sizes := bulkVIPSizes(b)
+			r := benchRun(b)
+			bulkRun(r, newWorld(r, c.world, c.name), sizes, bulkVIPs, "VIP", bulkVIPSettle)
 		})
 	}
 }
 
-// OpenShift scale (issue 7, item 8): its tested maximum of Services, with
-// 10 endpoints each, and 250 nodes.
-const (
-	scaleServices = 10000
-	scaleBackends = 10
-	scaleNodes    = 250
-	// envScaleChanges is how many VIP changes BenchmarkAdvertiseNBScale times
-	// (default 40).
-	envScaleChanges = "OVNBGP_BENCH_SCALE_CHANGES"
-)
+// nbScale is the NB of BenchmarkAdvertiseNBScale and how it is measured.
+type nbScale struct {
+	services, backends, nodes int
+	// changes is how many VIP changes are timed (after one add and remove
+	// of warm-up).
+	changes int
+	// settle is how long the synced daemon idles before its RSS is read.
+	settle time.Duration
+}
+
+// openShiftScale (issue 7, item 8): OpenShift's tested maximum of
+// Services, with 10 endpoints each, and 250 nodes.
+var openShiftScale = nbScale{services: 10000, backends: 10, nodes: 250, changes: 40, settle: bulkVIPSettle}
+
+// envScaleChanges is how many VIP changes BenchmarkAdvertiseNBScale times
+// (default 40).
+const envScaleChanges = "OVNBGP_BENCH_SCALE_CHANGES"
+
+// maxScaleNodes: scaleSubnet's /23s of 10.128.0.0/9.
+const maxScaleNodes = 1<<14 - 1
 
 // scaleSubnet is node i's pod subnet (i from 1): node1 and node2 are the
 // harness's (10.128.0.0/23, 10.128.2.0/23); the others follow from
@@ -564,15 +581,15 @@ func scaleSubnet(i int) netip.Prefix {
 	return netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(128 + i>>7), byte(i & 127 << 1), 0}), 23)
 }
 
-// scaleOps are nodes 3 to scaleNodes' default-network node switches and
-// scaleServices ClusterIP Services (172.30.0.0/16, OpenShift's default
-// service CIDR: never advertised) on two TCP ports with scaleBackends
+// scaleOps are nodes 3 to s.nodes' default-network node switches and
+// s.services ClusterIP Services (172.30.0.0/16, OpenShift's default
+// service CIDR: never advertised) on two TCP ports with s.backends
 // endpoints each, spread over the nodes, as the services controller's
 // cluster-wide rows.
-func scaleOps() [][]any {
+func scaleOps(s nbScale) [][]any {
 	var batches [][]any
 	var sws []any
-	for i := 3; i <= scaleNodes; i++ {
+	for i := 3; i <= s.nodes; i++ {
 		sws = append(sws, map[string]any{"op": "insert", "table": "Logical_Switch", "row": map[string]any{
 			"name":         fmt.Sprintf("node%d", i),
 			"other_config": []any{"map", [][]string{{"subnet", scaleSubnet(i).String()}}},
@@ -580,11 +597,11 @@ func scaleOps() [][]any {
 	}
 	batches = append(batches, sws)
 	var lbs []any
-	for i := range scaleServices {
+	for i := range s.services {
 		vip := netip.AddrFrom4([4]byte{172, 30, byte(i >> 8), byte(i)}).String()
 		var b80, b443 []string
-		for j := range scaleBackends {
-			sub := scaleSubnet(1 + (i+j)%scaleNodes)
+		for j := range s.backends {
+			sub := scaleSubnet(1 + (i+j)%s.nodes)
 			a := sub.Addr().As4()
 			a[3] = byte(10 + j)
 			be := netip.AddrFrom4(a).String()
@@ -624,24 +641,33 @@ func scaleOps() [][]any {
 // UPDATE), an upper bound of "rebuild the snapshot and plan".
 func BenchmarkAdvertiseNBScale(b *testing.B) {
 	gate(b)
-	scaleChanges := envInt(b, envScaleChanges, 40, 2, 10000)
+	s := openShiftScale
+	s.changes = envInt(b, envScaleChanges, s.changes, 2, 10000)
+	scaleRun(benchRun(b), s)
+}
+
+// scaleRun is the NB-at-scale job with NB s.
+func scaleRun(b jobRun, s nbScale) {
+	if s.nodes < 2 || s.nodes > maxScaleNodes || s.services < 0 || s.backends < 1 || s.changes < 2 {
+		b.Fatalf("NB at scale: %+v: want 2 to %d nodes, a backend or more per Service, 2 changes or more", s, maxScaleNodes)
+	}
 	l := lab.New(b)
 	tf := l.StartFRR(lab.FRRConfig{Neighbors: []lab.FRRNeighbor{{Address: lab.NodeIPv4, ASN: nodeASN, Passive: true}}})
 	t := tor{frr: tf, from: lab.NodeIPv4}
 	nb := l.StartNB()
 	nb.PopulateOVNK()
 	loadStart := time.Now()
-	for _, ops := range scaleOps() {
+	for _, ops := range scaleOps(s) {
 		if err := nbTransact(nb.Sock, ops); err != nil {
 			b.Fatalf("load the NB: %v", err)
 		}
 	}
 	b.Logf("NB loaded with %d Services (%d endpoints each) and %d node switches in %v",
-		scaleServices, scaleBackends, scaleNodes, pretty(time.Since(loadStart)))
+		s.services, s.backends, s.nodes, pretty(time.Since(loadStart)))
 	start := time.Now()
 	d := startOvnbgpConfig(b, l, nb, lab.DaemonConfig{Peers: []lab.Peer{lab.DefaultTor()}, Advertise: advertiseRules}, "")
 	const base = 2 // node1's default and blue subnets
-	if _, err := waitFor(start, 50*time.Millisecond, 5*time.Minute, d.exited, until(func() (bool, error) {
+	if _, err := waitFor(start, 50*time.Millisecond, b.timeout(5*time.Minute), d.exited, until(func() (bool, error) {
 		n, err := t.bestCount()
 		return n == base, err
 	})); err != nil {
@@ -649,7 +675,7 @@ func BenchmarkAdvertiseNBScale(b *testing.B) {
 	}
 	b.Logf("daemon started, synced and advertising in %v", pretty(time.Since(start)))
 	// A measurement, not an assertion: nothing to wait on but time.
-	time.Sleep(bulkVIPSettle)
+	time.Sleep(b.pause(s.settle))
 	synced, err := usageOf(map[string]int{"ovnbgp": d.pid()})
 	if err != nil {
 		b.Fatal(err)
@@ -660,7 +686,7 @@ func BenchmarkAdvertiseNBScale(b *testing.B) {
 	}
 	w := &advNB{sock: nb.Sock, nats: map[netip.Addr]string{}}
 	var recv []time.Duration
-	for i := range scaleChanges + 2 {
+	for i := range s.changes + 2 {
 		a := vipAddr(i / 2)
 		add := i%2 == 0
 		p := host(a)
@@ -689,21 +715,21 @@ func BenchmarkAdvertiseNBScale(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	job := fmt.Sprintf("NB at scale (%d Services × %d endpoints, %d nodes)", scaleServices, scaleBackends, scaleNodes)
+	job := fmt.Sprintf("NB at scale (%d Services × %d endpoints, %d nodes)", s.services, s.backends, s.nodes)
 	for _, q := range []struct {
 		label string
 		pct   float64
 	}{{"p50", 50}, {"p99", 99}, {"max", 100}} {
-		summary.record(fmt.Sprintf("%s: one VIP changed, commit→ToR received %s", job, q.label), "ms", false, ovnbgpName, ms(percentile(recv, q.pct)))
+		b.record(fmt.Sprintf("%s: one VIP changed, commit→ToR received %s", job, q.label), "ms", false, ovnbgpName, ms(percentile(recv, q.pct)))
 	}
-	summary.record(job+": daemon RSS synced, idle", "MiB", false, ovnbgpName, mib(synced.mem.rss))
-	summary.record(job+": daemon RSS after the changes (peak)", "MiB", false, ovnbgpName, mib(after.mem.peak))
-	b.ReportMetric(ms(percentile(recv, 50)), "change-received-p50-ms")
-	b.ReportMetric(ms(percentile(recv, 99)), "change-received-p99-ms")
-	b.ReportMetric(mib(synced.mem.rss), "rss-MiB")
-	b.ReportMetric(mib(after.mem.peak), "rss-peak-MiB")
+	b.record(job+": daemon RSS synced, idle", "MiB", false, ovnbgpName, mib(synced.mem.rss))
+	b.record(job+": daemon RSS after the changes (peak)", "MiB", false, ovnbgpName, mib(after.mem.peak))
+	b.metric(ms(percentile(recv, 50)), "change-received-p50-ms")
+	b.metric(ms(percentile(recv, 99)), "change-received-p99-ms")
+	b.metric(mib(synced.mem.rss), "rss-MiB")
+	b.metric(mib(after.mem.peak), "rss-peak-MiB")
 	b.Logf("%s: one VIP changed (%d), commit→ToR received p50 %v p99 %v max %v; daemon RSS %.1f MiB synced and idle, %.1f MiB now, peak %.1f MiB, CPU %v\n  in order: %s",
 		job, len(recv), pretty(percentile(recv, 50)), pretty(percentile(recv, 99)), pretty(percentile(recv, 100)),
 		mib(synced.mem.rss), mib(after.mem.rss), mib(after.mem.peak), pretty(after.cpu), list(recv))
-	b.ReportMetric(0, "ns/op")
+	b.metric(0, "ns/op")
 }

@@ -88,7 +88,11 @@ func (w *world) measure(add bool, ps []netip.Prefix, interval, timeout time.Dura
 func BenchmarkSingleChange(b *testing.B) {
 	gate(b)
 	for _, c := range contenders {
-		b.Run(c.id, func(b *testing.B) { benchSingle(b, c.id, c.name) })
+		b.Run(c.id, func(b *testing.B) {
+			n := rounds(b)
+			r := benchRun(b)
+			singleRun(r, newWorld(r, c.id, c.name), n)
+		})
 	}
 }
 
@@ -98,9 +102,11 @@ func BenchmarkSingleChange(b *testing.B) {
 // 3.5 minutes, FRR(reload) 2.5 of them (~0.7 s a change).
 const singleRounds = 100
 
-func benchSingle(b *testing.B, id, name string) {
-	n := rounds(b)
-	w := newWorld(b, id, name)
+// singleRun is the single-change job in w: n rounds of one /24 added and
+// withdrawn, each awaited at the ToR (BenchmarkSingleChange; the smoke test
+// runs it with n = 1).
+func singleRun(b jobRun, w *world, n int) {
+	name := w.name
 	var adds, dels []sample
 	for i := 0; i < n; i++ {
 		p := netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 201, byte(i), 0}), 24)
@@ -134,20 +140,20 @@ func benchSingle(b *testing.B, id, name string) {
 			label string
 			v     time.Duration
 		}{{"p50", percentile(commit, 50)}, {"p90", percentile(commit, 90)}, {"p99", percentile(commit, 99)}, {"max", percentile(commit, 100)}} {
-			summary.record(job+", commit→RIB "+q.label, "ms", false, name, ms(q.v))
-			b.ReportMetric(ms(q.v), x.what+"-"+q.label+"-ms")
+			b.record(job+", commit→RIB "+q.label, "ms", false, name, ms(q.v))
+			b.metric(ms(q.v), x.what+"-"+q.label+"-ms")
 		}
 		if x.what == "add" {
 			for _, q := range []float64{50, 99} {
 				label := fmt.Sprintf("p%.0f", q)
-				summary.record(job+", commit→ToR received "+label, "ms", false, name, ms(percentile(received, q)))
-				b.ReportMetric(ms(percentile(received, q)), x.what+"-received-"+label+"-ms")
+				b.record(job+", commit→ToR received "+label, "ms", false, name, ms(percentile(received, q)))
+				b.metric(ms(percentile(received, q)), x.what+"-received-"+label+"-ms")
 			}
 		}
 		for _, q := range []float64{50, 99} {
 			label := fmt.Sprintf("p%.0f", q)
-			summary.record(job+", command start→RIB "+label, "ms", false, name, ms(percentile(start, q)))
-			b.ReportMetric(ms(percentile(start, q)), x.what+"-fromstart-"+label+"-ms")
+			b.record(job+", command start→RIB "+label, "ms", false, name, ms(percentile(start, q)))
+			b.metric(ms(percentile(start, q)), x.what+"-fromstart-"+label+"-ms")
 		}
 		b.Logf("%s %s, %d rounds: commit→ToR RIB p50 %v p90 %v p99 %v max %v; commit→ToR received p50 %v p99 %v; "+
 			"command start→ToR RIB p50 %v p90 %v p99 %v max %v; command p50 %v\n  commit→RIB, in order: %s\n  commit→received, in order: %s",
@@ -157,7 +163,7 @@ func benchSingle(b *testing.B, id, name string) {
 			pretty(percentile(start, 50)), pretty(percentile(start, 90)), pretty(percentile(start, 99)), pretty(percentile(start, 100)),
 			pretty(percentile(cmd, 50)), list(commit), list(received))
 	}
-	b.ReportMetric(0, "ns/op")
+	b.metric(0, "ns/op")
 }
 
 // BenchmarkBulk: N /24s (OVNBGP_BENCH_BULK, 1000; e.g. "1000,5000") are
@@ -170,13 +176,12 @@ func benchSingle(b *testing.B, id, name string) {
 func BenchmarkBulk(b *testing.B) {
 	gate(b)
 	for _, c := range contenders {
-		b.Run(c.id, func(b *testing.B) { benchBulk(b, c.id, c.name) })
+		b.Run(c.id, func(b *testing.B) {
+			sizes := bulkSizes(b)
+			r := benchRun(b)
+			bulkRun(r, newWorld(r, c.id, c.name), sizes, bulkPrefixes, "/24", 0)
+		})
 	}
-}
-
-func benchBulk(b *testing.B, id, name string) {
-	w := newWorld(b, id, name)
-	bulkRun(b, w, name, bulkSizes(b), bulkPrefixes, "/24", 0)
 }
 
 // bulkRun adds gen(n) in one operation and withdraws them again, for each
@@ -187,14 +192,15 @@ func benchBulk(b *testing.B, id, name string) {
 // reported: (that RSS - the idle RSS before the first add) / n. (The RSS
 // right before a later add still holds what the runtime kept from the
 // earlier sizes.)
-func bulkRun(b *testing.B, w *world, name string, sizes []int, gen func(int) []netip.Prefix, unit string, settle time.Duration) {
+func bulkRun(b jobRun, w *world, sizes []int, gen func(int) []netip.Prefix, unit string, settle time.Duration) {
+	name := w.name
 	idle, err := usageOf(w.c.daemons())
 	if err != nil {
 		b.Fatal(err)
 	}
 	if settle > 0 {
 		// Once per run, not per size: the median is over runs.
-		summary.record(fmt.Sprintf("node daemons' idle RSS before bulk %s", unit), "MiB", false, name, mib(idle.mem.rss))
+		b.record(fmt.Sprintf("node daemons' idle RSS before bulk %s", unit), "MiB", false, name, mib(idle.mem.rss))
 	}
 	for _, n := range sizes {
 		ps := gen(n)
@@ -203,7 +209,7 @@ func bulkRun(b *testing.B, w *world, name string, sizes []int, gen func(int) []n
 			b.Fatal(err)
 		}
 		want := w.base + n
-		add, o, err := w.measure(true, ps, bulkInterval, bulkTimeout, func() (progress, error) {
+		add, o, err := w.measure(true, ps, bulkInterval, b.timeout(bulkTimeout), func() (progress, error) {
 			received, selected, err := w.tor.counts()
 			return progress{received: received == want, done: selected == want}, err
 		})
@@ -233,7 +239,7 @@ func bulkRun(b *testing.B, w *world, name string, sizes []int, gen func(int) []n
 				b.Fatal(err)
 			}
 		}
-		del, _, err := w.measure(false, ps, bulkInterval, bulkTimeout, func() (progress, error) {
+		del, _, err := w.measure(false, ps, bulkInterval, b.timeout(bulkTimeout), func() (progress, error) {
 			received, selected, err := w.tor.counts()
 			return progress{received: received == w.base, done: selected == w.base}, err
 		})
@@ -244,30 +250,30 @@ func bulkRun(b *testing.B, w *world, name string, sizes []int, gen func(int) []n
 		job := fmt.Sprintf("bulk add %d %s", n, unit)
 		rate := float64(n) / add.fromStart.Seconds()
 		daemonCPU := after.cpu - before.cpu
-		summary.record(job+", commit→all received by the ToR", "ms", false, name, ms(add.received))
-		summary.record(job+", commit→all in RIB", "ms", false, name, ms(add.fromCommit))
-		summary.record(job+", command start→all in RIB", "ms", false, name, ms(add.fromStart))
-		summary.record(job+", routes/s from command start", "routes/s", true, name, rate)
-		summary.record(fmt.Sprintf("bulk withdraw %d %s, command start→none in RIB", n, unit), "ms", false, name, ms(del.fromStart))
-		summary.record(job+", node daemons' CPU", "ms", false, name, ms(daemonCPU))
+		b.record(job+", commit→all received by the ToR", "ms", false, name, ms(add.received))
+		b.record(job+", commit→all in RIB", "ms", false, name, ms(add.fromCommit))
+		b.record(job+", command start→all in RIB", "ms", false, name, ms(add.fromStart))
+		b.record(job+", routes/s from command start", "routes/s", true, name, rate)
+		b.record(fmt.Sprintf("bulk withdraw %d %s, command start→none in RIB", n, unit), "ms", false, name, ms(del.fromStart))
+		b.record(job+", node daemons' CPU", "ms", false, name, ms(daemonCPU))
 		if o.cpu > 0 {
-			summary.record(job+", command's CPU", "ms", false, name, ms(o.cpu))
+			b.record(job+", command's CPU", "ms", false, name, ms(o.cpu))
 		}
-		summary.record(fmt.Sprintf("node daemons' RSS before bulk add %d %s", n, unit), "MiB", false, name, mib(before.mem.rss))
-		summary.record(job+", node daemons' RSS after", "MiB", false, name, mib(after.mem.rss))
+		b.record(fmt.Sprintf("node daemons' RSS before bulk add %d %s", n, unit), "MiB", false, name, mib(before.mem.rss))
+		b.record(job+", node daemons' RSS after", "MiB", false, name, mib(after.mem.rss))
 		sfx := fmt.Sprintf("-%d", n)
 		perPrefix := 0.0
 		if settle > 0 {
 			perPrefix = (float64(settled.mem.rss) - float64(idle.mem.rss)) / float64(n)
-			summary.record(fmt.Sprintf("%s, node daemons' RSS %v after", job, settle), "MiB", false, name, mib(settled.mem.rss))
-			summary.record(fmt.Sprintf("%s, (RSS %v after - idle RSS) / N", job, settle), "B", false, name, perPrefix)
-			b.ReportMetric(perPrefix, "rss-per-prefix"+sfx+"-B")
+			b.record(fmt.Sprintf("%s, node daemons' RSS %v after", job, settle), "MiB", false, name, mib(settled.mem.rss))
+			b.record(fmt.Sprintf("%s, (RSS %v after - idle RSS) / N", job, settle), "B", false, name, perPrefix)
+			b.metric(perPrefix, "rss-per-prefix"+sfx+"-B")
 		}
-		b.ReportMetric(ms(add.fromStart), "add"+sfx+"-ms")
-		b.ReportMetric(ms(add.received), "add-received"+sfx+"-ms")
-		b.ReportMetric(rate, "add"+sfx+"-routes/s")
-		b.ReportMetric(ms(del.fromStart), "withdraw"+sfx+"-ms")
-		b.ReportMetric(mib(after.mem.rss), "rss"+sfx+"-MiB")
+		b.metric(ms(add.fromStart), "add"+sfx+"-ms")
+		b.metric(ms(add.received), "add-received"+sfx+"-ms")
+		b.metric(rate, "add"+sfx+"-routes/s")
+		b.metric(ms(del.fromStart), "withdraw"+sfx+"-ms")
+		b.metric(mib(after.mem.rss), "rss"+sfx+"-MiB")
 		b.Logf("%s %s: command %v (CPU %v), commit→all received by the ToR %v, commit→all in ToR RIB %v, command start→all %v (%.0f routes/s); "+
 			"withdraw: command %v, start→none %v; node daemons %s: CPU %v during the add, RSS %.1f MiB (peak %.1f MiB), before %.1f MiB, "+
 			"%v later %.1f MiB (%.0f B per prefix over the idle %.1f MiB)",
@@ -275,7 +281,7 @@ func bulkRun(b *testing.B, w *world, name string, sizes []int, gen func(int) []n
 			pretty(del.command), pretty(del.fromStart), names(w.c.daemons()), pretty(daemonCPU),
 			mib(after.mem.rss), mib(after.mem.peak), mib(before.mem.rss), settle, mib(settled.mem.rss), perPrefix, mib(idle.mem.rss))
 	}
-	b.ReportMetric(0, "ns/op")
+	b.metric(0, "ns/op")
 }
 
 // bulkPrefixes are the first n /24s of 10.0.0.0/10, in address order.

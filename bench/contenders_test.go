@@ -67,7 +67,7 @@ type world struct {
 // newWorld builds a lab (namespaces, ToR) and starts the contender in the
 // node namespace, and returns when the ToR has the contender's session and
 // its initial routes.
-func newWorld(b *testing.B, id, name string) *world {
+func newWorld(b testing.TB, id, name string) *world {
 	b.Helper()
 	if id == "frr-reload" {
 		// Check before building anything. Under CI=true a missing tool
@@ -154,7 +154,7 @@ var warmUpPrefix = netip.MustParsePrefix("10.255.255.0/24")
 // (the update group's coalesce timer); the first vtysh, ovn-nbctl or
 // frr-reload.py run also reads its files from disk. Neither is what the
 // benchmarks are about.
-func (w *world) warmUp(b *testing.B) {
+func (w *world) warmUp(b testing.TB) {
 	b.Helper()
 	warm := w.warm
 	if !warm.IsValid() {
@@ -317,7 +317,7 @@ func (c *reloadContender) reload() (op, error) {
 // measured reloads must not pay for. It logs what a reload of the same
 // config would still change: only the `network` lines must differ from
 // then on.
-func (c *reloadContender) warmUp(b *testing.B) {
+func (c *reloadContender) warmUp(b testing.TB) {
 	b.Helper()
 	if _, err := c.reload(); err != nil {
 		b.Fatalf("FRR(reload) warm-up: %v", err)

@@ -8,5 +8,7 @@
 // written to NB), FRR (vtysh, or frr.conf and frr-reload.py as frr-k8s and
 // MetalLB do) or BIRD (birdc configure, as Calico does). They run only with
 // OVNBGP_BENCH=1 and as root, through bench/run.sh (`make bench` runs its
-// -compare jobs). See bench/README.md and docs/benchmarks.md.
+// -compare jobs). TestContenderDriversSmoke, in `make test`, runs every
+// contender's driver of every job once at tiny size, asserting no timing,
+// so that they cannot rot. See bench/README.md and docs/benchmarks.md.
 package bench

@@ -59,7 +59,7 @@ func BenchmarkImportDrop(b *testing.B) {
 		}
 	}
 	for _, n := range sizes {
-		b.Run(strconv.Itoa(n), func(b *testing.B) { benchImportDrop(b, n) })
+		b.Run(strconv.Itoa(n), func(b *testing.B) { importDropRun(benchRun(b), n, dropMaxRoutes) })
 	}
 }
 
@@ -71,7 +71,7 @@ type pinger struct {
 	done chan struct{}
 }
 
-func listenPings(b *testing.B, path string) *pinger {
+func listenPings(b testing.TB, path string) *pinger {
 	b.Helper()
 	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
 	if err != nil {
@@ -188,7 +188,10 @@ func paths(st api.Status) int {
 	return st.Import.Accepted + st.Import.Rejected
 }
 
-func benchImportDrop(b *testing.B, n int) {
+// importDropRun is the drop job: a peer with n accepted prefixes, an
+// import rule with maxRoutes, the peer drops.
+func importDropRun(b jobRun, n, maxRoutes int) {
+	after := b.pause(dropAfter)
 	l := lab.New(b)
 	nb := l.StartNB()
 	nb.PopulateOVNK()
@@ -215,7 +218,7 @@ import:
       - {prefix: 32.0.0.0/5, minLength: 24, maxLength: 24}
     maxRoutes: %d
     targets: {ovn: false, kernel: {table: %d}}
-`, ovnbgpProto, dropMaxRoutes, ovnbgpImportTable)
+`, ovnbgpProto, maxRoutes, ovnbgpImportTable)
 	// FRR sends no End-of-RIB without graceful restart: a short deferral,
 	// so that fail static holds nothing back when the peer drops.
 	cfg := lab.DaemonConfig{Peers: []lab.Peer{peer}, Advertise: podsRule, DeferralTime: 5 * time.Second}
@@ -237,7 +240,7 @@ import:
 	// The session up, all N learned, the cap's 1000 in the kernel.
 	t.shut(b, false)
 	t.waitEstablished(b, d.exited)
-	lab.Eventually(b, 5*time.Minute, 200*time.Millisecond, fmt.Sprintf("ovnbgp holds %d paths, %d of them in table %d", n, dropMaxRoutes, ovnbgpImportTable), func() error {
+	lab.Eventually(b, b.timeout(5*time.Minute), 200*time.Millisecond, fmt.Sprintf("ovnbgp holds %d paths, %d of them in table %d", n, min(n, maxRoutes), ovnbgpImportTable), func() error {
 		if err := d.exited(); err != nil {
 			return err
 		}
@@ -250,23 +253,24 @@ import:
 			return err
 		}
 		// The ToR sends the node's own two pod subnets back too.
-		if paths(st) < n || k != min(n, dropMaxRoutes) {
+		if paths(st) < n || k != min(n, maxRoutes) {
 			return fmt.Errorf("%d paths, %d routes in the kernel", paths(st), k)
 		}
 		return nil
 	})
 	// Let the passes that follow the load run (the peer's walk after its
 	// burst, a memory trim).
-	time.Sleep(3 * time.Second)
+	time.Sleep(b.pause(3 * time.Second))
 
 	probe := probeStatus(sock)
 	defer probe.close()
 	prof := profileDrop(b, l)
-	time.Sleep(dropAfter)
+	time.Sleep(after)
 	before := time.Now()
 	down := t.shut(b, true)
 	var gone time.Time
-	deadline := down.Add(5 * time.Minute)
+	wait := b.timeout(5 * time.Minute)
+	deadline := down.Add(wait)
 	for {
 		if err := d.exited(); err != nil {
 			b.Fatal(err)
@@ -283,19 +287,19 @@ import:
 			break
 		}
 		if time.Now().After(deadline) {
-			b.Fatalf("5 min after the ToR shut the session: %d routes in table %d, the daemon holds %d paths (%d status answers, last error %v)",
-				k, ovnbgpImportTable, paths(st), asked, serr)
+			b.Fatalf("%v after the ToR shut the session: %d routes in table %d, the daemon holds %d paths (%d status answers, last error %v)",
+				wait, k, ovnbgpImportTable, paths(st), asked, serr)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	settled := time.Now()
-	time.Sleep(dropAfter)
+	time.Sleep(after)
 	end := time.Now()
 	probe.close()
 	pings.close()
 	prof()
 
-	idle := pings.gaps(before.Add(-dropAfter), before)
+	idle := pings.gaps(before.Add(-after), before)
 	gaps := pings.gaps(down, end)
 	lat := probe.latencies(down, end)
 	if len(gaps) == 0 || len(lat) == 0 {
@@ -307,21 +311,21 @@ import:
 			over++
 		}
 	}
-	job := fmt.Sprintf("a %d-prefix peer drops (maxRoutes %d)", n, dropMaxRoutes)
-	summary.record(job+", loop stall p50", "ms", false, ovnbgpName, ms(percentile(gaps, 50)))
-	summary.record(job+", loop stall p99", "ms", false, ovnbgpName, ms(percentile(gaps, 99)))
-	summary.record(job+", loop stall max", "ms", false, ovnbgpName, ms(percentile(gaps, 100)))
-	summary.record(job+", status answer p99", "ms", false, ovnbgpName, ms(percentile(lat, 99)))
-	summary.record(job+", status answer max", "ms", false, ovnbgpName, ms(percentile(lat, 100)))
-	summary.record(job+", session down→kernel table empty", "ms", false, ovnbgpName, ms(gone.Sub(down)))
-	b.ReportMetric(ms(percentile(gaps, 99)), "stall-p99-ms")
-	b.ReportMetric(ms(percentile(gaps, 100)), "stall-max-ms")
-	b.ReportMetric(ms(percentile(lat, 99)), "status-p99-ms")
-	b.ReportMetric(0, "ns/op")
+	job := fmt.Sprintf("a %d-prefix peer drops (maxRoutes %d)", n, maxRoutes)
+	b.record(job+", loop stall p50", "ms", false, ovnbgpName, ms(percentile(gaps, 50)))
+	b.record(job+", loop stall p99", "ms", false, ovnbgpName, ms(percentile(gaps, 99)))
+	b.record(job+", loop stall max", "ms", false, ovnbgpName, ms(percentile(gaps, 100)))
+	b.record(job+", status answer p99", "ms", false, ovnbgpName, ms(percentile(lat, 99)))
+	b.record(job+", status answer max", "ms", false, ovnbgpName, ms(percentile(lat, 100)))
+	b.record(job+", session down→kernel table empty", "ms", false, ovnbgpName, ms(gone.Sub(down)))
+	b.metric(ms(percentile(gaps, 99)), "stall-p99-ms")
+	b.metric(ms(percentile(gaps, 100)), "stall-max-ms")
+	b.metric(ms(percentile(lat, 99)), "status-p99-ms")
+	b.metric(0, "ns/op")
 	b.Logf("%d-prefix peer drops, maxRoutes %d: loop stalls (watchdog ping gaps, nominal %v; idle before: p99 %v, max %v) over %v: "+
 		"%d gaps, p50 %v, p99 %v, max %v, %d above 50 ms; /v1/status answered %d times, p50 %v, p99 %v, max %v; "+
 		"session down→kernel table empty %v, →daemon's table empty %v (goal: no stall above 50 ms)",
-		n, dropMaxRoutes, dropPing, pretty(percentile(idle, 99)), pretty(percentile(idle, 100)), pretty(end.Sub(down)),
+		n, maxRoutes, dropPing, pretty(percentile(idle, 99)), pretty(percentile(idle, 100)), pretty(end.Sub(down)),
 		len(gaps), pretty(percentile(gaps, 50)), pretty(percentile(gaps, 99)), pretty(percentile(gaps, 100)), over,
 		len(lat), pretty(percentile(lat, 50)), pretty(percentile(lat, 99)), pretty(percentile(lat, 100)),
 		pretty(gone.Sub(down)), pretty(settled.Sub(down)))
@@ -334,7 +338,7 @@ import:
 // the profile.
 const envDropProfile = "OVNBGP_BENCH_DROP_PROFILE"
 
-func profileDrop(b *testing.B, l *lab.Lab) func() {
+func profileDrop(b testing.TB, l *lab.Lab) func() {
 	addr := os.Getenv("OVNBGP_PPROF")
 	if addr == "" {
 		return func() {}

@@ -132,7 +132,7 @@ func BenchmarkImportKernel(b *testing.B) {
 		if n > maxIdleSize {
 			window = 0
 		}
-		b.Run(strconv.Itoa(n), func(b *testing.B) { benchImportKernel(b, n, window) })
+		b.Run(strconv.Itoa(n), func(b *testing.B) { importKernelRun(benchRun(b), n, window) })
 	}
 }
 
@@ -158,7 +158,10 @@ func (r importResult) perPath(n int) float64 {
 	return float64(r.full.rss-r.idle.rss) / float64(n)
 }
 
-func benchImportKernel(b *testing.B, n int, idle time.Duration) {
+// importKernelRun is the kernel import job at size n: the three
+// contenders in turn, each with an idle window of idle after the import
+// (0: none).
+func importKernelRun(b jobRun, n int, idle time.Duration) {
 	l := lab.New(b)
 	nb := l.StartNB()
 	nb.PopulateOVNK()
@@ -261,35 +264,35 @@ import:
 		r    importResult
 	}{{ovnbgpName, ob}, {frrName, fr}, {birdName, br}}
 	for _, x := range results {
-		summary.record(job+", session up→all in kernel", "ms", false, x.name, ms(x.r.upToAll))
-		summary.record(job+", routes/s from session up", "routes/s", true, x.name, float64(n)/x.r.upToAll.Seconds())
-		summary.record(job+", node daemons' CPU", "ms", false, x.name, ms(x.r.cpu))
-		summary.record(job+", node daemons' RSS idle (0 paths)", "MiB", false, x.name, mib(x.r.idle.rss))
-		summary.record(job+", node daemons' RSS with all", "MiB", false, x.name, mib(x.r.full.rss))
-		summary.record(job+", RSS per learned+imported path", "bytes", false, x.name, x.r.perPath(n))
+		b.record(job+", session up→all in kernel", "ms", false, x.name, ms(x.r.upToAll))
+		b.record(job+", routes/s from session up", "routes/s", true, x.name, float64(n)/x.r.upToAll.Seconds())
+		b.record(job+", node daemons' CPU", "ms", false, x.name, ms(x.r.cpu))
+		b.record(job+", node daemons' RSS idle (0 paths)", "MiB", false, x.name, mib(x.r.idle.rss))
+		b.record(job+", node daemons' RSS with all", "MiB", false, x.name, mib(x.r.full.rss))
+		b.record(job+", RSS per learned+imported path", "bytes", false, x.name, x.r.perPath(n))
 	}
 	if idle > 0 {
 		for _, x := range results {
-			summary.record(fmt.Sprintf("idle with %d routes, node daemons' CPU per minute", n), "ms/min", false,
+			b.record(fmt.Sprintf("idle with %d routes, node daemons' CPU per minute", n), "ms/min", false,
 				x.name, perMinute(x.r.idleCPU, x.r.idleWindow))
-			summary.record(fmt.Sprintf("idle with %d routes, node daemons' wakeups per minute", n), "1/min", false,
+			b.record(fmt.Sprintf("idle with %d routes, node daemons' wakeups per minute", n), "1/min", false,
 				x.name, countPerMinute(x.r.idleRuns, x.r.idleWindow))
 		}
 	}
-	b.ReportMetric(ms(ob.upToAll), "ovnbgp-ms")
-	b.ReportMetric(ms(fr.upToAll), "frr-ms")
-	b.ReportMetric(ms(br.upToAll), "bird-ms")
-	b.ReportMetric(float64(ob.upToAll)/float64(fr.upToAll), "ovnbgp/frr")
-	b.ReportMetric(float64(ob.upToAll)/float64(br.upToAll), "ovnbgp/bird")
-	b.ReportMetric(ob.perPath(n), "ovnbgp-B/path")
-	b.ReportMetric(fr.perPath(n), "frr-B/path")
-	b.ReportMetric(br.perPath(n), "bird-B/path")
+	b.metric(ms(ob.upToAll), "ovnbgp-ms")
+	b.metric(ms(fr.upToAll), "frr-ms")
+	b.metric(ms(br.upToAll), "bird-ms")
+	b.metric(float64(ob.upToAll)/float64(fr.upToAll), "ovnbgp/frr")
+	b.metric(float64(ob.upToAll)/float64(br.upToAll), "ovnbgp/bird")
+	b.metric(ob.perPath(n), "ovnbgp-B/path")
+	b.metric(fr.perPath(n), "frr-B/path")
+	b.metric(br.perPath(n), "bird-B/path")
 	if idle > 0 {
-		b.ReportMetric(perMinute(ob.idleCPU, ob.idleWindow), "ovnbgp-idle-ms/min")
-		b.ReportMetric(perMinute(fr.idleCPU, fr.idleWindow), "frr-idle-ms/min")
-		b.ReportMetric(perMinute(br.idleCPU, br.idleWindow), "bird-idle-ms/min")
+		b.metric(perMinute(ob.idleCPU, ob.idleWindow), "ovnbgp-idle-ms/min")
+		b.metric(perMinute(fr.idleCPU, fr.idleWindow), "frr-idle-ms/min")
+		b.metric(perMinute(br.idleCPU, br.idleWindow), "bird-idle-ms/min")
 	}
-	b.ReportMetric(0, "ns/op")
+	b.metric(0, "ns/op")
 	b.Logf("import %d, session up to all in the kernel: ovnbgp %v, FRR %v, BIRD %v: ovnbgp/FRR = %.2fx, ovnbgp/BIRD = %.2fx "+
 		"(goal <= 1.0x); RSS per path: ovnbgp %.0f B, FRR %.0f B, BIRD %.0f B (goal <= 1024 B)", n,
 		pretty(ob.upToAll), pretty(fr.upToAll), pretty(br.upToAll),
@@ -302,7 +305,7 @@ import:
 // once the table has no route of proto. runTool, not l.Exec: flushing 500k
 // routes outlasts the harness's command timeout, and `ip route flush` gives
 // up (status 1) after 10 rounds on a huge table: run it until it is empty.
-func emptyTable(b *testing.B, l *lab.Lab, c *routeCounter, table, proto int) {
+func emptyTable(b testing.TB, l *lab.Lab, c *routeCounter, table, proto int) {
 	b.Helper()
 	start := time.Now()
 	for i := 0; ; i++ {
@@ -329,14 +332,14 @@ const idleSettle = 5 * time.Second
 // neighbor shut: idle memory, then the ToR lets the session up and the
 // kernel table is counted until it holds all n. With idle > 0 it then
 // measures the daemons' CPU over idle, holding the n routes.
-func runImport(b *testing.B, t *torFeed, c *routeCounter, name string, n, table, proto int, pids map[string]int, alive func() error, idle time.Duration) importResult {
+func runImport(b jobRun, t *torFeed, c *routeCounter, name string, n, table, proto int, pids map[string]int, alive func() error, idle time.Duration) importResult {
 	b.Helper()
 	if got, err := c.count(table, proto); err != nil || got != 0 {
 		b.Fatalf("%s: table %d already has %d routes of protocol %d (err %v)", name, table, got, proto, err)
 	}
 	// Idle: let the daemons finish starting (ovnbgp: its first reconciles;
 	// FRR, BIRD: reading their config), then read their memory.
-	time.Sleep(2 * time.Second)
+	time.Sleep(b.pause(2 * time.Second))
 	var r importResult
 	before, err := usageOf(pids)
 	if err != nil {
@@ -346,7 +349,7 @@ func runImport(b *testing.B, t *torFeed, c *routeCounter, name string, n, table,
 	estBefore := t.established(b)
 	unshut := t.shut(b, false)
 	up := t.waitEstablished(b, alive)
-	done, slowest, err := c.waitRoutes(table, proto, n, importInterval, importTimeout, alive)
+	done, slowest, err := c.waitRoutes(table, proto, n, importInterval, b.timeout(importTimeout), alive)
 	if err != nil {
 		b.Fatalf("%s: %v", name, err)
 	}
@@ -364,7 +367,7 @@ func runImport(b *testing.B, t *torFeed, c *routeCounter, name string, n, table,
 	r.upToAll, r.unshutToAll, r.cpu, r.slowest = done.Sub(up), done.Sub(unshut), after.cpu-before.cpu, slowest
 	// Memory with all paths, once the daemons have settled (ovnbgp: the
 	// reconcile that installed the last route may still be returning).
-	time.Sleep(2 * time.Second)
+	time.Sleep(b.pause(2 * time.Second))
 	full, err := usageOf(pids)
 	if err != nil {
 		b.Fatal(err)
@@ -388,9 +391,9 @@ func runImport(b *testing.B, t *torFeed, c *routeCounter, name string, n, table,
 // resyncs and kernel scans). ticks is the CPU time by /proc/PID/stat, a
 // cross-check in 10 ms ticks. It fails if the session reset, a daemon died
 // or the table changed meanwhile: that would not be idle.
-func measureIdle(b *testing.B, t *torFeed, c *routeCounter, name string, n, table, proto int, pids map[string]int, alive func() error, idle time.Duration) (cpu time.Duration, runs uint64, window, ticks time.Duration) {
+func measureIdle(b jobRun, t *torFeed, c *routeCounter, name string, n, table, proto int, pids map[string]int, alive func() error, idle time.Duration) (cpu time.Duration, runs uint64, window, ticks time.Duration) {
 	b.Helper()
-	time.Sleep(idleSettle)
+	time.Sleep(b.pause(idleSettle))
 	est := t.established(b)
 	u0, err := usageOf(pids)
 	if err != nil {
@@ -433,7 +436,7 @@ type torFeed struct {
 	frr *lab.FRR
 }
 
-func (t *torFeed) vtysh(b *testing.B, cmds ...string) {
+func (t *torFeed) vtysh(b testing.TB, cmds ...string) {
 	b.Helper()
 	args := []string{"--vty_socket", t.frr.Dir, "-c", "configure terminal", "-c", "router bgp 65001"}
 	for _, c := range cmds {
@@ -450,7 +453,7 @@ func (t *torFeed) vtysh(b *testing.B, cmds ...string) {
 
 // shut shuts the ToR's neighbor (the node) down, or lets it up, and
 // returns when it did so.
-func (t *torFeed) shut(b *testing.B, down bool) time.Time {
+func (t *torFeed) shut(b testing.TB, down bool) time.Time {
 	b.Helper()
 	no := "no "
 	if down {
@@ -461,7 +464,7 @@ func (t *torFeed) shut(b *testing.B, down bool) time.Time {
 }
 
 // blackholes puts ps in the ToR's kernel as blackholes (one `ip -batch`).
-func (t *torFeed) blackholes(b *testing.B, ps []netip.Prefix) {
+func (t *torFeed) blackholes(b testing.TB, ps []netip.Prefix) {
 	b.Helper()
 	var sb strings.Builder
 	for _, p := range ps {
@@ -480,7 +483,7 @@ func (t *torFeed) blackholes(b *testing.B, ps []netip.Prefix) {
 
 // load redistributes the ToR's kernel routes (ps) into BGP and returns once
 // its BGP table has them all.
-func (t *torFeed) load(b *testing.B, ps []netip.Prefix) {
+func (t *torFeed) load(b testing.TB, ps []netip.Prefix) {
 	b.Helper()
 	start := time.Now()
 	t.vtysh(b, "address-family ipv4 unicast", "redistribute kernel")
@@ -528,7 +531,7 @@ type torNeighbor struct {
 	Established int `json:"connectionsEstablished"`
 }
 
-func (t *torFeed) neighbor(b *testing.B) (torNeighbor, time.Time) {
+func (t *torFeed) neighbor(b testing.TB) (torNeighbor, time.Time) {
 	b.Helper()
 	out, err := t.frr.VTY("show bgp neighbors " + lab.NodeIPv4.String() + " json")
 	at := time.Now()
@@ -547,7 +550,7 @@ func (t *torFeed) neighbor(b *testing.B) (torNeighbor, time.Time) {
 }
 
 // established is how many times the session has come up so far.
-func (t *torFeed) established(b *testing.B) int {
+func (t *torFeed) established(b testing.TB) int {
 	nb, _ := t.neighbor(b)
 	return nb.Established
 }
@@ -556,7 +559,7 @@ func (t *torFeed) established(b *testing.B) int {
 // query, well under a millisecond; FRR's bgpTimerUpMsec counts whole
 // seconds, too coarse) and returns when the first answer saying
 // Established arrived. No route can reach the node before that.
-func (t *torFeed) waitEstablished(b *testing.B, alive func() error) time.Time {
+func (t *torFeed) waitEstablished(b testing.TB, alive func() error) time.Time {
 	b.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	for {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/ovnbgp/ovnbgp/test/e2e/lab"
 )
@@ -72,6 +73,63 @@ func gate(b *testing.B) {
 		b.Skipf("ovnbgp-vs-FRR benchmarks run only with %s=1 (root, frr and ovn-central needed): "+
 			"sudo bench/run.sh  (or: sudo %s=1 go test -run '^$' -bench . -benchtime 1x ./bench/)", envGate, envGate)
 	}
+}
+
+// jobRun is what a job's driver runs under: a benchmark, whose numbers go
+// into the summary (the table and results.json TestMain writes) and into Go
+// benchmark metrics (benchstat), or the smoke test
+// (TestContenderDriversSmoke), which runs every driver once at its smallest
+// size and whose numbers go into a results of its own that nothing prints.
+type jobRun struct {
+	testing.TB
+	// rows receives the job's numbers (record).
+	rows *results
+	// smoke: the smoke test, which measures nothing: the pauses before a
+	// measurement are cut short (pause).
+	smoke bool
+}
+
+// benchRun is the jobRun of benchmark b: its numbers go into the summary.
+func benchRun(b *testing.B) jobRun { return jobRun{TB: b, rows: &summary} }
+
+// record adds v to the job's rows (results.record).
+func (r jobRun) record(job, unit string, higherIsBetter bool, c string, v float64) {
+	r.rows.record(job, unit, higherIsBetter, c, v)
+}
+
+// metric reports v as a Go benchmark metric; the smoke test has none.
+func (r jobRun) metric(v float64, unit string) {
+	if b, ok := r.TB.(*testing.B); ok {
+		b.ReportMetric(v, unit)
+	}
+}
+
+// smokePause is the longest pause of the smoke test (pause), and
+// smokeTimeout the longest wait (timeout).
+const (
+	smokePause   = 200 * time.Millisecond
+	smokeTimeout = 30 * time.Second
+)
+
+// pause is how long a driver lets things settle before it reads a
+// measurement (nothing to wait on but time): d, or at most smokePause in
+// the smoke test, whose numbers mean nothing.
+func (r jobRun) pause(d time.Duration) time.Duration {
+	if r.smoke {
+		return min(d, smokePause)
+	}
+	return d
+}
+
+// timeout is how long a driver waits for what a job at full size may take
+// minutes to do (a bulk, a load, an import): d, or at most smokeTimeout in
+// the smoke test, whose sizes are tiny, so that a broken driver fails it
+// in seconds, not in the minutes of the full jobs.
+func (r jobRun) timeout(d time.Duration) time.Duration {
+	if r.smoke {
+		return min(d, smokeTimeout)
+	}
+	return d
 }
 
 // maxRounds: each round uses its own /24 of 10.201.0.0/16.

@@ -43,7 +43,7 @@ func ovnRoutes(b *testing.B) int {
 
 // importNB is a fresh real ovsdb-server with node1's gateway router
 // GR_node1 and its external port.
-func importNB(b *testing.B) *ovsdbtest.Server {
+func importNB(b testing.TB) *ovsdbtest.Server {
 	b.Helper()
 	s := ovsdbtest.Start(b, "")
 	s.MustNBCtl("lr-add", "GR_node1")
@@ -60,68 +60,7 @@ func importNB(b *testing.B) *ovsdbtest.Server {
 func BenchmarkOVNImport(b *testing.B) {
 	gate(b)
 	n := ovnRoutes(b)
-	routes := make([]model.OVNRoute, n)
-	raw := make([]labnb.StaticRoute, n)
-	for i := range n {
-		// 10.0.0.0/10 holds 16384 /24s; beyond, 11.0.0.0/8 and so on.
-		p := netip.PrefixFrom(netip.AddrFrom4([4]byte{byte(10 + i>>16), byte(i >> 8), byte(i), 0}), 24)
-		nh := netip.AddrFrom4([4]byte{172, 18, byte(1 + i%2), byte(1 + i%200)})
-		routes[i] = model.OVNRoute{Router: "GR_node1", Prefix: p, NextHop: nh, OutputPort: "rtoe-GR_node1", Rule: "bench", Network: "default"}
-		raw[i] = labnb.StaticRoute{Prefix: p, NextHop: nh, OutputPort: "rtoe-GR_node1"}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	log := zap.NewNop()
-
-	var rawTimes, monTimes, ovnTimes []time.Duration
-	for range b.N {
-		for range ovnImportRounds {
-			s := importNB(b)
-			took, err := labnb.RawInsertStaticRoutes(ctx, s.Endpoint(), "GR_node1", "node1", raw, false, log)
-			if err != nil {
-				b.Fatal(err)
-			}
-			rawTimes = append(rawTimes, took)
-			s.Stop()
-
-			s = importNB(b)
-			took, err = labnb.RawInsertStaticRoutes(ctx, s.Endpoint(), "GR_node1", "node1", raw, true, log)
-			if err != nil {
-				b.Fatal(err)
-			}
-			monTimes = append(monTimes, took)
-			s.Stop()
-
-			s = importNB(b)
-			c, err := ovn.Dial(ctx, config.OVN{Northbound: s.Endpoint()}, log, nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			deadline := time.Now().Add(30 * time.Second)
-			for {
-				if snap, ok := c.Snapshot("node1"); ok && len(snap.Routers) == 1 {
-					break
-				}
-				if time.Now().After(deadline) {
-					b.Fatal("ovnbgp's NB client did not sync within 30 s")
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
-			ops := plan.DiffOVN(routes, nil)
-			start := time.Now()
-			applied, err := c.ApplyRoutes(ctx, "node1", ops, nil)
-			took = time.Since(start)
-			if err != nil || len(applied) != n {
-				b.Fatalf("ApplyRoutes: %d of %d applied: %v", len(applied), n, err)
-			}
-			if snap, _ := c.Snapshot("node1"); len(snap.OwnedRoutes) != n {
-				b.Fatalf("after ApplyRoutes the snapshot holds %d owned routes, want %d", len(snap.OwnedRoutes), n)
-			}
-			ovnTimes = append(ovnTimes, took)
-			c.Close()
-			s.Stop()
-		}
-	}
+	rawTimes, monTimes, ovnTimes := ovnImportRun(b, n, b.N*ovnImportRounds)
 	med := func(d []time.Duration) time.Duration {
 		d = slices.Clone(d)
 		slices.Sort(d)
@@ -140,4 +79,70 @@ func BenchmarkOVNImport(b *testing.B) {
 		"ratio ovnbgp / raw:                                              %8.2f x   goal <= 2x\n"+
 		"ratio ovnbgp / raw monitored:                                    %8.2f x\n",
 		n, len(ovnTimes), o.Seconds(), r.Seconds(), m.Seconds(), ratio, o.Seconds()/m.Seconds())
+}
+
+// ovnImportRun is the OVN import job: rounds times, n static routes into
+// GR_node1 of a fresh NB each by the raw insert, the raw insert of a
+// monitoring client, and ApplyRoutes; it returns each one's times.
+func ovnImportRun(b testing.TB, n, rounds int) (rawTimes, monTimes, ovnTimes []time.Duration) {
+	routes := make([]model.OVNRoute, n)
+	raw := make([]labnb.StaticRoute, n)
+	for i := range n {
+		// 10.0.0.0/10 holds 16384 /24s; beyond, 11.0.0.0/8 and so on.
+		p := netip.PrefixFrom(netip.AddrFrom4([4]byte{byte(10 + i>>16), byte(i >> 8), byte(i), 0}), 24)
+		nh := netip.AddrFrom4([4]byte{172, 18, byte(1 + i%2), byte(1 + i%200)})
+		routes[i] = model.OVNRoute{Router: "GR_node1", Prefix: p, NextHop: nh, OutputPort: "rtoe-GR_node1", Rule: "bench", Network: "default"}
+		raw[i] = labnb.StaticRoute{Prefix: p, NextHop: nh, OutputPort: "rtoe-GR_node1"}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	log := zap.NewNop()
+
+	for range rounds {
+		s := importNB(b)
+		took, err := labnb.RawInsertStaticRoutes(ctx, s.Endpoint(), "GR_node1", "node1", raw, false, log)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rawTimes = append(rawTimes, took)
+		s.Stop()
+
+		s = importNB(b)
+		took, err = labnb.RawInsertStaticRoutes(ctx, s.Endpoint(), "GR_node1", "node1", raw, true, log)
+		if err != nil {
+			b.Fatal(err)
+		}
+		monTimes = append(monTimes, took)
+		s.Stop()
+
+		s = importNB(b)
+		c, err := ovn.Dial(ctx, config.OVN{Northbound: s.Endpoint()}, log, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			if snap, ok := c.Snapshot("node1"); ok && len(snap.Routers) == 1 {
+				break
+			}
+			if time.Now().After(deadline) {
+				b.Fatal("ovnbgp's NB client did not sync within 30 s")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		ops := plan.DiffOVN(routes, nil)
+		start := time.Now()
+		applied, err := c.ApplyRoutes(ctx, "node1", ops, nil)
+		took = time.Since(start)
+		if err != nil || len(applied) != n {
+			b.Fatalf("ApplyRoutes: %d of %d applied: %v", len(applied), n, err)
+		}
+		if snap, _ := c.Snapshot("node1"); len(snap.OwnedRoutes) != n {
+			b.Fatalf("after ApplyRoutes the snapshot holds %d owned routes, want %d", len(snap.OwnedRoutes), n)
+		}
+		ovnTimes = append(ovnTimes, took)
+		c.Close()
+		s.Stop()
+	}
+	return rawTimes, monTimes, ovnTimes
 }
