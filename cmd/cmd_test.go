@@ -58,10 +58,22 @@ func TestLab(t *testing.T) {
 		"203.0.113.0/24",
 		"NB commit → provider router has 10.210.0.0/24:",
 		"switch deleted → withdrawn from the provider router:",
+		// The import half: one of the provider's routes accepted by the
+		// lab's rule, the plan that installs it on GR_node1, the row in
+		// the in-memory NB, and explain for it; the others rejected.
+		"accepted by rule provider-in (203.0.113.0/24)",
+		"198.51.100.0/24",
+		"no accept entry",
+		"add static route 203.0.113.0/24 via 172.18.0.1 on GR_node1",
+		"GR_node1  203.0.113.0/24  172.18.0.1  rtoe-GR_node1  provider-in",
+		"== explain 203.0.113.0/24",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("lab output lacks %q:\n%s", want, got)
 		}
+	}
+	if strings.Contains(got, "no import rule") {
+		t.Errorf("a learned route still says \"no import rule\":\n%s", got)
 	}
 	cancel()
 	select {
