@@ -46,9 +46,13 @@ func newLabCommand(o *options) *cobra.Command {
 		Long: `Run a self-contained ovnbgp: libovsdb's in-memory OVSDB server loaded with a small
 OVN-Kubernetes topology (the default network and a layer3 User Defined Network "blue"), an
 in-process BGP "provider router" on loopback, and the daemon wired to both. It prints the
-peers and the advertised and learned routes, and the commands to try against its socket,
-then runs until Ctrl-C, which stops it at any point. It needs no root, no OVN and no FRR, and
-picks free ports.`,
+peers and the advertised and learned routes; then the import side: its import rule accepts
+one of the provider's routes, the plan adds it to the gateway router GR_<node> (the rule
+starts in mode manual; the lab then sets it to auto and reloads), and it shows the route
+imported, the row in the NB, and explain for it. Then the commands to try against its
+socket, and a live NB change. It runs until Ctrl-C, which stops it at any point. It needs no
+root, no OVN and no FRR (the daemon reads fixed links instead of netlink), and picks free
+ports.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runLab(cmd.Context(), o.stdout, lo)
