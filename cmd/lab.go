@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ovnbgp/ovnbgp/api"
+	"github.com/ovnbgp/ovnbgp/bgp/labpeer"
 	"github.com/ovnbgp/ovnbgp/daemon"
 	"github.com/ovnbgp/ovnbgp/model"
 	"github.com/ovnbgp/ovnbgp/ovn/labnb"
@@ -32,6 +33,22 @@ const (
 	labImportRule   = "provider-in"
 	labImportPrefix = "203.0.113.0/24"
 )
+
+// labProviderNextHop is the next hop of the provider's routes: the
+// provider network's gateway (172.18.0.1, the default route's next hop on
+// GR_<node>), inside the networks of the gateway router's external port,
+// so that the OVN target takes it.
+var labProviderNextHop = netip.MustParseAddr("172.18.0.1")
+
+// labProviderRoutes are the routes the provider originates: the lab's
+// import rule accepts the first (labImportPrefix); the second matches no
+// accept entry; the third is node2's pod subnet, which an accept entry
+// covers but which is protected whatever a rule says.
+var labProviderRoutes = []labpeer.Route{
+	{Prefix: netip.MustParsePrefix(labImportPrefix), NextHop: labProviderNextHop},
+	{Prefix: netip.MustParsePrefix("198.51.100.0/24"), NextHop: labProviderNextHop},
+	{Prefix: netip.MustParsePrefix("10.128.2.0/23"), NextHop: labProviderNextHop},
+}
 
 type labOptions struct {
 	node    string
@@ -107,14 +124,19 @@ func runLabSteps(ctx context.Context, out io.Writer, lo labOptions) error {
 	// The provider pokes events on every session or path change: the lab
 	// waits on them instead of polling.
 	events := make(chan struct{}, 1)
-	provider, err := startProvider(ctx, port, log.Named("provider"), func() {
+	provider, err := labpeer.Start(ctx, labpeer.Config{
+		ASN: labProviderASN, RouterID: netip.MustParseAddr("192.0.2.1"),
+		Listen: netip.MustParseAddr("127.0.0.1"), Port: port,
+		Peer: netip.MustParseAddr("127.0.0.1"), PeerASN: labNodeASN, PeerName: labNode,
+		Routes: labProviderRoutes,
+	}, log.Named("provider"), func() {
 		select {
 		case events <- struct{}{}:
 		default:
 		}
 	})
 	if err != nil {
-		return err
+		return fmt.Errorf("lab: provider router: %w", err)
 	}
 	defer provider.Stop()
 
@@ -232,7 +254,7 @@ stateDir: %s
 // milliseconds. It checks on every provider event (the session coming up,
 // our UPDATEs arriving), and every 250 ms for what only the daemon's API
 // shows.
-func waitEstablished(ctx context.Context, c *api.Client, provider *labProvider, timeout time.Duration, done <-chan struct{},
+func waitEstablished(ctx context.Context, c *api.Client, provider *labpeer.Peer, timeout time.Duration, done <-chan struct{},
 	daemonErr func() error, events <-chan struct{}) error {
 	deadline := time.After(timeout)
 	tick := time.NewTicker(250 * time.Millisecond)
@@ -246,7 +268,7 @@ func waitEstablished(ctx context.Context, c *api.Client, provider *labProvider, 
 		if err != nil || len(advs) == 0 {
 			return false
 		}
-		got, err := provider.Learned(ctx)
+		got, err := provider.Received(ctx)
 		if err != nil {
 			return false
 		}
@@ -270,7 +292,7 @@ func waitEstablished(ctx context.Context, c *api.Client, provider *labProvider, 
 			decided[p.Prefix] = p.Prefix.String() != labImportPrefix || p.Accepted
 		}
 		for _, r := range labProviderRoutes {
-			if !decided[r.prefix] {
+			if !decided[r.Prefix] {
 				return false
 			}
 		}
@@ -296,7 +318,7 @@ func waitEstablished(ctx context.Context, c *api.Client, provider *labProvider, 
 // labFiles are the paths and endpoints the demo tells the user about.
 type labFiles struct{ cfg, sock, log string }
 
-func printLab(ctx context.Context, out io.Writer, c *api.Client, provider *labProvider) error {
+func printLab(ctx context.Context, out io.Writer, c *api.Client, provider *labpeer.Peer) error {
 	peers, err := c.Peers(ctx)
 	if err != nil {
 		return err
@@ -309,7 +331,7 @@ func printLab(ctx context.Context, out io.Writer, c *api.Client, provider *labPr
 	if err != nil {
 		return err
 	}
-	seen, err := provider.Learned(ctx)
+	seen, err := provider.Received(ctx)
 	if err != nil {
 		return err
 	}
@@ -354,12 +376,12 @@ log:    %[4]s
 // provider router has the subnet; then deletes it and measures the
 // withdrawal. It wakes on the provider's events (a path learned or
 // withdrawn), never polls.
-func demoChange(ctx context.Context, out io.Writer, endpoint, node string, provider *labProvider, events <-chan struct{}, log *zap.Logger) error {
+func demoChange(ctx context.Context, out io.Writer, endpoint, node string, provider *labpeer.Peer, events <-chan struct{}, log *zap.Logger) error {
 	green := netip.MustParsePrefix("10.210.0.0/24")
 	sw := labnb.Switch{Network: "green", Topology: labnb.TopologyLayer3, Role: "primary", Node: node,
 		Subnets: []netip.Prefix{green}}
 	has := func() (bool, error) {
-		paths, err := provider.Learned(ctx)
+		paths, err := provider.Received(ctx)
 		for _, p := range paths {
 			if p.Prefix == green {
 				return true, err
