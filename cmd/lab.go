@@ -127,7 +127,7 @@ func runLabSteps(ctx context.Context, out io.Writer, lo labOptions) error {
 	provider, err := labpeer.Start(ctx, labpeer.Config{
 		ASN: labProviderASN, RouterID: netip.MustParseAddr("192.0.2.1"),
 		Listen: netip.MustParseAddr("127.0.0.1"), Port: port,
-		Peer: netip.MustParseAddr("127.0.0.1"), PeerASN: labNodeASN, PeerName: labNode,
+		Peer: netip.MustParseAddr("127.0.0.1"), PeerASN: labNodeASN, PeerName: lo.node,
 		Routes: labProviderRoutes,
 	}, log.Named("provider"), func() {
 		select {
