@@ -42,8 +42,9 @@ var labProviderNextHop = netip.MustParseAddr("172.18.0.1")
 
 // labProviderRoutes are the routes the provider originates: the lab's
 // import rule accepts the first (labImportPrefix); the second matches no
-// accept entry; the third is node2's pod subnet, which an accept entry
-// covers but which is protected whatever a rule says.
+// accept entry; the third is the other node's pod subnet (10.128.2.0/23,
+// labnb.Topology), which an accept entry covers but which is protected
+// whatever a rule says.
 var labProviderRoutes = []labpeer.Route{
 	{Prefix: netip.MustParsePrefix(labImportPrefix), NextHop: labProviderNextHop},
 	{Prefix: netip.MustParsePrefix("198.51.100.0/24"), NextHop: labProviderNextHop},
@@ -229,7 +230,7 @@ import:
     network: default
     accept:
       - prefix: %s
-      # Broad on purpose: node2's pod subnet, which the provider sends
+      # Broad on purpose: the other node's pod subnet, which the provider sends
       # too, is protected whatever a rule accepts.
       - prefix: 10.0.0.0/8
         maxLength: 24
