@@ -58,10 +58,27 @@ func TestLab(t *testing.T) {
 		"203.0.113.0/24",
 		"NB commit → provider router has 10.210.0.0/24:",
 		"switch deleted → withdrawn from the provider router:",
+		// The import half: one of the provider's routes accepted by the
+		// lab's rule, the plan that installs it on GR_node1, the row in
+		// the in-memory NB, and explain for it; the others rejected.
+		"provider  203.0.113.0/24   172.18.0.1  65001    ",
+		"accepted: accepted by rule provider-in (203.0.113.0/24 length 24)",
+		"rejected: no accept entry matches 198.51.100.0/24 from peer provider",
+		"rejected: 10.128.2.0/23 is protected",
+		// the plan in mode manual, before the lab switches to auto
+		"ovn     add  GR_node1  203.0.113.0/24  172.18.0.1  provider-in",
+		"ovn     GR_node1  203.0.113.0/24  172.18.0.1  provider-in  installed",
+		// the row as the in-memory NB holds it
+		"GR_node1  203.0.113.0/24  172.18.0.1  rtoe-GR_node1  provider-in  node1",
+		"== explain 203.0.113.0/24",
+		"installed in OVN: 203.0.113.0/24 on GR_node1 via 172.18.0.1, output port rtoe-GR_node1 (rule provider-in",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("lab output lacks %q:\n%s", want, got)
 		}
+	}
+	if strings.Contains(got, "no import rule") {
+		t.Errorf("a learned route still says \"no import rule\":\n%s", got)
 	}
 	cancel()
 	select {

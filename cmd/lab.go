@@ -17,8 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ovnbgp/ovnbgp/api"
-	"github.com/ovnbgp/ovnbgp/bgp"
-	"github.com/ovnbgp/ovnbgp/config"
+	"github.com/ovnbgp/ovnbgp/bgp/labpeer"
 	"github.com/ovnbgp/ovnbgp/daemon"
 	"github.com/ovnbgp/ovnbgp/model"
 	"github.com/ovnbgp/ovnbgp/ovn/labnb"
@@ -29,7 +28,28 @@ const (
 	labNode        = "node1"
 	labNodeASN     = 64512
 	labProviderASN = 65001
+	// labImportRule accepts labImportPrefix from the provider into the
+	// default network's gateway router GR_<node>.
+	labImportRule   = "provider-in"
+	labImportPrefix = "203.0.113.0/24"
 )
+
+// labProviderNextHop is the next hop of the provider's routes: the
+// provider network's gateway (172.18.0.1, the default route's next hop on
+// GR_<node>), inside the networks of the gateway router's external port,
+// so that the OVN target takes it.
+var labProviderNextHop = netip.MustParseAddr("172.18.0.1")
+
+// labProviderRoutes are the routes the provider originates: the lab's
+// import rule accepts the first (labImportPrefix); the second matches no
+// accept entry; the third is the other node's pod subnet (10.128.2.0/23,
+// labnb.Topology), which an accept entry covers but which is protected
+// whatever a rule says.
+var labProviderRoutes = []labpeer.Route{
+	{Prefix: netip.MustParsePrefix(labImportPrefix), NextHop: labProviderNextHop},
+	{Prefix: netip.MustParsePrefix("198.51.100.0/24"), NextHop: labProviderNextHop},
+	{Prefix: netip.MustParsePrefix("10.128.2.0/23"), NextHop: labProviderNextHop},
+}
 
 type labOptions struct {
 	node    string
@@ -44,9 +64,13 @@ func newLabCommand(o *options) *cobra.Command {
 		Long: `Run a self-contained ovnbgp: libovsdb's in-memory OVSDB server loaded with a small
 OVN-Kubernetes topology (the default network and a layer3 User Defined Network "blue"), an
 in-process BGP "provider router" on loopback, and the daemon wired to both. It prints the
-peers and the advertised and learned routes, and the commands to try against its socket,
-then runs until Ctrl-C, which stops it at any point. It needs no root, no OVN and no FRR, and
-picks free ports.`,
+peers and the advertised and learned routes; then the import side: its import rule accepts
+one of the provider's routes, the plan adds it to the gateway router GR_<node> (the rule
+starts in mode manual; the lab then sets it to auto and reloads), and it shows the route
+imported, the row in the NB, and explain for it. Then the commands to try against its
+socket, and a live NB change. It runs until Ctrl-C, which stops it at any point. It needs no
+root, no OVN and no FRR (the daemon reads fixed links instead of netlink), and picks free
+ports.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runLab(cmd.Context(), o.stdout, lo)
@@ -101,20 +125,25 @@ func runLabSteps(ctx context.Context, out io.Writer, lo labOptions) error {
 	// The provider pokes events on every session or path change: the lab
 	// waits on them instead of polling.
 	events := make(chan struct{}, 1)
-	provider, err := startProvider(ctx, port, log.Named("provider"), func() {
+	provider, err := labpeer.Start(ctx, labpeer.Config{
+		ASN: labProviderASN, RouterID: netip.MustParseAddr("192.0.2.1"),
+		Listen: netip.MustParseAddr("127.0.0.1"), Port: port,
+		Peer: netip.MustParseAddr("127.0.0.1"), PeerASN: labNodeASN, PeerName: lo.node,
+		Routes: labProviderRoutes,
+	}, log.Named("provider"), func() {
 		select {
 		case events <- struct{}{}:
 		default:
 		}
 	})
 	if err != nil {
-		return err
+		return fmt.Errorf("lab: provider router: %w", err)
 	}
-	defer func() { _ = provider.Stop(context.Background(), false) }()
+	defer provider.Stop()
 
 	cfgPath := filepath.Join(dir, "config.yaml")
 	sock := filepath.Join(dir, "ovnbgp.sock")
-	if err := os.WriteFile(cfgPath, []byte(labConfig(lo.node, port, nb.Endpoint(), sock)), 0o600); err != nil {
+	if err := os.WriteFile(cfgPath, []byte(labConfig(lo.node, port, nb.Endpoint(), sock, "manual")), 0o600); err != nil {
 		return err
 	}
 
@@ -127,7 +156,9 @@ func runLabSteps(ctx context.Context, out io.Writer, lo labOptions) error {
 	var runErr error
 	go func() {
 		defer close(done)
-		runErr = daemon.Run(runCtx, daemon.Options{ConfigPath: cfgPath, Version: versionString(), Logger: log.Named("daemon")})
+		runErr = daemon.Run(runCtx, daemon.Options{ConfigPath: cfgPath, Version: versionString(), Logger: log.Named("daemon"),
+			// No netlink: the lab's fixed links (labHost).
+			Deps: daemon.Deps{OpenHost: func(int, *zap.Logger, func()) (daemon.Host, error) { return labHost{}, nil }}})
 	}()
 	daemonErr := func() error { <-done; return runErr }
 
@@ -135,9 +166,16 @@ func runLabSteps(ctx context.Context, out io.Writer, lo labOptions) error {
 	if err := waitEstablished(ctx, client, provider, lo.timeout, done, daemonErr, events); err != nil {
 		return labStopped(stop, done, fmt.Errorf("lab: %w (log: %s)", err, logPath))
 	}
-	if err := printLab(ctx, out, client, provider, labFiles{cfg: cfgPath, sock: sock, log: logPath}); err != nil {
+	files := labFiles{cfg: cfgPath, sock: sock, log: logPath}
+	if err := printLab(ctx, out, client, provider); err != nil {
 		return labStopped(stop, done, err)
 	}
+	imp := labImport{client: client, node: lo.node, nb: nb.Endpoint(), files: files, port: port, done: done,
+		daemonErr: daemonErr, log: log.Named("nb-read")}
+	if err := imp.run(ctx, out); err != nil {
+		return labStopped(stop, done, fmt.Errorf("lab: %w (log: %s)", err, logPath))
+	}
+	printTry(out, files)
 	if err := demoChange(ctx, out, nb.Endpoint(), lo.node, provider, events, log.Named("nb-change")); err != nil {
 		return labStopped(stop, done, fmt.Errorf("lab: %w (log: %s)", err, logPath))
 	}
@@ -158,36 +196,8 @@ func labStopped(stop context.CancelFunc, done <-chan struct{}, err error) error 
 	return err
 }
 
-// startProvider is the lab's "provider router": a second speaker that waits
-// for the node on loopback and originates two prefixes of its own. notify
-// is called on every session or path change.
-func startProvider(ctx context.Context, port int, log *zap.Logger, notify func()) (*bgp.Speaker, error) {
-	sp, err := bgp.New(ctx, config.BGP{
-		ASN: labProviderASN, RouterID: netip.MustParseAddr("192.0.2.1"), ListenPort: port,
-	}, log, notify)
-	if err != nil {
-		return nil, fmt.Errorf("lab: provider speaker: %w", err)
-	}
-	node := config.Peer{
-		Name: "node1", Address: netip.MustParseAddr("127.0.0.1"), ASN: labNodeASN, Port: 179, Passive: true,
-		HoldTime: 9 * time.Second, KeepaliveTime: 3 * time.Second, ConnectRetry: time.Second,
-		Families: []config.Family{config.IPv4},
-	}
-	if err := sp.SetPeers(ctx, []config.Peer{node}); err != nil {
-		_ = sp.Stop(ctx, false)
-		return nil, fmt.Errorf("lab: provider peer: %w", err)
-	}
-	if err := sp.Apply(ctx, model.AdvertDiff{Announce: []model.Advertisement{
-		{Peer: "node1", Prefix: netip.MustParsePrefix("203.0.113.0/24")},
-		{Peer: "node1", Prefix: netip.MustParsePrefix("198.51.100.0/24")},
-	}}); err != nil {
-		_ = sp.Stop(ctx, false)
-		return nil, fmt.Errorf("lab: provider routes: %w", err)
-	}
-	return sp, nil
-}
-
-func labConfig(node string, port int, nb, sock string) string {
+// labConfig is the lab's config; mode is the import rule's mode.
+func labConfig(node string, port int, nb, sock, mode string) string {
 	return fmt.Sprintf(`# ovnbgp lab: written by 'ovnbgp lab', removed when it stops.
 node:
   name: %s
@@ -214,6 +224,19 @@ advertise:
     kind: podNetwork
     networks: ["*"]
     communities: ["%d:100"]
+import:
+  - name: %s
+    peers: [provider]
+    network: default
+    accept:
+      - prefix: %s
+      # Broad on purpose: the other node's pod subnet, which the provider sends
+      # too, is protected whatever a rule accepts.
+      - prefix: 10.0.0.0/8
+        maxLength: 24
+    targets:
+      ovn: true
+    mode: %s
 control:
   socket: %s
 metrics:
@@ -221,16 +244,18 @@ metrics:
 log:
   level: debug
 stateDir: %s
-`, node, labNodeASN, port, labProviderASN, nb, labNodeASN, sock, filepath.Join(filepath.Dir(sock), "state"))
+`, node, labNodeASN, port, labProviderASN, nb, labNodeASN, labImportRule, labImportPrefix, mode, sock,
+		filepath.Join(filepath.Dir(sock), "state"))
 }
 
 // waitEstablished waits until the daemon shows an Established peer, says
-// every advertisement is sent, and the provider router has every one of
-// them: the summary then shows a settled state, not the session's first
+// every advertisement is sent, the provider router has every one of them,
+// and the daemon has every route of the provider's, the import rule's one
+// accepted: the summary then shows a settled state, not the session's first
 // milliseconds. It checks on every provider event (the session coming up,
 // our UPDATEs arriving), and every 250 ms for what only the daemon's API
 // shows.
-func waitEstablished(ctx context.Context, c *api.Client, provider *bgp.Speaker, timeout time.Duration, done <-chan struct{},
+func waitEstablished(ctx context.Context, c *api.Client, provider *labpeer.Peer, timeout time.Duration, done <-chan struct{},
 	daemonErr func() error, events <-chan struct{}) error {
 	deadline := time.After(timeout)
 	tick := time.NewTicker(250 * time.Millisecond)
@@ -244,7 +269,7 @@ func waitEstablished(ctx context.Context, c *api.Client, provider *bgp.Speaker, 
 		if err != nil || len(advs) == 0 {
 			return false
 		}
-		got, err := provider.Learned(ctx, "")
+		got, err := provider.Received(ctx)
 		if err != nil {
 			return false
 		}
@@ -254,6 +279,21 @@ func waitEstablished(ctx context.Context, c *api.Client, provider *bgp.Speaker, 
 		}
 		for _, a := range advs {
 			if a.State != model.AdvSent || !have[a.Prefix] {
+				return false
+			}
+		}
+		// And every route of the provider's is decided: the import
+		// rule's one accepted.
+		learned, err := c.Learned(ctx, "", false)
+		if err != nil {
+			return false
+		}
+		decided := map[netip.Prefix]bool{}
+		for _, p := range learned {
+			decided[p.Prefix] = p.Prefix.String() != labImportPrefix || p.Accepted
+		}
+		for _, r := range labProviderRoutes {
+			if !decided[r.Prefix] {
 				return false
 			}
 		}
@@ -279,7 +319,7 @@ func waitEstablished(ctx context.Context, c *api.Client, provider *bgp.Speaker, 
 // labFiles are the paths and endpoints the demo tells the user about.
 type labFiles struct{ cfg, sock, log string }
 
-func printLab(ctx context.Context, out io.Writer, c *api.Client, provider *bgp.Speaker, f labFiles) error {
+func printLab(ctx context.Context, out io.Writer, c *api.Client, provider *labpeer.Peer) error {
 	peers, err := c.Peers(ctx)
 	if err != nil {
 		return err
@@ -292,7 +332,7 @@ func printLab(ctx context.Context, out io.Writer, c *api.Client, provider *bgp.S
 	if err != nil {
 		return err
 	}
-	seen, err := provider.Learned(ctx, "")
+	seen, err := provider.Received(ctx)
 	if err != nil {
 		return err
 	}
@@ -305,6 +345,11 @@ func printLab(ctx context.Context, out io.Writer, c *api.Client, provider *bgp.S
 	section("advertised (ovnbgp routes advertised)", func(w *tabwriter.Writer) { advertisedTable(w, advs) })
 	section("what the provider router received from ovnbgp", func(w *tabwriter.Writer) { receivedTable(w, seen) })
 	section("learned from the provider (ovnbgp routes learned)", func(w *tabwriter.Writer) { learnedTable(w, learned) })
+	return nil
+}
+
+// printTry prints the commands to try against the lab's socket.
+func printTry(out io.Writer, f labFiles) {
 	self, _ := os.Executable()
 	cli := "ovnbgp"
 	if self != "" {
@@ -315,15 +360,16 @@ Try, in another terminal:
   %[1]s --socket %[2]s peers
   %[1]s --socket %[2]s routes advertised -o yaml
   %[1]s --socket %[2]s routes learned --rejected
-  %[1]s --socket %[2]s explain 203.0.113.0/24
+  %[1]s --socket %[2]s routes imported
+  %[1]s --socket %[2]s explain %[5]s
+  %[1]s --socket %[2]s explain 198.51.100.0/24
   %[1]s --socket %[2]s plan
   %[1]s --socket %[2]s status
   %[1]s --socket %[2]s config show --running
   curl -s --unix-socket %[2]s http://ovnbgp/v1/peers
 config: %[3]s
 log:    %[4]s
-`, cli, f.sock, f.cfg, f.log)
-	return nil
+`, cli, f.sock, f.cfg, f.log, labImportPrefix)
 }
 
 // demoChange adds a User Defined Network's node switch to the NB, as
@@ -331,12 +377,12 @@ log:    %[4]s
 // provider router has the subnet; then deletes it and measures the
 // withdrawal. It wakes on the provider's events (a path learned or
 // withdrawn), never polls.
-func demoChange(ctx context.Context, out io.Writer, endpoint, node string, provider *bgp.Speaker, events <-chan struct{}, log *zap.Logger) error {
+func demoChange(ctx context.Context, out io.Writer, endpoint, node string, provider *labpeer.Peer, events <-chan struct{}, log *zap.Logger) error {
 	green := netip.MustParsePrefix("10.210.0.0/24")
 	sw := labnb.Switch{Network: "green", Topology: labnb.TopologyLayer3, Role: "primary", Node: node,
 		Subnets: []netip.Prefix{green}}
 	has := func() (bool, error) {
-		paths, err := provider.Learned(ctx, "")
+		paths, err := provider.Received(ctx)
 		for _, p := range paths {
 			if p.Prefix == green {
 				return true, err

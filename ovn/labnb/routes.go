@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/ovn-org/libovsdb/client"
@@ -75,4 +77,89 @@ func RawInsertStaticRoutes(ctx context.Context, endpoint, router, node string, r
 		return 0, fmt.Errorf("raw insert of %d static routes into %s: %w", len(routes), router, err)
 	}
 	return took, nil
+}
+
+// RouterRoute is one Logical_Router_Static_Route row of a router, as
+// RouterStaticRoutes reads it.
+type RouterRoute struct {
+	Prefix     string
+	NextHop    string
+	OutputPort string
+	// ExternalIDs holds ovnbgp.io/owner and ovnbgp.io/rule on ovnbgp's
+	// rows.
+	ExternalIDs map[string]string
+}
+
+// RouterStaticRoutes reads the static routes of the router named router
+// from the NB at endpoint, in the order of the router's static_routes
+// column, by prefix, straight from the database: what
+// `ovnbgp lab` shows as what OVN holds.
+func RouterStaticRoutes(ctx context.Context, endpoint, router string, log *zap.Logger) ([]RouterRoute, error) {
+	var out []RouterRoute
+	err := withWriter(ctx, endpoint, log, func(ctx context.Context, cli client.Client) error {
+		sel := []ovsdb.Operation{
+			{Op: ovsdb.OperationSelect, Table: nbdb.LogicalRouterTable, Columns: []string{"static_routes"},
+				Where: []ovsdb.Condition{ovsdb.NewCondition("name", ovsdb.ConditionEqual, router)}},
+			{Op: ovsdb.OperationSelect, Table: nbdb.LogicalRouterStaticRouteTable, Where: []ovsdb.Condition{},
+				Columns: []string{"_uuid", "ip_prefix", "nexthop", "output_port", "external_ids"}},
+		}
+		res, err := cli.Transact(ctx, sel...)
+		if err != nil {
+			return err
+		}
+		if _, err := ovsdb.CheckOperationResults(res, sel); err != nil {
+			return err
+		}
+		if len(res[0].Rows) != 1 {
+			return fmt.Errorf("%d routers named %s", len(res[0].Rows), router)
+		}
+		var refs []string
+		switch v := res[0].Rows[0]["static_routes"].(type) {
+		case ovsdb.OvsSet:
+			for _, u := range v.GoSet {
+				if id, ok := u.(ovsdb.UUID); ok {
+					refs = append(refs, id.GoUUID)
+				}
+			}
+		case ovsdb.UUID:
+			refs = append(refs, v.GoUUID)
+		}
+		rows := make(map[string]ovsdb.Row, len(res[1].Rows))
+		for _, r := range res[1].Rows {
+			if id, ok := r["_uuid"].(ovsdb.UUID); ok {
+				rows[id.GoUUID] = r
+			}
+		}
+		for _, id := range refs {
+			r, ok := rows[id]
+			if !ok {
+				continue
+			}
+			rr := RouterRoute{ExternalIDs: map[string]string{}}
+			rr.Prefix, _ = r["ip_prefix"].(string)
+			rr.NextHop, _ = r["nexthop"].(string)
+			switch p := r["output_port"].(type) {
+			case string:
+				rr.OutputPort = p
+			case ovsdb.OvsSet:
+				if len(p.GoSet) == 1 {
+					rr.OutputPort, _ = p.GoSet[0].(string)
+				}
+			}
+			if m, ok := r["external_ids"].(ovsdb.OvsMap); ok {
+				for k, v := range m.GoMap {
+					ks, _ := k.(string)
+					vs, _ := v.(string)
+					rr.ExternalIDs[ks] = vs
+				}
+			}
+			out = append(out, rr)
+		}
+		slices.SortFunc(out, func(a, b RouterRoute) int { return strings.Compare(a.Prefix, b.Prefix) })
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the static routes of %s: %w", router, err)
+	}
+	return out, nil
 }

@@ -19,7 +19,9 @@ const nobody = 65534
 
 // TestLabAsNonRoot: the binary's `lab` verb, run as user nobody (no
 // privileges, no OVN, no FRR involved), shows an Established peer and the
-// advertised subnets within a few seconds, follows a live NB change, and
+// advertised subnets within a few seconds, imports one of the provider's
+// routes into GR_node1 (plan, imported, the NB row, explain), follows a
+// live NB change, and
 // stops cleanly on SIGTERM, leaving nothing behind. It needs root only to
 // drop to nobody.
 func TestLabAsNonRoot(t *testing.T) {
@@ -78,6 +80,15 @@ func TestLabAsNonRoot(t *testing.T) {
 		"provider  10.200.0.0/24  sent   blue",
 		"NB commit → provider router has 10.210.0.0/24:",
 		"switch deleted → withdrawn from the provider router:",
+		// The import half, as nobody: the rule's plan, then the route
+		// installed on GR_node1 in the in-memory NB, and explain.
+		"accepted: accepted by rule provider-in (203.0.113.0/24 length 24)",
+		"rejected: no accept entry matches 198.51.100.0/24 from peer provider",
+		"rejected: 10.128.2.0/23 is protected",
+		"ovn     add  GR_node1  203.0.113.0/24  172.18.0.1  provider-in",
+		"ovn     GR_node1  203.0.113.0/24  172.18.0.1  provider-in  installed",
+		"GR_node1  203.0.113.0/24  172.18.0.1  rtoe-GR_node1  provider-in  node1",
+		"installed in OVN: 203.0.113.0/24 on GR_node1 via 172.18.0.1, output port rtoe-GR_node1 (rule provider-in",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("lab output lacks %q", want)
