@@ -126,12 +126,17 @@ const maxTests = 12
 
 // Summary writes what dir's notes say: one quiet line when there are
 // none, else a banner with the skips grouped by package and reason, and
-// returns how many there are.
+// returns how many there are (a test noted twice counts once).
 func Summary(dir string, w io.Writer) (int, error) {
 	notes, err := Notes(dir)
 	if err != nil {
 		return 0, err
 	}
+	// make test's race step runs some tests a second time: one note each.
+	slices.SortFunc(notes, func(a, b Note) int {
+		return cmp.Or(cmp.Compare(a.Package, b.Package), cmp.Compare(a.Reason, b.Reason), cmp.Compare(a.Test, b.Test))
+	})
+	notes = slices.Compact(notes)
 	if len(notes) == 0 {
 		_, err := fmt.Fprintln(w, "make test: no test skipped for a missing prerequisite")
 		return 0, err
