@@ -2,12 +2,15 @@ package packaging
 
 import (
 	"bytes"
+	"fmt"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -216,7 +219,22 @@ func TestPackages(t *testing.T) {
 	}
 
 	// Installed, reinstalled and removed, each in a sandbox (sandbox_test.go)
-	// of its own: this machine's root under an overlay, never the machine.
+	// of its own: this machine's root under an overlay, never the machine,
+	// which is checked to be as it was.
+	var paths []string
+	for _, m := range []map[string]string{files, dirs} {
+		paths = append(paths, slices.Collect(maps.Keys(m))...)
+	}
+	paths = append(paths, zshRPM, "/etc/ovnbgp", "/var/lib/ovnbgp", "/run/ovnbgp", "/root/.rpmdb")
+	before := hostState(paths)
+	defer func() {
+		after := hostState(paths)
+		for p := range before {
+			if before[p] != after[p] {
+				t.Errorf("this machine's %s changed: %s, now %s", p, before[p], after[p])
+			}
+		}
+	}()
 	installed := maps.Clone(files)
 	installed["/etc/ovnbgp"] = dirs["/etc/ovnbgp"]
 	t.Run("deb", func(t *testing.T) { installDeb(t, deb, bin, installed, dirs) })
@@ -401,4 +419,21 @@ func editConfig(t *testing.T, s *sandbox, conf string) string {
 		t.Fatalf("editing %s in the sandbox: it holds\n%s", conf, edited)
 	}
 	return edited
+}
+
+// hostState is what this machine holds at each path (its mode, size and
+// time, "absent"), and the dpkg status of ovnbgp, to compare before and
+// after the sandboxes.
+func hostState(paths []string) map[string]string {
+	m := map[string]string{}
+	for _, p := range paths {
+		if st, err := os.Lstat(p); err != nil {
+			m[p] = "absent"
+		} else {
+			m[p] = fmt.Sprintf("%s %d %s", st.Mode(), st.Size(), st.ModTime().Format(time.RFC3339Nano))
+		}
+	}
+	out, err := exec.Command("dpkg-query", "-W", "-f", "${Status}", "ovnbgp").CombinedOutput()
+	m["dpkg-query -W ovnbgp"] = fmt.Sprintf("%q (%v)", out, err)
+	return m
 }
