@@ -373,8 +373,9 @@ func installRPM(t *testing.T, rpm, bin string, files map[string]string) {
 	s.forget(slices.Collect(maps.Keys(files)))
 	pkg := s.dist + "/" + filepath.Base(rpm)
 	// --nodeps: the sandbox's root is Debian's, whose rpm database is
-	// empty (nothing in it provides the scripts' /bin/sh).
-	s.mustRun("rpm", "-i", "--nodeps", pkg)
+	// empty (nothing in it provides the scripts' /bin/sh); --force-debian
+	// quiets Debian's rpm, which would have us use alien.
+	s.mustRun("rpm", "-i", "--nodeps", "--force-debian", pkg)
 	checkInstalled(t, s, files, bin)
 	if out, err := s.run("rpm", "-V", "ovnbgp"); err != nil || strings.TrimSpace(out) != "" {
 		t.Errorf("rpm -V ovnbgp: %v\n%s", err, out)
@@ -382,7 +383,7 @@ func installRPM(t *testing.T, rpm, bin string, files map[string]string) {
 
 	const conf = "/etc/ovnbgp/config.yaml"
 	edited := editConfig(t, s, conf)
-	s.mustRun("rpm", "-i", "--replacepkgs", "--nodeps", pkg)
+	s.mustRun("rpm", "-i", "--replacepkgs", "--nodeps", "--force-debian", pkg)
 	if got := s.mustRun("cat", conf); got != edited {
 		t.Errorf("reinstalling replaced the edited %s", conf)
 	}
@@ -390,7 +391,7 @@ func installRPM(t *testing.T, rpm, bin string, files map[string]string) {
 		t.Errorf("reinstalling the same rpm wrote %s.rpmnew", conf)
 	}
 
-	s.mustRun("rpm", "-e", "ovnbgp")
+	s.mustRun("rpm", "-e", "--force-debian", "ovnbgp")
 	left := s.modes(slices.Collect(maps.Keys(files)))
 	for p := range files {
 		if left[p] != "" && p != "/etc/ovnbgp" {
@@ -421,14 +422,16 @@ func editConfig(t *testing.T, s *sandbox, conf string) string {
 	return edited
 }
 
-// hostState is what this machine holds at each path (its mode, size and
-// time, "absent"), and the dpkg status of ovnbgp, to compare before and
-// after the sandboxes.
+// hostState is what this machine holds at each path (a file's mode, size
+// and time, a directory's mode, or "absent"), and the dpkg status of
+// ovnbgp, to compare before and after the sandboxes.
 func hostState(paths []string) map[string]string {
 	m := map[string]string{}
 	for _, p := range paths {
 		if st, err := os.Lstat(p); err != nil {
 			m[p] = "absent"
+		} else if st.IsDir() {
+			m[p] = st.Mode().String() // others may add to /etc or /usr/share
 		} else {
 			m[p] = fmt.Sprintf("%s %d %s", st.Mode(), st.Size(), st.ModTime().Format(time.RFC3339Nano))
 		}

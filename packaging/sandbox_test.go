@@ -149,7 +149,7 @@ func (s *sandbox) forget(paths []string) {
 	s.t.Helper()
 	out, err := s.sh(`
 if dpkg-query -W -f '${Status}' ovnbgp 2>/dev/null | grep -qv not-installed; then dpkg -P ovnbgp; fi
-if rpm -q ovnbgp >/dev/null 2>&1; then rpm -e --nodeps --noscripts ovnbgp; fi
+if rpm -q ovnbgp >/dev/null 2>&1; then rpm -e --nodeps --noscripts --force-debian ovnbgp; fi
 rm -rf -- /etc/ovnbgp /var/lib/ovnbgp /run/ovnbgp "$@"`, paths...)
 	if err != nil {
 		s.t.Fatalf("in the sandbox: removing an ovnbgp of this machine's: %v\n%s", err, out)
