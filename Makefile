@@ -23,7 +23,7 @@ RACE_LDFLAGS := -X $(PKG).version=$(VERSION) -X $(PKG).commit=$(COMMIT) -X $(PKG
 TESTHOOKS_BIN := bin/ovnbgp-testhooks
 export CGO_ENABLED := 0
 
-.PHONY: all help build build-race build-testhooks test unit race e2e soak test-chaos bench vet lab generate docs machineconfig image package fuzz deps clean
+.PHONY: all help build build-race build-testhooks test test-skips unit race e2e soak test-chaos bench vet lab generate docs machineconfig image package fuzz deps clean
 
 all: build
 
@@ -42,7 +42,8 @@ build-race:
 	@cc=$$(CGO_ENABLED=1 $(GO) env CC); if ! command -v "$${cc%% *}" >/dev/null; then \
 	  msg="make build-race: no C compiler ($$cc) for cgo, which -race needs: run scripts/test-deps.sh as root, or apt-get install gcc libc6-dev"; \
 	  if [ "$$CI" = true ]; then echo "$$msg" >&2; exit 1; fi; \
-	  rm -f $(RACE_BIN); echo "$$msg; the e2e tests run the daemon without the race detector" >&2; exit 0; fi; \
+	  rm -f $(RACE_BIN); echo "$$msg; the e2e tests run the daemon without the race detector" >&2; \
+	  $(call SKIP_NOTE,make build-race,$${msg#*: }); exit 0; fi; \
 	CGO_ENABLED=1 $(GO) build -race -trimpath -ldflags '$(RACE_LDFLAGS)' -o $(RACE_BIN) .
 
 ## build-testhooks: the daemon with its test-only hooks in bin/ovnbgp-testhooks (SIGUSR2 hangs the loop; make test's VM test runs it as OVNBGP_TESTHOOKS_BIN; never ship it)
@@ -52,6 +53,15 @@ build-testhooks:
 # The one test compiled only with the test hooks: SIGUSR2 hangs the loop,
 # WATCHDOG=1 stops (daemon/testhooks_on_test.go).
 TESTHOOKS_TEST = $(GO) test -count=1 -tags ovnbgp_testhooks -run '^TestTestHookHangsLoop$$' ./daemon/
+
+# Where a test that skips for a missing prerequisite (root, a package; test/
+# prereq.Missing) notes why, and so do make's own steps here; make test
+# starts it empty and ends by printing it (a loud banner when anything was
+# skipped; with CI=true a skip fails make test). SKIP_NOTE,WHO,WHY notes a
+# make step's skip, when make test runs it.
+SKIP_DIR     := $(CURDIR)/bin/skipped
+SKIP_SUMMARY  = $(GO) run ./test/prereq/summary $(SKIP_DIR)
+SKIP_NOTE     = { [ -z "$$OVNBGP_SKIP_DIR" ] || { mkdir -p "$$OVNBGP_SKIP_DIR" && printf '%s\t-\t%s\n' '$(1)' "$(2)" >"$$(mktemp "$$OVNBGP_SKIP_DIR/skip-XXXXXX")"; }; }
 
 # OVNBGP_RACE_BIN=... for go test when the race build exists.
 RACE_ENV = $$([ -x $(RACE_BIN) ] && echo OVNBGP_RACE_BIN=$(CURDIR)/$(RACE_BIN))
@@ -64,9 +74,16 @@ UNIT_PKGS = $$($(GO) list ./... | grep -v -e /test/e2e -e /bench -e /vrf/vmtest 
 RACE_PKGS = $$($(GO) list ./... | grep -v -e /test/e2e -e /bench -e /vrf/vmtest -e /packaging/vmtest -e /packaging$$)
 
 ## test: install test packages (as root), vet, build (and the -race daemon and the test-hooks daemon), the race detector on the unit packages, unit and end-to-end tests (the short chaos variant and the peer matrix run the -race daemon; a race report fails them; the systemd VM test's watchdog check runs the test-hooks daemon)
-test: deps vet build build-race build-testhooks race
+## (ends with what was skipped for want of root or packages, loudly; with CI=true such a skip fails)
+test: export OVNBGP_SKIP_DIR := $(SKIP_DIR)
+test: test-skips deps vet build build-race build-testhooks race
 	$(TESTHOOKS_TEST)
-	env OVNBGP_BIN=$(CURDIR)/$(BIN) OVNBGP_TESTHOOKS_BIN=$(CURDIR)/$(TESTHOOKS_BIN) $(RACE_ENV) $(GO) test -count=1 -timeout 25m ./...
+	env OVNBGP_BIN=$(CURDIR)/$(BIN) OVNBGP_TESTHOOKS_BIN=$(CURDIR)/$(TESTHOOKS_BIN) $(RACE_ENV) $(GO) test -count=1 -timeout 25m ./...; \
+	  rc=$$?; $(SKIP_SUMMARY) || rc=1; exit $$rc
+
+# test-skips: make test's first step, an empty SKIP_DIR.
+test-skips:
+	@rm -rf $(SKIP_DIR) && mkdir -p $(SKIP_DIR)
 
 ## unit: only the tests that need no root and no packages (and the test-hooks build's own test)
 unit:
@@ -80,7 +97,7 @@ race:
 	@cc=$$(CGO_ENABLED=1 $(GO) env CC); if ! command -v "$${cc%% *}" >/dev/null; then \
 	  msg="make race: no C compiler ($$cc) for cgo, which -race needs: run scripts/test-deps.sh as root, or apt-get install gcc libc6-dev"; \
 	  if [ "$$CI" = true ]; then echo "$$msg" >&2; exit 1; fi; \
-	  echo "$$msg; skipping the race detector" >&2; exit 0; fi; \
+	  echo "$$msg; skipping the race detector" >&2; $(call SKIP_NOTE,make race,$${msg#*: }); exit 0; fi; \
 	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 15m $(RACE_PKGS)
 
 ## e2e: only the end-to-end tests (root; real ovsdb-server and FRR in netns)

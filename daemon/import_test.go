@@ -20,6 +20,7 @@ import (
 	"github.com/ovnbgp/ovnbgp/model"
 	"github.com/ovnbgp/ovnbgp/ovn"
 	"github.com/ovnbgp/ovnbgp/plan"
+	"github.com/ovnbgp/ovnbgp/test/prereq"
 )
 
 // importRule is an import rule of the harness's config: routes of tor in
@@ -181,7 +182,7 @@ func TestImportManualApply(t *testing.T) {
 		if code != http.StatusForbidden {
 			t.Fatalf("apply as uid %d: %d %s, want 403", os.Getuid(), code, body)
 		}
-		t.Skip("apply is root's: the rest needs root")
+		prereq.Missing(t, "apply is root's: the rest needs root")
 	}
 	stale := pr.Plan
 	// Another owned row appears on the router: the saved plan is stale.
@@ -218,7 +219,7 @@ func TestImportManualApply(t *testing.T) {
 // hand-edited operation, it changes nothing.
 func TestApplyRechecksThePlan(t *testing.T) {
 	if os.Getuid() != 0 {
-		t.Skip("apply is root's") // CI runs as root
+		prereq.Missing(t, "apply is root's")
 	}
 	h := startImport(t, "manual", nil, nil)
 	h.sp.setLearned(learnedUplink)

@@ -2,12 +2,15 @@ package packaging
 
 import (
 	"bytes"
+	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -93,14 +96,16 @@ func debListing(t *testing.T, deb string) (files, dirs map[string]string) {
 // them: the deb's files, modes and conffiles; their contents against the
 // repository (the unit differs only by ExecStart=/usr/bin/ovnbgp; the
 // completions and man pages are the binary's own); the rpm's file list
-// against the deb's, its config files and scripts. Then, when nothing of
-// ovnbgp is installed on this machine, it installs the deb with dpkg -i:
-// files and modes on disk, `ovnbgp version` from /usr/bin, the unit
-// verified by systemd-analyze, the service neither enabled nor started, a
-// local edit of the config kept over a reinstall; and purges it: every file
-// is gone, and every directory the package made.
+// against the deb's, its config files and scripts. Then it installs each,
+// as root, in a sandbox of its own (sandbox_test.go: a podman container on
+// an overlay of this machine's root, so this machine is left as it was,
+// whatever of ovnbgp it holds): files and modes, `ovnbgp version` from
+// /usr/bin, the unit verified by systemd-analyze, the service neither
+// enabled nor started, proto ovnbgp known to ip, the tmpfiles entry, a
+// local edit of the config kept over a reinstall; and removes it (dpkg -P,
+// rpm -e): every file is gone, and for the deb every directory the package
+// made and the daemon's state.
 func TestPackages(t *testing.T) {
-	needRoot(t, "dpkg -i installs into /")
 	for _, tool := range []struct{ name, pkg string }{{"dpkg", "dpkg"}, {"dpkg-deb", "dpkg"}, {"rpm", "rpm"}} {
 		needTool(t, tool.name, tool.pkg)
 	}
@@ -213,127 +218,225 @@ func TestPackages(t *testing.T) {
 		}
 	}
 
-	installAndPurge(t, deb, bin, files, dirs)
+	// Installed, reinstalled and removed, each in a sandbox (sandbox_test.go)
+	// of its own: this machine's root under an overlay, never the machine,
+	// which is checked to be as it was.
+	var paths []string
+	for _, m := range []map[string]string{files, dirs} {
+		paths = append(paths, slices.Collect(maps.Keys(m))...)
+	}
+	paths = append(paths, zshRPM, "/etc/ovnbgp", "/var/lib/ovnbgp", "/run/ovnbgp", "/root/.rpmdb")
+	before := hostState(paths)
+	defer func() {
+		after := hostState(paths)
+		for p := range before {
+			if before[p] != after[p] {
+				t.Errorf("this machine's %s changed: %s, now %s", p, before[p], after[p])
+			}
+		}
+	}()
+	installed := maps.Clone(files)
+	installed["/etc/ovnbgp"] = dirs["/etc/ovnbgp"]
+	t.Run("deb", func(t *testing.T) { installDeb(t, deb, bin, installed, dirs) })
+	rpmInstalled := maps.Clone(installed)
+	rpmInstalled[zshRPM] = rpmInstalled[zshDeb]
+	delete(rpmInstalled, zshDeb)
+	t.Run("rpm", func(t *testing.T) { installRPM(t, rpm, bin, rpmInstalled) })
 }
 
-// installAndPurge installs the deb on this machine, checks it, and purges
-// it. It refuses to touch a machine where ovnbgp is already installed.
-func installAndPurge(t *testing.T, deb, bin string, files, dirs map[string]string) {
-	if out, err := exec.Command("dpkg-query", "-W", "-f", "${Status}", "ovnbgp").Output(); err == nil && len(out) > 0 && !strings.Contains(string(out), "not-installed") {
-		refuse(t, "the ovnbgp package is installed on this machine ("+string(out)+"): not installing over it; dpkg -P ovnbgp first")
-	}
-	for p := range files {
-		if _, err := os.Lstat(p); err == nil {
-			refuse(t, p+" exists on this machine: not installing over it")
-		}
-	}
-	existed := map[string]bool{}
-	for d := range dirs {
-		if _, err := os.Lstat(d); err == nil {
-			existed[d] = true
-		}
-	}
-	for _, p := range []string{"/etc/ovnbgp", "/var/lib/ovnbgp", "/run/ovnbgp"} {
-		if _, err := os.Lstat(p); err == nil {
-			refuse(t, p+" exists on this machine: not installing over it")
-		}
-	}
-	env := []string{"DEBIAN_FRONTEND=noninteractive"}
-	purged := false
-	t.Cleanup(func() {
-		if !purged {
-			_, _ = runIn("", env, "dpkg", "-P", "ovnbgp")
-		}
-		_ = os.RemoveAll("/var/lib/ovnbgp") // made by this test, checked absent before
-	})
-	mustRun(t, env, "dpkg", "-i", deb)
+// testRoute is the route checkInstalled adds in the sandbox's own network
+// namespace with proto ovnbgp.
+const testRoute = "192.0.2.0/24"
 
+// checkInstalled checks, in s, what the deb and the rpm install alike: the
+// files (and /etc/ovnbgp) with their modes, `ovnbgp version` from
+// /usr/bin, the unit verified by systemd-analyze, the service neither
+// enabled nor started, `ip route` knowing proto ovnbgp (rt_protos.d), and
+// the tmpfiles entry making the unit's runtime directory, as the package
+// script has systemd-tmpfiles do where systemd runs.
+func checkInstalled(t *testing.T, s *sandbox, files map[string]string, bin string) {
+	t.Helper()
+	got := s.modes(slices.Collect(maps.Keys(files)))
 	for p, mode := range files {
-		st, err := os.Lstat(p)
-		if err != nil {
-			t.Errorf("installed: %v", err)
-			continue
-		}
-		if got := st.Mode().String(); got != mode {
-			t.Errorf("installed %s has mode %s, want %s", p, got, mode)
+		if got[p] == "" {
+			t.Errorf("installed: %s is missing", p)
+		} else if got[p] != mode {
+			t.Errorf("installed %s has mode %s, want %s", p, got[p], mode)
 		}
 	}
-	if got, want := mustRun(t, nil, "/usr/bin/ovnbgp", "version", "-o", "json"), mustRun(t, nil, bin, "version", "-o", "json"); got != want {
+	if got, want := s.mustRun("/usr/bin/ovnbgp", "version", "-o", "json"), mustRun(t, nil, bin, "version", "-o", "json"); got != want {
 		t.Errorf("/usr/bin/ovnbgp version -o json:\n%s\nwant\n%s", got, want)
 	}
-	if sa, err := exec.LookPath("systemd-analyze"); err == nil {
-		out, err := runIn("", nil, sa, "verify", "--man=no", "/usr/lib/systemd/system/ovnbgp.service")
+	if s.exists("/usr/bin/systemd-analyze") {
+		out, err := s.run("systemd-analyze", "verify", "--man=no", "/usr/lib/systemd/system/ovnbgp.service")
 		if err != nil || len(parseWarnings(out, "ovnbgp.service")) > 0 {
 			t.Errorf("systemd-analyze verify of the installed unit: %v\n%s", err, out)
 		}
 	}
-	if m, _ := filepath.Glob("/etc/systemd/system/*.wants/ovnbgp.service"); len(m) > 0 {
-		t.Errorf("installing enabled the service: %q", m)
+	if out, _ := s.sh("ls -d /etc/systemd/system/*.wants/ovnbgp.service 2>/dev/null; true"); strings.TrimSpace(out) != "" {
+		t.Errorf("installing enabled the service: %q", out)
 	}
-	if pids := processesOf("/usr/bin/ovnbgp"); len(pids) > 0 {
+	if pids := s.processesOf("/usr/bin/ovnbgp"); len(pids) > 0 {
 		t.Errorf("installing started /usr/bin/ovnbgp (pids %v)", pids)
 	}
 
-	// A local edit of the config survives a reinstall (a conffile).
-	conf := "/etc/ovnbgp/config.yaml"
-	edited := mustRead(t, conf) + "# edited on this node\n"
-	if err := os.WriteFile(conf, []byte(edited), 0o600); err != nil {
-		t.Fatal(err)
+	s.mustRun("ip", "link", "set", "lo", "up")
+	s.mustRun("ip", "route", "add", testRoute, "dev", "lo", "proto", "ovnbgp")
+	if out := s.mustRun("ip", "route", "show", testRoute); !strings.Contains(out, "proto ovnbgp") {
+		t.Errorf("ip route show %s with rt_protos.d/ovnbgp.conf installed: %q, want proto ovnbgp", testRoute, out)
 	}
-	mustRun(t, env, "dpkg", "-i", deb)
-	if got := mustRead(t, conf); got != edited {
+	s.mustRun("ip", "route", "del", testRoute, "dev", "lo")
+
+	s.mustRun("systemd-tmpfiles", "--create", "/usr/lib/tmpfiles.d/ovnbgp.conf")
+	if got := s.modes([]string{"/run/ovnbgp"})["/run/ovnbgp"]; got != "drwxr-xr-x" {
+		t.Errorf("systemd-tmpfiles --create of the installed entry: /run/ovnbgp is %q, want drwxr-xr-x", got)
+	}
+}
+
+// checkRemoved checks, in s, that what checkInstalled found is gone: ip
+// no longer knows proto ovnbgp.
+func checkRemoved(t *testing.T, s *sandbox) {
+	t.Helper()
+	if out, err := s.run("ip", "route", "add", testRoute, "dev", "lo", "proto", "ovnbgp"); err == nil {
+		t.Errorf("after the removal ip still knows proto ovnbgp: %s", out)
+	}
+}
+
+// installDeb installs the deb with dpkg -i in a sandbox and checks it
+// (checkInstalled, dpkg --verify), keeps a local edit of the config over a
+// reinstall (a conffile), and purges it with the daemon's state present:
+// every file is gone, every directory the package made, the state and
+// the runtime directory.
+func installDeb(t *testing.T, deb, bin string, files, dirs map[string]string) {
+	s := newSandbox(t, filepath.Dir(deb))
+	s.forget(slices.Collect(maps.Keys(files)))
+	existed := map[string]bool{}
+	for d, mode := range s.modes(slices.Collect(maps.Keys(dirs))) {
+		existed[d] = mode != ""
+	}
+	pkg := s.dist + "/" + filepath.Base(deb)
+	s.mustRun("dpkg", "-i", pkg)
+	checkInstalled(t, s, files, bin)
+	if out, err := s.run("dpkg", "--verify", "ovnbgp"); err != nil || strings.TrimSpace(out) != "" {
+		t.Errorf("dpkg --verify ovnbgp: %v\n%s", err, out)
+	}
+
+	// A local edit of the config survives a reinstall (a conffile).
+	const conf = "/etc/ovnbgp/config.yaml"
+	edited := editConfig(t, s, conf)
+	s.mustRun("dpkg", "-i", pkg)
+	if got := s.mustRun("cat", conf); got != edited {
 		t.Errorf("reinstalling replaced the edited %s", conf)
 	}
 
 	// The daemon's state, as systemd's StateDirectory= and a drain make it:
 	// a purge removes it.
-	if err := os.MkdirAll("/var/lib/ovnbgp", 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile("/var/lib/ovnbgp/drain.json", []byte("{}\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	s.mustRun("sh", "-c", "mkdir -p -m 0700 /var/lib/ovnbgp && echo '{}' >/var/lib/ovnbgp/drain.json")
 
-	mustRun(t, env, "dpkg", "-P", "ovnbgp")
-	purged = true
+	s.mustRun("dpkg", "-P", "ovnbgp")
+	var paths []string
 	for p := range files {
-		if _, err := os.Lstat(p); err == nil {
+		paths = append(paths, p)
+	}
+	for d := range dirs {
+		paths = append(paths, d)
+	}
+	left := s.modes(append(paths, "/var/lib/ovnbgp", "/run/ovnbgp"))
+	for p := range files {
+		if left[p] != "" {
 			t.Errorf("%s is left after dpkg -P", p)
 		}
 	}
 	for d := range dirs {
-		if _, err := os.Lstat(d); err == nil && !existed[d] {
+		if left[d] != "" && !existed[d] {
 			t.Errorf("directory %s, made by the package, is left after dpkg -P", d)
 		}
 	}
 	for _, p := range []string{"/var/lib/ovnbgp", "/run/ovnbgp"} {
-		if _, err := os.Lstat(p); err == nil {
+		if left[p] != "" {
 			t.Errorf("%s is left after dpkg -P", p)
 		}
 	}
-	if out, err := exec.Command("dpkg-query", "-W", "-f", "${Status}", "ovnbgp").Output(); err == nil && strings.Contains(string(out), "installed") && !strings.Contains(string(out), "not-installed") {
+	if out, err := s.run("dpkg-query", "-W", "-f", "${Status}", "ovnbgp"); err == nil && strings.Contains(out, "installed") && !strings.Contains(out, "not-installed") {
 		t.Errorf("dpkg still knows ovnbgp after dpkg -P: %s", out)
 	}
+	checkRemoved(t, s)
 }
 
-// refuse stops a test that would change a machine it must not touch: a
-// failure under CI=true (CI's machine must be clean), a skip elsewhere.
-func refuse(t *testing.T, msg string) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg)
+// installRPM installs the rpm with rpm -i in a sandbox and checks it
+// (checkInstalled, rpm -V), keeps a local edit of the config over a
+// reinstall (%config(noreplace)), and erases it: every file is gone, the
+// edited config kept as config.yaml.rpmsave, as rpm keeps a changed
+// config file.
+func installRPM(t *testing.T, rpm, bin string, files map[string]string) {
+	s := newSandbox(t, filepath.Dir(rpm))
+	s.forget(slices.Collect(maps.Keys(files)))
+	pkg := s.dist + "/" + filepath.Base(rpm)
+	// --nodeps: the sandbox's root is Debian's, whose rpm database is
+	// empty (nothing in it provides the scripts' /bin/sh); --force-debian
+	// quiets Debian's rpm, which would have us use alien.
+	s.mustRun("rpm", "-i", "--nodeps", "--force-debian", pkg)
+	checkInstalled(t, s, files, bin)
+	if out, err := s.run("rpm", "-V", "ovnbgp"); err != nil || strings.TrimSpace(out) != "" {
+		t.Errorf("rpm -V ovnbgp: %v\n%s", err, out)
 	}
-	t.Skip(msg)
-}
 
-// processesOf lists the pids whose executable is exe.
-func processesOf(exe string) []string {
-	var pids []string
-	m, _ := filepath.Glob("/proc/[0-9]*/exe")
-	for _, p := range m {
-		if target, err := os.Readlink(p); err == nil && (target == exe || target == exe+" (deleted)") {
-			pids = append(pids, filepath.Base(filepath.Dir(p)))
+	const conf = "/etc/ovnbgp/config.yaml"
+	edited := editConfig(t, s, conf)
+	s.mustRun("rpm", "-i", "--replacepkgs", "--nodeps", "--force-debian", pkg)
+	if got := s.mustRun("cat", conf); got != edited {
+		t.Errorf("reinstalling replaced the edited %s", conf)
+	}
+	if s.exists(conf + ".rpmnew") {
+		t.Errorf("reinstalling the same rpm wrote %s.rpmnew", conf)
+	}
+
+	s.mustRun("rpm", "-e", "--force-debian", "ovnbgp")
+	left := s.modes(slices.Collect(maps.Keys(files)))
+	for p := range files {
+		if left[p] != "" && p != "/etc/ovnbgp" {
+			t.Errorf("%s is left after rpm -e", p)
 		}
 	}
-	return pids
+	if got, err := s.run("cat", conf+".rpmsave"); err != nil || got != edited {
+		t.Errorf("rpm -e did not keep the edited %s as %s.rpmsave: %v\n%s", conf, conf, err, got)
+	}
+	if out, _ := s.run("ls", "-A", "/etc/ovnbgp"); strings.TrimSpace(out) != "config.yaml.rpmsave" {
+		t.Errorf("after rpm -e /etc/ovnbgp holds %q, want only config.yaml.rpmsave", out)
+	}
+	if out, err := s.run("rpm", "-q", "ovnbgp"); err == nil {
+		t.Errorf("rpm still knows ovnbgp after rpm -e: %s", out)
+	}
+	checkRemoved(t, s)
+}
+
+// editConfig appends a line to the installed config in s, as an operator
+// would, and returns the edited content.
+func editConfig(t *testing.T, s *sandbox, conf string) string {
+	t.Helper()
+	s.mustRun("sh", "-c", "echo '# edited on this node' >>"+conf)
+	edited := s.mustRun("cat", conf)
+	if !strings.HasSuffix(edited, "# edited on this node\n") {
+		t.Fatalf("editing %s in the sandbox: it holds\n%s", conf, edited)
+	}
+	return edited
+}
+
+// hostState is what this machine holds at each path (a file's mode, size
+// and time, a directory's mode, or "absent"), and the dpkg status of
+// ovnbgp, to compare before and after the sandboxes.
+func hostState(paths []string) map[string]string {
+	m := map[string]string{}
+	for _, p := range paths {
+		if st, err := os.Lstat(p); err != nil {
+			m[p] = "absent"
+		} else if st.IsDir() {
+			m[p] = st.Mode().String() // others may add to /etc or /usr/share
+		} else {
+			m[p] = fmt.Sprintf("%s %d %s", st.Mode(), st.Size(), st.ModTime().Format(time.RFC3339Nano))
+		}
+	}
+	out, err := exec.Command("dpkg-query", "-W", "-f", "${Status}", "ovnbgp").CombinedOutput()
+	m["dpkg-query -W ovnbgp"] = fmt.Sprintf("%q (%v)", out, err)
+	return m
 }

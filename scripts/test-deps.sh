@@ -21,11 +21,14 @@
 #                        check packaging/ offline; PID 1 need not be systemd.
 #                        packaging/vmtest boots this systemd as PID 1 in qemu
 #                        (with this machine's root, frr and ovn read over 9p)
-#   podman, runc         packaging/: make image, run the image, and the
+#   podman, runc         packaging/: make image, run the image, the sandbox
+#                        the packages are installed and removed in, and the
 #                        MachineConfig's ovnbgp-install copying the binary
 #                        out of it (runc: crun refuses this host's hybrid
 #                        cgroups); storage of the test's own, nothing pulled
-#   rpm                  rpm -qlp on the package make package builds
+#   rpm                  rpm -qlp on the package make package builds, and
+#                        rpm -i / -e of it in packaging/'s sandbox (a podman
+#                        container on an overlay of this machine's root)
 #   gcc, libc6-dev       the C compiler and headers cgo needs for `make race`
 #                        (the race detector runs with cgo on)
 #   qemu-system-x86      the VMs of vrf/vmtest (real VRF devices: the host
