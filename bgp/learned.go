@@ -112,7 +112,8 @@ func (s *Speaker) EachLearned(ctx context.Context, peer string, fn func(model.Le
 
 // SessionEndPending reports whether gobgp has already ended the session
 // of the named peer ("" = any configured peer) that the speaker still sees
-// Established: gobgp drops the Adj-RIB-In and then reports the session's
+// Established, with graceful restart negotiated (without it nothing is
+// kept, and a walk that lacks the paths decides right): gobgp drops the Adj-RIB-In and then reports the session's
 // end, so a walk (EachLearned) that gobgp answered in between lacks the
 // paths while the speaker, and the graceful-restart windows read from it,
 // still say Established. The daemon asks right after a walk: decided on
@@ -132,8 +133,8 @@ func (s *Speaker) SessionEndPending(ctx context.Context, peer string) (bool, err
 	up := map[netip.Addr]bool{}
 	s.st.Lock()
 	for _, a := range addrs {
-		if ss := s.sessions[a]; ss != nil && ss.state == model.StateEstablished {
-			up[a] = true
+		if ss := s.sessions[a]; ss != nil && ss.state == model.StateEstablished && ss.gr != nil {
+			up[a] = true // only a graceful-restart peer's paths are ever kept
 		}
 	}
 	s.st.Unlock()
