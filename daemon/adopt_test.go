@@ -113,17 +113,7 @@ func TestQuietPeerWithoutGracefulRestart(t *testing.T) {
 // back; the one it sends again is fresh, the one it does not goes at its
 // End-of-RIB for the family (RFC 4724 4.2).
 func TestPeerGracefulRestartKeptByTheDaemon(t *testing.T) {
-	other := learnedUplink
-	other.Prefix = netip.MustParsePrefix("198.51.101.0/24")
-	h := startImport(t, "auto", nil, nil, func(h *harness) {
-		h.cfg.gr, h.cfg.deferral = true, "1h"
-		h.sp.eor, h.sp.since = true, time.Now()
-	})
-	h.sp.setLearned(learnedUplink, other)
-	h.d.poke()
-	h.eventually("both routes in OVN and the kernel", func() bool {
-		return len(h.ovnPrefixes()) == 2 && len(h.kernelPrefixes()) == 2
-	})
+	h, other := startGRPeer(t)
 	stale := func(want bool) func() bool {
 		return func() bool {
 			h.d.mu.Lock()
@@ -134,7 +124,7 @@ func TestPeerGracefulRestartKeptByTheDaemon(t *testing.T) {
 	}
 	// The session ends gracefully; gobgp drops what the peer sent.
 	h.sp.mu.Lock()
-	h.sp.state, h.sp.eor, h.sp.down, h.sp.downGraceful = model.StateIdle, false, time.Now(), true
+	endGracefully(h)
 	h.sp.mu.Unlock()
 	h.sp.setLearned()
 	h.d.poke()
@@ -185,7 +175,7 @@ func TestSessionEndsMidPass(t *testing.T) {
 	h.sp.onTake = func() {
 		once.Do(func() {
 			h.sp.mu.Lock()
-			h.sp.state, h.sp.eor, h.sp.down, h.sp.downGraceful = model.StateIdle, false, time.Now(), true
+			endGracefully(h)
 			h.sp.learned = nil
 			h.sp.gen++
 			h.sp.mu.Unlock()
@@ -214,22 +204,14 @@ func TestSessionEndsMidPass(t *testing.T) {
 // route goes (it is not kept stale with the others, which gobgp dropped
 // with the session).
 func TestWithdrawnThenGracefulEnd(t *testing.T) {
-	other := learnedUplink
-	other.Prefix = netip.MustParsePrefix("198.51.101.0/24")
-	h := startImport(t, "auto", nil, nil, func(h *harness) {
-		h.cfg.gr, h.cfg.deferral = true, "1h"
-		h.sp.eor, h.sp.since = true, time.Now()
-	})
-	h.sp.setLearned(learnedUplink, other)
-	h.d.poke()
-	h.eventually("both routes", func() bool { return len(h.ovnPrefixes()) == 2 && len(h.kernelPrefixes()) == 2 })
+	h, _ := startGRPeer(t)
 	h.passDone()
 	h.sp.mu.Lock()
 	// An explicit withdrawal (the delta's Gone), then the graceful end:
 	// gobgp drops the rest (the state event puts the peer in Resync).
 	h.sp.learned = nil
 	h.sp.pending.Gone = append(h.sp.pending.Gone, model.Key{Peer: "tor", Prefix: learnedUplink.Prefix})
-	h.sp.state, h.sp.eor, h.sp.down, h.sp.downGraceful = model.StateIdle, false, time.Now(), true
+	endGracefully(h)
 	h.sp.gen++
 	h.sp.mu.Unlock()
 	h.d.poke()
@@ -240,4 +222,29 @@ func TestWithdrawnThenGracefulEnd(t *testing.T) {
 	if got := h.ovnPrefixes(); !slices.Equal(got, []string{"GR_node1 198.51.101.0/24 via 192.0.2.1"}) {
 		t.Errorf("OVN %v after the peer is away: want the route it did not withdraw", got)
 	}
+}
+
+// startGRPeer starts an auto import whose peer negotiated graceful restart
+// and has sent its End-of-RIB, with learnedUplink and other (the next
+// /24) installed in OVN and the kernel.
+func startGRPeer(t *testing.T) (*harness, model.LearnedPath) {
+	t.Helper()
+	other := learnedUplink
+	other.Prefix = netip.MustParsePrefix("198.51.101.0/24")
+	h := startImport(t, "auto", nil, nil, func(h *harness) {
+		h.cfg.gr, h.cfg.deferral = true, "1h"
+		h.sp.eor, h.sp.since = true, time.Now()
+	})
+	h.sp.setLearned(learnedUplink, other)
+	h.d.poke()
+	h.eventually("both routes in OVN and the kernel", func() bool {
+		return len(h.ovnPrefixes()) == 2 && len(h.kernelPrefixes()) == 2
+	})
+	return h, other
+}
+
+// endGracefully makes the fake's session end as a hold-timer expiry does
+// (graceful, now); the caller holds h.sp.mu.
+func endGracefully(h *harness) {
+	h.sp.state, h.sp.eor, h.sp.down, h.sp.downGraceful = model.StateIdle, false, time.Now(), true
 }
