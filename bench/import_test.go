@@ -139,6 +139,7 @@ func BenchmarkImportKernel(b *testing.B) {
 // importResult is one contender's import of N routes.
 type importResult struct {
 	upToAll     time.Duration // session Established -> all N in the kernel table
+	firstToAll  time.Duration // the first UPDATE's write -> all N (the injector only)
 	unshutToAll time.Duration // the ToR let the session up -> all N in the kernel table
 	cpu         time.Duration // the node daemons' CPU time over that
 	idle, full  memory        // the node daemons' memory with 0 and N paths
@@ -176,87 +177,7 @@ func importKernelRun(b jobRun, n int, idle time.Duration) {
 	t.shut(b, true)
 	t.load(b, ps)
 
-	counter, err := openRouteCounter(l.Node)
-	if err != nil {
-		b.Fatalf("kernel route counter in %s: %v", l.Node, err)
-	}
-	defer counter.close()
-
-	// ovnbgp.
-	peer := lab.DefaultTor()
-	// The session backstop with an operator's headroom (FRR runs with no
-	// maximum-prefix at all). Within 10% of it, gobgp's own check walks
-	// the whole Adj-RIB-In on every UPDATE (bgp/prefixlimit.go): set
-	// OVNBGP_BENCH_MAXPREFIXES=N+1000 to measure that case.
-	peer.MaxPrefixes = 2 * n
-	if v := os.Getenv("OVNBGP_BENCH_MAXPREFIXES"); v != "" {
-		m, err := strconv.ParseUint(v, 10, 32)
-		if err != nil {
-			b.Fatalf("OVNBGP_BENCH_MAXPREFIXES=%q: %v", v, err)
-		}
-		peer.MaxPrefixes = int(m)
-	}
-	importYAML := fmt.Sprintf(`kernel: {routeProtocol: %d}
-import:
-  - name: bench
-    peers: [tor]
-    network: default
-    accept:
-      - {prefix: 32.0.0.0/5, minLength: 24, maxLength: 24}
-    maxRoutes: %d
-    targets: {ovn: false, kernel: {table: %d}}
-`, ovnbgpProto, n, ovnbgpImportTable)
-	d := startOvnbgpWith(b, l, nb, peer, importYAML)
-	sock := filepath.Join(l.Dir, "ovnbgp", "ovnbgp.sock")
-	lab.Eventually(b, 60*time.Second, 50*time.Millisecond, "ovnbgp's control socket", func() error {
-		if err := d.exited(); err != nil {
-			return err
-		}
-		_, err := os.Stat(sock)
-		return err
-	})
-	ob := runImport(b, t, counter, ovnbgpName, n, ovnbgpImportTable, ovnbgpProto,
-		map[string]int{"ovnbgp": d.pid()}, d.exited, idle)
-	// With GODEBUG=gctrace=1 in the environment, the daemon's last GC lines
-	// tell its live heap apart from the GC's headroom in RSS.
-	if log, err := os.ReadFile(filepath.Join(l.Dir, "ovnbgp", "ovnbgp.log")); err == nil {
-		var gc []string
-		for _, line := range strings.Split(string(log), "\n") {
-			if strings.HasPrefix(line, "gc ") {
-				gc = append(gc, line)
-			}
-		}
-		if len(gc) > 0 {
-			b.Logf("ovnbgp's last GCs (%d in all):\n%s", len(gc), strings.Join(gc[max(0, len(gc)-3):], "\n"))
-		}
-	}
-	d.stop(b)
-	t.shut(b, true)
-	// ovnbgp leaves its routes at exit (fail static).
-	emptyTable(b, l, counter, ovnbgpImportTable, ovnbgpProto)
-
-	// FRR: bgpd + zebra in the node namespace, main table.
-	nf := startNodeFRR(b, l)
-	fr := runImport(b, t, counter, frrName, n, frrTable, frrProto,
-		map[string]int{"bgpd": nf.pid("bgpd"), "zebra": nf.pid("zebra")}, nf.alive, idle)
-	// Stop it before BIRD runs: a zebra follows every route change in the
-	// namespace (it would work through BIRD's N installs on the same CPUs),
-	// and its N routes would stay in the main table. zebra removes its
-	// routes as it exits.
-	t.shut(b, true)
-	stopStart := time.Now()
-	for _, dmn := range []string{"bgpd", "zebra"} {
-		if err := lab.StopPID(nf.pid(dmn), 2*time.Minute); err != nil {
-			b.Fatalf("stop node %s: %v", dmn, err)
-		}
-	}
-	b.Logf("stopped the node FRR in %v", pretty(time.Since(stopStart)))
-	emptyTable(b, l, counter, frrTable, frrProto)
-
-	// BIRD 2 in the node namespace, table 101.
-	bird := startImportBIRD(b, l)
-	br := runImport(b, t, counter, birdName, n, birdTable, birdProto,
-		map[string]int{"bird": bird.PID()}, birdAlive(bird), idle)
+	ob, fr, br := importContenders(b, l, nb, t, n, idle)
 
 	job := fmt.Sprintf("import %d /24 into the kernel", n)
 	results := []struct {
@@ -300,6 +221,110 @@ import:
 		ob.perPath(n), fr.perPath(n), br.perPath(n))
 }
 
+// importSender is what feeds a kernel import job: the FRR ToR (torFeed) or
+// the fast injector. shut brings the session down and keeps it down, or
+// lets it come up; established counts the sessions that came up;
+// waitEstablished returns when the session is Established; state says
+// whether it is and how many came up.
+type importSender interface {
+	shut(b testing.TB, down bool) time.Time
+	established(b testing.TB) int
+	waitEstablished(b testing.TB, alive func() error) time.Time
+	state(b testing.TB) (up bool, established int)
+	// pollEvery is how often the kernel table is counted while the
+	// routes arrive.
+	pollEvery() time.Duration
+}
+
+// importContenders runs the import of n prefixes from feed (shut, holding
+// them) for ovnbgp, FRR and BIRD in l's node namespace, one after the
+// other, each with an idle window of idle (0: none).
+func importContenders(b jobRun, l *lab.Lab, nb *lab.NB, feed importSender, n int, idle time.Duration) (ob, fr, br importResult) {
+	counter, err := openRouteCounter(l.Node)
+	if err != nil {
+		b.Fatalf("kernel route counter in %s: %v", l.Node, err)
+	}
+	defer counter.close()
+
+	// ovnbgp.
+	peer := lab.DefaultTor()
+	// The session backstop with an operator's headroom (FRR runs with no
+	// maximum-prefix at all). Within 10% of it, gobgp's own check walks
+	// the whole Adj-RIB-In on every UPDATE (bgp/prefixlimit.go): set
+	// OVNBGP_BENCH_MAXPREFIXES=N+1000 to measure that case.
+	peer.MaxPrefixes = 2 * n
+	if v := os.Getenv("OVNBGP_BENCH_MAXPREFIXES"); v != "" {
+		m, err := strconv.ParseUint(v, 10, 32)
+		if err != nil {
+			b.Fatalf("OVNBGP_BENCH_MAXPREFIXES=%q: %v", v, err)
+		}
+		peer.MaxPrefixes = int(m)
+	}
+	importYAML := fmt.Sprintf(`kernel: {routeProtocol: %d}
+import:
+  - name: bench
+    peers: [tor]
+    network: default
+    accept:
+      - {prefix: 32.0.0.0/5, minLength: 24, maxLength: 24}
+    maxRoutes: %d
+    targets: {ovn: false, kernel: {table: %d}}
+`, ovnbgpProto, n, ovnbgpImportTable)
+	d := startOvnbgpWith(b, l, nb, peer, importYAML)
+	sock := filepath.Join(l.Dir, "ovnbgp", "ovnbgp.sock")
+	lab.Eventually(b, 60*time.Second, 50*time.Millisecond, "ovnbgp's control socket", func() error {
+		if err := d.exited(); err != nil {
+			return err
+		}
+		_, err := os.Stat(sock)
+		return err
+	})
+	ob = runImport(b, feed, counter, ovnbgpName, n, ovnbgpImportTable, ovnbgpProto,
+		map[string]int{"ovnbgp": d.pid()}, d.exited, idle)
+	// With GODEBUG=gctrace=1 in the environment, the daemon's last GC lines
+	// tell its live heap apart from the GC's headroom in RSS.
+	if log, err := os.ReadFile(filepath.Join(l.Dir, "ovnbgp", "ovnbgp.log")); err == nil {
+		var gc []string
+		for _, line := range strings.Split(string(log), "\n") {
+			if strings.HasPrefix(line, "gc ") {
+				gc = append(gc, line)
+			}
+		}
+		if len(gc) > 0 {
+			b.Logf("ovnbgp's last GCs (%d in all):\n%s", len(gc), strings.Join(gc[max(0, len(gc)-3):], "\n"))
+		}
+	}
+	d.stop(b)
+	feed.shut(b, true)
+	// ovnbgp leaves its routes at exit (fail static).
+	emptyTable(b, l, counter, ovnbgpImportTable, ovnbgpProto)
+
+	// FRR: bgpd + zebra in the node namespace, main table.
+	nf := startNodeFRR(b, l)
+	fr = runImport(b, feed, counter, frrName, n, frrTable, frrProto,
+		map[string]int{"bgpd": nf.pid("bgpd"), "zebra": nf.pid("zebra")}, nf.alive, idle)
+	// Stop it before BIRD runs: a zebra follows every route change in the
+	// namespace (it would work through BIRD's N installs on the same CPUs),
+	// and its N routes would stay in the main table. zebra removes its
+	// routes as it exits.
+	feed.shut(b, true)
+	stopStart := time.Now()
+	for _, dmn := range []string{"bgpd", "zebra"} {
+		if err := lab.StopPID(nf.pid(dmn), 2*time.Minute); err != nil {
+			b.Fatalf("stop node %s: %v", dmn, err)
+		}
+	}
+	b.Logf("stopped the node FRR in %v", pretty(time.Since(stopStart)))
+	emptyTable(b, l, counter, frrTable, frrProto)
+
+	// BIRD 2 in the node namespace, table 101.
+	bird := startImportBIRD(b, l)
+	br = runImport(b, feed, counter, birdName, n, birdTable, birdProto,
+		map[string]int{"bird": bird.PID()}, birdAlive(bird), idle)
+
+	return ob, fr, br
+}
+
 // emptyTable removes what a stopped contender left in its kernel table
 // (ovnbgp keeps its routes at exit; zebra removes its own) and returns
 // once the table has no route of proto. runTool, not l.Exec: flushing 500k
@@ -332,7 +357,7 @@ const idleSettle = 5 * time.Second
 // neighbor shut: idle memory, then the ToR lets the session up and the
 // kernel table is counted until it holds all n. With idle > 0 it then
 // measures the daemons' CPU over idle, holding the n routes.
-func runImport(b jobRun, t *torFeed, c *routeCounter, name string, n, table, proto int, pids map[string]int, alive func() error, idle time.Duration) importResult {
+func runImport(b jobRun, t importSender, c *routeCounter, name string, n, table, proto int, pids map[string]int, alive func() error, idle time.Duration) importResult {
 	b.Helper()
 	if got, err := c.count(table, proto); err != nil || got != 0 {
 		b.Fatalf("%s: table %d already has %d routes of protocol %d (err %v)", name, table, got, proto, err)
@@ -349,7 +374,7 @@ func runImport(b jobRun, t *torFeed, c *routeCounter, name string, n, table, pro
 	estBefore := t.established(b)
 	unshut := t.shut(b, false)
 	up := t.waitEstablished(b, alive)
-	done, slowest, err := c.waitRoutes(table, proto, n, importInterval, b.timeout(importTimeout), alive)
+	done, slowest, err := c.waitRoutes(table, proto, n, t.pollEvery(), b.timeout(importTimeout), alive)
 	if err != nil {
 		b.Fatalf("%s: %v", name, err)
 	}
@@ -365,6 +390,10 @@ func runImport(b jobRun, t *torFeed, c *routeCounter, name string, n, table, pro
 		b.Fatalf("%s: table %d has %d routes of protocol %d (err %v), want exactly %d", name, table, got, proto, err, n)
 	}
 	r.upToAll, r.unshutToAll, r.cpu, r.slowest = done.Sub(up), done.Sub(unshut), after.cpu-before.cpu, slowest
+	if in, ok := t.(*injector); ok {
+		first, _ := in.sent()
+		r.firstToAll = done.Sub(first)
+	}
 	// Memory with all paths, once the daemons have settled (ovnbgp: the
 	// reconcile that installed the last route may still be returning).
 	time.Sleep(b.pause(2 * time.Second))
@@ -391,7 +420,7 @@ func runImport(b jobRun, t *torFeed, c *routeCounter, name string, n, table, pro
 // resyncs and kernel scans). ticks is the CPU time by /proc/PID/stat, a
 // cross-check in 10 ms ticks. It fails if the session reset, a daemon died
 // or the table changed meanwhile: that would not be idle.
-func measureIdle(b jobRun, t *torFeed, c *routeCounter, name string, n, table, proto int, pids map[string]int, alive func() error, idle time.Duration) (cpu time.Duration, runs uint64, window, ticks time.Duration) {
+func measureIdle(b jobRun, t importSender, c *routeCounter, name string, n, table, proto int, pids map[string]int, alive func() error, idle time.Duration) (cpu time.Duration, runs uint64, window, ticks time.Duration) {
 	b.Helper()
 	time.Sleep(b.pause(idleSettle))
 	est := t.established(b)
@@ -417,9 +446,8 @@ func measureIdle(b jobRun, t *torFeed, c *routeCounter, name string, n, table, p
 	if err := alive(); err != nil {
 		b.Fatalf("%s died while idle: %v", name, err)
 	}
-	nb, _ := t.neighbor(b)
-	if nb.State != "Established" || nb.Established != est {
-		b.Fatalf("%s: the session did not stay up while idle (state %s, came up %d times more)", name, nb.State, nb.Established-est)
+	if up, count := t.state(b); !up || count != est {
+		b.Fatalf("%s: the session did not stay up while idle (up: %v, came up %d times more)", name, up, count-est)
 	}
 	if got, err := c.count(table, proto); err != nil || got != n {
 		b.Fatalf("%s: table %d has %d routes of protocol %d after the idle window (err %v), want %d", name, table, got, proto, err, n)
@@ -553,6 +581,13 @@ func (t *torFeed) neighbor(b testing.TB) (torNeighbor, time.Time) {
 func (t *torFeed) established(b testing.TB) int {
 	nb, _ := t.neighbor(b)
 	return nb.Established
+}
+
+func (t *torFeed) pollEvery() time.Duration { return importInterval }
+
+func (t *torFeed) state(b testing.TB) (up bool, established int) {
+	nb, _ := t.neighbor(b)
+	return nb.State == "Established", nb.Established
 }
 
 // waitEstablished polls the ToR's neighbor state every 5 ms (one vty

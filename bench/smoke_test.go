@@ -102,6 +102,12 @@ func TestContenderDriversSmoke(t *testing.T) {
 				fmt.Sprintf("idle with %d routes, node daemons' CPU per minute", smokePrefixes))
 		}
 	})
+	job("import-inject", func(t *testing.T, r jobRun) {
+		importInjectRun(r, smokePrefixes)
+		for _, c := range []string{ovnbgpName, frrName, birdName} {
+			wantRows(t, r.rows, c, fmt.Sprintf("import %d /24 into the kernel, fast injector, first UPDATE→all in kernel", smokePrefixes))
+		}
+	})
 	job("import-drop", func(t *testing.T, r jobRun) {
 		importDropRun(r, smokeDropPaths, smokeDropCap)
 		wantRows(t, r.rows, ovnbgpName, fmt.Sprintf("a %d-prefix peer drops (maxRoutes %d), session down→kernel table empty", smokeDropPaths, smokeDropCap))
