@@ -339,27 +339,30 @@ import:
 const envDropProfile = "OVNBGP_BENCH_DROP_PROFILE"
 
 func profileDrop(b testing.TB, l *lab.Lab) func() {
+	cpu := profileDaemon(b, l, "CPU profile over the drop", os.Getenv(envDropProfile), "/debug/pprof/profile?seconds=6")
+	trace := profileDaemon(b, l, "execution trace over the drop", os.Getenv(envDropTrace), "/debug/pprof/trace?seconds=6")
+	return func() { cpu(); trace() }
+}
+
+// profileDaemon fetches the daemon's pprof path into out (nothing when out
+// or OVNBGP_PPROF is empty: the daemon must be built with -tags
+// ovnbgp_pprof, bench/README.md "Profiling the daemon"), on a goroutine;
+// the returned func waits for it.
+func profileDaemon(b testing.TB, l *lab.Lab, what, out, path string) func() {
 	addr := os.Getenv("OVNBGP_PPROF")
-	if addr == "" {
+	if addr == "" || out == "" {
 		return func() {}
 	}
 	var wg sync.WaitGroup
-	get := func(what, out, path string) {
-		if out == "" {
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if _, _, err := runTool("ip", "netns", "exec", l.Node, "curl", "-sfo", out, "http://"+addr+path); err != nil {
+			b.Logf("%s: %v", what, err)
 			return
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if _, _, err := runTool("ip", "netns", "exec", l.Node, "curl", "-sfo", out, "http://"+addr+path); err != nil {
-				b.Logf("%s: %v", what, err)
-				return
-			}
-			b.Logf("the daemon's %s over the drop: %s", what, out)
-		}()
-	}
-	get("CPU profile", os.Getenv(envDropProfile), "/debug/pprof/profile?seconds=6")
-	get("execution trace", os.Getenv(envDropTrace), "/debug/pprof/trace?seconds=6")
+		b.Logf("the daemon's %s: %s", what, out)
+	}()
 	return wg.Wait
 }
 

@@ -21,6 +21,10 @@ import (
 // (the default).
 const envImport = "OVNBGP_BENCH_IMPORT"
 
+// envImportProfile names a file for a CPU profile of ovnbgp over an
+// import job's idle pause and import (8 s), as OVNBGP_BENCH_DROP_PROFILE.
+const envImportProfile = "OVNBGP_BENCH_IMPORT_PROFILE"
+
 // envIdle is how long each contender is watched idle once it holds all the
 // routes, for sizes up to maxIdleSize: a Go duration, default 60s; 0 turns
 // the idle measurement off.
@@ -279,8 +283,12 @@ import:
 		_, err := os.Stat(sock)
 		return err
 	})
+	// The import's profile (OVNBGP_BENCH_IMPORT_PROFILE): from here, over
+	// the idle pause and the import.
+	prof := profileDaemon(b, l, "CPU profile over the import", os.Getenv(envImportProfile), "/debug/pprof/profile?seconds=8")
 	ob = runImport(b, feed, counter, ovnbgpName, n, ovnbgpImportTable, ovnbgpProto,
 		map[string]int{"ovnbgp": d.pid()}, d.exited, idle)
+	prof()
 	// With GODEBUG=gctrace=1 in the environment, the daemon's last GC lines
 	// tell its live heap apart from the GC's headroom in RSS.
 	if log, err := os.ReadFile(filepath.Join(l.Dir, "ovnbgp", "ovnbgp.log")); err == nil {
