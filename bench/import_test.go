@@ -25,6 +25,10 @@ const envImport = "OVNBGP_BENCH_IMPORT"
 // import job's idle pause and import (8 s), as OVNBGP_BENCH_DROP_PROFILE.
 const envImportProfile = "OVNBGP_BENCH_IMPORT_PROFILE"
 
+// envImportHeap names a file for a heap profile of ovnbgp holding all the
+// routes of an import job (the pprof build, as envImportProfile).
+const envImportHeap = "OVNBGP_BENCH_IMPORT_HEAP"
+
 // envIdle is how long each contender is watched idle once it holds all the
 // routes, for sizes up to maxIdleSize: a Go duration, default 60s; 0 turns
 // the idle measurement off.
@@ -289,6 +293,9 @@ import:
 	ob = runImport(b, feed, counter, ovnbgpName, n, ovnbgpImportTable, ovnbgpProto,
 		map[string]int{"ovnbgp": d.pid()}, d.exited, idle)
 	prof()
+	// Its heap holding all n (OVNBGP_BENCH_IMPORT_HEAP), for where the
+	// memory per path goes.
+	profileDaemon(b, l, "heap profile with all routes", os.Getenv(envImportHeap), "/debug/pprof/heap?gc=1")()
 	// With GODEBUG=gctrace=1 in the environment, the daemon's last GC lines
 	// tell its live heap apart from the GC's headroom in RSS.
 	if log, err := os.ReadFile(filepath.Join(l.Dir, "ovnbgp", "ovnbgp.log")); err == nil {
