@@ -359,7 +359,7 @@ func (s *Speaker) execute(ctx context.Context, op lowOp, ch *change) (bool, erro
 		}
 		a.resets[op.peer] = true
 	case opCreateGroup, opAddToGroup:
-		return s.grow(ctx, op, ch), nil
+		return s.grow(ctx, op, ch)
 	case opAddPaths:
 		err := s.addPaths(op.prefixes)
 		if err == nil {
@@ -435,7 +435,7 @@ func (s *Speaker) execute(ctx context.Context, op lowOp, ch *change) (bool, erro
 // that fails, one by one, so that each error names its prefix. It records
 // the advertisements that went in; those that did not keep their last
 // good state, and the rest is lowered again.
-func (s *Speaker) grow(ctx context.Context, op lowOp, ch *change) bool {
+func (s *Speaker) grow(ctx context.Context, op lowOp, ch *change) (bool, error) {
 	a := &s.adv
 	in := func(adv model.Advertisement) {
 		k := adv.Key()
@@ -449,21 +449,23 @@ func (s *Speaker) grow(ctx context.Context, op lowOp, ch *change) bool {
 			a.resets[k.Peer] = true
 		}
 	}
+	var errs []error
 	fail := func(adv model.Advertisement, err error) {
 		k := adv.Key()
 		ch.skipKeys[k] = true
 		a.failed[k] = failure{adv: adv, err: err.Error()}
+		errs = append(errs, fmt.Errorf("advertise %v to peer %q: %w", k.Prefix, k.Peer, err))
 	}
 	err := s.addToGroup(ctx, op.gid, op.norm, op.prefixes...)
 	if err == nil {
 		for _, adv := range op.advs {
 			in(adv)
 		}
-		return true
+		return true, nil
 	}
 	if len(op.advs) == 1 {
 		fail(op.advs[0], err)
-		return false
+		return false, errors.Join(errs...)
 	}
 	for _, adv := range op.advs {
 		if err := s.addToGroup(ctx, op.gid, op.norm, adv.Prefix); err != nil {
@@ -472,7 +474,7 @@ func (s *Speaker) grow(ctx context.Context, op lowOp, ch *change) bool {
 		}
 		in(adv)
 	}
-	return false
+	return len(errs) == 0, errors.Join(errs...)
 }
 
 // setAdv records adv as what k was asked for, in place when k had one.
@@ -492,7 +494,6 @@ func (s *Speaker) clearUnsynced(peer string) {
 		}
 	}
 }
-
 
 // addToGroup adds prefixes to the group's prefix set, creating the set and
 // its statement first if needed. Sets are always changed in place (append
