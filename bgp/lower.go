@@ -323,7 +323,20 @@ func lower(st installed, ch change) lowering {
 		}
 	}
 
-	// 6. Soft resets.
+	// 6. Soft resets. A peer that is gone is owed none, but the peer now
+	// at its address is: its old statements matched that address.
+	for _, peer := range sortedKeys(reset) {
+		if _, ok := ch.peers[peer]; ok {
+			continue
+		}
+		if addr, ok := st.nbr[peer]; ok {
+			for name, p := range ch.peers {
+				if p.Address == addr {
+					reset[name] = true
+				}
+			}
+		}
+	}
 	for _, peer := range sortedKeys(reset) {
 		if ch.skipResets[peer] {
 			continue

@@ -131,6 +131,14 @@ func TestLower(t *testing.T) {
 		failed: []model.Key{a1.Key()},
 		forget: []model.Key{a1.Key()},
 	}, {
+		name: "a removed peer's address taken by a new peer: the new one is reset when the old statements shrink",
+		st:   newLowerFixture().has(a1, "192.0.2.1").has(b1, "192.0.2.2"),
+		ch: change{remove: []model.Key{a1.Key()}, peers: map[string]config.Peer{"tor2": lowerPeers["tor2"],
+			"tor-new": {Name: "tor-new", Address: netip.MustParseAddr("192.0.2.1"), Families: []config.Family{config.IPv4}}}},
+		ops: []string{"remove-from-group " + g0 + " [" + p1 + "] resync", "delete-group " + g0,
+			"delete-neighbor tor 192.0.2.1", "forget-reset tor", "soft-reset tor-new 192.0.2.1"},
+		forget: []model.Key{a1.Key()},
+	}, {
 		name: "duplicate key with conflicting attributes: the first is applied",
 		st:   newLowerFixture(),
 		ch:   change{want: []model.Advertisement{a1, a1med}},
