@@ -262,7 +262,7 @@ type wanted struct {
 
 // view is the installed state as lower reads it.
 func (a *advState) view() installed {
-	return installed{rib: a.rib, groups: a.groups, member: a.member, nbr: a.nbr, resets: a.resets, unsynced: a.unsynced}
+	return installed{rib: a.rib, groups: a.groups, member: a.member, nbr: a.nbr, resets: a.resets}
 }
 
 // reconcile selects want and deselects remove in gobgp: it runs the
@@ -280,6 +280,8 @@ func (s *Speaker) reconcile(ctx context.Context, want []model.Advertisement, rem
 		skipGroups: map[groupID]bool{}, skipResets: map[string]bool{}}
 	var errs []error
 	var done []lowOp
+	// Each failure adds to ch what lower skips from then on, so the
+	// passes end.
 	for pass := 0; ; pass++ {
 		l := lower(a.view(), ch)
 		if pass == 0 {

@@ -16,12 +16,11 @@ import (
 // group each advertisement was put in, each peer's neighbor set and the
 // peers whose soft reset is owed. lower never changes it.
 type installed struct {
-	rib      map[netip.Prefix]struct{}
-	groups   map[groupID]*group
-	member   map[model.Key]groupID
-	nbr      map[string]netip.Addr
-	resets   map[string]bool
-	unsynced map[model.Key]bool
+	rib    map[netip.Prefix]struct{}
+	groups map[groupID]*group
+	member map[model.Key]groupID
+	nbr    map[string]netip.Addr
+	resets map[string]bool
 }
 
 // change is what one Apply (or SetPeers) asks: select want, deselect

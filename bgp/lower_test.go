@@ -18,7 +18,7 @@ type lowerFixture struct{ st installed }
 func newLowerFixture() *lowerFixture {
 	return &lowerFixture{st: installed{
 		rib: map[netip.Prefix]struct{}{}, groups: map[groupID]*group{}, member: map[model.Key]groupID{},
-		nbr: map[string]netip.Addr{}, resets: map[string]bool{}, unsynced: map[model.Key]bool{},
+		nbr: map[string]netip.Addr{}, resets: map[string]bool{},
 	}}
 }
 
