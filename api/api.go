@@ -263,6 +263,9 @@ type Status struct {
 	Drained []DrainedPeer `json:"drained,omitempty"`
 	// BMP are the BMP stations configured (bmp.servers), up or not.
 	BMP []model.BMPStation `json:"bmp,omitempty"`
+	// SessionRepairs counts the speaker's session-start repairs (absent
+	// while no speaker runs).
+	SessionRepairs *model.SessionRepairs `json:"sessionRepairs,omitempty"`
 }
 
 // ImportStatus summarises route import.

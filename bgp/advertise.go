@@ -260,261 +260,223 @@ type wanted struct {
 	attrs normAttrs
 }
 
-// reconcile selects want and deselects remove in gobgp, starting from s.adv.
-// An advertisement in want that fails validation is deselected too: none
-// has a last good state to keep (see below). The order keeps every peer
-// correct at every step: export statements grow before the paths they
-// select are added; paths are withdrawn before statements shrink; a peer
-// whose selection changed for a path that stays in the RIB gets a soft
-// reset OUT (gobgp re-runs its export policy and sends the differences,
-// withdrawals included) and no other peer is touched.
+// view is the installed state as lower reads it.
+func (a *advState) view() installed {
+	return installed{rib: a.rib, groups: a.groups, member: a.member, nbr: a.nbr, resets: a.resets}
+}
+
+// reconcile selects want and deselects remove in gobgp: it runs the
+// operations lower returns, in order, and records each outcome. When one
+// fails, what it changed is recorded, the items it concerned are skipped
+// (they keep their last good state), and the rest is lowered again from
+// there.
 func (s *Speaker) reconcile(ctx context.Context, want []model.Advertisement, remove []model.Key) error {
 	a := &s.adv
 	a.changed()
 	defer a.changed()
-	var errs []error
-	asked := make(map[model.Key]model.Advertisement, len(want))
-	for _, adv := range want {
-		if _, ok := asked[adv.Key()]; !ok {
-			asked[adv.Key()] = adv
-		}
-	}
 	a.failed = map[model.Key]failure{}
-	fail := func(k model.Key, err error) {
-		errs = append(errs, fmt.Errorf("advertise %v to peer %q: %w", k.Prefix, k.Peer, err))
-		a.failed[k] = failure{adv: asked[k], err: err.Error()}
-	}
-
-	desired := make(map[model.Key]wanted, len(want))
-	for _, adv := range want {
-		k := adv.Key()
-		w, err := s.validate(adv)
-		if err != nil {
-			// No item that fails validation has a last good state to
-			// keep: its peer is not configured, its family is not
-			// enabled on the peer (both withdraw what they had, as
-			// configured), or its prefix cannot be a key that ever
-			// applied. A change gobgp refuses keeps its last good
-			// attributes (TestUnapplicableChangeKeepsLastGood).
-			fail(k, err)
-			remove = append(remove, k)
-			continue
-		}
-		if prev, dup := desired[k]; dup {
-			if prev.gid != w.gid {
-				// The first is applied: an error, but no failed item.
-				errs = append(errs, fmt.Errorf("advertise %v to peer %q: conflicting attributes %+v and %+v; keeping the first",
-					k.Prefix, k.Peer, prev.adv.Attrs, adv.Attrs))
+	ch := change{want: want, remove: remove, peers: s.peers,
+		skipKeys: map[model.Key]bool{}, skipPeers: map[string]bool{}, skipPaths: map[netip.Prefix]bool{},
+		skipGroups: map[groupID]bool{}, skipResets: map[string]bool{}}
+	var errs []error
+	var done []lowOp
+	// Each failure adds to ch what lower skips from then on, so the
+	// passes end.
+	for pass := 0; ; pass++ {
+		l := lower(a.view(), ch)
+		if pass == 0 {
+			for _, k := range sortedFailed(l.failed) {
+				f := l.failed[k]
+				a.failed[k] = f
+				errs = append(errs, fmt.Errorf("advertise %v to peer %q: %s", k.Prefix, k.Peer, f.err))
 			}
-			continue
+			errs = append(errs, l.errs...)
 		}
-		desired[k] = w
-	}
-	keys := make([]model.Key, 0, len(desired))
-	for k := range desired {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool { return lessKey(keys[i], keys[j]) })
-
-	ribBefore := make(map[netip.Prefix]struct{}, len(a.rib))
-	for p := range a.rib {
-		ribBefore[p] = struct{}{}
-	}
-	reset := map[string]bool{}
-	for p := range a.resets {
-		reset[p] = true
-	}
-
-	// 1. Each peer's neighbor set: the condition every statement of the
-	// peer uses to match it.
-	badPeer := map[string]bool{}
-	for _, k := range keys {
-		if _, done := badPeer[k.Peer]; done {
-			continue
-		}
-		err := s.ensureNeighborSet(ctx, k.Peer, s.peers[k.Peer].Address, reset)
-		badPeer[k.Peer] = err != nil
-		if err != nil {
-			errs = append(errs, err)
-		}
-	}
-	for _, k := range keys {
-		if badPeer[k.Peer] {
-			if _, ok := a.failed[k]; !ok {
-				a.failed[k] = failure{adv: asked[k], err: "the peer's neighbor set could not be set up in gobgp"}
-			}
-		}
-	}
-
-	// 2. Grow: put every wanted (peer, prefix) in its statement's set,
-	// one gobgp call per set (a thousand new UDNs are one call, not a
-	// thousand).
-	added := 0
-	grow := map[groupID][]model.Key{}
-	var growOrder []groupID
-	for _, k := range keys {
-		w := desired[k]
-		if badPeer[k.Peer] {
-			continue
-		}
-		if cur, had := a.member[k]; had && cur == w.gid {
-			a.setAdv(k, w.adv)
-			continue
-		}
-		if _, ok := grow[w.gid]; !ok {
-			growOrder = append(growOrder, w.gid)
-		}
-		grow[w.gid] = append(grow[w.gid], k)
-	}
-	for _, gid := range growOrder {
-		ks := grow[gid]
-		for _, k := range s.growGroup(ctx, gid, desired[ks[0]].attrs, ks, fail) {
-			w := desired[k]
-			a.member[k] = w.gid
-			a.setAdv(k, w.adv)
-			added++
-			s.log.Debug("prefix selected for peer", zap.String("op", "select"), zap.String("peer", k.Peer),
-				zap.Stringer("prefix", k.Prefix), zap.Any("attrs", w.adv.Attrs))
-			if _, in := ribBefore[k.Prefix]; in {
-				// The path is already in the RIB: only a soft reset makes
-				// gobgp send it to this peer (or with the new attributes).
-				reset[k.Peer] = true
-				a.unsynced[k] = true
-			}
-		}
-	}
-	// Intents that are gone: the shrink step removes them from gobgp.
-	for _, k := range remove {
-		if _, ok := desired[k]; !ok {
+		for _, k := range l.forget {
 			delete(a.member, k)
 			delete(a.advs, k)
 		}
-	}
-
-	// 3. Add the paths that are wanted by at least one peer and not yet in
-	// the RIB. gobgp runs each peer's export policy on them: only the
-	// selected peers get an UPDATE.
-	inRIB := map[netip.Prefix]bool{}
-	for k := range a.member {
-		inRIB[k.Prefix] = true
-	}
-	var toAdd []netip.Prefix
-	for p := range inRIB {
-		if _, ok := a.rib[p]; !ok {
-			toAdd = append(toAdd, p)
+		for _, adv := range l.update {
+			a.setAdv(adv.Key(), adv)
 		}
-	}
-	slices.SortFunc(toAdd, model.ComparePrefix)
-	if err := s.addPaths(toAdd); err != nil {
-		errs = append(errs, err)
-	}
-
-	// 4. Withdraw the paths no peer wants any more. (gobgp sends the
-	// WITHDRAW to every established peer, also to those that never had
-	// it; RFC 4271 allows that.)
-	var toDelete []netip.Prefix
-	for p := range a.rib {
-		if !inRIB[p] {
-			toDelete = append(toDelete, p)
-		}
-	}
-	slices.SortFunc(toDelete, model.ComparePrefix)
-	if err := s.deletePaths(toDelete); err != nil {
-		errs = append(errs, err)
-	}
-
-	// 5. Shrink: remove from the sets what no intent holds, then the
-	// statements, sets and neighbor sets left empty.
-	removed := 0
-	for _, gid := range sortedGroups(a.groups) {
-		g := a.groups[gid]
-		var drop []netip.Prefix
-		for p := range g.prefixes {
-			if a.member[model.Key{Peer: gid.peer, Prefix: p}] != gid {
-				drop = append(drop, p)
+		again := false
+		for _, op := range l.ops {
+			ok, err := s.execute(ctx, op, &ch)
+			if err != nil {
+				errs = append(errs, err)
+			}
+			done = append(done, op)
+			if !ok {
+				again = true
+				break
 			}
 		}
-		if len(drop) == 0 {
-			continue
+		if !again {
+			break
 		}
-		slices.SortFunc(drop, model.ComparePrefix)
-		if err := s.removeFromGroup(ctx, g, drop); err != nil {
-			errs = append(errs, fmt.Errorf("withdraw %v from peer %q: %w", drop, gid.peer, err))
-			continue
-		}
-		removed += len(drop)
-		for _, p := range drop {
-			s.log.Debug("prefix deselected for peer", zap.String("op", "deselect"), zap.String("peer", gid.peer),
-				zap.Stringer("prefix", p))
-			if _, in := a.rib[p]; in {
-				reset[gid.peer] = true
-			}
-		}
-	}
-	for _, gid := range sortedGroups(a.groups) {
-		g := a.groups[gid]
-		if len(g.prefixes) > 0 {
-			continue
-		}
-		if err := s.deleteGroup(ctx, g); err != nil {
-			errs = append(errs, fmt.Errorf("peer %q: delete export statement %s: %w", gid.peer, g.name, err))
-			continue
-		}
-		delete(a.groups, gid)
-	}
-	for _, peer := range sortedKeys(a.nbr) {
-		inUse := false
-		for gid := range a.groups {
-			inUse = inUse || gid.peer == peer
-		}
-		if inUse {
-			continue
-		}
-		if err := s.deleteDefinedSet(ctx, neighborSet(peer, a.nbr[peer]), true); err != nil {
-			errs = append(errs, fmt.Errorf("peer %q: delete neighbor set: %w", peer, err))
-			continue
-		}
-		delete(a.nbr, peer)
-	}
-
-	// 6. Let each peer whose selection changed for a path that stayed in
-	// the RIB re-run its export policy.
-	for _, peer := range sortedKeys(reset) {
-		p, ok := s.peers[peer]
-		if !ok {
-			// Gone: nothing to re-evaluate.
-			delete(a.resets, peer)
-			s.clearUnsynced(peer)
-			continue
-		}
-		start := time.Now()
-		err := s.bgp.ResetPeer(ctx, &api.ResetPeerRequest{
-			Address:   p.Address.String(),
-			Soft:      true,
-			Direction: api.ResetPeerRequest_DIRECTION_OUT,
-		})
-		if err != nil {
-			errs = append(errs, fmt.Errorf("peer %q: soft reset out: %w", peer, err))
-			a.resets[peer] = true
-			continue
-		}
-		s.exportChanged(start, nil)
-		delete(a.resets, peer)
-		s.clearUnsynced(peer)
 	}
 	for k := range a.unsynced {
 		if _, ok := a.member[k]; !ok {
 			delete(a.unsynced, k)
 		}
 	}
-
-	if added > 0 || removed > 0 || len(toAdd) > 0 || len(toDelete) > 0 {
-		s.log.Debug("advertisements reconciled",
-			zap.Int("selected", added), zap.Int("deselected", removed),
-			zap.Int("pathsAdded", len(toAdd)), zap.Int("pathsWithdrawn", len(toDelete)),
-			zap.Strings("softResetOut", sortedKeys(reset)), zap.Int("errors", len(errs)))
+	if len(done) > 0 {
+		ops := make([]string, 0, min(len(done), 20))
+		for _, op := range done[:min(len(done), 20)] {
+			ops = append(ops, opNames[op.kind]+" "+op.peer)
+		}
+		s.log.Debug("advertisements reconciled", zap.Int("operations", len(done)), zap.Strings("first", ops),
+			zap.Int("errors", len(errs)))
 	}
 	return errors.Join(errs...)
+}
+
+// execute runs one operation and records its outcome in s.adv. It returns
+// false when the rest must be lowered again (the operation failed in a way
+// later operations depend on); ch then says what to skip.
+func (s *Speaker) execute(ctx context.Context, op lowOp, ch *change) (bool, error) {
+	a := &s.adv
+	failPeer := func(err error) (bool, error) {
+		ch.skipPeers[op.peer] = true
+		for _, adv := range ch.want {
+			k := adv.Key()
+			if _, ok := a.failed[k]; !ok && k.Peer == op.peer {
+				a.failed[k] = failure{adv: adv, err: "the peer's neighbor set could not be set up in gobgp"}
+			}
+		}
+		return false, err
+	}
+	switch op.kind {
+	case opAddNeighbor:
+		if err := s.bgp.AddDefinedSet(ctx, &api.AddDefinedSetRequest{DefinedSet: neighborSet(op.peer, op.addr)}); err != nil {
+			return failPeer(fmt.Errorf("peer %q: add neighbor set: %w", op.peer, err))
+		}
+		a.nbr[op.peer] = op.addr
+		if op.resync {
+			a.resets[op.peer] = true
+		}
+	case opRemoveNeighborAddr:
+		if err := s.deleteDefinedSet(ctx, neighborSet(op.peer, op.addr), false); err != nil {
+			return failPeer(fmt.Errorf("peer %q: remove old address %v from its neighbor set: %w", op.peer, op.addr, err))
+		}
+		a.resets[op.peer] = true
+	case opCreateGroup, opAddToGroup:
+		return s.grow(ctx, op, ch)
+	case opAddPaths:
+		err := s.addPaths(op.prefixes)
+		if err == nil {
+			return true, nil
+		}
+		for _, p := range op.prefixes {
+			if _, in := a.rib[p]; !in {
+				ch.skipPaths[p] = true
+			}
+		}
+		return false, err
+	case opDeletePaths:
+		err := s.deletePaths(op.prefixes)
+		if err == nil {
+			return true, nil
+		}
+		for _, p := range op.prefixes {
+			if _, in := a.rib[p]; in {
+				ch.skipPaths[p] = true
+			}
+		}
+		return false, err
+	case opRemoveFromGroup:
+		g := a.groups[op.gid]
+		if err := s.removeFromGroup(ctx, g, op.prefixes); err != nil {
+			ch.skipGroups[op.gid] = true
+			return false, fmt.Errorf("withdraw %v from peer %q: %w", op.prefixes, op.peer, err)
+		}
+		for _, p := range op.prefixes {
+			s.log.Debug("prefix deselected for peer", zap.String("op", "deselect"), zap.String("peer", op.peer),
+				zap.Stringer("prefix", p))
+		}
+		if op.resync {
+			a.resets[op.peer] = true
+		}
+	case opDeleteGroup:
+		g := a.groups[op.gid]
+		if err := s.deleteGroup(ctx, g); err != nil {
+			ch.skipGroups[op.gid] = true
+			return false, fmt.Errorf("peer %q: delete export statement %s: %w", op.peer, g.name, err)
+		}
+		delete(a.groups, op.gid)
+	case opDeleteNeighbor:
+		if err := s.deleteDefinedSet(ctx, neighborSet(op.peer, op.addr), true); err != nil {
+			ch.skipPeers[op.peer] = true
+			return true, fmt.Errorf("peer %q: delete neighbor set: %w", op.peer, err)
+		}
+		delete(a.nbr, op.peer)
+	case opSoftReset:
+		start := time.Now()
+		err := s.bgp.ResetPeer(ctx, &api.ResetPeerRequest{
+			Address:   op.addr.String(),
+			Soft:      true,
+			Direction: api.ResetPeerRequest_DIRECTION_OUT,
+		})
+		if err != nil {
+			// Owed: retried on the next Apply.
+			a.resets[op.peer] = true
+			ch.skipResets[op.peer] = true
+			return true, fmt.Errorf("peer %q: soft reset out: %w", op.peer, err)
+		}
+		s.exportChanged(start, nil)
+		delete(a.resets, op.peer)
+		s.clearUnsynced(op.peer)
+	case opForgetReset:
+		delete(a.resets, op.peer)
+		s.clearUnsynced(op.peer)
+	}
+	return true, nil
+}
+
+// grow adds a grow operation's prefixes to its group in one call; when
+// that fails, one by one, so that each error names its prefix. It records
+// the advertisements that went in; those that did not keep their last
+// good state, and the rest is lowered again.
+func (s *Speaker) grow(ctx context.Context, op lowOp, ch *change) (bool, error) {
+	a := &s.adv
+	in := func(adv model.Advertisement) {
+		k := adv.Key()
+		a.member[k] = op.gid
+		a.setAdv(k, adv)
+		s.log.Debug("prefix selected for peer", zap.String("op", "select"), zap.String("peer", k.Peer),
+			zap.Stringer("prefix", k.Prefix), zap.Any("attrs", adv.Attrs))
+		if _, inRIB := a.rib[k.Prefix]; inRIB {
+			// Only a soft reset makes gobgp send it to this peer.
+			a.unsynced[k] = true
+			a.resets[k.Peer] = true
+		}
+	}
+	var errs []error
+	fail := func(adv model.Advertisement, err error) {
+		k := adv.Key()
+		ch.skipKeys[k] = true
+		a.failed[k] = failure{adv: adv, err: err.Error()}
+		errs = append(errs, fmt.Errorf("advertise %v to peer %q: %w", k.Prefix, k.Peer, err))
+	}
+	err := s.addToGroup(ctx, op.gid, op.norm, op.prefixes...)
+	if err == nil {
+		for _, adv := range op.advs {
+			in(adv)
+		}
+		return true, nil
+	}
+	if len(op.advs) == 1 {
+		fail(op.advs[0], err)
+		return false, errors.Join(errs...)
+	}
+	for _, adv := range op.advs {
+		if err := s.addToGroup(ctx, op.gid, op.norm, adv.Prefix); err != nil {
+			fail(adv, err)
+			continue
+		}
+		in(adv)
+	}
+	return len(errs) == 0, errors.Join(errs...)
 }
 
 // setAdv records adv as what k was asked for, in place when k had one.
@@ -535,85 +497,6 @@ func (s *Speaker) clearUnsynced(peer string) {
 	}
 }
 
-// validate checks adv against the configured peers and parses its
-// attributes.
-func (s *Speaker) validate(adv model.Advertisement) (wanted, error) {
-	p, ok := s.peers[adv.Peer]
-	if !ok {
-		return wanted{}, errors.New("peer is not configured")
-	}
-	pfx := adv.Prefix
-	if !pfx.IsValid() {
-		return wanted{}, errors.New("prefix is not valid")
-	}
-	if pfx.Addr().Is4In6() {
-		return wanted{}, errors.New("prefix is an IPv4-mapped IPv6 prefix")
-	}
-	if pfx.Addr().Zone() != "" {
-		return wanted{}, errors.New("prefix has a zone")
-	}
-	if pfx != pfx.Masked() {
-		return wanted{}, fmt.Errorf("prefix has host bits set (want %v)", pfx.Masked())
-	}
-	fam := config.IPv4
-	if pfx.Addr().Is6() {
-		fam = config.IPv6
-	}
-	if !slices.Contains(p.Families, fam) {
-		return wanted{}, fmt.Errorf("family %s is not enabled on the peer", fam)
-	}
-	n := normalize(adv.Attrs)
-	return wanted{adv: adv, gid: groupID{peer: adv.Peer, family: fam, attrs: n.key()}, attrs: n}, nil
-}
-
-// ensureNeighborSet makes the peer's neighbor set hold addr. A set is
-// never left empty: gobgp treats an empty neighbor set as matching every
-// peer.
-func (s *Speaker) ensureNeighborSet(ctx context.Context, peer string, addr netip.Addr, reset map[string]bool) error {
-	cur, ok := s.adv.nbr[peer]
-	if ok && cur == addr {
-		return nil
-	}
-	if err := s.bgp.AddDefinedSet(ctx, &api.AddDefinedSetRequest{DefinedSet: neighborSet(peer, addr)}); err != nil {
-		return fmt.Errorf("peer %q: add neighbor set: %w", peer, err)
-	}
-	s.adv.nbr[peer] = addr
-	if ok {
-		reset[peer] = true
-		if err := s.deleteDefinedSet(ctx, neighborSet(peer, cur), false); err != nil {
-			return fmt.Errorf("peer %q: remove old address %v from its neighbor set: %w", peer, cur, err)
-		}
-	}
-	return nil
-}
-
-// growGroup adds the keys' prefixes to one group in one call; when that
-// fails, it adds them one by one so that each error names its prefix. It
-// returns the keys that went in.
-func (s *Speaker) growGroup(ctx context.Context, gid groupID, n normAttrs, ks []model.Key, fail func(model.Key, error)) []model.Key {
-	prefixes := make([]netip.Prefix, len(ks))
-	for i, k := range ks {
-		prefixes[i] = k.Prefix
-	}
-	err := s.addToGroup(ctx, gid, n, prefixes...)
-	if err == nil {
-		return ks
-	}
-	if len(ks) == 1 {
-		fail(ks[0], err)
-		return nil
-	}
-	var ok []model.Key
-	for _, k := range ks {
-		if err := s.addToGroup(ctx, gid, n, k.Prefix); err != nil {
-			fail(k, err)
-			continue
-		}
-		ok = append(ok, k)
-	}
-	return ok
-}
-
 // addToGroup adds prefixes to the group's prefix set, creating the set and
 // its statement first if needed. Sets are always changed in place (append
 // and remove): gobgp binds a statement to the set object when the
@@ -631,7 +514,7 @@ func (s *Speaker) addToGroup(ctx context.Context, gid groupID, n normAttrs, pref
 		}
 		return nil
 	}
-	name := fmt.Sprintf("ovnbgp:%s:%s:%s", gid.peer, gid.family, shortHash(gid.attrs))
+	name := groupName(gid)
 	if err := s.bgp.AddDefinedSet(ctx, &api.AddDefinedSetRequest{DefinedSet: prefixSet(name, prefixes...)}); err != nil {
 		return fmt.Errorf("add prefix set %s: %w", name, err)
 	}
@@ -919,5 +802,14 @@ func sortedGroups(m map[groupID]*group) []groupID {
 		out = append(out, gid)
 	}
 	sort.Slice(out, func(i, j int) bool { return m[out[i]].name < m[out[j]].name })
+	return out
+}
+
+func sortedFailed(m map[model.Key]failure) []model.Key {
+	out := make([]model.Key, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.SortFunc(out, compareKey)
 	return out
 }

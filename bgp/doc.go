@@ -6,9 +6,11 @@
 // Speaker owns gobgp's peers, the local paths of its global RIB, its export
 // and import policies, and the TCP side of every session: its own listener
 // and dialer hand connections to gobgp, whose peers are all passive.
-// SetPeers makes gobgp's peers match the config. Apply makes exactly the
+// SetPeers makes gobgp's peers match the config; it withdraws nothing (the
+// plan withdraws a removed peer's advertisements). Apply makes exactly the
 // changes of an advertisement diff that package plan computed against
-// Advertised, and no others. EachLearned walks what peers sent, before
+// Advertised, and no others: lower (pure) turns it into gobgp operations,
+// and Apply executes them in order. EachLearned walks what peers sent, before
 // policy; TakeLearned returns what changed since its previous call. Import
 // is default deny: nothing learned enters the Loc-RIB.
 //

@@ -89,11 +89,25 @@ func TestAdvertisedKeptUntilChange(t *testing.T) {
 	set(t, node, adv("tor", "10.118.1.0/24", b), adv("tor", "10.118.2.0/24", a))
 	check("deselected for b", "10.118.1.0/24", "10.118.2.0/24")
 
-	// The peers removed: nothing in effect.
+	// The peers removed: SetPeers withdraws nothing; what stays installed
+	// is listed, pending, until the plan's withdrawals are applied.
 	if err := node.SetPeers(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
-	check("peer removed")
+	check("peer removed", "10.118.1.0/24", "10.118.2.0/24")
+	for _, a := range node.Advertised() {
+		if a.State != model.AdvPending || a.Reason != "peer is not configured" {
+			t.Errorf("%v after its peer was removed: %s (%s), want pending (peer is not configured)", a.Prefix, a.State, a.Reason)
+		}
+	}
+	set(t, node)
+	check("withdrawn by the next diff")
+	node.mu.Lock()
+	n := len(node.adv.groups) + len(node.adv.nbr) + len(node.adv.rib)
+	node.mu.Unlock()
+	if n != 0 {
+		t.Errorf("%d groups, neighbor sets and paths left after the withdrawals", n)
+	}
 }
 
 // BenchmarkAdvertised1000 measures what every pass of the daemon asks of

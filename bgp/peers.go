@@ -25,9 +25,11 @@ import (
 // connectRetry, passive: config.ResetsSession, which `ovnbgp plan
 // --config` uses too) are applied without a reset. It
 // keeps going on per-peer errors and returns them joined; Peers reports the
-// peers that could not be configured. The advertisements in effect are then
-// applied again: those of removed peers are withdrawn, and a reset peer gets
-// its routes without waiting for the next Apply.
+// peers that could not be configured. The advertisements of the peers that
+// stay are then applied again, so that a reset peer gets its routes without
+// waiting for the next Apply. It withdraws nothing: the advertisements of
+// removed peers stay listed by Advertised (pending, "peer is not
+// configured") until an Apply withdraws them.
 func (s *Speaker) SetPeers(ctx context.Context, peers []config.Peer) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -181,20 +183,17 @@ func (s *Speaker) SetPeers(ctx context.Context, peers []config.Peer) error {
 	s.dialFor()
 	s.peerErrs = peerErrs
 
-	// Advertisements follow the peers: drop those of peers that are gone
-	// (silently: the daemon's next plan will not name them), and check
-	// again those of the peers that stay (a reset peer may have a new
-	// address or families).
+	// The advertisements of the peers that stay are checked again (a
+	// reset peer may have a new address or families). Those of removed
+	// peers stay as they are: gobgp no longer sends them, Advertised
+	// lists them as pending, and the daemon's next plan withdraws them.
 	var keep []model.Advertisement
-	var gone []model.Key
 	for _, k := range sortedAdvKeys(s.adv.advs) {
 		if _, ok := s.peers[k.Peer]; ok {
 			keep = append(keep, *s.adv.advs[k])
-		} else {
-			gone = append(gone, k)
 		}
 	}
-	if err := s.reconcile(ctx, keep, gone); err != nil {
+	if err := s.reconcile(ctx, keep, nil); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)

@@ -96,8 +96,14 @@ func TestSetPeers(t *testing.T) {
 	if err != nil || len(ps) != 1 || ps[0].Name != "a" {
 		t.Errorf("Peers() after removing b = %+v, %v", ps, err)
 	}
+	// SetPeers withdraws nothing: b's advertisement stays listed, pending,
+	// until the next diff withdraws it.
+	if got := node.Advertised(); len(got) != 2 || got[1].Peer != "b" || got[1].State != model.AdvPending {
+		t.Errorf("Advertised() after removing B = %+v, want a's sent and b's pending", got)
+	}
+	set(t, node, ya)
 	if diff := cmp.Diff(sent(ya), node.Advertised(), cmpOpts); diff != "" {
-		t.Errorf("Advertised() after removing B (-want +got):\n%s", diff)
+		t.Errorf("Advertised() after removing B and its advertisement (-want +got):\n%s", diff)
 	}
 	if _, err := node.Learned(ctx, "b"); err == nil {
 		t.Error("Learned of a removed peer returned no error")

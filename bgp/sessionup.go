@@ -2,6 +2,8 @@ package bgp
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/netip"
 	"slices"
 	"time"
@@ -119,9 +121,15 @@ func (s *Speaker) repairSessionStart(peer string, addr netip.Addr, ts, since tim
 	}
 	slices.SortFunc(back, model.ComparePrefix)
 	ctx := context.Background()
+	rep := model.SessionRepair{Peer: peer, At: time.Now()}
+	var errs []error
 	if err := s.addPaths(back); err != nil {
-		s.log.Warn("session start repair: could not put withdrawn paths back to withdraw them from the peer",
-			zap.String("peer", peer), zap.Error(err))
+		errs = append(errs, fmt.Errorf("put withdrawn paths back: %w", err))
+	}
+	for _, p := range back {
+		if _, in := a.rib[p]; in {
+			rep.PutBack++
+		}
 	}
 	err := s.bgp.ResetPeer(ctx, &api.ResetPeerRequest{
 		Address:   addr.String(),
@@ -131,7 +139,9 @@ func (s *Speaker) repairSessionStart(peer string, addr netip.Addr, ts, since tim
 	if err != nil {
 		// The next change of the peer's selection retries it.
 		a.resets[peer] = true
-		s.log.Warn("session start repair: soft reset out failed", zap.String("peer", peer), zap.Error(err))
+		errs = append(errs, fmt.Errorf("soft reset out: %w", err))
+	} else {
+		rep.SoftReset = true
 	}
 	var again []netip.Prefix
 	for _, p := range back {
@@ -140,11 +150,30 @@ func (s *Speaker) repairSessionStart(peer string, addr netip.Addr, ts, since tim
 		}
 	}
 	if err := s.deletePaths(again); err != nil {
-		s.log.Warn("session start repair: could not remove the paths put back", zap.String("peer", peer), zap.Error(err))
+		errs = append(errs, fmt.Errorf("remove the paths put back: %w", err))
 	}
-	s.log.Debug("session start repair: table re-sent to a new session that a change may have raced",
-		zap.String("peer", peer), zap.Int("withdrawn", len(back)))
+	for _, p := range again {
+		if _, in := a.rib[p]; !in {
+			rep.Removed++
+		}
+	}
+	fields := []zap.Field{zap.String("peer", peer), zap.Int("pathsPutBack", rep.PutBack),
+		zap.Bool("softResetOut", rep.SoftReset), zap.Int("pathsRemovedAgain", rep.Removed)}
+	if err := errors.Join(errs...); err != nil {
+		rep.Error = err.Error()
+		s.log.Warn("session start repair: a change may have raced the new session; its table was sent again, with errors",
+			append(fields, zap.Error(err))...)
+	} else {
+		s.log.Info("session start repair: a change may have raced the new session; its table was sent again", fields...)
+	}
+	s.lastRepair.Store(&rep)
 	s.repairs.Add(1)
+}
+
+// SessionRepairs returns the session-start repair counts and the latest
+// repair.
+func (s *Speaker) SessionRepairs() model.SessionRepairs {
+	return model.SessionRepairs{Checks: s.repairChecks.Load(), Repairs: s.repairs.Load(), Last: s.lastRepair.Load()}
 }
 
 // selected reports whether some peer's export statement holds p.

@@ -117,6 +117,10 @@ func TestSessionStartRepairWithdraws(t *testing.T) {
 	if node.repairs.Load() != before+1 {
 		t.Fatal("the repair did not run")
 	}
+	if r := node.SessionRepairs(); r.Repairs != before+1 || r.Last == nil || r.Last.Peer != "a" ||
+		r.Last.PutBack != 1 || !r.Last.SoftReset || r.Last.Removed != 1 || r.Last.Error != "" {
+		t.Errorf("SessionRepairs() = %+v, last %+v; want the repair of a: 1 path put back, soft reset, 1 removed", r, r.Last)
+	}
 	eventually(t, sessionTimeout, "the repair withdrew "+z.Prefix.String()+" again", func() (bool, string) {
 		return w.withdrawals(z.Prefix) == 2, fmt.Sprint(w.withdrawals(z.Prefix))
 	})

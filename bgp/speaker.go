@@ -70,8 +70,10 @@ type Speaker struct {
 	// counts and the prefix limit changes in gobgp (for tests).
 	limitReads, limitArms atomic.Uint64
 	// repairChecks counts the session start checks done, repairs those
-	// that re-sent a table (sessionup.go; for tests).
+	// that re-sent a table, lastRepair is the latest (sessionup.go;
+	// SessionRepairs).
 	repairChecks, repairs atomic.Uint64
+	lastRepair            atomic.Pointer[model.SessionRepair]
 	// held: no new session may start (hold.go); holdTimer ends the hold
 	// at its bound. holdMu guards holdTimer.
 	held      atomic.Bool

@@ -58,9 +58,25 @@ func newStatusCommand(o *options) *cobra.Command {
 				for _, b := range st.BMP {
 					row(w, "bmp", bmpText(b))
 				}
+				if r := st.SessionRepairs; r != nil {
+					row(w, "session start repairs", repairText(*r))
+				}
 			})
 		},
 	}
+}
+
+// repairText is the session-start repairs' line: how many, and the last.
+func repairText(r model.SessionRepairs) string {
+	out := fmt.Sprintf("%d of %d sessions checked", r.Repairs, r.Checks)
+	if l := r.Last; l != nil {
+		out += fmt.Sprintf("; last: peer %s %s ago, %d paths put back, soft reset out %v, %d removed again",
+			l.Peer, ago(l.At), l.PutBack, l.SoftReset, l.Removed)
+		if l.Error != "" {
+			out += " (" + l.Error + ")"
+		}
+	}
+	return out
 }
 
 // bmpText is one BMP station's line: up or down, and for how long.

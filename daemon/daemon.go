@@ -1071,8 +1071,11 @@ func (d *Daemon) logExportCaps(heldBefore, held []model.Advertisement) {
 func (d *Daemon) status() api.Status {
 	notApplied := 0
 	var bmp []model.BMPStation
+	var repairs *model.SessionRepairs
 	if sp := d.currentSpeaker(); sp != nil {
 		notApplied = len(sp.NotApplied())
+		r := sp.SessionRepairs()
+		repairs = &r
 		ctx, cancel := context.WithTimeout(context.Background(), statusWait)
 		var err error
 		if bmp, err = sp.BMP(ctx); err != nil {
@@ -1092,7 +1095,7 @@ func (d *Daemon) status() api.Status {
 		StartedAt: d.startedAt, Phase: d.phase, Ready: d.ready, NB: nb,
 		Reconciles: d.reconciles, LastReconcile: d.lastRun, LastError: d.lastErr, ConfigError: d.cfgErr,
 		NotApplied: notApplied, Import: d.importStatus(), Drained: d.drainStatusLocked(d.cfg, time.Now()).Peers,
-		BMP: bmp,
+		BMP: bmp, SessionRepairs: repairs,
 	}
 }
 

@@ -176,6 +176,8 @@ func (f *fakeSpeaker) Advertised() []model.Advertisement {
 	return out
 }
 
+func (f *fakeSpeaker) SessionRepairs() model.SessionRepairs { return model.SessionRepairs{} }
+
 func (f *fakeSpeaker) NotApplied() []model.Advertisement {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -24,6 +24,9 @@ type Speaker interface {
 	// each with its Problem; its length is the failed-advertisements
 	// count.
 	NotApplied() []model.Advertisement
+	// SessionRepairs counts the session-start repairs (the peer sent its
+	// table again after a change that may have raced its session's start).
+	SessionRepairs() model.SessionRepairs
 	Peers(ctx context.Context) ([]model.PeerStatus, error)
 	// Sync says per peer what fail static and graceful restart read
 	// (End-of-RIB, the last UPDATE, the graceful-restart capability),

@@ -8,8 +8,7 @@
 // sd_notify readiness and watchdog, and handles reloads and the drain.
 //
 // It is not free of rules yet. It decides when an import pass must be full
-// (fullWhy), when a peer counts as synced for fail static (syncedPeers),
-// and that a capped peer's withdrawals go before its announcements
-// (applyAdvertise). docs/architecture.md describes the loop ("Data flow",
+// (fullWhy) and when a peer counts as synced for fail static
+// (syncedPeers). docs/architecture.md describes the loop ("Data flow",
 // "Route import", "Lifecycle").
 package daemon

@@ -492,51 +492,24 @@ func (d *Daemon) applyAuto(ctx context.Context, cfg *config.Config, sp Speaker, 
 	return errors.Join(errs...)
 }
 
-// applyAdvertise applies an advertisement diff. A peer with an export cap
-// that gets new prefixes has its withdrawals applied first, in their own
-// step: a prefix the cap now lets in (displacing another) must not reach
-// the peer before the one it displaces is withdrawn, or the peer holds one
-// more than maxAdvertised for a moment (enough for a router's
-// maximum-prefix to reset the session). If those withdrawals fail, that
-// peer's new prefixes wait for the next pass; every other peer's changes
-// go out in one step, as without a cap.
+// applyAdvertise applies an advertisement diff in the steps
+// plan.AdvertSteps orders it into, one after the other. When a step fails,
+// the announcements and changes of the peers it holds wait for the next
+// pass.
 func applyAdvertise(ctx context.Context, cfg *config.Config, sp Speaker, diff model.AdvertDiff) error {
-	gets := map[string]bool{}
-	for _, a := range slices.Concat(diff.Announce, diff.Change) {
-		gets[a.Peer] = true
-	}
-	first := map[string]bool{}
-	for _, p := range cfg.BGP.Peers {
-		if p.MaxAdvertised > 0 && gets[p.Name] {
-			first[p.Name] = true
-		}
-	}
-	var early, rest model.AdvertDiff
-	for _, a := range diff.Withdraw {
-		if first[a.Peer] {
-			early.Withdraw = append(early.Withdraw, a)
-		} else {
-			rest.Withdraw = append(rest.Withdraw, a)
-		}
-	}
-	if len(early.Withdraw) == 0 {
-		return sp.Apply(ctx, diff)
-	}
 	var errs []error
-	if err := sp.Apply(ctx, early); err != nil {
-		errs = append(errs, err)
-		failed := map[string]bool{}
-		for _, a := range early.Withdraw {
-			failed[a.Peer] = true
+	held := map[string]bool{}
+	for _, st := range plan.AdvertSteps(cfg, diff) {
+		d := plan.Without(st.Diff, held)
+		if d.Empty() {
+			continue
 		}
-		keep := func(as []model.Advertisement) []model.Advertisement {
-			return slices.DeleteFunc(slices.Clone(as), func(a model.Advertisement) bool { return failed[a.Peer] })
+		if err := sp.Apply(ctx, d); err != nil {
+			errs = append(errs, err)
+			for _, p := range st.Holds {
+				held[p] = true
+			}
 		}
-		diff.Announce, diff.Change = keep(diff.Announce), keep(diff.Change)
-	}
-	rest.Announce, rest.Change = diff.Announce, diff.Change
-	if !rest.Empty() {
-		errs = append(errs, sp.Apply(ctx, rest))
 	}
 	return errors.Join(errs...)
 }

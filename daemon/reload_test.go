@@ -1,16 +1,24 @@
 package daemon
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/ovnbgp/ovnbgp/api"
+	"github.com/ovnbgp/ovnbgp/bgp"
 	"github.com/ovnbgp/ovnbgp/config"
+	"github.com/ovnbgp/ovnbgp/model"
 	"github.com/ovnbgp/ovnbgp/test/prereq"
 )
 
@@ -193,4 +201,93 @@ func TestReloadAnswersItsOwnParse(t *testing.T) {
 		t.Errorf("second reload: %+v, want refused with the bad file's error", r2)
 	}
 	h.wantPrefixes("tor 10.128.0.0/23", "tor 10.200.0.0/24")
+}
+
+// recordingSpeaker is a real speaker (package bgp, in process) that
+// records SetPeers and Apply in order, each with what Advertised lists
+// right after it.
+type recordingSpeaker struct {
+	Speaker
+	mu  sync.Mutex
+	log []string
+}
+
+func advText(advs []model.Advertisement) string {
+	var out []string
+	for _, a := range advs {
+		out = append(out, fmt.Sprintf("%s %v %s", a.Peer, a.Prefix, a.State))
+	}
+	return "[" + strings.Join(out, ", ") + "]"
+}
+
+func (r *recordingSpeaker) SetPeers(ctx context.Context, peers []config.Peer) error {
+	err := r.Speaker.SetPeers(ctx, peers)
+	r.mu.Lock()
+	r.log = append(r.log, fmt.Sprintf("setPeers %d -> %s", len(peers), advText(r.Speaker.Advertised())))
+	r.mu.Unlock()
+	return err
+}
+
+func (r *recordingSpeaker) Apply(ctx context.Context, d model.AdvertDiff) error {
+	err := r.Speaker.Apply(ctx, d)
+	r.mu.Lock()
+	r.log = append(r.log, fmt.Sprintf("apply -%s +%s -> %s", advText(d.Withdraw), advText(d.Announce), advText(r.Speaker.Advertised())))
+	r.mu.Unlock()
+	return err
+}
+
+// TestRemovedPeerWithdrawnByPlan: SetPeers withdraws nothing. A reload
+// that removes a peer leaves its advertisement installed (listed, pending),
+// and the next plan names it as a withdrawal, which the loop applies: the
+// real speaker then lists nothing of the peer (no group, set or path of it
+// is left, or Advertised would list it).
+func TestRemovedPeerWithdrawnByPlan(t *testing.T) {
+	var mu sync.Mutex
+	var rec *recordingSpeaker
+	speaker := func() *recordingSpeaker { mu.Lock(); defer mu.Unlock(); return rec }
+	two := cfgText{networks: `"*"`, peerExtra: "}\n    - {name: tor2, address: 192.0.2.3, asn: 65002"}
+	h := start(t, "", func(h *harness) {
+		h.cfg = two
+		h.newSpeaker = func(ctx context.Context, cfg config.BGP, log *zap.Logger, notify func()) (Speaker, error) {
+			sp, err := bgp.New(ctx, cfg, log, notify)
+			if err != nil {
+				return nil, err
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			rec = &recordingSpeaker{Speaker: sp}
+			return rec, nil
+		}
+	})
+	reloadNeedsRoot(t)
+	h.nb.set(true, network("default", "10.128.0.0/23"))
+	advertised := func() string {
+		if sp := speaker(); sp != nil {
+			return advText(sp.Advertised())
+		}
+		return ""
+	}
+	both := "[tor 10.128.0.0/23 pending, tor2 10.128.0.0/23 pending]"
+	h.eventually("both peers' advertisements", func() bool { return advertised() == both })
+
+	sp := speaker()
+	sp.mu.Lock()
+	from := len(sp.log)
+	sp.mu.Unlock()
+	h.writeConfig(cfgText{networks: `"*"`})
+	if r := reloadOf(t, h, http.StatusOK); !r.Applied {
+		t.Fatalf("reload: %+v", r)
+	}
+	one := "[tor 10.128.0.0/23 pending]"
+	h.eventually("tor2's advertisement withdrawn", func() bool { return advertised() == one })
+	sp.mu.Lock()
+	got := slices.Clone(sp.log[from:])
+	sp.mu.Unlock()
+	want := []string{
+		"setPeers 1 -> " + both,
+		"apply -[tor2 10.128.0.0/23 pending] +[] -> " + one,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("calls after the reload:\n got %q\nwant %q", got, want)
+	}
 }

@@ -294,6 +294,28 @@ type LearnedPath struct {
 	Reason   string `json:"reason,omitempty"`
 }
 
+// SessionRepairs counts the speaker's session-start repairs: a change
+// that may have fallen in gobgp's window as a session came up makes the
+// speaker send the peer its table again (bgp/sessionup.go). Checks are
+// the sessions checked, Repairs those repaired; Last is the latest repair.
+type SessionRepairs struct {
+	Checks  uint64         `json:"checks"`
+	Repairs uint64         `json:"repairs"`
+	Last    *SessionRepair `json:"last,omitempty"`
+}
+
+// SessionRepair is one session-start repair: the paths put back (selected
+// by no peer) so that their withdrawal goes out again, whether the soft
+// reset out was sent, and the paths removed again. Error is what failed.
+type SessionRepair struct {
+	Peer      string    `json:"peer"`
+	At        time.Time `json:"at"`
+	PutBack   int       `json:"putBack"`
+	SoftReset bool      `json:"softReset"`
+	Removed   int       `json:"removed"`
+	Error     string    `json:"error,omitempty"`
+}
+
 // BMPStation is the state of one BMP server (RFC 7854) the speaker streams
 // to: Up while connected; Since is when it last connected (Up) or lost its
 // connection (down), zero if it never did.
