@@ -609,35 +609,65 @@ func importedView(cfg *config.Config, network string, res plan.ImportResult, sna
 	for _, gr := range snap.Routers {
 		networkOf[gr.Name] = gr.Network
 	}
-	have := map[model.OVNRouteKey]model.OVNRoute{}
-	for _, r := range snap.OwnedRoutes {
+	// What is drift, missing or left over is what the plan's own diff
+	// would change (plan.DiffOVN, plan.DiffKernel): one comparison, the
+	// one that is applied.
+	owned := make([]model.OVNRoute, len(snap.OwnedRoutes))
+	for i, r := range snap.OwnedRoutes {
 		if r.Network == "" {
 			r.Network = networkOf[r.Router]
 		}
-		have[r.Key()] = r
+		owned[i] = r
 	}
+	ovnOps := map[model.OVNRouteKey]model.OVNOp{}
+	var ovnGone []model.OVNRoute
+	for _, op := range plan.DiffOVN(res.OVN, owned) {
+		if op.Op == model.OpDelete {
+			ovnGone = append(ovnGone, op.Route)
+			continue
+		}
+		ovnOps[op.Route.Key()] = op
+	}
+	installed := map[model.OVNRouteKey]model.OVNRoute{}
+	for _, r := range owned {
+		if _, seen := installed[r.Key()]; !seen {
+			installed[r.Key()] = r // the row DiffOVN keeps of duplicates
+		}
+	}
+	wanted := map[model.OVNRouteKey]bool{}
 	for _, want := range res.OVN {
 		if want.Network == "" {
 			want.Network = networkOf[want.Router]
 		}
-		row := api.ImportedOVN{OVNRoute: want, State: api.ImportMissing}
-		if cur, ok := have[want.Key()]; ok {
+		if wanted[want.Key()] {
+			continue
+		}
+		wanted[want.Key()] = true
+		row := api.ImportedOVN{OVNRoute: want, State: api.ImportInstalled}
+		cur, have := installed[want.Key()]
+		if have {
 			row.OVNRoute.UUID = cur.UUID
-			row.State = api.ImportInstalled
-			if cur.OutputPort != want.OutputPort || cur.Rule != want.Rule {
-				row.State, row.Reason = api.ImportDrift, fmt.Sprintf("installed with output port %q and rule %q", cur.OutputPort, cur.Rule)
+		}
+		switch op, changes := ovnOps[want.Key()]; {
+		case changes && op.Op == model.OpAdd:
+			row.State = api.ImportMissing
+			if manualOVN[want.Key()] {
+				row.Reason = waitApply
 			}
-			delete(have, want.Key())
-			if why, ok := grStale[pathKey{want.Rule, want.Prefix, want.NextHop}]; ok && row.State == api.ImportInstalled {
+		case changes:
+			row.State, row.Reason = api.ImportDrift, fmt.Sprintf("installed with output port %q and rule %q", cur.OutputPort, cur.Rule)
+		default:
+			if why, ok := grStale[pathKey{want.Rule, want.Prefix, want.NextHop}]; ok {
 				row.State, row.Reason = api.ImportStale, why
 			}
-		} else if manualOVN[want.Key()] {
-			row.Reason = waitApply
 		}
 		out.OVN = append(out.OVN, row)
 	}
-	for _, cur := range have {
+	for _, cur := range ovnGone {
 		row := api.ImportedOVN{OVNRoute: cur, State: api.ImportStale, Reason: "no longer wanted: deleted on the next pass"}
+		if wanted[cur.Key()] {
+			row.Reason = "a duplicate of an installed row: deleted on the next pass"
+		}
 		if why, ok := heldOVN[cur.Key()]; ok {
 			row.Reason = "held: " + why
 		} else if manualOVN[cur.Key()] {
@@ -646,10 +676,6 @@ func importedView(cfg *config.Config, network string, res plan.ImportResult, sna
 		out.OVN = append(out.OVN, row)
 	}
 
-	haveK := map[model.KernelRouteKey]model.KernelRoute{}
-	for _, r := range host.Routes {
-		haveK[r.Key()] = r
-	}
 	ruleNetwork := map[string]string{}
 	tableNetwork := map[uint32]string{}
 	vrfNetwork := map[string]string{}
@@ -671,36 +697,57 @@ func importedView(cfg *config.Config, network string, res plan.ImportResult, sna
 		}
 		return tableNetwork[k.Table]
 	}
+	haveK := map[model.KernelRouteKey]model.KernelRoute{}
+	for _, r := range host.Routes {
+		haveK[r.Key()] = r
+	}
+	kernelOps := map[model.KernelRouteKey]model.OpKind{}
+	var kernelGone []model.KernelRoute
+	for _, op := range plan.DiffKernel(res.Kernel, host.Routes) {
+		if op.Op == model.OpDelete {
+			kernelGone = append(kernelGone, *op.Route)
+			continue
+		}
+		kernelOps[op.Route.Key()] = op.Op
+	}
+	seenK := map[model.KernelRouteKey]bool{}
 	for _, want := range res.Kernel {
-		row := api.ImportedKernel{KernelRoute: want, State: api.ImportMissing}
-		if cur, ok := haveK[want.Key()]; ok {
-			row.State = api.ImportInstalled
-			if !plan.SameNextHops(cur.NextHops, want.NextHops) {
-				row.State, row.Want = api.ImportDrift, want.NextHops
-				row.KernelRoute.NextHops = cur.NextHops
-				row.Reason = "installed with other next hops"
+		if seenK[want.Key()] {
+			continue
+		}
+		seenK[want.Key()] = true
+		row := api.ImportedKernel{KernelRoute: want, State: api.ImportInstalled}
+		cur := haveK[want.Key()]
+		switch op, changes := kernelOps[want.Key()]; {
+		case changes && op == model.OpAdd:
+			row.State = api.ImportMissing
+			if manualKernel[want.Key()] {
+				row.Reason = waitApply
 			}
-			delete(haveK, want.Key())
-			if row.State == api.ImportInstalled {
-				var whys []string
-				for _, nh := range want.NextHops {
-					if why, ok := grStale[pathKey{want.Rule, want.Prefix, nh.Addr}]; ok && !slices.Contains(whys, why) {
-						whys = append(whys, why)
-					} else if !ok {
-						whys = nil
-						break
-					}
-				}
-				if len(whys) > 0 {
-					row.State, row.Reason = api.ImportStale, strings.Join(whys, "; ")
+		case changes && !plan.SameNextHops(cur.NextHops, want.NextHops):
+			row.State, row.Want = api.ImportDrift, want.NextHops
+			row.KernelRoute.NextHops = cur.NextHops
+			row.Reason = "installed with other next hops"
+		case changes:
+			row.State = api.ImportDrift
+			row.Reason = fmt.Sprintf("installed with protocol %d, want %d", cur.Protocol, want.Protocol)
+		default:
+			var whys []string
+			for _, nh := range want.NextHops {
+				if why, ok := grStale[pathKey{want.Rule, want.Prefix, nh.Addr}]; ok && !slices.Contains(whys, why) {
+					whys = append(whys, why)
+				} else if !ok {
+					whys = nil
+					break
 				}
 			}
-		} else if manualKernel[want.Key()] {
-			row.Reason = waitApply
+			if len(whys) > 0 {
+				row.State, row.Reason = api.ImportStale, strings.Join(whys, "; ")
+			}
 		}
 		out.Kernel = append(out.Kernel, row)
 	}
-	for _, cur := range haveK {
+	for _, cur := range kernelGone {
 		row := api.ImportedKernel{KernelRoute: cur, State: api.ImportStale, Reason: "no longer wanted: deleted on the next pass"}
 		// The kernel keeps no rule name: the held operation's rules,
 		// else the rules whose target is the route's table or VRF.

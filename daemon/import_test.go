@@ -493,3 +493,54 @@ func TestExplainWithoutImportRules(t *testing.T) {
 		t.Fatalf("explain = %+v; want the path, rejected by default deny", e.Learned)
 	}
 }
+
+// TestImportedViewDriftIsThePlansDiff: `routes imported` calls drift what
+// the plan's diff would change (plan.DiffKernel, plan.DiffOVN), not a
+// comparison of its own: a kernel route with the wanted next hops but
+// another protocol is drift (the plan replaces it), as is an OVN row with
+// another output port; a duplicate OVN row of a wanted key is shown as
+// deleted on the next pass.
+func TestImportedViewDriftIsThePlansDiff(t *testing.T) {
+	cfg := &config.Config{Import: []config.ImportRule{{Name: "uplink", Network: "default",
+		Targets: config.ImportTargets{OVN: true, Kernel: config.KernelTarget{Table: 100}}}}}
+	owned, kernel := ownedUplink()
+	p := learnedUplink
+	p.Accepted, p.Rule = true, "uplink"
+	want := owned[0]
+	want.UUID = ""
+	wantK := model.KernelRoute{Table: 100, Prefix: p.Prefix, Protocol: 200, Rule: "uplink", NextHops: kernel[0].NextHops}
+	res := plan.ImportResult{Paths: []model.LearnedPath{p}, OVN: []model.OVNRoute{want}, Kernel: []model.KernelRoute{wantK}}
+	none := func(model.LearnedPath) string { return "" }
+
+	other := kernel[0]
+	other.Protocol = 201
+	v := importedView(cfg, "", res, model.Snapshot{OwnedRoutes: owned}, model.Host{Routes: []model.KernelRoute{other}}, plan.Plan{}, nil, none)
+	if len(plan.DiffKernel(res.Kernel, []model.KernelRoute{other})) != 1 {
+		t.Fatal("the test's premise: DiffKernel replaces a route of another protocol")
+	}
+	if len(v.Kernel) != 1 || v.Kernel[0].State != api.ImportDrift || !strings.Contains(v.Kernel[0].Reason, "protocol 201") {
+		t.Errorf("kernel = %+v, want drift naming protocol 201 (the plan replaces it)", v.Kernel)
+	}
+
+	moved := owned[0]
+	moved.OutputPort = "rtoe-other"
+	dup := owned[0]
+	dup.UUID = "dup-uuid"
+	v = importedView(cfg, "", res, model.Snapshot{OwnedRoutes: []model.OVNRoute{moved, dup}}, model.Host{Routes: kernel}, plan.Plan{}, nil, none)
+	ops := plan.DiffOVN(res.OVN, []model.OVNRoute{moved, dup})
+	var drift, gone int
+	for _, r := range v.OVN {
+		switch r.State {
+		case api.ImportDrift:
+			drift++
+		case api.ImportStale:
+			gone++
+		}
+	}
+	if drift != 1 || gone != 1 || len(ops) != 2 {
+		t.Errorf("OVN = %+v (plan: %+v), want one drift row and one duplicate deleted on the next pass", v.OVN, ops)
+	}
+	if v.Kernel[0].State != api.ImportInstalled {
+		t.Errorf("kernel = %+v, want installed", v.Kernel)
+	}
+}
