@@ -29,11 +29,9 @@ import (
 func (s *Speaker) HoldSessions(bound time.Duration) {
 	s.holdMu.Lock()
 	defer s.holdMu.Unlock()
-	if s.holdTimer != nil {
-		s.holdTimer.Stop()
-	}
+	s.holdTimer.stop()
 	s.held.Store(true)
-	s.holdTimer = time.AfterFunc(bound, func() {
+	s.holdTimer = s.tasks.after(bound, func() {
 		if s.held.Load() {
 			s.log.Warn("bgp sessions held longer than their bound: starting them", zap.Duration("bound", bound))
 		}
@@ -45,10 +43,8 @@ func (s *Speaker) HoldSessions(bound time.Duration) {
 // idempotent, and a no-op without a hold.
 func (s *Speaker) ReleaseSessions() {
 	s.holdMu.Lock()
-	if s.holdTimer != nil {
-		s.holdTimer.Stop()
-		s.holdTimer = nil
-	}
+	s.holdTimer.stop()
+	s.holdTimer = nil
 	was := s.held.Swap(false)
 	s.holdMu.Unlock()
 	if !was {

@@ -98,7 +98,9 @@ func TestSilentConnectionClosed(t *testing.T) {
 // TestHandoffField: the gobgp version in go.mod still has the field the
 // listener hands connections through.
 func TestHandoffField(t *testing.T) {
-	if err := handoffTo(server.NewBgpServer(), make(chan net.Conn)); err != nil {
+	srv := server.NewBgpServer()
+	defer srv.Stop()
+	if err := handoffTo(srv, make(chan net.Conn)); err != nil {
 		t.Fatal(err)
 	}
 }

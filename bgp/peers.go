@@ -260,7 +260,7 @@ func (s *Speaker) deletePeer(ctx context.Context, p config.Peer) error {
 	delete(s.peers, p.Name)
 	s.st.Lock()
 	if ss := s.sessions[p.Address]; ss != nil && ss.reenable != nil {
-		ss.reenable.Stop() // a new peer on this address starts enabled
+		ss.reenable.stop() // a new peer on this address starts enabled
 	}
 	delete(s.byAddr, p.Address)
 	delete(s.learnFrom, p.Address)
@@ -562,7 +562,7 @@ func (s *Speaker) reenableNow(ctx context.Context, p config.Peer) {
 	ss := s.sessions[p.Address]
 	held := ss != nil && ss.reenable != nil
 	if held {
-		ss.reenable.Stop()
+		ss.reenable.stop()
 		ss.reenable = nil
 	}
 	s.st.Unlock()

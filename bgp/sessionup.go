@@ -72,7 +72,7 @@ func (s *Speaker) exportChanged(start time.Time, gone []netip.Prefix) {
 // event time, taken in the handler). since identifies the session: a newer
 // one gets its own repair.
 func (s *Speaker) sessionUp(peer string, addr netip.Addr, ts, since time.Time) {
-	time.AfterFunc(sessionSettle, func() { s.repairSessionStart(peer, addr, ts, since) })
+	s.tasks.after(sessionSettle, func() { s.repairSessionStart(peer, addr, ts, since) })
 }
 
 // repairSessionStart re-sends the peer its table when an operation may

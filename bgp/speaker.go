@@ -32,6 +32,15 @@ const (
 // Speaker is an embedded gobgp speaker driven in ovnbgp's own types. Its
 // methods may be called from any goroutine; mutations (SetPeers, Set, Stop)
 // are serialized.
+//
+// Lock order: mu, then holdMu, then gate.mu, then journal.mu, then st,
+// then tasks.mu. A goroutine holding one may take only those after it;
+// none is held while calling notify. gobgp's event callbacks (onPeerEvent,
+// onPaths, onEndOfRIB) never take mu: what needs mu (switchBFD, the
+// session-start repair, reenablePeer) runs as a task.
+//
+// Every goroutine and timer the Speaker starts is a task (tasks.go):
+// Stop cancels the pending ones and waits for the running ones.
 type Speaker struct {
 	bgp    *server.BgpServer
 	global config.BGP
@@ -78,7 +87,9 @@ type Speaker struct {
 	// at its bound. holdMu guards holdTimer.
 	held      atomic.Bool
 	holdMu    sync.Mutex
-	holdTimer *time.Timer
+	holdTimer *task
+	// tasks owns the goroutines and timers started below (tasks.go).
+	tasks tasks
 
 	// mu serializes SetPeers, Set and Stop and guards the fields below.
 	mu      sync.Mutex
@@ -146,7 +157,7 @@ type session struct {
 	// lastUpdate is when an UPDATE of this session was last taken.
 	lastUpdate time.Time
 	// reenable is pending while the session is held down by maxPrefixes.
-	reenable *time.Timer
+	reenable *task
 	// bfdOn: BFD is on in gobgp for this peer (bfd.go: only while
 	// Established). bfd is its last state read, entered at bfdSince.
 	bfdOn    bool
@@ -232,10 +243,11 @@ func New(ctx context.Context, global config.BGP, log *zap.Logger, notify func())
 	go srv.Serve()
 	if err := s.start(ctx); err != nil {
 		_ = s.shutdown(ctx, false)
+		s.tasks.wait()
 		return nil, err
 	}
-	go s.limitLoop(s.limitStop)
-	go s.bfdLoop(s.bfdStop)
+	s.tasks.goFn(func() { s.limitLoop(s.limitStop) })
+	s.tasks.goFn(func() { s.bfdLoop(s.bfdStop) })
 	log.Info("bgp speaker started", zap.Uint32("asn", global.ASN),
 		zap.Stringer("routerID", global.RouterID), zap.Int("listenPort", listenPort(global.ListenPort)))
 	if err := s.SetPeers(ctx, global.Peers); err != nil {
@@ -327,21 +339,28 @@ func (s *Speaker) learnedChanged() { s.notify() }
 // NOTIFICATION to peers that negotiated graceful restart, so they keep our
 // routes (stale) for the restart time; without it, or to peers without
 // graceful restart, it sends a Cease and they withdraw our routes at once.
-// Stop is idempotent.
+// Stop is idempotent, and returns once every task of the speaker has
+// returned (tasks.go).
 func (s *Speaker) Stop(ctx context.Context, graceful bool) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.stopped {
+		s.mu.Unlock()
+		s.tasks.wait()
 		return nil
 	}
 	err := s.shutdown(ctx, graceful)
+	s.mu.Unlock()
+	// Not under mu: a running task may wait for mu (it then sees stopped).
+	s.tasks.wait()
 	s.log.Info("bgp speaker stopped", zap.Bool("graceful", graceful))
 	return err
 }
 
-// shutdown stops gobgp; the caller holds mu or owns s exclusively.
+// shutdown stops gobgp and closes tasks; the caller holds mu or owns s
+// exclusively, and waits for tasks after releasing mu.
 func (s *Speaker) shutdown(ctx context.Context, graceful bool) error {
 	s.stopped = true
+	s.tasks.close()
 	if s.limitStop != nil {
 		close(s.limitStop)
 	}
@@ -367,18 +386,13 @@ func (s *Speaker) shutdown(ctx context.Context, graceful bool) error {
 	if s.cancelWatch != nil {
 		s.cancelWatch()
 	}
+	// tasks.close cancelled the hold bound and the re-enables.
 	s.holdMu.Lock()
-	if s.holdTimer != nil {
-		s.holdTimer.Stop()
-		s.holdTimer = nil
-	}
+	s.holdTimer = nil
 	s.holdMu.Unlock()
 	s.st.Lock()
 	for _, ss := range s.sessions {
-		if ss.reenable != nil {
-			ss.reenable.Stop()
-			ss.reenable = nil
-		}
+		ss.reenable = nil
 	}
 	s.st.Unlock()
 	return err
@@ -474,7 +488,7 @@ func (s *Speaker) onPeerEvent(ev *apiutil.WatchEventMessage_PeerEvent, ts time.T
 		reason = fmt.Sprintf("the peer sent more prefixes than maxPrefixes allows: session reset (Cease); ovnbgp re-enables it in %s", s.prefixHold)
 		ss.lastError = reason
 		ss.lastErrorAt = ts
-		ss.reenable = time.AfterFunc(s.prefixHold, func() { s.reenablePeer(addr) })
+		ss.reenable = s.tasks.after(s.prefixHold, func() { s.reenablePeer(addr) })
 	}
 	since := ss.since
 	bfdOn := ss.bfdOn
@@ -482,10 +496,10 @@ func (s *Speaker) onPeerEvent(ev *apiutil.WatchEventMessage_PeerEvent, ts time.T
 	s.st.Unlock()
 	if state == model.StateEstablished && !wasUp && name != "" {
 		s.sessionUp(name, addr, ts, since)
-		go s.switchBFD(addr, since, true)
+		s.tasks.goFn(func() { s.switchBFD(addr, since, true) })
 	}
 	if bfdOn && state != model.StateEstablished {
-		go s.switchBFD(addr, since, false)
+		s.tasks.goFn(func() { s.switchBFD(addr, since, false) })
 	}
 	// Every state change may come with Adj-RIB-In changes gobgp makes
 	// without a path event (graceful-restart stale marking, the paths

@@ -25,6 +25,8 @@ type server struct {
 	srv  *http.Server
 	ln   net.Listener
 	path string // unix socket to remove, if any
+	// served is closed when Serve has returned; close waits for it.
+	served chan struct{}
 }
 
 func (s *server) close() {
@@ -33,6 +35,7 @@ func (s *server) close() {
 	if err := s.srv.Shutdown(ctx); err != nil {
 		_ = s.srv.Close() // a stream still running: cut it
 	}
+	<-s.served
 	if s.path != "" {
 		_ = os.Remove(s.path)
 	}
@@ -56,8 +59,9 @@ func (d *Daemon) serve(name string, ln net.Listener, conns int, h http.Handler) 
 		MaxHeaderBytes:    d.lim.maxHeaderBytes,
 		ErrorLog:          zap.NewStdLog(log),
 		ConnContext:       withPeerUID,
-	}}
+	}, served: make(chan struct{})}
 	go func() {
+		defer close(s.served)
 		if err := s.srv.Serve(s.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("server stopped", zap.Error(err))
 		}

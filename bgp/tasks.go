@@ -1,0 +1,104 @@
+package bgp
+
+import (
+	"sync"
+	"time"
+)
+
+// tasks owns the goroutines and timers the Speaker starts itself (BFD
+// switches, the session-start repairs, the prefix-limit re-enables, the
+// sessions' hold bound, the limit and BFD workers). close refuses new
+// ones and cancels the pending timers; wait returns once every one that
+// started has returned. A timer that fires after close runs nothing.
+type tasks struct {
+	mu      sync.Mutex
+	closed  bool
+	pending map[*task]struct{}
+	wg      sync.WaitGroup
+}
+
+// task is one timer of tasks; its zero value (nil) is a task that never
+// runs.
+type task struct {
+	t         *tasks
+	timer     *time.Timer
+	cancelled bool
+}
+
+// goFn runs f on its own goroutine, unless tasks is closed.
+func (t *tasks) goFn(f func()) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return
+	}
+	t.wg.Add(1)
+	go func() {
+		defer t.wg.Done()
+		f()
+	}()
+}
+
+// after runs f on its own goroutine after d, unless the task is stopped
+// or tasks is closed first. It returns nil when tasks is closed.
+func (t *tasks) after(d time.Duration, f func()) *task {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return nil
+	}
+	if t.pending == nil {
+		t.pending = map[*task]struct{}{}
+	}
+	k := &task{t: t}
+	t.wg.Add(1)
+	k.timer = time.AfterFunc(d, func() {
+		defer t.wg.Done()
+		t.mu.Lock()
+		delete(t.pending, k)
+		skip := t.closed || k.cancelled
+		t.mu.Unlock()
+		if !skip {
+			f()
+		}
+	})
+	t.pending[k] = struct{}{}
+	return k
+}
+
+// stop cancels the task: f does not run unless it already started.
+// It is a no-op on nil.
+func (k *task) stop() {
+	if k == nil {
+		return
+	}
+	k.t.mu.Lock()
+	defer k.t.mu.Unlock()
+	k.t.cancel(k)
+}
+
+// cancel stops k's timer; the caller holds t.mu.
+func (t *tasks) cancel(k *task) {
+	if k.cancelled {
+		return
+	}
+	k.cancelled = true
+	delete(t.pending, k)
+	if k.timer.Stop() {
+		t.wg.Done() // its func never runs
+	}
+}
+
+// close refuses new tasks and cancels the pending timers. It does not
+// wait: a task may need a lock close's caller holds.
+func (t *tasks) close() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.closed = true
+	for k := range t.pending {
+		t.cancel(k)
+	}
+}
+
+// wait returns once every task started has returned.
+func (t *tasks) wait() { t.wg.Wait() }
