@@ -268,12 +268,20 @@ func TestRemovedPeerWithdrawnByPlan(t *testing.T) {
 		return ""
 	}
 	both := "[tor 10.128.0.0/23 pending, tor2 10.128.0.0/23 pending]"
-	h.eventually("both peers' advertisements", func() bool { return advertised() == both })
-
+	// Wait for the log entry, not only for Advertised: the entry is
+	// appended after the speaker's Apply returned.
+	var from int
+	h.eventually("both peers' advertisements applied and logged", func() bool {
+		sp := speaker()
+		if sp == nil {
+			return false
+		}
+		sp.mu.Lock()
+		defer sp.mu.Unlock()
+		from = len(sp.log)
+		return from > 0 && strings.HasSuffix(sp.log[from-1], "-> "+both)
+	})
 	sp := speaker()
-	sp.mu.Lock()
-	from := len(sp.log)
-	sp.mu.Unlock()
 	h.writeConfig(cfgText{networks: `"*"`})
 	if r := reloadOf(t, h, http.StatusOK); !r.Applied {
 		t.Fatalf("reload: %+v", r)
