@@ -14,7 +14,6 @@ import (
 	"github.com/osrg/gobgp/v4/pkg/server"
 
 	"github.com/ovnbgp/ovnbgp/config"
-	"github.com/ovnbgp/ovnbgp/model"
 )
 
 // TestSilentConnectionIsNoHostage: a TCP connection from the peer's
@@ -45,9 +44,7 @@ func TestSilentConnectionIsNoHostage(t *testing.T) {
 	node := l.node(false, l.peerOf("tor", 3, port, provASN))
 	// sessionTimeout (30 s) is far below gobgp's 240 s OpenSent hold.
 	waitEstablished(t, node, "tor")
-	if st := peerState(t, prov, "node"); st.State != model.StateEstablished {
-		t.Errorf("provider's view: %+v", st)
-	}
+	waitEstablished(t, prov, "node") // the passive side may still be in OpenConfirm
 	// The silent connection is still open, and was never gobgp's.
 	_ = silent.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
 	if _, err := silent.Read(make([]byte, 1)); err == nil || !isTimeout(err) {
