@@ -156,8 +156,8 @@ const maxPlanRequest = 8 * config.MaxConfigSize
 // importHandlers adds the endpoints of route import to mux.
 func (d *Daemon) importHandlers(mux *http.ServeMux) {
 	mux.HandleFunc("GET "+api.PathPlan, func(w http.ResponseWriter, r *http.Request) {
-		cfg := d.config()
-		d.replyPlan(w, r, cfg, nil)
+		// The running config's plan is the loop's next pass.
+		d.replyPlan(w, r, d.config(), nil, d.nextPass)
 	})
 	mux.HandleFunc("POST "+api.PathPlan, func(w http.ResponseWriter, r *http.Request) {
 		if !requireRoot(w, r, "plan --config") {
@@ -186,7 +186,7 @@ func (d *Daemon) importHandlers(mux *http.ServeMux) {
 		}
 		old := d.config()
 		keepRunning(res.cfg, old) // what a reload keeps from the running config
-		d.replyPlan(w, r, res.cfg, config.SessionResets(old, res.cfg))
+		d.replyPlan(w, r, res.cfg, config.SessionResets(old, res.cfg), d.computePlan)
 	})
 	mux.HandleFunc("POST "+api.PathApply, func(w http.ResponseWriter, r *http.Request) {
 		if !requireRoot(w, r, "apply") {
@@ -280,10 +280,12 @@ func parsePrefixArg(s string) (netip.Prefix, error) {
 	return netip.PrefixFrom(a, a.BitLen()), nil
 }
 
-// replyPlan computes cfg's plan on the loop and answers it. A plan is as
+// replyPlan computes cfg's plan on the loop with compute (nextPass for the
+// running config, computePlan for a preview) and answers it. A plan is as
 // heavy as a route list (a pass over every learned path): it takes one of
 // their slots.
-func (d *Daemon) replyPlan(w http.ResponseWriter, r *http.Request, cfg *config.Config, resets []config.SessionReset) {
+func (d *Daemon) replyPlan(w http.ResponseWriter, r *http.Request, cfg *config.Config, resets []config.SessionReset,
+	compute func(context.Context, *config.Config) (planView, error)) {
 	release, ok := d.heavySlot(w, r)
 	if !ok {
 		return
@@ -291,7 +293,7 @@ func (d *Daemon) replyPlan(w http.ResponseWriter, r *http.Request, cfg *config.C
 	defer release()
 	var v planView
 	var perr error
-	if err := d.onLoop(r.Context(), func(ctx context.Context) { v, perr = d.computePlan(ctx, cfg) }); err != nil {
+	if err := d.onLoop(r.Context(), func(ctx context.Context) { v, perr = compute(ctx, cfg) }); err != nil {
 		replyError(w, http.StatusServiceUnavailable, err)
 		return
 	}
@@ -300,7 +302,13 @@ func (d *Daemon) replyPlan(w http.ResponseWriter, r *http.Request, cfg *config.C
 		return
 	}
 	_, manual := v.plan.Split(cfg)
-	problems := slices.Clone(v.res.Problems)
+	var problems []string
+	switch {
+	case v.res != nil:
+		problems = slices.Clone(v.res.Problems)
+	case v.table != nil:
+		problems = v.table.Problems()
+	}
 	if v.hostErr != nil {
 		problems = append(problems, v.hostErr.Error())
 	}
@@ -323,6 +331,7 @@ var (
 // wait operations on the gateway routers and rows it read. Advertisements
 // are not part of an apply: the loop keeps them current by itself.
 func (d *Daemon) applySaved(ctx context.Context, p plan.Plan) (api.ApplyResult, error) {
+	d.dropPending("a saved plan is applied")
 	cfg := d.config()
 	var out api.ApplyResult
 	switch {

@@ -158,6 +158,9 @@ type Daemon struct {
 	cfgErr     string
 	// imp is route import's state; the loop writes it.
 	imp importState
+	// pending is the loop's next pass, computed ahead by `ovnbgp plan`
+	// (nextPass); only the loop goroutine touches it.
+	pending *pendingPass
 	// drain is the drain state (`ovnbgp drain`), read from stateDir
 	// before the first plan and persisted there before it changes.
 	drain    model.Drain
@@ -567,7 +570,12 @@ func (d *Daemon) reconcile(ctx context.Context) error {
 	if held {
 		defer speaker.ReleaseSessions() // at the latest
 	}
-	v := d.loopPlan(ctx, cfg, speaker, snap)
+	v, ok := d.takePending(cfg, speaker)
+	if ok {
+		snap = v.snap
+	} else {
+		v = d.loopPlan(ctx, cfg, speaker, snap)
+	}
 	desired := v.desired
 	if v.table != nil {
 		d.logAlarms(v.table.Alarms())

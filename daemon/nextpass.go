@@ -1,0 +1,87 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+
+	"go.uber.org/zap"
+
+	"github.com/ovnbgp/ovnbgp/config"
+)
+
+// pendingPass is a pass of the loop computed ahead of it: `ovnbgp plan`
+// computes the loop's next pass and shows it, and the loop's next pass
+// applies it as it is, so that what plan printed is the operation list
+// applied (docs/architecture.md, "Data flow").
+type pendingPass struct {
+	v   planView
+	cfg *config.Config
+	sp  Speaker
+}
+
+// nextPass is the plan the loop applies next; it runs on the loop. It is
+// the pending pass when one waits, else it computes the loop's next pass
+// and leaves it pending. With import rules that pass is full (every learned
+// path decided, the whole kernel read and diffed): a plan asked for shows
+// drift that no event reported, and the loop then repairs exactly that.
+// It fails only when there is nothing to plan from yet.
+func (d *Daemon) nextPass(ctx context.Context, cfg *config.Config) (planView, error) {
+	d.mu.Lock()
+	sp, nb := d.speaker, d.nb
+	d.mu.Unlock()
+	if p := d.pending; p != nil && p.cfg == cfg && p.sp == sp {
+		return p.v, nil
+	}
+	d.dropPending("the config or the speaker changed")
+	if sp == nil || nb == nil {
+		return planView{}, fmt.Errorf("%w: the BGP speaker is not running yet; try again in a few seconds", errNotReady)
+	}
+	snap, ok := nb.Snapshot(cfg.Node.Name)
+	if !ok {
+		return planView{}, fmt.Errorf("%w: OVN Northbound is not synced yet, so nothing is planned; try again once `ovnbgp status` says synced", errNotReady)
+	}
+	if len(cfg.Import) > 0 {
+		d.mu.Lock()
+		d.imp.fullDue = true
+		d.mu.Unlock()
+	}
+	v := d.loopPlan(ctx, cfg, sp, snap)
+	d.pending = &pendingPass{v: v, cfg: cfg, sp: sp}
+	d.poke() // applied by the loop's next pass, at once
+	return v, nil
+}
+
+// takePending hands the pending pass to the loop when it was computed for
+// cfg and sp (and drops it when not); it runs on the loop. What changed
+// after it was computed is the next pass's: the loop is poked.
+func (d *Daemon) takePending(cfg *config.Config, sp Speaker) (planView, bool) {
+	p := d.pending
+	if p == nil {
+		return planView{}, false
+	}
+	if p.cfg != cfg || p.sp != sp {
+		d.dropPending("the config or the speaker changed")
+		return planView{}, false
+	}
+	d.pending = nil
+	d.poke()
+	return p.v, true
+}
+
+// dropPending discards the pending pass unapplied, when what it was
+// computed against changed (an apply, a drain, a reload); it runs on the
+// loop. The changes it took from the speaker and the kernel are in no
+// other pass: the next pass is full.
+func (d *Daemon) dropPending(why string) {
+	if d.pending == nil {
+		return
+	}
+	d.log.Debug("plan: the pending pass is dropped; the next pass is full", zap.String("why", why))
+	if d.pending.v.table != nil {
+		d.mu.Lock()
+		d.imp.fullDue = true
+		d.mu.Unlock()
+	}
+	d.pending = nil
+}
+
