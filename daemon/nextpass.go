@@ -84,4 +84,3 @@ func (d *Daemon) dropPending(why string) {
 	}
 	d.pending = nil
 }
-
