@@ -26,8 +26,10 @@ func newPlanCommand(o *options) *cobra.Command {
 		Use:   "plan [--config NEW] [--out FILE]",
 		Short: "Every OVN and kernel change ovnbgp would make now, or with a new config",
 		Long: `plan shows every change the daemon would make now: OVN static routes, kernel routes and
-VRFs, and advertisements, with counts. Operations of import rules in mode manual wait for
-'ovnbgp apply'; the others the daemon applies by itself. Deletes held back by fail static
+VRFs, and advertisements, with counts. It is the daemon's next pass: the operations of import
+rules in mode manual wait for 'ovnbgp apply'; the others the daemon applies next, exactly as
+printed (with import rules the pass is a full diff, so drift no event reported shows too,
+and is repaired). Deletes held back by fail static
 (until the peer's End-of-RIB or deferralTime) are listed as held.
 
 With --config NEW (root), it shows what the new config file would change instead, and which
