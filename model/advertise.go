@@ -38,3 +38,30 @@ type ServiceVIP struct {
 	// Source names the rows, for explain.
 	Source string `json:"source"`
 }
+
+// SnapshotDelta says what differs between two snapshots of one node, for
+// whoever updates per item instead of recomputing everything (the NB
+// client hands it over with the newer snapshot). Addresses name every
+// entry of that address, of any network or Service: an entry added,
+// changed or removed.
+type SnapshotDelta struct {
+	// All: the snapshots may differ anywhere (the first snapshot, a new
+	// NB session, a full re-read, a node the caller did not read before):
+	// recompute everything.
+	All bool
+	// Context: something else than the egress IPs, the Service VIPs and
+	// the owned routes changed (networks, routers, protected prefixes,
+	// node addresses): what depends on them is recomputed.
+	Context bool
+	// EgressIPs are the addresses whose egress IP entries changed.
+	EgressIPs []netip.Addr
+	// ServiceVIPs are the addresses whose Service VIP entries changed.
+	ServiceVIPs []netip.Addr
+	// OwnedRoutes: the owned static routes changed.
+	OwnedRoutes bool
+}
+
+// Empty reports whether nothing changed.
+func (d SnapshotDelta) Empty() bool {
+	return !d.All && !d.Context && !d.OwnedRoutes && len(d.EgressIPs) == 0 && len(d.ServiceVIPs) == 0
+}
