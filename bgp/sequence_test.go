@@ -97,5 +97,13 @@ func TestStateSequence(t *testing.T) {
 		if !slices.Equal(adv, wantAdv) {
 			t.Fatalf("step %d: state %q: Advertised() = %v, want %v", step, st.name, adv, wantAdv)
 		}
+		// The executor keeps what lets the next lowering look at the
+		// change only (TestLowerExactEqualsWhole).
+		node.mu.Lock()
+		exact, why := node.adv.exact, exactHolds(node.adv.view())
+		node.mu.Unlock()
+		if !exact || why != "" {
+			t.Fatalf("step %d: state %q: exact %v, %s", step, st.name, exact, why)
+		}
 	}
 }
