@@ -194,6 +194,60 @@ func (s *Speaker) Advertised() []model.Advertisement {
 	return out
 }
 
+// AdvertisedOf returns what Advertised lists of the given keys, in the
+// order given (a key not in effect is left out), at a cost of the keys,
+// not of the table: the daemon reads the keys a change touched.
+func (s *Speaker) AdvertisedOf(keys []model.Key) []model.Advertisement {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := &s.adv
+	out := make([]model.Advertisement, 0, len(keys))
+	var gids []groupID // sorted once, for left-overs
+	for _, k := range keys {
+		p, ok := a.inEffectOf(k, &gids)
+		if !ok {
+			continue
+		}
+		adv := *p
+		adv.State, adv.Reason = s.sendState(k)
+		if f, ok := a.failed[k]; ok {
+			adv.Problem = "the last change was not applied (" + f.err + "); these are the last good attributes"
+		}
+		out = append(out, adv)
+	}
+	return out
+}
+
+// inEffectOf is k's entry of sortedInEffect, if any; gids caches the
+// groups in name order. The caller holds mu.
+func (a *advState) inEffectOf(k model.Key, gids *[]groupID) (*model.Advertisement, bool) {
+	if _, in := a.rib[k.Prefix]; !in || a.unsynced[k] {
+		return nil, false
+	}
+	if gid, ok := a.member[k]; ok {
+		if g := a.groups[gid]; g != nil {
+			if _, in := g.prefixes[k.Prefix]; in {
+				return a.advs[k], true
+			}
+		}
+	}
+	if *gids == nil {
+		*gids = sortedGroups(a.groups)
+	}
+	for _, gid := range *gids {
+		if gid.peer != k.Peer {
+			continue
+		}
+		if g := a.groups[gid]; g != nil {
+			if _, in := g.prefixes[k.Prefix]; in {
+				// Left over from a failed removal: gobgp still sends it.
+				return &model.Advertisement{Peer: gid.peer, Prefix: k.Prefix, Attrs: g.attrs}, true
+			}
+		}
+	}
+	return nil, false
+}
+
 // sortedInEffect lists the advertisements in effect, sorted by peer and
 // prefix (Advertised adds the send state); the caller holds mu.
 func (a *advState) sortedInEffect() []*model.Advertisement {

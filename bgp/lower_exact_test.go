@@ -168,3 +168,41 @@ func TestLowerExactEqualsWhole(t *testing.T) {
 		}
 	}
 }
+
+// TestInEffectOfIsSortedInEffect: key by key, inEffectOf finds what
+// sortedInEffect lists, left-overs of failed removals and unsynced keys
+// included.
+func TestInEffectOfIsSortedInEffect(t *testing.T) {
+	a := newAdvState()
+	g0 := groupID{peer: "tor", family: config.IPv4, attrs: normalize(model.PathAttrs{}).key()}
+	g1 := groupID{peer: "tor", family: config.IPv4, attrs: normalize(model.PathAttrs{MED: 5}).key()}
+	p1, p2, p3, p4 := lpfx("10.0.1.0/24"), lpfx("10.0.2.0/24"), lpfx("10.0.3.0/24"), lpfx("10.0.4.0/24")
+	a.groups[g0] = &group{name: groupName(g0), prefixes: map[netip.Prefix]struct{}{p1: {}, p2: {}, p3: {}}}
+	a.groups[g1] = &group{name: groupName(g1), attrs: model.PathAttrs{MED: 5}, prefixes: map[netip.Prefix]struct{}{p1: {}, p4: {}}}
+	for _, p := range []netip.Prefix{p1, p2, p3, p4} {
+		a.rib[p] = struct{}{}
+	}
+	for _, p := range []netip.Prefix{p1, p3} {
+		k := model.Key{Peer: "tor", Prefix: p}
+		a.setMember(k, g0)
+		a.advs[k] = &model.Advertisement{Peer: "tor", Prefix: p, Rule: "r"}
+	}
+	a.unsynced[model.Key{Peer: "tor", Prefix: p3}] = true
+	var want []string
+	for _, adv := range a.sortedInEffect() {
+		want = append(want, fmt.Sprint(*adv))
+	}
+	var got []string
+	var gids []groupID
+	for _, p := range []netip.Prefix{p1, p2, p3, p4} {
+		if adv, ok := a.inEffectOf(model.Key{Peer: "tor", Prefix: p}, &gids); ok {
+			got = append(got, fmt.Sprint(*adv))
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("inEffectOf:\n%q\nsortedInEffect:\n%q", got, want)
+	}
+	if len(want) != 3 {
+		t.Errorf("sortedInEffect lists %d, want 3 (p1 as a member, p2 and p4 left over; p3 unsynced)", len(want))
+	}
+}
