@@ -156,11 +156,9 @@ type Daemon struct {
 	lastRun    time.Time
 	lastErr    string
 	cfgErr     string
-	// imp is route import's state; the loop writes it.
-	imp importState
-	// pending is the loop's next pass, computed ahead by `ovnbgp plan`
-	// (nextPass); only the loop goroutine touches it.
-	pending *pendingPass
+	// pl computes the loop's passes and keeps what they need between
+	// them (planner.go); the loop writes it, readers hold mu.
+	pl *planner
 	// drain is the drain state (`ovnbgp drain`), read from stateDir
 	// before the first plan and persisted there before it changes.
 	drain    model.Drain
@@ -190,7 +188,7 @@ func Run(ctx context.Context, opts Options) error {
 }
 
 func newDaemon(opts Options, deps Deps, lim limits, logs *logging, cfg *config.Config) *Daemon {
-	return &Daemon{
+	d := &Daemon{
 		opts:        opts,
 		deps:        deps,
 		lim:         lim,
@@ -208,6 +206,9 @@ func newDaemon(opts Options, deps Deps, lim limits, logs *logging, cfg *config.C
 		stateDir:    cfg.StateDir,
 		loopMetrics: newLoopMetrics(),
 	}
+	d.pl = &planner{log: d.log, lim: lim, mu: &d.mu, poke: d.poke, drain: d.drainState, running: d.config,
+		openHost: deps.OpenHost}
+	return d
 }
 
 // parseConfig parses the config file in its own goroutine: a file that
@@ -347,7 +348,7 @@ func (d *Daemon) run(ctx context.Context) error {
 	nb = d.nb
 	d.mu.Unlock()
 	nb.Close()
-	d.closeHost() // imported routes stay: fail static
+	d.pl.closeHost() // imported routes stay: fail static
 	// With graceful restart, stopping sends no NOTIFICATION: peers keep
 	// our routes (stale) until we are back, as a restart should.
 	d.stopSpeaker(d.config().BGP.GracefulRestart.Enabled, api.PhaseStopping)
@@ -430,7 +431,7 @@ func (d *Daemon) loop(ctx context.Context, hup <-chan os.Signal) error {
 	defer syncT.Stop()
 	var syncAt time.Time
 	armSync := func() {
-		next := d.imp.syncWake
+		next := d.pl.imp.syncWake
 		if next.Equal(syncAt) {
 			return
 		}
@@ -570,11 +571,11 @@ func (d *Daemon) reconcile(ctx context.Context) error {
 	if held {
 		defer speaker.ReleaseSessions() // at the latest
 	}
-	v, ok := d.takePending(cfg, speaker)
+	v, ok := d.pl.takePending(cfg, speaker)
 	if ok {
 		snap = v.snap
 	} else {
-		v = d.loopPlan(ctx, cfg, speaker, snap)
+		v = d.pl.loopPlan(ctx, cfg, speaker, snap)
 	}
 	desired := v.desired
 	if v.table != nil {
@@ -585,7 +586,7 @@ func (d *Daemon) reconcile(ctx context.Context) error {
 		// What failed is not retried by an incremental pass, which
 		// diffs only what changes: the next pass is full.
 		d.mu.Lock()
-		d.imp.fullDue = true
+		d.pl.imp.fullDue = true
 		d.mu.Unlock()
 	}
 
@@ -731,7 +732,7 @@ func (d *Daemon) applyConfig(ctx context.Context, r parsed) (api.ReloadResult, e
 			restart = append(restart, r.Peer)
 		}
 		restart = append(restart, res.Added...)
-		d.resetSync(d.currentSpeaker(), next, restart...)
+		d.pl.resetSync(d.currentSpeaker(), next, restart...)
 		if !d.setPeers(ctx, d.currentSpeaker(), next) {
 			res.Warnings = append(res.Warnings, "some peer changes were not applied (the log says why); ovnbgp retries them with backoff")
 		}
@@ -885,7 +886,7 @@ func (d *Daemon) addPeers(ctx context.Context, why string, hold bool) bool {
 	d.peersUp = true
 	d.mu.Unlock()
 	d.log.Info("starting bgp sessions", zap.String("reason", why), zap.Int("peers", len(cfg.BGP.Peers)))
-	d.syncSpeaker(sp, cfg) // the deferral starts with the sessions
+	d.pl.syncSpeaker(sp, cfg) // the deferral starts with the sessions
 	if hold {
 		sp.HoldSessions(holdBound)
 	}
