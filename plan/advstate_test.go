@@ -258,22 +258,32 @@ func sameAdv(a, b model.Advertisement) bool {
 }
 
 // TestAdvertStateUnsortedSnapshot: a snapshot out of model.Snapshot's
-// order (advSnapshot's VIPs are) is still right: every Update is then a
-// full pass.
+// order (advSnapshot's VIPs are: networks and addresses mixed) is still
+// right: every Update is then a full pass. Each VIP address in turn gets
+// a new source, then loses its endpoints.
 func TestAdvertStateUnsortedSnapshot(t *testing.T) {
 	cfg := randConfig(false)
-	snap := advSnapshot()
-	st := NewAdvertState(cfg, snap)
-	if st.unsorted == "" {
-		t.Fatal("advSnapshot's VIPs are not sorted, and the state did not notice")
-	}
-	prev := checkAdvertState(t, cfg, snap, st, nil, nil, "start")
-	snap.ServiceVIPs = slices.Clone(snap.ServiceVIPs)
-	snap.ServiceVIPs[2].Backends = nil // 192.0.2.51 loses its endpoints
-	touched := st.Update(snap, model.SnapshotDelta{ServiceVIPs: addrs("192.0.2.51")})
-	checkAdvertState(t, cfg, snap, st, prev, touched, "192.0.2.51 without endpoints")
-	if len(touched) == 0 {
-		t.Error("no key touched")
+	for _, v := range advSnapshot().ServiceVIPs {
+		snap := advSnapshot()
+		st := NewAdvertState(cfg, snap)
+		if st.unsorted == "" {
+			t.Fatal("advSnapshot's VIPs are not sorted, and the state did not notice")
+		}
+		prev := checkAdvertState(t, cfg, snap, st, nil, nil, "start")
+		for i := range snap.ServiceVIPs {
+			if snap.ServiceVIPs[i].VIP == v.VIP {
+				snap.ServiceVIPs[i].Source += " (changed)"
+			}
+		}
+		touched := st.Update(snap, model.SnapshotDelta{ServiceVIPs: []netip.Addr{v.VIP}})
+		prev = checkAdvertState(t, cfg, snap, st, prev, touched, v.VIP.String()+" with a new source")
+		for i := range snap.ServiceVIPs {
+			if snap.ServiceVIPs[i].VIP == v.VIP {
+				snap.ServiceVIPs[i].Backends = nil
+			}
+		}
+		touched = st.Update(snap, model.SnapshotDelta{ServiceVIPs: []netip.Addr{v.VIP}})
+		checkAdvertState(t, cfg, snap, st, prev, touched, v.VIP.String()+" without endpoints")
 	}
 }
 
