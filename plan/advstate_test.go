@@ -157,6 +157,9 @@ func TestAdvertStateEqualsFull(t *testing.T) {
 				r := rand.New(rand.NewPCG(seed, 1))
 				base := advSnapshot()
 				base.EgressIPs, base.ServiceVIPs = nil, nil
+				// A pod subnet that is a VIP's host prefix too: the
+				// podNetwork rule, first, wins it.
+				base.Networks[1].Subnets = append(base.Networks[1].Subnets, model.Subnet{Prefix: pfx("192.0.2.56/32"), Source: "blue /32"})
 				w := &advWorld{base: base, vips: map[string]model.ServiceVIP{}, eips: map[string]model.EgressIP{}}
 				for range 15 {
 					w.change(r)
@@ -320,15 +323,29 @@ func advAtScale() (*config.Config, model.Snapshot) {
 
 // BenchmarkAdvertStateUpdate: one Service VIP among 10,000 changes (its
 // local endpoints go, then come back: withdrawn, then announced again),
-// on BenchmarkAdvertisementsAtScale's fixture; capped: tor-a with
+// on BenchmarkAdvertisementsAtScale's fixture. capped: tor-a with
 // maxAdvertised 1,000, so ~10,000 of its prefixes are held back and each
-// change touches all of them (the count in their Reason).
+// change touches all of them (the count in their Reason). aggregate: the
+// VIP rule has aggregateLength 24, so each change is a full pass; full is
+// CappedAdvertisements on the same config, for comparison.
 func BenchmarkAdvertStateUpdate(b *testing.B) {
-	for _, capped := range []bool{false, true} {
-		b.Run(fmt.Sprintf("capped=%v", capped), func(b *testing.B) {
+	for _, tc := range []struct {
+		name      string
+		capped    bool
+		aggregate bool
+		full      bool
+	}{
+		{name: "plain"}, {name: "plain/full", full: true},
+		{name: "capped", capped: true}, {name: "capped/full", capped: true, full: true},
+		{name: "aggregate", aggregate: true}, {name: "aggregate/full", aggregate: true, full: true},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
 			cfg, snap := advAtScale()
-			if capped {
+			if tc.capped {
 				cfg.BGP.Peers[0].MaxAdvertised = 1000
+			}
+			if tc.aggregate {
+				cfg.Advertise[0].AggregateLength = 24
 			}
 			st := NewAdvertState(cfg, snap)
 			const i = 5000
@@ -342,10 +359,19 @@ func BenchmarkAdvertStateUpdate(b *testing.B) {
 				} else {
 					v.Backends = remote
 				}
-				n = len(st.Update(snap, d))
+				if tc.full {
+					sent, held := CappedAdvertisements(cfg, snap)
+					n = len(sent) + len(held)
+				} else {
+					n = len(st.Update(snap, d))
+				}
 			}
-			b.ReportMetric(float64(n), "touched")
-			b.ReportMetric(float64(len(st.Sent())+len(st.Held())), "advertisements")
+			if tc.full {
+				b.ReportMetric(float64(n), "advertisements")
+			} else {
+				b.ReportMetric(float64(n), "touched")
+				b.ReportMetric(float64(len(st.Sent())+len(st.Held())), "advertisements")
+			}
 		})
 	}
 }
