@@ -1,7 +1,8 @@
 // Package plan decides what ovnbgp wants: from the config and the
 // snapshots of OVN NB, the BGP speaker and the kernel, the advertisements
 // for each peer (Advertisements, DiffAdvertisements, the export cap, the
-// drain) and the import of learned paths (Protected, ImportTable, Build,
+// drain; AdvertState keeps them up to date per changed egress IP and
+// VIP) and the import of learned paths (Protected, ImportTable, Build,
 // Split, Explain). It is pure: no I/O and no gobgp, libovsdb or netlink
 // types, so every rule is table-tested.
 //

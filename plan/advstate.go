@@ -1,0 +1,647 @@
+package plan
+
+import (
+	"cmp"
+	"fmt"
+	"net/netip"
+	"slices"
+	"sort"
+
+	"github.com/google/btree"
+
+	"github.com/ovnbgp/ovnbgp/config"
+	"github.com/ovnbgp/ovnbgp/model"
+)
+
+// AdvertState is what CappedAdvertisements returns for one config, kept up
+// to date item by item: Update, given what changed (model.SnapshotDelta),
+// recomputes only the egress IPs and Service VIPs of the changed
+// addresses, and the export caps per peer, in O(changed addresses × log n)
+// (docs/architecture.md, "AdvertState").
+//
+// Per address it keeps, for each (peer, prefix), the candidate of every
+// rule that selects it, in rule order: the first is the one selected (the
+// first rule wins, as in CappedAdvertisements), so when the first rule
+// stops selecting it the next one's candidate is there. A peer with an
+// export cap keeps what it is sent and what is held back in two ordered
+// sets (subnets and aggregates, then single addresses, each in prefix
+// order): one prefix in or out moves at most one across the cap.
+//
+// Update falls back to recomputing everything (the same code, from an
+// empty state) when the delta says All or Context (networks, routers,
+// node addresses and protected prefixes feed every VIP's selection and
+// every aggregate), when a changed address is of a family that some
+// egressIP or loadBalancerIP rule aggregates (aggregateLength,
+// aggregateLengthV6: an aggregate depends on every member and on what the
+// aggregate would cover, and that check counts every egress IP and VIP of
+// the snapshot as the node's own), and, on every call, when the last full
+// pass found the snapshot's egress IPs or Service VIPs out of the order
+// model.Snapshot documents (network, the default first, then address):
+// Update finds an address's entries by binary search in that order.
+//
+// An AdvertState is for one config: a new config needs a new one. It is
+// not safe for concurrent use. The advertisements it returns share their
+// slices (attributes, members) with it: read-only.
+type AdvertState struct {
+	cfg   *config.Config
+	rules []advRule
+	// aggregates: some egressIP or loadBalancerIP rule aggregates the
+	// family (index 0: IPv4, 1: IPv6).
+	aggregates [2]bool
+	// unsorted says why Update recomputes everything ("" if it does not).
+	unsorted string
+
+	// cands holds, for each (peer, prefix) some rule selects, the
+	// candidates in rule order; cands[k][0] is what is selected.
+	cands map[model.Key][]advCandidate
+	// order is every key of cands, by peer, then prefix.
+	order *btree.BTreeG[model.Key]
+	// caps are the peers with maxAdvertised, by name.
+	caps  map[string]*exportCap
+	local *localAddrs
+
+	buf []model.ServiceVIP // scratch: one address's VIP entries
+	eb  []model.EgressIP   // scratch: one address's egress IP entries
+}
+
+// advRule is one advertise rule with its peers, by family.
+type advRule struct {
+	index int
+	rule  *config.AdvertiseRule
+	peers [2][]config.Peer // speaking IPv4, IPv6
+}
+
+type advCandidate struct {
+	rule int
+	adv  model.Advertisement
+}
+
+// NewAdvertState is the advertisements of cfg for snap.
+func NewAdvertState(cfg *config.Config, snap model.Snapshot) *AdvertState {
+	s := &AdvertState{cfg: cfg}
+	for i := range cfg.Advertise {
+		r := advRule{index: i, rule: &cfg.Advertise[i]}
+		for _, p := range selectPeers(cfg.BGP.Peers, r.rule.Peers) {
+			for f, fam := range []config.Family{config.IPv4, config.IPv6} {
+				if slices.Contains(p.Families, fam) {
+					r.peers[f] = append(r.peers[f], p)
+				}
+			}
+		}
+		s.rules = append(s.rules, r)
+		for f := range 2 {
+			s.aggregates[f] = s.aggregates[f] || ruleAggregates(r.rule, f)
+		}
+	}
+	s.rebuild(snap)
+	return s
+}
+
+// family is 0 for IPv4, 1 for IPv6.
+func family(a netip.Addr) int {
+	if a.Is4() {
+		return 0
+	}
+	return 1
+}
+
+// ruleAggregates says whether an egressIP or loadBalancerIP rule sends
+// addresses of family f as covering prefixes (aggregator.add).
+func ruleAggregates(r *config.AdvertiseRule, f int) bool {
+	if r.Kind != config.KindEgressIP && r.Kind != config.KindLoadBalancerIP {
+		return false
+	}
+	if f == 0 {
+		return r.AggregateLength > 0 && r.AggregateLength < 32
+	}
+	return r.AggregateLengthV6 > 0 && r.AggregateLengthV6 < 128
+}
+
+// Update brings the state to snap, which differs from the last snapshot
+// as d says, and returns the keys whose sent or held advertisement
+// changed (added, removed, changed, moved across an export cap), sorted by
+// peer, then prefix.
+//
+// While a capped peer holds prefixes back, a change of how many it has
+// selected changes the Reason of each one held ("N selected"): those keys
+// are returned too, O(held) for that peer.
+func (s *AdvertState) Update(snap model.Snapshot, d model.SnapshotDelta) []model.Key {
+	if len(d.EgressIPs) == 0 && len(d.ServiceVIPs) == 0 && !d.All && !d.Context {
+		return nil // the owned routes are not advertised
+	}
+	full := d.All || d.Context || s.unsorted != ""
+	for _, a := range slices.Concat(d.EgressIPs, d.ServiceVIPs) {
+		full = full || s.aggregates[family(a)]
+	}
+	if full {
+		return s.full(snap)
+	}
+	t := &touched{keys: map[model.Key]struct{}{}, peers: map[string]int{}}
+	for i, a := range d.EgressIPs {
+		if !slices.Contains(d.EgressIPs[:i], a) {
+			es := addrEntries(snap.EgressIPs, func(e *model.EgressIP) (string, netip.Addr) { return e.Network, e.IP }, a, &s.eb)
+			s.setEgressIP(a, es, t)
+		}
+	}
+	for i, a := range d.ServiceVIPs {
+		if !slices.Contains(d.ServiceVIPs[:i], a) {
+			vs := addrEntries(snap.ServiceVIPs, func(v *model.ServiceVIP) (string, netip.Addr) { return v.Network, v.VIP }, a, &s.buf)
+			s.setServiceVIP(snap, a, vs, t)
+		}
+	}
+	for peer, before := range t.peers {
+		// The count in the Reason of every prefix held back changed.
+		if c := s.caps[peer]; c != nil && c.len() != before {
+			c.held.Ascend(func(p netip.Prefix) bool {
+				t.keys[model.Key{Peer: peer, Prefix: p}] = struct{}{}
+				return true
+			})
+		}
+	}
+	return t.sorted()
+}
+
+// full recomputes everything and returns the keys that differ.
+func (s *AdvertState) full(snap model.Snapshot) []model.Key {
+	type view struct {
+		adv  model.Advertisement
+		held bool
+	}
+	old := make(map[model.Key]view, len(s.cands))
+	for _, a := range s.Sent() {
+		old[a.Key()] = view{adv: a}
+	}
+	for _, a := range s.Held() {
+		old[a.Key()] = view{adv: a, held: true}
+	}
+	s.rebuild(snap)
+	t := &touched{keys: map[model.Key]struct{}{}}
+	check := func(a model.Advertisement, held bool) {
+		k := a.Key()
+		if o, ok := old[k]; !ok || o.held != held || !advEqual(o.adv, a) {
+			t.keys[k] = struct{}{}
+		}
+		delete(old, k)
+	}
+	for _, a := range s.Sent() {
+		check(a, false)
+	}
+	for _, a := range s.Held() {
+		check(a, true)
+	}
+	for k := range old {
+		t.keys[k] = struct{}{}
+	}
+	return t.sorted()
+}
+
+// rebuild computes everything from an empty state, with the code Update
+// uses per address.
+func (s *AdvertState) rebuild(snap model.Snapshot) {
+	s.cands = make(map[model.Key][]advCandidate, len(s.cands))
+	s.order = btree.NewG(32, keyLess)
+	s.caps = map[string]*exportCap{}
+	for _, p := range s.cfg.BGP.Peers {
+		if p.MaxAdvertised > 0 {
+			s.caps[p.Name] = newExportCap(p.MaxAdvertised)
+		}
+	}
+	s.local = newLocalAddrs(snap)
+	s.unsorted = ""
+	if !sortedByNetworkAddr(snap.EgressIPs, func(e *model.EgressIP) (string, netip.Addr) { return e.Network, e.IP }) {
+		s.unsorted = "the egress IPs are not sorted by network and address"
+	}
+	if !sortedByNetworkAddr(snap.ServiceVIPs, func(v *model.ServiceVIP) (string, netip.Addr) { return v.Network, v.VIP }) {
+		s.unsorted = "the Service VIPs are not sorted by network and address"
+	}
+
+	// Pod subnets and aggregates, rule by rule, as selectAdvertisements
+	// does: within a rule, the first item of a prefix wins.
+	var foreign *aggregateConflicts
+	for _, r := range s.rules {
+		rule := r.rule
+		if foreign == nil && (rule.AggregateLength > 0 || rule.AggregateLengthV6 > 0) {
+			foreign = newAggregateConflicts(s.cfg, snap)
+		}
+		emit := func(prefix netip.Prefix, network, source string, members []netip.Prefix) {
+			for _, p := range r.peers[family(prefix.Addr())] {
+				s.addFirst(model.Key{Peer: p.Name, Prefix: prefix}, r.index, model.Advertisement{Peer: p.Name, Prefix: prefix,
+					Attrs: attrs(*rule), Rule: rule.Name, Network: network, Source: source, Members: members})
+			}
+		}
+		switch {
+		case rule.Kind == config.KindPodNetwork:
+			for _, nw := range snap.Networks {
+				if MatchAny(rule.Networks, nw.Name) {
+					for _, sn := range nw.Subnets {
+						emit(sn.Prefix.Masked(), nw.Name, sn.Source, nil)
+					}
+				}
+			}
+		case rule.Kind == config.KindEgressIP && (ruleAggregates(rule, 0) || ruleAggregates(rule, 1)):
+			agg := newAggregator(rule, 0, foreign)
+			for _, e := range snap.EgressIPs {
+				if ruleAggregates(rule, family(e.IP)) && egressIPSkip(rule, e) == "" {
+					agg.add(e.IP, e.Network, e.Source)
+				}
+			}
+			agg.each(emit)
+		case rule.Kind == config.KindLoadBalancerIP && (ruleAggregates(rule, 0) || ruleAggregates(rule, 1)):
+			agg := newAggregator(rule, 0, foreign)
+			for _, v := range snap.ServiceVIPs {
+				if ruleAggregates(rule, family(v.VIP)) && !serviceVIPSkip(s.cfg, snap, rule, v, s.local).skipped() {
+					agg.add(v.VIP, v.Network, v.Source)
+				}
+			}
+			agg.each(emit)
+		}
+	}
+
+	// Every address not aggregated, as Update does it.
+	byAddr := func(n int, addr func(i int) netip.Addr, each func(a netip.Addr, idx []int)) {
+		first := make(map[netip.Addr]int, n)
+		next := make([]int, n) // the next entry of the same address, or -1
+		last := make(map[netip.Addr]int, n)
+		for i := range n {
+			a := addr(i)
+			next[i] = -1
+			if j, ok := last[a]; ok {
+				next[j] = i
+			} else {
+				first[a] = i
+			}
+			last[a] = i
+		}
+		var idx []int
+		for i := range n {
+			a := addr(i)
+			if first[a] != i {
+				continue
+			}
+			idx = idx[:0]
+			for j := i; j >= 0; j = next[j] {
+				idx = append(idx, j)
+			}
+			each(a, idx)
+		}
+	}
+	byAddr(len(snap.EgressIPs), func(i int) netip.Addr { return snap.EgressIPs[i].IP }, func(a netip.Addr, idx []int) {
+		es := s.eb[:0]
+		for _, i := range idx {
+			es = append(es, snap.EgressIPs[i])
+		}
+		s.eb = es
+		s.setEgressIP(a, es, nil)
+	})
+	byAddr(len(snap.ServiceVIPs), func(i int) netip.Addr { return snap.ServiceVIPs[i].VIP }, func(a netip.Addr, idx []int) {
+		vs := s.buf[:0]
+		for _, i := range idx {
+			vs = append(vs, snap.ServiceVIPs[i])
+		}
+		s.buf = vs
+		s.setServiceVIP(snap, a, vs, nil)
+	})
+}
+
+// setEgressIP sets what every egressIP rule that does not aggregate a's
+// family selects for a, whose entries (every network's, in snapshot
+// order) are es: the first entry the rule selects, or nothing.
+func (s *AdvertState) setEgressIP(a netip.Addr, es []model.EgressIP, t *touched) {
+	f := family(a)
+	host := hostPrefix(a)
+	for _, r := range s.rules {
+		if r.rule.Kind != config.KindEgressIP || ruleAggregates(r.rule, f) || len(r.peers[f]) == 0 {
+			continue
+		}
+		i := slices.IndexFunc(es, func(e model.EgressIP) bool { return egressIPSkip(r.rule, e) == "" })
+		for _, p := range r.peers[f] {
+			k := model.Key{Peer: p.Name, Prefix: host}
+			if i < 0 {
+				s.set(k, r.index, nil, t)
+				continue
+			}
+			s.set(k, r.index, &model.Advertisement{Peer: p.Name, Prefix: host, Attrs: attrs(*r.rule), Rule: r.rule.Name,
+				Network: es[i].Network, Source: es[i].Source}, t)
+		}
+	}
+}
+
+// setServiceVIP is setEgressIP for the loadBalancerIP rules and the
+// entries vs of VIP address a (every network's and Service's, in snapshot
+// order).
+func (s *AdvertState) setServiceVIP(snap model.Snapshot, a netip.Addr, vs []model.ServiceVIP, t *touched) {
+	f := family(a)
+	host := hostPrefix(a)
+	for _, r := range s.rules {
+		if r.rule.Kind != config.KindLoadBalancerIP || ruleAggregates(r.rule, f) || len(r.peers[f]) == 0 {
+			continue
+		}
+		i := slices.IndexFunc(vs, func(v model.ServiceVIP) bool { return !serviceVIPSkip(s.cfg, snap, r.rule, v, s.local).skipped() })
+		for _, p := range r.peers[f] {
+			k := model.Key{Peer: p.Name, Prefix: host}
+			if i < 0 {
+				s.set(k, r.index, nil, t)
+				continue
+			}
+			s.set(k, r.index, &model.Advertisement{Peer: p.Name, Prefix: host, Attrs: attrs(*r.rule), Rule: r.rule.Name,
+				Network: vs[i].Network, Source: vs[i].Source}, t)
+		}
+	}
+}
+
+// addFirst adds rule's candidate for k unless the rule has one already
+// (the first item of a prefix wins within a rule).
+func (s *AdvertState) addFirst(k model.Key, rule int, adv model.Advertisement) {
+	if !slices.ContainsFunc(s.cands[k], func(c advCandidate) bool { return c.rule == rule }) {
+		s.set(k, rule, &adv, nil)
+	}
+}
+
+// set makes adv rule's candidate for k (nil: the rule does not select
+// k), then what is selected for k follow, recording in t (if not nil)
+// the keys whose sent or held advertisement changed.
+func (s *AdvertState) set(k model.Key, rule int, adv *model.Advertisement, t *touched) {
+	list := s.cands[k]
+	var was *model.Advertisement
+	if len(list) > 0 {
+		w := list[0].adv
+		was = &w
+	}
+	i, found := slices.BinarySearchFunc(list, rule, func(c advCandidate, r int) int { return cmp.Compare(c.rule, r) })
+	switch {
+	case adv == nil && !found:
+		return
+	case adv == nil:
+		list = slices.Delete(list, i, i+1)
+	case found:
+		list[i].adv = *adv
+	default:
+		list = slices.Insert(list, i, advCandidate{rule: rule, adv: *adv})
+	}
+	if len(list) == 0 {
+		delete(s.cands, k)
+	} else {
+		s.cands[k] = list
+	}
+	c := s.caps[k.Peer]
+	switch {
+	case was == nil && len(list) > 0: // selected now
+		s.order.ReplaceOrInsert(k)
+		if c != nil {
+			t.count(k.Peer, c.len())
+			if moved, ok := c.insert(k.Prefix); ok {
+				t.add(model.Key{Peer: k.Peer, Prefix: moved})
+			}
+		}
+	case was != nil && len(list) == 0: // no longer selected
+		s.order.Delete(k)
+		if c != nil {
+			t.count(k.Peer, c.len())
+			if moved, ok := c.remove(k.Prefix); ok {
+				t.add(model.Key{Peer: k.Peer, Prefix: moved})
+			}
+		}
+	case was != nil && advEqual(*was, list[0].adv):
+		return
+	}
+	t.add(k)
+}
+
+// Lookup is what is selected for k: sent (to make) or held back by the
+// peer's export cap, as Sent and Held have it; neither when nothing is.
+func (s *AdvertState) Lookup(k model.Key) (adv model.Advertisement, sent bool, held bool) {
+	list := s.cands[k]
+	if len(list) == 0 {
+		return model.Advertisement{}, false, false
+	}
+	adv = list[0].adv
+	if c := s.caps[k.Peer]; c != nil && c.held.Has(k.Prefix) {
+		c.hold(&adv, k.Peer)
+		return adv, false, true
+	}
+	return adv, true, false
+}
+
+// Sent is CappedAdvertisements' sent: sorted by peer, then prefix.
+func (s *AdvertState) Sent() []model.Advertisement {
+	out := make([]model.Advertisement, 0, s.order.Len())
+	s.order.Ascend(func(k model.Key) bool {
+		if c := s.caps[k.Peer]; c == nil || !c.held.Has(k.Prefix) {
+			out = append(out, s.cands[k][0].adv)
+		}
+		return true
+	})
+	return out
+}
+
+// Held is CappedAdvertisements' held: what the export caps hold back
+// (State AdvHeldBack, Reason why), sorted by peer, then prefix.
+func (s *AdvertState) Held() []model.Advertisement {
+	var out []model.Advertisement
+	peers := make([]string, 0, len(s.caps))
+	for p, c := range s.caps {
+		if c.held.Len() > 0 {
+			peers = append(peers, p)
+		}
+	}
+	slices.Sort(peers)
+	for _, p := range peers {
+		c := s.caps[p]
+		from := len(out)
+		c.held.Ascend(func(prefix netip.Prefix) bool {
+			a := s.cands[model.Key{Peer: p, Prefix: prefix}][0].adv
+			c.hold(&a, p)
+			out = append(out, a)
+			return true
+		})
+		slices.SortFunc(out[from:], func(a, b model.Advertisement) int { return model.ComparePrefix(a.Prefix, b.Prefix) })
+	}
+	return out
+}
+
+func keyLess(a, b model.Key) bool {
+	return cmp.Or(cmp.Compare(a.Peer, b.Peer), model.ComparePrefix(a.Prefix, b.Prefix)) < 0
+}
+
+// exportCap is one peer's maxAdvertised: the first max of its selected
+// prefixes in cap order (capLess) are sent, the rest held. While fewer
+// than max are sent, none is held.
+type exportCap struct {
+	max        int
+	sent, held *btree.BTreeG[netip.Prefix]
+}
+
+func newExportCap(max int) *exportCap {
+	return &exportCap{max: max, sent: btree.NewG(32, capLess), held: btree.NewG(32, capLess)}
+}
+
+// capLess is the order a cap sends in: subnets and aggregates, then single
+// addresses, each in prefix order (CappedAdvertisements).
+func capLess(a, b netip.Prefix) bool {
+	return cmp.Or(cmp.Compare(boolInt(a.IsSingleIP()), boolInt(b.IsSingleIP())), model.ComparePrefix(a, b)) < 0
+}
+
+// insert adds p; it returns the prefix that moved from sent to held, if
+// one did.
+func (c *exportCap) insert(p netip.Prefix) (netip.Prefix, bool) {
+	if c.sent.Len() < c.max {
+		c.sent.ReplaceOrInsert(p)
+		return netip.Prefix{}, false
+	}
+	if last, _ := c.sent.Max(); capLess(p, last) {
+		c.sent.DeleteMax()
+		c.sent.ReplaceOrInsert(p)
+		c.held.ReplaceOrInsert(last)
+		return last, true
+	}
+	c.held.ReplaceOrInsert(p)
+	return netip.Prefix{}, false
+}
+
+// remove takes p out; it returns the prefix that moved from held to sent,
+// if one did.
+func (c *exportCap) remove(p netip.Prefix) (netip.Prefix, bool) {
+	if _, ok := c.sent.Delete(p); !ok {
+		c.held.Delete(p)
+		return netip.Prefix{}, false
+	}
+	next, ok := c.held.DeleteMin()
+	if ok {
+		c.sent.ReplaceOrInsert(next)
+	}
+	return next, ok
+}
+
+// len is how many prefixes the peer has selected.
+func (c *exportCap) len() int { return c.sent.Len() + c.held.Len() }
+
+// hold marks a as held back by the cap of peer, as CappedAdvertisements
+// says it.
+func (c *exportCap) hold(a *model.Advertisement, peer string) {
+	a.State = model.AdvHeldBack
+	a.Reason = fmt.Sprintf("held back: export cap: peer %s takes at most %d prefixes (maxAdvertised), %d selected",
+		peer, c.max, c.len())
+}
+
+// touched collects the keys an Update changed; nil collects nothing (a
+// full pass compares instead).
+type touched struct {
+	keys map[model.Key]struct{}
+	// peers are the capped peers whose number selected may have changed,
+	// with the number before.
+	peers map[string]int
+}
+
+func (t *touched) add(k model.Key) {
+	if t != nil {
+		t.keys[k] = struct{}{}
+	}
+}
+
+// count records that the number selected for peer, n so far, changes.
+func (t *touched) count(peer string, n int) {
+	if t == nil {
+		return
+	}
+	if _, ok := t.peers[peer]; !ok {
+		t.peers[peer] = n
+	}
+}
+
+func (t *touched) sorted() []model.Key {
+	out := make([]model.Key, 0, len(t.keys))
+	for k := range t.keys {
+		out = append(out, k)
+	}
+	slices.SortFunc(out, func(a, b model.Key) int {
+		return cmp.Or(cmp.Compare(a.Peer, b.Peer), model.ComparePrefix(a.Prefix, b.Prefix))
+	})
+	return out
+}
+
+// advEqual says whether a and b are the same advertisement, explanations
+// included.
+func advEqual(a, b model.Advertisement) bool {
+	lp := func(p *uint32) (uint32, bool) {
+		if p == nil {
+			return 0, false
+		}
+		return *p, true
+	}
+	la, sa := lp(a.Attrs.LocalPreference)
+	lb, sb := lp(b.Attrs.LocalPreference)
+	return a.Peer == b.Peer && a.Prefix == b.Prefix && a.Rule == b.Rule && a.Network == b.Network && a.Source == b.Source &&
+		a.Drain == b.Drain && a.State == b.State && a.Reason == b.Reason && a.Problem == b.Problem &&
+		slices.Equal(a.Attrs.Communities, b.Attrs.Communities) && slices.Equal(a.Attrs.LargeCommunities, b.Attrs.LargeCommunities) &&
+		la == lb && sa == sb && a.Attrs.MED == b.Attrs.MED && a.Attrs.ASPathPrepend == b.Attrs.ASPathPrepend &&
+		slices.Equal(a.Members, b.Members)
+}
+
+// compareNetworkNames orders networks as model.Snapshot sorts its egress
+// IPs and Service VIPs: the default network first, then by name.
+func compareNetworkNames(a, b string) int {
+	da, db := a == model.DefaultNetwork, b == model.DefaultNetwork
+	switch {
+	case da && !db:
+		return -1
+	case db && !da:
+		return 1
+	}
+	return cmp.Compare(a, b)
+}
+
+// sortedByNetworkAddr says whether list is in model.Snapshot's order:
+// network (compareNetworkNames), then address.
+func sortedByNetworkAddr[T any](list []T, key func(*T) (string, netip.Addr)) bool {
+	for i := 1; i < len(list); i++ {
+		n0, a0 := key(&list[i-1])
+		n1, a1 := key(&list[i])
+		if cmp.Or(compareNetworkNames(n0, n1), a0.Compare(a1)) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// addrEntries returns the entries of list with address a, in list order,
+// list being in model.Snapshot's order (sortedByNetworkAddr): a binary
+// search per network. The result is a part of list when the entries are
+// adjacent (never to be appended to), else *buf refilled.
+func addrEntries[T any](list []T, key func(*T) (string, netip.Addr), a netip.Addr, buf *[]T) []T {
+	var one []T
+	runs := 0
+	for lo := 0; lo < len(list); {
+		nw, _ := key(&list[lo])
+		hi := lo + sort.Search(len(list)-lo, func(i int) bool {
+			n, _ := key(&list[lo+i])
+			return compareNetworkNames(n, nw) > 0
+		})
+		i := lo + sort.Search(hi-lo, func(i int) bool {
+			_, x := key(&list[lo+i])
+			return x.Compare(a) >= 0
+		})
+		j := i
+		for j < hi {
+			if _, x := key(&list[j]); x != a {
+				break
+			}
+			j++
+		}
+		if j > i {
+			runs++
+			switch runs {
+			case 1:
+				one = list[i:j:j]
+			case 2:
+				*buf = append(append((*buf)[:0], one...), list[i:j]...)
+			default:
+				*buf = append(*buf, list[i:j]...)
+			}
+		}
+		lo = hi
+	}
+	if runs <= 1 {
+		return one
+	}
+	return *buf
+}

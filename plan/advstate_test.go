@@ -1,0 +1,388 @@
+package plan
+
+import (
+	"cmp"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"slices"
+	"testing"
+
+	gocmp "github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/ovnbgp/ovnbgp/config"
+	"github.com/ovnbgp/ovnbgp/model"
+)
+
+// advWorld is a node's egress IPs and Service VIPs that random changes
+// are made to, and the snapshot of it in model.Snapshot's order.
+type advWorld struct {
+	base      model.Snapshot
+	vips      map[string]model.ServiceVIP // by network, VIP, Service
+	eips      map[string]model.EgressIP   // by network, IP
+	nodeExtra bool                        // 192.0.2.55 is a node address too
+}
+
+func (w *advWorld) snapshot() model.Snapshot {
+	s := w.base
+	s.NodeAddresses = slices.Clone(w.base.NodeAddresses)
+	if w.nodeExtra {
+		s.NodeAddresses = append(s.NodeAddresses, netip.MustParseAddr("192.0.2.55"))
+		slices.SortFunc(s.NodeAddresses, netip.Addr.Compare)
+	}
+	net := func(a, b string) int {
+		return cmp.Or(cmp.Compare(boolInt(a != model.DefaultNetwork), boolInt(b != model.DefaultNetwork)), cmp.Compare(a, b))
+	}
+	s.ServiceVIPs = nil
+	for _, v := range w.vips {
+		s.ServiceVIPs = append(s.ServiceVIPs, v)
+	}
+	slices.SortFunc(s.ServiceVIPs, func(a, b model.ServiceVIP) int {
+		return cmp.Or(net(a.Network, b.Network), a.VIP.Compare(b.VIP), cmp.Compare(a.Service, b.Service))
+	})
+	s.EgressIPs = nil
+	for _, e := range w.eips {
+		s.EgressIPs = append(s.EgressIPs, e)
+	}
+	slices.SortFunc(s.EgressIPs, func(a, b model.EgressIP) int { return cmp.Or(net(a.Network, b.Network), a.IP.Compare(b.IP)) })
+	return s
+}
+
+func addrs(ss ...string) []netip.Addr {
+	out := make([]netip.Addr, len(ss))
+	for i, s := range ss {
+		out[i] = netip.MustParseAddr(s)
+	}
+	return out
+}
+
+var (
+	// VIP addresses: external ones, ClusterIPs (cluster.serviceCIDRs),
+	// node addresses (NodePorts), IPv6, one that sorts before the pod
+	// subnets, and two that are egress IPs too.
+	randVIPs = addrs("192.0.2.50", "192.0.2.51", "192.0.2.52", "192.0.2.53", "192.0.2.54", "192.0.2.55", "192.0.2.56",
+		"172.30.0.10", "172.30.0.11", "172.18.0.2", "172.18.0.3", "2001:db8:50::1", "2001:db8:50::2", "fd02::10",
+		"198.51.100.7", "10.1.0.1", "192.0.2.200")
+	randEIPs     = addrs("172.18.0.100", "172.18.0.101", "fc00::100", "fc00::101", "172.19.0.100", "192.0.2.200", "192.0.2.50")
+	randServices = []string{"web/front", "web/front2", "web/host", "db/pg", "blue-ns/app", "prod-a/api", "other/x"}
+	randNetworks = []string{"default", "blue", "cluster_udn_red"}
+	// Backends: pods on this node (default, blue, red, IPv6), a pod
+	// elsewhere, this node's own address (a host-network endpoint).
+	randBackends   = addrs("10.128.0.5", "10.128.2.5", "172.18.0.2", "10.200.0.4", "fd00:10:128:1::5", "10.250.0.9")
+	randNamespaces = [][]string{nil, {"prod-a"}, {"web"}, {"prod-a", "web"}, {"blue-ns"}}
+)
+
+// randConfig: two peers, tor-a with a small export cap, tor-b with both
+// families and no cap; rules of every kind that overlap, so the first rule
+// wins often; aggregate: one rule aggregates IPv4 VIPs (Update falls back
+// for them, not for IPv6).
+func randConfig(aggregate bool) *config.Config {
+	torA := peer("tor-a", "192.0.2.1")
+	torA.MaxAdvertised = 5
+	torB := peer("tor-b", "192.0.2.3", config.IPv4, config.IPv6)
+	cfg := &config.Config{BGP: config.BGP{ASN: 64512, Peers: []config.Peer{torA, torB}},
+		Advertise: []config.AdvertiseRule{
+			{Name: "pods", Kind: config.KindPodNetwork, Networks: globs("*")},
+			{Name: "front", Kind: config.KindLoadBalancerIP, Services: globs("web/front*"), Peers: []string{"tor-a"}, MED: 5},
+			{Name: "eip-prod", Kind: config.KindEgressIP, Namespaces: globs("prod-*"), Communities: []model.Community{65001<<16 | 7}},
+			{Name: "local", Kind: config.KindLoadBalancerIP, LocalEndpointsOnly: true, Namespaces: globs("web", "db", "blue-ns")},
+			{Name: "vips", Kind: config.KindLoadBalancerIP, Networks: globs("default")},
+			{Name: "eips", Kind: config.KindEgressIP},
+			{Name: "all-vips", Kind: config.KindLoadBalancerIP, Peers: []string{"tor-b"}, ASPathPrepend: 1},
+		},
+		Cluster: config.Cluster{ServiceCIDRs: []netip.Prefix{pfx("172.30.0.0/16"), pfx("fd02::/112")}}}
+	if aggregate {
+		cfg.Advertise[4].AggregateLength = 24
+	}
+	return cfg
+}
+
+// change makes one random change and returns the address changed, and
+// whether it is a VIP's (else an egress IP's).
+func (w *advWorld) change(r *rand.Rand) (netip.Addr, bool) {
+	backends := func() []netip.Addr {
+		var bs []netip.Addr
+		for _, b := range randBackends {
+			if r.IntN(4) == 0 {
+				bs = append(bs, b)
+			}
+		}
+		if bs == nil {
+			bs = []netip.Addr{} // no endpoint
+		}
+		return bs
+	}
+	if r.IntN(3) > 0 {
+		nw, a, svc := randNetworks[r.IntN(len(randNetworks))], randVIPs[r.IntN(len(randVIPs))], randServices[r.IntN(len(randServices))]
+		k := nw + " " + a.String() + " " + svc
+		if _, ok := w.vips[k]; ok && r.IntN(2) == 0 {
+			delete(w.vips, k)
+		} else {
+			w.vips[k] = model.ServiceVIP{Service: svc, Network: nw, VIP: a, Backends: backends(), Source: fmt.Sprintf("lb %s %d", svc, r.IntN(3))}
+		}
+		return a, true
+	}
+	nw, a := randNetworks[r.IntN(2)], randEIPs[r.IntN(len(randEIPs))]
+	k := nw + " " + a.String()
+	if _, ok := w.eips[k]; ok && r.IntN(2) == 0 {
+		delete(w.eips, k)
+	} else {
+		w.eips[k] = model.EgressIP{IP: a, Network: nw, Router: "GR_node1", Name: "eip", Namespaces: randNamespaces[r.IntN(len(randNamespaces))],
+			Source: fmt.Sprintf("nat %d", r.IntN(3))}
+	}
+	return a, false
+}
+
+// advView is CappedAdvertisements' result by key.
+func advView(sent, held []model.Advertisement) map[model.Key]model.Advertisement {
+	m := map[model.Key]model.Advertisement{}
+	for _, a := range slices.Concat(sent, held) {
+		m[a.Key()] = a
+	}
+	return m
+}
+
+// TestAdvertStateEqualsFull: after every random sequence of changes (VIPs
+// and egress IPs added, changed and removed, one address at a time or
+// several, now and then a node address or everything), Update leaves Sent
+// and Held equal to CappedAdvertisements of the same snapshot, and returns
+// exactly the keys whose advertisement differs from the step before;
+// Lookup agrees with both.
+func TestAdvertStateEqualsFull(t *testing.T) {
+	for _, aggregate := range []bool{false, true} {
+		for seed := range uint64(20) {
+			t.Run(fmt.Sprintf("aggregate=%v/seed=%d", aggregate, seed), func(t *testing.T) {
+				cfg := randConfig(aggregate)
+				r := rand.New(rand.NewPCG(seed, 1))
+				base := advSnapshot()
+				base.EgressIPs, base.ServiceVIPs = nil, nil
+				// A pod subnet that is a VIP's host prefix too: the
+				// podNetwork rule, first, wins it.
+				base.Networks[1].Subnets = append(base.Networks[1].Subnets, model.Subnet{Prefix: pfx("192.0.2.56/32"), Source: "blue /32"})
+				w := &advWorld{base: base, vips: map[string]model.ServiceVIP{}, eips: map[string]model.EgressIP{}}
+				for range 15 {
+					w.change(r)
+				}
+				snap := w.snapshot()
+				st := NewAdvertState(cfg, snap)
+				prev := advView(CappedAdvertisements(cfg, snap))
+				checkAdvertState(t, cfg, snap, st, prev, nil, "start")
+				for step := range 150 {
+					var d model.SnapshotDelta
+					switch n := r.IntN(40); {
+					case n == 0:
+						d.All = true
+						w.change(r)
+					case n == 1:
+						d.Context = true
+						w.nodeExtra = !w.nodeExtra
+					case n == 2:
+						d.OwnedRoutes = true
+					default:
+						for range 1 + r.IntN(3) {
+							a, vip := w.change(r)
+							if vip {
+								d.ServiceVIPs = append(d.ServiceVIPs, a)
+							} else {
+								d.EgressIPs = append(d.EgressIPs, a)
+							}
+						}
+					}
+					snap = w.snapshot()
+					touched := st.Update(snap, d)
+					prev = checkAdvertState(t, cfg, snap, st, prev, touched, fmt.Sprintf("step %d (%+v)", step, d))
+					if t.Failed() {
+						return
+					}
+				}
+			})
+		}
+	}
+}
+
+// checkAdvertState compares st with CappedAdvertisements(cfg, snap), and
+// touched with the keys that differ from prev; it returns the new view.
+func checkAdvertState(t *testing.T, cfg *config.Config, snap model.Snapshot, st *AdvertState,
+	prev map[model.Key]model.Advertisement, touched []model.Key, step string) map[model.Key]model.Advertisement {
+	t.Helper()
+	wantSent, wantHeld := CappedAdvertisements(cfg, snap)
+	if got := st.Sent(); !slices.EqualFunc(wantSent, got, sameAdv) {
+		t.Errorf("%s: Sent() differs from CappedAdvertisements (-full +state):\n%s", step, gocmp.Diff(wantSent, got, cmpAddrs, cmpopts.EquateEmpty()))
+	}
+	if got := st.Held(); !slices.EqualFunc(wantHeld, got, sameAdv) {
+		t.Errorf("%s: Held() differs from CappedAdvertisements (-full +state):\n%s", step, gocmp.Diff(wantHeld, got, cmpAddrs, cmpopts.EquateEmpty()))
+	}
+	now := advView(wantSent, wantHeld)
+	if touched != nil || prev != nil {
+		var differ []model.Key
+		for k, a := range now {
+			if b, ok := prev[k]; !ok || !sameAdv(a, b) {
+				differ = append(differ, k)
+			}
+		}
+		for k := range prev {
+			if _, ok := now[k]; !ok {
+				differ = append(differ, k)
+			}
+		}
+		slices.SortFunc(differ, func(a, b model.Key) int {
+			return cmp.Or(cmp.Compare(a.Peer, b.Peer), model.ComparePrefix(a.Prefix, b.Prefix))
+		})
+		if !slices.Equal(differ, touched) {
+			t.Errorf("%s: touched keys differ from the keys whose advertisement changed (-changed +touched):\n%s",
+				step, gocmp.Diff(differ, touched, cmpAddrs, cmpopts.EquateEmpty()))
+		}
+	}
+	for _, k := range touched {
+		want, ok := now[k]
+		adv, sent, held := st.Lookup(k)
+		switch {
+		case !ok && (sent || held):
+			t.Errorf("%s: Lookup(%v) = %+v sent=%v held=%v, want nothing", step, k, adv, sent, held)
+		case ok && (sent != (want.State == "") || held != (want.State == model.AdvHeldBack)):
+			t.Errorf("%s: Lookup(%v): sent=%v held=%v, want state %q", step, k, sent, held, want.State)
+		case ok && !sameAdv(want, adv):
+			t.Errorf("%s: Lookup(%v) = %+v, want %+v", step, k, adv, want)
+		}
+	}
+	return now
+}
+
+// sameAdv says whether a and b are equal in every field (go-cmp's
+// Equal, which says so too, is most of the random test's time).
+func sameAdv(a, b model.Advertisement) bool {
+	la, lb := a.Attrs.LocalPreference, b.Attrs.LocalPreference
+	return a.Peer == b.Peer && a.Prefix == b.Prefix && a.Rule == b.Rule && a.Network == b.Network && a.Source == b.Source &&
+		a.Drain == b.Drain && a.State == b.State && a.Reason == b.Reason && a.Problem == b.Problem &&
+		slices.Equal(a.Attrs.Communities, b.Attrs.Communities) && slices.Equal(a.Attrs.LargeCommunities, b.Attrs.LargeCommunities) &&
+		(la == nil) == (lb == nil) && (la == nil || *la == *lb) && a.Attrs.MED == b.Attrs.MED &&
+		a.Attrs.ASPathPrepend == b.Attrs.ASPathPrepend && slices.Equal(a.Members, b.Members)
+}
+
+// TestAdvertStateUnsortedSnapshot: a snapshot out of model.Snapshot's
+// order (advSnapshot's VIPs are: networks and addresses mixed) is still
+// right: every Update is then a full pass. Each VIP address in turn gets
+// a new source, then loses its endpoints.
+func TestAdvertStateUnsortedSnapshot(t *testing.T) {
+	cfg := randConfig(false)
+	for _, v := range advSnapshot().ServiceVIPs {
+		snap := advSnapshot()
+		st := NewAdvertState(cfg, snap)
+		if st.unsorted == "" {
+			t.Fatal("advSnapshot's VIPs are not sorted, and the state did not notice")
+		}
+		prev := checkAdvertState(t, cfg, snap, st, nil, nil, "start")
+		for i := range snap.ServiceVIPs {
+			if snap.ServiceVIPs[i].VIP == v.VIP {
+				snap.ServiceVIPs[i].Source += " (changed)"
+			}
+		}
+		touched := st.Update(snap, model.SnapshotDelta{ServiceVIPs: []netip.Addr{v.VIP}})
+		prev = checkAdvertState(t, cfg, snap, st, prev, touched, v.VIP.String()+" with a new source")
+		for i := range snap.ServiceVIPs {
+			if snap.ServiceVIPs[i].VIP == v.VIP {
+				snap.ServiceVIPs[i].Backends = nil
+			}
+		}
+		touched = st.Update(snap, model.SnapshotDelta{ServiceVIPs: []netip.Addr{v.VIP}})
+		checkAdvertState(t, cfg, snap, st, prev, touched, v.VIP.String()+" without endpoints")
+	}
+}
+
+// advAtScale is BenchmarkAdvertisementsAtScale's fixture: 10,000 Service
+// VIPs with 10 backends each and 1,000 egress IPs, selected by a
+// loadBalancerIP rule with localEndpointsOnly and an egressIP rule, for
+// two peers.
+func advAtScale() (*config.Config, model.Snapshot) {
+	snap := snapshot()
+	snap.Routers = []model.GatewayRouter{{Network: "default", Name: "GR_node1", ExternalNetworks: []netip.Prefix{pfx("172.18.0.2/16")}}}
+	for i := range 250 {
+		snap.NodeAddresses = append(snap.NodeAddresses, netip.AddrFrom4([4]byte{172, 18, byte(i >> 8), byte(i)}))
+	}
+	for i := range 10000 {
+		v := model.ServiceVIP{Service: fmt.Sprintf("ns%d/svc%d", i%100, i), Network: "default",
+			VIP: netip.AddrFrom4([4]byte{192, 168, byte(i >> 8), byte(i)}), Source: "lb"}
+		for j := range 10 {
+			v.Backends = append(v.Backends, netip.AddrFrom4([4]byte{10, 128, byte(j), byte(i)}))
+		}
+		snap.ServiceVIPs = append(snap.ServiceVIPs, v)
+	}
+	for i := range 1000 {
+		snap.EgressIPs = append(snap.EgressIPs, model.EgressIP{IP: netip.AddrFrom4([4]byte{172, 19, byte(i >> 8), byte(i)}),
+			Network: "default", Namespaces: []string{fmt.Sprintf("ns%d", i%100)}, Source: "nat"})
+	}
+	cfg := &config.Config{BGP: config.BGP{ASN: 64512, Peers: []config.Peer{peer("tor-a", "192.0.2.1"), peer("tor-b", "192.0.2.3")}},
+		Advertise: []config.AdvertiseRule{
+			{Name: "vips", Kind: config.KindLoadBalancerIP, Namespaces: globs("ns*"), LocalEndpointsOnly: true},
+			{Name: "eips", Kind: config.KindEgressIP},
+		},
+		Cluster: config.Cluster{ServiceCIDRs: []netip.Prefix{pfx("172.30.0.0/16")}}}
+	return cfg, snap
+}
+
+// BenchmarkAdvertStateUpdate: one Service VIP among 10,000 changes (its
+// local endpoints go, then come back: withdrawn, then announced again),
+// on BenchmarkAdvertisementsAtScale's fixture. capped: tor-a with
+// maxAdvertised 1,000, so ~10,000 of its prefixes are held back and each
+// change touches all of them (the count in their Reason). aggregate: the
+// VIP rule has aggregateLength 24, so each change is a full pass; full is
+// CappedAdvertisements on the same config, for comparison.
+func BenchmarkAdvertStateUpdate(b *testing.B) {
+	for _, tc := range []struct {
+		name      string
+		capped    bool
+		aggregate bool
+		full      bool
+	}{
+		{name: "plain"}, {name: "plain/full", full: true},
+		{name: "capped", capped: true}, {name: "capped/full", capped: true, full: true},
+		{name: "aggregate", aggregate: true}, {name: "aggregate/full", aggregate: true, full: true},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			cfg, snap := advAtScale()
+			if tc.capped {
+				cfg.BGP.Peers[0].MaxAdvertised = 1000
+			}
+			if tc.aggregate {
+				cfg.Advertise[0].AggregateLength = 24
+			}
+			st := NewAdvertState(cfg, snap)
+			const i = 5000
+			v := &snap.ServiceVIPs[i]
+			local, remote := v.Backends, addrs("10.129.0.1")
+			d := model.SnapshotDelta{ServiceVIPs: []netip.Addr{v.VIP}}
+			var n int
+			for b.Loop() {
+				if len(v.Backends) == 1 {
+					v.Backends = local
+				} else {
+					v.Backends = remote
+				}
+				if tc.full {
+					sent, held := CappedAdvertisements(cfg, snap)
+					n = len(sent) + len(held)
+				} else {
+					n = len(st.Update(snap, d))
+				}
+			}
+			if tc.full {
+				b.ReportMetric(float64(n), "advertisements")
+			} else {
+				b.ReportMetric(float64(n), "touched")
+				b.ReportMetric(float64(len(st.Sent())+len(st.Held())), "advertisements")
+			}
+		})
+	}
+}
+
+// BenchmarkNewAdvertState: the full pass (NewAdvertState, and Update on
+// All or Context) on the same fixture.
+func BenchmarkNewAdvertState(b *testing.B) {
+	cfg, snap := advAtScale()
+	var st *AdvertState
+	for b.Loop() {
+		st = NewAdvertState(cfg, snap)
+	}
+	b.ReportMetric(float64(len(st.Sent())), "advertisements")
+}
