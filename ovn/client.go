@@ -95,6 +95,7 @@ type Client struct {
 	logged    string        // last connection state logged: "", "connected", "disconnected"
 	cli       client.Client // the live session's client, nil when disconnected (ApplyRoutes writes through it)
 	problems  []string
+	base      *deltaBase // the last SnapshotDelta's snapshot, nil before one
 	// writing counts the ApplyRoutes calls under way: the session does not
 	// re-read the rows on every cache event meanwhile (a write of 10k rows
 	// would re-read them hundreds of times); ApplyRoutes re-reads them
