@@ -71,7 +71,7 @@ func (d *Daemon) computePlan(ctx context.Context, cfg *config.Config) (planView,
 	}
 	// What is shown walks the learned table even without import rules:
 	// explain and plan show what peers sent and why it is not imported.
-	return d.pl.planFrom(ctx, cfg, sp, snap, true, false), nil
+	return d.pl.planFrom(ctx, cfg, sp, snap, true, false, nil), nil
 }
 
 // maxPlanRequest bounds a plan request: a config of config.MaxConfigSize
@@ -185,7 +185,7 @@ func (d *Daemon) importHandlers(mux *http.ServeMux) {
 			replyError(w, http.StatusServiceUnavailable, perr)
 			return
 		}
-		reply(w, plan.Explain(cfg, prefix, *v.res, slices.Concat(v.desired, v.heldAdv), v.plan, v.snap, v.host), nil)
+		reply(w, plan.Explain(cfg, prefix, *v.res, slices.Concat(advList(v.desired), v.heldAdv), v.plan, v.snap, v.host), nil)
 	})
 }
 

@@ -30,7 +30,7 @@ const importResync = 10 * time.Minute
 // pass is full (every path walked and decided, the whole kernel read and
 // diffed: planFrom) when anything the table was decided against changed,
 // and every importResync.
-func (pl *planner) loopPlan(ctx context.Context, cfg *config.Config, sp Speaker, snap model.Snapshot) planView {
+func (pl *planner) loopPlan(ctx context.Context, cfg *config.Config, sp Speaker, snap model.Snapshot, nr nbRead) planView {
 	// Without import rules nothing learned is planned: the speaker keeps
 	// no delta (a ToR sends every advertised prefix back, each a path to
 	// convert, keep and wake the loop for). With them, the table starts
@@ -38,7 +38,7 @@ func (pl *planner) loopPlan(ctx context.Context, cfg *config.Config, sp Speaker,
 	sp.TrackLearned(len(cfg.Import) > 0)
 	if len(cfg.Import) == 0 {
 		pl.setTable(planView{}, nil, nil, nil)
-		return pl.planFrom(ctx, cfg, sp, snap, false, false)
+		return pl.planFrom(ctx, cfg, sp, snap, false, false, &nr)
 	}
 	pl.openHostOnce(cfg)
 	// End-of-RIB is read before what peers sent is taken: gobgp reports a
@@ -66,11 +66,11 @@ func (pl *planner) loopPlan(ctx context.Context, cfg *config.Config, sp Speaker,
 		if pl.imp.queue != nil {
 			_, delta = take() // the walk that follows is newer
 		}
-		return pl.fullPass(ctx, cfg, sp, snap, why, delta.Gone)
+		return pl.fullPass(ctx, cfg, sp, snap, why, delta.Gone, &nr)
 	}
-	v, err := pl.incrementalPass(ctx, cfg, sp, snap, delta, hc, synced)
+	v, err := pl.incrementalPass(ctx, cfg, sp, snap, delta, hc, synced, &nr)
 	if err != nil {
-		return pl.fullPass(ctx, cfg, sp, snap, err.Error(), delta.Gone)
+		return pl.fullPass(ctx, cfg, sp, snap, err.Error(), delta.Gone, &nr)
 	}
 	return v
 }
@@ -79,10 +79,10 @@ func (pl *planner) loopPlan(ctx context.Context, cfg *config.Config, sp Speaker,
 // withdrawn are the keys the pass took as withdrawn (or dropped after
 // their session was seen down) and does not apply itself: the walk's
 // retention keeps none of them stale (a withdrawal is never kept).
-func (pl *planner) fullPass(ctx context.Context, cfg *config.Config, sp Speaker, snap model.Snapshot, why string, withdrawn []model.Key) planView {
+func (pl *planner) fullPass(ctx context.Context, cfg *config.Config, sp Speaker, snap model.Snapshot, why string, withdrawn []model.Key, nr *nbRead) planView {
 	pl.log.Debug("import: full pass", zap.String("why", why))
 	pl.imp.withdrawn = withdrawn
-	v := pl.planFrom(ctx, cfg, sp, snap, false, true)
+	v := pl.planFrom(ctx, cfg, sp, snap, false, true, nr)
 	pl.imp.withdrawn = nil
 	pl.setTable(v, cfg, sp, v.synced)
 	return v
@@ -180,10 +180,10 @@ func (pl *planner) heldOps() []plan.Held {
 // prefixes that touches. An error means the change could not be read
 // whole: the caller makes the pass full instead.
 func (pl *planner) incrementalPass(ctx context.Context, cfg *config.Config, sp Speaker, snap model.Snapshot,
-	delta model.LearnedDelta, hc model.HostChanges, synced map[string]bool) (planView, error) {
+	delta model.LearnedDelta, hc model.HostChanges, synced map[string]bool, nr *nbRead) (planView, error) {
 	t := pl.imp.table
 	if pl.imp.queue != nil {
-		return pl.queuedPass(ctx, cfg, sp, snap, nil, synced)
+		return pl.queuedPass(ctx, cfg, sp, snap, nil, synced, nr)
 	}
 	change := plan.TableChange{Paths: delta.Paths, Gone: delta.Gone}
 	// walkGone: keys a walk of a peer lacks. Only those may be kept
@@ -237,12 +237,12 @@ func (pl *planner) incrementalPass(ctx context.Context, cfg *config.Config, sp S
 		// prefix order, the loop serving its other work between; taking
 		// and queueing it (100k paths: ~20 ms) is this pass's work.
 		pl.imp.queue = plan.NewChangeQueue(change)
-		return pl.diffPass(ctx, cfg, sp, snap, nil, hc.Routes, synced)
+		return pl.diffPass(ctx, cfg, sp, snap, nil, hc.Routes, synced, nr)
 	}
 	pl.mu.Lock()
 	touched := t.Update(change)
 	pl.mu.Unlock()
-	return pl.diffPass(ctx, cfg, sp, snap, touched, hc.Routes, synced)
+	return pl.diffPass(ctx, cfg, sp, snap, touched, hc.Routes, synced, nr)
 }
 
 // passChunk is limits.passChunk's default: the path changes decided
@@ -259,7 +259,7 @@ const passChunk = 1024
 // freed by one part can go to a prefix that a later part removes). The
 // pass still plans the advertisements.
 func (pl *planner) queuedPass(ctx context.Context, cfg *config.Config, sp Speaker, snap model.Snapshot,
-	hcRoutes []model.KernelRouteKey, synced map[string]bool) (planView, error) {
+	hcRoutes []model.KernelRouteKey, synced map[string]bool, nr *nbRead) (planView, error) {
 	// What peers sent since waits untaken: a sync seen now (an
 	// End-of-RIB) may not let held deletes go before the paths sent with
 	// it are taken, so the table's sync state stands until then.
@@ -278,7 +278,7 @@ func (pl *planner) queuedPass(ctx context.Context, cfg *config.Config, sp Speake
 	for peer := range pl.imp.resync {
 		synced[peer] = false
 	}
-	return pl.diffPass(ctx, cfg, sp, snap, touched, hcRoutes, synced)
+	return pl.diffPass(ctx, cfg, sp, snap, touched, hcRoutes, synced, nr)
 }
 
 // diffPass diffs what the table's Update touched and what else changed
@@ -286,7 +286,7 @@ func (pl *planner) queuedPass(ctx context.Context, cfg *config.Config, sp Speake
 // passChunk prefixes a pass in prefix order (the rest waits in toDiff),
 // and builds the pass's plan.
 func (pl *planner) diffPass(ctx context.Context, cfg *config.Config, sp Speaker, snap model.Snapshot,
-	touched []netip.Prefix, hcRoutes []model.KernelRouteKey, synced map[string]bool) (planView, error) {
+	touched []netip.Prefix, hcRoutes []model.KernelRouteKey, synced map[string]bool, nr *nbRead) (planView, error) {
 	t := pl.imp.table
 	// Prefixes whose owned OVN rows changed in NB (ours just written, or
 	// someone's edit) are diffed again too.
@@ -364,11 +364,11 @@ func (pl *planner) diffPass(ctx context.Context, cfg *config.Config, sp Speaker,
 		}
 	}
 	ovn, kernel := t.Desired(touched)
-	desired, heldAdv := plan.NewDrain(cfg, pl.drain(), time.Now()).Apply(plan.CappedAdvertisements(cfg, snap))
+	adv := pl.adverts(cfg, sp, snap, nr)
 	p := plan.Build(plan.BuildInput{
 		Node: cfg.Node.Name, Now: time.Now(), Config: cfg,
 		Import:  plan.ImportResult{OVN: ovn, Kernel: kernel, VRFs: t.VRFs()},
-		Adverts: desired, Advertised: sp.Advertised(),
+		Adverts: adv.desired, Advertised: adv.advertised,
 		Snapshot: part, Host: host, Synced: synced, SyncBy: pl.syncBy(cfg, synced),
 		Adopted: pl.imp.adopted,
 	})
@@ -380,7 +380,7 @@ func (pl *planner) diffPass(ctx context.Context, cfg *config.Config, sp Speaker,
 	}
 	pl.addHeld(p.Held)
 	pl.mu.Unlock()
-	return planView{plan: p, table: t, snap: snap, host: host, desired: desired, heldAdv: heldAdv, synced: synced, learnedOK: true}, nil
+	return planView{plan: p, table: t, snap: snap, host: host, desired: adv.all, heldAdv: adv.held, synced: synced, learnedOK: true}, nil
 }
 
 // withoutKeys is keys without those in drop.

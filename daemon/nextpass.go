@@ -36,16 +36,21 @@ func (d *Daemon) nextPass(ctx context.Context, cfg *config.Config) (planView, er
 	if sp == nil || nb == nil {
 		return planView{}, fmt.Errorf("%w: the BGP speaker is not running yet; try again in a few seconds", errNotReady)
 	}
-	snap, ok := nb.Snapshot(cfg.Node.Name)
+	var nr nbRead
+	snap, delta, gen, ok := nb.SnapshotDelta(cfg.Node.Name, d.pl.adv.gen)
 	if !ok {
 		return planView{}, fmt.Errorf("%w: OVN Northbound is not synced yet, so nothing is planned; try again once `ovnbgp status` says synced", errNotReady)
 	}
+	nr.delta, nr.gen = delta, gen
+	// The pass is whole: every advertisement and, with import rules,
+	// every learned path and kernel route is diffed.
+	d.pl.advDue()
 	if len(cfg.Import) > 0 {
 		d.mu.Lock()
 		d.pl.imp.fullDue = true
 		d.mu.Unlock()
 	}
-	v := d.pl.loopPlan(ctx, cfg, sp, snap)
+	v := d.pl.loopPlan(ctx, cfg, sp, snap, nr)
 	d.pl.pending = &pendingPass{v: v, cfg: cfg, sp: sp}
 	d.poke() // applied by the loop's next pass, at once
 	return v, nil
@@ -77,6 +82,7 @@ func (pl *planner) dropPending(why string) {
 		return
 	}
 	pl.log.Debug("plan: the pending pass is dropped; the next pass is full", zap.String("why", why))
+	pl.advDue()
 	if pl.pending.v.table != nil {
 		pl.mu.Lock()
 		pl.imp.fullDue = true

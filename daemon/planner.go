@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/btree"
 	"go.uber.org/zap"
 
 	"github.com/ovnbgp/ovnbgp/config"
@@ -35,6 +36,8 @@ type planner struct {
 	openHost func(protocol int, log *zap.Logger, notify func()) (Host, error)
 
 	imp importState
+	// adv is the advertisement side (adverts.go).
+	adv advSide
 	// pending is the loop's next pass, computed ahead by `ovnbgp plan`
 	// (nextPass.go).
 	pending *pendingPass
@@ -45,11 +48,12 @@ type planView struct {
 	plan plan.Plan
 	// table is the import decision, res its whole result (nil in an
 	// incremental pass, which has only what changed).
-	table   *plan.ImportTable
-	res     *plan.ImportResult
-	snap    model.Snapshot
-	host    model.Host
-	desired []model.Advertisement
+	table *plan.ImportTable
+	res   *plan.ImportResult
+	snap  model.Snapshot
+	host  model.Host
+	// desired are every advertisement to make (drain applied), by key.
+	desired *btree.BTreeG[model.Advertisement]
 	// heldAdv are the advertisements peers' export caps hold back.
 	heldAdv []model.Advertisement
 	hostErr error
@@ -62,12 +66,14 @@ type planView struct {
 }
 
 // planFrom computes cfg's whole plan from an NB snapshot already read,
-// deciding every learned path anew; it runs on the loop. The paths are the
+// deciding every learned path anew; it runs on the loop. nr is what the
+// loop read of NB for a pass it applies (nil: a view, which changes no
+// advertisement state). The paths are the
 // loop's table (what the loop decided on), or a walk of the speaker when
 // walk is set (the loop's full pass) or there is no table of sp; without
 // import rules only walkAlways walks.
-func (pl *planner) planFrom(ctx context.Context, cfg *config.Config, sp Speaker, snap model.Snapshot, walkAlways, walk bool) planView {
-	desired, heldAdv := plan.NewDrain(cfg, pl.drain(), time.Now()).Apply(plan.CappedAdvertisements(cfg, snap))
+func (pl *planner) planFrom(ctx context.Context, cfg *config.Config, sp Speaker, snap model.Snapshot, walkAlways, walk bool, nr *nbRead) planView {
+	adv := pl.adverts(cfg, sp, snap, nr)
 	pl.openHostOnce(cfg)
 	host, hostErr := pl.hostState()
 	// End-of-RIB before the paths: a peer's paths reach gobgp's table
@@ -104,13 +110,13 @@ func (pl *planner) planFrom(ctx context.Context, cfg *config.Config, sp Speaker,
 	res := table.Result()
 	p := plan.Build(plan.BuildInput{
 		Node: cfg.Node.Name, Now: time.Now(), Config: cfg, Import: res,
-		Adverts: desired, Advertised: sp.Advertised(),
+		Adverts: adv.desired, Advertised: adv.advertised,
 		Snapshot: snap, Host: host, Synced: synced, SyncBy: pl.syncBy(cfg, synced),
 		Adopted: pl.imp.adopted, HoldAll: holdAll,
 	})
 	if !preview && holdAll == "" {
 		pl.forgetAdopted(cfg, synced, nil, res.OVN, res.Kernel, snap.OwnedRoutes, host.Routes)
 	}
-	return planView{plan: p, table: table, res: &res, snap: snap, host: host, desired: desired, heldAdv: heldAdv, hostErr: hostErr,
+	return planView{plan: p, table: table, res: &res, snap: snap, host: host, desired: adv.all, heldAdv: adv.held, hostErr: hostErr,
 		synced: synced, learnedOK: learnedOK, stale: pl.imp.stale}
 }
