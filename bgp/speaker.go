@@ -33,14 +33,25 @@ const (
 // methods may be called from any goroutine; mutations (SetPeers, Set, Stop)
 // are serialized.
 //
-// Lock order: mu, then holdMu, then gate.mu, then journal.mu, then st,
-// then tasks.mu. A goroutine holding one may take only those after it;
-// none is held while calling notify. gobgp's event callbacks (onPeerEvent,
-// onPaths, onEndOfRIB) never take mu: what needs mu (switchBFD, the
-// session-start repair, reenablePeer) runs as a task.
+// Lock order: mu, then holdMu, then dial.mu, then gate.mu, then
+// journal.mu, then st, then ln.mu, then tasks.mu. A goroutine holding one
+// may take only those after it; none is held while calling notify. The
+// dialer holds dial.mu while it waits for a dial loop to end, and a loop
+// takes gate.mu, st and ln.mu; Stop holds mu while the dialer and the
+// listener wait for their goroutines, which never take mu. gobgp's event
+// callbacks (onPeerEvent, onPaths, onEndOfRIB) never take mu: what needs
+// mu (switchBFD, the session-start repair, reenablePeer) runs as a task.
 //
-// Every goroutine and timer the Speaker starts is a task (tasks.go):
-// Stop cancels the pending ones and waits for the running ones.
+// Every goroutine and timer the Speaker starts has an owner that Stop ends
+// and waits for: its tasks (tasks.go: gobgp's Serve loop, the limit and
+// BFD workers, the BFD switches, the session-start repairs, the re-enables,
+// the hold bound, BMP's status reads), the dialer (one loop per peer it
+// dials) and the listener (an accept loop per socket, a reader per
+// connection waiting for its OPEN). Stop ends the dialer and the listener
+// first (they wait for their goroutines), stops gobgp, then waits for
+// the tasks. gobgp's own goroutines are gobgp's: StopBgp waits for its
+// FSMs; stopBMP ends its BMP clients without waiting (one that retries a
+// station that does not answer ends after its current pause, up to 30 s).
 type Speaker struct {
 	bgp    *server.BgpServer
 	global config.BGP
@@ -240,7 +251,8 @@ func New(ctx context.Context, global config.BGP, log *zap.Logger, notify func())
 		bfdWake:    make(chan struct{}, 1),
 	}
 	s.limitCheck.Store(int64(defaultLimitCheck))
-	go srv.Serve()
+	// A task: it ends when shutdown's StopBgp returns.
+	s.tasks.goFn(srv.Serve)
 	if err := s.start(ctx); err != nil {
 		_ = s.shutdown(ctx, false)
 		s.tasks.wait()

@@ -5,11 +5,13 @@ import (
 	"time"
 )
 
-// tasks owns the goroutines and timers the Speaker starts itself (BFD
-// switches, the session-start repairs, the prefix-limit re-enables, the
-// sessions' hold bound, the limit and BFD workers). close refuses new
-// ones and cancels the pending timers; wait returns once every one that
-// started has returned. A timer that fires after close runs nothing.
+// tasks owns the goroutines and timers the Speaker starts itself: gobgp's
+// Serve loop, the limit and BFD workers, the BFD switches, the
+// session-start repairs, the prefix-limit re-enables, the sessions' hold
+// bound and BMP's status reads. (The dialer and the listener own their
+// own goroutines: dialer.go, listener.go.) close refuses new ones and
+// cancels the pending timers; wait returns once every one that started
+// has returned. A timer that fires after close runs nothing.
 type tasks struct {
 	mu      sync.Mutex
 	closed  bool
@@ -25,18 +27,20 @@ type task struct {
 	cancelled bool
 }
 
-// goFn runs f on its own goroutine, unless tasks is closed.
-func (t *tasks) goFn(f func()) {
+// goFn runs f on its own goroutine, unless tasks is closed; it reports
+// whether f runs.
+func (t *tasks) goFn(f func()) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
-		return
+		return false
 	}
 	t.wg.Add(1)
 	go func() {
 		defer t.wg.Done()
 		f()
 	}()
+	return true
 }
 
 // after runs f on its own goroutine after d, unless the task is stopped
