@@ -51,7 +51,10 @@ const (
 // first (they wait for their goroutines), stops gobgp, then waits for
 // the tasks. gobgp's own goroutines are gobgp's: StopBgp waits for its
 // FSMs; stopBMP ends its BMP clients without waiting (one that retries a
-// station that does not answer ends after its current pause, up to 30 s).
+// station that does not answer ends after its current pause, up to 30 s);
+// its event watch's goroutine ends once cancelled, but the callbacks it
+// runs are admitted by tasks (enter), none after shutdown, and Stop waits
+// for those under way.
 type Speaker struct {
 	bgp    *server.BgpServer
 	global config.BGP
@@ -325,10 +328,28 @@ func (s *Speaker) start(ctx context.Context) error {
 
 	wctx, cancel := context.WithCancel(context.Background())
 	s.cancelWatch = cancel
+	// gobgp's watch goroutine (gobgp's, not waited for) runs the
+	// callbacks; each is admitted by tasks until shutdown cancelled the
+	// watch, and Stop waits for those under way.
 	err := s.bgp.WatchEvent(wctx, server.WatchEventMessageCallbacks{
-		OnPeerUpdate: s.onPeerEvent,
-		OnPathUpdate: func(paths []*apiutil.Path, _ time.Time) { s.onPaths(paths) },
-		OnPathEor:    func(p *apiutil.Path, _ time.Time) { s.onEndOfRIB(p) },
+		OnPeerUpdate: func(ev *apiutil.WatchEventMessage_PeerEvent, ts time.Time) {
+			if s.tasks.enter() {
+				defer s.tasks.leave()
+				s.onPeerEvent(ev, ts)
+			}
+		},
+		OnPathUpdate: func(paths []*apiutil.Path, _ time.Time) {
+			if s.tasks.enter() {
+				defer s.tasks.leave()
+				s.onPaths(paths)
+			}
+		},
+		OnPathEor: func(p *apiutil.Path, _ time.Time) {
+			if s.tasks.enter() {
+				defer s.tasks.leave()
+				s.onEndOfRIB(p)
+			}
+		},
 	},
 		server.WatchPeer(),
 		// Every UPDATE a peer sends (pre-policy: the Adj-RIB-In).
@@ -398,6 +419,8 @@ func (s *Speaker) shutdown(ctx context.Context, graceful bool) error {
 	if s.cancelWatch != nil {
 		s.cancelWatch()
 	}
+	// No event callback starts now; Stop waits for those under way.
+	s.tasks.closeCalls()
 	// tasks.close cancelled the hold bound and the re-enables.
 	s.holdMu.Lock()
 	s.holdTimer = nil

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -132,6 +133,10 @@ func TestStopWaitsForItsTasks(t *testing.T) {
 	if err := stopped(t, "node", done); err != nil {
 		t.Fatal(err)
 	}
+	// gobgp reports the session's end (StopBgp deletes the peer) on its
+	// watch goroutine: the callback, and its poke, come before Stop
+	// returns or never.
+	pokes := l.pokes["node"].Load()
 	node.tasks.mu.Lock()
 	pending := len(node.tasks.pending)
 	node.tasks.mu.Unlock()
@@ -148,6 +153,9 @@ func TestStopWaitsForItsTasks(t *testing.T) {
 	never(t, sessionSettle+500*time.Millisecond, "a session-start repair after Stop", func() (bool, string) {
 		return node.repairChecks.Load() != checks, ""
 	})
+	if n := l.pokes["node"].Load(); n != pokes {
+		t.Errorf("the speaker poked the daemon %d times after Stop returned", n-pokes)
+	}
 }
 
 // gobgpBuffers are the goroutines goleak ignores everywhere (TestMain).
@@ -215,4 +223,69 @@ func TestStopLeavesNoGoroutine(t *testing.T) {
 	})
 	// And soon: gobgp's own goroutines (FSMs, BMP clients) end too.
 	goleak.VerifyNone(t, before, gobgpBuffers)
+}
+
+// TestStopWaitsForEventCallbacks: a callback of gobgp's event watch that
+// runs when Stop is called (here: held in the daemon's notify) ends before
+// Stop returns, and none starts after.
+func TestStopWaitsForEventCallbacks(t *testing.T) {
+	l := newLab(t, 176)
+	port := freePort(t)
+	prov := l.provider(3, port, provASN, false, "")
+	var hold atomic.Bool
+	entered := make(chan struct{}, 1)
+	release := make(chan struct{})
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	var after atomic.Int64 // notify calls after Stop returned
+	var stoppedAt atomic.Bool
+	notify := func() {
+		if stoppedAt.Load() {
+			after.Add(1)
+		}
+		if hold.CompareAndSwap(true, false) {
+			entered <- struct{}{}
+			<-release
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	node, err := New(ctx, config.BGP{ASN: nodeASN, RouterID: l.addr(2), ListenPort: -1,
+		Peers: []config.Peer{l.peerOf("a", 3, port, provASN)}}, l.logger().Named("node"), notify)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = stopWithin(t, "node", node) })
+	t.Cleanup(free) // runs first
+	waitEstablished(t, node, "a")
+
+	// The provider goes: the node's session ends, and the callback that
+	// reports it blocks in notify.
+	hold.Store(true)
+	if err := stopWithin(t, "provider", prov); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-entered:
+	case <-time.After(sessionTimeout):
+		t.Fatal("no event callback after the session ended")
+	}
+	done := make(chan error, 1)
+	go func() {
+		err := node.Stop(context.Background(), false)
+		stoppedAt.Store(true)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("Stop returned (%v) while an event callback ran", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	free()
+	if err := stopped(t, "node", done); err != nil {
+		t.Fatal(err)
+	}
+	never(t, time.Second, "a notify after Stop returned", func() (bool, string) {
+		return after.Load() > 0, fmt.Sprintf("%d calls", after.Load())
+	})
 }

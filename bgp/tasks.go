@@ -12,11 +12,39 @@ import (
 // own goroutines: dialer.go, listener.go.) close refuses new ones and
 // cancels the pending timers; wait returns once every one that started
 // has returned. A timer that fires after close runs nothing.
+//
+// It also counts the Speaker's calls on goroutines it does not own:
+// gobgp's event watch runs the Speaker's callbacks (onPeerEvent, onPaths,
+// onEndOfRIB) through enter and leave; after closeCalls none starts, and
+// wait waits for those under way too.
 type tasks struct {
-	mu      sync.Mutex
-	closed  bool
-	pending map[*task]struct{}
-	wg      sync.WaitGroup
+	mu          sync.Mutex
+	closed      bool
+	callsClosed bool
+	pending     map[*task]struct{}
+	wg          sync.WaitGroup
+}
+
+// enter admits a call on a goroutine of gobgp's, unless closeCalls was
+// called; the caller runs it and then calls leave only when admitted.
+func (t *tasks) enter() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.callsClosed {
+		return false
+	}
+	t.wg.Add(1)
+	return true
+}
+
+// leave ends a call enter admitted.
+func (t *tasks) leave() { t.wg.Done() }
+
+// closeCalls refuses the calls enter has not admitted yet.
+func (t *tasks) closeCalls() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.callsClosed = true
 }
 
 // task is one timer of tasks; its zero value (nil) is a task that never
@@ -104,5 +132,6 @@ func (t *tasks) close() {
 	}
 }
 
-// wait returns once every task started has returned.
+// wait returns once every task started, and every call admitted, has
+// returned.
 func (t *tasks) wait() { t.wg.Wait() }
