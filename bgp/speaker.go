@@ -372,8 +372,9 @@ func (s *Speaker) learnedChanged() { s.notify() }
 // NOTIFICATION to peers that negotiated graceful restart, so they keep our
 // routes (stale) for the restart time; without it, or to peers without
 // graceful restart, it sends a Cease and they withdraw our routes at once.
-// Stop is idempotent, and returns once every task of the speaker has
-// returned (tasks.go).
+// Stop is idempotent, and returns once every goroutine the speaker
+// started (its tasks, the dialer's and the listener's) and every call of
+// gobgp's into its event callbacks has returned (see the type's comment).
 func (s *Speaker) Stop(ctx context.Context, graceful bool) error {
 	s.mu.Lock()
 	if s.stopped {
