@@ -113,7 +113,8 @@ func sortedStations(m map[netip.AddrPort]bmpStation) []netip.AddrPort {
 // a station is up when it connected no earlier than it last disconnected
 // (so one that accepts and drops within a second reads as up until its
 // next attempt). gobgp's ListBmp waits for the server's loop whatever ctx
-// says; BMP gives up at ctx's end and leaves the call to finish alone.
+// says; BMP gives up at ctx's end and leaves the call to finish alone, as
+// a task of the speaker (Stop waits for it).
 func (s *Speaker) BMP(ctx context.Context) ([]model.BMPStation, error) {
 	s.mu.Lock()
 	names := make(map[netip.AddrPort]string, len(s.bmp))
@@ -130,10 +131,15 @@ func (s *Speaker) BMP(ctx context.Context) ([]model.BMPStation, error) {
 		err error
 	}
 	done := make(chan answer, 1)
-	go func() {
+	// A task: Stop waits for it (it ends at the latest when gobgp's
+	// Serve loop does, which answers every queued call with "server
+	// stopped").
+	if !s.tasks.goFn(func() {
 		out, err := s.listBMP(ctx, names)
 		done <- answer{out, err}
-	}()
+	}) {
+		return nil, nil // stopped meanwhile
+	}
 	select {
 	case a := <-done:
 		return a.out, a.err

@@ -82,7 +82,12 @@ func dialPeerOf(p config.Peer, localASN uint32) dialPeer {
 	return d
 }
 
-// dialer keeps one goroutine per peer that dials it.
+// dialer keeps one goroutine per peer that dials it (run), and owns it:
+// setPeers starts it, and setPeers, remove and close end it and wait for
+// it (dialing.stop) before they return. The Speaker's shutdown calls
+// close. d.mu is held while a loop is waited for, and a loop takes gate.mu,
+// st and the listener's mu (dialReady, claimDialed): d.mu comes before
+// those (the Speaker's lock order).
 type dialer struct {
 	log     *zap.Logger
 	handoff chan<- net.Conn

@@ -124,7 +124,17 @@ func (l *lab) speaker(name string, global config.BGP) *Speaker {
 	if err != nil {
 		l.t.Fatalf("start speaker %s: %v", name, err)
 	}
-	l.t.Cleanup(func() { _ = s.Stop(context.Background(), false) })
+	l.t.Cleanup(func() {
+		// Bounded: a Stop that hangs fails the test, naming what runs.
+		done := make(chan error, 1)
+		go func() { done <- s.Stop(context.Background(), false) }()
+		select {
+		case <-done:
+		case <-time.After(stopBound):
+			l.t.Errorf("Stop of speaker %s did not return within %v; goroutines of package bgp still running:\n%s",
+				name, stopBound, ownStacks())
+		}
+	})
 	return s
 }
 

@@ -89,8 +89,13 @@ type listener struct {
 	// openWait is guarded by mu (tests shorten it).
 	openWait time.Duration
 	lns      []*net.TCPListener
-	done     chan struct{}
-	wg       sync.WaitGroup
+	// done is closed by close. wg counts the listener's goroutines, which
+	// it owns: an acceptLoop per socket (newListener) and an awaitOpen per
+	// connection held (accepted). close ends them (it closes the sockets
+	// and the held connections, whose reads then fail, and done) and waits
+	// for them; the Speaker's shutdown calls it.
+	done chan struct{}
+	wg   sync.WaitGroup
 
 	mu      sync.Mutex
 	closed  bool
@@ -639,8 +644,9 @@ func checkOpenHeader(h []byte) error {
 }
 
 // close stops accepting and closes the listening sockets and the
-// connections still waiting for an OPEN. Connections handed to gobgp are
-// gobgp's. It is idempotent.
+// connections still waiting for an OPEN, and returns once every goroutine
+// of the listener has returned. Connections handed to gobgp are gobgp's.
+// It is idempotent.
 func (l *listener) close() {
 	l.mu.Lock()
 	if l.closed {

@@ -33,14 +33,28 @@ const (
 // methods may be called from any goroutine; mutations (SetPeers, Set, Stop)
 // are serialized.
 //
-// Lock order: mu, then holdMu, then gate.mu, then journal.mu, then st,
-// then tasks.mu. A goroutine holding one may take only those after it;
-// none is held while calling notify. gobgp's event callbacks (onPeerEvent,
-// onPaths, onEndOfRIB) never take mu: what needs mu (switchBFD, the
-// session-start repair, reenablePeer) runs as a task.
+// Lock order: mu, then holdMu, then dial.mu, then gate.mu, then
+// journal.mu, then st, then ln.mu, then tasks.mu. A goroutine holding one
+// may take only those after it; none is held while calling notify. The
+// dialer holds dial.mu while it waits for a dial loop to end, and a loop
+// takes gate.mu, st and ln.mu; Stop holds mu while the dialer and the
+// listener wait for their goroutines, which never take mu. gobgp's event
+// callbacks (onPeerEvent, onPaths, onEndOfRIB) never take mu: what needs
+// mu (switchBFD, the session-start repair, reenablePeer) runs as a task.
 //
-// Every goroutine and timer the Speaker starts is a task (tasks.go):
-// Stop cancels the pending ones and waits for the running ones.
+// Every goroutine and timer the Speaker starts has an owner that Stop ends
+// and waits for: its tasks (tasks.go: gobgp's Serve loop, the limit and
+// BFD workers, the BFD switches, the session-start repairs, the re-enables,
+// the hold bound, BMP's status reads), the dialer (one loop per peer it
+// dials) and the listener (an accept loop per socket, a reader per
+// connection waiting for its OPEN). Stop ends the dialer and the listener
+// first (they wait for their goroutines), stops gobgp, then waits for
+// the tasks. gobgp's own goroutines are gobgp's: StopBgp waits for its
+// FSMs; stopBMP ends its BMP clients without waiting (one that retries a
+// station that does not answer ends after its current pause, up to 30 s);
+// its event watch's goroutine ends once cancelled, but the callbacks it
+// runs are admitted by tasks (enter), none after shutdown, and Stop waits
+// for those under way.
 type Speaker struct {
 	bgp    *server.BgpServer
 	global config.BGP
@@ -240,7 +254,8 @@ func New(ctx context.Context, global config.BGP, log *zap.Logger, notify func())
 		bfdWake:    make(chan struct{}, 1),
 	}
 	s.limitCheck.Store(int64(defaultLimitCheck))
-	go srv.Serve()
+	// A task: it ends when shutdown's StopBgp returns.
+	s.tasks.goFn(srv.Serve)
 	if err := s.start(ctx); err != nil {
 		_ = s.shutdown(ctx, false)
 		s.tasks.wait()
@@ -313,10 +328,28 @@ func (s *Speaker) start(ctx context.Context) error {
 
 	wctx, cancel := context.WithCancel(context.Background())
 	s.cancelWatch = cancel
+	// gobgp's watch goroutine (gobgp's, not waited for) runs the
+	// callbacks; each is admitted by tasks until shutdown cancelled the
+	// watch, and Stop waits for those under way.
 	err := s.bgp.WatchEvent(wctx, server.WatchEventMessageCallbacks{
-		OnPeerUpdate: s.onPeerEvent,
-		OnPathUpdate: func(paths []*apiutil.Path, _ time.Time) { s.onPaths(paths) },
-		OnPathEor:    func(p *apiutil.Path, _ time.Time) { s.onEndOfRIB(p) },
+		OnPeerUpdate: func(ev *apiutil.WatchEventMessage_PeerEvent, ts time.Time) {
+			if s.tasks.enter() {
+				defer s.tasks.leave()
+				s.onPeerEvent(ev, ts)
+			}
+		},
+		OnPathUpdate: func(paths []*apiutil.Path, _ time.Time) {
+			if s.tasks.enter() {
+				defer s.tasks.leave()
+				s.onPaths(paths)
+			}
+		},
+		OnPathEor: func(p *apiutil.Path, _ time.Time) {
+			if s.tasks.enter() {
+				defer s.tasks.leave()
+				s.onEndOfRIB(p)
+			}
+		},
 	},
 		server.WatchPeer(),
 		// Every UPDATE a peer sends (pre-policy: the Adj-RIB-In).
@@ -339,8 +372,9 @@ func (s *Speaker) learnedChanged() { s.notify() }
 // NOTIFICATION to peers that negotiated graceful restart, so they keep our
 // routes (stale) for the restart time; without it, or to peers without
 // graceful restart, it sends a Cease and they withdraw our routes at once.
-// Stop is idempotent, and returns once every task of the speaker has
-// returned (tasks.go).
+// Stop is idempotent, and returns once every goroutine the speaker
+// started (its tasks, the dialer's and the listener's) and every call of
+// gobgp's into its event callbacks has returned (see the type's comment).
 func (s *Speaker) Stop(ctx context.Context, graceful bool) error {
 	s.mu.Lock()
 	if s.stopped {
@@ -386,6 +420,8 @@ func (s *Speaker) shutdown(ctx context.Context, graceful bool) error {
 	if s.cancelWatch != nil {
 		s.cancelWatch()
 	}
+	// No event callback starts now; Stop waits for those under way.
+	s.tasks.closeCalls()
 	// tasks.close cancelled the hold bound and the re-enables.
 	s.holdMu.Lock()
 	s.holdTimer = nil

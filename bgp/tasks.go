@@ -5,16 +5,46 @@ import (
 	"time"
 )
 
-// tasks owns the goroutines and timers the Speaker starts itself (BFD
-// switches, the session-start repairs, the prefix-limit re-enables, the
-// sessions' hold bound, the limit and BFD workers). close refuses new
-// ones and cancels the pending timers; wait returns once every one that
-// started has returned. A timer that fires after close runs nothing.
+// tasks owns the goroutines and timers the Speaker starts itself: gobgp's
+// Serve loop, the limit and BFD workers, the BFD switches, the
+// session-start repairs, the prefix-limit re-enables, the sessions' hold
+// bound and BMP's status reads. (The dialer and the listener own their
+// own goroutines: dialer.go, listener.go.) close refuses new ones and
+// cancels the pending timers; wait returns once every one that started
+// has returned. A timer that fires after close runs nothing.
+//
+// It also counts the Speaker's calls on goroutines it does not own:
+// gobgp's event watch runs the Speaker's callbacks (onPeerEvent, onPaths,
+// onEndOfRIB) through enter and leave; after closeCalls none starts, and
+// wait waits for those under way too.
 type tasks struct {
-	mu      sync.Mutex
-	closed  bool
-	pending map[*task]struct{}
-	wg      sync.WaitGroup
+	mu          sync.Mutex
+	closed      bool
+	callsClosed bool
+	pending     map[*task]struct{}
+	wg          sync.WaitGroup
+}
+
+// enter admits a call on a goroutine of gobgp's, unless closeCalls was
+// called; the caller runs it and then calls leave only when admitted.
+func (t *tasks) enter() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.callsClosed {
+		return false
+	}
+	t.wg.Add(1)
+	return true
+}
+
+// leave ends a call enter admitted.
+func (t *tasks) leave() { t.wg.Done() }
+
+// closeCalls refuses the calls enter has not admitted yet.
+func (t *tasks) closeCalls() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.callsClosed = true
 }
 
 // task is one timer of tasks; its zero value (nil) is a task that never
@@ -25,18 +55,20 @@ type task struct {
 	cancelled bool
 }
 
-// goFn runs f on its own goroutine, unless tasks is closed.
-func (t *tasks) goFn(f func()) {
+// goFn runs f on its own goroutine, unless tasks is closed; it reports
+// whether f runs.
+func (t *tasks) goFn(f func()) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
-		return
+		return false
 	}
 	t.wg.Add(1)
 	go func() {
 		defer t.wg.Done()
 		f()
 	}()
+	return true
 }
 
 // after runs f on its own goroutine after d, unless the task is stopped
@@ -100,5 +132,6 @@ func (t *tasks) close() {
 	}
 }
 
-// wait returns once every task started has returned.
+// wait returns once every task started, and every call admitted, has
+// returned.
 func (t *tasks) wait() { t.wg.Wait() }

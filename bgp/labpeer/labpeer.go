@@ -61,6 +61,10 @@ func Start(ctx context.Context, cfg Config, log *zap.Logger, notify func()) (*Pe
 	lvl := new(slog.LevelVar)
 	lvl.Set(slog.LevelInfo)
 	srv := server.NewBgpServer(server.LoggerOption(slog.New(zapslog.NewHandler(log.Core(), zapslog.WithName(log.Name()))), lvl))
+	// Owned by p: Stop's srv.Stop cancels Serve and waits for it (StopBgp
+	// waits for gobgp's shutdownWG, which counts Serve). StartBgp, below,
+	// goes through Serve's loop before anything can fail, so Serve runs
+	// by the time any Stop is called.
 	go srv.Serve()
 	p := &Peer{srv: srv, cfg: cfg, cancel: func() {}}
 	fail := func(what string, err error) (*Peer, error) {
@@ -148,7 +152,9 @@ func (p *Peer) Received(context.Context) ([]model.LearnedPath, error) {
 	return out, err
 }
 
-// Stop ends the session (a Cease) and the server.
+// Stop ends the session (a Cease) and the server, and returns once the
+// server's Serve loop and its sessions' goroutines have returned (the
+// event watch's goroutine ends on its own once cancelled: gobgp's).
 func (p *Peer) Stop() {
 	p.cancel()
 	p.srv.Stop()
