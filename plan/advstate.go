@@ -17,28 +17,33 @@ import (
 // AdvertState is what CappedAdvertisements returns for one config, kept up
 // to date item by item: Update, given what changed (model.SnapshotDelta),
 // recomputes only the egress IPs and Service VIPs of the changed
-// addresses, and the export caps per peer, in O(changed addresses × log n)
-// (docs/architecture.md, "AdvertState").
+// addresses, the aggregates holding them, and the export caps per peer
+// (docs/architecture.md, "Per-item updates").
 //
-// Per address it keeps, for each (peer, prefix), the candidate of every
-// rule that selects it, in rule order: the first is the one selected (the
-// first rule wins, as in CappedAdvertisements), so when the first rule
-// stops selecting it the next one's candidate is there. A peer with an
-// export cap keeps what it is sent and what is held back in two ordered
-// sets (subnets and aggregates, then single addresses, each in prefix
-// order): one prefix in or out moves at most one across the cap.
+// For each (peer, prefix) it keeps the candidate of every rule that
+// selects it, in rule order: the first is the one selected (the first
+// rule wins, as in CappedAdvertisements), so when the first rule stops
+// selecting it the next one's candidate is there. A changed address is
+// selected again by every egressIP and loadBalancerIP rule, from its
+// entries found by binary search: O(log n). An aggregate holding it
+// (aggregateLength, aggregateLengthV6) is recomputed whole, from the
+// entries inside it and what it would cover inside it (NB's protected
+// prefixes read from the snapshot, Protected's own, node addresses; an
+// address is the node's own while an egress IP or VIP has it): O(entries
+// inside the aggregate × log n). A peer with an export cap keeps what it
+// is sent and what is held back in two B-trees in cap order (subnets and
+// aggregates, then single addresses, each in prefix order): a prefix in
+// or out moves at most one across the cap, O(log n).
 //
-// Update falls back to recomputing everything (the same code, from an
-// empty state) when the delta says All or Context (networks, routers,
-// node addresses and protected prefixes feed every VIP's selection and
-// every aggregate), when a changed address is of a family that some
-// egressIP or loadBalancerIP rule aggregates (aggregateLength,
-// aggregateLengthV6: an aggregate depends on every member and on what the
-// aggregate would cover, and that check counts every egress IP and VIP of
-// the snapshot as the node's own), and, on every call, when the last full
-// pass found the snapshot's egress IPs or Service VIPs out of the order
-// model.Snapshot documents (network, the default first, then address):
-// Update finds an address's entries by binary search in that order.
+// Update recomputes everything (the same code, from an empty state) when
+// the delta says All or Context (networks, routers and node addresses feed
+// every VIP's selection and every aggregate; so does any change of NB's
+// protected prefixes other than those of a changed egress IP or VIP
+// address, which must come as Context), and, on every call, when the last
+// full pass found the snapshot out of the order model.Snapshot documents
+// and Update's binary searches need: egress IPs and Service VIPs by
+// network (the default first), then address; with aggregates, protected
+// prefixes by prefix and node addresses.
 //
 // An AdvertState is for one config: a new config needs a new one. It is
 // not safe for concurrent use. The advertisements it returns share their
