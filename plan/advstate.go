@@ -177,16 +177,70 @@ func (s *AdvertState) Update(snap model.Snapshot, d model.SnapshotDelta) []model
 			}
 		}
 	}
+	out := t.sorted()
+	var peers []string
 	for peer, before := range t.peers {
-		// The count in the Reason of every prefix held back changed.
-		if c := s.caps[peer]; c != nil && c.len() != before {
-			c.held.Ascend(func(p netip.Prefix) bool {
-				t.keys[model.Key{Peer: peer, Prefix: p}] = struct{}{}
-				return true
-			})
+		if c := s.caps[peer]; c != nil && c.len() != before && c.held.Len() > 0 {
+			peers = append(peers, peer)
 		}
 	}
-	return t.sorted()
+	if len(peers) == 0 {
+		return out
+	}
+	// The count in the Reason of every prefix these peers hold back
+	// changed: all their held keys, in key order without a sort (the cap
+	// order is subnets, then single addresses, each in prefix order).
+	slices.Sort(peers)
+	n := 0
+	for _, peer := range peers {
+		n += s.caps[peer].held.Len()
+	}
+	held := make([]model.Key, 0, n)
+	var subnets, singles []netip.Prefix
+	for _, peer := range peers {
+		subnets, singles = subnets[:0], singles[:0]
+		s.caps[peer].held.Ascend(func(p netip.Prefix) bool {
+			if p.IsSingleIP() {
+				singles = append(singles, p)
+			} else {
+				subnets = append(subnets, p)
+			}
+			return true
+		})
+		for len(subnets)+len(singles) > 0 {
+			var p netip.Prefix
+			if len(singles) == 0 || len(subnets) > 0 && model.ComparePrefix(subnets[0], singles[0]) < 0 {
+				p, subnets = subnets[0], subnets[1:]
+			} else {
+				p, singles = singles[0], singles[1:]
+			}
+			held = append(held, model.Key{Peer: peer, Prefix: p})
+		}
+	}
+	return mergeKeys(out, held)
+}
+
+// mergeKeys merges two lists of keys sorted by peer, then prefix, each
+// key once.
+func mergeKeys(a, b []model.Key) []model.Key {
+	out := make([]model.Key, 0, len(a)+len(b))
+	for len(a)+len(b) > 0 {
+		var k model.Key
+		switch {
+		case len(b) == 0 || len(a) > 0 && compareKeys(a[0], b[0]) < 0:
+			k, a = a[0], a[1:]
+		case len(a) > 0 && a[0] == b[0]:
+			k, a, b = a[0], a[1:], b[1:]
+		default:
+			k, b = b[0], b[1:]
+		}
+		out = append(out, k)
+	}
+	return out
+}
+
+func compareKeys(a, b model.Key) int {
+	return cmp.Or(cmp.Compare(a.Peer, b.Peer), model.ComparePrefix(a.Prefix, b.Prefix))
 }
 
 // full recomputes everything and returns the keys that differ.
@@ -657,9 +711,7 @@ func (s *AdvertState) Held() []model.Advertisement {
 	return out
 }
 
-func keyLess(a, b model.Key) bool {
-	return cmp.Or(cmp.Compare(a.Peer, b.Peer), model.ComparePrefix(a.Prefix, b.Prefix)) < 0
-}
+func keyLess(a, b model.Key) bool { return compareKeys(a, b) < 0 }
 
 // exportCap is one peer's maxAdvertised: the first max of its selected
 // prefixes in cap order (capLess) are sent, the rest held. While fewer
@@ -751,9 +803,7 @@ func (t *touched) sorted() []model.Key {
 	for k := range t.keys {
 		out = append(out, k)
 	}
-	slices.SortFunc(out, func(a, b model.Key) int {
-		return cmp.Or(cmp.Compare(a.Peer, b.Peer), model.ComparePrefix(a.Prefix, b.Prefix))
-	})
+	slices.SortFunc(out, compareKeys)
 	return out
 }
 

@@ -361,9 +361,9 @@ func BenchmarkAdvertStateUpdate(b *testing.B) {
 		aggregate bool
 		full      bool
 	}{
-		{name: "plain"}, {name: "plain/full", full: true},
-		{name: "capped", capped: true}, {name: "capped/full", capped: true, full: true},
-		{name: "aggregate", aggregate: true}, {name: "aggregate/full", aggregate: true, full: true},
+		{name: "plain"}, {name: "plain-full", full: true},
+		{name: "capped", capped: true}, {name: "capped-full", capped: true, full: true},
+		{name: "aggregate", aggregate: true}, {name: "aggregate-full", aggregate: true, full: true},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			cfg, snap := advAtScale()
