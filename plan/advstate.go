@@ -149,23 +149,23 @@ func (s *AdvertState) Update(snap model.Snapshot, d model.SnapshotDelta) []model
 		return s.full(snap)
 	}
 	t := &touched{keys: map[model.Key]struct{}{}, peers: map[string]int{}}
-	for i, a := range d.EgressIPs {
-		if !slices.Contains(d.EgressIPs[:i], a) {
-			es := rangeEntries(snap.EgressIPs, egressIPKey, hostPrefix(a), &s.eb)
-			s.setEgressIP(a, es, t)
-		}
+	unique := func(as []netip.Addr) []netip.Addr {
+		as = slices.Clone(as)
+		slices.SortFunc(as, netip.Addr.Compare)
+		return slices.Compact(as)
 	}
-	for i, a := range d.ServiceVIPs {
-		if !slices.Contains(d.ServiceVIPs[:i], a) {
-			vs := rangeEntries(snap.ServiceVIPs, serviceVIPKey, hostPrefix(a), &s.buf)
-			s.setServiceVIP(snap, a, vs, t)
-		}
+	eips, vips := unique(d.EgressIPs), unique(d.ServiceVIPs)
+	for _, a := range eips {
+		s.setEgressIP(a, rangeEntries(snap.EgressIPs, egressIPKey, hostPrefix(a), &s.eb), t)
+	}
+	for _, a := range vips {
+		s.setServiceVIP(snap, a, rangeEntries(snap.ServiceVIPs, serviceVIPKey, hostPrefix(a), &s.buf), t)
 	}
 	// The aggregates holding a changed address: their members, and what
 	// they would cover (the address may be a protected one, and is the
 	// node's own while an egress IP or VIP has it).
 	done := map[aggID]bool{}
-	for _, a := range slices.Concat(d.EgressIPs, d.ServiceVIPs) {
+	for _, a := range slices.Concat(eips, vips) {
 		for _, r := range s.rules {
 			if !ruleAggregates(r.rule, family(a)) {
 				continue
