@@ -245,42 +245,39 @@ func compareKeys(a, b model.Key) int {
 
 // full recomputes everything and returns the keys that differ.
 func (s *AdvertState) full(snap model.Snapshot) []model.Key {
-	type view struct {
-		adv  model.Advertisement
-		held bool
-	}
-	old := make(map[model.Key]view, len(s.cands))
-	for _, a := range s.Sent() {
-		old[a.Key()] = view{adv: a}
-	}
-	for _, a := range s.Held() {
-		old[a.Key()] = view{adv: a, held: true}
-	}
+	old := &AdvertState{cands: s.cands, order: s.order, caps: s.caps}
 	s.rebuild(snap)
-	t := &touched{keys: map[model.Key]struct{}{}}
-	check := func(a model.Advertisement, held bool) {
-		k := a.Key()
-		if o, ok := old[k]; !ok || o.held != held || !advEqual(o.adv, a) {
-			t.keys[k] = struct{}{}
+	keys := func(t *btree.BTreeG[model.Key]) []model.Key {
+		out := make([]model.Key, 0, t.Len())
+		t.Ascend(func(k model.Key) bool {
+			out = append(out, k)
+			return true
+		})
+		return out
+	}
+	var out []model.Key
+	for _, k := range mergeKeys(keys(old.order), keys(s.order)) {
+		a, aSent, aHeld := old.Lookup(k)
+		b, bSent, bHeld := s.Lookup(k)
+		if aSent != bSent || aHeld != bHeld || !advEqual(a, b) {
+			out = append(out, k)
 		}
-		delete(old, k)
 	}
-	for _, a := range s.Sent() {
-		check(a, false)
-	}
-	for _, a := range s.Held() {
-		check(a, true)
-	}
-	for k := range old {
-		t.keys[k] = struct{}{}
-	}
-	return t.sorted()
+	return out
 }
 
 // rebuild computes everything from an empty state, with the code Update
 // uses per address.
 func (s *AdvertState) rebuild(snap model.Snapshot) {
-	s.cands = make(map[model.Key][]advCandidate, len(s.cands))
+	size := len(s.cands) // the last pass's, or an estimate
+	if s.cands == nil {
+		size = len(snap.EgressIPs) + len(snap.ServiceVIPs)
+		for _, nw := range snap.Networks {
+			size += len(nw.Subnets)
+		}
+		size *= max(1, len(s.cfg.BGP.Peers))
+	}
+	s.cands = make(map[model.Key][]advCandidate, size)
 	s.order = btree.NewG(32, keyLess)
 	s.caps = map[string]*exportCap{}
 	for _, p := range s.cfg.BGP.Peers {

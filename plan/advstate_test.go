@@ -169,7 +169,7 @@ func advView(sent, held []model.Advertisement) map[model.Key]model.Advertisement
 // several, now and then a node address or everything), Update leaves Sent
 // and Held equal to CappedAdvertisements of the same snapshot, and returns
 // exactly the keys whose advertisement differs from the step before;
-// Lookup agrees with both.
+// Lookup agrees, for every key selected and every key touched.
 func TestAdvertStateEqualsFull(t *testing.T) {
 	for _, aggregate := range []bool{false, true} {
 		for seed := range uint64(20) {
@@ -258,7 +258,11 @@ func checkAdvertState(t *testing.T, cfg *config.Config, snap model.Snapshot, st 
 				step, gocmp.Diff(differ, touched, cmpAddrs, cmpopts.EquateEmpty()))
 		}
 	}
-	for _, k := range touched {
+	keys := slices.Clone(touched)
+	for k := range now {
+		keys = append(keys, k)
+	}
+	for _, k := range keys {
 		want, ok := now[k]
 		adv, sent, held := st.Lookup(k)
 		switch {
@@ -407,6 +411,25 @@ func BenchmarkAdvertStateUpdate(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkAdvertStateContext: Update with Context (a full pass and the
+// keys that differ) on the same fixture, one VIP changed.
+func BenchmarkAdvertStateContext(b *testing.B) {
+	cfg, snap := advAtScale()
+	st := NewAdvertState(cfg, snap)
+	v := &snap.ServiceVIPs[5000]
+	local, remote := v.Backends, addrs("10.129.0.1")
+	var n int
+	for b.Loop() {
+		if len(v.Backends) == 1 {
+			v.Backends = local
+		} else {
+			v.Backends = remote
+		}
+		n = len(st.Update(snap, model.SnapshotDelta{Context: true}))
+	}
+	b.ReportMetric(float64(n), "touched")
 }
 
 // BenchmarkNewAdvertState: the full pass (NewAdvertState, and Update on
