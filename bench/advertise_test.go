@@ -23,8 +23,8 @@ const (
 	// envAdvChanges is the number of measured changes of
 	// BenchmarkAdvertiseChange (default 200).
 	envAdvChanges = "OVNBGP_BENCH_ADV_CHANGES"
-	// envAdvBase is how many egress IPs + VIPs the node advertises before
-	// them (default 1000, half each).
+	// envAdvBase lists how many egress IPs + VIPs the node advertises
+	// before them, a run each (default "1000,10000", half each).
 	envAdvBase = "OVNBGP_BENCH_ADV_BASE"
 	// envBulkVIP lists the sizes of BenchmarkAdvertiseBulk (default
 	// "5000,10000").
@@ -201,8 +201,9 @@ func envInt(b *testing.B, name string, def, lo, hi int) int {
 	return n
 }
 
-// BenchmarkAdvertiseChange (issue 7, item 8): on a node that already
-// advertises 1000 egress IPs and VIPs (OVNBGP_BENCH_ADV_BASE), 200 changes
+// BenchmarkAdvertiseChange (issue 7, item 8; issue 18, item 7): on a node
+// that already advertises 1,000, then 10,000 egress IPs and VIPs
+// (OVNBGP_BENCH_ADV_BASE, a comma-separated list), 200 changes
 // (OVNBGP_BENCH_ADV_CHANGES), in turn: one egress IP added, the same
 // removed, one VIP added, the same removed, each one operation. ovnbgp gets
 // them as NB transactions (an EgressIP SNAT row on GR_node1, a Service load
@@ -221,15 +222,18 @@ func envInt(b *testing.B, name string, def, lo, hi int) int {
 func BenchmarkAdvertiseChange(b *testing.B) {
 	gate(b)
 	changes := envInt(b, envAdvChanges, 200, 4, 4000)
-	base := envInt(b, envAdvBase, 1000, 0, 20000)
-	for _, c := range []struct{ id, world, name string }{
-		{"ovnbgp", "ovnbgp-vip", ovnbgpName},
-		{"frr-vtysh", "frr-vtysh", vtyshName},
-		{"bird-configure", "bird-configure", birdConfName},
-	} {
-		b.Run(c.id, func(b *testing.B) {
-			r := benchRun(b)
-			advChangeRun(r, newWorld(r, c.world, c.name), changes, base)
+	for _, base := range envSizes(b, envAdvBase, []int{1000, 10000}, 0, 20000) {
+		b.Run(fmt.Sprintf("base=%d", base), func(b *testing.B) {
+			for _, c := range []struct{ id, world, name string }{
+				{"ovnbgp", "ovnbgp-vip", ovnbgpName},
+				{"frr-vtysh", "frr-vtysh", vtyshName},
+				{"bird-configure", "bird-configure", birdConfName},
+			} {
+				b.Run(c.id, func(b *testing.B) {
+					r := benchRun(b)
+					advChangeRun(r, newWorld(r, c.world, c.name), changes, base)
+				})
+			}
 		})
 	}
 }
@@ -515,16 +519,22 @@ func bulkVIPs(n int) []netip.Prefix {
 const bulkVIPSettle = 12 * time.Second
 
 func bulkVIPSizes(b *testing.B) []int {
+	return envSizes(b, envBulkVIP, []int{5000, 10000}, 1, maxAdvAddrs-1)
+}
+
+// envSizes reads a comma-separated list of sizes from env name, each from
+// lo to hi; def when it is unset.
+func envSizes(b *testing.B, name string, def []int, lo, hi int) []int {
 	b.Helper()
-	v := os.Getenv(envBulkVIP)
+	v := os.Getenv(name)
 	if v == "" {
-		return []int{5000, 10000}
+		return def
 	}
 	var sizes []int
 	for _, f := range strings.Split(v, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 || n >= maxAdvAddrs {
-			b.Fatalf("%s=%q: want sizes between 1 and %d, comma-separated", envBulkVIP, v, maxAdvAddrs-1)
+		if err != nil || n < lo || n > hi {
+			b.Fatalf("%s=%q: want sizes from %d to %d, comma-separated", name, v, lo, hi)
 		}
 		sizes = append(sizes, n)
 	}

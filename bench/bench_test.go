@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"net/netip"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -184,6 +185,12 @@ func BenchmarkBulk(b *testing.B) {
 	}
 }
 
+// envBulkHeap names files (FILE-N) for heap profiles of ovnbgp holding the
+// N of a bulk add that reports RSS per prefix (BenchmarkAdvertiseBulk),
+// read when its RSS is: the daemon built with -tags ovnbgp_pprof and
+// OVNBGP_PPROF set (profileDaemon).
+const envBulkHeap = "OVNBGP_BENCH_BULK_HEAP"
+
 // bulkRun adds gen(n) in one operation and withdraws them again, for each
 // size n, in w, timing both and reading the node daemons' CPU and RSS.
 // unit names the prefixes in the rows ("/24", "VIP"). With settle > 0 the
@@ -237,6 +244,9 @@ func bulkRun(b jobRun, w *world, sizes []int, gen func(int) []netip.Prefix, unit
 			time.Sleep(settle)
 			if settled, err = usageOf(w.c.daemons()); err != nil {
 				b.Fatal(err)
+			}
+			if out := os.Getenv(envBulkHeap); out != "" && name == ovnbgpName {
+				profileDaemon(b, w.l, fmt.Sprintf("heap profile holding the %d", n), fmt.Sprintf("%s-%d", out, n), "/debug/pprof/heap?gc=1")()
 			}
 		}
 		del, _, err := w.measure(false, ps, bulkInterval, b.timeout(bulkTimeout), func() (progress, error) {

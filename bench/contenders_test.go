@@ -62,6 +62,8 @@ type world struct {
 	base int
 	// warm is the prefix of the warm-up (warmUpPrefix unless set).
 	warm netip.Prefix
+	// l is the world's lab.
+	l *lab.Lab
 }
 
 // newWorld builds a lab (namespaces, ToR) and starts the contender in the
@@ -84,7 +86,7 @@ func newWorld(b testing.TB, id, name string) *world {
 		}
 	}
 	l := lab.New(b)
-	w := &world{name: name}
+	w := &world{name: name, l: l}
 	tf := l.StartFRR(lab.FRRConfig{Neighbors: []lab.FRRNeighbor{{Address: lab.NodeIPv4, ASN: nodeASN, Passive: true}}})
 	w.tor = tor{frr: tf, from: lab.NodeIPv4}
 	const sessionTimeout = 60 * time.Second

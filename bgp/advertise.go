@@ -48,6 +48,16 @@ type advState struct {
 	// (Pointers: an advertisement is too big a map value to be stored in
 	// place, and Advertised sorts and copies them on every pass.)
 	advs map[model.Key]*model.Advertisement
+	// refs counts member's keys by prefix (setMember, deleteMember).
+	// exact says that rib holds exactly the prefixes with a member and
+	// each group's prefixes are those of its members, so that lower looks
+	// only at what a change names (installed.exact). A failed path or
+	// group operation clears it; a whole lowering applied without one
+	// sets it again.
+	refs  map[netip.Prefix]int
+	exact bool
+	// broken counts the failed path and group operations (exact).
+	broken int
 	// nbr is the address in each peer's neighbor set.
 	nbr map[string]netip.Addr
 	// unsynced are advertisements whose peer has not re-evaluated its
@@ -74,6 +84,31 @@ type advState struct {
 // the state.
 func (a *advState) changed() { a.inEffect = nil }
 
+// setMember puts k in group gid, deleteMember takes it out; both keep refs.
+func (a *advState) setMember(k model.Key, gid groupID) {
+	if _, had := a.member[k]; !had {
+		a.refs[k.Prefix]++
+	}
+	a.member[k] = gid
+}
+
+func (a *advState) deleteMember(k model.Key) {
+	if _, had := a.member[k]; !had {
+		return
+	}
+	delete(a.member, k)
+	if a.refs[k.Prefix]--; a.refs[k.Prefix] <= 0 {
+		delete(a.refs, k.Prefix)
+	}
+}
+
+// broke records a failed path or group operation: the RIB or a group may
+// now differ from the members, and the next lowering looks at everything.
+func (a *advState) broke() {
+	a.exact = false
+	a.broken++
+}
+
 // failure is an advertisement that could not be applied.
 type failure struct {
 	adv model.Advertisement
@@ -85,6 +120,8 @@ func newAdvState() advState {
 		rib:      map[netip.Prefix]struct{}{},
 		groups:   map[groupID]*group{},
 		member:   map[model.Key]groupID{},
+		refs:     map[netip.Prefix]int{},
+		exact:    true,
 		advs:     map[model.Key]*model.Advertisement{},
 		nbr:      map[string]netip.Addr{},
 		unsynced: map[model.Key]bool{},
@@ -155,6 +192,60 @@ func (s *Speaker) Advertised() []model.Advertisement {
 		out = append(out, adv)
 	}
 	return out
+}
+
+// AdvertisedOf returns what Advertised lists of the given keys, in the
+// order given (a key not in effect is left out), at a cost of the keys,
+// not of the table: the daemon reads the keys a change touched.
+func (s *Speaker) AdvertisedOf(keys []model.Key) []model.Advertisement {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := &s.adv
+	out := make([]model.Advertisement, 0, len(keys))
+	var gids []groupID // sorted once, for left-overs
+	for _, k := range keys {
+		p, ok := a.inEffectOf(k, &gids)
+		if !ok {
+			continue
+		}
+		adv := *p
+		adv.State, adv.Reason = s.sendState(k)
+		if f, ok := a.failed[k]; ok {
+			adv.Problem = "the last change was not applied (" + f.err + "); these are the last good attributes"
+		}
+		out = append(out, adv)
+	}
+	return out
+}
+
+// inEffectOf is k's entry of sortedInEffect, if any; gids caches the
+// groups in name order. The caller holds mu.
+func (a *advState) inEffectOf(k model.Key, gids *[]groupID) (*model.Advertisement, bool) {
+	if _, in := a.rib[k.Prefix]; !in || a.unsynced[k] {
+		return nil, false
+	}
+	if gid, ok := a.member[k]; ok {
+		if g := a.groups[gid]; g != nil {
+			if _, in := g.prefixes[k.Prefix]; in {
+				return a.advs[k], true
+			}
+		}
+	}
+	if *gids == nil {
+		*gids = sortedGroups(a.groups)
+	}
+	for _, gid := range *gids {
+		if gid.peer != k.Peer {
+			continue
+		}
+		if g := a.groups[gid]; g != nil {
+			if _, in := g.prefixes[k.Prefix]; in {
+				// Left over from a failed removal: gobgp still sends it.
+				return &model.Advertisement{Peer: gid.peer, Prefix: k.Prefix, Attrs: g.attrs}, true
+			}
+		}
+	}
+	return nil, false
 }
 
 // sortedInEffect lists the advertisements in effect, sorted by peer and
@@ -262,7 +353,7 @@ type wanted struct {
 
 // view is the installed state as lower reads it.
 func (a *advState) view() installed {
-	return installed{rib: a.rib, groups: a.groups, member: a.member, nbr: a.nbr, resets: a.resets}
+	return installed{rib: a.rib, groups: a.groups, member: a.member, nbr: a.nbr, resets: a.resets, refs: a.refs, exact: a.exact}
 }
 
 // reconcile selects want and deselects remove in gobgp: it runs the
@@ -280,6 +371,7 @@ func (s *Speaker) reconcile(ctx context.Context, want []model.Advertisement, rem
 		skipGroups: map[groupID]bool{}, skipResets: map[string]bool{}}
 	var errs []error
 	var done []lowOp
+	whole, broken := !a.exact, a.broken
 	// Each failure adds to ch what lower skips from then on, so the
 	// passes end.
 	for pass := 0; ; pass++ {
@@ -293,7 +385,7 @@ func (s *Speaker) reconcile(ctx context.Context, want []model.Advertisement, rem
 			errs = append(errs, l.errs...)
 		}
 		for _, k := range l.forget {
-			delete(a.member, k)
+			a.deleteMember(k)
 			delete(a.advs, k)
 		}
 		for _, adv := range l.update {
@@ -314,6 +406,9 @@ func (s *Speaker) reconcile(ctx context.Context, want []model.Advertisement, rem
 		if !again {
 			break
 		}
+	}
+	if whole && a.broken == broken {
+		a.exact = true // every path and group was looked at, and set right
 	}
 	for k := range a.unsynced {
 		if _, ok := a.member[k]; !ok {
@@ -441,7 +536,7 @@ func (s *Speaker) grow(ctx context.Context, op lowOp, ch *change) (bool, error) 
 	a := &s.adv
 	in := func(adv model.Advertisement) {
 		k := adv.Key()
-		a.member[k] = op.gid
+		a.setMember(k, op.gid)
 		a.setAdv(k, adv)
 		s.log.Debug("prefix selected for peer", zap.String("op", "select"), zap.String("peer", k.Peer),
 			zap.Stringer("prefix", k.Prefix), zap.Any("attrs", adv.Attrs))
@@ -535,6 +630,7 @@ func (s *Speaker) addToGroup(ctx context.Context, gid groupID, n normAttrs, pref
 
 func (s *Speaker) removeFromGroup(ctx context.Context, g *group, prefixes []netip.Prefix) error {
 	if err := s.deleteDefinedSet(ctx, prefixSet(g.name, prefixes...), false); err != nil {
+		s.adv.broke()
 		return fmt.Errorf("remove from prefix set %s: %w", g.name, err)
 	}
 	for _, p := range prefixes {
@@ -652,6 +748,11 @@ func (s *Speaker) addPaths(prefixes []netip.Prefix) error {
 		paths = append(paths, lp)
 		ok = append(ok, p)
 	}
+	defer func() {
+		if len(errs) > 0 {
+			s.adv.broke()
+		}
+	}()
 	if len(paths) == 0 {
 		return errors.Join(errs...)
 	}
@@ -665,7 +766,8 @@ func (s *Speaker) addPaths(prefixes []netip.Prefix) error {
 		}
 		// Per-path answers are lost; find out what went in.
 		s.syncRIB(ok)
-		return errors.Join(append(errs, fmt.Errorf("add paths: %w", err))...)
+		errs = append(errs, fmt.Errorf("add paths: %w", err))
+		return errors.Join(errs...)
 	}
 	for i, r := range resps {
 		if r.Error != nil {
@@ -698,6 +800,11 @@ func (s *Speaker) deletePaths(prefixes []netip.Prefix) error {
 		return out, errs
 	}
 	paths, errs := build(prefixes)
+	defer func() {
+		if len(errs) > 0 {
+			s.adv.broke()
+		}
+	}()
 	if len(errs) == 0 {
 		start := time.Now()
 		if err := s.bgp.DeletePath(apiutil.DeletePathRequest{Paths: paths}); err == nil {
@@ -729,6 +836,7 @@ func (s *Speaker) deletePaths(prefixes []netip.Prefix) error {
 // syncRIB reads back which of the prefixes have a path in the global RIB.
 func (s *Speaker) syncRIB(prefixes []netip.Prefix) {
 	defer s.adv.changed()
+	s.adv.broke()
 	s.eachRIBPrefix(func(p netip.Prefix) {
 		if slices.Contains(prefixes, p) {
 			s.adv.rib[p] = struct{}{}

@@ -21,6 +21,14 @@ type installed struct {
 	member map[model.Key]groupID
 	nbr    map[string]netip.Addr
 	resets map[string]bool
+	// refs counts the members of each prefix. exact says that the RIB
+	// holds exactly the prefixes with a member, and that each group's
+	// prefixes are those of its members: lower then looks only at the
+	// keys the change names and at the groups and peers (a cost of the
+	// change, not of the table), otherwise at every path and every
+	// group's prefixes (after a failure left them apart).
+	refs  map[netip.Prefix]int
+	exact bool
 }
 
 // change is what one Apply (or SetPeers) asks: select want, deselect
@@ -239,16 +247,12 @@ func lower(st installed, ch change) lowering {
 		return gid, ok
 	}
 
+	// touched are the keys whose group may change: what the change asks
+	// for and what it forgets. Exact, nothing else changes.
+	touched := slices.Concat(keys, out.forget)
+
 	// 3. Add the paths some advertisement wants and the RIB lacks.
-	wantRIB := make(map[netip.Prefix]bool, len(st.member)+len(grown))
-	for k := range st.member {
-		if _, ok := after(k); ok {
-			wantRIB[k.Prefix] = true
-		}
-	}
-	for k := range grown {
-		wantRIB[k.Prefix] = true
-	}
+	wantRIB := wantedPaths(st, touched, after)
 	ribAfter := func(p netip.Prefix) bool {
 		_, in := st.rib[p]
 		if ch.skipPaths[p] {
@@ -257,15 +261,23 @@ func lower(st installed, ch change) lowering {
 		return wantRIB[p]
 	}
 	var toAdd, toDelete []netip.Prefix
-	for p := range wantRIB {
-		if _, in := st.rib[p]; !in && !ch.skipPaths[p] {
+	for p, want := range wantRIB {
+		if _, in := st.rib[p]; want && !in && !ch.skipPaths[p] {
 			toAdd = append(toAdd, p)
 		}
 	}
 	// 4. Withdraw the paths no advertisement wants.
-	for p := range st.rib {
-		if !wantRIB[p] && !ch.skipPaths[p] {
-			toDelete = append(toDelete, p)
+	if st.exact {
+		for p, want := range wantRIB {
+			if _, in := st.rib[p]; !want && in && !ch.skipPaths[p] {
+				toDelete = append(toDelete, p)
+			}
+		}
+	} else {
+		for p := range st.rib {
+			if !wantRIB[p] && !ch.skipPaths[p] {
+				toDelete = append(toDelete, p)
+			}
 		}
 	}
 	if len(toAdd) > 0 {
@@ -280,6 +292,21 @@ func lower(st installed, ch change) lowering {
 	// 5. Shrink, then delete what is left empty.
 	gids := sortedGroups(st.groups)
 	left := map[groupID]int{}
+	// leaving are the prefixes each group loses: exact, those of the
+	// touched keys that were its members and are no longer.
+	var leaving map[groupID][]netip.Prefix
+	if st.exact {
+		leaving = map[groupID][]netip.Prefix{}
+		for _, k := range touched {
+			gid, was := st.member[k]
+			if !was {
+				continue
+			}
+			if cur, ok := after(k); !ok || cur != gid {
+				leaving[gid] = append(leaving[gid], k.Prefix)
+			}
+		}
+	}
 	for _, gid := range gids {
 		g := st.groups[gid]
 		left[gid] = len(g.prefixes)
@@ -287,13 +314,19 @@ func lower(st installed, ch change) lowering {
 			continue
 		}
 		op := lowOp{kind: opRemoveFromGroup, peer: gid.peer, gid: gid}
-		for p := range g.prefixes {
-			if cur, ok := after(model.Key{Peer: gid.peer, Prefix: p}); !ok || cur != gid {
-				op.prefixes = append(op.prefixes, p)
-				if ribAfter(p) {
-					op.resync = true
-					reset[gid.peer] = true
+		if st.exact {
+			op.prefixes = leaving[gid]
+		} else {
+			for p := range g.prefixes {
+				if cur, ok := after(model.Key{Peer: gid.peer, Prefix: p}); !ok || cur != gid {
+					op.prefixes = append(op.prefixes, p)
 				}
+			}
+		}
+		for _, p := range op.prefixes {
+			if ribAfter(p) {
+				op.resync = true
+				reset[gid.peer] = true
 			}
 		}
 		if len(op.prefixes) > 0 {
@@ -348,6 +381,47 @@ func lower(st installed, ch change) lowering {
 		out.ops = append(out.ops, lowOp{kind: opSoftReset, peer: peer, addr: p.Address})
 	}
 	return out
+}
+
+// wantedPaths says, for each prefix lower must look at, whether some
+// advertisement wants its path once the change is made (after). Exact,
+// those are the prefixes of the touched keys, and a prefix is wanted when
+// its count of members stays above zero; otherwise every prefix with a
+// member, or with a path, is looked at (absent: not wanted).
+func wantedPaths(st installed, touched []model.Key, after func(model.Key) (groupID, bool)) map[netip.Prefix]bool {
+	if !st.exact {
+		want := make(map[netip.Prefix]bool, len(st.member)+len(touched))
+		for k := range st.member {
+			if _, ok := after(k); ok {
+				want[k.Prefix] = true
+			}
+		}
+		for _, k := range touched {
+			if _, ok := after(k); ok {
+				want[k.Prefix] = true
+			}
+		}
+		return want
+	}
+	refs := make(map[netip.Prefix]int, len(touched))
+	for _, k := range touched {
+		if _, seen := refs[k.Prefix]; !seen {
+			refs[k.Prefix] = st.refs[k.Prefix]
+		}
+		_, was := st.member[k]
+		_, is := after(k)
+		switch {
+		case was && !is:
+			refs[k.Prefix]--
+		case !was && is:
+			refs[k.Prefix]++
+		}
+	}
+	want := make(map[netip.Prefix]bool, len(refs))
+	for p, n := range refs {
+		want[p] = n > 0
+	}
+	return want
 }
 
 // validate checks adv against the configured peers and parses its

@@ -18,7 +18,7 @@ type lowerFixture struct{ st installed }
 func newLowerFixture() *lowerFixture {
 	return &lowerFixture{st: installed{
 		rib: map[netip.Prefix]struct{}{}, groups: map[groupID]*group{}, member: map[model.Key]groupID{},
-		nbr: map[string]netip.Addr{}, resets: map[string]bool{},
+		nbr: map[string]netip.Addr{}, resets: map[string]bool{}, refs: map[netip.Prefix]int{},
 	}}
 }
 
@@ -35,6 +35,9 @@ func (f *lowerFixture) has(a model.Advertisement, addr string) *lowerFixture {
 		f.st.groups[w.gid] = g
 	}
 	g.prefixes[a.Prefix] = struct{}{}
+	if _, had := f.st.member[a.Key()]; !had {
+		f.st.refs[a.Prefix]++
+	}
 	f.st.member[a.Key()] = w.gid
 	f.st.rib[a.Prefix] = struct{}{}
 	f.st.nbr[a.Peer] = netip.MustParseAddr(addr)
@@ -190,33 +193,39 @@ func TestLower(t *testing.T) {
 		ch:   change{want: []model.Advertisement{adv("tor", "fd00::/64", none)}},
 		ops:  []string{"create-group " + gk("tor", "ipv6", none) + " [fd00::/64]", "add-paths [fd00::/64]"},
 	}} {
-		t.Run(tc.name, func(t *testing.T) {
-			if tc.ch.peers == nil {
-				tc.ch.peers = lowerPeers
-			}
-			l := lower(tc.st.st, tc.ch)
-			got := make([]string, 0, len(l.ops))
-			for _, op := range l.ops {
-				got = append(got, op.String())
-			}
-			if d := cmp.Diff(tc.ops, got, cmp.Comparer(func(a, b []string) bool { return slices.Equal(a, b) })); d != "" {
-				t.Errorf("ops (-want +got):\n%s", d)
-			}
-			failed := make([]model.Key, 0, len(l.failed))
-			for k := range l.failed {
-				failed = append(failed, k)
-			}
-			slices.SortFunc(failed, compareKey)
-			if fmt.Sprint(failed) != fmt.Sprint(tc.failed) {
-				t.Errorf("failed = %v, want %v", failed, tc.failed)
-			}
-			if fmt.Sprint(l.forget) != fmt.Sprint(tc.forget) {
-				t.Errorf("forget = %v, want %v", l.forget, tc.forget)
-			}
-			if len(l.errs) != tc.errs {
-				t.Errorf("errs = %v, want %d", l.errs, tc.errs)
-			}
-		})
+		// Each case twice: looking at everything, and (exact) at what the
+		// change names only; the fixtures keep exact's invariants.
+		for _, exact := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/exact=%v", tc.name, exact), func(t *testing.T) {
+				if tc.ch.peers == nil {
+					tc.ch.peers = lowerPeers
+				}
+				st := tc.st.st
+				st.exact = exact
+				l := lower(st, tc.ch)
+				got := make([]string, 0, len(l.ops))
+				for _, op := range l.ops {
+					got = append(got, op.String())
+				}
+				if d := cmp.Diff(tc.ops, got, cmp.Comparer(func(a, b []string) bool { return slices.Equal(a, b) })); d != "" {
+					t.Errorf("ops (-want +got):\n%s", d)
+				}
+				failed := make([]model.Key, 0, len(l.failed))
+				for k := range l.failed {
+					failed = append(failed, k)
+				}
+				slices.SortFunc(failed, compareKey)
+				if fmt.Sprint(failed) != fmt.Sprint(tc.failed) {
+					t.Errorf("failed = %v, want %v", failed, tc.failed)
+				}
+				if fmt.Sprint(l.forget) != fmt.Sprint(tc.forget) {
+					t.Errorf("forget = %v, want %v", l.forget, tc.forget)
+				}
+				if len(l.errs) != tc.errs {
+					t.Errorf("errs = %v, want %d", l.errs, tc.errs)
+				}
+			})
+		}
 	}
 }
 
@@ -232,17 +241,26 @@ func TestLowerChangesNothing(t *testing.T) {
 }
 
 // BenchmarkLower10000 measures lower for one changed advertisement (new
-// attributes) among 10,000 installed to one peer. No timing is asserted.
+// attributes) among 10,000 installed to one peer, looking at everything
+// and (exact) at the change only. No timing is asserted.
 func BenchmarkLower10000(b *testing.B) {
 	f := newLowerFixture()
 	for i := range 10000 {
 		f.has(model.Advertisement{Peer: "tor", Prefix: netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(i >> 8), byte(i), 0}), 24)}, "192.0.2.1")
 	}
 	ch := change{want: []model.Advertisement{{Peer: "tor", Prefix: lpfx("10.0.7.0/24"), Attrs: model.PathAttrs{MED: 1}}}, peers: lowerPeers}
-	b.ReportAllocs()
-	for b.Loop() {
-		if l := lower(f.st, ch); len(l.ops) != 3 {
-			b.Fatalf("%d ops: %v", len(l.ops), l.ops)
-		}
+	// whole: after a failure, every path and group looked at; exact:
+	// the steady state, the change's keys only.
+	for _, exact := range []bool{false, true} {
+		b.Run(map[bool]string{false: "whole", true: "exact"}[exact], func(b *testing.B) {
+			st := f.st
+			st.exact = exact
+			b.ReportAllocs()
+			for b.Loop() {
+				if l := lower(st, ch); len(l.ops) != 3 {
+					b.Fatalf("%d ops: %v", len(l.ops), l.ops)
+				}
+			}
+		})
 	}
 }

@@ -3,6 +3,7 @@ package bgp
 import (
 	"fmt"
 	"math/rand/v2"
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -96,6 +97,25 @@ func TestStateSequence(t *testing.T) {
 		slices.Sort(wantAdv)
 		if !slices.Equal(adv, wantAdv) {
 			t.Fatalf("step %d: state %q: Advertised() = %v, want %v", step, st.name, adv, wantAdv)
+		}
+		// AdvertisedOf, key by key, says what Advertised says.
+		var keys []model.Key
+		for _, p := range []string{x, y, z, w} {
+			for _, peer := range []string{"a", "b"} {
+				keys = append(keys, model.Key{Peer: peer, Prefix: netip.MustParsePrefix(p)})
+			}
+		}
+		slices.SortFunc(keys, compareKey)
+		if got, all := fmt.Sprint(node.AdvertisedOf(keys)), fmt.Sprint(node.Advertised()); got != all {
+			t.Fatalf("step %d: state %q: AdvertisedOf(every key) = %s, Advertised() = %s", step, st.name, got, all)
+		}
+		// The executor keeps what lets the next lowering look at the
+		// change only (TestLowerExactEqualsWhole).
+		node.mu.Lock()
+		exact, why := node.adv.exact, exactHolds(node.adv.view())
+		node.mu.Unlock()
+		if !exact || why != "" {
+			t.Fatalf("step %d: state %q: exact %v, %s", step, st.name, exact, why)
 		}
 	}
 }

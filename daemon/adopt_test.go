@@ -56,7 +56,7 @@ func TestAdoptedHeldUntilEndOfRIB(t *testing.T) {
 		t.Fatalf("adopted route deleted before End-of-RIB: OVN %v, kernel %v", got, h.kernelPrefixes())
 	}
 	h.d.mu.Lock()
-	held := h.d.heldOps()
+	held := h.d.pl.heldOps()
 	h.d.mu.Unlock()
 	if len(held) != 2 || held[0].Reason == "" {
 		t.Errorf("held %+v, want the OVN and kernel deletes of 198.51.100.0/24 with a reason", held)
@@ -118,7 +118,7 @@ func TestPeerGracefulRestartKeptByTheDaemon(t *testing.T) {
 		return func() bool {
 			h.d.mu.Lock()
 			defer h.d.mu.Unlock()
-			p, ok := h.d.imp.table.Learned(model.Key{Peer: "tor", Prefix: learnedUplink.Prefix})
+			p, ok := h.d.pl.imp.table.Learned(model.Key{Peer: "tor", Prefix: learnedUplink.Prefix})
 			return ok && p.Stale == want
 		}
 	}

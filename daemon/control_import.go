@@ -56,27 +56,6 @@ func (d *Daemon) onLoop(ctx context.Context, fn func(ctx context.Context)) error
 	}
 }
 
-// planView is one computation of the plan and everything it read.
-type planView struct {
-	plan plan.Plan
-	// table is the import decision, res its whole result (nil in an
-	// incremental pass, which has only what changed).
-	table   *plan.ImportTable
-	res     *plan.ImportResult
-	snap    model.Snapshot
-	host    model.Host
-	desired []model.Advertisement
-	// heldAdv are the advertisements peers' export caps hold back.
-	heldAdv []model.Advertisement
-	hostErr error
-	synced  map[string]bool
-	// learnedOK is false when the walk of the speaker failed and the
-	// last good paths were decided on.
-	learnedOK bool
-	// stale are the graceful-restart windows the table was decided with.
-	stale map[string]map[config.Family]plan.StaleWindow
-}
-
 // computePlan computes the plan of cfg against the world now; it runs on
 // the loop. It fails only when there is nothing to plan from yet.
 func (d *Daemon) computePlan(ctx context.Context, cfg *config.Config) (planView, error) {
@@ -92,61 +71,7 @@ func (d *Daemon) computePlan(ctx context.Context, cfg *config.Config) (planView,
 	}
 	// What is shown walks the learned table even without import rules:
 	// explain and plan show what peers sent and why it is not imported.
-	return d.planFrom(ctx, cfg, sp, snap, true, false), nil
-}
-
-// planFrom computes cfg's whole plan from an NB snapshot already read,
-// deciding every learned path anew; it runs on the loop. The paths are the
-// loop's table (what the loop decided on), or a walk of the speaker when
-// walk is set (the loop's full pass) or there is no table of sp; without
-// import rules only walkAlways walks.
-func (d *Daemon) planFrom(ctx context.Context, cfg *config.Config, sp Speaker, snap model.Snapshot, walkAlways, walk bool) planView {
-	desired, heldAdv := plan.NewDrain(cfg, d.drainState(), time.Now()).Apply(plan.CappedAdvertisements(cfg, snap))
-	d.openHostOnce(cfg)
-	host, hostErr := d.hostState()
-	// End-of-RIB before the paths: a peer's paths reach gobgp's table
-	// before its End-of-RIB does, so the walk that follows holds every path
-	// sent before the End-of-RIB seen here. The other order could pair a
-	// fresh End-of-RIB with an older walk, and fail static would then
-	// delete routes the peer had just re-sent.
-	// A preview (plan --config) reads the sync state but never changes it.
-	synced := d.syncedPeers(ctx, sp, cfg, cfg != d.config())
-	var learned []model.LearnedPath
-	learnedOK := true
-	if len(cfg.Import) > 0 || walkAlways {
-		learned, learnedOK = d.learnedPaths(ctx, sp, cfg, walk, cfg != d.config())
-	}
-	holdAll := ""
-	if len(cfg.Import) > 0 && (!learnedOK || d.imp.host == nil || hostErr != nil) {
-		// What peers hold or what the host holds is not known this pass:
-		// no walk of this speaker's table succeeded (or this pass's walk
-		// failed, and the last good one may predate an End-of-RIB seen
-		// now), or the kernel could not be read (every next hop would
-		// fail its on-link check). Nothing may be deleted on such input.
-		holdAll = "what peers sent or what the kernel holds could not be read this pass, so nothing is deleted (fail static); retried on the next pass"
-		for p := range synced {
-			synced[p] = false
-		}
-	}
-	preview := cfg != d.config()
-	if !preview && len(cfg.Import) > 0 && d.imp.adoptDue && holdAll == "" && d.imp.syncFor == sp {
-		// The sync starts (over): what is installed now is adopted, and
-		// waits for its peers; everything learned from here on is not.
-		d.imp.adopted, d.imp.adoptDue = plan.NewAdopted(snap.OwnedRoutes, host.Routes), false
-	}
-	table := plan.NewImportTable(plan.ImportInput{Config: cfg, Snapshot: snap, Host: host, Learned: learned, Stale: d.imp.stale})
-	res := table.Result()
-	p := plan.Build(plan.BuildInput{
-		Node: cfg.Node.Name, Now: time.Now(), Config: cfg, Import: res,
-		Adverts: desired, Advertised: sp.Advertised(),
-		Snapshot: snap, Host: host, Synced: synced, SyncBy: d.syncBy(cfg, synced),
-		Adopted: d.imp.adopted, HoldAll: holdAll,
-	})
-	if !preview && holdAll == "" {
-		d.forgetAdopted(cfg, synced, nil, res.OVN, res.Kernel, snap.OwnedRoutes, host.Routes)
-	}
-	return planView{plan: p, table: table, res: &res, snap: snap, host: host, desired: desired, heldAdv: heldAdv, hostErr: hostErr,
-		synced: synced, learnedOK: learnedOK, stale: d.imp.stale}
+	return d.pl.planFrom(ctx, cfg, sp, snap, true, false, nil), nil
 }
 
 // maxPlanRequest bounds a plan request: a config of config.MaxConfigSize
@@ -260,7 +185,7 @@ func (d *Daemon) importHandlers(mux *http.ServeMux) {
 			replyError(w, http.StatusServiceUnavailable, perr)
 			return
 		}
-		reply(w, plan.Explain(cfg, prefix, *v.res, slices.Concat(v.desired, v.heldAdv), v.plan, v.snap, v.host), nil)
+		reply(w, plan.Explain(cfg, prefix, *v.res, slices.Concat(advList(v.desired), v.heldAdv), v.plan, v.snap, v.host), nil)
 	})
 }
 
@@ -331,7 +256,7 @@ var (
 // wait operations on the gateway routers and rows it read. Advertisements
 // are not part of an apply: the loop keeps them current by itself.
 func (d *Daemon) applySaved(ctx context.Context, p plan.Plan) (api.ApplyResult, error) {
-	d.dropPending("a saved plan is applied")
+	d.pl.dropPending("a saved plan is applied")
 	cfg := d.config()
 	var out api.ApplyResult
 	switch {
@@ -360,9 +285,9 @@ func (d *Daemon) applySaved(ctx context.Context, p plan.Plan) (api.ApplyResult, 
 	nb := d.nb
 	d.mu.Unlock()
 	if len(p.Kernel) > 0 {
-		if d.imp.host == nil {
-			if d.imp.hostErr != nil {
-				return out, d.imp.hostErr
+		if d.pl.imp.host == nil {
+			if d.pl.imp.hostErr != nil {
+				return out, d.pl.imp.hostErr
 			}
 			return out, fmt.Errorf("%w: the kernel side is not open yet; try again in a few seconds", errNotReady)
 		}
@@ -386,7 +311,7 @@ func (d *Daemon) applySaved(ctx context.Context, p plan.Plan) (api.ApplyResult, 
 	}
 	if len(p.Kernel) > 0 {
 		actx, cancel := context.WithTimeout(ctx, applyTimeout)
-		applied, err := d.imp.host.Apply(actx, p.Kernel)
+		applied, err := d.pl.imp.host.Apply(actx, p.Kernel)
 		cancel()
 		out.Kernel = applied
 		if err != nil {
@@ -519,11 +444,11 @@ func (d *Daemon) imported(network string) (api.Imported, error) {
 	nb := d.nb
 	var res plan.ImportResult
 	staleWhy := func(model.LearnedPath) string { return "" }
-	if t := d.imp.table; t != nil {
+	if t := d.pl.imp.table; t != nil {
 		res = t.Result()
 		staleWhy = t.StaleWhy
 	}
-	manual, held := d.imp.manual, d.heldOps()
+	manual, held := d.pl.imp.manual, d.pl.heldOps()
 	d.mu.Unlock()
 	if nb == nil {
 		return api.Imported{}, fmt.Errorf("%w: OVN Northbound is not dialled yet", errNotReady)
@@ -532,7 +457,7 @@ func (d *Daemon) imported(network string) (api.Imported, error) {
 	if !ok {
 		return api.Imported{}, fmt.Errorf("%w: OVN Northbound is not synced yet", errNotReady)
 	}
-	host, _ := d.hostState()
+	host, _ := d.pl.hostState()
 	return importedView(cfg, network, res, snap, host, manual, held, staleWhy), nil
 }
 

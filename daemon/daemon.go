@@ -14,6 +14,7 @@ import (
 	"time"
 
 	sd "github.com/coreos/go-systemd/v22/daemon"
+	"github.com/google/btree"
 	"go.uber.org/zap"
 
 	"github.com/ovnbgp/ovnbgp/api"
@@ -143,7 +144,9 @@ type Daemon struct {
 	nb       Northbound
 	snapshot model.Snapshot
 	synced   bool
-	desired  []model.Advertisement
+	// desired are the last pass's advertisements to make, by key (the
+	// loop changes a clone, never this one).
+	desired *btree.BTreeG[model.Advertisement]
 	// heldAdv are what peers' export caps hold back (last pass).
 	heldAdv  []model.Advertisement
 	ready    bool
@@ -156,11 +159,9 @@ type Daemon struct {
 	lastRun    time.Time
 	lastErr    string
 	cfgErr     string
-	// imp is route import's state; the loop writes it.
-	imp importState
-	// pending is the loop's next pass, computed ahead by `ovnbgp plan`
-	// (nextPass); only the loop goroutine touches it.
-	pending *pendingPass
+	// pl computes the loop's passes and keeps what they need between
+	// them (planner.go); the loop writes it, readers hold mu.
+	pl *planner
 	// drain is the drain state (`ovnbgp drain`), read from stateDir
 	// before the first plan and persisted there before it changes.
 	drain    model.Drain
@@ -190,7 +191,7 @@ func Run(ctx context.Context, opts Options) error {
 }
 
 func newDaemon(opts Options, deps Deps, lim limits, logs *logging, cfg *config.Config) *Daemon {
-	return &Daemon{
+	d := &Daemon{
 		opts:        opts,
 		deps:        deps,
 		lim:         lim,
@@ -208,6 +209,9 @@ func newDaemon(opts Options, deps Deps, lim limits, logs *logging, cfg *config.C
 		stateDir:    cfg.StateDir,
 		loopMetrics: newLoopMetrics(),
 	}
+	d.pl = &planner{log: d.log, lim: lim, mu: &d.mu, poke: d.poke, drain: d.drainState, running: d.config,
+		openHost: deps.OpenHost}
+	return d
 }
 
 // parseConfig parses the config file in its own goroutine: a file that
@@ -347,7 +351,7 @@ func (d *Daemon) run(ctx context.Context) error {
 	nb = d.nb
 	d.mu.Unlock()
 	nb.Close()
-	d.closeHost() // imported routes stay: fail static
+	d.pl.closeHost() // imported routes stay: fail static
 	// With graceful restart, stopping sends no NOTIFICATION: peers keep
 	// our routes (stale) until we are back, as a restart should.
 	d.stopSpeaker(d.config().BGP.GracefulRestart.Enabled, api.PhaseStopping)
@@ -430,7 +434,7 @@ func (d *Daemon) loop(ctx context.Context, hup <-chan os.Signal) error {
 	defer syncT.Stop()
 	var syncAt time.Time
 	armSync := func() {
-		next := d.imp.syncWake
+		next := d.pl.imp.syncWake
 		if next.Equal(syncAt) {
 			return
 		}
@@ -555,10 +559,18 @@ func (d *Daemon) reconcile(ctx context.Context) error {
 	if speaker == nil {
 		return nil // being restarted: the loop pokes again once it runs
 	}
-	snap, ok := nb.Snapshot(cfg.Node.Name)
-	if !ok {
-		// Nothing known yet: advertise nothing new and withdraw nothing.
-		return nil
+	// A pass `ovnbgp plan` computed ahead is applied as it is; NB is
+	// read (what changed since the last pass) only for a pass computed
+	// here.
+	v, pending := d.pl.takePending(cfg, speaker)
+	snap, nr := v.snap, nbRead{}
+	if !pending {
+		var ok bool
+		snap, nr.delta, nr.gen, ok = nb.SnapshotDelta(cfg.Node.Name, d.pl.adv.gen)
+		if !ok {
+			// Nothing known yet: advertise nothing new and withdraw nothing.
+			return nil
+		}
 	}
 	// Peers are added with the first plan, their sessions held until its
 	// advertisements are in the speaker: the first UPDATEs carry the whole
@@ -570,23 +582,23 @@ func (d *Daemon) reconcile(ctx context.Context) error {
 	if held {
 		defer speaker.ReleaseSessions() // at the latest
 	}
-	v, ok := d.takePending(cfg, speaker)
-	if ok {
-		snap = v.snap
-	} else {
-		v = d.loopPlan(ctx, cfg, speaker, snap)
+	if !pending {
+		v = d.pl.loopPlan(ctx, cfg, speaker, snap, nr)
 	}
 	desired := v.desired
 	if v.table != nil {
 		d.logAlarms(v.table.Alarms())
 	}
 	err := errors.Join(d.applyAuto(ctx, cfg, speaker, nb, v.plan, held), v.hostErr)
-	if err != nil && v.table != nil {
+	if err != nil {
 		// What failed is not retried by an incremental pass, which
 		// diffs only what changes: the next pass is full.
-		d.mu.Lock()
-		d.imp.fullDue = true
-		d.mu.Unlock()
+		d.pl.advDue()
+		if v.table != nil {
+			d.mu.Lock()
+			d.pl.imp.fullDue = true
+			d.mu.Unlock()
+		}
 	}
 
 	d.mu.Lock()
@@ -600,8 +612,8 @@ func (d *Daemon) reconcile(ctx context.Context) error {
 	}
 	d.mu.Unlock()
 	d.logExportCaps(heldBefore, v.heldAdv)
-	d.log.Debug("reconciled", zap.Int("advertisements", len(desired)), zap.Duration("took", time.Since(start)))
-	d.markReady(fmt.Sprintf("advertising %d routes", len(desired)))
+	d.log.Debug("reconciled", zap.Int("advertisements", desired.Len()), zap.Duration("took", time.Since(start)))
+	d.markReady(fmt.Sprintf("advertising %d routes", desired.Len()))
 	return err
 }
 
@@ -731,7 +743,7 @@ func (d *Daemon) applyConfig(ctx context.Context, r parsed) (api.ReloadResult, e
 			restart = append(restart, r.Peer)
 		}
 		restart = append(restart, res.Added...)
-		d.resetSync(d.currentSpeaker(), next, restart...)
+		d.pl.resetSync(d.currentSpeaker(), next, restart...)
 		if !d.setPeers(ctx, d.currentSpeaker(), next) {
 			res.Warnings = append(res.Warnings, "some peer changes were not applied (the log says why); ovnbgp retries them with backoff")
 		}
@@ -885,7 +897,7 @@ func (d *Daemon) addPeers(ctx context.Context, why string, hold bool) bool {
 	d.peersUp = true
 	d.mu.Unlock()
 	d.log.Info("starting bgp sessions", zap.String("reason", why), zap.Int("peers", len(cfg.BGP.Peers)))
-	d.syncSpeaker(sp, cfg) // the deferral starts with the sessions
+	d.pl.syncSpeaker(sp, cfg) // the deferral starts with the sessions
 	if hold {
 		sp.HoldSessions(holdBound)
 	}
@@ -987,17 +999,20 @@ func (d *Daemon) currentSpeaker() Speaker {
 // (rule, network, OVN object) of the last plan.
 func (d *Daemon) advertised(sp Speaker, peer string) []model.Advertisement {
 	d.mu.Lock()
-	why := make(map[model.Key]model.Advertisement, len(d.desired))
-	for _, a := range d.desired {
-		why[a.Key()] = a
-	}
+	desired := d.desired
 	d.mu.Unlock()
+	if desired == nil {
+		desired = advTree(nil)
+	}
+	why := func(k model.Key) (model.Advertisement, bool) {
+		return desired.Get(model.Advertisement{Peer: k.Peer, Prefix: k.Prefix})
+	}
 	var out []model.Advertisement
 	for _, a := range sp.Advertised() {
 		if peer != "" && a.Peer != peer {
 			continue
 		}
-		if w, ok := why[a.Key()]; ok {
+		if w, ok := why(a.Key()); ok {
 			a.Rule, a.Network, a.Source, a.Members, a.Drain = w.Rule, w.Network, w.Source, w.Members, w.Drain
 		}
 		out = append(out, a)
@@ -1012,7 +1027,7 @@ func (d *Daemon) advertised(sp Speaker, peer string) []model.Advertisement {
 		if (peer != "" && a.Peer != peer) || listed[a.Key()] {
 			continue
 		}
-		if w, ok := why[a.Key()]; ok {
+		if w, ok := why(a.Key()); ok {
 			a.Rule, a.Network, a.Source, a.Members = w.Rule, w.Network, w.Source, w.Members
 		}
 		out = append(out, a)

@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -33,6 +34,9 @@ import (
 type fakeSpeaker struct {
 	mu   sync.Mutex
 	advs []model.Advertisement
+	// wholeReads and keyReads count the calls of Advertised and
+	// AdvertisedOf.
+	wholeReads, keyReads int
 	// peak and low are the most and the fewest advertisements each peer
 	// held at once (Apply).
 	peak, low    map[string]int
@@ -165,12 +169,37 @@ func (f *fakeSpeaker) Apply(_ context.Context, d model.AdvertDiff) error {
 
 func (f *fakeSpeaker) Advertised() []model.Advertisement {
 	f.mu.Lock()
+	f.wholeReads++
+	f.mu.Unlock()
+	return f.advertised()
+}
+
+func (f *fakeSpeaker) advertised() []model.Advertisement {
+	f.mu.Lock()
 	defer f.mu.Unlock()
 	out := slices.Clone(f.advs)
 	for i := range out {
 		out[i].State = model.AdvSent
 		if f.state != "" && f.state != model.StateEstablished {
 			out[i].State, out[i].Reason = model.AdvPending, "session "+string(f.state)
+		}
+	}
+	return out
+}
+
+// AdvertisedOf is Advertised of keys, in their order.
+func (f *fakeSpeaker) AdvertisedOf(keys []model.Key) []model.Advertisement {
+	f.mu.Lock()
+	f.keyReads++
+	f.mu.Unlock()
+	by := map[model.Key]model.Advertisement{}
+	for _, a := range f.advertised() {
+		by[a.Key()] = a
+	}
+	var out []model.Advertisement
+	for _, k := range keys {
+		if a, ok := by[k]; ok {
+			out = append(out, a)
 		}
 	}
 	return out
@@ -296,6 +325,10 @@ type fakeNB struct {
 	snapshots int // calls of Snapshot
 	applies   [][]model.OVNOp
 	uuids     int
+	// last is the snapshot the last SnapshotDelta returned, gen its
+	// generation.
+	last *model.Snapshot
+	gen  uint64
 }
 
 func (f *fakeNB) Snapshot(node string) (model.Snapshot, bool) {
@@ -305,6 +338,78 @@ func (f *fakeNB) Snapshot(node string) (model.Snapshot, bool) {
 	s := f.snap
 	s.Node = node
 	return s, f.ok
+}
+
+// SnapshotDelta is Snapshot with what changed since the last call, found
+// as the real client does not (by comparing the two snapshots): egress IPs
+// and VIPs by address, anything else but the owned routes as Context.
+func (f *fakeNB) SnapshotDelta(node string, since uint64) (model.Snapshot, model.SnapshotDelta, uint64, bool) {
+	s, ok := f.Snapshot(node)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !ok {
+		return s, model.SnapshotDelta{All: true}, 0, false
+	}
+	var d model.SnapshotDelta
+	switch {
+	case f.last == nil || since == 0 || since != f.gen:
+		d.All = true
+	default:
+		d = snapshotDelta(*f.last, s)
+	}
+	if f.last == nil || !d.Empty() {
+		f.gen++
+	}
+	f.last = &s
+	return s, d, f.gen, true
+}
+
+// snapshotDelta compares two snapshots as SnapshotDelta says.
+func snapshotDelta(old, now model.Snapshot) model.SnapshotDelta {
+	var d model.SnapshotDelta
+	eips := map[netip.Addr][]string{}
+	for _, e := range old.EgressIPs {
+		eips[e.IP] = append(eips[e.IP], fmt.Sprintf("%+v", e))
+	}
+	for _, e := range now.EgressIPs {
+		eips[e.IP] = append(eips[e.IP], "+"+fmt.Sprintf("%+v", e))
+	}
+	vips := map[netip.Addr][]string{}
+	for _, v := range old.ServiceVIPs {
+		vips[v.VIP] = append(vips[v.VIP], fmt.Sprintf("%+v", v))
+	}
+	for _, v := range now.ServiceVIPs {
+		vips[v.VIP] = append(vips[v.VIP], "+"+fmt.Sprintf("%+v", v))
+	}
+	changed := func(entries []string) bool {
+		var a, b []string
+		for _, e := range entries {
+			if strings.HasPrefix(e, "+") {
+				b = append(b, e[1:])
+			} else {
+				a = append(a, e)
+			}
+		}
+		return !slices.Equal(a, b)
+	}
+	for a, e := range eips {
+		if changed(e) {
+			d.EgressIPs = append(d.EgressIPs, a)
+		}
+	}
+	for a, e := range vips {
+		if changed(e) {
+			d.ServiceVIPs = append(d.ServiceVIPs, a)
+		}
+	}
+	slices.SortFunc(d.EgressIPs, netip.Addr.Compare)
+	slices.SortFunc(d.ServiceVIPs, netip.Addr.Compare)
+	d.OwnedRoutes = !reflect.DeepEqual(old.OwnedRoutes, now.OwnedRoutes)
+	o, n := old, now
+	o.EgressIPs, o.ServiceVIPs, o.OwnedRoutes = nil, nil, nil
+	n.EgressIPs, n.ServiceVIPs, n.OwnedRoutes = nil, nil, nil
+	d.Context = !reflect.DeepEqual(o, n)
+	return d
 }
 
 func (f *fakeNB) reads() int {

@@ -20,6 +20,9 @@ type Speaker interface {
 	// Advertised is what is in effect now (State says whether it is
 	// really sent, Problem whether a newer change failed).
 	Advertised() []model.Advertisement
+	// AdvertisedOf is what Advertised lists of the given keys, in their
+	// order, at a cost of the keys: a pass diffs only what NB changed.
+	AdvertisedOf(keys []model.Key) []model.Advertisement
 	// NotApplied is what the last Apply asked for and could not apply,
 	// each with its Problem; its length is the failed-advertisements
 	// count.
@@ -70,6 +73,10 @@ type Northbound interface {
 	// After a sync it keeps returning the last good snapshot while the DB
 	// is away.
 	Snapshot(node string) (model.Snapshot, bool)
+	// SnapshotDelta is Snapshot with its generation and what changed
+	// since generation since (All when the client cannot say); the loop
+	// alone calls it, once a pass.
+	SnapshotDelta(node string, since uint64) (model.Snapshot, model.SnapshotDelta, uint64, bool)
 	Status() api.NBStatus
 	// ApplyRoutes applies static-route operations of a plan on node's
 	// gateway routers, to rows ovnbgp owns only; with guards, all in one

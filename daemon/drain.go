@@ -269,7 +269,7 @@ func (d *Daemon) changeDrain(w http.ResponseWriter, r *http.Request, peer string
 			cerr, code = err, http.StatusInternalServerError
 			return
 		}
-		d.dropPending("the drain changed")
+		d.pl.dropPending("the drain changed")
 		cfg := d.config()
 		d.mu.Lock()
 		st = d.drainStatusLocked(cfg, now)

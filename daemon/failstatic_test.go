@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -68,7 +69,8 @@ func TestNoNetlinkDeletesNothing(t *testing.T) {
 // peer tor) that reaches the sync state first on a new speaker must not
 // leave tor never synced.
 func TestPreviewDoesNotTouchSync(t *testing.T) {
-	d := &Daemon{log: zap.NewNop()}
+	var mu sync.Mutex
+	pl := &planner{log: zap.NewNop(), mu: &mu}
 	running := &config.Config{}
 	running.BGP.GracefulRestart.DeferralTime = time.Hour
 	running.BGP.Peers = []config.Peer{{Name: "tor"}, {Name: "tor2"}}
@@ -76,8 +78,8 @@ func TestPreviewDoesNotTouchSync(t *testing.T) {
 	preview.BGP.GracefulRestart.DeferralTime = time.Hour
 	preview.BGP.Peers = []config.Peer{{Name: "tor2"}}
 	sp := &fakeSpeaker{eor: true, peers: running.BGP.Peers}
-	d.syncedPeers(context.Background(), sp, preview, true)
-	got := d.syncedPeers(context.Background(), sp, running, false)
+	pl.syncedPeers(context.Background(), sp, preview, true)
+	got := pl.syncedPeers(context.Background(), sp, running, false)
 	if !got["tor"] || !got["tor2"] {
 		t.Errorf("peers with End-of-RIB are not synced: %v", got)
 	}

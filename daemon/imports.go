@@ -104,31 +104,31 @@ const hostRetry = 30 * time.Second
 // openHostOnce opens the kernel side; a failure is reported and retried
 // every hostRetry. Meanwhile the next-hop checks reject everything (nothing
 // is imported blind) and nothing imported is deleted (planFrom).
-func (d *Daemon) openHostOnce(cfg *config.Config) {
-	if d.imp.host != nil || (d.imp.hostErr != nil && time.Since(d.imp.hostTried) < hostRetry) {
+func (pl *planner) openHostOnce(cfg *config.Config) {
+	if pl.imp.host != nil || (pl.imp.hostErr != nil && time.Since(pl.imp.hostTried) < hostRetry) {
 		return
 	}
-	d.imp.hostTried = time.Now()
-	h, err := d.deps.OpenHost(cfg.Kernel.RouteProtocol, d.log.Named("vrf"), d.poke)
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	pl.imp.hostTried = time.Now()
+	h, err := pl.openHost(cfg.Kernel.RouteProtocol, pl.log.Named("vrf"), pl.poke)
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
 	if err != nil {
-		d.imp.hostErr = fmt.Errorf("kernel (netlink) unavailable: %w; nothing is imported, since next hops cannot be checked, and nothing imported is deleted; retried every %s", err, hostRetry)
-		d.log.Error("route import disabled", zap.Error(d.imp.hostErr))
+		pl.imp.hostErr = fmt.Errorf("kernel (netlink) unavailable: %w; nothing is imported, since next hops cannot be checked, and nothing imported is deleted; retried every %s", err, hostRetry)
+		pl.log.Error("route import disabled", zap.Error(pl.imp.hostErr))
 		return
 	}
-	d.imp.host, d.imp.hostErr = h, nil
+	pl.imp.host, pl.imp.hostErr = h, nil
 }
 
 // hostState reads the whole host (links, VRFs, rules, our routes); on
 // error it keeps the last good state.
-func (d *Daemon) hostState() (model.Host, error) {
-	if d.imp.host == nil {
-		return model.Host{}, d.imp.hostErr
+func (pl *planner) hostState() (model.Host, error) {
+	if pl.imp.host == nil {
+		return model.Host{}, pl.imp.hostErr
 	}
-	h, err := d.imp.host.Snapshot()
+	h, err := pl.imp.host.Snapshot()
 	if err != nil {
-		return d.imp.hostSnap, fmt.Errorf("read the kernel's routes: %w", err)
+		return pl.imp.hostSnap, fmt.Errorf("read the kernel's routes: %w", err)
 	}
 	return h, nil
 }
@@ -136,16 +136,16 @@ func (d *Daemon) hostState() (model.Host, error) {
 // learnedPaths are every peer's paths: from the table when it holds what
 // sp sent and a full walk is not asked for (walk), else from a walk; ok
 // is false when the walk failed and the last good table was used.
-func (d *Daemon) learnedPaths(ctx context.Context, sp Speaker, cfg *config.Config, walk, readOnly bool) (paths []model.LearnedPath, ok bool) {
-	d.mu.Lock()
-	table := d.imp.table
-	if d.imp.tableFor != sp {
+func (pl *planner) learnedPaths(ctx context.Context, sp Speaker, cfg *config.Config, walk, readOnly bool) (paths []model.LearnedPath, ok bool) {
+	pl.mu.Lock()
+	table := pl.imp.table
+	if pl.imp.tableFor != sp {
 		table = nil
 	}
-	d.mu.Unlock()
+	pl.mu.Unlock()
 	if !walk && table != nil {
-		d.mu.Lock()
-		defer d.mu.Unlock()
+		pl.mu.Lock()
+		defer pl.mu.Unlock()
 		return table.LearnedPaths(), true
 	}
 	n := 0
@@ -160,24 +160,24 @@ func (d *Daemon) learnedPaths(ctx context.Context, sp Speaker, cfg *config.Confi
 	if err == nil {
 		err = endPendingErr(ctx, sp, "")
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
 	if err != nil {
-		d.imp.walkErr = err.Error()
-		d.log.Warn("learned paths not read; deciding on the last good ones", zap.Error(err))
+		pl.imp.walkErr = err.Error()
+		pl.log.Warn("learned paths not read; deciding on the last good ones", zap.Error(err))
 		if table == nil {
 			return nil, false
 		}
 		return table.LearnedPaths(), false
 	}
-	d.imp.walkErr = ""
+	pl.imp.walkErr = ""
 	if table != nil {
 		if !readOnly {
-			d.mu.Unlock()
-			d.sessionsEnded(sp, cfg)
-			d.mu.Lock()
+			pl.mu.Unlock()
+			pl.sessionsEnded(sp, cfg)
+			pl.mu.Lock()
 		}
-		paths = retainWalked(table, d.imp.stale, paths, d.imp.withdrawn)
+		paths = retainWalked(table, pl.imp.stale, paths, pl.imp.withdrawn)
 	}
 	return paths, true
 }
@@ -223,10 +223,10 @@ func keepingPeers(windows map[string]map[config.Family]plan.StaleWindow) []strin
 // pass). The windows of those peers are then computed from the new read;
 // the others keep the old one, whose End-of-RIB came before what was
 // taken. It runs on the loop.
-func (d *Daemon) sessionsEnded(sp Speaker, cfg *config.Config) bool {
-	d.mu.Lock()
-	seen := d.imp.staleFrom
-	d.mu.Unlock()
+func (pl *planner) sessionsEnded(sp Speaker, cfg *config.Config) bool {
+	pl.mu.Lock()
+	seen := pl.imp.staleFrom
+	pl.mu.Unlock()
 	if seen == nil {
 		return false
 	}
@@ -246,11 +246,11 @@ func (d *Daemon) sessionsEnded(sp Speaker, cfg *config.Config) bool {
 		return false
 	}
 	stale, next := plan.StaleWindows(cfg, merged, time.Now())
-	d.mu.Lock()
-	d.imp.stale, d.imp.staleFrom = stale, merged
-	d.mu.Unlock()
-	if !next.IsZero() && (d.imp.syncWake.IsZero() || next.Before(d.imp.syncWake)) {
-		d.imp.syncWake = next
+	pl.mu.Lock()
+	pl.imp.stale, pl.imp.staleFrom = stale, merged
+	pl.mu.Unlock()
+	if !next.IsZero() && (pl.imp.syncWake.IsZero() || next.Before(pl.imp.syncWake)) {
+		pl.imp.syncWake = next
 	}
 	return true
 }
@@ -310,11 +310,11 @@ const tableSettle = 2 * time.Second
 // speaker (a reload that restarts it) and a session reset by a reload
 // start over (resetSync). Once synced, a peer stays synced until then.
 // With readOnly (a preview), nothing is recorded. It also sets
-// d.imp.syncWake, when the answer may change next (the loop plans again
+// d.pl.imp.syncWake, when the answer may change next (the loop plans again
 // then). It runs on the loop.
-func (d *Daemon) syncedPeers(ctx context.Context, sp Speaker, cfg *config.Config, readOnly bool) map[string]bool {
+func (pl *planner) syncedPeers(ctx context.Context, sp Speaker, cfg *config.Config, readOnly bool) map[string]bool {
 	if !readOnly {
-		d.syncSpeaker(sp, cfg)
+		pl.syncSpeaker(sp, cfg)
 	}
 	now := time.Now()
 	state := sp.Sync()
@@ -326,11 +326,11 @@ func (d *Daemon) syncedPeers(ctx context.Context, sp Speaker, cfg *config.Config
 		}
 	}
 	for _, p := range cfg.BGP.Peers {
-		if d.imp.syncFor != sp {
+		if pl.imp.syncFor != sp {
 			out[p.Name] = false // a preview before the new speaker's first pass
 			continue
 		}
-		added, ok := d.imp.addedAt[p.Name]
+		added, ok := pl.imp.addedAt[p.Name]
 		if !ok {
 			if readOnly {
 				out[p.Name] = false
@@ -338,11 +338,11 @@ func (d *Daemon) syncedPeers(ctx context.Context, sp Speaker, cfg *config.Config
 			}
 			// A peer the running config gained: its wait starts now.
 			added = now
-			d.imp.addedAt[p.Name] = added
+			pl.imp.addedAt[p.Name] = added
 		}
 		ps := state[p.Name]
 		deferral := added.Add(cfg.BGP.GracefulRestart.DeferralTime)
-		synced := d.imp.synced[p.Name] || (ps.Established && ps.EndOfRIB) || !now.Before(deferral)
+		synced := pl.imp.synced[p.Name] || (ps.Established && ps.EndOfRIB) || !now.Before(deferral)
 		if !synced && ps.Established && ps.GR == nil {
 			quiet := latest(ps.Since, ps.LastUpdate, added).Add(tableSettle)
 			if !now.Before(quiet) {
@@ -355,7 +355,7 @@ func (d *Daemon) syncedPeers(ctx context.Context, sp Speaker, cfg *config.Config
 			soonest(deferral)
 		}
 		if !readOnly && synced {
-			d.imp.synced[p.Name] = true
+			pl.imp.synced[p.Name] = true
 		}
 		out[p.Name] = synced
 	}
@@ -363,13 +363,13 @@ func (d *Daemon) syncedPeers(ctx context.Context, sp Speaker, cfg *config.Config
 		// Graceful restart, receiving side: which peers' stale paths
 		// may still be imported, and until when.
 		stale, next := plan.StaleWindows(cfg, state, now)
-		d.mu.Lock() // the metrics read it
-		d.imp.stale, d.imp.staleFrom = stale, state
-		d.mu.Unlock()
+		pl.mu.Lock() // the metrics read it
+		pl.imp.stale, pl.imp.staleFrom = stale, state
+		pl.mu.Unlock()
 		if !next.IsZero() {
 			soonest(next)
 		}
-		d.imp.syncWake = wake
+		pl.imp.syncWake = wake
 	}
 	return out
 }
@@ -386,10 +386,10 @@ func latest(ts ...time.Time) time.Time {
 }
 
 // syncBy is, per configured peer not yet synced, when its deferral ends.
-func (d *Daemon) syncBy(cfg *config.Config, synced map[string]bool) map[string]time.Time {
+func (pl *planner) syncBy(cfg *config.Config, synced map[string]bool) map[string]time.Time {
 	out := map[string]time.Time{}
 	for _, p := range cfg.BGP.Peers {
-		if added, ok := d.imp.addedAt[p.Name]; ok && !synced[p.Name] {
+		if added, ok := pl.imp.addedAt[p.Name]; ok && !synced[p.Name] {
 			out[p.Name] = added.Add(cfg.BGP.GracefulRestart.DeferralTime)
 		}
 	}
@@ -399,45 +399,45 @@ func (d *Daemon) syncBy(cfg *config.Config, synced map[string]bool) map[string]t
 // forgetAdopted drops from the adopted routes those of prefixes (nil:
 // all) that the desired routes hold again or that are not installed any
 // more; once every configured peer is synced, nothing is adopted any more.
-func (d *Daemon) forgetAdopted(cfg *config.Config, synced map[string]bool, prefixes []netip.Prefix,
+func (pl *planner) forgetAdopted(cfg *config.Config, synced map[string]bool, prefixes []netip.Prefix,
 	desiredOVN []model.OVNRoute, desiredKernel []model.KernelRoute, observedOVN []model.OVNRoute, observedKernel []model.KernelRoute) {
-	if d.imp.adopted == nil {
+	if pl.imp.adopted == nil {
 		return
 	}
 	if !slices.ContainsFunc(cfg.BGP.Peers, func(p config.Peer) bool { return !synced[p.Name] }) {
-		d.imp.adopted = nil
+		pl.imp.adopted = nil
 		return
 	}
-	d.imp.adopted.Forget(prefixes, desiredOVN, desiredKernel, observedOVN, observedKernel)
+	pl.imp.adopted.Forget(prefixes, desiredOVN, desiredKernel, observedOVN, observedKernel)
 }
 
 // resetSync starts the named peers' sync over: they were just added to the
 // speaker, or a reload reset their session, so their table is empty until
 // they send it again.
-func (d *Daemon) resetSync(sp Speaker, cfg *config.Config, names ...string) {
-	d.syncSpeaker(sp, cfg)
+func (pl *planner) resetSync(sp Speaker, cfg *config.Config, names ...string) {
+	pl.syncSpeaker(sp, cfg)
 	now := time.Now()
 	for _, n := range names {
-		delete(d.imp.synced, n)
-		d.imp.addedAt[n] = now
+		delete(pl.imp.synced, n)
+		pl.imp.addedAt[n] = now
 	}
 	if len(names) > 0 {
-		d.imp.adoptDue = true // what is installed now waits for them again
+		pl.imp.adoptDue = true // what is installed now waits for them again
 	}
 }
 
 // syncSpeaker starts every peer's sync over when the speaker is new: it
 // was just started (at start, or by a reload), with every peer added now
 // and an empty table.
-func (d *Daemon) syncSpeaker(sp Speaker, cfg *config.Config) {
-	if d.imp.syncFor == sp {
+func (pl *planner) syncSpeaker(sp Speaker, cfg *config.Config) {
+	if pl.imp.syncFor == sp {
 		return
 	}
-	d.imp.syncFor, d.imp.synced, d.imp.addedAt = sp, map[string]bool{}, map[string]time.Time{}
-	d.imp.adoptDue = true
+	pl.imp.syncFor, pl.imp.synced, pl.imp.addedAt = sp, map[string]bool{}, map[string]time.Time{}
+	pl.imp.adoptDue = true
 	now := time.Now()
 	for _, p := range cfg.BGP.Peers {
-		d.imp.addedAt[p.Name] = now
+		pl.imp.addedAt[p.Name] = now
 	}
 }
 
@@ -449,7 +449,7 @@ func (d *Daemon) syncSpeaker(sp Speaker, cfg *config.Config) {
 func (d *Daemon) applyAuto(ctx context.Context, cfg *config.Config, sp Speaker, nb Northbound, p plan.Plan, held bool) error {
 	auto, manual := p.Split(cfg)
 	d.mu.Lock()
-	d.imp.manual = manual
+	d.pl.imp.manual = manual
 	d.mu.Unlock()
 	var errs []error
 	if !auto.Advertise.Empty() {
@@ -468,7 +468,7 @@ func (d *Daemon) applyAuto(ctx context.Context, cfg *config.Config, sp Speaker, 
 		cancel()
 		d.mu.Lock()
 		for _, op := range auto.OVN {
-			d.imp.ovnWrote = append(d.imp.ovnWrote, op.Route.Prefix)
+			d.pl.imp.ovnWrote = append(d.pl.imp.ovnWrote, op.Route.Prefix)
 		}
 		d.mu.Unlock()
 		d.logOps("ovn", len(auto.OVN), len(applied), err)
@@ -477,11 +477,11 @@ func (d *Daemon) applyAuto(ctx context.Context, cfg *config.Config, sp Speaker, 
 		}
 	}
 	if len(auto.Kernel) > 0 {
-		if d.imp.host == nil {
-			errs = append(errs, d.imp.hostErr)
+		if d.pl.imp.host == nil {
+			errs = append(errs, d.pl.imp.hostErr)
 		} else {
 			actx, cancel := context.WithTimeout(ctx, applyTimeout)
-			applied, err := d.imp.host.Apply(actx, auto.Kernel)
+			applied, err := d.pl.imp.host.Apply(actx, auto.Kernel)
 			cancel()
 			d.logOps("kernel", len(auto.Kernel), len(applied), err)
 			if err != nil {
@@ -529,24 +529,24 @@ func (d *Daemon) logAlarms(alarms []plan.ImportAlarm) {
 	for _, a := range alarms {
 		k := a.Rule + "\x00" + a.Peer
 		now[k] = true
-		if !d.imp.alarms[k] {
+		if !d.pl.imp.alarms[k] {
 			d.log.Warn("import cap reached: nothing new is imported from this peer by this rule; the session stays up",
 				zap.String("rule", a.Rule), zap.String("peer", a.Peer), zap.Int("maxRoutes", a.Max), zap.Int("offered", a.Wanted))
 		}
 	}
-	for k := range d.imp.alarms {
+	for k := range d.pl.imp.alarms {
 		if !now[k] {
 			d.log.Info("import cap cleared", zap.String("ruleAndPeer", k))
 		}
 	}
-	d.imp.alarms = now
+	d.pl.imp.alarms = now
 }
 
 // closeHost releases the kernel side when the daemon stops. Imported
 // routes stay (fail static).
-func (d *Daemon) closeHost() {
-	if d.imp.host != nil {
-		d.imp.host.Close()
+func (pl *planner) closeHost() {
+	if pl.imp.host != nil {
+		pl.imp.host.Close()
 	}
 }
 
@@ -555,12 +555,12 @@ func (d *Daemon) closeHost() {
 // false without import rules (the caller walks the speaker then).
 func (d *Daemon) decidedPaths(sp Speaker) (paths []model.LearnedPath, ok bool) {
 	d.mu.Lock()
-	if len(d.cfg.Import) == 0 || d.imp.tableFor != sp || d.imp.table == nil {
+	if len(d.cfg.Import) == 0 || d.pl.imp.tableFor != sp || d.pl.imp.table == nil {
 		d.mu.Unlock()
 		return nil, false
 	}
 	// Copied under the lock, the reasons made and sorted after it.
-	decided := d.imp.table.Decided()
+	decided := d.pl.imp.table.Decided()
 	d.mu.Unlock()
 	paths = decided.Paths()
 	slices.SortFunc(paths, func(a, b model.LearnedPath) int {
@@ -574,7 +574,7 @@ func (d *Daemon) decidedPaths(sp Speaker) (paths []model.LearnedPath, ok bool) {
 // rejected paths by peer and cause (nil without import).
 func (d *Daemon) importCounts(peers []model.PeerStatus) map[plan.Rejection]int {
 	d.mu.Lock()
-	table, owned, host := d.imp.table, d.snapshot.OwnedRoutes, d.imp.host
+	table, owned, host := d.pl.imp.table, d.snapshot.OwnedRoutes, d.pl.imp.host
 	if len(d.cfg.Import) == 0 || table == nil {
 		d.mu.Unlock()
 		return nil
@@ -608,7 +608,7 @@ func (d *Daemon) importCounts(peers []model.PeerStatus) map[plan.Rejection]int {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.imp.table != table {
+	if d.pl.imp.table != table {
 		return nil // a new table meanwhile: the next call counts it
 	}
 	c := table.Count(func(p netip.Prefix, nh netip.Addr) bool { return installed[hop{p, nh}] })
@@ -634,14 +634,14 @@ func (d *Daemon) importCounts(peers []model.PeerStatus) map[plan.Rejection]int {
 
 // importStatus summarises route import for `status`; the caller holds mu.
 func (d *Daemon) importStatus() *api.ImportStatus {
-	if len(d.cfg.Import) == 0 && d.imp.table == nil {
+	if len(d.cfg.Import) == 0 && d.pl.imp.table == nil {
 		return nil
 	}
 	st := &api.ImportStatus{}
-	for _, h := range d.imp.held {
+	for _, h := range d.pl.imp.held {
 		st.Held += len(h)
 	}
-	if t := d.imp.table; t != nil {
+	if t := d.pl.imp.table; t != nil {
 		st.OVN, st.Kernel = t.Sizes()
 		st.Problems = t.Problems()
 		c := t.Count(nil)
@@ -650,13 +650,13 @@ func (d *Daemon) importStatus() *api.ImportStatus {
 			st.Alarms = append(st.Alarms, a.String())
 		}
 	}
-	c := d.imp.manual.Counts()
+	c := d.pl.imp.manual.Counts()
 	st.Manual = c.OVNAdd + c.OVNReplace + c.OVNDelete + c.KernelAdd + c.KernelReplace + c.KernelDelete + c.VRFAdd + c.RuleAdd + c.RuleDelete
-	if d.imp.hostErr != nil {
-		st.Problems = append(st.Problems, d.imp.hostErr.Error())
+	if d.pl.imp.hostErr != nil {
+		st.Problems = append(st.Problems, d.pl.imp.hostErr.Error())
 	}
-	if d.imp.walkErr != "" {
-		st.Problems = append(st.Problems, "learned paths not read (decided on the last good walk; nothing is deleted meanwhile): "+d.imp.walkErr)
+	if d.pl.imp.walkErr != "" {
+		st.Problems = append(st.Problems, "learned paths not read (decided on the last good walk; nothing is deleted meanwhile): "+d.pl.imp.walkErr)
 	}
 	return st
 }

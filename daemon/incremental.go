@@ -30,27 +30,27 @@ const importResync = 10 * time.Minute
 // pass is full (every path walked and decided, the whole kernel read and
 // diffed: planFrom) when anything the table was decided against changed,
 // and every importResync.
-func (d *Daemon) loopPlan(ctx context.Context, cfg *config.Config, sp Speaker, snap model.Snapshot) planView {
+func (pl *planner) loopPlan(ctx context.Context, cfg *config.Config, sp Speaker, snap model.Snapshot, nr nbRead) planView {
 	// Without import rules nothing learned is planned: the speaker keeps
 	// no delta (a ToR sends every advertised prefix back, each a path to
 	// convert, keep and wake the loop for). With them, the table starts
 	// from a full walk (no table of a config without import rules).
 	sp.TrackLearned(len(cfg.Import) > 0)
 	if len(cfg.Import) == 0 {
-		d.setTable(planView{}, nil, nil, nil)
-		return d.planFrom(ctx, cfg, sp, snap, false, false)
+		pl.setTable(planView{}, nil, nil, nil)
+		return pl.planFrom(ctx, cfg, sp, snap, false, false, &nr)
 	}
-	d.openHostOnce(cfg)
+	pl.openHostOnce(cfg)
 	// End-of-RIB is read before what peers sent is taken: gobgp reports a
 	// peer's paths before its End-of-RIB, so every path sent before an
 	// End-of-RIB seen here is in the delta (the other order could let a
 	// held delete go for a route the peer had just re-sent). What changed
 	// is taken before anything is walked: whatever happens after is in
 	// the next take, and a walk that follows is newer.
-	synced := d.syncedPeers(ctx, sp, cfg, false)
+	synced := pl.syncedPeers(ctx, sp, cfg, false)
 	take := func() (hc model.HostChanges, delta model.LearnedDelta) {
-		if d.imp.host != nil {
-			hc = d.imp.host.TakeChanges()
+		if pl.imp.host != nil {
+			hc = pl.imp.host.TakeChanges()
 		}
 		return hc, sp.TakeLearned()
 	}
@@ -59,18 +59,18 @@ func (d *Daemon) loopPlan(ctx context.Context, cfg *config.Config, sp Speaker, s
 	// that it is decided after what came before it.
 	var hc model.HostChanges
 	var delta model.LearnedDelta
-	if d.imp.queue == nil {
+	if pl.imp.queue == nil {
 		hc, delta = take()
 	}
-	if why := d.fullWhy(cfg, sp, snap, hc, synced); why != "" {
-		if d.imp.queue != nil {
+	if why := pl.fullWhy(cfg, sp, snap, hc, synced); why != "" {
+		if pl.imp.queue != nil {
 			_, delta = take() // the walk that follows is newer
 		}
-		return d.fullPass(ctx, cfg, sp, snap, why, delta.Gone)
+		return pl.fullPass(ctx, cfg, sp, snap, why, delta.Gone, &nr)
 	}
-	v, err := d.incrementalPass(ctx, cfg, sp, snap, delta, hc, synced)
+	v, err := pl.incrementalPass(ctx, cfg, sp, snap, delta, hc, synced, &nr)
 	if err != nil {
-		return d.fullPass(ctx, cfg, sp, snap, err.Error(), delta.Gone)
+		return pl.fullPass(ctx, cfg, sp, snap, err.Error(), delta.Gone, &nr)
 	}
 	return v
 }
@@ -79,39 +79,39 @@ func (d *Daemon) loopPlan(ctx context.Context, cfg *config.Config, sp Speaker, s
 // withdrawn are the keys the pass took as withdrawn (or dropped after
 // their session was seen down) and does not apply itself: the walk's
 // retention keeps none of them stale (a withdrawal is never kept).
-func (d *Daemon) fullPass(ctx context.Context, cfg *config.Config, sp Speaker, snap model.Snapshot, why string, withdrawn []model.Key) planView {
-	d.log.Debug("import: full pass", zap.String("why", why))
-	d.imp.withdrawn = withdrawn
-	v := d.planFrom(ctx, cfg, sp, snap, false, true)
-	d.imp.withdrawn = nil
-	d.setTable(v, cfg, sp, v.synced)
+func (pl *planner) fullPass(ctx context.Context, cfg *config.Config, sp Speaker, snap model.Snapshot, why string, withdrawn []model.Key, nr *nbRead) planView {
+	pl.log.Debug("import: full pass", zap.String("why", why))
+	pl.imp.withdrawn = withdrawn
+	v := pl.planFrom(ctx, cfg, sp, snap, false, true, nr)
+	pl.imp.withdrawn = nil
+	pl.setTable(v, cfg, sp, v.synced)
 	return v
 }
 
 // fullWhy says why this pass must be full, or "".
-func (d *Daemon) fullWhy(cfg *config.Config, sp Speaker, snap model.Snapshot, hc model.HostChanges, synced map[string]bool) string {
+func (pl *planner) fullWhy(cfg *config.Config, sp Speaker, snap model.Snapshot, hc model.HostChanges, synced map[string]bool) string {
 	switch {
-	case d.imp.table == nil || d.imp.tableFor != sp:
+	case pl.imp.table == nil || pl.imp.tableFor != sp:
 		return "no table of this speaker yet"
-	case d.imp.tableCfg != cfg:
+	case pl.imp.tableCfg != cfg:
 		return "the config changed"
-	case d.imp.host == nil:
+	case pl.imp.host == nil:
 		return "the kernel side is not open"
 	case hc.All:
 		return "kernel events may have been missed"
 	case hc.Links:
 		return "links, addresses or VRFs changed"
-	case d.imp.fullDue:
+	case pl.imp.fullDue:
 		return "the last pass did not finish"
-	case !reflect.DeepEqual(d.imp.stale, d.imp.tableStale):
+	case !reflect.DeepEqual(pl.imp.stale, pl.imp.tableStale):
 		return "a peer's graceful-restart window changed (its stale paths are decided again)"
-	case d.imp.adoptDue:
+	case pl.imp.adoptDue:
 		return "the routes installed now are adopted (the sync starts over)"
-	case time.Since(d.imp.fullAt) >= importResync:
+	case time.Since(pl.imp.fullAt) >= importResync:
 		return "periodic resync"
 	case slices.ContainsFunc(cfg.Import, func(r config.ImportRule) bool { return r.Mode == "manual" }):
 		return "a rule is in manual mode (its plan is always whole)"
-	case !sameImportEnv(snap, d.imp.tableEnv):
+	case !sameImportEnv(snap, pl.imp.tableEnv):
 		return "NB changed what import checks against"
 	}
 	return ""
@@ -135,26 +135,26 @@ func sameImportEnv(a, b model.Snapshot) bool {
 }
 
 // setTable keeps the decision of a full pass (v.table nil: none).
-func (d *Daemon) setTable(v planView, cfg *config.Config, sp Speaker, synced map[string]bool) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.imp.table, d.imp.tableFor, d.imp.tableCfg, d.imp.tableSynced = v.table, sp, cfg, synced
-	d.imp.tableStale = v.stale
+func (pl *planner) setTable(v planView, cfg *config.Config, sp Speaker, synced map[string]bool) {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	pl.imp.table, pl.imp.tableFor, pl.imp.tableCfg, pl.imp.tableSynced = v.table, sp, cfg, synced
+	pl.imp.tableStale = v.stale
 	// A table decided on the last good paths (the walk failed), or on a
 	// kernel that could not be read, is redone by the next pass.
-	d.imp.fullDue = v.table != nil && (!v.learnedOK || v.hostErr != nil)
-	d.imp.tableEnv = importEnv(v.snap)
-	d.imp.fullAt = time.Now()
-	d.imp.ovnSeen, d.imp.ovnWrote = v.snap.OwnedRoutes, nil
-	d.imp.hostSnap = v.host
-	d.imp.held = map[netip.Prefix][]plan.Held{}
-	d.addHeld(v.plan.Held)
-	d.imp.resync = map[string]bool{}     // the full walk covered them
-	d.imp.queue, d.imp.toDiff = nil, nil // and it decided and diffed everything
+	pl.imp.fullDue = v.table != nil && (!v.learnedOK || v.hostErr != nil)
+	pl.imp.tableEnv = importEnv(v.snap)
+	pl.imp.fullAt = time.Now()
+	pl.imp.ovnSeen, pl.imp.ovnWrote = v.snap.OwnedRoutes, nil
+	pl.imp.hostSnap = v.host
+	pl.imp.held = map[netip.Prefix][]plan.Held{}
+	pl.addHeld(v.plan.Held)
+	pl.imp.resync = map[string]bool{}      // the full walk covered them
+	pl.imp.queue, pl.imp.toDiff = nil, nil // and it decided and diffed everything
 }
 
 // addHeld records held operations by prefix; the caller holds mu.
-func (d *Daemon) addHeld(held []plan.Held) {
+func (pl *planner) addHeld(held []plan.Held) {
 	for _, h := range held {
 		var p netip.Prefix
 		switch {
@@ -163,14 +163,14 @@ func (d *Daemon) addHeld(held []plan.Held) {
 		case h.Kernel != nil && h.Kernel.Route != nil:
 			p = h.Kernel.Route.Prefix
 		}
-		d.imp.held[p] = append(d.imp.held[p], h)
+		pl.imp.held[p] = append(pl.imp.held[p], h)
 	}
 }
 
 // heldOps are the operations held back now; the caller holds mu.
-func (d *Daemon) heldOps() []plan.Held {
+func (pl *planner) heldOps() []plan.Held {
 	var out []plan.Held
-	for _, h := range d.imp.held {
+	for _, h := range pl.imp.held {
 		out = append(out, h...)
 	}
 	return out
@@ -179,11 +179,11 @@ func (d *Daemon) heldOps() []plan.Held {
 // incrementalPass updates the table with what changed and plans the
 // prefixes that touches. An error means the change could not be read
 // whole: the caller makes the pass full instead.
-func (d *Daemon) incrementalPass(ctx context.Context, cfg *config.Config, sp Speaker, snap model.Snapshot,
-	delta model.LearnedDelta, hc model.HostChanges, synced map[string]bool) (planView, error) {
-	t := d.imp.table
-	if d.imp.queue != nil {
-		return d.queuedPass(ctx, cfg, sp, snap, nil, synced)
+func (pl *planner) incrementalPass(ctx context.Context, cfg *config.Config, sp Speaker, snap model.Snapshot,
+	delta model.LearnedDelta, hc model.HostChanges, synced map[string]bool, nr *nbRead) (planView, error) {
+	t := pl.imp.table
+	if pl.imp.queue != nil {
+		return pl.queuedPass(ctx, cfg, sp, snap, nil, synced, nr)
 	}
 	change := plan.TableChange{Paths: delta.Paths, Gone: delta.Gone}
 	// walkGone: keys a walk of a peer lacks. Only those may be kept
@@ -195,54 +195,54 @@ func (d *Daemon) incrementalPass(ctx context.Context, cfg *config.Config, sp Spe
 	// transfer, End-of-RIB comes right after the last UPDATE), and the
 	// walk, newer than anything taken, follows at once.
 	for _, peer := range delta.Resync {
-		d.imp.resync[peer] = true
+		pl.imp.resync[peer] = true
 	}
-	if len(d.imp.resync) > 0 && len(change.Paths)+len(change.Gone) > 0 {
+	if len(pl.imp.resync) > 0 && len(change.Paths)+len(change.Gone) > 0 {
 		// Until its walk, a peer's table may miss what only the walk
 		// shows (paths gobgp drops without an event): nothing of its
 		// rules is deleted meanwhile.
-		for peer := range d.imp.resync {
+		for peer := range pl.imp.resync {
 			synced[peer] = false
 		}
-		d.poke()
+		pl.poke()
 	} else {
-		for _, peer := range slices.Sorted(maps.Keys(d.imp.resync)) {
-			paths, gone, err := d.resyncPeer(ctx, sp, t, peer)
+		for _, peer := range slices.Sorted(maps.Keys(pl.imp.resync)) {
+			paths, gone, err := pl.resyncPeer(ctx, sp, t, peer)
 			if err != nil {
 				return planView{}, err
 			}
 			change.Paths = append(change.Paths, paths...)
 			walkGone = append(walkGone, gone...)
-			delete(d.imp.resync, peer)
+			delete(pl.imp.resync, peer)
 		}
 	}
 	if len(hc.Routes) > 0 {
-		_, foreign, err := d.imp.host.Routes(hc.Routes)
+		_, foreign, err := pl.imp.host.Routes(hc.Routes)
 		if err != nil {
 			return planView{}, fmt.Errorf("read changed kernel routes: %w", err)
 		}
 		change.KernelKeys, change.Foreign = hc.Routes, foreign
 	}
-	if d.sessionsEnded(sp, cfg) {
+	if pl.sessionsEnded(sp, cfg) {
 		// What was taken may lack the paths gobgp dropped with the
 		// session: decided on the new windows, in a full pass.
 		return planView{}, errors.New("a session ended while the pass read what changed")
 	}
-	d.mu.Lock()
-	change.Paths, walkGone = retainStale(t, d.imp.stale, change.Paths, withoutKeys(walkGone, delta.Gone))
+	pl.mu.Lock()
+	change.Paths, walkGone = retainStale(t, pl.imp.stale, change.Paths, withoutKeys(walkGone, delta.Gone))
 	change.Gone = append(change.Gone, walkGone...)
-	d.mu.Unlock()
-	if len(change.Paths)+len(change.Gone) > d.lim.passChunk {
+	pl.mu.Unlock()
+	if len(change.Paths)+len(change.Gone) > pl.lim.passChunk {
 		// Too large for one pass: decided passChunk changes a pass, in
 		// prefix order, the loop serving its other work between; taking
 		// and queueing it (100k paths: ~20 ms) is this pass's work.
-		d.imp.queue = plan.NewChangeQueue(change)
-		return d.diffPass(ctx, cfg, sp, snap, nil, hc.Routes, synced)
+		pl.imp.queue = plan.NewChangeQueue(change)
+		return pl.diffPass(ctx, cfg, sp, snap, nil, hc.Routes, synced, nr)
 	}
-	d.mu.Lock()
+	pl.mu.Lock()
 	touched := t.Update(change)
-	d.mu.Unlock()
-	return d.diffPass(ctx, cfg, sp, snap, touched, hc.Routes, synced)
+	pl.mu.Unlock()
+	return pl.diffPass(ctx, cfg, sp, snap, touched, hc.Routes, synced, nr)
 }
 
 // passChunk is limits.passChunk's default: the path changes decided
@@ -258,79 +258,79 @@ const passChunk = 1024
 // so that nothing is applied from a half-decided table (a cap's slot
 // freed by one part can go to a prefix that a later part removes). The
 // pass still plans the advertisements.
-func (d *Daemon) queuedPass(ctx context.Context, cfg *config.Config, sp Speaker, snap model.Snapshot,
-	hcRoutes []model.KernelRouteKey, synced map[string]bool) (planView, error) {
+func (pl *planner) queuedPass(ctx context.Context, cfg *config.Config, sp Speaker, snap model.Snapshot,
+	hcRoutes []model.KernelRouteKey, synced map[string]bool, nr *nbRead) (planView, error) {
 	// What peers sent since waits untaken: a sync seen now (an
 	// End-of-RIB) may not let held deletes go before the paths sent with
 	// it are taken, so the table's sync state stands until then.
-	synced = maps.Clone(d.imp.tableSynced)
+	synced = maps.Clone(pl.imp.tableSynced)
 	if synced == nil {
 		synced = map[string]bool{}
 	}
-	part := d.imp.queue.Next(d.lim.passChunk)
-	d.mu.Lock()
-	touched := d.imp.table.Update(part)
-	d.mu.Unlock()
-	if d.imp.queue.Len() == 0 {
-		d.imp.queue = nil
+	part := pl.imp.queue.Next(pl.lim.passChunk)
+	pl.mu.Lock()
+	touched := pl.imp.table.Update(part)
+	pl.mu.Unlock()
+	if pl.imp.queue.Len() == 0 {
+		pl.imp.queue = nil
 	}
 	// A peer waiting for its walk (taken after the queue) is not synced.
-	for peer := range d.imp.resync {
+	for peer := range pl.imp.resync {
 		synced[peer] = false
 	}
-	return d.diffPass(ctx, cfg, sp, snap, touched, hcRoutes, synced)
+	return pl.diffPass(ctx, cfg, sp, snap, touched, hcRoutes, synced, nr)
 }
 
 // diffPass diffs what the table's Update touched and what else changed
 // (owned OVN rows, kernel routes, held deletes a sync lets go), at most
 // passChunk prefixes a pass in prefix order (the rest waits in toDiff),
 // and builds the pass's plan.
-func (d *Daemon) diffPass(ctx context.Context, cfg *config.Config, sp Speaker, snap model.Snapshot,
-	touched []netip.Prefix, hcRoutes []model.KernelRouteKey, synced map[string]bool) (planView, error) {
-	t := d.imp.table
+func (pl *planner) diffPass(ctx context.Context, cfg *config.Config, sp Speaker, snap model.Snapshot,
+	touched []netip.Prefix, hcRoutes []model.KernelRouteKey, synced map[string]bool, nr *nbRead) (planView, error) {
+	t := pl.imp.table
 	// Prefixes whose owned OVN rows changed in NB (ours just written, or
 	// someone's edit) are diffed again too.
-	if !slices.Equal(snap.OwnedRoutes, d.imp.ovnSeen) {
-		touched = append(touched, changedOVNPrefixes(d.imp.ovnSeen, snap.OwnedRoutes)...)
+	if !slices.Equal(snap.OwnedRoutes, pl.imp.ovnSeen) {
+		touched = append(touched, changedOVNPrefixes(pl.imp.ovnSeen, snap.OwnedRoutes)...)
 	}
-	d.mu.Lock()
-	touched = append(touched, d.imp.ovnWrote...)
-	d.imp.ovnWrote = nil
-	d.mu.Unlock()
+	pl.mu.Lock()
+	touched = append(touched, pl.imp.ovnWrote...)
+	pl.imp.ovnWrote = nil
+	pl.mu.Unlock()
 	for _, k := range hcRoutes {
 		touched = append(touched, k.Prefix)
 	}
 	// A peer that synced lets held deletes go: their prefixes are diffed
 	// again.
-	if !reflect.DeepEqual(synced, d.imp.tableSynced) {
-		for p := range d.imp.held {
+	if !reflect.DeepEqual(synced, pl.imp.tableSynced) {
+		for p := range pl.imp.held {
 			touched = append(touched, p)
 		}
-		d.imp.tableSynced = synced
+		pl.imp.tableSynced = synced
 	}
-	if d.imp.queue != nil || d.imp.toDiff != nil || len(touched) > d.lim.passChunk {
+	if pl.imp.queue != nil || pl.imp.toDiff != nil || len(touched) > pl.lim.passChunk {
 		// Diffed later, in prefix order: passChunk a pass once the queue
 		// is empty.
-		if d.imp.toDiff == nil {
-			d.imp.toDiff = btree.NewG(32, func(a, b netip.Prefix) bool { return model.ComparePrefix(a, b) < 0 })
+		if pl.imp.toDiff == nil {
+			pl.imp.toDiff = btree.NewG(32, func(a, b netip.Prefix) bool { return model.ComparePrefix(a, b) < 0 })
 		}
 		for _, p := range touched {
-			d.imp.toDiff.ReplaceOrInsert(p)
+			pl.imp.toDiff.ReplaceOrInsert(p)
 		}
 		touched = touched[:0]
-		for d.imp.queue == nil && len(touched) < d.lim.passChunk {
-			p, ok := d.imp.toDiff.DeleteMin()
+		for pl.imp.queue == nil && len(touched) < pl.lim.passChunk {
+			p, ok := pl.imp.toDiff.DeleteMin()
 			if !ok {
 				break
 			}
 			touched = append(touched, p)
 		}
-		if d.imp.toDiff.Len() == 0 {
-			d.imp.toDiff = nil
+		if pl.imp.toDiff.Len() == 0 {
+			pl.imp.toDiff = nil
 		}
 	}
-	if d.imp.queue != nil || d.imp.toDiff != nil {
-		d.poke() // the rest next pass; the loop serves what waits first
+	if pl.imp.queue != nil || pl.imp.toDiff != nil {
+		pl.poke() // the rest next pass; the loop serves what waits first
 	}
 	slices.SortFunc(touched, model.ComparePrefix)
 	touched = slices.Compact(touched)
@@ -347,10 +347,10 @@ func (d *Daemon) diffPass(ctx context.Context, cfg *config.Config, sp Speaker, s
 			keys = append(keys, k)
 		}
 	}
-	host := d.imp.hostSnap
+	host := pl.imp.hostSnap
 	host.Routes = nil
 	if len(keys) > 0 {
-		ours, _, err := d.imp.host.Routes(keys)
+		ours, _, err := pl.imp.host.Routes(keys)
 		if err != nil {
 			return planView{}, fmt.Errorf("read the kernel routes of the changed prefixes: %w", err)
 		}
@@ -364,23 +364,23 @@ func (d *Daemon) diffPass(ctx context.Context, cfg *config.Config, sp Speaker, s
 		}
 	}
 	ovn, kernel := t.Desired(touched)
-	desired, heldAdv := plan.NewDrain(cfg, d.drainState(), time.Now()).Apply(plan.CappedAdvertisements(cfg, snap))
+	adv := pl.adverts(cfg, sp, snap, nr)
 	p := plan.Build(plan.BuildInput{
 		Node: cfg.Node.Name, Now: time.Now(), Config: cfg,
 		Import:  plan.ImportResult{OVN: ovn, Kernel: kernel, VRFs: t.VRFs()},
-		Adverts: desired, Advertised: sp.Advertised(),
-		Snapshot: part, Host: host, Synced: synced, SyncBy: d.syncBy(cfg, synced),
-		Adopted: d.imp.adopted,
+		Adverts: adv.desired, Advertised: adv.advertised,
+		Snapshot: part, Host: host, Synced: synced, SyncBy: pl.syncBy(cfg, synced),
+		Adopted: pl.imp.adopted,
 	})
-	d.forgetAdopted(cfg, synced, touched, ovn, kernel, part.OwnedRoutes, host.Routes)
-	d.mu.Lock()
-	d.imp.ovnSeen = snap.OwnedRoutes
+	pl.forgetAdopted(cfg, synced, touched, ovn, kernel, part.OwnedRoutes, host.Routes)
+	pl.mu.Lock()
+	pl.imp.ovnSeen = snap.OwnedRoutes
 	for _, pfx := range touched {
-		delete(d.imp.held, pfx)
+		delete(pl.imp.held, pfx)
 	}
-	d.addHeld(p.Held)
-	d.mu.Unlock()
-	return planView{plan: p, table: t, snap: snap, host: host, desired: desired, heldAdv: heldAdv, synced: synced, learnedOK: true}, nil
+	pl.addHeld(p.Held)
+	pl.mu.Unlock()
+	return planView{plan: p, table: t, snap: snap, host: host, desired: adv.all, heldAdv: adv.held, synced: synced, learnedOK: true}, nil
 }
 
 // withoutKeys is keys without those in drop.
@@ -429,10 +429,10 @@ func retainStale(t *plan.ImportTable, windows map[string]map[config.Family]plan.
 
 // resyncPeer walks one peer's paths and returns how they differ from the
 // table's: paths new or changed, and keys gone.
-func (d *Daemon) resyncPeer(ctx context.Context, sp Speaker, t *plan.ImportTable, peer string) ([]model.LearnedPath, []model.Key, error) {
-	d.mu.Lock()
+func (pl *planner) resyncPeer(ctx context.Context, sp Speaker, t *plan.ImportTable, peer string) ([]model.LearnedPath, []model.Key, error) {
+	pl.mu.Lock()
 	had := t.PeerKeys(peer)
-	d.mu.Unlock()
+	pl.mu.Unlock()
 	left := make(map[model.Key]bool, len(had))
 	for _, k := range had {
 		left[k] = true
@@ -441,9 +441,9 @@ func (d *Daemon) resyncPeer(ctx context.Context, sp Speaker, t *plan.ImportTable
 	err := sp.EachLearned(ctx, peer, func(p model.LearnedPath) error {
 		k := model.Key{Peer: p.Peer, Prefix: p.Prefix}
 		delete(left, k)
-		d.mu.Lock()
+		pl.mu.Lock()
 		old, ok := t.Learned(k)
-		d.mu.Unlock()
+		pl.mu.Unlock()
 		if !ok || !reflect.DeepEqual(old, p) {
 			changed = append(changed, p)
 		}

@@ -121,15 +121,15 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		g(c.importPending, float64(imp.Held), "held")
 		c.d.mu.Lock()
 		var alarms []plan.ImportAlarm
-		if c.d.imp.table != nil {
-			alarms = c.d.imp.table.Alarms()
+		if c.d.pl.imp.table != nil {
+			alarms = c.d.pl.imp.table.Alarms()
 		}
 		c.d.mu.Unlock()
 		for _, a := range alarms {
 			g(c.importCap, 1, a.Rule, a.Peer)
 		}
 		c.d.mu.Lock()
-		stale := c.d.imp.stale
+		stale := c.d.pl.imp.stale
 		c.d.mu.Unlock()
 		for peer, fams := range stale {
 			for f, w := range fams {

@@ -29,24 +29,29 @@ func (d *Daemon) nextPass(ctx context.Context, cfg *config.Config) (planView, er
 	d.mu.Lock()
 	sp, nb := d.speaker, d.nb
 	d.mu.Unlock()
-	if p := d.pending; p != nil && p.cfg == cfg && p.sp == sp {
+	if p := d.pl.pending; p != nil && p.cfg == cfg && p.sp == sp {
 		return p.v, nil
 	}
-	d.dropPending("the config or the speaker changed")
+	d.pl.dropPending("the config or the speaker changed")
 	if sp == nil || nb == nil {
 		return planView{}, fmt.Errorf("%w: the BGP speaker is not running yet; try again in a few seconds", errNotReady)
 	}
-	snap, ok := nb.Snapshot(cfg.Node.Name)
+	var nr nbRead
+	snap, delta, gen, ok := nb.SnapshotDelta(cfg.Node.Name, d.pl.adv.gen)
 	if !ok {
 		return planView{}, fmt.Errorf("%w: OVN Northbound is not synced yet, so nothing is planned; try again once `ovnbgp status` says synced", errNotReady)
 	}
+	nr.delta, nr.gen = delta, gen
+	// The pass is whole: every advertisement and, with import rules,
+	// every learned path and kernel route is diffed.
+	d.pl.advDue()
 	if len(cfg.Import) > 0 {
 		d.mu.Lock()
-		d.imp.fullDue = true
+		d.pl.imp.fullDue = true
 		d.mu.Unlock()
 	}
-	v := d.loopPlan(ctx, cfg, sp, snap)
-	d.pending = &pendingPass{v: v, cfg: cfg, sp: sp}
+	v := d.pl.loopPlan(ctx, cfg, sp, snap, nr)
+	d.pl.pending = &pendingPass{v: v, cfg: cfg, sp: sp}
 	d.poke() // applied by the loop's next pass, at once
 	return v, nil
 }
@@ -54,17 +59,17 @@ func (d *Daemon) nextPass(ctx context.Context, cfg *config.Config) (planView, er
 // takePending hands the pending pass to the loop when it was computed for
 // cfg and sp (and drops it when not); it runs on the loop. What changed
 // after it was computed is the next pass's: the loop is poked.
-func (d *Daemon) takePending(cfg *config.Config, sp Speaker) (planView, bool) {
-	p := d.pending
+func (pl *planner) takePending(cfg *config.Config, sp Speaker) (planView, bool) {
+	p := pl.pending
 	if p == nil {
 		return planView{}, false
 	}
 	if p.cfg != cfg || p.sp != sp {
-		d.dropPending("the config or the speaker changed")
+		pl.dropPending("the config or the speaker changed")
 		return planView{}, false
 	}
-	d.pending = nil
-	d.poke()
+	pl.pending = nil
+	pl.poke()
 	return p.v, true
 }
 
@@ -72,15 +77,16 @@ func (d *Daemon) takePending(cfg *config.Config, sp Speaker) (planView, bool) {
 // computed against changed (an apply, a drain, a reload); it runs on the
 // loop. The changes it took from the speaker and the kernel are in no
 // other pass: the next pass is full.
-func (d *Daemon) dropPending(why string) {
-	if d.pending == nil {
+func (pl *planner) dropPending(why string) {
+	if pl.pending == nil {
 		return
 	}
-	d.log.Debug("plan: the pending pass is dropped; the next pass is full", zap.String("why", why))
-	if d.pending.v.table != nil {
-		d.mu.Lock()
-		d.imp.fullDue = true
-		d.mu.Unlock()
+	pl.log.Debug("plan: the pending pass is dropped; the next pass is full", zap.String("why", why))
+	pl.advDue()
+	if pl.pending.v.table != nil {
+		pl.mu.Lock()
+		pl.imp.fullDue = true
+		pl.mu.Unlock()
 	}
-	d.pending = nil
+	pl.pending = nil
 }

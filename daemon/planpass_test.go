@@ -118,7 +118,7 @@ func TestDroppedPlanMakesTheNextPassFull(t *testing.T) {
 		if perr == nil && v.plan.Counts().KernelAdd != 3 {
 			perr = fmt.Errorf("the pending pass adds %d kernel routes, want 3", v.plan.Counts().KernelAdd)
 		}
-		h.d.dropPending("the test drops it")
+		h.d.pl.dropPending("the test drops it")
 	}); err != nil || perr != nil {
 		t.Fatal(err, perr)
 	}

@@ -1,6 +1,7 @@
 package ovn
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -8,13 +9,17 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ovn-org/libovsdb/client"
+	"github.com/ovn-org/libovsdb/ovsdb"
 	"go.uber.org/zap"
 
 	"github.com/ovnbgp/ovnbgp/config"
+	"github.com/ovnbgp/ovnbgp/model"
 	"github.com/ovnbgp/ovnbgp/ovn/labnb"
 	"github.com/ovnbgp/ovnbgp/ovn/nbdb"
 )
@@ -128,7 +133,8 @@ func BenchmarkNBAtScale(b *testing.B) {
 
 	b.Run("Rebuild", func(b *testing.B) {
 		for b.Loop() {
-			// As after one Service's change: its table is read again.
+			// As after a Load_Balancer event naming no row: the table is
+			// read whole (compared row by row with the last read).
 			c.memo.touch(nbdb.LoadBalancerTable)
 			rows, err := readRows(ctx, cli, c.memo)
 			if err != nil {
@@ -137,7 +143,7 @@ func BenchmarkNBAtScale(b *testing.B) {
 			if !reflect.DeepEqual(rows, last) {
 				b.Fatal("rows changed")
 			}
-			if res := buildNB(rows, "node1"); len(res.Snapshot.ServiceVIPs) != scaleServices {
+			if res := buildNBMemo(rows, "node1", c.build); len(res.Snapshot.ServiceVIPs) != scaleServices {
 				b.Fatalf("%d VIPs", len(res.Snapshot.ServiceVIPs))
 			}
 		}
@@ -183,4 +189,139 @@ func BenchmarkNBAtScale(b *testing.B) {
 			buildNB(last, "node1")
 		}
 	})
+	// One Service's backends change, through a real transaction:
+	// OneService times the client's part (read the changed row, build the
+	// snapshot), the session's refresh held off meanwhile; Event the
+	// whole path from the transaction to the rows installed and the
+	// snapshot built.
+	change := scaleChange(b, cli, last)
+	b.Run("OneService", func(b *testing.B) {
+		c.mu.Lock()
+		c.writing++
+		c.mu.Unlock()
+		defer func() {
+			c.mu.Lock()
+			c.writing--
+			c.mu.Unlock()
+			c.poke()
+		}()
+		i := 0
+		for b.Loop() {
+			b.StopTimer()
+			want := change.write(b, ctx, i)
+			change.cached(b, want)
+			b.StartTimer()
+			rows, err := readRows(ctx, cli, c.memo)
+			if err != nil {
+				b.Fatal(err)
+			}
+			res := buildNBMemo(rows, "node1", c.build)
+			b.StopTimer()
+			change.check(b, res.Snapshot.ServiceVIPs, want)
+			b.StartTimer()
+			i++
+		}
+	})
+	b.Run("Event", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			want := change.write(b, ctx, i)
+			for {
+				c.mu.Lock()
+				rows := c.rows
+				c.mu.Unlock()
+				if change.rowHas(rows, want) {
+					break
+				}
+				time.Sleep(20 * time.Microsecond)
+			}
+			s, _ := c.Snapshot("node1")
+			b.StopTimer()
+			change.check(b, s.ServiceVIPs, want)
+			b.StartTimer()
+			i++
+		}
+	})
+}
+
+// scaleChanger changes the backends of one Service load balancer.
+type scaleChanger struct {
+	cli  client.Client
+	row  *lbRow
+	vip  netip.Addr
+	keys []string
+	base []string // backends of each key as loaded
+}
+
+func scaleChange(b *testing.B, cli client.Client, rows nbRows) *scaleChanger {
+	row := rows.LoadBalancers[len(rows.LoadBalancers)/2]
+	a, _ := parseVIP(row.VIPs[0])
+	return &scaleChanger{cli: cli, row: row, vip: a, keys: row.VIPs, base: row.Backends}
+}
+
+// write sets the row's backends to version i (even: as loaded; odd: the
+// last backend moved) and returns the last backend address.
+func (s *scaleChanger) write(b *testing.B, ctx context.Context, i int) netip.Addr {
+	vips := map[any]any{}
+	var last string
+	for k, key := range s.keys {
+		bs := strings.Split(s.base[k], ",")
+		if i%2 == 1 {
+			_, port, _ := strings.Cut(bs[len(bs)-1], ":")
+			bs[len(bs)-1] = "10.200.0.1:" + port
+		}
+		last = bs[len(bs)-1]
+		vips[key] = strings.Join(bs, ",")
+	}
+	op := ovsdb.Operation{Op: ovsdb.OperationUpdate, Table: nbdb.LoadBalancerTable,
+		Where: []ovsdb.Condition{{Column: "_uuid", Function: ovsdb.ConditionEqual, Value: ovsdb.UUID{GoUUID: s.row.UUID}}},
+		Row:   ovsdb.Row{"vips": ovsdb.OvsMap{GoMap: vips}}}
+	res, err := s.cli.Transact(ctx, op)
+	if err == nil {
+		_, err = ovsdb.CheckOperationResults(res, []ovsdb.Operation{op})
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	a, _ := parseVIP(last)
+	return a
+}
+
+// cached waits until the client's cache holds the row with backend want.
+func (s *scaleChanger) cached(b *testing.B, want netip.Addr) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if m, ok := s.cli.Cache().Table(nbdb.LoadBalancerTable).Row(s.row.UUID).(*nbdb.LoadBalancer); ok &&
+			strings.Contains(m.Vips[s.keys[0]], want.String()+":") {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatal("the change never reached the cache")
+		}
+		time.Sleep(20 * time.Microsecond)
+	}
+}
+
+// rowHas says whether rows hold the row with backend want.
+func (s *scaleChanger) rowHas(rows nbRows, want netip.Addr) bool {
+	i, ok := slices.BinarySearchFunc(rows.LoadBalancers, s.row, func(a, b *lbRow) int {
+		return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.UUID, b.UUID))
+	})
+	return ok && strings.Contains(rows.LoadBalancers[i].Backends[0], want.String()+":")
+}
+
+// check fails unless vips show the row's VIP with backend want.
+func (s *scaleChanger) check(b *testing.B, vips []model.ServiceVIP, want netip.Addr) {
+	if len(vips) != scaleServices {
+		b.Fatalf("%d VIPs", len(vips))
+	}
+	for _, v := range vips {
+		if v.VIP == s.vip {
+			if !slices.Contains(v.Backends, want) {
+				b.Fatalf("VIP %s backends %v, want %s in them", v.VIP, v.Backends, want)
+			}
+			return
+		}
+	}
+	b.Fatalf("no VIP %s", s.vip)
 }

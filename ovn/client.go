@@ -6,9 +6,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"maps"
 	"math/rand/v2"
-	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -97,6 +95,7 @@ type Client struct {
 	logged    string        // last connection state logged: "", "connected", "disconnected"
 	cli       client.Client // the live session's client, nil when disconnected (ApplyRoutes writes through it)
 	problems  []string
+	base      *deltaBase // the last SnapshotDelta's snapshot, nil before one
 	// writing counts the ApplyRoutes calls under way: the session does not
 	// re-read the rows on every cache event meanwhile (a write of 10k rows
 	// would re-read them hundreds of times); ApplyRoutes re-reads them
@@ -386,12 +385,13 @@ func (c *Client) start(cli client.Client) (nbRows, error) {
 	if err := cli.Connect(ctx); err != nil {
 		return nbRows{}, fmt.Errorf("connect: %w", err)
 	}
-	// Each event names its table: readRows reads again only the tables
-	// that changed (rowMemo).
+	// Each event names its table and row: readRows reads again only the
+	// tables that changed, and of the load balancers only the rows
+	// (rowMemo).
 	cli.Cache().AddEventHandler(&cache.EventHandlerFuncs{
-		AddFunc:    func(table string, _ libmodel.Model) { c.memo.touch(table); c.poke() },
-		UpdateFunc: func(table string, _, _ libmodel.Model) { c.memo.touch(table); c.poke() },
-		DeleteFunc: func(table string, _ libmodel.Model) { c.memo.touch(table); c.poke() },
+		AddFunc:    func(table string, m libmodel.Model) { c.memo.event(table, m); c.poke() },
+		UpdateFunc: func(table string, _, m libmodel.Model) { c.memo.event(table, m); c.poke() },
+		DeleteFunc: func(table string, m libmodel.Model) { c.memo.event(table, m); c.poke() },
 	})
 	// Only the columns the snapshot reads: on a big cluster the other
 	// Logical_Switch columns (ports, ACLs, QoS...) are most of the data.
@@ -445,16 +445,26 @@ func (c *Client) refresh(cli client.Client) error {
 		}
 		return err
 	}
-	c.mu.Lock()
-	// Kept even when equal: these rows share the tables of the next read
-	// (rowMemo), the older ones nothing.
-	same := reflect.DeepEqual(rows, c.rows)
-	c.rows = rows
-	c.mu.Unlock()
-	if !same {
+	if c.install(cli, rows) {
 		c.notify()
 	}
 	return nil
+}
+
+// install makes rows, read from cli, the rows Snapshot reads, unless a
+// later read is there already or cli's session is over. It says whether
+// they differ from the rows there before (another generation).
+func (c *Client) install(cli client.Client, rows nbRows) (changed bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cli != cli || rows.gen < c.rows.gen {
+		return false
+	}
+	changed = rows.gen != c.rows.gen
+	// Kept even when of the same generation: these rows share the
+	// tables of the next read (rowMemo), the older ones nothing.
+	c.rows = rows
+	return changed
 }
 
 // readRows copies the monitored rows out of the cache, keeping only what
@@ -463,11 +473,12 @@ func (c *Client) refresh(cli client.Client) error {
 // through reflection: on 5000 switches that was most of the time from an
 // NB commit to the BGP UPDATE.
 //
-// memo (may be nil) keeps the rows of the last read: a table no cache event
-// touched since is not read again (its rows are the last read's, shared),
-// and a Service load-balancer row whose cached model is the same is reused
-// as it is, parse included, so that one NB change re-reads one or two
-// tables and re-parses no other Service's VIPs.
+// memo (may be nil: everything is read) keeps the rows of the last read: a
+// table no cache event touched since is not read again (its rows are the
+// last read's, shared), the Service load balancers are read again only at
+// the rows the events named (readLoadBalancers), and the rows returned
+// carry their generation, which moves only when they differ from the last
+// read's (rowMemo). Reads are serialized.
 func readRows(ctx context.Context, cli client.Client, memo *rowMemo) (nbRows, error) {
 	var out nbRows
 	if err := ctx.Err(); err != nil {
@@ -477,11 +488,17 @@ func readRows(ctx context.Context, cli client.Client, memo *rowMemo) (nbRows, er
 	if cache == nil {
 		return out, errors.New("no cache: not connected")
 	}
-	prev, fresh, done := memo.begin(cache)
+	if memo == nil {
+		memo = newRowMemo()
+	}
+	memo.read.Lock()
+	defer memo.read.Unlock()
+	st := memo.begin(cache)
+	prev := st.prev
 	// same says whether none of the tables changed since the last read.
 	same := func(tables ...string) bool {
 		for _, t := range tables {
-			if !fresh(t) {
+			if !st.fresh(t) {
 				return false
 			}
 		}
@@ -503,10 +520,11 @@ func readRows(ctx context.Context, cli client.Client, memo *rowMemo) (nbRows, er
 	if err := readRouters(&out, table, prev, same); err != nil {
 		return out, err
 	}
-	if err := readLoadBalancers(&out, table, prev, same, memo); err != nil {
+	lb, err := readLoadBalancers(&out, st)
+	if err != nil {
 		return out, err
 	}
-	done(out)
+	st.done(&out, lb)
 	return out, nil
 }
 
@@ -669,140 +687,6 @@ func readRouters(out *nbRows, table tableRows, prev *nbRows, same func(...string
 	// every owned route); the builders sort what they return.
 	slices.SortFunc(out.Routes, func(a, b routeRow) int { return strings.Compare(a.UUID, b.UUID) })
 	return nil
-}
-
-func readLoadBalancers(out *nbRows, table tableRows, prev *nbRows, same func(...string) bool, memo *rowMemo) error {
-	if prev != nil && same(nbdb.LoadBalancerTable) {
-		out.LoadBalancers = prev.LoadBalancers
-		return nil
-	}
-	lbs, err := table(nbdb.LoadBalancerTable)
-	if err != nil {
-		return err
-	}
-	last := memo.lbRows()
-	fresh := make(map[*nbdb.LoadBalancer]*lbRow, len(last))
-	for _, m := range lbs {
-		l, ok := m.(*nbdb.LoadBalancer)
-		if !ok {
-			return fmt.Errorf("%s cache holds a %T", nbdb.LoadBalancerTable, m)
-		}
-		if row, ok := last[l]; ok {
-			out.LoadBalancers = append(out.LoadBalancers, row)
-			fresh[l] = row
-			continue
-		}
-		if l.ExternalIDs[ovnk.ExtIDLBKind] != ovnk.LBKindService {
-			continue
-		}
-		vips := make([]string, 0, len(l.Vips))
-		for k := range l.Vips {
-			vips = append(vips, k)
-		}
-		slices.Sort(vips)
-		backends := make([]string, len(vips))
-		for i, k := range vips {
-			backends[i] = l.Vips[k]
-		}
-		row := &lbRow{UUID: l.UUID, Name: l.Name, Owner: l.ExternalIDs[ovnk.ExtIDLBOwner],
-			Network: l.ExternalIDs[extIDNetwork], VIPs: vips, Backends: backends, Parsed: parseLBVIPs(vips, backends)}
-		row.Parsed.Why = protectWhy(row.Owner, row.Name)
-		out.LoadBalancers = append(out.LoadBalancers, row)
-		fresh[l] = row
-	}
-	memo.setLBRows(fresh)
-	slices.SortFunc(out.LoadBalancers, func(a, b *lbRow) int {
-		return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.UUID, b.UUID))
-	})
-	return nil
-}
-
-// rowMemo is what readRows keeps between reads: the rows of the last
-// read with the version of each table they were read at, and the Service
-// load-balancer rows by the cached model each was made from. libovsdb
-// replaces a cached model on an update and never mutates it, so the same
-// pointer is the same row. The cache event handler bumps a table's version
-// (touch) after libovsdb changed it, so a table whose version is the last
-// read's has not changed since: a read that raced an update recorded the
-// version from before it and reads the table again next time. A new
-// session's cache holds new models: nothing is reused across sessions.
-type rowMemo struct {
-	mu sync.Mutex
-	// version counts each table's cache events; all counts touchAll.
-	version map[string]uint64
-	all     uint64
-	// last is the last read's rows, from cache, at versions lastVer and
-	// lastAll; replaced, never mutated.
-	last    *nbRows
-	cache   *cache.TableCache
-	lastVer map[string]uint64
-	lastAll uint64
-	lbs     map[*nbdb.LoadBalancer]*lbRow // replaced, never mutated; rows read-only
-}
-
-func newRowMemo() *rowMemo { return &rowMemo{version: map[string]uint64{}} }
-
-// touch records a cache event of table.
-func (m *rowMemo) touch(table string) {
-	if m == nil {
-		return
-	}
-	m.mu.Lock()
-	m.version[table]++
-	m.mu.Unlock()
-}
-
-// touchAll makes the next read read every table.
-func (m *rowMemo) touchAll() {
-	if m == nil {
-		return
-	}
-	m.mu.Lock()
-	m.all++
-	m.mu.Unlock()
-}
-
-// begin starts a read of tc: prev is the last read's rows, if any were
-// read from tc, fresh says whether a table has had no event since, and
-// done records the new rows at the versions seen now.
-func (m *rowMemo) begin(tc *cache.TableCache) (prev *nbRows, fresh func(table string) bool, done func(nbRows)) {
-	if m == nil {
-		return nil, func(string) bool { return false }, func(nbRows) {}
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	ver, all := maps.Clone(m.version), m.all
-	if m.last != nil && m.cache == tc && m.lastAll == all {
-		prev = m.last
-	}
-	lastVer := m.lastVer
-	fresh = func(table string) bool { return ver[table] == lastVer[table] }
-	done = func(rows nbRows) {
-		m.mu.Lock()
-		m.last, m.cache, m.lastVer, m.lastAll = &rows, tc, ver, all
-		m.mu.Unlock()
-	}
-	return prev, fresh, done
-}
-
-// lbRows returns the load-balancer rows of the last read of that table.
-func (m *rowMemo) lbRows() map[*nbdb.LoadBalancer]*lbRow {
-	if m == nil {
-		return nil
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.lbs
-}
-
-// setLBRows keeps only the load-balancer rows of the last read.
-func (m *rowMemo) setLBRows(rows map[*nbdb.LoadBalancer]*lbRow) {
-	if m == nil {
-		return
-	}
-	m.mu.Lock()
-	m.lbs = rows
-	m.mu.Unlock()
 }
 
 // find returns the endpoints to dial now (config.NBTarget.Find) and

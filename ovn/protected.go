@@ -185,7 +185,11 @@ func buildProtectedAddresses(in nbRows) (prot []model.ProtectedPrefix, nodeAddrs
 // address once with its first reason in the order above: each part is
 // sorted on its own, then the parts are merged, the first part winning.
 func protectedFrom(in nbRows, memo *buildMemo) (prot []model.ProtectedPrefix, nodeAddrs []netip.Addr, problems []string) {
-	lb, nat := memo.lbProtected(in.LoadBalancers), memo.natProtected(in.NATs)
+	var ver uint64
+	if in.vips != nil {
+		ver = in.vips.protVer
+	}
+	lb, nat := memo.lbProtected(in.LoadBalancers, ver), memo.natProtected(in.NATs)
 	ports, nodeAddrs := portProtected(in.Ports)
 	ic := icProtected(in.Routes)
 	prot = mergeProtected(lb.prot, nat.prot, ports.prot, ic.prot)

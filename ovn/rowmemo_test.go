@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net/netip"
 	"path/filepath"
 	"reflect"
@@ -11,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ovn-org/libovsdb/client"
+	"github.com/ovn-org/libovsdb/ovsdb"
 	"go.uber.org/zap"
 
 	"github.com/ovnbgp/ovnbgp/config"
@@ -121,7 +124,9 @@ func TestReadRowsOnlyChangedTables(t *testing.T) {
 		t.Errorf("a Logical_Switch change copied the load balancers again")
 	}
 
-	// The resync reads every table: new slices, the same rows.
+	// The resync reads every table whatever the events said: the same
+	// rows, the same generation (a table read whole and found equal keeps
+	// the last read's slice).
 	c.memo.touchAll()
 	c.mu.Lock()
 	cli := c.cli
@@ -130,11 +135,32 @@ func TestReadRowsOnlyChangedTables(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if shared(r3.Switches, r4.Switches) || shared(r3.LoadBalancers, r4.LoadBalancers) {
-		t.Errorf("touchAll: a table was not read again")
-	}
 	if !reflect.DeepEqual(r3, r4) {
 		t.Errorf("a full read differs from the rows kept by events:\n%+v\n%+v", r3, r4)
+	}
+	if !shared(r3.Switches, r4.Switches) || !shared(r3.LoadBalancers, r4.LoadBalancers) {
+		t.Errorf("touchAll: a table read whole and found equal is not the last read's slice")
+	}
+
+	// As if an event had been dropped: the last read lacks a switch.
+	// Without an event the table is not read again; the resync reads it.
+	c.memo.read.Lock()
+	c.memo.mu.Lock()
+	stale := *c.memo.last
+	stale.Switches = stale.Switches[:2]
+	c.memo.last = &stale
+	c.memo.mu.Unlock()
+	c.memo.read.Unlock()
+	if r5, err := readRows(ctx, cli, c.memo); err != nil || len(r5.Switches) != 2 || r5.gen != r4.gen {
+		t.Fatalf("no event: %d switches at generation %d (%v), want the last read's 2 at %d", len(r5.Switches), r5.gen, err, r4.gen)
+	}
+	c.memo.touchAll()
+	r6, err := readRows(ctx, cli, c.memo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r6.Switches) != 3 || r6.gen == r4.gen {
+		t.Errorf("touchAll: %d switches at generation %d, want 3 at a new generation", len(r6.Switches), r6.gen)
 	}
 }
 
@@ -193,5 +219,148 @@ func TestBuildNBMemo(t *testing.T) {
 	// Another node: its own egress IPs (none on GR_node2).
 	if r4 := check("another node", in3, "node2"); len(r4.Snapshot.EgressIPs) != 0 {
 		t.Errorf("node2's egress IPs %+v, want none", r4.Snapshot.EgressIPs)
+	}
+}
+
+// TestReadRowsByRowRandom: through a random sequence of load balancers
+// inserted, changed (VIPs, backends, owner, network, kind) and deleted in
+// NB, one to three per transaction, the rows the client reads row by row
+// (only the rows the cache events named) are after every step what a full
+// read of the cache gives, Service VIPs included, and the generation moves
+// exactly when the rows changed.
+func TestReadRowsByRowRandom(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	log := zap.NewNop()
+	srv, err := labnb.NewMemoryServer(log, filepath.Join(t.TempDir(), "nb.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	if err := labnb.AddSwitches(ctx, srv.Endpoint(), []labnb.Switch{{Node: "node1",
+		Subnets: []netip.Prefix{netip.MustParsePrefix("10.128.0.0/23")}}}, log); err != nil {
+		t.Fatal(err)
+	}
+	if err := labnb.Transact(ctx, srv.Endpoint(), scaleLBOps(20, 2), log); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Dial(ctx, config.OVN{Northbound: srv.Endpoint()}, log, func() {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cli := waitSession(t, c)
+	// settled waits until every event so far has been read and the rows
+	// read installed.
+	settled := func(v uint64) nbRows {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			c.memo.mu.Lock()
+			ok := c.memo.version[nbdb.LoadBalancerTable] > v && reflect.DeepEqual(c.memo.version, c.memo.lastVer)
+			gen := c.memo.gen
+			c.memo.mu.Unlock()
+			c.mu.Lock()
+			rows := c.rows
+			c.mu.Unlock()
+			if ok && rows.gen == gen {
+				return rows
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the change was never read")
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	vips := []string{"172.30.0.1", "172.30.0.2", "172.30.0.3", "[fd00:30::1]"}
+	present := map[int]bool{}
+	prevRows := settled(0)
+	for i := range 20 {
+		present[i] = true
+	}
+	for step := range 60 {
+		var ops []ovsdb.Operation
+		used := map[int]bool{}
+		for range 1 + r.IntN(3) {
+			i := r.IntN(30)
+			if used[i] {
+				continue
+			}
+			used[i] = true
+			name := fmt.Sprintf("Service_ns%d/svc%d_TCP_cluster", i%100, i)
+			where := []ovsdb.Condition{{Column: "name", Function: ovsdb.ConditionEqual, Value: name}}
+			if present[i] && r.IntN(4) == 0 {
+				ops = append(ops, ovsdb.Operation{Op: ovsdb.OperationDelete, Table: nbdb.LoadBalancerTable, Where: where})
+				present[i] = false
+				continue
+			}
+			vm := map[any]any{}
+			for range 1 + r.IntN(2) {
+				vm[vips[r.IntN(len(vips))]+fmt.Sprintf(":%d", 80+r.IntN(2))] = fmt.Sprintf("10.128.0.%d:8080", 2+r.IntN(5))
+			}
+			kind := "Service"
+			if r.IntN(6) == 0 {
+				kind = "Other"
+			}
+			ids := map[any]any{"k8s.ovn.org/kind": kind, "k8s.ovn.org/owner": fmt.Sprintf("ns%d/svc%d", i%3, r.IntN(2))}
+			if r.IntN(5) == 0 {
+				ids["k8s.ovn.org/network"] = "net1"
+			}
+			row := ovsdb.Row{"vips": ovsdb.OvsMap{GoMap: vm}, "external_ids": ovsdb.OvsMap{GoMap: ids}}
+			if present[i] {
+				ops = append(ops, ovsdb.Operation{Op: ovsdb.OperationUpdate, Table: nbdb.LoadBalancerTable, Where: where, Row: row})
+				continue
+			}
+			row["name"] = name
+			row["protocol"] = "tcp"
+			ops = append(ops, ovsdb.Operation{Op: ovsdb.OperationInsert, Table: nbdb.LoadBalancerTable, Row: row})
+			present[i] = true
+		}
+		c.memo.mu.Lock()
+		v := c.memo.version[nbdb.LoadBalancerTable]
+		c.memo.mu.Unlock()
+		res, err := cli.Transact(ctx, ops...)
+		if err == nil {
+			_, err = ovsdb.CheckOperationResults(res, ops)
+		}
+		if err != nil {
+			t.Fatalf("step %d: %v", step, err)
+		}
+		got := settled(v)
+		want, err := readRows(ctx, cli, nil) // a full read, no memo
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got.LoadBalancers, want.LoadBalancers) {
+			t.Fatalf("step %d: rows read by row\n%+v\nfull read\n%+v", step, got.LoadBalancers, want.LoadBalancers)
+		}
+		vs, ps := buildServiceVIPs(want.LoadBalancers)
+		slices.Sort(ps)
+		if !reflect.DeepEqual(got.vips.list, vs) || !slices.Equal(slices.Clip(got.vips.problems), ps) {
+			t.Fatalf("step %d: VIPs kept by row\n%+v\nbuilt\n%+v", step, got.vips.list, vs)
+		}
+		if moved := got.gen != prevRows.gen; moved != !reflect.DeepEqual(got.LoadBalancers, prevRows.LoadBalancers) {
+			t.Fatalf("step %d: generation %d -> %d with the rows changed: %v", step, prevRows.gen, got.gen, moved)
+		}
+		prevRows = got
+	}
+}
+
+// waitSession waits for c's first sync and returns its session's client.
+func waitSession(t *testing.T, c *Client) client.Client {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c.mu.Lock()
+		cli, synced := c.cli, c.synced
+		c.mu.Unlock()
+		if cli != nil && synced {
+			return cli
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("never synced")
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -102,11 +102,18 @@ type nbRows struct {
 	Routes   []routeRow
 	Routers  []routerRow
 	// LoadBalancers are the Service load balancers, NATs the egress IP
-	// SNATs (protected.go).
-	// (protected.go); read-only: readRows shares unchanged ones between
-	// reads.
+	// SNATs (protected.go); read-only: readRows shares unchanged ones
+	// between reads.
 	LoadBalancers []*lbRow
 	NATs          []natRow
+	// vips is the Service VIPs of LoadBalancers, as readRows keeps them
+	// row by row (vipIndex); nil in rows made by hand: the builder builds
+	// them (buildServiceVIPs).
+	vips *lbVIPs
+	// gen is the generation of rows read by readRows: it moves only when
+	// the rows differ from the last read's (rowMemo); 0 in rows made by
+	// hand.
+	gen uint64
 }
 
 // networkPrefix is the prefix of a network's entity names.
@@ -169,7 +176,10 @@ func buildNB(in nbRows, node string) buildResult {
 // Service VIPs of the last build whose NAT or load-balancer rows were the
 // same slice: rows are replaced, never mutated, and readRows shares a
 // table's rows until the table changes, so after one Service's change the
-// egress IPs are not built again, nor the VIPs after an egress IP's.
+// egress IPs are not built again, nor the VIPs after an egress IP's. Rows
+// from readRows carry their Service VIPs (nbRows.vips, kept row by row),
+// and the protected addresses of the load balancers are built again only
+// when a row's VIP keys, name or owner changed (lbVIPs.protVer).
 func buildNBMemo(in nbRows, node string, memo *buildMemo) buildResult {
 	rows := slices.Clone(in.Switches)
 	slices.SortFunc(rows, func(a, b switchRow) int {
@@ -313,7 +323,11 @@ func buildNBMemo(in nbRows, node string, memo *buildMemo) buildResult {
 		// Only a node's snapshot advertises (ClusterSubnets passes "").
 		var eipProblems, vipProblems []string
 		snap.EgressIPs, eipProblems = memo.egressIPs(in.NATs, node)
-		snap.ServiceVIPs, vipProblems = memo.serviceVIPs(in.LoadBalancers)
+		if in.vips != nil {
+			snap.ServiceVIPs, vipProblems = in.vips.list, in.vips.problems
+		} else {
+			snap.ServiceVIPs, vipProblems = memo.serviceVIPs(in.LoadBalancers)
+		}
 		problems = append(problems, eipProblems...)
 		problems = append(problems, vipProblems...)
 	}
@@ -606,19 +620,23 @@ type buildMemo struct {
 	// (protectedFrom), by the rows they came from.
 	lbProtOK, natProtOK bool
 	lbProtRows          []*lbRow
+	lbProtVer           uint64
 	lbProt              protectedPart
 	natProtRows         []natRow
 	natProt             protectedPart
 }
 
-func (m *buildMemo) lbProtected(lbs []*lbRow) protectedPart {
+// lbProtected is lbProtected(lbs), the last build's when lbs are the same
+// rows or, ver not 0 (lbVIPs.protVer), rows of the same protected
+// addresses (a Service's backends changed, not its VIP keys).
+func (m *buildMemo) lbProtected(lbs []*lbRow, ver uint64) protectedPart {
 	if m == nil {
 		return lbProtected(lbs)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if !m.lbProtOK || !sameRows(m.lbProtRows, lbs) {
-		m.lbProtRows, m.lbProt, m.lbProtOK = lbs, lbProtected(lbs), true
+	if !m.lbProtOK || !(sameRows(m.lbProtRows, lbs) || ver != 0 && ver == m.lbProtVer) {
+		m.lbProtRows, m.lbProt, m.lbProtOK, m.lbProtVer = lbs, lbProtected(lbs), true, ver
 	}
 	return m.lbProt
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -535,13 +534,7 @@ func (c *Client) settle(ctx context.Context, cli client.Client, done []model.OVN
 	for {
 		rows, err := readRows(ctx, cli, c.memo)
 		if err == nil && showsAll(rows, cli, done) {
-			c.mu.Lock()
-			same := c.cli != cli || reflect.DeepEqual(rows, c.rows)
-			if c.cli == cli {
-				c.rows = rows
-			}
-			c.mu.Unlock()
-			if !same {
+			if c.install(cli, rows) {
 				c.notify()
 			}
 			return

@@ -1,0 +1,151 @@
+package daemon
+
+import (
+	"time"
+
+	"github.com/google/btree"
+	"go.uber.org/zap"
+
+	"github.com/ovnbgp/ovnbgp/config"
+	"github.com/ovnbgp/ovnbgp/model"
+	"github.com/ovnbgp/ovnbgp/plan"
+)
+
+// advResync is how often a pass diffs every advertisement against the
+// speaker, whatever NB said changed: a missed change costs at most this
+// long.
+const advResync = 10 * time.Minute
+
+// nbRead is what the loop read of NB for a pass it applies: the
+// snapshot's generation and what changed since the one before (the NB
+// client's SnapshotDelta).
+type nbRead struct {
+	delta model.SnapshotDelta
+	gen   uint64
+}
+
+// advSide is the advertisement state the planner keeps between passes
+// (only the loop touches it): what the rules select (plan.AdvertState),
+// updated per changed egress IP and VIP, and every desired advertisement,
+// by key.
+type advSide struct {
+	state *plan.AdvertState
+	cfg   *config.Config
+	sp    Speaker
+	// gen is the NB generation state is at (0: none).
+	gen uint64
+	// due makes the next pass whole: the last apply failed, or a pass
+	// computed was dropped unapplied (its diff is in no other pass).
+	due bool
+	// at is when the last whole pass was; drained, that a drain was in
+	// effect then (the pass after an undrain is whole too).
+	at      time.Time
+	drained bool
+	// all are the desired advertisements (drain applied); a pass that
+	// changes it changes a clone (readers keep theirs).
+	all *btree.BTreeG[model.Advertisement]
+}
+
+// advPart is the advertisement side of one pass: the lists its diff
+// compares (every advertisement, or those of the keys NB changed), and
+// every advertisement to make and held back.
+type advPart struct {
+	desired, advertised []model.Advertisement
+	all                 *btree.BTreeG[model.Advertisement]
+	held                []model.Advertisement
+}
+
+func advLess(a, b model.Advertisement) bool { return compareKey(a.Key(), b.Key()) < 0 }
+
+func compareKey(a, b model.Key) int {
+	if a.Peer != b.Peer {
+		if a.Peer < b.Peer {
+			return -1
+		}
+		return 1
+	}
+	return model.ComparePrefix(a.Prefix, b.Prefix)
+}
+
+func advTree(advs []model.Advertisement) *btree.BTreeG[model.Advertisement] {
+	t := btree.NewG(32, advLess)
+	for _, a := range advs {
+		t.ReplaceOrInsert(a)
+	}
+	return t
+}
+
+// advList is t's advertisements in key order (nil t: none).
+func advList(t *btree.BTreeG[model.Advertisement]) []model.Advertisement {
+	if t == nil {
+		return nil
+	}
+	out := make([]model.Advertisement, 0, t.Len())
+	t.Ascend(func(a model.Advertisement) bool {
+		out = append(out, a)
+		return true
+	})
+	return out
+}
+
+// adverts is the advertisement side of a pass. For a view (nr nil: a
+// preview, explain) it is computed whole and nothing is kept. For a pass
+// the loop applies, only the keys NB changed are diffed (at a cost of
+// what changed), unless the pass must be whole (advWhy).
+func (pl *planner) adverts(cfg *config.Config, sp Speaker, snap model.Snapshot, nr *nbRead) advPart {
+	now := time.Now()
+	drain := plan.NewDrain(cfg, pl.drain(), now)
+	if nr == nil {
+		sent, held := drain.Apply(plan.CappedAdvertisements(cfg, snap))
+		return advPart{desired: sent, advertised: sp.Advertised(), all: advTree(sent), held: held}
+	}
+	a := &pl.adv
+	if why := pl.advWhy(cfg, sp, nr, now); why != "" {
+		pl.log.Debug("advertise: whole pass", zap.String("why", why))
+		st := plan.NewAdvertState(cfg, snap)
+		sent, held := drain.Apply(st.Sent(), st.Held())
+		all := advTree(sent)
+		*a = advSide{state: st, cfg: cfg, sp: sp, gen: nr.gen, at: now, drained: !pl.drain().Empty(), all: all}
+		return advPart{desired: sent, advertised: sp.Advertised(), all: all, held: held}
+	}
+	keys := a.state.Update(snap, nr.delta)
+	part := advPart{all: a.all, held: a.state.Held()}
+	a.gen = nr.gen
+	if len(keys) == 0 {
+		return part
+	}
+	all := a.all.Clone()
+	for _, k := range keys {
+		adv, sent, _ := a.state.Lookup(k)
+		if sent {
+			part.desired = append(part.desired, adv)
+			all.ReplaceOrInsert(adv)
+		} else {
+			all.Delete(model.Advertisement{Peer: k.Peer, Prefix: k.Prefix})
+		}
+	}
+	part.advertised = sp.AdvertisedOf(keys)
+	part.all, a.all = all, all
+	return part
+}
+
+// advWhy says why this pass must diff every advertisement, or "".
+func (pl *planner) advWhy(cfg *config.Config, sp Speaker, nr *nbRead, now time.Time) string {
+	a := &pl.adv
+	switch {
+	case a.state == nil || a.cfg != cfg || a.sp != sp:
+		return "no advertisement state of this config and speaker yet"
+	case a.due:
+		return "the last apply failed, or a pass was dropped unapplied"
+	case !pl.drain().Empty() || a.drained:
+		return "a drain is in effect, or was at the last pass (its phases follow the clock)"
+	case nr.delta.All || nr.gen == 0 || a.gen == 0:
+		return "NB may have changed anywhere"
+	case now.Sub(a.at) >= advResync:
+		return "periodic resync"
+	}
+	return ""
+}
+
+// advDue makes the next pass diff every advertisement.
+func (pl *planner) advDue() { pl.adv.due = true }

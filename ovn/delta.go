@@ -1,0 +1,105 @@
+package ovn
+
+import (
+	"net/netip"
+	"reflect"
+	"slices"
+
+	"github.com/ovnbgp/ovnbgp/model"
+)
+
+// deltaBase is the snapshot SnapshotDelta handed out last: what the next
+// call's delta is against.
+type deltaBase struct {
+	node string
+	gen  uint64
+	snap model.Snapshot
+}
+
+// SnapshotDelta is Snapshot with the generation of the rows it was built
+// from and what differs from the snapshot of generation since: pass the
+// gen the previous call returned for the same node. The generation moves
+// only when the rows read from NB change. delta.All is set when the client
+// cannot say: since is 0 or not the generation of the client's previous
+// SnapshotDelta (another caller, too old), that call was for another
+// node, or a new NB session (a reconnect) came in between. Otherwise the
+// delta is exact: the Service VIP addresses come from the rows each cache
+// event named (no walk of the Service VIPs), the egress IPs, owned routes
+// and the rest (Context) from comparing this node's snapshots, only when a
+// table they come from changed.
+//
+// ok and the fail-static rules are Snapshot's: ok is false (and All set)
+// until a first full sync; while NB is away the last good snapshot comes
+// with an empty delta.
+func (c *Client) SnapshotDelta(node string, since uint64) (snap model.Snapshot, delta model.SnapshotDelta, gen uint64, ok bool) {
+	c.mu.Lock()
+	rows, synced, base := c.rows, c.synced, c.base
+	c.mu.Unlock()
+	if !synced {
+		return model.Snapshot{Node: node, Networks: []model.Network{}}, model.SnapshotDelta{All: true}, 0, false
+	}
+	res := buildNBMemo(rows, node, c.build)
+	c.setProblems(res.Problems)
+	snap, gen = res.Snapshot, rows.gen
+	delta = c.delta(base, node, since, snap, gen)
+	c.mu.Lock()
+	c.base = &deltaBase{node: node, gen: gen, snap: snap}
+	c.mu.Unlock()
+	return snap, delta, gen, true
+}
+
+// delta is what differs from base (the snapshot of generation since) to
+// snap, of generation gen.
+func (c *Client) delta(base *deltaBase, node string, since uint64, snap model.Snapshot, gen uint64) model.SnapshotDelta {
+	if base == nil || since == 0 || base.node != node || base.gen != since {
+		return model.SnapshotDelta{All: true}
+	}
+	ch, ok := c.memo.changesSince(since, gen)
+	if !ok {
+		return model.SnapshotDelta{All: true}
+	}
+	d := model.SnapshotDelta{ServiceVIPs: ch.vips}
+	old := base.snap
+	if ch.tables&^tLoadBalancers != 0 {
+		// Any table but the load balancers' (their Service VIPs are
+		// above; their protected addresses unchanged without
+		// tLBProtected) may change the rest: compare.
+		d.EgressIPs = egressIPsDiffer(old.EgressIPs, snap.EgressIPs)
+		d.OwnedRoutes = !reflect.DeepEqual(old.OwnedRoutes, snap.OwnedRoutes)
+		d.Context = !sameContext(old, snap)
+	}
+	return d
+}
+
+// sameContext says whether a and b agree on what is not egress IPs,
+// Service VIPs or owned routes.
+func sameContext(a, b model.Snapshot) bool {
+	return a.Node == b.Node && slices.Equal(a.NodeAddresses, b.NodeAddresses) && slices.Equal(a.Protected, b.Protected) &&
+		reflect.DeepEqual(a.Networks, b.Networks) && reflect.DeepEqual(a.Routers, b.Routers)
+}
+
+// egressIPsDiffer is the addresses whose egress IP entries differ between
+// a and b, sorted and unique.
+func egressIPsDiffer(a, b []model.EgressIP) []netip.Addr {
+	type key struct {
+		network string
+		ip      netip.Addr
+	}
+	idx := make(map[key]model.EgressIP, len(a))
+	for _, e := range a {
+		idx[key{e.Network, e.IP}] = e
+	}
+	var out []netip.Addr
+	for _, e := range b {
+		k := key{e.Network, e.IP}
+		if o, ok := idx[k]; !ok || !reflect.DeepEqual(o, e) {
+			out = append(out, e.IP)
+		}
+		delete(idx, k)
+	}
+	for k := range idx {
+		out = append(out, k.ip)
+	}
+	slices.SortFunc(out, netip.Addr.Compare)
+	return slices.Compact(out)
+}

@@ -1,0 +1,520 @@
+package ovn
+
+import (
+	"fmt"
+	"maps"
+	"net/netip"
+	"reflect"
+	"slices"
+	"sync"
+
+	"github.com/ovn-org/libovsdb/cache"
+	libmodel "github.com/ovn-org/libovsdb/model"
+
+	"github.com/ovnbgp/ovnbgp/model"
+	"github.com/ovnbgp/ovnbgp/ovn/internal/ovnk"
+	"github.com/ovnbgp/ovnbgp/ovn/nbdb"
+)
+
+// rowMemo is what readRows keeps between reads of one session's cache:
+// the rows of the last read with the version of each table they were read
+// at, the UUIDs of the rows each cache event named since, the Service
+// load-balancer rows by UUID with their Service VIPs (vipIndex), and the
+// generations of the rows read (gen, log).
+//
+// libovsdb replaces a cached model on an update and never mutates it. The
+// cache event handler (event) bumps a table's version after libovsdb
+// changed it and records the row's UUID, so a table whose version is the
+// last read's has not changed since, and one whose every event since named
+// its row changed only in those rows: a read that raced an update recorded
+// the version from before it and reads that row again next time. An event
+// naming no row (touch) or the periodic resync (touchAll) makes the next
+// read read the table whole; it still tells which rows changed, by
+// comparing them with the last read's. A new session's cache holds new
+// models: nothing is reused across sessions.
+type rowMemo struct {
+	mu sync.Mutex
+	// version counts each table's cache events; all counts touchAll.
+	version map[string]uint64
+	all     uint64
+	// dirty holds, per table, the UUIDs named by events since the last
+	// read, each at the table version of its latest event; unknown the
+	// version of a table's latest event that named no row.
+	dirty   map[string]map[string]uint64
+	unknown map[string]uint64
+	// last is the last read's rows, from cache, at versions lastVer and
+	// lastAll; replaced, never mutated.
+	last    *nbRows
+	cache   *cache.TableCache
+	lastVer map[string]uint64
+	lastAll uint64
+	// gen is the generation of the last rows read; log says what changed
+	// at each of the last maxGenLog generations.
+	gen uint64
+	log []genChange
+
+	// read serializes reads (the session's, ApplyRoutes'): what follows is
+	// updated in place by the read holding it.
+	read sync.Mutex
+	// lbs are the Service load-balancer rows of the last read, by UUID,
+	// with the cached model each was read from (nil when read from a
+	// clone, by UUID).
+	lbs     map[string]lbEntry
+	vips    *vipIndex
+	protVer uint64 // bumped when a row's protected addresses may differ (lbProt)
+}
+
+// lbEntry is one Service load balancer of the last read.
+type lbEntry struct {
+	model *nbdb.LoadBalancer
+	row   *lbRow
+}
+
+// maxGenLog is how many generations SnapshotDelta can look back.
+const maxGenLog = 1024
+
+// maxDirty is the most UUIDs kept per table between reads; beyond, the
+// table is read whole.
+const maxDirty = 1 << 16
+
+// tableSet names the kinds of rows a generation changed.
+type tableSet uint8
+
+const (
+	tSwitches tableSet = 1 << iota
+	tPorts
+	tNATs
+	tRouters
+	tRoutes
+	tLoadBalancers
+	// tLBProtected: a load balancer's protected addresses may differ
+	// (a row added or removed with VIPs, or its VIP keys, name or owner
+	// changed): more than a backend.
+	tLBProtected
+)
+
+// genChange is what changed from the rows of generation gen-1 to those of
+// gen.
+type genChange struct {
+	gen uint64
+	// reset: anything may have changed (a new session's first read).
+	reset  bool
+	tables tableSet
+	// vips are the addresses whose Service VIP entries changed.
+	vips []netip.Addr
+}
+
+// lbVIPs is the Service VIPs of nbRows.LoadBalancers, as readRows keeps
+// them (vipIndex); read-only.
+type lbVIPs struct {
+	list     []model.ServiceVIP
+	problems []string // sorted
+	// protVer names the protected addresses of the load balancers: rows
+	// of the same protVer give the same lbProtected.
+	protVer uint64
+}
+
+func newRowMemo() *rowMemo {
+	return &rowMemo{version: map[string]uint64{}, dirty: map[string]map[string]uint64{}, unknown: map[string]uint64{}}
+}
+
+// rowUUID is the UUID of a cached model of a monitored table.
+func rowUUID(m libmodel.Model) (string, bool) {
+	switch r := m.(type) {
+	case *nbdb.LoadBalancer:
+		return r.UUID, true
+	case *nbdb.LogicalSwitch:
+		return r.UUID, true
+	case *nbdb.LogicalRouterPort:
+		return r.UUID, true
+	case *nbdb.LogicalRouter:
+		return r.UUID, true
+	case *nbdb.LogicalRouterStaticRoute:
+		return r.UUID, true
+	case *nbdb.NAT:
+		return r.UUID, true
+	}
+	return "", false
+}
+
+// event records a cache event of table about row m (libovsdb calls the
+// handler after it changed the cache).
+func (m *rowMemo) event(table string, row libmodel.Model) {
+	uuid, ok := rowUUID(row)
+	if !ok || uuid == "" {
+		m.touch(table)
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.version[table]++
+	d := m.dirty[table]
+	if d == nil {
+		d = map[string]uint64{}
+		m.dirty[table] = d
+	}
+	if len(d) >= maxDirty {
+		m.unknown[table] = m.version[table]
+		clear(d)
+		return
+	}
+	d[uuid] = m.version[table]
+}
+
+// touch records a cache event of table that names no row: the next read
+// reads the table whole.
+func (m *rowMemo) touch(table string) {
+	m.mu.Lock()
+	m.version[table]++
+	m.unknown[table] = m.version[table]
+	m.mu.Unlock()
+}
+
+// touchRow records a cache event of table about the row uuid.
+func (m *rowMemo) touchRow(table, uuid string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.version[table]++
+	if m.dirty[table] == nil {
+		m.dirty[table] = map[string]uint64{}
+	}
+	m.dirty[table][uuid] = m.version[table]
+}
+
+// touchAll makes the next read read every table whole.
+func (m *rowMemo) touchAll() {
+	m.mu.Lock()
+	m.all++
+	m.mu.Unlock()
+}
+
+// readState is one read's view of the memo, taken at its start.
+type readState struct {
+	m        *rowMemo
+	tc       *cache.TableCache
+	prev     *nbRows // the last read's rows from tc, nil if none
+	ver      map[string]uint64
+	all      uint64
+	lastVer  map[string]uint64
+	lastAll  uint64
+	dirty    map[string][]string // tables with events since the last read: the rows they named
+	wholeTab map[string]bool     // tables with an event naming no row since the last read
+}
+
+// begin starts a read of tc; the caller holds m.read.
+func (m *rowMemo) begin(tc *cache.TableCache) *readState {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := &readState{m: m, tc: tc, ver: maps.Clone(m.version), all: m.all, lastVer: m.lastVer, lastAll: m.lastAll,
+		dirty: map[string][]string{}, wholeTab: map[string]bool{}}
+	if m.last != nil && m.cache == tc {
+		s.prev = m.last
+	}
+	for t, v := range s.ver {
+		if v == s.lastVer[t] {
+			continue
+		}
+		s.wholeTab[t] = m.unknown[t] > s.lastVer[t]
+		s.dirty[t] = slices.Collect(maps.Keys(m.dirty[t]))
+	}
+	return s
+}
+
+// fresh says whether table has had no event since the last read.
+func (s *readState) fresh(table string) bool {
+	return s.prev != nil && s.all == s.lastAll && s.ver[table] == s.lastVer[table]
+}
+
+// changedRows returns the UUIDs of table's rows that changed since the
+// last read; ok is false when that is not known (read the table whole).
+func (s *readState) changedRows(table string) (uuids []string, ok bool) {
+	if s.prev == nil || s.all != s.lastAll || s.wholeTab[table] {
+		return nil, false
+	}
+	return s.dirty[table], true
+}
+
+// done records rows as the last read's at the versions seen at begin,
+// with what changed since the previous read: the whole tables compared
+// (an equal table keeps the previous read's slice, shared), the load
+// balancers as readLoadBalancers found them. It sets rows.gen.
+func (s *readState) done(rows *nbRows, lb lbResult) {
+	var ch genChange
+	p := s.prev
+	if p == nil {
+		ch.reset = true
+	} else {
+		table := func(bit tableSet, cur, old any, keep func()) {
+			if sameSlice(cur, old) {
+				return
+			}
+			if reflect.DeepEqual(cur, old) {
+				keep()
+				return
+			}
+			ch.tables |= bit
+		}
+		table(tSwitches, rows.Switches, p.Switches, func() { rows.Switches = p.Switches })
+		table(tPorts, rows.Ports, p.Ports, func() { rows.Ports = p.Ports })
+		table(tNATs, rows.NATs, p.NATs, func() { rows.NATs = p.NATs })
+		table(tRouters, rows.Routers, p.Routers, func() { rows.Routers = p.Routers })
+		table(tRoutes, rows.Routes, p.Routes, func() { rows.Routes = p.Routes })
+		if lb.changed {
+			ch.tables |= tLoadBalancers
+		}
+		if lb.prot {
+			ch.tables |= tLBProtected
+		}
+		ch.vips = lb.vips
+	}
+	m := s.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if ch.reset || ch.tables != 0 {
+		m.gen++
+		ch.gen = m.gen
+		m.log = append(m.log, ch)
+		if len(m.log) > maxGenLog {
+			m.log = slices.Delete(m.log, 0, len(m.log)-maxGenLog)
+		}
+	}
+	rows.gen = m.gen
+	m.last, m.cache, m.lastVer, m.lastAll = rows, s.tc, s.ver, s.all
+	// The rows named by the events this read saw have been read; a later
+	// event of the same row keeps it.
+	for t, uuids := range s.dirty {
+		d := m.dirty[t]
+		for _, u := range uuids {
+			if d[u] <= s.ver[t] {
+				delete(d, u)
+			}
+		}
+	}
+}
+
+// sameSlice says whether a and b (slices of one type) are the same slice.
+func sameSlice(a, b any) bool {
+	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
+	return va.Len() == vb.Len() && (va.Len() == 0 || va.Pointer() == vb.Pointer())
+}
+
+// changesSince merges what changed after generation since up to gen; ok
+// is false when the log cannot say (since is 0, newer than gen or older
+// than the log, or a new session in between).
+func (m *rowMemo) changesSince(since, gen uint64) (ch genChange, ok bool) {
+	if since == 0 || since > gen {
+		return ch, false
+	}
+	if since == gen {
+		return ch, true
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	i, _ := slices.BinarySearchFunc(m.log, since+1, func(c genChange, g uint64) int { return int64Cmp(c.gen, g) })
+	if i == len(m.log) || m.log[i].gen != since+1 {
+		return ch, false
+	}
+	for _, c := range m.log[i:] {
+		if c.gen > gen {
+			break
+		}
+		if c.reset {
+			return genChange{}, false
+		}
+		ch.tables |= c.tables
+		ch.vips = append(ch.vips, c.vips...)
+	}
+	slices.SortFunc(ch.vips, netip.Addr.Compare)
+	ch.vips = slices.Compact(ch.vips)
+	return ch, true
+}
+
+func int64Cmp(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// lbResult is what readLoadBalancers found changed.
+type lbResult struct {
+	changed bool         // a Service load-balancer row changed
+	prot    bool         // tLBProtected
+	vips    []netip.Addr // the addresses whose Service VIP entries changed
+}
+
+// lbRowOf is the Service load balancer l, nil when l is not one; not
+// parsed.
+func lbRowOf(l *nbdb.LoadBalancer) *lbRow {
+	if l.ExternalIDs[ovnk.ExtIDLBKind] != ovnk.LBKindService {
+		return nil
+	}
+	vips := slices.Sorted(maps.Keys(l.Vips))
+	backends := make([]string, len(vips))
+	for i, k := range vips {
+		backends[i] = l.Vips[k]
+	}
+	return &lbRow{UUID: l.UUID, Name: l.Name, Owner: l.ExternalIDs[ovnk.ExtIDLBOwner],
+		Network: l.ExternalIDs[extIDNetwork], VIPs: vips, Backends: backends}
+}
+
+// parse fills row's Parsed.
+func parse(row *lbRow) {
+	row.Parsed = parseLBVIPs(row.VIPs, row.Backends)
+	row.Parsed.Why = protectWhy(row.Owner, row.Name)
+}
+
+// sameLB says whether two versions of a row read the same (nil: not a
+// Service load balancer).
+func sameLB(a, b *lbRow) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.UUID == b.UUID && a.Name == b.Name && a.Owner == b.Owner && a.Network == b.Network &&
+		slices.Equal(a.VIPs, b.VIPs) && slices.Equal(a.Backends, b.Backends)
+}
+
+// sameProtected says whether two versions of a row give lbProtected the
+// same: its VIP keys, in rows of the same name and owner (no VIP key: no
+// protected address).
+func sameProtected(a, b *lbRow) bool {
+	if a != nil && len(a.VIPs) == 0 {
+		a = nil
+	}
+	if b != nil && len(b.VIPs) == 0 {
+		b = nil
+	}
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Name == b.Name && a.Owner == b.Owner && slices.Equal(a.VIPs, b.VIPs)
+}
+
+// readLoadBalancers fills out's Service load balancers and their VIPs. A
+// table with no event since the last read is the last read's; one whose
+// events all named their rows is read at those rows only (RowCache.Row);
+// else the table is read whole and compared with the last read, row by
+// row. Either way, only the rows that changed are parsed again and given
+// to the VIP index, and what they changed is returned. The caller holds
+// s.m.read.
+func readLoadBalancers(out *nbRows, s *readState) (lbResult, error) {
+	m, prev := s.m, s.prev
+	if prev != nil && s.fresh(nbdb.LoadBalancerTable) {
+		out.LoadBalancers, out.vips = prev.LoadBalancers, prev.vips
+		return lbResult{}, nil
+	}
+	t := s.tc.Table(nbdb.LoadBalancerTable)
+	if t == nil {
+		return lbResult{}, fmt.Errorf("no %s table in the cache", nbdb.LoadBalancerTable)
+	}
+	reset := prev == nil || prev.vips == nil || m.vips == nil
+	last := m.lbs
+	if reset {
+		last = nil
+	}
+	changes := map[string]*lbRow{}  // UUID -> the new row, nil: gone
+	entries := map[string]lbEntry{} // UUID -> the new entry of m.lbs, zero: delete
+	uuids, byRow := s.changedRows(nbdb.LoadBalancerTable)
+	if reset || len(uuids) > max(64, len(last)/8) {
+		byRow = false
+	}
+	if byRow {
+		for _, uuid := range uuids {
+			var row *lbRow
+			if mod := t.Row(uuid); mod != nil {
+				l, ok := mod.(*nbdb.LoadBalancer)
+				if !ok {
+					return lbResult{}, fmt.Errorf("%s cache holds a %T", nbdb.LoadBalancerTable, mod)
+				}
+				row = lbRowOf(l)
+			}
+			old := last[uuid].row
+			if sameLB(old, row) {
+				continue
+			}
+			changes[uuid] = row
+			entries[uuid] = lbEntry{row: row}
+		}
+	} else {
+		all := t.RowsShallow()
+		for uuid, mod := range all {
+			l, ok := mod.(*nbdb.LoadBalancer)
+			if !ok {
+				return lbResult{}, fmt.Errorf("%s cache holds a %T", nbdb.LoadBalancerTable, mod)
+			}
+			e, had := last[uuid]
+			if had && e.model == l {
+				continue
+			}
+			row := lbRowOf(l)
+			if sameLB(e.row, row) {
+				if row != nil {
+					entries[uuid] = lbEntry{model: l, row: e.row}
+				}
+				continue
+			}
+			changes[uuid] = row
+			entries[uuid] = lbEntry{model: l, row: row}
+		}
+		for uuid := range last {
+			if _, ok := all[uuid]; !ok {
+				changes[uuid] = nil
+				entries[uuid] = lbEntry{}
+			}
+		}
+	}
+
+	// Nothing fails from here: the memo is updated.
+	if reset {
+		m.lbs, m.vips = map[string]lbEntry{}, newVIPIndex()
+	}
+	res := lbResult{changed: len(changes) > 0, prot: reset}
+	olds := make(map[string]*lbRow, len(changes))
+	for uuid, row := range changes {
+		if row != nil {
+			parse(row)
+		}
+		olds[uuid] = m.lbs[uuid].row
+		if !sameProtected(olds[uuid], row) {
+			res.prot = true
+		}
+	}
+	for uuid, e := range entries {
+		if e.row == nil {
+			delete(m.lbs, uuid)
+		} else {
+			m.lbs[uuid] = e
+		}
+	}
+	if !reset && len(changes) == 0 {
+		out.LoadBalancers, out.vips = prev.LoadBalancers, prev.vips
+		return res, nil
+	}
+	res.vips = m.vips.apply(changes)
+	if res.prot {
+		m.protVer++
+	}
+	out.vips = &lbVIPs{list: m.vips.list, problems: m.vips.probList, protVer: m.protVer}
+	if reset || len(changes) > 64 {
+		out.LoadBalancers = slices.SortedFunc(maps.Values(m.vips.rows), compareLB)
+		return res, nil
+	}
+	// A few rows: the last read's slice, edited (a copy: it is shared).
+	lbs := slices.Clone(prev.LoadBalancers)
+	for uuid, row := range changes {
+		if old := olds[uuid]; old != nil {
+			if i, ok := slices.BinarySearchFunc(lbs, old, compareLB); ok {
+				lbs = slices.Delete(lbs, i, i+1)
+			}
+		}
+		if row != nil {
+			i, _ := slices.BinarySearchFunc(lbs, row, compareLB)
+			lbs = slices.Insert(lbs, i, row)
+		}
+	}
+	out.LoadBalancers = lbs
+	return res, nil
+}
