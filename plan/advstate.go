@@ -697,9 +697,10 @@ func (s *AdvertState) Held() []model.Advertisement {
 	for _, p := range peers {
 		c := s.caps[p]
 		from := len(out)
+		reason := c.reason(p) // the same for each one held
 		c.held.Ascend(func(prefix netip.Prefix) bool {
 			a := s.cands[model.Key{Peer: p, Prefix: prefix}][0].adv
-			c.hold(&a, p)
+			a.State, a.Reason = model.AdvHeldBack, reason
 			out = append(out, a)
 			return true
 		})
@@ -765,9 +766,12 @@ func (c *exportCap) len() int { return c.sent.Len() + c.held.Len() }
 // hold marks a as held back by the cap of peer, as CappedAdvertisements
 // says it.
 func (c *exportCap) hold(a *model.Advertisement, peer string) {
-	a.State = model.AdvHeldBack
-	a.Reason = fmt.Sprintf("held back: export cap: peer %s takes at most %d prefixes (maxAdvertised), %d selected",
-		peer, c.max, c.len())
+	a.State, a.Reason = model.AdvHeldBack, c.reason(peer)
+}
+
+// reason is why the cap of peer holds a prefix back.
+func (c *exportCap) reason(peer string) string {
+	return fmt.Sprintf("held back: export cap: peer %s takes at most %d prefixes (maxAdvertised), %d selected", peer, c.max, c.len())
 }
 
 // touched collects the keys an Update changed; nil collects nothing (a
