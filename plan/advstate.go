@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/google/btree"
 
@@ -16,28 +17,33 @@ import (
 // AdvertState is what CappedAdvertisements returns for one config, kept up
 // to date item by item: Update, given what changed (model.SnapshotDelta),
 // recomputes only the egress IPs and Service VIPs of the changed
-// addresses, and the export caps per peer, in O(changed addresses × log n)
-// (docs/architecture.md, "AdvertState").
+// addresses, the aggregates holding them, and the export caps per peer
+// (docs/architecture.md, "Per-item updates").
 //
-// Per address it keeps, for each (peer, prefix), the candidate of every
-// rule that selects it, in rule order: the first is the one selected (the
-// first rule wins, as in CappedAdvertisements), so when the first rule
-// stops selecting it the next one's candidate is there. A peer with an
-// export cap keeps what it is sent and what is held back in two ordered
-// sets (subnets and aggregates, then single addresses, each in prefix
-// order): one prefix in or out moves at most one across the cap.
+// For each (peer, prefix) it keeps the candidate of every rule that
+// selects it, in rule order: the first is the one selected (the first
+// rule wins, as in CappedAdvertisements), so when the first rule stops
+// selecting it the next one's candidate is there. A changed address is
+// selected again by every egressIP and loadBalancerIP rule, from its
+// entries found by binary search: O(log n). An aggregate holding it
+// (aggregateLength, aggregateLengthV6) is recomputed whole, from the
+// entries inside it and what it would cover inside it (NB's protected
+// prefixes read from the snapshot, Protected's own, node addresses; an
+// address is the node's own while an egress IP or VIP has it): O(entries
+// inside the aggregate × log n). A peer with an export cap keeps what it
+// is sent and what is held back in two B-trees in cap order (subnets and
+// aggregates, then single addresses, each in prefix order): a prefix in
+// or out moves at most one across the cap, O(log n).
 //
-// Update falls back to recomputing everything (the same code, from an
-// empty state) when the delta says All or Context (networks, routers,
-// node addresses and protected prefixes feed every VIP's selection and
-// every aggregate), when a changed address is of a family that some
-// egressIP or loadBalancerIP rule aggregates (aggregateLength,
-// aggregateLengthV6: an aggregate depends on every member and on what the
-// aggregate would cover, and that check counts every egress IP and VIP of
-// the snapshot as the node's own), and, on every call, when the last full
-// pass found the snapshot's egress IPs or Service VIPs out of the order
-// model.Snapshot documents (network, the default first, then address):
-// Update finds an address's entries by binary search in that order.
+// Update recomputes everything (the same code, from an empty state) when
+// the delta says All or Context (networks, routers and node addresses feed
+// every VIP's selection and every aggregate; so does any change of NB's
+// protected prefixes other than those of a changed egress IP or VIP
+// address, which must come as Context), and, on every call, when the last
+// full pass found the snapshot out of the order model.Snapshot documents
+// and Update's binary searches need: egress IPs and Service VIPs by
+// network (the default first), then address; with aggregates, protected
+// prefixes by prefix and node addresses.
 //
 // An AdvertState is for one config: a new config needs a new one. It is
 // not safe for concurrent use. The advertisements it returns share their
@@ -45,9 +51,8 @@ import (
 type AdvertState struct {
 	cfg   *config.Config
 	rules []advRule
-	// aggregates: some egressIP or loadBalancerIP rule aggregates the
-	// family (index 0: IPv4, 1: IPv6).
-	aggregates [2]bool
+	// aggregating: some egressIP or loadBalancerIP rule aggregates.
+	aggregating bool
 	// unsorted says why Update recomputes everything ("" if it does not).
 	unsorted string
 
@@ -59,6 +64,19 @@ type AdvertState struct {
 	// caps are the peers with maxAdvertised, by name.
 	caps  map[string]*exportCap
 	local *localAddrs
+
+	// aggOut is what each aggregate of a rule sends: its prefix, or its
+	// members when it would cover a conflict.
+	aggOut map[aggID][]netip.Prefix
+	// podSubnets are this node's pod subnets (masked), never a conflict.
+	podSubnets map[netip.Prefix]bool
+	// extra are the conflicts (aggregateConflicts) that are not in
+	// snap.Protected nor node addresses: Protected's own (serviceCIDRs,
+	// default internal subnets, protectedPrefixes), in Protected's order.
+	extra []model.ProtectedPrefix
+	// foreign is aggregateConflicts of the whole snapshot when it is out
+	// of order (unsorted): then every Update is a full pass.
+	foreign *aggregateConflicts
 
 	buf []model.ServiceVIP // scratch: one address's VIP entries
 	eb  []model.EgressIP   // scratch: one address's egress IP entries
@@ -89,9 +107,7 @@ func NewAdvertState(cfg *config.Config, snap model.Snapshot) *AdvertState {
 			}
 		}
 		s.rules = append(s.rules, r)
-		for f := range 2 {
-			s.aggregates[f] = s.aggregates[f] || ruleAggregates(r.rule, f)
-		}
+		s.aggregating = s.aggregating || ruleAggregates(r.rule, 0) || ruleAggregates(r.rule, 1)
 	}
 	s.rebuild(snap)
 	return s
@@ -129,76 +145,139 @@ func (s *AdvertState) Update(snap model.Snapshot, d model.SnapshotDelta) []model
 	if len(d.EgressIPs) == 0 && len(d.ServiceVIPs) == 0 && !d.All && !d.Context {
 		return nil // the owned routes are not advertised
 	}
-	full := d.All || d.Context || s.unsorted != ""
-	for _, a := range slices.Concat(d.EgressIPs, d.ServiceVIPs) {
-		full = full || s.aggregates[family(a)]
-	}
-	if full {
+	if d.All || d.Context || s.unsorted != "" {
 		return s.full(snap)
 	}
 	t := &touched{keys: map[model.Key]struct{}{}, peers: map[string]int{}}
-	for i, a := range d.EgressIPs {
-		if !slices.Contains(d.EgressIPs[:i], a) {
-			es := addrEntries(snap.EgressIPs, func(e *model.EgressIP) (string, netip.Addr) { return e.Network, e.IP }, a, &s.eb)
-			s.setEgressIP(a, es, t)
+	unique := func(as []netip.Addr) []netip.Addr {
+		as = slices.Clone(as)
+		slices.SortFunc(as, netip.Addr.Compare)
+		return slices.Compact(as)
+	}
+	eips, vips := unique(d.EgressIPs), unique(d.ServiceVIPs)
+	for _, a := range eips {
+		s.setEgressIP(a, rangeEntries(snap.EgressIPs, egressIPKey, hostPrefix(a), &s.eb), t)
+	}
+	for _, a := range vips {
+		s.setServiceVIP(snap, a, rangeEntries(snap.ServiceVIPs, serviceVIPKey, hostPrefix(a), &s.buf), t)
+	}
+	// The aggregates holding a changed address: their members, and what
+	// they would cover (the address may be a protected one, and is the
+	// node's own while an egress IP or VIP has it).
+	done := map[aggID]bool{}
+	for _, a := range slices.Concat(eips, vips) {
+		for _, r := range s.rules {
+			if !ruleAggregates(r.rule, family(a)) {
+				continue
+			}
+			id := aggID{rule: r.index, prefix: aggPrefix(r.rule, a)}
+			if !done[id] {
+				done[id] = true
+				s.setAggregate(snap, r, id.prefix, s.aggMembers(snap, r, id.prefix), t)
+			}
 		}
 	}
-	for i, a := range d.ServiceVIPs {
-		if !slices.Contains(d.ServiceVIPs[:i], a) {
-			vs := addrEntries(snap.ServiceVIPs, func(v *model.ServiceVIP) (string, netip.Addr) { return v.Network, v.VIP }, a, &s.buf)
-			s.setServiceVIP(snap, a, vs, t)
-		}
-	}
+	out := t.sorted()
+	var peers []string
 	for peer, before := range t.peers {
-		// The count in the Reason of every prefix held back changed.
-		if c := s.caps[peer]; c != nil && c.len() != before {
-			c.held.Ascend(func(p netip.Prefix) bool {
-				t.keys[model.Key{Peer: peer, Prefix: p}] = struct{}{}
-				return true
-			})
+		if c := s.caps[peer]; c != nil && c.len() != before && c.held.Len() > 0 {
+			peers = append(peers, peer)
 		}
 	}
-	return t.sorted()
+	if len(peers) == 0 {
+		return out
+	}
+	// The count in the Reason of every prefix these peers hold back
+	// changed: all their held keys, in key order without a sort (the cap
+	// order is subnets, then single addresses, each in prefix order).
+	slices.Sort(peers)
+	n := 0
+	for _, peer := range peers {
+		n += s.caps[peer].held.Len()
+	}
+	held := make([]model.Key, 0, n)
+	var subnets, singles []netip.Prefix
+	for _, peer := range peers {
+		subnets, singles = subnets[:0], singles[:0]
+		s.caps[peer].held.Ascend(func(p netip.Prefix) bool {
+			if p.IsSingleIP() {
+				singles = append(singles, p)
+			} else {
+				subnets = append(subnets, p)
+			}
+			return true
+		})
+		for len(subnets)+len(singles) > 0 {
+			var p netip.Prefix
+			if len(singles) == 0 || len(subnets) > 0 && model.ComparePrefix(subnets[0], singles[0]) < 0 {
+				p, subnets = subnets[0], subnets[1:]
+			} else {
+				p, singles = singles[0], singles[1:]
+			}
+			held = append(held, model.Key{Peer: peer, Prefix: p})
+		}
+	}
+	return mergeKeys(out, held)
+}
+
+// mergeKeys merges two lists of keys sorted by peer, then prefix, each
+// key once.
+func mergeKeys(a, b []model.Key) []model.Key {
+	out := make([]model.Key, 0, len(a)+len(b))
+	for len(a)+len(b) > 0 {
+		var k model.Key
+		switch {
+		case len(b) == 0 || len(a) > 0 && compareKeys(a[0], b[0]) < 0:
+			k, a = a[0], a[1:]
+		case len(a) > 0 && a[0] == b[0]:
+			k, a, b = a[0], a[1:], b[1:]
+		default:
+			k, b = b[0], b[1:]
+		}
+		out = append(out, k)
+	}
+	return out
+}
+
+func compareKeys(a, b model.Key) int {
+	return cmp.Or(cmp.Compare(a.Peer, b.Peer), model.ComparePrefix(a.Prefix, b.Prefix))
 }
 
 // full recomputes everything and returns the keys that differ.
 func (s *AdvertState) full(snap model.Snapshot) []model.Key {
-	type view struct {
-		adv  model.Advertisement
-		held bool
-	}
-	old := make(map[model.Key]view, len(s.cands))
-	for _, a := range s.Sent() {
-		old[a.Key()] = view{adv: a}
-	}
-	for _, a := range s.Held() {
-		old[a.Key()] = view{adv: a, held: true}
-	}
+	old := &AdvertState{cands: s.cands, order: s.order, caps: s.caps}
 	s.rebuild(snap)
-	t := &touched{keys: map[model.Key]struct{}{}}
-	check := func(a model.Advertisement, held bool) {
-		k := a.Key()
-		if o, ok := old[k]; !ok || o.held != held || !advEqual(o.adv, a) {
-			t.keys[k] = struct{}{}
+	keys := func(t *btree.BTreeG[model.Key]) []model.Key {
+		out := make([]model.Key, 0, t.Len())
+		t.Ascend(func(k model.Key) bool {
+			out = append(out, k)
+			return true
+		})
+		return out
+	}
+	var out []model.Key
+	for _, k := range mergeKeys(keys(old.order), keys(s.order)) {
+		a, aSent, aHeld := old.Lookup(k)
+		b, bSent, bHeld := s.Lookup(k)
+		if aSent != bSent || aHeld != bHeld || !advEqual(a, b) {
+			out = append(out, k)
 		}
-		delete(old, k)
 	}
-	for _, a := range s.Sent() {
-		check(a, false)
-	}
-	for _, a := range s.Held() {
-		check(a, true)
-	}
-	for k := range old {
-		t.keys[k] = struct{}{}
-	}
-	return t.sorted()
+	return out
 }
 
 // rebuild computes everything from an empty state, with the code Update
 // uses per address.
 func (s *AdvertState) rebuild(snap model.Snapshot) {
-	s.cands = make(map[model.Key][]advCandidate, len(s.cands))
+	size := len(s.cands) // the last pass's, or an estimate
+	if s.cands == nil {
+		size = len(snap.EgressIPs) + len(snap.ServiceVIPs)
+		for _, nw := range snap.Networks {
+			size += len(nw.Subnets)
+		}
+		size *= max(1, len(s.cfg.BGP.Peers))
+	}
+	s.cands = make(map[model.Key][]advCandidate, size)
 	s.order = btree.NewG(32, keyLess)
 	s.caps = map[string]*exportCap{}
 	for _, p := range s.cfg.BGP.Peers {
@@ -208,52 +287,96 @@ func (s *AdvertState) rebuild(snap model.Snapshot) {
 	}
 	s.local = newLocalAddrs(snap)
 	s.unsorted = ""
-	if !sortedByNetworkAddr(snap.EgressIPs, func(e *model.EgressIP) (string, netip.Addr) { return e.Network, e.IP }) {
+	if !sortedByNetworkAddr(snap.EgressIPs, egressIPKey) {
 		s.unsorted = "the egress IPs are not sorted by network and address"
 	}
-	if !sortedByNetworkAddr(snap.ServiceVIPs, func(v *model.ServiceVIP) (string, netip.Addr) { return v.Network, v.VIP }) {
+	if !sortedByNetworkAddr(snap.ServiceVIPs, serviceVIPKey) {
 		s.unsorted = "the Service VIPs are not sorted by network and address"
 	}
-
-	// Pod subnets and aggregates, rule by rule, as selectAdvertisements
-	// does: within a rule, the first item of a prefix wins.
-	var foreign *aggregateConflicts
-	for _, r := range s.rules {
-		rule := r.rule
-		if foreign == nil && (rule.AggregateLength > 0 || rule.AggregateLengthV6 > 0) {
-			foreign = newAggregateConflicts(s.cfg, snap)
-		}
-		emit := func(prefix netip.Prefix, network, source string, members []netip.Prefix) {
-			for _, p := range r.peers[family(prefix.Addr())] {
-				s.addFirst(model.Key{Peer: p.Name, Prefix: prefix}, r.index, model.Advertisement{Peer: p.Name, Prefix: prefix,
-					Attrs: attrs(*rule), Rule: rule.Name, Network: network, Source: source, Members: members})
+	s.aggOut = map[aggID][]netip.Prefix{}
+	s.podSubnets, s.extra, s.foreign = nil, nil, nil
+	if s.aggregating {
+		s.podSubnets = map[netip.Prefix]bool{}
+		for _, nw := range snap.Networks {
+			for _, sn := range nw.Subnets {
+				s.podSubnets[sn.Prefix.Masked()] = true
 			}
 		}
-		switch {
-		case rule.Kind == config.KindPodNetwork:
-			for _, nw := range snap.Networks {
-				if MatchAny(rule.Networks, nw.Name) {
-					for _, sn := range nw.Subnets {
-						emit(sn.Prefix.Masked(), nw.Name, sn.Source, nil)
+		if !slices.IsSortedFunc(snap.Protected, func(a, b model.ProtectedPrefix) int { return model.ComparePrefix(a.Prefix.Masked(), b.Prefix.Masked()) }) {
+			s.unsorted = "the protected prefixes are not sorted"
+		}
+		if !slices.IsSortedFunc(snap.NodeAddresses, netip.Addr.Compare) {
+			s.unsorted = "the node addresses are not sorted"
+		}
+		if s.unsorted != "" {
+			s.foreign = newAggregateConflicts(s.cfg, snap)
+		} else {
+			// NB's entries are read from the snapshot at each update
+			// (firstConflict): those of a VIP or egress IP come and go
+			// with it. Their reasons are never Protected's own, so an
+			// entry is one or the other.
+			nb := make(map[model.ProtectedPrefix]bool, len(snap.Protected))
+			for _, pp := range snap.Protected {
+				nb[model.ProtectedPrefix{Prefix: pp.Prefix.Masked(), Why: pp.Why}] = true
+			}
+			for _, pp := range Protected(s.cfg, snap, model.Host{}) {
+				if !nb[pp] && !strings.HasPrefix(pp.Why, whyPeer) && !s.podSubnets[pp.Prefix] {
+					s.extra = append(s.extra, pp)
+				}
+			}
+		}
+	}
+
+	// Pod subnets, rule by rule, as selectAdvertisements does: within a
+	// rule, the first subnet of a prefix wins.
+	for _, r := range s.rules {
+		if r.rule.Kind != config.KindPodNetwork {
+			continue
+		}
+		for _, nw := range snap.Networks {
+			if MatchAny(r.rule.Networks, nw.Name) {
+				for _, sn := range nw.Subnets {
+					prefix := sn.Prefix.Masked()
+					for _, p := range r.peers[family(prefix.Addr())] {
+						s.addFirst(model.Key{Peer: p.Name, Prefix: prefix}, r.index, model.Advertisement{Peer: p.Name, Prefix: prefix,
+							Attrs: attrs(*r.rule), Rule: r.rule.Name, Network: nw.Name, Source: sn.Source})
 					}
 				}
 			}
-		case rule.Kind == config.KindEgressIP && (ruleAggregates(rule, 0) || ruleAggregates(rule, 1)):
-			agg := newAggregator(rule, 0, foreign)
+		}
+	}
+
+	// Every aggregate, as Update does it: the selected addresses behind
+	// each, in snapshot order.
+	for _, r := range s.rules {
+		if !ruleAggregates(r.rule, 0) && !ruleAggregates(r.rule, 1) {
+			continue
+		}
+		groups := map[netip.Prefix][]member{}
+		var prefixes []netip.Prefix
+		add := func(a netip.Addr, network, source string) {
+			p := aggPrefix(r.rule, a)
+			if groups[p] == nil {
+				prefixes = append(prefixes, p)
+			}
+			groups[p] = append(groups[p], member{prefix: hostPrefix(a), network: network, source: source})
+		}
+		switch r.rule.Kind {
+		case config.KindEgressIP:
 			for _, e := range snap.EgressIPs {
-				if ruleAggregates(rule, family(e.IP)) && egressIPSkip(rule, e) == "" {
-					agg.add(e.IP, e.Network, e.Source)
+				if ruleAggregates(r.rule, family(e.IP)) && egressIPSkip(r.rule, e) == "" {
+					add(e.IP, e.Network, e.Source)
 				}
 			}
-			agg.each(emit)
-		case rule.Kind == config.KindLoadBalancerIP && (ruleAggregates(rule, 0) || ruleAggregates(rule, 1)):
-			agg := newAggregator(rule, 0, foreign)
+		case config.KindLoadBalancerIP:
 			for _, v := range snap.ServiceVIPs {
-				if ruleAggregates(rule, family(v.VIP)) && !serviceVIPSkip(s.cfg, snap, rule, v, s.local).skipped() {
-					agg.add(v.VIP, v.Network, v.Source)
+				if ruleAggregates(r.rule, family(v.VIP)) && !serviceVIPSkip(s.cfg, snap, r.rule, v, s.local).skipped() {
+					add(v.VIP, v.Network, v.Source)
 				}
 			}
-			agg.each(emit)
+		}
+		for _, p := range prefixes {
+			s.setAggregate(snap, r, p, groups[p], nil)
 		}
 	}
 
@@ -348,6 +471,132 @@ func (s *AdvertState) setServiceVIP(snap model.Snapshot, a netip.Addr, vs []mode
 		}
 	}
 }
+
+// aggID is one aggregate of one rule.
+type aggID struct {
+	rule   int
+	prefix netip.Prefix
+}
+
+// aggPrefix is the aggregate of rule holding a (ruleAggregates).
+func aggPrefix(rule *config.AdvertiseRule, a netip.Addr) netip.Prefix {
+	length := rule.AggregateLength
+	if a.Is6() {
+		length = rule.AggregateLengthV6
+	}
+	return netip.PrefixFrom(a, length).Masked()
+}
+
+// aggMembers are the addresses behind the aggregate prefix of rule r:
+// the entries inside it that r selects, in snapshot order.
+func (s *AdvertState) aggMembers(snap model.Snapshot, r advRule, prefix netip.Prefix) []member {
+	var out []member
+	switch r.rule.Kind {
+	case config.KindEgressIP:
+		for _, e := range rangeEntries(snap.EgressIPs, egressIPKey, prefix, &s.eb) {
+			if egressIPSkip(r.rule, e) == "" {
+				out = append(out, member{prefix: hostPrefix(e.IP), network: e.Network, source: e.Source})
+			}
+		}
+	case config.KindLoadBalancerIP:
+		for _, v := range rangeEntries(snap.ServiceVIPs, serviceVIPKey, prefix, &s.buf) {
+			if !serviceVIPSkip(s.cfg, snap, r.rule, v, s.local).skipped() {
+				out = append(out, member{prefix: hostPrefix(v.VIP), network: v.Network, source: v.Source})
+			}
+		}
+	}
+	return out
+}
+
+// setAggregate sets what the aggregate prefix of rule r sends, its
+// members being ms (in snapshot order; none: nothing), with the
+// aggregator selectAdvertisements uses: the prefix, or each member as
+// itself when the prefix would cover a conflict.
+func (s *AdvertState) setAggregate(snap model.Snapshot, r advRule, prefix netip.Prefix, ms []member, t *touched) {
+	var outs []model.Advertisement // without peer and attributes
+	if len(ms) > 0 {
+		foreign := s.foreign
+		if foreign == nil {
+			foreign = &aggregateConflicts{}
+			if pp, ok := s.firstConflict(snap, prefix); ok {
+				foreign.prot = []model.ProtectedPrefix{pp}
+			}
+		}
+		g := newAggregator(r.rule, 1, foreign)
+		for _, m := range ms {
+			g.add(m.prefix.Addr(), m.network, m.source)
+		}
+		g.each(func(p netip.Prefix, network, source string, members []netip.Prefix) {
+			outs = append(outs, model.Advertisement{Prefix: p, Rule: r.rule.Name, Network: network, Source: source, Members: members})
+		})
+	}
+	id := aggID{rule: r.index, prefix: prefix}
+	old := s.aggOut[id]
+	// Both in prefix order: the aggregate, or its members sorted.
+	for _, p := range r.peers[family(prefix.Addr())] {
+		j := 0
+		for _, o := range old {
+			for j < len(outs) && model.ComparePrefix(outs[j].Prefix, o) < 0 {
+				j++
+			}
+			if j == len(outs) || outs[j].Prefix != o {
+				s.set(model.Key{Peer: p.Name, Prefix: o}, r.index, nil, t)
+			}
+		}
+		for _, o := range outs {
+			o.Peer, o.Attrs = p.Name, attrs(*r.rule)
+			s.set(model.Key{Peer: p.Name, Prefix: o.Prefix}, r.index, &o, t)
+		}
+	}
+	if len(outs) == 0 {
+		delete(s.aggOut, id)
+		return
+	}
+	ps := make([]netip.Prefix, len(outs))
+	for i, o := range outs {
+		ps[i] = o.Prefix
+	}
+	s.aggOut[id] = ps
+}
+
+// firstConflict is what aggregateConflicts.covered finds first inside
+// prefix, besides special-purpose space: NB's protected prefixes (in
+// their order, by prefix), then Protected's own (extra), then node
+// addresses; an entry that is one of this node's pod subnets, or the
+// address of an egress IP or VIP of snap, is the node's own. Binary
+// searches in snap (sorted, as rebuild checked): O(entries inside prefix
+// × log n).
+func (s *AdvertState) firstConflict(snap model.Snapshot, prefix netip.Prefix) (model.ProtectedPrefix, bool) {
+	mine := func(p netip.Prefix) bool {
+		if s.podSubnets[p] {
+			return true
+		}
+		return p.IsSingleIP() && (hasAddr(snap.EgressIPs, egressIPKey, p.Addr()) || hasAddr(snap.ServiceVIPs, serviceVIPKey, p.Addr()))
+	}
+	prot := snap.Protected
+	for i := sort.Search(len(prot), func(i int) bool { return prot[i].Prefix.Masked().Addr().Compare(prefix.Addr()) >= 0 }); i < len(prot); i++ {
+		p := prot[i].Prefix.Masked()
+		if !prefix.Contains(p.Addr()) {
+			break
+		}
+		if p.Bits() >= prefix.Bits() && !strings.HasPrefix(prot[i].Why, whyPeer) && !mine(p) {
+			return model.ProtectedPrefix{Prefix: p, Why: prot[i].Why}, true
+		}
+	}
+	for _, pp := range s.extra {
+		if covers(prefix, pp.Prefix) && !mine(pp.Prefix) {
+			return pp, true
+		}
+	}
+	na := snap.NodeAddresses
+	if i := sort.Search(len(na), func(i int) bool { return na[i].Compare(prefix.Addr()) >= 0 }); i < len(na) && prefix.Contains(na[i]) {
+		return model.ProtectedPrefix{Prefix: hostPrefix(na[i]), Why: "a node address"}, true
+	}
+	return model.ProtectedPrefix{}, false
+}
+
+func egressIPKey(e *model.EgressIP) (string, netip.Addr)     { return e.Network, e.IP }
+func serviceVIPKey(v *model.ServiceVIP) (string, netip.Addr) { return v.Network, v.VIP }
 
 // addFirst adds rule's candidate for k unless the rule has one already
 // (the first item of a prefix wins within a rule).
@@ -448,9 +697,10 @@ func (s *AdvertState) Held() []model.Advertisement {
 	for _, p := range peers {
 		c := s.caps[p]
 		from := len(out)
+		reason := c.reason(p) // the same for each one held
 		c.held.Ascend(func(prefix netip.Prefix) bool {
 			a := s.cands[model.Key{Peer: p, Prefix: prefix}][0].adv
-			c.hold(&a, p)
+			a.State, a.Reason = model.AdvHeldBack, reason
 			out = append(out, a)
 			return true
 		})
@@ -459,9 +709,7 @@ func (s *AdvertState) Held() []model.Advertisement {
 	return out
 }
 
-func keyLess(a, b model.Key) bool {
-	return cmp.Or(cmp.Compare(a.Peer, b.Peer), model.ComparePrefix(a.Prefix, b.Prefix)) < 0
-}
+func keyLess(a, b model.Key) bool { return compareKeys(a, b) < 0 }
 
 // exportCap is one peer's maxAdvertised: the first max of its selected
 // prefixes in cap order (capLess) are sent, the rest held. While fewer
@@ -518,9 +766,12 @@ func (c *exportCap) len() int { return c.sent.Len() + c.held.Len() }
 // hold marks a as held back by the cap of peer, as CappedAdvertisements
 // says it.
 func (c *exportCap) hold(a *model.Advertisement, peer string) {
-	a.State = model.AdvHeldBack
-	a.Reason = fmt.Sprintf("held back: export cap: peer %s takes at most %d prefixes (maxAdvertised), %d selected",
-		peer, c.max, c.len())
+	a.State, a.Reason = model.AdvHeldBack, c.reason(peer)
+}
+
+// reason is why the cap of peer holds a prefix back.
+func (c *exportCap) reason(peer string) string {
+	return fmt.Sprintf("held back: export cap: peer %s takes at most %d prefixes (maxAdvertised), %d selected", peer, c.max, c.len())
 }
 
 // touched collects the keys an Update changed; nil collects nothing (a
@@ -553,9 +804,7 @@ func (t *touched) sorted() []model.Key {
 	for k := range t.keys {
 		out = append(out, k)
 	}
-	slices.SortFunc(out, func(a, b model.Key) int {
-		return cmp.Or(cmp.Compare(a.Peer, b.Peer), model.ComparePrefix(a.Prefix, b.Prefix))
-	})
+	slices.SortFunc(out, compareKeys)
 	return out
 }
 
@@ -603,26 +852,22 @@ func sortedByNetworkAddr[T any](list []T, key func(*T) (string, netip.Addr)) boo
 	return true
 }
 
-// addrEntries returns the entries of list with address a, in list order,
-// list being in model.Snapshot's order (sortedByNetworkAddr): a binary
-// search per network. The result is a part of list when the entries are
-// adjacent (never to be appended to), else *buf refilled.
-func addrEntries[T any](list []T, key func(*T) (string, netip.Addr), a netip.Addr, buf *[]T) []T {
+// rangeEntries returns the entries of list with an address inside
+// prefix, in list order, list being in model.Snapshot's order
+// (sortedByNetworkAddr): a binary search per network. The result is a
+// part of list when the entries are adjacent (never to be appended to),
+// else *buf refilled.
+func rangeEntries[T any](list []T, key func(*T) (string, netip.Addr), prefix netip.Prefix, buf *[]T) []T {
 	var one []T
 	runs := 0
-	for lo := 0; lo < len(list); {
-		nw, _ := key(&list[lo])
-		hi := lo + sort.Search(len(list)-lo, func(i int) bool {
-			n, _ := key(&list[lo+i])
-			return compareNetworkNames(n, nw) > 0
-		})
+	eachRun(list, key, func(lo, hi int) {
 		i := lo + sort.Search(hi-lo, func(i int) bool {
 			_, x := key(&list[lo+i])
-			return x.Compare(a) >= 0
+			return x.Compare(prefix.Addr()) >= 0
 		})
 		j := i
 		for j < hi {
-			if _, x := key(&list[j]); x != a {
+			if _, x := key(&list[j]); !prefix.Contains(x) {
 				break
 			}
 			j++
@@ -638,10 +883,40 @@ func addrEntries[T any](list []T, key func(*T) (string, netip.Addr), a netip.Add
 				*buf = append(*buf, list[i:j]...)
 			}
 		}
-		lo = hi
-	}
+	})
 	if runs <= 1 {
 		return one
 	}
 	return *buf
+}
+
+// hasAddr says whether an entry of list (sorted as for rangeEntries) has
+// address a.
+func hasAddr[T any](list []T, key func(*T) (string, netip.Addr), a netip.Addr) bool {
+	found := false
+	eachRun(list, key, func(lo, hi int) {
+		i := lo + sort.Search(hi-lo, func(i int) bool {
+			_, x := key(&list[lo+i])
+			return x.Compare(a) >= 0
+		})
+		if i < hi {
+			_, x := key(&list[i])
+			found = found || x == a
+		}
+	})
+	return found
+}
+
+// eachRun calls fn with the bounds of each network's entries in list,
+// sorted as for rangeEntries.
+func eachRun[T any](list []T, key func(*T) (string, netip.Addr), fn func(lo, hi int)) {
+	for lo := 0; lo < len(list); {
+		nw, _ := key(&list[lo])
+		hi := lo + sort.Search(len(list)-lo, func(i int) bool {
+			n, _ := key(&list[lo+i])
+			return compareNetworkNames(n, nw) > 0
+		})
+		fn(lo, hi)
+		lo = hi
+	}
 }

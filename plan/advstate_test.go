@@ -22,6 +22,7 @@ type advWorld struct {
 	vips      map[string]model.ServiceVIP // by network, VIP, Service
 	eips      map[string]model.EgressIP   // by network, IP
 	nodeExtra bool                        // 192.0.2.55 is a node address too
+	protExtra bool                        // NB protects 192.0.2.57 (a VIP of a row with a bad owner)
 }
 
 func (w *advWorld) snapshot() model.Snapshot {
@@ -46,6 +47,20 @@ func (w *advWorld) snapshot() model.Snapshot {
 		s.EgressIPs = append(s.EgressIPs, e)
 	}
 	slices.SortFunc(s.EgressIPs, func(a, b model.EgressIP) int { return cmp.Or(net(a.Network, b.Network), a.IP.Compare(b.IP)) })
+	// What NB protects, as ovn builds it: every VIP and egress IP,
+	// another node's pod subnet; sorted by prefix, each once.
+	s.Protected = []model.ProtectedPrefix{{Prefix: pfx("10.128.2.0/23"), Why: "pod subnet (Logical_Switch node2)"}}
+	if w.protExtra {
+		s.Protected = append(s.Protected, model.ProtectedPrefix{Prefix: pfx("192.0.2.57/32"), Why: "Load_Balancer bad-owner vips"})
+	}
+	for _, v := range s.ServiceVIPs {
+		s.Protected = append(s.Protected, model.ProtectedPrefix{Prefix: hostPrefix(v.VIP), Why: "Load_Balancer vips"})
+	}
+	for _, e := range s.EgressIPs {
+		s.Protected = append(s.Protected, model.ProtectedPrefix{Prefix: hostPrefix(e.IP), Why: "NAT external_ip"})
+	}
+	slices.SortStableFunc(s.Protected, func(a, b model.ProtectedPrefix) int { return model.ComparePrefix(a.Prefix, b.Prefix) })
+	s.Protected = slices.CompactFunc(s.Protected, func(a, b model.ProtectedPrefix) bool { return a.Prefix == b.Prefix })
 	return s
 }
 
@@ -63,8 +78,9 @@ var (
 	// subnets, and two that are egress IPs too.
 	randVIPs = addrs("192.0.2.50", "192.0.2.51", "192.0.2.52", "192.0.2.53", "192.0.2.54", "192.0.2.55", "192.0.2.56",
 		"172.30.0.10", "172.30.0.11", "172.18.0.2", "172.18.0.3", "2001:db8:50::1", "2001:db8:50::2", "fd02::10",
-		"198.51.100.7", "10.1.0.1", "192.0.2.200")
-	randEIPs     = addrs("172.18.0.100", "172.18.0.101", "fc00::100", "fc00::101", "172.19.0.100", "192.0.2.200", "192.0.2.50")
+		"198.51.100.7", "198.51.100.8", "10.1.0.1", "192.0.2.200", "192.0.2.57")
+	randEIPs = addrs("172.18.0.100", "172.18.0.101", "fc00::100", "fc00::101", "172.19.0.100", "192.0.2.200", "192.0.2.50",
+		"198.51.100.7")
 	randServices = []string{"web/front", "web/front2", "web/host", "db/pg", "blue-ns/app", "prod-a/api", "other/x"}
 	randNetworks = []string{"default", "blue", "cluster_udn_red"}
 	// Backends: pods on this node (default, blue, red, IPv6), a pod
@@ -75,8 +91,10 @@ var (
 
 // randConfig: two peers, tor-a with a small export cap, tor-b with both
 // families and no cap; rules of every kind that overlap, so the first rule
-// wins often; aggregate: one rule aggregates IPv4 VIPs (Update falls back
-// for them, not for IPv6).
+// wins often; 198.51.100.7/32 in protectedPrefixes. aggregate: VIPs and
+// egress IPs are aggregated by some rules, in both families, and some
+// aggregates would cover node addresses, NB's protected prefixes or
+// protectedPrefixes, depending on what else is there.
 func randConfig(aggregate bool) *config.Config {
 	torA := peer("tor-a", "192.0.2.1")
 	torA.MaxAdvertised = 5
@@ -91,9 +109,12 @@ func randConfig(aggregate bool) *config.Config {
 			{Name: "eips", Kind: config.KindEgressIP},
 			{Name: "all-vips", Kind: config.KindLoadBalancerIP, Peers: []string{"tor-b"}, ASPathPrepend: 1},
 		},
-		Cluster: config.Cluster{ServiceCIDRs: []netip.Prefix{pfx("172.30.0.0/16"), pfx("fd02::/112")}}}
+		ProtectedPrefixes: []netip.Prefix{pfx("198.51.100.7/32")},
+		Cluster:           config.Cluster{ServiceCIDRs: []netip.Prefix{pfx("172.30.0.0/16"), pfx("fd02::/112")}}}
 	if aggregate {
 		cfg.Advertise[4].AggregateLength = 24
+		cfg.Advertise[5].AggregateLength = 16
+		cfg.Advertise[6].AggregateLengthV6 = 112
 	}
 	return cfg
 }
@@ -148,7 +169,7 @@ func advView(sent, held []model.Advertisement) map[model.Key]model.Advertisement
 // several, now and then a node address or everything), Update leaves Sent
 // and Held equal to CappedAdvertisements of the same snapshot, and returns
 // exactly the keys whose advertisement differs from the step before;
-// Lookup agrees with both.
+// Lookup agrees, for every key selected and every key touched.
 func TestAdvertStateEqualsFull(t *testing.T) {
 	for _, aggregate := range []bool{false, true} {
 		for seed := range uint64(20) {
@@ -177,6 +198,9 @@ func TestAdvertStateEqualsFull(t *testing.T) {
 					case n == 1:
 						d.Context = true
 						w.nodeExtra = !w.nodeExtra
+					case n == 3 || n == 4:
+						d.Context = true
+						w.protExtra = !w.protExtra
 					case n == 2:
 						d.OwnedRoutes = true
 					default:
@@ -234,7 +258,11 @@ func checkAdvertState(t *testing.T, cfg *config.Config, snap model.Snapshot, st 
 				step, gocmp.Diff(differ, touched, cmpAddrs, cmpopts.EquateEmpty()))
 		}
 	}
-	for _, k := range touched {
+	keys := slices.Clone(touched)
+	for k := range now {
+		keys = append(keys, k)
+	}
+	for _, k := range keys {
 		want, ok := now[k]
 		adv, sent, held := st.Lookup(k)
 		switch {
@@ -326,8 +354,10 @@ func advAtScale() (*config.Config, model.Snapshot) {
 // on BenchmarkAdvertisementsAtScale's fixture. capped: tor-a with
 // maxAdvertised 1,000, so ~10,000 of its prefixes are held back and each
 // change touches all of them (the count in their Reason). aggregate: the
-// VIP rule has aggregateLength 24, so each change is a full pass; full is
-// CappedAdvertisements on the same config, for comparison.
+// VIP rule has aggregateLength 24 (40 aggregates of 256 members) and NB
+// protects every VIP and egress IP, as it does: one aggregate is
+// recomputed. full is CappedAdvertisements on the same config, for
+// comparison.
 func BenchmarkAdvertStateUpdate(b *testing.B) {
 	for _, tc := range []struct {
 		name      string
@@ -335,9 +365,9 @@ func BenchmarkAdvertStateUpdate(b *testing.B) {
 		aggregate bool
 		full      bool
 	}{
-		{name: "plain"}, {name: "plain/full", full: true},
-		{name: "capped", capped: true}, {name: "capped/full", capped: true, full: true},
-		{name: "aggregate", aggregate: true}, {name: "aggregate/full", aggregate: true, full: true},
+		{name: "plain"}, {name: "plain-full", full: true},
+		{name: "capped", capped: true}, {name: "capped-full", capped: true, full: true},
+		{name: "aggregate", aggregate: true}, {name: "aggregate-full", aggregate: true, full: true},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			cfg, snap := advAtScale()
@@ -346,6 +376,13 @@ func BenchmarkAdvertStateUpdate(b *testing.B) {
 			}
 			if tc.aggregate {
 				cfg.Advertise[0].AggregateLength = 24
+				for _, v := range snap.ServiceVIPs {
+					snap.Protected = append(snap.Protected, model.ProtectedPrefix{Prefix: hostPrefix(v.VIP), Why: "Load_Balancer vips"})
+				}
+				for _, e := range snap.EgressIPs {
+					snap.Protected = append(snap.Protected, model.ProtectedPrefix{Prefix: hostPrefix(e.IP), Why: "NAT external_ip"})
+				}
+				slices.SortFunc(snap.Protected, func(a, b model.ProtectedPrefix) int { return model.ComparePrefix(a.Prefix, b.Prefix) })
 			}
 			st := NewAdvertState(cfg, snap)
 			const i = 5000
@@ -374,6 +411,25 @@ func BenchmarkAdvertStateUpdate(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkAdvertStateContext: Update with Context (a full pass and the
+// keys that differ) on the same fixture, one VIP changed.
+func BenchmarkAdvertStateContext(b *testing.B) {
+	cfg, snap := advAtScale()
+	st := NewAdvertState(cfg, snap)
+	v := &snap.ServiceVIPs[5000]
+	local, remote := v.Backends, addrs("10.129.0.1")
+	var n int
+	for b.Loop() {
+		if len(v.Backends) == 1 {
+			v.Backends = local
+		} else {
+			v.Backends = remote
+		}
+		n = len(st.Update(snap, model.SnapshotDelta{Context: true}))
+	}
+	b.ReportMetric(float64(n), "touched")
 }
 
 // BenchmarkNewAdvertState: the full pass (NewAdvertState, and Update on
