@@ -50,8 +50,10 @@ type SnapshotDelta struct {
 	// recompute everything.
 	All bool
 	// Context: something else than the egress IPs, the Service VIPs and
-	// the owned routes changed (networks, routers, protected prefixes,
-	// node addresses): what depends on them is recomputed.
+	// the owned routes changed (networks, routers, node addresses, or
+	// protected prefixes other than the host prefixes of the addresses
+	// listed below, which come and go with their entries): what depends
+	// on them is recomputed.
 	Context bool
 	// EgressIPs are the addresses whose egress IP entries changed.
 	EgressIPs []netip.Addr

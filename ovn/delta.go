@@ -66,16 +66,37 @@ func (c *Client) delta(base *deltaBase, node string, since uint64, snap model.Sn
 		// tLBProtected) may change the rest: compare.
 		d.EgressIPs = egressIPsDiffer(old.EgressIPs, snap.EgressIPs)
 		d.OwnedRoutes = !reflect.DeepEqual(old.OwnedRoutes, snap.OwnedRoutes)
-		d.Context = !sameContext(old, snap)
+		own := slices.Concat(d.ServiceVIPs, d.EgressIPs)
+		slices.SortFunc(own, netip.Addr.Compare)
+		d.Context = !sameContext(old, snap, own)
 	}
 	return d
 }
 
 // sameContext says whether a and b agree on what is not egress IPs,
-// Service VIPs or owned routes.
-func sameContext(a, b model.Snapshot) bool {
-	return a.Node == b.Node && slices.Equal(a.NodeAddresses, b.NodeAddresses) && slices.Equal(a.Protected, b.Protected) &&
+// Service VIPs or owned routes. The protected prefixes are compared without
+// the host prefixes of own (sorted): the addresses whose egress IP or VIP
+// entries the delta names, whose protected entry comes and goes with them.
+func sameContext(a, b model.Snapshot, own []netip.Addr) bool {
+	return a.Node == b.Node && slices.Equal(a.NodeAddresses, b.NodeAddresses) &&
+		slices.Equal(protectedBut(a.Protected, own), protectedBut(b.Protected, own)) &&
 		reflect.DeepEqual(a.Networks, b.Networks) && reflect.DeepEqual(a.Routers, b.Routers)
+}
+
+// protectedBut is ps without the host prefixes of own (sorted); ps itself
+// when none is left out.
+func protectedBut(ps []model.ProtectedPrefix, own []netip.Addr) []model.ProtectedPrefix {
+	if len(own) == 0 {
+		return ps
+	}
+	ownHost := func(p netip.Prefix) bool {
+		_, found := slices.BinarySearchFunc(own, p.Addr(), netip.Addr.Compare)
+		return p.IsSingleIP() && found
+	}
+	if !slices.ContainsFunc(ps, func(p model.ProtectedPrefix) bool { return ownHost(p.Prefix) }) {
+		return ps
+	}
+	return slices.DeleteFunc(slices.Clone(ps), func(p model.ProtectedPrefix) bool { return ownHost(p.Prefix) })
 }
 
 // egressIPsDiffer is the addresses whose egress IP entries differ between

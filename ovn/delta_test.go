@@ -37,9 +37,9 @@ func TestSnapshotDeltaRealServer(t *testing.T) {
 
 // deltaScenario: the first SnapshotDelta says All; with nothing changed,
 // the same generation and an empty delta; after one Service's backends
-// change, that VIP alone and nothing else; a new Service, its VIP and
-// Context (protected addresses); two changes between calls, both; an
-// egress IP moving away, that address; another node, a stale generation
+// change, that VIP alone and nothing else; a new Service, its VIP (its
+// protected entry is not Context: it comes and goes with the VIP); two
+// changes between calls, both; an egress IP moving away, that address; another node, a stale generation
 // or (restart, if given) a new session: All. Every delta is checked
 // against the difference of the two snapshots computed here.
 func deltaScenario(t *testing.T, endpoint string, restart func()) {
@@ -120,7 +120,7 @@ func deltaScenario(t *testing.T, endpoint string, restart func()) {
 	  "vips":["map",[["10.96.200.1:5432","10.128.0.6:5432"]]],
 	  "external_ids":["map",[["k8s.ovn.org/kind","Service"],["k8s.ovn.org/owner","ns1/db"]]]}}]`,
 		func(s model.Snapshot) bool { return vipOf(s, "10.96.200.1") != nil },
-		model.SnapshotDelta{ServiceVIPs: addrs("10.96.200.1"), Context: true})
+		model.SnapshotDelta{ServiceVIPs: addrs("10.96.200.1")})
 
 	if err := labnb.Transact(ctx, endpoint, []byte(`[{"op":"delete","table":"Load_Balancer","where":[["name","==","Service_ns1/db_TCP_cluster"]]}]`), log); err != nil {
 		t.Fatal(err)
@@ -131,13 +131,13 @@ func deltaScenario(t *testing.T, endpoint string, restart func()) {
 			v := vipOf(s, "10.96.10.10")
 			return vipOf(s, "10.96.200.1") == nil && v != nil && v.Backends[0] == netip.MustParseAddr("10.200.0.6")
 		},
-		model.SnapshotDelta{ServiceVIPs: addrs("10.96.10.10", "10.96.200.1"), Context: true})
+		model.SnapshotDelta{ServiceVIPs: addrs("10.96.10.10", "10.96.200.1")})
 
 	if err := labnb.MoveNATs(ctx, endpoint, "172.18.0.100", "GR_node1", "GR_node2", log); err != nil {
 		t.Fatal(err)
 	}
 	step("an egress IP moved away", "", func(s model.Snapshot) bool { return len(s.EgressIPs) == 0 },
-		model.SnapshotDelta{EgressIPs: addrs("172.18.0.100"), Context: true})
+		model.SnapshotDelta{EgressIPs: addrs("172.18.0.100")})
 
 	if _, d, _, _ := c.SnapshotDelta("node1", gen-1); !d.All {
 		t.Errorf("a stale generation: delta %+v, want All", d)
@@ -222,7 +222,15 @@ func differ(a, b model.Snapshot) model.SnapshotDelta {
 		*l = slices.Compact(*l)
 	}
 	d.OwnedRoutes = !reflect.DeepEqual(a.OwnedRoutes, b.OwnedRoutes)
+	// The protected entry of a listed address comes and goes with it.
+	own := map[netip.Prefix]bool{}
+	for _, a := range slices.Concat(d.ServiceVIPs, d.EgressIPs) {
+		own[netip.PrefixFrom(a, a.BitLen())] = true
+	}
+	prot := func(ps []model.ProtectedPrefix) []model.ProtectedPrefix {
+		return slices.DeleteFunc(slices.Clone(ps), func(p model.ProtectedPrefix) bool { return own[p.Prefix] })
+	}
 	d.Context = !reflect.DeepEqual(a.Networks, b.Networks) || !reflect.DeepEqual(a.Routers, b.Routers) ||
-		!reflect.DeepEqual(a.Protected, b.Protected) || !reflect.DeepEqual(a.NodeAddresses, b.NodeAddresses)
+		!reflect.DeepEqual(prot(a.Protected), prot(b.Protected)) || !reflect.DeepEqual(a.NodeAddresses, b.NodeAddresses)
 	return d
 }
