@@ -26,6 +26,10 @@ const (
 	// envAdvBase lists how many egress IPs + VIPs the node advertises
 	// before them, a run each (default "1000,10000", half each).
 	envAdvBase = "OVNBGP_BENCH_ADV_BASE"
+	// envScaleProfile names a file for a CPU profile of the daemon over
+	// BenchmarkAdvertiseNBScale's changes (8 s; the pprof build and
+	// OVNBGP_PPROF, as profileDaemon says).
+	envScaleProfile = "OVNBGP_BENCH_SCALE_PROFILE"
 	// envBulkVIP lists the sizes of BenchmarkAdvertiseBulk (default
 	// "5000,10000").
 	envBulkVIP = "OVNBGP_BENCH_BULKVIP"
@@ -695,6 +699,10 @@ func scaleRun(b jobRun, s nbScale) {
 		b.Fatal(err)
 	}
 	w := &advNB{sock: nb.Sock, nats: map[netip.Addr]string{}}
+	// A CPU profile over the changes (OVNBGP_BENCH_SCALE_PROFILE), for
+	// where one change's time goes at this size.
+	prof := profileDaemon(b, l, "CPU profile over the changes", os.Getenv(envScaleProfile), "/debug/pprof/profile?seconds=8")
+	defer prof()
 	var recv []time.Duration
 	for i := range s.changes + 2 {
 		a := vipAddr(i / 2)

@@ -106,8 +106,15 @@ func (pl *planner) planFrom(ctx context.Context, cfg *config.Config, sp Speaker,
 		// waits for its peers; everything learned from here on is not.
 		pl.imp.adopted, pl.imp.adoptDue = plan.NewAdopted(snap.OwnedRoutes, host.Routes), false
 	}
-	table := plan.NewImportTable(plan.ImportInput{Config: cfg, Snapshot: snap, Host: host, Learned: learned, Stale: pl.imp.stale})
-	res := table.Result()
+	// A pass without import rules decides nothing learned: no table (its
+	// protected set alone is a pass over every VIP), and an empty result,
+	// whose plan deletes what an earlier config imported.
+	var table *plan.ImportTable
+	var res plan.ImportResult
+	if len(cfg.Import) > 0 || walkAlways {
+		table = plan.NewImportTable(plan.ImportInput{Config: cfg, Snapshot: snap, Host: host, Learned: learned, Stale: pl.imp.stale})
+		res = table.Result()
+	}
 	p := plan.Build(plan.BuildInput{
 		Node: cfg.Node.Name, Now: time.Now(), Config: cfg, Import: res,
 		Adverts: adv.desired, Advertised: adv.advertised,
