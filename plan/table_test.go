@@ -286,12 +286,12 @@ func TestTableRandomCaps(t *testing.T) {
 			table.Update(c)
 			checkCounts(t, table)
 			members := map[capGroup]map[netip.Prefix]bool{}
-			table.each(func(tp *tablePath) bool {
+			table.each(func(pfx netip.Prefix, tp *tablePath) bool {
 				table.groupsOf(tp, func(g capGroup) {
 					if members[g] == nil {
 						members[g] = map[netip.Prefix]bool{}
 					}
-					members[g][tp.p.Prefix] = true
+					members[g][pfx] = true
 				})
 				return true
 			})
