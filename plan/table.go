@@ -70,16 +70,61 @@ type tableStats struct {
 }
 
 // prefixEntry is one prefix: its paths (one per peer, in the order first
-// given: the first inline, since most prefixes have one) and its cap
-// groups. One map lookup finds it all.
+// given) and its cap groups. One map lookup finds it all. The first path
+// is inline and the rest behind a pointer, since most prefixes have one
+// path and no cap.
 type prefixEntry struct {
-	one  tablePath
-	more []tablePath
-	// caps are the cap groups the prefix is in, kept or held back.
-	caps []capMember
+	one tablePath
+	ext *entryExt
 	// nOVN and nKernel are its desired routes as counted in the table's
 	// stats.
 	nOVN, nKernel int32
+}
+
+// entryExt is what a prefix with more than one path or in a cap group has.
+type entryExt struct {
+	// more are the paths after the first.
+	more []tablePath
+	// caps are the cap groups the prefix is in, kept or held back.
+	caps []capMember
+}
+
+// more are the paths after the first.
+func (pe *prefixEntry) more() []tablePath {
+	if pe.ext == nil {
+		return nil
+	}
+	return pe.ext.more
+}
+
+// capList are the cap groups the prefix is in.
+func (pe *prefixEntry) capList() []capMember {
+	if pe.ext == nil {
+		return nil
+	}
+	return pe.ext.caps
+}
+
+// setCaps makes caps the prefix's cap groups.
+func (pe *prefixEntry) setCaps(caps []capMember) {
+	if len(caps) == 0 {
+		caps = nil
+	}
+	if pe.ext == nil {
+		if caps == nil {
+			return
+		}
+		pe.ext = &entryExt{}
+	}
+	pe.ext.caps = caps
+	pe.trim()
+}
+
+// trim drops an empty ext.
+func (pe *prefixEntry) trim() {
+	if pe.ext != nil && pe.ext.more == nil && pe.ext.caps == nil {
+		pe.ext = nil
+	}
 }
 
 // len is the number of paths.
@@ -87,7 +132,7 @@ func (pe *prefixEntry) len() int {
 	if pe.one.attrs == 0 {
 		return 0
 	}
-	return 1 + len(pe.more)
+	return 1 + len(pe.more())
 }
 
 // at is path i (< len).
@@ -95,7 +140,7 @@ func (pe *prefixEntry) at(i int) *tablePath {
 	if i == 0 {
 		return &pe.one
 	}
-	return &pe.more[i-1]
+	return &pe.ext.more[i-1]
 }
 
 // add appends a path and returns it.
@@ -104,24 +149,30 @@ func (pe *prefixEntry) add(tp tablePath) *tablePath {
 		pe.one = tp
 		return &pe.one
 	}
-	pe.more = append(pe.more, tp)
-	return &pe.more[len(pe.more)-1]
+	if pe.ext == nil {
+		pe.ext = &entryExt{}
+	}
+	pe.ext.more = append(pe.ext.more, tp)
+	return &pe.ext.more[len(pe.ext.more)-1]
 }
 
 // del removes path i (< len), keeping the others' order.
 func (pe *prefixEntry) del(i int) {
-	if len(pe.more) == 0 {
+	more := pe.more()
+	if len(more) == 0 {
 		pe.one = tablePath{}
 		return
 	}
 	if i == 0 {
-		pe.one = pe.more[0]
+		pe.one = more[0]
 		i = 1
 	}
-	pe.more = slices.Delete(pe.more, i-1, i)
-	if len(pe.more) == 0 {
-		pe.more = nil
+	more = slices.Delete(more, i-1, i)
+	if len(more) == 0 {
+		more = nil
 	}
+	pe.ext.more = more
+	pe.trim()
 }
 
 // path is the entry's path of peer, or nil.
@@ -203,9 +254,10 @@ type capMember struct {
 
 // member is pe's membership of cs, or nil.
 func (pe *prefixEntry) member(cs *capState) *capMember {
-	for i := range pe.caps {
-		if pe.caps[i].cs == cs {
-			return &pe.caps[i]
+	caps := pe.capList()
+	for i := range caps {
+		if caps[i].cs == cs {
+			return &caps[i]
 		}
 	}
 	return nil
@@ -447,7 +499,7 @@ func (t *ImportTable) join(pe *prefixEntry, pfx netip.Prefix, cs *capState) {
 		m.held = true
 		cs.hold(pfx)
 	}
-	pe.caps = append(pe.caps, m)
+	pe.setCaps(append(pe.capList(), m))
 }
 
 // kept reports whether candidate c of a path of peer for the prefix of pe
@@ -456,7 +508,7 @@ func (t *ImportTable) kept(pe *prefixEntry, c ruleEntry, peer string) bool {
 	if t.cfg.Import[c.rule].MaxRoutes <= 0 {
 		return true
 	}
-	for _, m := range pe.caps {
+	for _, m := range pe.capList() {
 		if m.cs.g.rule == int(c.rule) && m.cs.g.peer == peer {
 			return !m.held
 		}
@@ -643,8 +695,9 @@ func (t *ImportTable) recap(pfx netip.Prefix, pe *prefixEntry) []netip.Prefix {
 		})
 	}
 	var freed []netip.Prefix
-	stay := pe.caps[:0]
-	for _, m := range pe.caps {
+	caps := pe.capList()
+	stay := caps[:0]
+	for _, m := range caps {
 		switch {
 		case slices.Contains(want, m.cs.g):
 			stay = append(stay, m)
@@ -661,8 +714,8 @@ func (t *ImportTable) recap(pfx netip.Prefix, pe *prefixEntry) []netip.Prefix {
 			}
 		}
 	}
-	clear(pe.caps[len(stay):])
-	pe.caps = stay
+	clear(caps[len(stay):])
+	pe.setCaps(stay)
 	for _, g := range want {
 		cs := t.capState(g)
 		if pe.member(cs) == nil {

@@ -298,7 +298,7 @@ func TestTableRandomCaps(t *testing.T) {
 			// What the entries say: per group, kept and held prefixes.
 			kept, held := map[*capState]int{}, map[*capState]map[netip.Prefix]bool{}
 			for pfx, pe := range table.prefixes {
-				for _, m := range pe.caps {
+				for _, m := range pe.capList() {
 					g := m.cs.g
 					if table.caps[g] != m.cs {
 						t.Fatalf("seed %d step %d: %s is in a group %v that is not the table's", seed, step, pfx, g)
