@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"maps"
+	"math"
 	"net/netip"
 	"slices"
 
@@ -42,7 +43,7 @@ type ImportTable struct {
 	n        int
 	// attrs are the paths' shared attributes.
 	attrs *attrTable
-	seq   uint64
+	seq   uint32
 	// caps are the (rule, peer) groups of rules with maxRoutes; hasCaps
 	// says a rule has one.
 	caps    map[capGroup]*capState
@@ -322,22 +323,36 @@ func (t *ImportTable) put(p model.LearnedPath) {
 		pe = &prefixEntry{}
 		t.prefixes[p.Prefix] = pe
 	}
-	attrs := t.attrs.ref(&p)
 	tp := t.pathOf(pe, p.Peer)
-	if tp == nil {
-		tp = pe.add(tablePath{seq: t.seq})
-		t.seq++
+	switch {
+	case tp == nil:
+		tp = pe.add(tablePath{seq: t.nextSeq(), attrs: t.attrs.ref(&p)})
 		t.n++
-	} else {
-		t.attrs.unref(tp.attrs)
+	case !t.attrs.same(tp.attrs, &p):
+		old := tp.attrs
+		tp.attrs = t.attrs.ref(&p)
+		t.attrs.unref(old)
 	}
-	tp.attrs, tp.rare = attrs, nil
+	tp.rare, tp.med, tp.localPref = nil, p.MED, p.LocalPref
 	tp.set(flagStale, p.Stale)
 	tp.setAge(p.Age)
 	if p.Malformed != "" {
 		tp.rareOf().malformed = p.Malformed
 	}
 	t.decide(tp, p)
+}
+
+// nextSeq is the seq of a path given now. Past the last uint32 the paths
+// are numbered again from 0, in their order.
+func (t *ImportTable) nextSeq() uint32 {
+	if t.seq == math.MaxUint32 {
+		for i, kp := range t.sorted() {
+			kp.tp.seq = uint32(i)
+		}
+		t.seq = uint32(t.n)
+	}
+	t.seq++
+	return t.seq - 1
 }
 
 // remove forgets the path of key k.
@@ -363,7 +378,7 @@ func (t *ImportTable) remove(k model.Key) bool {
 func (t *ImportTable) raw(pfx netip.Prefix, tp *tablePath) model.LearnedPath {
 	a := &t.attrs.slots[tp.attrs]
 	p := model.LearnedPath{Peer: a.peer, Prefix: pfx, NextHop: a.nextHop, ASPath: a.asPath, Origin: a.origin,
-		MED: a.med, LocalPref: a.localPref, Communities: a.communities, Age: tp.getAge(), Stale: tp.has(flagStale)}
+		MED: tp.med, LocalPref: tp.localPref, Communities: a.communities, Age: tp.getAge(), Stale: tp.has(flagStale)}
 	if tp.rare != nil {
 		p.Malformed = tp.rare.malformed
 	}
@@ -379,7 +394,7 @@ func (t *ImportTable) learned(pfx netip.Prefix, tp *tablePath) model.LearnedPath
 		p.Rule = t.cfg.Import[tp.rule].Name
 	}
 	switch {
-	case !p.Accepted:
+	case !p.Accepted || tp.has(flagAccReason):
 		p.Reason = tp.reason
 	case tp.entry >= 0:
 		p.Reason = t.reasons[[2]int{int(tp.rule), int(tp.entry)}]
@@ -395,6 +410,7 @@ func (t *ImportTable) decide(tp *tablePath, p model.LearnedPath) {
 	e := t.env
 	tp.resetCands()
 	tp.first, tp.reason, tp.cause, tp.capped = -1, "", 0, -1
+	tp.set(flagAccReason, false)
 	cause := RejectCause("")
 	defer func() { tp.setCause(cause) }()
 	switch {
@@ -542,6 +558,10 @@ func (t *ImportTable) settle(pfx netip.Prefix, pe *prefixEntry) {
 		peer := t.peerOf(tp)
 		tp.set(flagAccepted, false)
 		tp.rule, tp.entry, tp.capped = -1, -1, -1
+		if tp.has(flagAccReason) {
+			tp.reason = ""
+			tp.set(flagAccReason, false)
+		}
 		if tp.rare != nil {
 			tp.rare.accepted = ""
 		}
@@ -564,10 +584,14 @@ func (t *ImportTable) settle(pfx netip.Prefix, pe *prefixEntry) {
 				shared = shared && w == ""
 				return w
 			})
-			if shared {
+			switch {
+			case shared:
 				// the reason is t.reasons' of (rule, entry)
 				tp.entry = int32(acc[0].entry)
-			} else {
+			case tp.reason == "":
+				tp.reason = reason
+				tp.set(flagAccReason, true)
+			default:
 				tp.rareOf().accepted = reason
 			}
 			accepted = append(accepted, acc...)

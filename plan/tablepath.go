@@ -2,7 +2,9 @@ package plan
 
 import (
 	"encoding/binary"
+	"math"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/ovnbgp/ovnbgp/model"
@@ -10,29 +12,32 @@ import (
 
 // The ImportTable's storage of a path, compact: at 100k paths the table
 // is most of the daemon's own heap. A path's attributes that many paths
-// share (peer, next hop, AS path, origin, MED, LOCAL_PREF, communities)
-// are interned once per distinct set (attrTable); the prefix is its
-// entry's key; its decision is indices and codes; what is rare (a
-// malformed path, an age not in whole local time, an accepted reason not
-// shared, a third candidate rule) is behind one pointer (pathRare).
+// share (peer, next hop, AS path, origin, communities) are interned once
+// per distinct set (attrTable); MED and LOCAL_PREF, which may differ per
+// prefix, stay in the path; the prefix is its entry's key; its decision
+// is indices and codes; what is rare (a malformed path, an age not in
+// whole seconds of local time, an accepted reason not shared, a third
+// candidate rule) is behind one pointer (pathRare).
 
 // tablePath is a learned path with its decision, stored compactly: the
 // path is made again when asked (ImportTable.learned).
 type tablePath struct {
-	// seq orders paths as they were first given.
-	seq uint64
-	// age is Age as Unix nanoseconds when ageUnix is set.
-	age  int64
+	// seq orders paths as they were first given (ImportTable.nextSeq).
+	seq uint32
+	// age is Age in Unix seconds when flagAgeUnix is set.
+	age  uint32
 	rare *pathRare
 	// reason is the verdict of first ("" when it passed), or the reason
-	// when no rule's accept matched.
+	// when no rule's accept matched; with flagAccReason set it is "" and
+	// this holds the reason of the accepted path instead.
 	reason string
 	// cands are the rules (and their accept entry) whose every check but
 	// the cap the path passes, in config order: the first two here, the
 	// others in rare.
 	cands [2]ruleEntry
 	// attrs is the path's interned attributes (0: no path).
-	attrs uint32
+	attrs          uint32
+	med, localPref uint32
 	// first is the first rule whose accept matched (-1: none).
 	first int32
 	// capped is the rule whose cap held the path back from every rule
@@ -41,7 +46,7 @@ type tablePath struct {
 	capped int32
 	// rule is the rule of the verdict (Rule; -1: none) and entry, for an
 	// accepted path whose reason is the shared one of (rule, entry), that
-	// accept entry (-1: the reason is rare.accepted).
+	// accept entry (-1: the reason is in reason or rare.accepted).
 	rule, entry int32
 	// nCands counts cands.
 	nCands uint8
@@ -59,7 +64,8 @@ const (
 	flagAccepted                         // model.LearnedPath.Accepted
 	flagTallied                          // the path is in the table's counts
 	flagTalliedAcc                       // as accepted
-	flagAgeUnix                          // Age is time.Unix(0, age); neither: rare.age (or zero)
+	flagAgeUnix                          // Age is time.Unix(age, 0); if not, rare.age (or zero)
+	flagAccReason                        // reason is the accepted reason (the decision's is "")
 )
 
 func (tp *tablePath) has(f pathFlags) bool { return tp.flags&f != 0 }
@@ -77,8 +83,9 @@ func (tp *tablePath) accepted() bool { return tp.has(flagAccepted) }
 // pathRare is what few paths have.
 type pathRare struct {
 	malformed string
-	// age is Age when it is not time.Unix of its nanoseconds (another
-	// location, a monotonic reading), or the zero time.
+	// age is Age when it is not time.Unix of whole seconds in uint32
+	// (another location, a monotonic reading, a fraction), or the zero
+	// time.
 	age time.Time
 	// accepted is the reason of an accepted path when it is not the
 	// shared one of its rule and entry.
@@ -125,21 +132,15 @@ func (tp *tablePath) allCands(buf []ruleEntry) []ruleEntry {
 	return buf
 }
 
-// setAge stores a.
+// setAge stores a (on a path without rare fields yet: put).
 func (tp *tablePath) setAge(a time.Time) {
 	tp.set(flagAgeUnix, false)
 	tp.age = 0
 	switch {
 	case a == (time.Time{}):
-		if tp.rare != nil {
-			tp.rare.age = time.Time{}
-		}
-	case time.Unix(0, a.UnixNano()) == a:
-		tp.age = a.UnixNano()
+	case a.Unix() >= 0 && a.Unix() <= math.MaxUint32 && time.Unix(a.Unix(), 0) == a:
+		tp.age = uint32(a.Unix())
 		tp.set(flagAgeUnix, true)
-		if tp.rare != nil {
-			tp.rare.age = time.Time{}
-		}
 	default:
 		tp.rareOf().age = a
 	}
@@ -149,7 +150,7 @@ func (tp *tablePath) setAge(a time.Time) {
 func (tp *tablePath) getAge() time.Time {
 	switch {
 	case tp.has(flagAgeUnix):
-		return time.Unix(0, tp.age)
+		return time.Unix(int64(tp.age), 0)
 	case tp.rare != nil:
 		return tp.rare.age
 	}
@@ -233,12 +234,11 @@ func causeName(code uint8) RejectCause {
 // pathAttrs are the attributes of a path that many share, as the first
 // path with them gave them.
 type pathAttrs struct {
-	peer           string
-	nextHop        netip.Addr
-	asPath         []uint32
-	origin         string
-	med, localPref uint32
-	communities    []string
+	peer        string
+	nextHop     netip.Addr
+	asPath      []uint32
+	origin      string
+	communities []string
 	// refs counts the paths with them.
 	refs int
 }
@@ -258,7 +258,7 @@ func newAttrTable() *attrTable {
 }
 
 // key is p's attributes encoded, one to one, in a.buf.
-func (a *attrTable) key(peer string, nextHop netip.Addr, asPath []uint32, origin string, med, localPref uint32, communities []string) []byte {
+func (a *attrTable) key(peer string, nextHop netip.Addr, asPath []uint32, origin string, communities []string) []byte {
 	b := a.buf[:0]
 	str := func(s string) {
 		b = binary.AppendUvarint(b, uint64(len(s)))
@@ -277,8 +277,6 @@ func (a *attrTable) key(peer string, nextHop netip.Addr, asPath []uint32, origin
 		b = append(b, 0)
 	}
 	str(origin)
-	b = binary.BigEndian.AppendUint32(b, med)
-	b = binary.BigEndian.AppendUint32(b, localPref)
 	// nil and empty differ
 	if asPath == nil {
 		b = append(b, 0)
@@ -302,15 +300,22 @@ func (a *attrTable) key(peer string, nextHop netip.Addr, asPath []uint32, origin
 	return b
 }
 
+// same reports whether slot i holds p's attributes.
+func (a *attrTable) same(i uint32, p *model.LearnedPath) bool {
+	s := &a.slots[i]
+	return s.peer == p.Peer && s.nextHop == p.NextHop && s.origin == p.Origin &&
+		(s.asPath == nil) == (p.ASPath == nil) && slices.Equal(s.asPath, p.ASPath) &&
+		(s.communities == nil) == (p.Communities == nil) && slices.Equal(s.communities, p.Communities)
+}
+
 // ref returns the slot of p's attributes, counting p in.
 func (a *attrTable) ref(p *model.LearnedPath) uint32 {
-	k := a.key(p.Peer, p.NextHop, p.ASPath, p.Origin, p.MED, p.LocalPref, p.Communities)
+	k := a.key(p.Peer, p.NextHop, p.ASPath, p.Origin, p.Communities)
 	if i, ok := a.index[string(k)]; ok {
 		a.slots[i].refs++
 		return i
 	}
-	v := pathAttrs{peer: p.Peer, nextHop: p.NextHop, asPath: p.ASPath, origin: p.Origin, med: p.MED,
-		localPref: p.LocalPref, communities: p.Communities, refs: 1}
+	v := pathAttrs{peer: p.Peer, nextHop: p.NextHop, asPath: p.ASPath, origin: p.Origin, communities: p.Communities, refs: 1}
 	var i uint32
 	if n := len(a.free); n > 0 {
 		i, a.free = a.free[n-1], a.free[:n-1]
@@ -329,7 +334,7 @@ func (a *attrTable) unref(i uint32) {
 	if s.refs--; s.refs > 0 {
 		return
 	}
-	delete(a.index, string(a.key(s.peer, s.nextHop, s.asPath, s.origin, s.med, s.localPref, s.communities)))
+	delete(a.index, string(a.key(s.peer, s.nextHop, s.asPath, s.origin, s.communities)))
 	*s = pathAttrs{}
 	a.free = append(a.free, i)
 }

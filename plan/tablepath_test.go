@@ -2,13 +2,18 @@ package plan
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"net/netip"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	gocmp "github.com/google/go-cmp/cmp"
+
+	"github.com/ovnbgp/ovnbgp/config"
 	"github.com/ovnbgp/ovnbgp/model"
 )
 
@@ -70,6 +75,10 @@ func TestTablePathsKeptAsGiven(t *testing.T) {
 		for seed := range uint64(40) {
 			rng := rand.New(rand.NewPCG(seed, 17))
 			table := NewImportTable(tableFixture(max))
+			if seed%4 == 0 {
+				// the order first given holds past the last seq
+				table.seq = math.MaxUint32 - 20
+			}
 			type kept struct {
 				p   model.LearnedPath
 				seq int
@@ -182,5 +191,40 @@ func TestCauseCodes(t *testing.T) {
 		if (tp.cause == causeOther) != (c == "something else") {
 			t.Errorf("cause %q: code %d", c, tp.cause)
 		}
+	}
+}
+
+// TestTableAcceptedAfterARejection: a path the first rule rejects and two
+// later rules accept keeps both reasons (the accepted one and, for when a
+// cap holds it back, the first rule's): held back, then accepted when the
+// cap frees a slot, as a new table decides it; a path the first matching
+// rule accepts with two rules keeps one reason.
+func TestTableAcceptedAfterARejection(t *testing.T) {
+	in := importFixture()
+	for _, name := range []string{"second", "third"} {
+		in.Config.Import = append(in.Config.Import, config.ImportRule{Name: name, Peers: []string{"tor-a"}, Network: "default",
+			Accept: []config.PrefixMatch{{Prefix: pfx("0.0.0.0/0")}, {Prefix: pfx("::/0")}}, AllowDefaultRoute: true, MaxRoutes: 1, Mode: "auto",
+			Targets: config.ImportTargets{Kernel: config.KernelTarget{Table: 200}}})
+	}
+	v4, v6 := path("tor-a", "0.0.0.0/0", "192.0.2.1"), path("tor-a", "::/0", "2001:db8::1")
+	in.Learned = []model.LearnedPath{v6}
+	table := NewImportTable(in)
+	table.Update(TableChange{Paths: []model.LearnedPath{v4}})
+	got := map[netip.Prefix]model.LearnedPath{}
+	table.Each(func(p model.LearnedPath) bool { got[p.Prefix] = p; return true })
+	if p := got[v4.Prefix]; p.Accepted || p.Rule != "up" || !strings.Contains(p.Reason, "is the default route and rule up") {
+		t.Errorf("0/0 held back by the caps: %+v", p)
+	}
+	if p := got[v6.Prefix]; !p.Accepted || p.Rule != "second" || p.Reason != "accepted by rule second (::/0 length 0) and rule third (::/0 length 0)" {
+		t.Errorf("::/0: %+v", p)
+	}
+	table.Update(TableChange{Gone: []model.Key{{Peer: "tor-a", Prefix: v6.Prefix}}})
+	in.Learned = []model.LearnedPath{v4}
+	want := Import(in).Paths
+	if p := want[0]; !p.Accepted || p.Rule != "second" || p.Reason != "accepted by rule second (0.0.0.0/0 length 0) and rule third (0.0.0.0/0 length 0)" {
+		t.Fatalf("0/0 alone: %+v", p)
+	}
+	if d := gocmp.Diff(want, table.Result().Paths, cmpAddrs); d != "" {
+		t.Errorf("0/0 let in by the freed slots (-new table +updated):\n%s", d)
 	}
 }
