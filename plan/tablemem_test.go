@@ -14,7 +14,9 @@ import (
 // attributes (its attribute cache), the age in whole seconds, the
 // default-deny reason it fills in. shared: both peers send the same n/2
 // prefixes (two paths a prefix); otherwise each sends its own n/2 (one).
-func twoPeerPaths(n int, shared bool) []model.LearnedPath {
+// unique: every path has an AS path of its own (the worst case of the
+// table's interned attributes).
+func twoPeerPaths(n int, shared, unique bool) []model.LearnedPath {
 	asPaths := [][]uint32{{65001}, {65001, 65010}, {65001, 65020, 65030}}
 	comms := [][]string{nil, {"65001:100"}, {"65001:100", "65001:200"}}
 	nextHops := map[string]netip.Addr{"tor-a": addr("192.0.2.1"), "tor-b": addr("192.0.2.2")}
@@ -27,8 +29,12 @@ func twoPeerPaths(n int, shared bool) []model.LearnedPath {
 			j = i / 2
 		}
 		pf := netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(j >> 14), byte(j >> 6), byte(j << 2)}), 30).Masked()
+		asPath := asPaths[i%3]
+		if unique {
+			asPath = []uint32{65001, 4_200_000_000 + uint32(i)}
+		}
 		paths = append(paths, model.LearnedPath{Peer: peer, Prefix: pf, NextHop: nextHops[peer],
-			ASPath: asPaths[i%3], Origin: "igp", MED: uint32(i % 7), Communities: comms[i%3],
+			ASPath: asPath, Origin: "igp", MED: uint32(i % 7), Communities: comms[i%3],
 			Age: age.Add(time.Duration(i%60) * time.Second), Reason: "no import rule accepts it (default deny)"})
 	}
 	return paths
@@ -37,18 +43,19 @@ func twoPeerPaths(n int, shared bool) []model.LearnedPath {
 // BenchmarkTableMemoryTwoPeers reports the heap an ImportTable keeps per
 // path (B/path, after a GC) at 100,000 paths of two peers with the
 // attributes of twoPeerPaths, accepted into OVN and a kernel table: one
-// path a prefix (distinct) and two (shared).
+// path a prefix (distinct) and two (shared), and one with an AS path of
+// its own each (unique).
 func BenchmarkTableMemoryTwoPeers(b *testing.B) {
 	for _, c := range []struct {
-		name   string
-		shared bool
-	}{{"distinct", false}, {"shared", true}} {
+		name           string
+		shared, unique bool
+	}{{"distinct", false, false}, {"shared", true, false}, {"unique", false, true}} {
 		b.Run(c.name, func(b *testing.B) {
 			in := importFixture()
 			in.Config.Import[0].Accept[0].MaxLength = 30
 			in.Config.Import[0].MaxRoutes = 0
 			const n = 100000
-			paths := twoPeerPaths(n, c.shared)
+			paths := twoPeerPaths(n, c.shared, c.unique)
 			for b.Loop() {
 				var before, after runtime.MemStats
 				runtime.GC()
