@@ -324,6 +324,10 @@ func (t *ImportTable) put(p model.LearnedPath) {
 		t.prefixes[p.Prefix] = pe
 	}
 	tp := t.pathOf(pe, p.Peer)
+	if tp != nil {
+		// out of the counts as tallied, before its fields change
+		t.untally(p.Prefix, tp)
+	}
 	switch {
 	case tp == nil:
 		tp = pe.add(tablePath{seq: t.nextSeq(), attrs: t.attrs.ref(&p)})
@@ -396,10 +400,10 @@ func (t *ImportTable) learned(pfx netip.Prefix, tp *tablePath) model.LearnedPath
 	switch {
 	case !p.Accepted || tp.has(flagAccReason):
 		p.Reason = tp.reason
-	case tp.entry >= 0:
-		p.Reason = t.reasons[[2]int{int(tp.rule), int(tp.entry)}]
-	default:
+	case tp.rare != nil && tp.rare.accepted != "":
 		p.Reason = tp.rare.accepted
+	default:
+		p.Reason = t.reasons[[2]int{int(tp.rule), int(tp.entryOf(tp.rule))}]
 	}
 	return p
 }
@@ -409,7 +413,7 @@ func (t *ImportTable) learned(pfx netip.Prefix, tp *tablePath) model.LearnedPath
 func (t *ImportTable) decide(tp *tablePath, p model.LearnedPath) {
 	e := t.env
 	tp.resetCands()
-	tp.first, tp.reason, tp.cause, tp.capped = -1, "", 0, -1
+	tp.first, tp.reason, tp.cause = -1, "", 0
 	tp.set(flagAccReason, false)
 	cause := RejectCause("")
 	defer func() { tp.setCause(cause) }()
@@ -557,7 +561,7 @@ func (t *ImportTable) settle(pfx netip.Prefix, pe *prefixEntry) {
 		tp := pe.at(i)
 		peer := t.peerOf(tp)
 		tp.set(flagAccepted, false)
-		tp.rule, tp.entry, tp.capped = -1, -1, -1
+		tp.rule = -1
 		if tp.has(flagAccReason) {
 			tp.reason = ""
 			tp.set(flagAccReason, false)
@@ -569,12 +573,9 @@ func (t *ImportTable) settle(pfx netip.Prefix, pe *prefixEntry) {
 		for _, c := range tp.allCands(candBuf[:0]) {
 			if t.kept(pe, c, peer) {
 				acc = append(acc, candidate{path: i, rule: int(c.rule), entry: int(c.entry)})
-			} else if tp.capped < 0 {
-				tp.capped = c.rule
 			}
 		}
 		if len(acc) > 0 {
-			tp.capped = -1
 			tp.set(flagAccepted, true)
 			tp.rule = int32(acc[0].rule)
 			shared := len(acc) == 1
@@ -587,7 +588,6 @@ func (t *ImportTable) settle(pfx netip.Prefix, pe *prefixEntry) {
 			switch {
 			case shared:
 				// the reason is t.reasons' of (rule, entry)
-				tp.entry = int32(acc[0].entry)
 			case tp.reason == "":
 				tp.reason = reason
 				tp.set(flagAccReason, true)
@@ -597,10 +597,9 @@ func (t *ImportTable) settle(pfx netip.Prefix, pe *prefixEntry) {
 			accepted = append(accepted, acc...)
 			continue
 		}
+		// held back by a cap (capped) unless the first rule's own
+		// reason wins
 		tp.rule = tp.first
-		if tp.reason != "" {
-			tp.capped = -1 // the first rule's own reason wins
-		}
 	}
 }
 
@@ -821,7 +820,7 @@ func (t *ImportTable) tally(pfx netip.Prefix, tp *tablePath) {
 	tp.talliedCause = 0
 	if !tp.accepted() {
 		tp.talliedCause = tp.cause
-		if tp.capped >= 0 {
+		if tp.capped() >= 0 {
 			tp.talliedCause = causeCode(RejectImportCap)
 		}
 		c.Rejected++
@@ -899,7 +898,7 @@ func (t *ImportTable) countWalk(installed func(netip.Prefix, netip.Addr) bool) T
 		if !p.Accepted {
 			c.Rejected++
 			cause := tp.getCause()
-			if tp.capped >= 0 {
+			if tp.capped() >= 0 {
 				cause = RejectImportCap
 			}
 			c.RejectedBy[Rejection{p.Peer, cause}]++
@@ -939,10 +938,10 @@ func (t *ImportTable) Alarms() []ImportAlarm {
 // path is tp's path of prefix pfx with its reason filled in.
 func (t *ImportTable) path(pfx netip.Prefix, tp *tablePath) model.LearnedPath {
 	p := t.learned(pfx, tp)
-	if tp.capped >= 0 && p.Reason == "" {
-		r := &t.cfg.Import[tp.capped]
+	if tp.capped() >= 0 && p.Reason == "" {
+		r := &t.cfg.Import[tp.capped()]
 		n := 0
-		if cs := t.caps[capGroup{int(tp.capped), p.Peer}]; cs != nil {
+		if cs := t.caps[capGroup{int(tp.capped()), p.Peer}]; cs != nil {
 			n = cs.kept + cs.nHeld()
 		}
 		p.Reason = ImportAlarm{Rule: r.Name, Peer: p.Peer, Max: r.MaxRoutes, Wanted: n}.String()
@@ -1039,12 +1038,12 @@ func (t *ImportTable) Decided() DecidedPaths {
 	d := DecidedPaths{cfg: t.cfg, paths: make([]model.LearnedPath, 0, t.n)}
 	t.each(func(pfx netip.Prefix, tp *tablePath) bool {
 		p := t.learned(pfx, tp)
-		if tp.capped >= 0 && p.Reason == "" {
+		if tp.capped() >= 0 && p.Reason == "" {
 			n := 0
-			if cs := t.caps[capGroup{int(tp.capped), p.Peer}]; cs != nil {
+			if cs := t.caps[capGroup{int(tp.capped()), p.Peer}]; cs != nil {
 				n = cs.kept + cs.nHeld()
 			}
-			d.capped = append(d.capped, cappedPath{i: len(d.paths), rule: tp.capped, wanted: n})
+			d.capped = append(d.capped, cappedPath{i: len(d.paths), rule: tp.capped(), wanted: n})
 		}
 		d.paths = append(d.paths, p)
 		return true

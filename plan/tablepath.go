@@ -40,14 +40,10 @@ type tablePath struct {
 	med, localPref uint32
 	// first is the first rule whose accept matched (-1: none).
 	first int32
-	// capped is the rule whose cap held the path back from every rule
-	// that accepted it (-1: none); the reason is made when asked for,
-	// since it counts what the peer offers now.
-	capped int32
-	// rule is the rule of the verdict (Rule; -1: none) and entry, for an
-	// accepted path whose reason is the shared one of (rule, entry), that
-	// accept entry (-1: the reason is in reason or rare.accepted).
-	rule, entry int32
+	// rule is the rule of the verdict (Rule; -1: none). The reason of an
+	// accepted path is reason (flagAccReason), rare.accepted, or else the
+	// shared one of rule and its candidate's entry (ImportTable.reasons).
+	rule int32
 	// nCands counts cands.
 	nCands uint8
 	// cause is reason's class; talliedCause the cause the path is in the
@@ -102,6 +98,32 @@ func (tp *tablePath) rareOf() *pathRare {
 		tp.rare = &pathRare{}
 	}
 	return tp.rare
+}
+
+// capped is the rule whose cap held the path back from every rule that
+// accepted it (-1: none): the first candidate of a path not accepted
+// whose first rule passed (settle). Its reason is made when asked for,
+// since it counts what the peer offers now.
+func (tp *tablePath) capped() int32 {
+	if tp.accepted() || tp.reason != "" || tp.nCands == 0 {
+		return -1
+	}
+	return tp.cands[0].rule
+}
+
+// entryOf is the accept entry by which candidate rule ri accepts the path.
+func (tp *tablePath) entryOf(ri int32) int32 {
+	for _, c := range tp.cands[:tp.nCands] {
+		if c.rule == ri {
+			return c.entry
+		}
+	}
+	for _, c := range tp.rare.more {
+		if c.rule == ri {
+			return c.entry
+		}
+	}
+	return -1
 }
 
 // resetCands forgets the candidates.
