@@ -72,21 +72,24 @@ type tableStats struct {
 
 // prefixEntry is one prefix: its paths (one per peer, in the order first
 // given) and its cap groups. One map lookup finds it all. The first path
-// is inline and the rest behind a pointer, since most prefixes have one
-// path and no cap.
+// and the first cap group are inline and the rest behind a pointer, since
+// most prefixes have one path and at most one cap group.
 type prefixEntry struct {
 	one tablePath
 	ext *entryExt
+	// cap0 is the first cap group the prefix is in (nil: none), kept or
+	// held back as it says.
+	cap0 *capRef
 	// nOVN and nKernel are its desired routes as counted in the table's
 	// stats.
 	nOVN, nKernel int32
 }
 
-// entryExt is what a prefix with more than one path or in a cap group has.
+// entryExt is what a prefix with more than one path or cap group has.
 type entryExt struct {
 	// more are the paths after the first.
 	more []tablePath
-	// caps are the cap groups the prefix is in, kept or held back.
+	// caps are the cap groups after cap0.
 	caps []capMember
 }
 
@@ -98,27 +101,66 @@ func (pe *prefixEntry) more() []tablePath {
 	return pe.ext.more
 }
 
-// capList are the cap groups the prefix is in.
-func (pe *prefixEntry) capList() []capMember {
-	if pe.ext == nil {
-		return nil
+// nCaps is the number of cap groups the prefix is in.
+func (pe *prefixEntry) nCaps() int {
+	if pe.cap0 == nil {
+		return 0
 	}
-	return pe.ext.caps
+	if pe.ext == nil {
+		return 1
+	}
+	return 1 + len(pe.ext.caps)
+}
+
+// capAt is the prefix's membership i (< nCaps).
+func (pe *prefixEntry) capAt(i int) capMember {
+	if i == 0 {
+		return capMember{cs: pe.cap0.cs, held: pe.cap0.held}
+	}
+	return pe.ext.caps[i-1]
+}
+
+// capList are the cap groups the prefix is in (a copy).
+func (pe *prefixEntry) capList() []capMember {
+	var out []capMember
+	for i := range pe.nCaps() {
+		out = append(out, pe.capAt(i))
+	}
+	return out
 }
 
 // setCaps makes caps the prefix's cap groups.
 func (pe *prefixEntry) setCaps(caps []capMember) {
-	if len(caps) == 0 {
-		caps = nil
+	pe.cap0 = nil
+	if len(caps) > 0 {
+		pe.cap0 = caps[0].cs.ref(caps[0].held)
+		caps = caps[1:]
 	}
-	if pe.ext == nil {
-		if caps == nil {
-			return
-		}
+	if len(caps) > 0 && pe.ext == nil {
 		pe.ext = &entryExt{}
 	}
-	pe.ext.caps = caps
+	if pe.ext != nil {
+		pe.ext.caps = append(pe.ext.caps[:0], caps...)
+		if len(caps) == 0 {
+			pe.ext.caps = nil
+		}
+	}
 	pe.trim()
+}
+
+// setHeld says whether the prefix's membership of cs (if any) is held back.
+func (pe *prefixEntry) setHeld(cs *capState, held bool) {
+	if pe.cap0 != nil && pe.cap0.cs == cs {
+		pe.cap0 = cs.ref(held)
+		return
+	}
+	if pe.ext != nil {
+		for i := range pe.ext.caps {
+			if pe.ext.caps[i].cs == cs {
+				pe.ext.caps[i].held = held
+			}
+		}
+	}
 }
 
 // trim drops an empty ext.
@@ -204,6 +246,9 @@ type capGroup struct {
 // ordered by prefix, so that a freed slot finds the first held-back prefix
 // in O(log n): a peer that drops with n held back frees n slots.
 type capState struct {
+	// refs are a membership of the group kept ([0]) and held back ([1]),
+	// for prefixEntry.cap0.
+	refs [2]capRef
 	g    capGroup
 	kept int
 	max  int
@@ -218,6 +263,7 @@ const heldDegree = 32
 
 func newCapState(g capGroup, max int) *capState {
 	cs := &capState{g: g, max: max}
+	cs.refs = [2]capRef{{cs: cs}, {cs: cs, held: true}}
 	cs.held = btree.NewG(heldDegree, func(a, b netip.Prefix) bool {
 		cs.work++
 		return model.ComparePrefix(a, b) < 0
@@ -253,15 +299,36 @@ type capMember struct {
 	held bool
 }
 
-// member is pe's membership of cs, or nil.
+// capRef is a membership of cs as prefixEntry.cap0 points to it: one of
+// cs.refs.
+type capRef capMember
+
+// ref is cs's membership, held back or kept.
+func (cs *capState) ref(held bool) *capRef {
+	if held {
+		return &cs.refs[1]
+	}
+	return &cs.refs[0]
+}
+
+// member is (a copy of) pe's membership of cs, or nil.
 func (pe *prefixEntry) member(cs *capState) *capMember {
-	caps := pe.capList()
-	for i := range caps {
-		if caps[i].cs == cs {
-			return &caps[i]
+	for i := range pe.nCaps() {
+		if m := pe.capAt(i); m.cs == cs {
+			return &m
 		}
 	}
 	return nil
+}
+
+// isMember reports whether pe is in cs.
+func (pe *prefixEntry) isMember(cs *capState) bool {
+	for i := range pe.nCaps() {
+		if pe.capAt(i).cs == cs {
+			return true
+		}
+	}
+	return false
 }
 
 // NewImportTable decides every path of in. Paths are keyed by (peer,
@@ -519,7 +586,14 @@ func (t *ImportTable) join(pe *prefixEntry, pfx netip.Prefix, cs *capState) {
 		m.held = true
 		cs.hold(pfx)
 	}
-	pe.setCaps(append(pe.capList(), m))
+	if pe.cap0 == nil {
+		pe.cap0 = cs.ref(m.held)
+		return
+	}
+	if pe.ext == nil {
+		pe.ext = &entryExt{}
+	}
+	pe.ext.caps = append(pe.ext.caps, m)
 }
 
 // kept reports whether candidate c of a path of peer for the prefix of pe
@@ -528,8 +602,8 @@ func (t *ImportTable) kept(pe *prefixEntry, c ruleEntry, peer string) bool {
 	if t.cfg.Import[c.rule].MaxRoutes <= 0 {
 		return true
 	}
-	for _, m := range pe.capList() {
-		if m.cs.g.rule == int(c.rule) && m.cs.g.peer == peer {
+	for i := range pe.nCaps() {
+		if m := pe.capAt(i); m.cs.g.rule == int(c.rule) && m.cs.g.peer == peer {
 			return !m.held
 		}
 	}
@@ -718,9 +792,10 @@ func (t *ImportTable) recap(pfx netip.Prefix, pe *prefixEntry) []netip.Prefix {
 		})
 	}
 	var freed []netip.Prefix
-	caps := pe.capList()
-	stay := caps[:0]
-	for _, m := range caps {
+	var stayBuf [4]capMember
+	stay := stayBuf[:0]
+	for i := range pe.nCaps() {
+		m := pe.capAt(i)
 		switch {
 		case slices.Contains(want, m.cs.g):
 			stay = append(stay, m)
@@ -730,18 +805,17 @@ func (t *ImportTable) recap(pfx netip.Prefix, pe *prefixEntry) []netip.Prefix {
 			m.cs.kept--
 			if first, ok := m.cs.takeFirst(); ok {
 				m.cs.kept++
-				if fm := t.prefixes[first].member(m.cs); fm != nil {
-					fm.held = false
-				}
+				t.prefixes[first].setHeld(m.cs, false)
 				freed = append(freed, first)
 			}
 		}
 	}
-	clear(caps[len(stay):])
-	pe.setCaps(stay)
+	if len(stay) != pe.nCaps() {
+		pe.setCaps(stay)
+	}
 	for _, g := range want {
 		cs := t.capState(g)
-		if pe.member(cs) == nil {
+		if !pe.isMember(cs) {
 			t.join(pe, pfx, cs)
 		}
 	}

@@ -43,17 +43,19 @@ func twoPeerPaths(n int, shared, unique bool) []model.LearnedPath {
 // BenchmarkTableMemoryTwoPeers reports the heap an ImportTable keeps per
 // path (B/path, after a GC) at 100,000 paths of two peers with the
 // attributes of twoPeerPaths, accepted into OVN and a kernel table: one
-// path a prefix (distinct) and two (shared), and one with an AS path of
-// its own each (unique).
+// path a prefix (distinct) and two (shared), one with an AS path of its
+// own each (unique), and distinct with a cap on the rule that holds none
+// back (capped).
 func BenchmarkTableMemoryTwoPeers(b *testing.B) {
 	for _, c := range []struct {
 		name           string
 		shared, unique bool
-	}{{"distinct", false, false}, {"shared", true, false}, {"unique", false, true}} {
+		maxRoutes      int
+	}{{"distinct", false, false, 0}, {"shared", true, false, 0}, {"unique", false, true, 0}, {"capped", false, false, 1 << 20}} {
 		b.Run(c.name, func(b *testing.B) {
 			in := importFixture()
 			in.Config.Import[0].Accept[0].MaxLength = 30
-			in.Config.Import[0].MaxRoutes = 0
+			in.Config.Import[0].MaxRoutes = c.maxRoutes
 			const n = 100000
 			paths := twoPeerPaths(n, c.shared, c.unique)
 			for b.Loop() {

@@ -160,6 +160,9 @@ func checkCompact(t *testing.T, table *ImportTable) {
 		if pe.ext != nil && len(pe.ext.more) == 0 && len(pe.ext.caps) == 0 {
 			t.Fatalf("%s: an empty extension kept", pfx)
 		}
+		if pe.cap0 == nil && pe.ext != nil && len(pe.ext.caps) > 0 || pe.cap0 != nil && pe.cap0 != pe.cap0.cs.ref(pe.cap0.held) {
+			t.Fatalf("%s: cap groups %v, %+v", pfx, pe.cap0, pe.ext)
+		}
 		for i := range pe.len() {
 			refs[pe.at(i).attrs]++
 			// in the order first given, as settle and routes read them
