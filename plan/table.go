@@ -218,7 +218,7 @@ func (pe *prefixEntry) del(i int) {
 	pe.trim()
 }
 
-// path is the entry's path of peer, or nil.
+// pathOf is pe's path of peer, or nil.
 func (t *ImportTable) pathOf(pe *prefixEntry, peer string) *tablePath {
 	for i := range pe.len() {
 		if tp := pe.at(i); t.peerOf(tp) == peer {
