@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"maps"
+	"math"
 	"net/netip"
 	"slices"
 
@@ -40,7 +41,9 @@ type ImportTable struct {
 	// n counts the paths.
 	prefixes map[netip.Prefix]*prefixEntry
 	n        int
-	seq      uint64
+	// attrs are the paths' shared attributes.
+	attrs *attrTable
+	seq   uint32
 	// caps are the (rule, peer) groups of rules with maxRoutes; hasCaps
 	// says a rule has one.
 	caps    map[capGroup]*capState
@@ -68,73 +71,165 @@ type tableStats struct {
 }
 
 // prefixEntry is one prefix: its paths (one per peer, in the order first
-// given) and its cap groups. One map lookup finds it all.
+// given) and its cap groups. One map lookup finds it all. The first path
+// and the first cap group are inline and the rest behind a pointer, since
+// most prefixes have one path and at most one cap group.
 type prefixEntry struct {
-	paths []tablePath
-	// caps are the cap groups the prefix is in, kept or held back.
-	caps []capMember
+	one tablePath
+	ext *entryExt
+	// cap0 is the first cap group the prefix is in (nil: none), kept or
+	// held back as it says.
+	cap0 *capRef
 	// nOVN and nKernel are its desired routes as counted in the table's
 	// stats.
 	nOVN, nKernel int32
 }
 
-// path is the entry's path of peer, or nil.
-func (pe *prefixEntry) path(peer string) *tablePath {
-	for i := range pe.paths {
-		if pe.paths[i].p.Peer == peer {
-			return &pe.paths[i]
+// entryExt is what a prefix with more than one path or cap group has.
+type entryExt struct {
+	// more are the paths after the first.
+	more []tablePath
+	// caps are the cap groups after cap0.
+	caps []capMember
+}
+
+// more are the paths after the first.
+func (pe *prefixEntry) more() []tablePath {
+	if pe.ext == nil {
+		return nil
+	}
+	return pe.ext.more
+}
+
+// nCaps is the number of cap groups the prefix is in.
+func (pe *prefixEntry) nCaps() int {
+	if pe.cap0 == nil {
+		return 0
+	}
+	if pe.ext == nil {
+		return 1
+	}
+	return 1 + len(pe.ext.caps)
+}
+
+// capAt is the prefix's membership i (< nCaps).
+func (pe *prefixEntry) capAt(i int) capMember {
+	if i == 0 {
+		return capMember{cs: pe.cap0.cs, held: pe.cap0.held}
+	}
+	return pe.ext.caps[i-1]
+}
+
+// capList are the cap groups the prefix is in (a copy).
+func (pe *prefixEntry) capList() []capMember {
+	var out []capMember
+	for i := range pe.nCaps() {
+		out = append(out, pe.capAt(i))
+	}
+	return out
+}
+
+// setCaps makes caps the prefix's cap groups.
+func (pe *prefixEntry) setCaps(caps []capMember) {
+	pe.cap0 = nil
+	if len(caps) > 0 {
+		pe.cap0 = caps[0].cs.ref(caps[0].held)
+		caps = caps[1:]
+	}
+	if len(caps) > 0 && pe.ext == nil {
+		pe.ext = &entryExt{}
+	}
+	if pe.ext != nil {
+		pe.ext.caps = append(pe.ext.caps[:0], caps...)
+		if len(caps) == 0 {
+			pe.ext.caps = nil
+		}
+	}
+	pe.trim()
+}
+
+// setHeld says whether the prefix's membership of cs (if any) is held back.
+func (pe *prefixEntry) setHeld(cs *capState, held bool) {
+	if pe.cap0 != nil && pe.cap0.cs == cs {
+		pe.cap0 = cs.ref(held)
+		return
+	}
+	if pe.ext != nil {
+		for i := range pe.ext.caps {
+			if pe.ext.caps[i].cs == cs {
+				pe.ext.caps[i].held = held
+			}
+		}
+	}
+}
+
+// trim drops an empty ext.
+func (pe *prefixEntry) trim() {
+	if pe.ext != nil && pe.ext.more == nil && pe.ext.caps == nil {
+		pe.ext = nil
+	}
+}
+
+// len is the number of paths.
+func (pe *prefixEntry) len() int {
+	if pe.one.attrs == 0 {
+		return 0
+	}
+	return 1 + len(pe.more())
+}
+
+// at is path i (< len).
+func (pe *prefixEntry) at(i int) *tablePath {
+	if i == 0 {
+		return &pe.one
+	}
+	return &pe.ext.more[i-1]
+}
+
+// add appends a path and returns it.
+func (pe *prefixEntry) add(tp tablePath) *tablePath {
+	if pe.one.attrs == 0 {
+		pe.one = tp
+		return &pe.one
+	}
+	if pe.ext == nil {
+		pe.ext = &entryExt{}
+	}
+	pe.ext.more = append(pe.ext.more, tp)
+	return &pe.ext.more[len(pe.ext.more)-1]
+}
+
+// del removes path i (< len), keeping the others' order.
+func (pe *prefixEntry) del(i int) {
+	more := pe.more()
+	if len(more) == 0 {
+		pe.one = tablePath{}
+		return
+	}
+	if i == 0 {
+		pe.one = more[0]
+		i = 1
+	}
+	more = slices.Delete(more, i-1, i)
+	if len(more) == 0 {
+		more = nil
+	}
+	pe.ext.more = more
+	pe.trim()
+}
+
+// pathOf is pe's path of peer, or nil.
+func (t *ImportTable) pathOf(pe *prefixEntry, peer string) *tablePath {
+	for i := range pe.len() {
+		if tp := pe.at(i); t.peerOf(tp) == peer {
+			return tp
 		}
 	}
 	return nil
 }
 
-// tablePath is a learned path with its decision.
-type tablePath struct {
-	p model.LearnedPath
-	// seq orders paths as they were first given.
-	seq uint64
-	// cands are the rules (and their accept entry) whose every check but
-	// the cap the path passes, in config order: the first two inline.
-	cands candidates
-	// first is the first rule whose accept matched (-1: none) and reason
-	// its verdict ("" when it passed), or the reason when none did.
-	first  int32
-	reason string
-	// cause is reason's class.
-	cause RejectCause
-	// capped is the rule whose cap held the path back from every rule
-	// that accepted it (-1: none); the reason is made when asked for,
-	// since it counts what the peer offers now.
-	capped int32
-	// tallied says the path is in the table's counts, as accepted
-	// (talliedAcc) or rejected with talliedCause.
-	tallied, talliedAcc bool
-	talliedCause        RejectCause
-}
-
-// candidates is a short list of rule entries kept without an allocation
-// up to two (a path rarely passes more rules).
-type candidates struct {
-	n      uint8
-	inline [2]ruleEntry
-	more   []ruleEntry
-}
-
-func (c *candidates) reset() { c.n, c.more = 0, c.more[:0] }
-
-func (c *candidates) add(r ruleEntry) {
-	if int(c.n) < len(c.inline) {
-		c.inline[c.n] = r
-	} else {
-		c.more = append(c.more, r)
-	}
-	c.n++
-}
-
-// all appends the candidates to buf.
-func (c *candidates) all(buf []ruleEntry) []ruleEntry {
-	return append(append(buf, c.inline[:min(int(c.n), len(c.inline))]...), c.more...)
-}
+// peerOf is tp's peer.
+func (t *ImportTable) peerOf(tp *tablePath) string { return t.attrs.slots[tp.attrs].peer }
 
 type ruleEntry struct {
 	rule, entry int32
@@ -151,6 +246,9 @@ type capGroup struct {
 // ordered by prefix, so that a freed slot finds the first held-back prefix
 // in O(log n): a peer that drops with n held back frees n slots.
 type capState struct {
+	// refs are a membership of the group kept ([0]) and held back ([1]),
+	// for prefixEntry.cap0.
+	refs [2]capRef
 	g    capGroup
 	kept int
 	max  int
@@ -165,6 +263,7 @@ const heldDegree = 32
 
 func newCapState(g capGroup, max int) *capState {
 	cs := &capState{g: g, max: max}
+	cs.refs = [2]capRef{{cs: cs}, {cs: cs, held: true}}
 	cs.held = btree.NewG(heldDegree, func(a, b netip.Prefix) bool {
 		cs.work++
 		return model.ComparePrefix(a, b) < 0
@@ -200,14 +299,36 @@ type capMember struct {
 	held bool
 }
 
-// member is pe's membership of cs, or nil.
+// capRef is a membership of cs as prefixEntry.cap0 points to it: one of
+// cs.refs.
+type capRef capMember
+
+// ref is cs's membership, held back or kept.
+func (cs *capState) ref(held bool) *capRef {
+	if held {
+		return &cs.refs[1]
+	}
+	return &cs.refs[0]
+}
+
+// member is (a copy of) pe's membership of cs, or nil.
 func (pe *prefixEntry) member(cs *capState) *capMember {
-	for i := range pe.caps {
-		if pe.caps[i].cs == cs {
-			return &pe.caps[i]
+	for i := range pe.nCaps() {
+		if m := pe.capAt(i); m.cs == cs {
+			return &m
 		}
 	}
 	return nil
+}
+
+// isMember reports whether pe is in cs.
+func (pe *prefixEntry) isMember(cs *capState) bool {
+	for i := range pe.nCaps() {
+		if pe.capAt(i).cs == cs {
+			return true
+		}
+	}
+	return false
 }
 
 // NewImportTable decides every path of in. Paths are keyed by (peer,
@@ -224,7 +345,7 @@ func NewImportTable(in ImportInput) *ImportTable {
 	t := &ImportTable{
 		cfg: cfg, env: newImportEnv(cfg, in.Snapshot, in.Host, prot), prot: prot, stale: in.Stale,
 		prefixes: make(map[netip.Prefix]*prefixEntry, len(in.Learned)),
-		caps:     map[capGroup]*capState{}, reasons: map[[2]int]string{},
+		attrs:    newAttrTable(), caps: map[capGroup]*capState{}, reasons: map[[2]int]string{},
 		counts: TableCounts{ByPeer: map[string]PeerCounts{}, RejectedBy: map[Rejection]int{}},
 	}
 	t.hasCaps = slices.ContainsFunc(cfg.Import, func(r config.ImportRule) bool { return r.MaxRoutes > 0 })
@@ -233,13 +354,12 @@ func NewImportTable(in ImportInput) *ImportTable {
 	}
 	// Caps: per group, the installed prefixes first, then prefix order.
 	groups := map[capGroup][]netip.Prefix{}
-	for _, pe := range t.prefixes {
-		for i := range pe.paths {
-			t.groupsOf(&pe.paths[i], func(g capGroup) {
-				groups[g] = append(groups[g], pe.paths[i].p.Prefix)
-			})
-		}
-	}
+	t.each(func(pfx netip.Prefix, tp *tablePath) bool {
+		t.groupsOf(tp, func(g capGroup) {
+			groups[g] = append(groups[g], pfx)
+		})
+		return true
+	})
 	for g, pfxs := range groups {
 		slices.SortFunc(pfxs, func(a, b netip.Prefix) int {
 			ia, ib := t.env.installed(g.rule, a), t.env.installed(g.rule, b)
@@ -270,58 +390,119 @@ func (t *ImportTable) put(p model.LearnedPath) {
 		pe = &prefixEntry{}
 		t.prefixes[p.Prefix] = pe
 	}
-	tp := pe.path(p.Peer)
-	if tp == nil {
-		pe.paths = append(pe.paths, tablePath{seq: t.seq})
-		t.seq++
-		t.n++
-		tp = &pe.paths[len(pe.paths)-1]
+	tp := t.pathOf(pe, p.Peer)
+	if tp != nil {
+		// out of the counts as tallied, before its fields change
+		t.untally(p.Prefix, tp)
 	}
-	tp.p = p
-	t.decide(tp)
+	switch {
+	case tp == nil:
+		tp = pe.add(tablePath{seq: t.nextSeq(), attrs: t.attrs.ref(&p)})
+		t.n++
+	case !t.attrs.same(tp.attrs, &p):
+		old := tp.attrs
+		tp.attrs = t.attrs.ref(&p)
+		t.attrs.unref(old)
+	}
+	tp.rare, tp.med, tp.localPref = nil, p.MED, p.LocalPref
+	tp.set(flagStale, p.Stale)
+	tp.setAge(p.Age)
+	if p.Malformed != "" {
+		tp.rareOf().malformed = p.Malformed
+	}
+	t.decide(tp, p)
+}
+
+// nextSeq is the seq of a path given now. Past the last uint32 the paths
+// are numbered again from 0, in their order.
+func (t *ImportTable) nextSeq() uint32 {
+	if t.seq == math.MaxUint32 {
+		for i, kp := range t.sorted() {
+			kp.tp.seq = uint32(i)
+		}
+		t.seq = uint32(t.n)
+	}
+	t.seq++
+	return t.seq - 1
 }
 
 // remove forgets the path of key k.
 func (t *ImportTable) remove(k model.Key) bool {
 	pe := t.prefixes[k.Prefix]
-	if pe == nil || pe.path(k.Peer) == nil {
+	if pe == nil {
 		return false
 	}
-	t.untally(pe.path(k.Peer))
-	pe.paths = slices.DeleteFunc(pe.paths, func(tp tablePath) bool { return tp.p.Peer == k.Peer })
-	t.n--
-	if len(pe.paths) == 0 {
-		// settle forgets the entry once its routes are recomputed
-		pe.paths = nil
+	for i := range pe.len() {
+		if tp := pe.at(i); t.peerOf(tp) == k.Peer {
+			t.untally(k.Prefix, tp)
+			t.attrs.unref(tp.attrs)
+			// settle forgets the entry once its routes are recomputed
+			pe.del(i)
+			t.n--
+			return true
+		}
 	}
-	return true
+	return false
+}
+
+// raw is path tp of prefix pfx as the peer sent it (no decision).
+func (t *ImportTable) raw(pfx netip.Prefix, tp *tablePath) model.LearnedPath {
+	a := &t.attrs.slots[tp.attrs]
+	p := model.LearnedPath{Peer: a.peer, Prefix: pfx, NextHop: a.nextHop, ASPath: a.asPath, Origin: a.origin,
+		MED: tp.med, LocalPref: tp.localPref, Communities: a.communities, Age: tp.getAge(), Stale: tp.has(flagStale)}
+	if tp.rare != nil {
+		p.Malformed = tp.rare.malformed
+	}
+	return p
+}
+
+// learned is path tp of prefix pfx with its decision (a cap's reason
+// aside: path).
+func (t *ImportTable) learned(pfx netip.Prefix, tp *tablePath) model.LearnedPath {
+	p := t.raw(pfx, tp)
+	p.Accepted = tp.accepted()
+	if tp.rule >= 0 {
+		p.Rule = t.cfg.Import[tp.rule].Name
+	}
+	switch {
+	case !p.Accepted || tp.has(flagAccReason):
+		p.Reason = tp.reason
+	case tp.rare != nil && tp.rare.accepted != "":
+		p.Reason = tp.rare.accepted
+	default:
+		p.Reason = t.reasons[[2]int{int(tp.rule), int(tp.entryOf(tp.rule))}]
+	}
+	return p
 }
 
 // decide runs every check of every rule listing the path's peer (the
 // order is in docs/config.md, "Import decision"); the caps come later.
-func (t *ImportTable) decide(tp *tablePath) {
-	p, e := tp.p, t.env
-	tp.cands.reset()
-	tp.first, tp.reason, tp.cause, tp.capped = -1, "", "", -1
+func (t *ImportTable) decide(tp *tablePath, p model.LearnedPath) {
+	e := t.env
+	tp.resetCands()
+	tp.first, tp.reason, tp.cause = -1, "", 0
+	tp.set(flagAccReason, false)
+	cause := RejectCause("")
+	defer func() { tp.setCause(cause) }()
 	switch {
 	case p.Malformed != "":
-		tp.reason, tp.cause = malformedReason(p.Malformed)
+		tp.reason, cause = malformedReason(p.Malformed)
 		return
 	case !p.Prefix.IsValid() || p.Prefix != p.Prefix.Masked():
-		tp.reason, tp.cause = fmt.Sprintf("malformed: prefix %s is invalid or has host bits set; such a path is never imported", p.Prefix), RejectMalformed
+		tp.reason, cause = fmt.Sprintf("malformed: prefix %s is invalid or has host bits set; such a path is never imported", p.Prefix), RejectMalformed
 		return
 	case p.Prefix.Addr().Is4In6():
 		// masked, so Bits() >= 96: ::ffff:0:0/96 or inside it
-		tp.reason, tp.cause = fmt.Sprintf("malformed: prefix %s is IPv4-mapped IPv6 (inside ::ffff:0:0/96); such a path is never imported", p.Prefix), RejectMalformed
+		tp.reason, cause = fmt.Sprintf("malformed: prefix %s is IPv4-mapped IPv6 (inside ::ffff:0:0/96); such a path is never imported", p.Prefix), RejectMalformed
 		return
 	case p.Stale:
 		if w, ok := t.staleWindow(p); ok && !w.Keep {
-			tp.reason, tp.cause = w.Why, RejectStale
+			tp.reason, cause = w.Why, RejectStale
 			return
 		}
 	}
 	if why := e.firstASWrong(p); why != "" {
-		tp.reason, tp.cause = why, RejectMalformed
+		tp.reason, cause = why, RejectMalformed
 		return
 	}
 	listed := false
@@ -335,19 +516,19 @@ func (t *ImportTable) decide(tp *tablePath) {
 		if !ok {
 			continue
 		}
-		reason, cause := e.check(ri, p)
+		reason, why := e.check(ri, p)
 		if reason == "" {
-			tp.cands.add(ruleEntry{rule: int32(ri), entry: int32(entry)})
+			tp.addCand(ruleEntry{rule: int32(ri), entry: int32(entry)})
 		}
 		if tp.first < 0 {
-			tp.first, tp.reason, tp.cause = int32(ri), reason, cause
+			tp.first, tp.reason, cause = int32(ri), reason, why
 		}
 	}
 	switch {
 	case !listed:
-		tp.reason, tp.cause = fmt.Sprintf("no import rule lists peer %s: rejected by default (RFC 8212)", p.Peer), RejectNoRule
+		tp.reason, cause = fmt.Sprintf("no import rule lists peer %s: rejected by default (RFC 8212)", p.Peer), RejectNoRule
 	case tp.first < 0:
-		tp.reason, tp.cause = e.noMatch(p), RejectNoMatch
+		tp.reason, cause = e.noMatch(p), RejectNoMatch
 	}
 }
 
@@ -379,9 +560,9 @@ func (t *ImportTable) groupsOf(tp *tablePath, fn func(capGroup)) {
 		return
 	}
 	var buf [4]ruleEntry
-	for _, c := range tp.cands.all(buf[:0]) {
+	for _, c := range tp.allCands(buf[:0]) {
 		if t.cfg.Import[c.rule].MaxRoutes > 0 {
-			fn(capGroup{int(c.rule), tp.p.Peer})
+			fn(capGroup{int(c.rule), t.peerOf(tp)})
 		}
 	}
 }
@@ -405,7 +586,14 @@ func (t *ImportTable) join(pe *prefixEntry, pfx netip.Prefix, cs *capState) {
 		m.held = true
 		cs.hold(pfx)
 	}
-	pe.caps = append(pe.caps, m)
+	if pe.cap0 == nil {
+		pe.cap0 = cs.ref(m.held)
+		return
+	}
+	if pe.ext == nil {
+		pe.ext = &entryExt{}
+	}
+	pe.ext.caps = append(pe.ext.caps, m)
 }
 
 // kept reports whether candidate c of a path of peer for the prefix of pe
@@ -414,8 +602,8 @@ func (t *ImportTable) kept(pe *prefixEntry, c ruleEntry, peer string) bool {
 	if t.cfg.Import[c.rule].MaxRoutes <= 0 {
 		return true
 	}
-	for _, m := range pe.caps {
-		if m.cs.g.rule == int(c.rule) && m.cs.g.peer == peer {
+	for i := range pe.nCaps() {
+		if m := pe.capAt(i); m.cs.g.rule == int(c.rule) && m.cs.g.peer == peer {
 			return !m.held
 		}
 	}
@@ -425,7 +613,8 @@ func (t *ImportTable) kept(pe *prefixEntry, c ruleEntry, peer string) bool {
 // settle recomputes prefix pfx's verdicts (caps applied) from its paths'
 // decisions; an entry left without paths is forgotten.
 func (t *ImportTable) settle(pfx netip.Prefix, pe *prefixEntry) {
-	if len(pe.paths) == 0 {
+	n := pe.len()
+	if n == 0 {
 		t.unstat(pfx, pe)
 		delete(t.prefixes, pfx)
 		return
@@ -434,44 +623,57 @@ func (t *ImportTable) settle(pfx netip.Prefix, pe *prefixEntry) {
 	var accBuf [4]candidate
 	var candBuf [4]ruleEntry
 	accepted := accBuf[:0]
-	if len(pe.paths) > 1 {
-		slices.SortFunc(pe.paths, func(a, b tablePath) int { return cmp.Compare(a.seq, b.seq) })
-	}
-	for i := range pe.paths {
-		t.untally(&pe.paths[i])
+	for i := range n {
+		t.untally(pfx, pe.at(i))
 	}
 	defer func() {
-		for i := range pe.paths {
-			t.tally(&pe.paths[i])
+		for i := range n {
+			t.tally(pfx, pe.at(i))
 		}
 	}()
-	for i := range pe.paths {
-		tp := &pe.paths[i]
-		p := &tp.p
-		p.Accepted, p.Rule, p.Reason, tp.capped = false, "", "", -1
+	for i := range n {
+		tp := pe.at(i)
+		peer := t.peerOf(tp)
+		tp.set(flagAccepted, false)
+		tp.rule = -1
+		if tp.has(flagAccReason) {
+			tp.reason = ""
+			tp.set(flagAccReason, false)
+		}
+		if tp.rare != nil {
+			tp.rare.accepted = ""
+		}
 		acc := accepted[len(accepted):]
-		for _, c := range tp.cands.all(candBuf[:0]) {
-			if t.kept(pe, c, p.Peer) {
+		for _, c := range tp.allCands(candBuf[:0]) {
+			if t.kept(pe, c, peer) {
 				acc = append(acc, candidate{path: i, rule: int(c.rule), entry: int(c.entry)})
-			} else if tp.capped < 0 {
-				tp.capped = c.rule
 			}
 		}
 		if len(acc) > 0 {
-			tp.capped = -1
-			p.Accepted = true
-			p.Rule = t.cfg.Import[acc[0].rule].Name
-			p.Reason = acceptedReason(t.cfg, acc, t.reasons, func(ri int) string { return e.where(ri, *p) })
+			tp.set(flagAccepted, true)
+			tp.rule = int32(acc[0].rule)
+			shared := len(acc) == 1
+			reason := acceptedReason(t.cfg, acc, t.reasons, func(ri int) string {
+				a := &t.attrs.slots[tp.attrs]
+				w := e.where(ri, model.LearnedPath{Peer: a.peer, Prefix: pfx, NextHop: a.nextHop})
+				shared = shared && w == ""
+				return w
+			})
+			switch {
+			case shared:
+				// the reason is t.reasons' of (rule, entry)
+			case tp.reason == "":
+				tp.reason = reason
+				tp.set(flagAccReason, true)
+			default:
+				tp.rareOf().accepted = reason
+			}
 			accepted = append(accepted, acc...)
 			continue
 		}
-		if tp.first >= 0 {
-			p.Rule = t.cfg.Import[tp.first].Name
-		}
-		p.Reason = tp.reason
-		if p.Reason != "" {
-			tp.capped = -1 // the first rule's own reason wins
-		}
+		// held back by a cap (capped) unless the first rule's own
+		// reason wins
+		tp.rule = tp.first
 	}
 }
 
@@ -479,19 +681,19 @@ func (t *ImportTable) settle(pfx netip.Prefix, pe *prefixEntry) {
 // returns them with the keys not ovnbgp's in their way, from its paths'
 // verdicts. They are made when asked, not kept: kept, they cost ~150 B per
 // prefix, and a pass reads only those of the prefixes it touched.
-func (t *ImportTable) routes(pe *prefixEntry, ovn []model.OVNRoute, kernel []model.KernelRoute) ([]model.OVNRoute, []model.KernelRoute, []model.OVNRouteKey, []model.KernelRouteKey) {
+func (t *ImportTable) routes(pfx netip.Prefix, pe *prefixEntry, ovn []model.OVNRoute, kernel []model.KernelRoute) ([]model.OVNRoute, []model.KernelRoute, []model.OVNRouteKey, []model.KernelRouteKey) {
 	var accBuf [4]candidate
 	var candBuf [4]ruleEntry
 	var pathBuf [2]model.LearnedPath
 	accepted, paths := accBuf[:0], pathBuf[:0]
-	for i := range pe.paths {
-		tp := &pe.paths[i]
-		paths = append(paths, tp.p)
-		if !tp.p.Accepted {
+	for i := range pe.len() {
+		tp := pe.at(i)
+		paths = append(paths, t.raw(pfx, tp))
+		if !tp.accepted() {
 			continue
 		}
-		for _, c := range tp.cands.all(candBuf[:0]) {
-			if t.kept(pe, c, tp.p.Peer) {
+		for _, c := range tp.allCands(candBuf[:0]) {
+			if t.kept(pe, c, t.peerOf(tp)) {
 				accepted = append(accepted, candidate{path: i, rule: int(c.rule), entry: int(c.entry)})
 			}
 		}
@@ -582,16 +784,18 @@ func (t *ImportTable) recap(pfx netip.Prefix, pe *prefixEntry) []netip.Prefix {
 	}
 	var wantBuf [4]capGroup
 	want := wantBuf[:0]
-	for i := range pe.paths {
-		t.groupsOf(&pe.paths[i], func(g capGroup) {
+	for i := range pe.len() {
+		t.groupsOf(pe.at(i), func(g capGroup) {
 			if !slices.Contains(want, g) {
 				want = append(want, g)
 			}
 		})
 	}
 	var freed []netip.Prefix
-	stay := pe.caps[:0]
-	for _, m := range pe.caps {
+	var stayBuf [4]capMember
+	stay := stayBuf[:0]
+	for i := range pe.nCaps() {
+		m := pe.capAt(i)
 		switch {
 		case slices.Contains(want, m.cs.g):
 			stay = append(stay, m)
@@ -601,18 +805,17 @@ func (t *ImportTable) recap(pfx netip.Prefix, pe *prefixEntry) []netip.Prefix {
 			m.cs.kept--
 			if first, ok := m.cs.takeFirst(); ok {
 				m.cs.kept++
-				if fm := t.prefixes[first].member(m.cs); fm != nil {
-					fm.held = false
-				}
+				t.prefixes[first].setHeld(m.cs, false)
 				freed = append(freed, first)
 			}
 		}
 	}
-	clear(pe.caps[len(stay):])
-	pe.caps = stay
+	if len(stay) != pe.nCaps() {
+		pe.setCaps(stay)
+	}
 	for _, g := range want {
 		cs := t.capState(g)
-		if pe.member(cs) == nil {
+		if !pe.isMember(cs) {
 			t.join(pe, pfx, cs)
 		}
 	}
@@ -626,7 +829,7 @@ func (t *ImportTable) Desired(prefixes []netip.Prefix) ([]model.OVNRoute, []mode
 	kernel := make([]model.KernelRoute, 0, len(prefixes))
 	for _, p := range prefixes {
 		if pe := t.prefixes[p]; pe != nil {
-			ovn, kernel, _, _ = t.routes(pe, ovn, kernel)
+			ovn, kernel, _, _ = t.routes(p, pe, ovn, kernel)
 		}
 	}
 	slices.SortFunc(ovn, compareOVN)
@@ -650,10 +853,10 @@ func (t *ImportTable) KernelTables() []uint32 {
 func (t *ImportTable) Len() int { return t.n }
 
 // each calls fn for every path, until fn returns false.
-func (t *ImportTable) each(fn func(*tablePath) bool) {
-	for _, pe := range t.prefixes {
-		for i := range pe.paths {
-			if !fn(&pe.paths[i]) {
+func (t *ImportTable) each(fn func(netip.Prefix, *tablePath) bool) {
+	for pfx, pe := range t.prefixes {
+		for i := range pe.len() {
+			if !fn(pfx, pe.at(i)) {
 				return
 			}
 		}
@@ -683,54 +886,58 @@ type PeerCounts struct {
 }
 
 // tally adds tp's verdict to the table's counts.
-func (t *ImportTable) tally(tp *tablePath) {
+func (t *ImportTable) tally(pfx netip.Prefix, tp *tablePath) {
 	c := &t.counts
-	tp.tallied, tp.talliedAcc, tp.talliedCause = true, tp.p.Accepted, ""
-	if !tp.p.Accepted {
+	peer := t.peerOf(tp)
+	tp.set(flagTallied, true)
+	tp.set(flagTalliedAcc, tp.accepted())
+	tp.talliedCause = 0
+	if !tp.accepted() {
 		tp.talliedCause = tp.cause
-		if tp.capped >= 0 {
-			tp.talliedCause = RejectImportCap
+		if tp.capped() >= 0 {
+			tp.talliedCause = causeCode(RejectImportCap)
 		}
 		c.Rejected++
-		c.RejectedBy[Rejection{tp.p.Peer, tp.talliedCause}]++
+		c.RejectedBy[Rejection{peer, tp.causeOf(tp.talliedCause)}]++
 		return
 	}
 	c.Accepted++
-	pc := c.ByPeer[tp.p.Peer]
-	if tp.p.Prefix.Addr().Is4() {
+	pc := c.ByPeer[peer]
+	if pfx.Addr().Is4() {
 		pc.IPv4++
 	} else {
 		pc.IPv6++
 	}
-	c.ByPeer[tp.p.Peer] = pc
+	c.ByPeer[peer] = pc
 }
 
 // untally takes tp's verdict, as tallied, out of the table's counts.
-func (t *ImportTable) untally(tp *tablePath) {
-	if tp == nil || !tp.tallied {
+func (t *ImportTable) untally(pfx netip.Prefix, tp *tablePath) {
+	if tp == nil || !tp.has(flagTallied) {
 		return
 	}
-	tp.tallied = false
+	tp.set(flagTallied, false)
 	c := &t.counts
-	if !tp.talliedAcc {
+	peer := t.peerOf(tp)
+	if !tp.has(flagTalliedAcc) {
 		c.Rejected--
-		k := Rejection{tp.p.Peer, tp.talliedCause}
+		k := Rejection{peer, tp.causeOf(tp.talliedCause)}
 		if c.RejectedBy[k]--; c.RejectedBy[k] == 0 {
 			delete(c.RejectedBy, k)
 		}
 		return
 	}
 	c.Accepted--
-	pc := c.ByPeer[tp.p.Peer]
-	if tp.p.Prefix.Addr().Is4() {
+	pc := c.ByPeer[peer]
+	if pfx.Addr().Is4() {
 		pc.IPv4--
 	} else {
 		pc.IPv6--
 	}
 	if pc == (PeerCounts{}) {
-		delete(c.ByPeer, tp.p.Peer)
+		delete(c.ByPeer, peer)
 	} else {
-		c.ByPeer[tp.p.Peer] = pc
+		c.ByPeer[peer] = pc
 	}
 }
 
@@ -745,11 +952,11 @@ func (t *ImportTable) Count(installed func(netip.Prefix, netip.Addr) bool) Table
 	if installed == nil {
 		return c
 	}
-	t.each(func(tp *tablePath) bool {
-		if tp.p.Accepted && installed(tp.p.Prefix, tp.p.NextHop) {
-			pc := c.ByPeer[tp.p.Peer]
+	t.each(func(pfx netip.Prefix, tp *tablePath) bool {
+		if a := &t.attrs.slots[tp.attrs]; tp.accepted() && installed(pfx, a.nextHop) {
+			pc := c.ByPeer[a.peer]
 			pc.Installed++
-			c.ByPeer[tp.p.Peer] = pc
+			c.ByPeer[a.peer] = pc
 		}
 		return true
 	})
@@ -760,27 +967,28 @@ func (t *ImportTable) Count(installed func(netip.Prefix, netip.Addr) bool) Table
 // counts kept).
 func (t *ImportTable) countWalk(installed func(netip.Prefix, netip.Addr) bool) TableCounts {
 	c := TableCounts{ByPeer: map[string]PeerCounts{}, RejectedBy: map[Rejection]int{}}
-	t.each(func(tp *tablePath) bool {
-		if !tp.p.Accepted {
+	t.each(func(pfx netip.Prefix, tp *tablePath) bool {
+		p := t.learned(pfx, tp)
+		if !p.Accepted {
 			c.Rejected++
-			cause := tp.cause
-			if tp.capped >= 0 {
+			cause := tp.getCause()
+			if tp.capped() >= 0 {
 				cause = RejectImportCap
 			}
-			c.RejectedBy[Rejection{tp.p.Peer, cause}]++
+			c.RejectedBy[Rejection{p.Peer, cause}]++
 			return true
 		}
 		c.Accepted++
-		pc := c.ByPeer[tp.p.Peer]
-		if tp.p.Prefix.Addr().Is4() {
+		pc := c.ByPeer[p.Peer]
+		if p.Prefix.Addr().Is4() {
 			pc.IPv4++
 		} else {
 			pc.IPv6++
 		}
-		if installed != nil && installed(tp.p.Prefix, tp.p.NextHop) {
+		if installed != nil && installed(p.Prefix, p.NextHop) {
 			pc.Installed++
 		}
-		c.ByPeer[tp.p.Peer] = pc
+		c.ByPeer[p.Peer] = pc
 		return true
 	})
 	return c
@@ -801,13 +1009,13 @@ func (t *ImportTable) Alarms() []ImportAlarm {
 	return out
 }
 
-// path is tp's path with its reason filled in.
-func (t *ImportTable) path(tp *tablePath) model.LearnedPath {
-	p := tp.p
-	if tp.capped >= 0 && p.Reason == "" {
-		r := &t.cfg.Import[tp.capped]
+// path is tp's path of prefix pfx with its reason filled in.
+func (t *ImportTable) path(pfx netip.Prefix, tp *tablePath) model.LearnedPath {
+	p := t.learned(pfx, tp)
+	if tp.capped() >= 0 && p.Reason == "" {
+		r := &t.cfg.Import[tp.capped()]
 		n := 0
-		if cs := t.caps[capGroup{int(tp.capped), p.Peer}]; cs != nil {
+		if cs := t.caps[capGroup{int(tp.capped()), p.Peer}]; cs != nil {
 			n = cs.kept + cs.nHeld()
 		}
 		p.Reason = ImportAlarm{Rule: r.Name, Peer: p.Peer, Max: r.MaxRoutes, Wanted: n}.String()
@@ -822,7 +1030,7 @@ func (t *ImportTable) Result() ImportResult {
 	tps := t.sorted()
 	res.Paths = make([]model.LearnedPath, len(tps))
 	for i, tp := range tps {
-		res.Paths[i] = t.path(tp)
+		res.Paths[i] = t.path(tp.pfx, tp.tp)
 		if p := res.Paths[i]; p.Stale && p.Accepted {
 			if res.StaleWhy == nil {
 				res.StaleWhy = map[string]string{}
@@ -833,10 +1041,10 @@ func (t *ImportTable) Result() ImportResult {
 	var fovn []model.OVNRouteKey
 	var fk []model.KernelRouteKey
 	res.Kernel = make([]model.KernelRoute, 0, len(t.prefixes))
-	for _, pe := range t.prefixes {
+	for pfx, pe := range t.prefixes {
 		var fo []model.OVNRouteKey
 		var f []model.KernelRouteKey
-		res.OVN, res.Kernel, fo, f = t.routes(pe, res.OVN, res.Kernel)
+		res.OVN, res.Kernel, fo, f = t.routes(pfx, pe, res.OVN, res.Kernel)
 		fovn, fk = append(fovn, fo...), append(fk, f...)
 	}
 	slices.SortFunc(res.OVN, compareOVN)
@@ -876,7 +1084,7 @@ func foreignProblems(fovn []model.OVNRouteKey, fk []model.KernelRouteKey) []stri
 // Each calls fn for every path with its decision, in no particular order,
 // until fn returns false.
 func (t *ImportTable) Each(fn func(model.LearnedPath) bool) {
-	t.each(func(tp *tablePath) bool { return fn(t.path(tp)) })
+	t.each(func(pfx netip.Prefix, tp *tablePath) bool { return fn(t.path(pfx, tp)) })
 }
 
 // DecidedPaths are a table's paths with their decisions, copied by
@@ -902,15 +1110,16 @@ type cappedPath struct {
 // copy of ~20 MB), where Each took ~75 ms.
 func (t *ImportTable) Decided() DecidedPaths {
 	d := DecidedPaths{cfg: t.cfg, paths: make([]model.LearnedPath, 0, t.n)}
-	t.each(func(tp *tablePath) bool {
-		if tp.capped >= 0 && tp.p.Reason == "" {
+	t.each(func(pfx netip.Prefix, tp *tablePath) bool {
+		p := t.learned(pfx, tp)
+		if tp.capped() >= 0 && p.Reason == "" {
 			n := 0
-			if cs := t.caps[capGroup{int(tp.capped), tp.p.Peer}]; cs != nil {
+			if cs := t.caps[capGroup{int(tp.capped()), p.Peer}]; cs != nil {
 				n = cs.kept + cs.nHeld()
 			}
-			d.capped = append(d.capped, cappedPath{i: len(d.paths), rule: tp.capped, wanted: n})
+			d.capped = append(d.capped, cappedPath{i: len(d.paths), rule: tp.capped(), wanted: n})
 		}
-		d.paths = append(d.paths, tp.p)
+		d.paths = append(d.paths, p)
 		return true
 	})
 	return d
@@ -931,22 +1140,28 @@ func (d DecidedPaths) Paths() []model.LearnedPath {
 // callers that count (a table of 100k held-back paths made 100k cap
 // reasons, each a Sprintf, under the daemon's lock).
 func (t *ImportTable) EachAccepted(fn func(netip.Prefix)) {
-	t.each(func(tp *tablePath) bool {
-		if tp.p.Accepted {
-			fn(tp.p.Prefix)
+	t.each(func(pfx netip.Prefix, tp *tablePath) bool {
+		if tp.accepted() {
+			fn(pfx)
 		}
 		return true
 	})
 }
 
+// keyedPath is a path and its prefix.
+type keyedPath struct {
+	pfx netip.Prefix
+	tp  *tablePath
+}
+
 // sorted are the paths in the order first given.
-func (t *ImportTable) sorted() []*tablePath {
-	tps := make([]*tablePath, 0, t.n)
-	t.each(func(tp *tablePath) bool {
-		tps = append(tps, tp)
+func (t *ImportTable) sorted() []keyedPath {
+	tps := make([]keyedPath, 0, t.n)
+	t.each(func(pfx netip.Prefix, tp *tablePath) bool {
+		tps = append(tps, keyedPath{pfx, tp})
 		return true
 	})
-	slices.SortFunc(tps, func(a, b *tablePath) int { return cmp.Compare(a.seq, b.seq) })
+	slices.SortFunc(tps, func(a, b keyedPath) int { return cmp.Compare(a.tp.seq, b.tp.seq) })
 	return tps
 }
 
@@ -956,17 +1171,11 @@ func (t *ImportTable) Learned(k model.Key) (model.LearnedPath, bool) {
 	if pe == nil {
 		return model.LearnedPath{}, false
 	}
-	tp := pe.path(k.Peer)
+	tp := t.pathOf(pe, k.Peer)
 	if tp == nil {
 		return model.LearnedPath{}, false
 	}
-	return raw(tp.p), true
-}
-
-// raw is p without the decision.
-func raw(p model.LearnedPath) model.LearnedPath {
-	p.Accepted, p.Rule, p.Reason = false, "", ""
-	return p
+	return t.raw(k.Prefix, tp), true
 }
 
 // LearnedPaths are every path as the peers sent it (no decision), in the
@@ -976,7 +1185,7 @@ func (t *ImportTable) LearnedPaths() []model.LearnedPath {
 	tps := t.sorted()
 	out := make([]model.LearnedPath, len(tps))
 	for i, tp := range tps {
-		out[i] = raw(tp.p)
+		out[i] = t.raw(tp.pfx, tp.tp)
 	}
 	return out
 }
@@ -984,9 +1193,9 @@ func (t *ImportTable) LearnedPaths() []model.LearnedPath {
 // PeerKeys are the keys of every path of peer.
 func (t *ImportTable) PeerKeys(peer string) []model.Key {
 	var out []model.Key
-	t.each(func(tp *tablePath) bool {
-		if tp.p.Peer == peer {
-			out = append(out, model.Key{Peer: peer, Prefix: tp.p.Prefix})
+	t.each(func(pfx netip.Prefix, tp *tablePath) bool {
+		if t.peerOf(tp) == peer {
+			out = append(out, model.Key{Peer: peer, Prefix: pfx})
 		}
 		return true
 	})
@@ -1036,7 +1245,7 @@ func (t *ImportTable) stat(pfx netip.Prefix, pe *prefixEntry, ovn []model.OVNRou
 	st := t.stats
 	var fo []model.OVNRouteKey
 	var fk []model.KernelRouteKey
-	ovn, kernel, fo, fk = t.routes(pe, ovn[:0], kernel[:0])
+	ovn, kernel, fo, fk = t.routes(pfx, pe, ovn[:0], kernel[:0])
 	pe.nOVN, pe.nKernel = int32(len(ovn)), int32(len(kernel))
 	st.ovn += len(ovn)
 	st.kernel += len(kernel)

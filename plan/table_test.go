@@ -286,19 +286,19 @@ func TestTableRandomCaps(t *testing.T) {
 			table.Update(c)
 			checkCounts(t, table)
 			members := map[capGroup]map[netip.Prefix]bool{}
-			table.each(func(tp *tablePath) bool {
+			table.each(func(pfx netip.Prefix, tp *tablePath) bool {
 				table.groupsOf(tp, func(g capGroup) {
 					if members[g] == nil {
 						members[g] = map[netip.Prefix]bool{}
 					}
-					members[g][tp.p.Prefix] = true
+					members[g][pfx] = true
 				})
 				return true
 			})
 			// What the entries say: per group, kept and held prefixes.
 			kept, held := map[*capState]int{}, map[*capState]map[netip.Prefix]bool{}
 			for pfx, pe := range table.prefixes {
-				for _, m := range pe.caps {
+				for _, m := range pe.capList() {
 					g := m.cs.g
 					if table.caps[g] != m.cs {
 						t.Fatalf("seed %d step %d: %s is in a group %v that is not the table's", seed, step, pfx, g)
