@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"sync/atomic"
 	"time"
 
 	"github.com/osrg/gobgp/v4/api"
@@ -137,14 +138,14 @@ func (s *Speaker) switchBFD(addr netip.Addr, since time.Time, on bool) {
 	}
 	s.st.Unlock()
 	if want {
-		s.wakeBFD()
+		s.bfd.wake()
 	}
 	if _, err := s.bgp.UpdatePeer(context.Background(), &api.UpdatePeerRequest{Peer: s.apiPeer(p)}); err != nil {
 		s.st.Lock()
 		ss.bfdOn = !want
 		s.st.Unlock()
 		if !want {
-			s.wakeBFD()
+			s.bfd.wake()
 		}
 		s.log.Warn("switching BFD failed", zap.String("peer", name), zap.Bool("on", want), zap.Error(err))
 		return
@@ -190,11 +191,11 @@ func (s *Speaker) onBFDDown(addr string, expired bool) {
 // routes must not wake ten times a second for nothing.
 func (s *Speaker) bfdLoop(stop <-chan struct{}) {
 	for {
-		s.bfdIdle.Add(1)
+		s.bfd.idle.Add(1)
 		select {
 		case <-stop:
 			return
-		case <-s.bfdWake:
+		case <-s.bfd.kick:
 		}
 		t := time.NewTicker(bfdPoll)
 		for running := true; running; {
@@ -210,11 +211,27 @@ func (s *Speaker) bfdLoop(stop <-chan struct{}) {
 	}
 }
 
-// wakeBFD has bfdLoop poll: a session turned BFD on. A wake already
-// pending is enough.
-func (s *Speaker) wakeBFD() {
+// bfdGuard is BFD's worker (bfdLoop, a task) and what it is told
+// through. Its channels are set by init and never change; the
+// worker alone receives from kick; anyone may call wake. The per-session
+// BFD state it polls for is kept by sessions (sessions.go), under its mu.
+type bfdGuard struct {
+	// stop (closed by shutdown) ends bfdLoop; kick wakes it when a
+	// session turns BFD on.
+	stop, kick chan struct{}
+	// polls counts bfdLoop's reads of gobgp's BFD states, idle the
+	// times it went idle: no session runs BFD (for tests).
+	polls, idle atomic.Uint64
+}
+
+// init sets g up, before the worker starts (New).
+func (g *bfdGuard) init() { g.stop, g.kick = make(chan struct{}), make(chan struct{}, 1) }
+
+// wake has bfdLoop poll: a session turned BFD on. A wake already pending
+// is enough.
+func (g *bfdGuard) wake() {
 	select {
-	case s.bfdWake <- struct{}{}:
+	case g.kick <- struct{}{}:
 	default:
 	}
 }
@@ -222,7 +239,7 @@ func (s *Speaker) wakeBFD() {
 // pollBFD reads gobgp's BFD states once and records the changes. It
 // returns false when no session runs BFD (nothing was read).
 func (s *Speaker) pollBFD() bool {
-	s.bfdPolls.Add(1)
+	s.bfd.polls.Add(1)
 	s.st.Lock()
 	any := false
 	for _, ss := range s.sessions {

@@ -193,7 +193,7 @@ func (s *Speaker) journalPaths(paths []*apiutil.Path) (tracked bool) {
 	defer j.mu.Unlock()
 	defer func() {
 		if wake {
-			s.wakeLimits()
+			s.limit.wake()
 		}
 	}()
 	for _, p := range paths {

@@ -119,7 +119,7 @@ func (s *Speaker) SetPeers(ctx context.Context, peers []config.Peer) error {
 			}
 			s.st.Unlock()
 			if bfdOn {
-				s.wakeBFD()
+				s.bfd.wake()
 			}
 			if _, err := s.bgp.UpdatePeer(ctx, &api.UpdatePeerRequest{Peer: s.apiPeer(p)}); err != nil {
 				if b != nil && limit {
@@ -130,7 +130,7 @@ func (s *Speaker) SetPeers(ctx context.Context, peers []config.Peer) error {
 					ss.bfdOn = wasBFD
 					s.st.Unlock()
 					if wasBFD {
-						s.wakeBFD()
+						s.bfd.wake()
 					}
 				}
 				err = fmt.Errorf("peer %q: update %s: %w", name, strings.Join(changed, ", "), err)
@@ -140,7 +140,7 @@ func (s *Speaker) SetPeers(ctx context.Context, peers []config.Peer) error {
 			}
 			if b != nil && limit {
 				b.setTriggers(p)
-				s.wakeLimits()
+				s.limit.wake()
 			}
 			s.peers[name] = p
 			s.st.Lock()

@@ -144,13 +144,47 @@ func (b *prefixBound) rearm(p config.Peer) {
 // paths without events, see above).
 const limitAudit = 30 * time.Second
 
+// defaultPrefixHold is how long maxPrefixes keeps a session down.
+const defaultPrefixHold = time.Minute
+
 // defaultLimitCheck is how often an armed limit is checked.
 const defaultLimitCheck = 5 * time.Second
 
-// wakeLimits wakes the limit worker; it never blocks.
-func (s *Speaker) wakeLimits() {
+// limitGuard is the prefix limit's worker (limitLoop, a task) and what
+// it is told through. Its fields are set by init and then only
+// read (hold, which tests set before any session, and the channels) or
+// atomic; the worker alone receives from kick and armReq. Anyone may call
+// wake; prefixAdmit (a connection's reader) sends armReq. The bounds it
+// reads are kept by sessions (sessions.go) and, apart from their atomics,
+// guarded by Speaker.mu, which the worker takes.
+type limitGuard struct {
+	// hold is how long a session torn down by maxPrefixes stays down
+	// before ovnbgp re-enables it (FRR's "maximum-prefix N restart").
+	hold time.Duration
+	// check is how often, in nanoseconds, the worker checks an armed
+	// prefix limit against the exact count.
+	check atomic.Int64
+	// kick wakes the worker; stop (closed by shutdown) ends it. armReq
+	// asks it to arm a limit at once (prefixAdmit).
+	kick   chan struct{}
+	stop   chan struct{}
+	armReq chan armRequest
+	// reads and arms count the exact reads of Adj-RIB-In counts and the
+	// prefix limit changes in gobgp (for tests).
+	reads, arms atomic.Uint64
+}
+
+// init sets g up, before the worker starts (New).
+func (g *limitGuard) init() {
+	g.hold = defaultPrefixHold
+	g.kick, g.stop, g.armReq = make(chan struct{}, 1), make(chan struct{}), make(chan armRequest)
+	g.check.Store(int64(defaultLimitCheck))
+}
+
+// wake wakes the limit worker; it never blocks.
+func (g *limitGuard) wake() {
 	select {
-	case s.limitWake <- struct{}{}:
+	case g.kick <- struct{}{}:
 	default:
 	}
 }
@@ -158,14 +192,14 @@ func (s *Speaker) wakeLimits() {
 // limitLoop is the limit worker: it runs until stop is closed.
 func (s *Speaker) limitLoop(stop <-chan struct{}) {
 	for {
-		t := time.NewTimer(time.Duration(s.limitCheck.Load()))
+		t := time.NewTimer(time.Duration(s.limit.check.Load()))
 		select {
 		case <-stop:
 			t.Stop()
 			return
-		case <-s.limitWake:
+		case <-s.limit.kick:
 			t.Stop()
-		case r := <-s.armReq:
+		case r := <-s.limit.armReq:
 			t.Stop()
 			s.armFromWire(r)
 			close(r.done)
@@ -184,7 +218,7 @@ func (s *Speaker) checkLimits() {
 		return
 	}
 	now := time.Now()
-	every := time.Duration(s.limitCheck.Load())
+	every := time.Duration(s.limit.check.Load())
 	for _, name := range sortedKeys(s.peers) {
 		p := s.peers[name]
 		s.st.Lock()
@@ -246,7 +280,7 @@ func (s *Speaker) readLimit(p config.Peer, b *prefixBound, now time.Time, wireRe
 			counts[fi] = as.GetState().GetReceived()
 		}
 	})
-	s.limitReads.Add(1)
+	s.limit.reads.Add(1)
 	b.lastRead = now
 	if err != nil {
 		s.log.Warn("reading a peer's prefix counts failed", zap.String("peer", p.Name), zap.Error(err))
@@ -296,7 +330,7 @@ func (s *Speaker) readLimit(p config.Peer, b *prefixBound, now time.Time, wireRe
 			s.log.Warn("changing a peer's prefix limit in gobgp failed", zap.String("peer", p.Name), zap.Error(err))
 			return
 		}
-		s.limitArms.Add(1)
+		s.limit.arms.Add(1)
 		for _, f := range p.Families {
 			fi := famIdx(f)
 			if b.armed[fi] != old[fi] {
@@ -378,10 +412,10 @@ func (s *Speaker) prefixAdmit(addr netip.Addr) func(msg []byte, closing <-chan s
 		t := time.NewTimer(armWait)
 		defer t.Stop()
 		select {
-		case s.armReq <- r:
+		case s.limit.armReq <- r:
 		case <-closing:
 			return
-		case <-s.limitStop:
+		case <-s.limit.stop:
 			return
 		case <-t.C:
 			return
@@ -389,7 +423,7 @@ func (s *Speaker) prefixAdmit(addr netip.Addr) func(msg []byte, closing <-chan s
 		select {
 		case <-r.done:
 		case <-closing:
-		case <-s.limitStop:
+		case <-s.limit.stop:
 		case <-t.C:
 			s.log.Warn("an UPDATE that takes the peer near maxPrefixes went to gobgp before the limit was armed", zap.Stringer("address", addr))
 		}
@@ -434,7 +468,7 @@ func (s *Speaker) armBlind(p config.Peer, b *prefixBound, fams [2]bool) {
 		s.log.Warn("changing a peer's prefix limit in gobgp failed", zap.String("peer", p.Name), zap.Error(err))
 		return
 	}
-	s.limitArms.Add(1)
+	s.limit.arms.Add(1)
 	b.setTriggers(p)
 }
 

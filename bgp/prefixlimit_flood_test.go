@@ -42,7 +42,7 @@ func TestPrefixLimitFloodInBigUpdates(t *testing.T) {
 	const max, per, n = 2000, 800, 40
 	tor.MaxPrefixes = max
 	node := l.node(false)
-	node.prefixHold = time.Hour
+	node.limit.hold = time.Hour
 	if err := node.SetPeers(context.Background(), []config.Peer{tor}); err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func TestPrefixLimitLeakSetAside(t *testing.T) {
 	const max = 1000
 	tor.MaxPrefixes = max
 	node := l.node(false)
-	node.limitCheck.Store(int64(200 * time.Millisecond))
+	node.limit.check.Store(int64(200 * time.Millisecond))
 	if err := node.SetPeers(context.Background(), []config.Peer{tor}); err != nil {
 		t.Fatal(err)
 	}

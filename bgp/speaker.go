@@ -73,25 +73,10 @@ type Speaker struct {
 	dial *dialer
 	// gate records the connection gobgp got last per peer (collision.go).
 	gate connGate
-	// prefixHold is how long a session torn down by maxPrefixes stays
-	// down before ovnbgp re-enables it (FRR's "maximum-prefix N restart").
-	prefixHold time.Duration
-	// limitCheck is how often, in nanoseconds, the limit worker checks
-	// an armed prefix limit against the exact count (prefixlimit.go).
-	limitCheck atomic.Int64
-	// limitWake wakes the limit worker; limitStop ends it. armReq asks
-	// it to arm a limit at once (prefixAdmit).
-	limitWake chan struct{}
-	limitStop chan struct{}
-	armReq    chan armRequest
-	// bfdStop ends bfdLoop; bfdWake wakes it when a session turns BFD on.
-	bfdStop, bfdWake chan struct{}
-	// bfdPolls counts bfdLoop's reads of gobgp's BFD states, bfdIdle the
-	// times it went idle: no session runs BFD (for tests).
-	bfdPolls, bfdIdle atomic.Uint64
-	// limitReads and limitArms count the exact reads of Adj-RIB-In
-	// counts and the prefix limit changes in gobgp (for tests).
-	limitReads, limitArms atomic.Uint64
+	// limit and bfd are the guards: the prefix limit's worker
+	// (prefixlimit.go) and BFD's (bfd.go).
+	limit limitGuard
+	bfd   bfdGuard
 	// repairChecks counts the session start checks done, repairs those
 	// that re-sent a table, lastRepair is the latest (sessionup.go;
 	// SessionRepairs).
@@ -245,15 +230,10 @@ func New(ctx context.Context, global config.BGP, log *zap.Logger, notify func())
 		sessions:   map[netip.Addr]*session{},
 		learnFrom:  map[netip.Addr]config.Peer{},
 		journal:    newJournal(),
-		prefixHold: defaultPrefixHold,
 		bounds:     map[netip.Addr]*prefixBound{},
-		limitWake:  make(chan struct{}, 1),
-		limitStop:  make(chan struct{}),
-		armReq:     make(chan armRequest),
-		bfdStop:    make(chan struct{}),
-		bfdWake:    make(chan struct{}, 1),
 	}
-	s.limitCheck.Store(int64(defaultLimitCheck))
+	s.limit.init()
+	s.bfd.init()
 	// A task: it ends when shutdown's StopBgp returns.
 	s.tasks.goFn(srv.Serve)
 	if err := s.start(ctx); err != nil {
@@ -261,8 +241,8 @@ func New(ctx context.Context, global config.BGP, log *zap.Logger, notify func())
 		s.tasks.wait()
 		return nil, err
 	}
-	s.tasks.goFn(func() { s.limitLoop(s.limitStop) })
-	s.tasks.goFn(func() { s.bfdLoop(s.bfdStop) })
+	s.tasks.goFn(func() { s.limitLoop(s.limit.stop) })
+	s.tasks.goFn(func() { s.bfdLoop(s.bfd.stop) })
 	log.Info("bgp speaker started", zap.Uint32("asn", global.ASN),
 		zap.Stringer("routerID", global.RouterID), zap.Int("listenPort", listenPort(global.ListenPort)))
 	if err := s.SetPeers(ctx, global.Peers); err != nil {
@@ -395,11 +375,11 @@ func (s *Speaker) Stop(ctx context.Context, graceful bool) error {
 func (s *Speaker) shutdown(ctx context.Context, graceful bool) error {
 	s.stopped = true
 	s.tasks.close()
-	if s.limitStop != nil {
-		close(s.limitStop)
+	if s.limit.stop != nil {
+		close(s.limit.stop)
 	}
-	if s.bfdStop != nil {
-		close(s.bfdStop)
+	if s.bfd.stop != nil {
+		close(s.bfd.stop)
 	}
 	s.dial.close()
 	if s.ln != nil {
@@ -496,7 +476,7 @@ func (s *Speaker) onPeerEvent(ev *apiutil.WatchEventMessage_PeerEvent, ts time.T
 			// A new session: read its exact counts (stale paths of
 			// graceful restart included).
 			b.reread.Store(true)
-			defer s.wakeLimits()
+			defer s.limit.wake()
 		}
 		ss.down = time.Time{}
 		ss.families = negotiated(ev.Peer.State.RemoteCap)
@@ -521,10 +501,10 @@ func (s *Speaker) onPeerEvent(ev *apiutil.WatchEventMessage_PeerEvent, ts time.T
 		// the peer administratively down; bring it back after a hold,
 		// so that a flood costs the peer a minute, not the session for
 		// good.
-		reason = fmt.Sprintf("the peer sent more prefixes than maxPrefixes allows: session reset (Cease); ovnbgp re-enables it in %s", s.prefixHold)
+		reason = fmt.Sprintf("the peer sent more prefixes than maxPrefixes allows: session reset (Cease); ovnbgp re-enables it in %s", s.limit.hold)
 		ss.lastError = reason
 		ss.lastErrorAt = ts
-		ss.reenable = s.tasks.after(s.prefixHold, func() { s.reenablePeer(addr) })
+		ss.reenable = s.tasks.after(s.limit.hold, func() { s.reenablePeer(addr) })
 	}
 	since := ss.since
 	bfdOn := ss.bfdOn
@@ -715,9 +695,6 @@ func negotiated(remote []bgppkt.ParameterCapabilityInterface) map[config.Family]
 	}
 	return out
 }
-
-// defaultPrefixHold is how long maxPrefixes keeps a session down.
-const defaultPrefixHold = time.Minute
 
 // reenablePeer brings back a session that maxPrefixes took down.
 func (s *Speaker) reenablePeer(addr netip.Addr) {
