@@ -221,9 +221,7 @@ func (s *Speaker) checkLimits() {
 	every := time.Duration(s.limit.check.Load())
 	for _, name := range sortedKeys(s.peers) {
 		p := s.peers[name]
-		s.st.Lock()
-		b := s.bounds[p.Address]
-		s.st.Unlock()
+		b := s.sess.bound(p.Address)
 		if b == nil || p.MaxPrefixes == 0 {
 			continue
 		}
@@ -343,11 +341,11 @@ func (s *Speaker) readLimit(p config.Peer, b *prefixBound, now time.Time, wireRe
 	b.setTriggers(p)
 }
 
-// boundOf is the bound of the peer at addr (nil if none).
-func (s *Speaker) boundOf(addr netip.Addr) *prefixBound {
-	s.st.Lock()
-	defer s.st.Unlock()
-	return s.bounds[addr]
+// bound is the bound of the peer at addr (nil if none).
+func (t *sessions) bound(addr netip.Addr) *prefixBound {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.bounds[addr]
 }
 
 // The bound above is fed by gobgp's path events, which come after gobgp
@@ -390,7 +388,7 @@ type armRequest struct {
 // closes or the speaker stops).
 func (s *Speaker) prefixAdmit(addr netip.Addr) func(msg []byte, closing <-chan struct{}) {
 	return func(msg []byte, closing <-chan struct{}) {
-		b := s.boundOf(addr)
+		b := s.sess.bound(addr)
 		if b == nil {
 			return
 		}
@@ -441,7 +439,7 @@ func (s *Speaker) armFromWire(r armRequest) {
 	}
 	for _, name := range sortedKeys(s.peers) {
 		if p := s.peers[name]; p.Address == r.addr && p.MaxPrefixes > 0 {
-			if b := s.boundOf(r.addr); b != nil {
+			if b := s.sess.bound(r.addr); b != nil {
 				s.readLimit(p, b, time.Now(), r.fams)
 			}
 			return

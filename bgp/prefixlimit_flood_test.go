@@ -77,7 +77,7 @@ func TestPrefixLimitFloodInBigUpdates(t *testing.T) {
 		m := learned(t, node, "tor")
 		return len(m) == 0, fmt.Sprintf("%d paths", len(m))
 	})
-	got := node.boundOf(tor.Address).announced[0].Load()
+	got := node.sess.bound(tor.Address).announced[0].Load()
 	t.Logf("%d prefixes sent in %d UPDATEs; gobgp reported %d paths before the reset (maxPrefixes %d)", per*n, n, got, max)
 	if got > max {
 		t.Errorf("gobgp took %d paths before the limit ended the session, more than maxPrefixes %d", got, max)
@@ -138,7 +138,7 @@ func TestPrefixLimitLeakSetAside(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	b := node.boundOf(tor.Address)
+	b := node.sess.bound(tor.Address)
 	state := func() (bool, string) {
 		node.mu.Lock()
 		defer node.mu.Unlock()
