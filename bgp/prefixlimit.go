@@ -17,7 +17,7 @@ import (
 )
 
 // gobgp enforces maxPrefixes (Cease, then ovnbgp's re-enable after
-// prefixHold), but its check counts the peer's whole Adj-RIB-In family on
+// limit.hold), but its check counts the peer's whole Adj-RIB-In family on
 // every UPDATE (peer.isPrefixLimit walks it): a table transfer of N
 // prefixes costs O(N^2) with a limit configured, nothing without one. So
 // ovnbgp configures the limit in gobgp ("arms" it) only while the peer's
@@ -30,7 +30,7 @@ import (
 // below the real count, whatever the peer sends). When the bound reaches
 // armAt (90%), the limit worker reads the exact count, restarts the bound
 // from it and arms the limit if the count is at 80% or more (the bound
-// crossed 90%: the count may be there soon). While armed, it reads the count every limitCheck and
+// crossed 90%: the count may be there soon). While armed, it reads the count every limit.check and
 // disarms below 80%. Reads while disarmed are thus at least 10% of
 // maxPrefixes of announcements apart: O(1) amortized per path. gobgp applies a new limit in
 // place and, when the count is over it already, takes the session down at
@@ -138,6 +138,29 @@ func (b *prefixBound) rearm(p config.Peer) {
 		fi := famIdx(f)
 		b.armed[fi] = p.MaxPrefixes > 0 && b.bound(fi) >= armAt(p.MaxPrefixes)
 	}
+}
+
+// reenablePeer brings back a session that maxPrefixes took down.
+func (s *Speaker) reenablePeer(addr netip.Addr) {
+	s.sess.mu.Lock()
+	if ss := s.sess.all[addr]; ss != nil {
+		ss.reenable = nil
+	}
+	name := s.sess.byAddr[addr]
+	s.sess.mu.Unlock()
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.bgp.EnablePeer(ctx, &api.EnablePeerRequest{Address: addr.String()}); err != nil {
+		s.log.Warn("re-enabling a peer after its prefix limit failed", zap.String("peer", name), zap.Error(err))
+		return
+	}
+	s.log.Info("peer re-enabled after its prefix limit", zap.String("peer", name), zap.Stringer("address", addr))
 }
 
 // limitAudit is how often the exact count is read while disarmed (for the
@@ -359,7 +382,7 @@ func (t *sessions) bound(addr netip.Addr) *prefixBound {
 // and an UPDATE that takes the wire bound to armAt waits until the limit is
 // armed in gobgp. gobgp processes UPDATEs in order, and everything before
 // that UPDATE kept the count under 90%: the limit then holds to within
-// one UPDATE. An armed limit is read exactly after limitCheck and disarmed
+// one UPDATE. An armed limit is read exactly after limit.check and disarmed
 // below 80% as above (replacements can arm it this way too). The wait is
 // bounded (armWait), so that a stop of gobgp's reader, which waits for
 // this Read while ovnbgp holds mu (SetPeers), is delayed, never stuck; the
@@ -448,7 +471,7 @@ func (s *Speaker) armFromWire(r armRequest) {
 }
 
 // armBlind arms the limit of p for fams without an exact count; the
-// caller holds mu. The armed check reads the count after limitCheck.
+// caller holds mu. The armed check reads the count after limit.check.
 func (s *Speaker) armBlind(p config.Peer, b *prefixBound, fams [2]bool) {
 	old := b.armed
 	for _, f := range p.Families {

@@ -559,29 +559,6 @@ func negotiated(remote []bgppkt.ParameterCapabilityInterface) map[config.Family]
 	return out
 }
 
-// reenablePeer brings back a session that maxPrefixes took down.
-func (s *Speaker) reenablePeer(addr netip.Addr) {
-	s.sess.mu.Lock()
-	if ss := s.sess.all[addr]; ss != nil {
-		ss.reenable = nil
-	}
-	name := s.sess.byAddr[addr]
-	s.sess.mu.Unlock()
-
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.stopped {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := s.bgp.EnablePeer(ctx, &api.EnablePeerRequest{Address: addr.String()}); err != nil {
-		s.log.Warn("re-enabling a peer after its prefix limit failed", zap.String("peer", name), zap.Error(err))
-		return
-	}
-	s.log.Info("peer re-enabled after its prefix limit", zap.String("peer", name), zap.Stringer("address", addr))
-}
-
 // listenPort maps the config's port to gobgp's: -1 never listens, 0 is
 // the default 179.
 func listenPort(p int) int {
