@@ -16,11 +16,12 @@ import (
 //
 // mu guards all of it, and is held only for the bookkeeping itself: no
 // call of gobgp, the dialer, the listener or the journal is made under it
-// (only tasks.after, which comes after it in the lock order). Its writers
-// are gobgp's event goroutine (onPeerEvent, onEndOfRIB, onNotification,
-// onBFDDown), the dialer's and listener's goroutines (collision.go), BFD's
-// worker and switches (bfd.go), and SetPeers under Speaker.mu (addPeer,
-// deletePeer: the maps' keys change only there); anyone may read it.
+// (only tasks', which come after it in the lock order: after, and a
+// re-enable's stop). Its writers are gobgp's event goroutine (onPeerEvent,
+// onEndOfRIB, onNotification, onBFDDown), the dialer's and listener's
+// goroutines (collision.go), BFD's worker and switches (bfd.go), and
+// SetPeers under Speaker.mu (addPeer, deletePeer: the maps' keys change
+// only there); anyone may read it.
 type sessions struct {
 	mu sync.Mutex
 	// byAddr are the configured peers' names, by address.

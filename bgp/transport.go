@@ -10,14 +10,16 @@ import (
 // transport is the TCP side of every session: ovnbgp's listener
 // (listener.go), its dialer (dialer.go), the gate that resolves collisions
 // between them (collision.go), and the hold that keeps new sessions from
-// starting (hold.go). Both hand gobgp, whose peers are all passive, the
-// connections it takes through handoff.
+// starting (hold.go). The listener and the dialer hand gobgp, whose peers
+// are all passive, the connections it takes through handoff.
 //
 // Its locks are its parts' (holdMu, dial.mu, gate.mu, ln.mu, in that
 // order: the Speaker's lock order). The listener and the dialer own their
 // goroutines and are told what to do under Speaker.mu (SetPeers: setPeers,
 // remove; shutdown: close); the gate is entered by their goroutines
-// (dialReady, claimDialed, acceptedOpen) and by deletePeer (forget).
+// (dialReady, claimDialed, acceptedOpen) and by deletePeer (forget); the
+// hold by HoldSessions and ReleaseSessions (the daemon, and the hold's
+// bound, a task).
 type transport struct {
 	// ln is ovnbgp's BGP listener (nil with listenPort -1); it sends the
 	// connections that start with an OPEN to gobgp through handoff.
