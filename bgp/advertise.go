@@ -328,9 +328,9 @@ func (s *Speaker) sendState(k model.Key) (model.AdvState, string) {
 	if k.Prefix.Addr().Is6() {
 		fam = config.IPv6
 	}
-	s.st.Lock()
-	defer s.st.Unlock()
-	ss := s.sessions[p.Address]
+	s.sess.mu.Lock()
+	defer s.sess.mu.Unlock()
+	ss := s.sess.all[p.Address]
 	switch {
 	case ss == nil || ss.state != model.StateEstablished:
 		state := model.StateIdle

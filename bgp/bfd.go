@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"sync/atomic"
 	"time"
 
 	"github.com/osrg/gobgp/v4/api"
@@ -82,11 +83,11 @@ func (s *Speaker) bfdKeepsSession(addr string) bool {
 	if err != nil {
 		return false
 	}
-	s.st.Lock()
-	ss := s.sessions[a.Unmap()]
+	s.sess.mu.Lock()
+	ss := s.sess.all[a.Unmap()]
 	keep := ss != nil && !ss.bfdDownAt.IsZero() && !ss.bfdExpired && time.Since(ss.bfdDownAt) < time.Second
-	name := s.byAddr[a.Unmap()]
-	s.st.Unlock()
+	name := s.sess.byAddr[a.Unmap()]
+	s.sess.mu.Unlock()
 	if keep {
 		s.log.Info("bfd: the peer signalled Down or AdminDown: session kept (RFC 5882 3.2)", zap.String("peer", name))
 	}
@@ -94,10 +95,10 @@ func (s *Speaker) bfdKeepsSession(addr string) bool {
 }
 
 // bfdRunning reports whether BFD is on in gobgp for the peer at addr.
-func (s *Speaker) bfdRunning(addr netip.Addr) bool {
-	s.st.Lock()
-	defer s.st.Unlock()
-	ss := s.sessions[addr]
+func (t *sessions) bfdRunning(addr netip.Addr) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ss := t.all[addr]
 	return ss != nil && ss.bfdOn
 }
 
@@ -111,21 +112,21 @@ func (s *Speaker) switchBFD(addr netip.Addr, since time.Time, on bool) {
 	if s.stopped {
 		return
 	}
-	s.st.Lock()
-	name := s.byAddr[addr]
-	ss := s.sessions[addr]
-	s.st.Unlock()
+	s.sess.mu.Lock()
+	name := s.sess.byAddr[addr]
+	ss := s.sess.all[addr]
+	s.sess.mu.Unlock()
 	p, ok := s.peers[name]
 	if !ok || p.Address != addr || ss == nil {
 		return
 	}
-	s.st.Lock()
+	s.sess.mu.Lock()
 	want := on && p.BFD.Enabled && ss.state == model.StateEstablished && ss.since.Equal(since)
 	if !on && ss.state == model.StateEstablished {
 		want = ss.bfdOn // up again meanwhile: leave it
 	}
 	if ss.bfdOn == want {
-		s.st.Unlock()
+		s.sess.mu.Unlock()
 		return
 	}
 	ss.bfdOn = want
@@ -135,16 +136,16 @@ func (s *Speaker) switchBFD(addr netip.Addr, since time.Time, on bool) {
 	} else if ss.bfd != model.BFDDown {
 		ss.bfd, ss.bfdSince = model.BFDDown, now
 	}
-	s.st.Unlock()
+	s.sess.mu.Unlock()
 	if want {
-		s.wakeBFD()
+		s.bfd.wake()
 	}
 	if _, err := s.bgp.UpdatePeer(context.Background(), &api.UpdatePeerRequest{Peer: s.apiPeer(p)}); err != nil {
-		s.st.Lock()
+		s.sess.mu.Lock()
 		ss.bfdOn = !want
-		s.st.Unlock()
+		s.sess.mu.Unlock()
 		if !want {
-			s.wakeBFD()
+			s.bfd.wake()
 		}
 		s.log.Warn("switching BFD failed", zap.String("peer", name), zap.Bool("on", want), zap.Error(err))
 		return
@@ -160,17 +161,17 @@ func (s *Speaker) switchBFD(addr netip.Addr, since time.Time, on bool) {
 // about to reset the session: expired (no packet within the detection
 // time) or signalled by the peer (Down or AdminDown: gobgp does not say
 // which). It is called from gobgp's log records, before the reset.
-func (s *Speaker) onBFDDown(addr string, expired bool) {
+func (t *sessions) onBFDDown(addr string, expired bool) {
 	a, err := netip.ParseAddr(addr)
 	if err != nil {
 		return
 	}
 	a = a.Unmap()
 	now := time.Now()
-	s.st.Lock()
-	defer s.st.Unlock()
-	ss := s.sessions[a]
-	p, ok := s.learnFrom[a]
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ss := t.all[a]
+	p, ok := t.learnFrom[a]
 	if ss == nil || !ok || !ss.bfdOn {
 		return
 	}
@@ -190,11 +191,11 @@ func (s *Speaker) onBFDDown(addr string, expired bool) {
 // routes must not wake ten times a second for nothing.
 func (s *Speaker) bfdLoop(stop <-chan struct{}) {
 	for {
-		s.bfdIdle.Add(1)
+		s.bfd.idle.Add(1)
 		select {
 		case <-stop:
 			return
-		case <-s.bfdWake:
+		case <-s.bfd.kick:
 		}
 		t := time.NewTicker(bfdPoll)
 		for running := true; running; {
@@ -210,11 +211,27 @@ func (s *Speaker) bfdLoop(stop <-chan struct{}) {
 	}
 }
 
-// wakeBFD has bfdLoop poll: a session turned BFD on. A wake already
-// pending is enough.
-func (s *Speaker) wakeBFD() {
+// bfdGuard is BFD's worker (bfdLoop, a task) and what it is told
+// through. Its channels are set by init and never change; the
+// worker alone receives from kick; anyone may call wake. The per-session
+// BFD state it polls for is kept by sessions (sessions.go), under its mu.
+type bfdGuard struct {
+	// stop (closed by shutdown) ends bfdLoop; kick wakes it when a
+	// session turns BFD on.
+	stop, kick chan struct{}
+	// polls counts bfdLoop's reads of gobgp's BFD states, idle the
+	// times it went idle: no session runs BFD (for tests).
+	polls, idle atomic.Uint64
+}
+
+// init sets g up, before the worker starts (New).
+func (g *bfdGuard) init() { g.stop, g.kick = make(chan struct{}), make(chan struct{}, 1) }
+
+// wake has bfdLoop poll: a session turned BFD on. A wake already pending
+// is enough.
+func (g *bfdGuard) wake() {
 	select {
-	case s.bfdWake <- struct{}{}:
+	case g.kick <- struct{}{}:
 	default:
 	}
 }
@@ -222,14 +239,8 @@ func (s *Speaker) wakeBFD() {
 // pollBFD reads gobgp's BFD states once and records the changes. It
 // returns false when no session runs BFD (nothing was read).
 func (s *Speaker) pollBFD() bool {
-	s.bfdPolls.Add(1)
-	s.st.Lock()
-	any := false
-	for _, ss := range s.sessions {
-		any = any || ss.bfdOn
-	}
-	s.st.Unlock()
-	if !any {
+	s.bfd.polls.Add(1)
+	if !s.sess.anyBFD() {
 		return false
 	}
 	states := map[netip.Addr]model.BFDState{}
@@ -244,23 +255,35 @@ func (s *Speaker) pollBFD() bool {
 		from, to model.BFDState
 	}
 	var changes []change
-	s.st.Lock()
-	for addr, ss := range s.sessions {
+	s.sess.mu.Lock()
+	for addr, ss := range s.sess.all {
 		st, ok := states[addr]
 		if !ss.bfdOn || !ok || st == ss.bfd {
 			continue
 		}
-		changes = append(changes, change{s.byAddr[addr], ss.bfd, st})
+		changes = append(changes, change{s.sess.byAddr[addr], ss.bfd, st})
 		ss.bfd, ss.bfdSince = st, now
 	}
-	s.st.Unlock()
+	s.sess.mu.Unlock()
 	for _, c := range changes {
 		s.log.Info("bfd state changed", zap.String("peer", c.peer), zap.String("from", string(c.from)), zap.String("state", string(c.to)))
 	}
 	return true
 }
 
-// bfdStatus is the BFD part of a peer's status; the caller holds st.
+// anyBFD reports whether a session runs BFD.
+func (t *sessions) anyBFD() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, ss := range t.all {
+		if ss.bfdOn {
+			return true
+		}
+	}
+	return false
+}
+
+// bfdStatus is the BFD part of a peer's status; the caller holds sess.mu.
 func bfdStatus(c config.Peer, ss *session) *model.BFDStatus {
 	if !c.BFD.Enabled {
 		return nil

@@ -88,16 +88,16 @@ func TestBFDPollsOnlyWhileRunning(t *testing.T) {
 	idle := func(n uint64) {
 		t.Helper()
 		eventually(t, 10*time.Second, fmt.Sprintf("bfdLoop idle %d times", n), func() (bool, string) {
-			return node.bfdIdle.Load() >= n, fmt.Sprintf("idle %d times", node.bfdIdle.Load())
+			return node.bfd.idle.Load() >= n, fmt.Sprintf("idle %d times", node.bfd.idle.Load())
 		})
 	}
 	// quiet: no poll over many poll intervals. There is no event for
 	// "nothing happened"; the old loop polled every bfdPoll.
 	quiet := func(what string) {
 		t.Helper()
-		before := node.bfdPolls.Load()
+		before := node.bfd.polls.Load()
 		time.Sleep(5 * bfdPoll)
-		if n := node.bfdPolls.Load() - before; n != 0 {
+		if n := node.bfd.polls.Load() - before; n != 0 {
 			t.Fatalf("%s: bfdLoop polled %d times in %v, want 0", what, n, 5*bfdPoll)
 		}
 	}
@@ -109,12 +109,12 @@ func TestBFDPollsOnlyWhileRunning(t *testing.T) {
 	if err := node.SetPeers(ctx, []config.Peer{on}); err != nil {
 		t.Fatal(err)
 	}
-	polls := node.bfdPolls.Load()
+	polls := node.bfd.polls.Load()
 	eventually(t, 10*time.Second, "bfdLoop polls while BFD runs", func() (bool, string) {
-		return node.bfdPolls.Load() >= polls+3, fmt.Sprintf("%d polls", node.bfdPolls.Load()-polls)
+		return node.bfd.polls.Load() >= polls+3, fmt.Sprintf("%d polls", node.bfd.polls.Load()-polls)
 	})
 
-	idled := node.bfdIdle.Load()
+	idled := node.bfd.idle.Load()
 	if err := node.SetPeers(ctx, []config.Peer{a}); err != nil {
 		t.Fatal(err)
 	}

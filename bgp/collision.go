@@ -58,7 +58,7 @@ func localWins(localID, remoteID netip.Addr, localASN, remoteASN uint32) bool {
 
 // closedInCollision reports whether ovnbgp closed its own connection to
 // resolve a collision since the session's last state change: gobgp's
-// "read-failed" that follows is no error. The caller holds st.
+// "read-failed" that follows is no error. The caller holds sess.mu.
 func closedInCollision(ss *session) bool {
 	return !ss.collidedAt.IsZero() && !ss.collidedAt.Before(ss.since)
 }
@@ -104,24 +104,24 @@ func (g *connGate) forget(addr netip.Addr) {
 // last event said Active and no connection went to gobgp since, and the
 // sessions are not held (hold.go). The caller holds gate.mu.
 func (s *Speaker) takesOne(addr netip.Addr) bool {
-	if s.held.Load() {
+	if s.tr.held.Load() {
 		return false
 	}
-	s.st.Lock()
-	defer s.st.Unlock()
-	ss := s.sessions[addr]
-	return ss != nil && ss.state == model.StateActive && ss.actives > s.gate.used[addr]
+	s.sess.mu.Lock()
+	defer s.sess.mu.Unlock()
+	ss := s.sess.all[addr]
+	return ss != nil && ss.state == model.StateActive && ss.actives > s.tr.gate.used[addr]
 }
 
 // give records c as the connection gobgp gets for addr; the caller holds
 // gate.mu.
 func (s *Speaker) give(addr netip.Addr, c *openConn, dialed bool) {
-	s.st.Lock()
-	if ss := s.sessions[addr]; ss != nil {
-		s.gate.used[addr] = ss.actives
+	s.sess.mu.Lock()
+	if ss := s.sess.all[addr]; ss != nil {
+		s.tr.gate.used[addr] = ss.actives
 	}
-	s.st.Unlock()
-	s.gate.live[addr] = handed{c: c, dialed: dialed}
+	s.sess.mu.Unlock()
+	s.tr.gate.live[addr] = handed{c: c, dialed: dialed}
 	c.admit = s.prefixAdmit(addr)
 }
 
@@ -129,9 +129,9 @@ func (s *Speaker) give(addr netip.Addr, c *openConn, dialed bool) {
 // unless gobgp has another one open (then the caller closes c: gobgp sent
 // no OPEN on it, so the peer sees no collision).
 func (s *Speaker) claimDialed(addr netip.Addr, c *openConn) bool {
-	s.gate.mu.Lock()
-	defer s.gate.mu.Unlock()
-	if _, ok := s.gate.current(addr); ok || !s.takesOne(addr) {
+	s.tr.gate.mu.Lock()
+	defer s.tr.gate.mu.Unlock()
+	if _, ok := s.tr.gate.current(addr); ok || !s.takesOne(addr) {
 		return false
 	}
 	s.give(addr, c, true)
@@ -151,16 +151,16 @@ func (s *Speaker) acceptedOpen(p listenPeer, addr netip.Addr, open []byte, c *op
 			return closeIt
 		}
 	}
-	s.gate.mu.Lock()
-	defer s.gate.mu.Unlock()
-	s.st.Lock()
+	s.tr.gate.mu.Lock()
+	defer s.tr.gate.mu.Unlock()
+	s.sess.mu.Lock()
 	state := model.SessionState("")
-	if ss := s.sessions[addr]; ss != nil {
+	if ss := s.sess.all[addr]; ss != nil {
 		state = ss.state
 	}
-	s.st.Unlock()
+	s.sess.mu.Unlock()
 
-	cur, ok := s.gate.current(addr)
+	cur, ok := s.tr.gate.current(addr)
 	if ok && cur.dialed && state != model.StateEstablished {
 		id := openID(open)
 		if !id.IsValid() || localWins(s.global.RouterID, id, s.global.ASN, p.asn) {
@@ -170,13 +170,13 @@ func (s *Speaker) acceptedOpen(p listenPeer, addr netip.Addr, open []byte, c *op
 		}
 		s.log.Debug("connection collision: the peer's stays (higher BGP Identifier), ours closed",
 			zap.String("peer", p.name), zap.Stringer("address", addr), zap.Stringer("peerID", id))
-		s.st.Lock()
-		if ss := s.sessions[addr]; ss != nil {
+		s.sess.mu.Lock()
+		if ss := s.sess.all[addr]; ss != nil {
 			ss.collidedAt = time.Now()
 		}
-		s.st.Unlock()
+		s.sess.mu.Unlock()
 		cur.c.Close()
-		delete(s.gate.live, addr)
+		delete(s.tr.gate.live, addr)
 		return waitActive
 	}
 	switch {

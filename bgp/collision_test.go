@@ -56,10 +56,10 @@ func TestCollisionVerdicts(t *testing.T) {
 	// newSpeaker has seen one Active event for the peer, and then state.
 	newSpeaker := func(state model.SessionState, localASN uint32) *Speaker {
 		return &Speaker{
-			global:   config.BGP{ASN: localASN, RouterID: netip.MustParseAddr("192.0.2.100")},
-			log:      zap.NewNop(),
-			sessions: map[netip.Addr]*session{addr: {state: state, actives: 1}},
-			gate:     connGate{live: map[netip.Addr]handed{}, used: map[netip.Addr]uint64{}},
+			global: config.BGP{ASN: localASN, RouterID: netip.MustParseAddr("192.0.2.100")},
+			log:    zap.NewNop(),
+			sess:   sessions{all: map[netip.Addr]*session{addr: {state: state, actives: 1}}},
+			tr:     transport{gate: connGate{live: map[netip.Addr]handed{}, used: map[netip.Addr]uint64{}}},
 		}
 	}
 	for _, c := range []struct {
@@ -81,7 +81,7 @@ func TestCollisionVerdicts(t *testing.T) {
 		if !s.claimDialed(addr, ours) {
 			t.Fatalf("%s: claimDialed refused with no connection in gobgp's hands", c.name)
 		}
-		s.sessions[addr].state = c.state
+		s.sess.all[addr].state = c.state
 		theirs := tcpConn(t)
 		if got := s.acceptedOpen(peer, addr, openFrom(65001, c.peerID), theirs); got != c.want {
 			t.Errorf("%s: verdict %d, want %d", c.name, got, c.want)
@@ -91,7 +91,7 @@ func TestCollisionVerdicts(t *testing.T) {
 		}
 		// gobgp's "read-failed" after ovnbgp closed its own connection
 		// is not the session's lastError.
-		if ss := s.sessions[addr]; closedInCollision(ss) == c.oursOpen {
+		if ss := s.sess.all[addr]; closedInCollision(ss) == c.oursOpen {
 			t.Errorf("%s: closedInCollision = %v, want %v", c.name, closedInCollision(ss), !c.oursOpen)
 		}
 	}
@@ -118,7 +118,7 @@ func TestCollisionVerdicts(t *testing.T) {
 	if got := s.acceptedOpen(peer, addr, openFrom(65001, "192.0.2.1"), tcpConn(t)); got != waitActive {
 		t.Errorf("stale Active: verdict %d, want waitActive", got)
 	}
-	s.sessions[addr].actives++ // gobgp came back through Idle to Active
+	s.sess.all[addr].actives++ // gobgp came back through Idle to Active
 	if !s.claimDialed(addr, tcpConn(t)) {
 		t.Error("claimDialed refused after a new Active")
 	}

@@ -86,7 +86,7 @@ func dialPeerOf(p config.Peer, localASN uint32) dialPeer {
 // setPeers starts it, and setPeers, remove and close end it and wait for
 // it (dialing.stop) before they return. The Speaker's shutdown calls
 // close. d.mu is held while a loop is waited for, and a loop takes gate.mu,
-// st and the listener's mu (dialReady, claimDialed): d.mu comes before
+// sess.mu and the listener's mu (dialReady, claimDialed): d.mu comes before
 // those (the Speaker's lock order).
 type dialer struct {
 	log     *zap.Logger

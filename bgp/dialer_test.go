@@ -408,7 +408,7 @@ func TestSpeakerStopsDialingRemovedPeer(t *testing.T) {
 	l := newLab(t, 56)
 	port := freePort(t)
 	node := l.node(false, l.peerOf("a", 3, port, provASN), l.peerOf("b", 4, port, provASN))
-	loops := func() int { node.dial.mu.Lock(); defer node.dial.mu.Unlock(); return len(node.dial.peers) }
+	loops := func() int { node.tr.dial.mu.Lock(); defer node.tr.dial.mu.Unlock(); return len(node.tr.dial.peers) }
 	if n := loops(); n != 2 {
 		t.Fatalf("%d dial loops for 2 peers", n)
 	}

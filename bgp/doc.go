@@ -14,6 +14,14 @@
 // policy; TakeLearned returns what changed since its previous call. Import
 // is default deny: nothing learned enters the Loc-RIB.
 //
+// Inside, Speaker is made of parts, each with one owner, in one lock order
+// (the Speaker type's comment): the management part under Speaker.mu (the
+// configured peers, the advertisements, BMP), the transport (transport.go:
+// listener, dialer, collision gate, the sessions' hold), the session
+// bookkeeping (sessions.go), the learned journal (journal.go), the guards
+// (the prefix limit's and BFD's workers: prefixlimit.go, bfd.go) and tasks,
+// which owns the goroutines and timers the Speaker starts (tasks.go).
+//
 // How the policies are built, what gobgp reports about learned paths, and
 // the gobgp v4.8.0 faults this package works around (listener, dialer and
 // collisions, BFD, the prefix limit, a change as a session comes up):

@@ -20,10 +20,10 @@ func (s *Speaker) Sync() map[string]model.PeerSync {
 	cfg := maps.Clone(s.peers)
 	s.mu.Unlock()
 	out := make(map[string]model.PeerSync, len(cfg))
-	s.st.Lock()
-	defer s.st.Unlock()
+	s.sess.mu.Lock()
+	defer s.sess.mu.Unlock()
 	for name, p := range cfg {
-		ss := s.sessions[p.Address]
+		ss := s.sess.all[p.Address]
 		if ss == nil {
 			out[name] = model.PeerSync{}
 			continue

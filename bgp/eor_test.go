@@ -24,8 +24,8 @@ import (
 func TestEndOfRIBNeedsTheMarker(t *testing.T) {
 	addr := netip.MustParseAddr("192.0.2.1")
 	c := config.Peer{Name: "tor", Address: addr, ASN: provASN, Families: []config.Family{config.IPv4}}
-	s := &Speaker{log: zap.NewNop(), notify: func() {}, byAddr: map[netip.Addr]string{addr: "tor"},
-		sessions: map[netip.Addr]*session{}, peers: map[string]config.Peer{"tor": c}}
+	s := &Speaker{log: zap.NewNop(), notify: func() {}, sess: sessions{byAddr: map[netip.Addr]string{addr: "tor"},
+		all: map[netip.Addr]*session{}}, peers: map[string]config.Peer{"tor": c}}
 	// gobgp's view: Established, End-of-RIB "received" for IPv4
 	p := &api.Peer{
 		State: &api.PeerState{SessionState: api.PeerState_SESSION_STATE_ESTABLISHED, NeighborAddress: addr.String()},
@@ -75,8 +75,8 @@ func TestSyncGracefulRestart(t *testing.T) {
 	addr := netip.MustParseAddr("192.0.2.1")
 	c := config.Peer{Name: "tor", Address: addr, ASN: provASN, Families: []config.Family{config.IPv4, config.IPv6}}
 	newSpeaker := func(gr bool) *Speaker {
-		return &Speaker{log: zap.NewNop(), notify: func() {}, byAddr: map[netip.Addr]string{addr: "tor"},
-			sessions: map[netip.Addr]*session{}, peers: map[string]config.Peer{"tor": c},
+		return &Speaker{log: zap.NewNop(), notify: func() {}, sess: sessions{byAddr: map[netip.Addr]string{addr: "tor"},
+			all: map[netip.Addr]*session{}}, peers: map[string]config.Peer{"tor": c},
 			global: config.BGP{GracefulRestart: config.GracefulRestart{Enabled: gr}}}
 	}
 	caps := []bgppkt.ParameterCapabilityInterface{
@@ -131,8 +131,8 @@ func TestSyncGracefulRestart(t *testing.T) {
 func TestJournalDropWaitsForTheSessionState(t *testing.T) {
 	addr := netip.MustParseAddr("192.0.2.1")
 	s := &Speaker{log: zap.NewNop(), notify: func() {}, global: config.BGP{ASN: nodeASN, RouterID: netip.MustParseAddr("192.0.2.9")},
-		journal: newJournal(), learnFrom: map[netip.Addr]config.Peer{addr: {Name: "tor", Address: addr, ASN: provASN}},
-		sessions: map[netip.Addr]*session{addr: {state: model.StateEstablished, gr: &model.PeerGR{RestartTime: 120 * time.Second}}}}
+		journal: newJournal(), sess: sessions{learnFrom: map[netip.Addr]config.Peer{addr: {Name: "tor", Address: addr, ASN: provASN}},
+			all: map[netip.Addr]*session{addr: {state: model.StateEstablished, gr: &model.PeerGR{RestartTime: 120 * time.Second}}}}}
 	nh, _ := bgppkt.NewPathAttributeNextHop(addr)
 	attrs := []bgppkt.PathAttributeInterface{bgppkt.NewPathAttributeOrigin(0), nh,
 		bgppkt.NewPathAttributeAsPath([]bgppkt.AsPathParamInterface{bgppkt.NewAs4PathParam(bgppkt.BGP_ASPATH_ATTR_TYPE_SEQ, []uint32{provASN})})}
@@ -147,14 +147,14 @@ func TestJournalDropWaitsForTheSessionState(t *testing.T) {
 	if len(d.Gone) != 1 || d.Gone[0].Prefix.String() != "10.1.0.0/24" {
 		t.Errorf("gone %v, want only the withdrawn 10.1.0.0/24 (the dropped one waits for the session's state)", d.Gone)
 	}
-	s.sessions[addr].state = model.StateIdle
+	s.sess.all[addr].state = model.StateIdle
 	s.journalPaths([]*apiutil.Path{path("10.2.0.0/24", true, attrs)})
 	if d := s.TakeLearned(); len(d.Gone) != 1 {
 		t.Errorf("gone %v after the session is seen down, want 10.2.0.0/24", d.Gone)
 	}
 	// Without graceful restart nothing is kept: the drop is reported at
 	// once (a 100k drop costs a take, not a walk).
-	s.sessions[addr].state, s.sessions[addr].gr = model.StateEstablished, nil
+	s.sess.all[addr].state, s.sess.all[addr].gr = model.StateEstablished, nil
 	s.journalPaths([]*apiutil.Path{path("10.2.0.0/24", true, attrs)})
 	if d := s.TakeLearned(); len(d.Gone) != 1 {
 		t.Errorf("gone %v for a peer without graceful restart, want 10.2.0.0/24", d.Gone)

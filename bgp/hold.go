@@ -1,7 +1,6 @@
 package bgp
 
 import (
-	"net/netip"
 	"time"
 
 	"go.uber.org/zap"
@@ -27,12 +26,12 @@ import (
 // connections peers open (as it does while gobgp is not Active). Sessions
 // that are up are not touched. Call it before SetPeers adds the peers.
 func (s *Speaker) HoldSessions(bound time.Duration) {
-	s.holdMu.Lock()
-	defer s.holdMu.Unlock()
-	s.holdTimer.stop()
-	s.held.Store(true)
-	s.holdTimer = s.tasks.after(bound, func() {
-		if s.held.Load() {
+	s.tr.holdMu.Lock()
+	defer s.tr.holdMu.Unlock()
+	s.tr.holdTimer.stop()
+	s.tr.held.Store(true)
+	s.tr.holdTimer = s.tasks.after(bound, func() {
+		if s.tr.held.Load() {
 			s.log.Warn("bgp sessions held longer than their bound: starting them", zap.Duration("bound", bound))
 		}
 		s.ReleaseSessions()
@@ -42,28 +41,16 @@ func (s *Speaker) HoldSessions(bound time.Duration) {
 // ReleaseSessions lets the sessions HoldSessions held start now. It is
 // idempotent, and a no-op without a hold.
 func (s *Speaker) ReleaseSessions() {
-	s.holdMu.Lock()
-	s.holdTimer.stop()
-	s.holdTimer = nil
-	was := s.held.Swap(false)
-	s.holdMu.Unlock()
+	s.tr.holdMu.Lock()
+	s.tr.holdTimer.stop()
+	s.tr.holdTimer = nil
+	was := s.tr.held.Swap(false)
+	s.tr.holdMu.Unlock()
 	if !was {
 		return
 	}
-	s.st.Lock()
-	addrs := make([]netip.Addr, 0, len(s.byAddr))
-	for a := range s.byAddr {
-		addrs = append(addrs, a)
-	}
-	s.st.Unlock()
+	addrs := s.sess.addrs()
 	// Wake what waits for gobgp to take a connection (takesOne).
-	for _, a := range addrs {
-		if s.dial != nil {
-			s.dial.stateChanged(a)
-		}
-	}
-	if s.ln != nil {
-		s.ln.stateChanged()
-	}
+	s.tr.wake(addrs...)
 	s.log.Debug("bgp sessions released", zap.Int("peers", len(addrs)))
 }

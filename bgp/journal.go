@@ -154,11 +154,11 @@ func (s *Speaker) TrackLearned(on bool) {
 		j.paths, j.gone, j.spare, j.spareGone, j.resync = map[model.Key]model.LearnedPath{}, map[model.Key]struct{}{}, nil, nil, map[string]struct{}{}
 		return
 	}
-	s.st.Lock()
-	for _, p := range s.learnFrom {
+	s.sess.mu.Lock()
+	for _, p := range s.sess.learnFrom {
 		j.resync[p.Name] = struct{}{}
 	}
-	s.st.Unlock()
+	s.sess.mu.Unlock()
 }
 
 // onPaths records the paths of one gobgp event: an UPDATE a peer sent
@@ -193,7 +193,7 @@ func (s *Speaker) journalPaths(paths []*apiutil.Path) (tracked bool) {
 	defer j.mu.Unlock()
 	defer func() {
 		if wake {
-			s.wakeLimits()
+			s.limit.wake()
 		}
 	}()
 	for _, p := range paths {
@@ -202,15 +202,15 @@ func (s *Speaker) journalPaths(paths []*apiutil.Path) (tracked bool) {
 		}
 		if addr := p.PeerAddress.Unmap(); addr != lastAddr || !lastAddr.IsValid() {
 			lastAddr = addr
-			s.st.Lock()
-			peer, known = s.learnFrom[addr]
-			bound = s.bounds[addr]
+			s.sess.mu.Lock()
+			peer, known = s.sess.learnFrom[addr]
+			bound = s.sess.bounds[addr]
 			up = false
-			if ss := s.sessions[addr]; ss != nil && ss.state == model.StateEstablished {
+			if ss := s.sess.all[addr]; ss != nil && ss.state == model.StateEstablished {
 				ss.lastUpdate = time.Now()
 				up = ss.gr != nil
 			}
-			s.st.Unlock()
+			s.sess.mu.Unlock()
 		}
 		if !known {
 			// A peer SetPeers deleted (gobgp drops its paths after it
@@ -267,9 +267,9 @@ func (s *Speaker) journalPaths(paths []*apiutil.Path) (tracked bool) {
 // resyncAddr puts the peer at addr into Resync (a session or End-of-RIB
 // event): its whole table is read again.
 func (s *Speaker) resyncAddr(addr netip.Addr) {
-	s.st.Lock()
-	peer, ok := s.learnFrom[addr]
-	s.st.Unlock()
+	s.sess.mu.Lock()
+	peer, ok := s.sess.learnFrom[addr]
+	s.sess.mu.Unlock()
 	if ok {
 		s.journal.markResync(peer.Name)
 	}

@@ -18,7 +18,7 @@ import (
 func BenchmarkJournalPaths(b *testing.B) {
 	addr := netip.MustParseAddr("192.0.2.1")
 	s := &Speaker{log: zap.NewNop(), notify: func() {}, global: config.BGP{ASN: nodeASN, RouterID: netip.MustParseAddr("192.0.2.9")},
-		journal: newJournal(), learnFrom: map[netip.Addr]config.Peer{addr: {Name: "tor", Address: addr, ASN: provASN}}}
+		journal: newJournal(), sess: sessions{learnFrom: map[netip.Addr]config.Peer{addr: {Name: "tor", Address: addr, ASN: provASN}}}}
 	nh, _ := bgppkt.NewPathAttributeNextHop(addr)
 	attrs := []bgppkt.PathAttributeInterface{
 		bgppkt.NewPathAttributeOrigin(0),

@@ -131,13 +131,13 @@ func (s *Speaker) SessionEndPending(ctx context.Context, peer string) (bool, err
 	}
 	s.mu.Unlock()
 	up := map[netip.Addr]bool{}
-	s.st.Lock()
+	s.sess.mu.Lock()
 	for _, a := range addrs {
-		if ss := s.sessions[a]; ss != nil && ss.state == model.StateEstablished && ss.gr != nil {
+		if ss := s.sess.all[a]; ss != nil && ss.state == model.StateEstablished && ss.gr != nil {
 			up[a] = true // only a graceful-restart peer's paths are ever kept
 		}
 	}
-	s.st.Unlock()
+	s.sess.mu.Unlock()
 	if len(up) == 0 {
 		return false, nil
 	}

@@ -35,9 +35,9 @@ func TestSilentConnectionIsNoHostage(t *testing.T) {
 	}
 	defer silent.Close()
 	eventually(t, 10*time.Second, "the provider holds the silent connection", func() (bool, string) {
-		prov.ln.mu.Lock()
-		defer prov.ln.mu.Unlock()
-		n := len(prov.ln.pending[l.addr(2)])
+		prov.tr.ln.mu.Lock()
+		defer prov.tr.ln.mu.Unlock()
+		n := len(prov.tr.ln.pending[l.addr(2)])
 		return n == 1, "pending connections: " + strings.Repeat("x", n)
 	})
 
@@ -59,9 +59,9 @@ func TestSilentConnectionClosed(t *testing.T) {
 	l := newLab(t, 29)
 	port := freePort(t)
 	prov := l.provider(3, port, provASN, false, "")
-	prov.ln.mu.Lock()
-	prov.ln.openWait = time.Second
-	prov.ln.mu.Unlock()
+	prov.tr.ln.mu.Lock()
+	prov.tr.ln.openWait = time.Second
+	prov.tr.ln.mu.Unlock()
 	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: l.addr(2).AsSlice()}}
 	addr := netip.AddrPortFrom(l.addr(3), uint16(port)).String()
 
@@ -190,13 +190,13 @@ func TestHalfOpenIsNoHostage(t *testing.T) {
 	}
 	// The listener holds it (it waits for the body): not gobgp.
 	eventually(t, 10*time.Second, "the provider's listener holds the half OPEN", func() (bool, string) {
-		n := numWaiting(prov.ln, l.addr(2))
+		n := numWaiting(prov.tr.ln, l.addr(2))
 		return n == 1, fmt.Sprintf("%d waiting", n)
 	})
 	// Then the real peer dials.
 	node := l.node(false, l.peerOf("tor", 3, port, provASN))
 	waitEstablished(t, node, "tor")
-	if n := numWaiting(prov.ln, l.addr(2)); n != 1 {
+	if n := numWaiting(prov.tr.ln, l.addr(2)); n != 1 {
 		t.Errorf("the half OPEN is no longer held by the listener (%d waiting)", n)
 	}
 }

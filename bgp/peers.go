@@ -89,9 +89,7 @@ func (s *Speaker) SetPeers(ctx context.Context, peers []config.Peer) error {
 		switch {
 		case len(changed) == 0:
 			s.peers[name] = p // e.g. a new passwordFile holding the same secret
-			s.st.Lock()
-			s.learnFrom[p.Address] = p
-			s.st.Unlock()
+			s.sess.setPeer(p)
 		case !config.ResetsSession(changed):
 			// Keys applied in place (config.ResetsSession): maxPrefixes
 			// (gobgp's limit, armed from the bound: prefixlimit.go),
@@ -100,14 +98,14 @@ func (s *Speaker) SetPeers(ctx context.Context, peers []config.Peer) error {
 			// dialer's alone: gobgp's side is always passive) and bfd (on
 			// or off, or new timers, for the running session: bfd.go).
 			limit := slices.Contains(changed, "maxPrefixes")
-			b := s.boundOf(p.Address)
+			b := s.sess.bound(p.Address)
 			var was [2]bool
 			if b != nil && limit {
 				was = b.armed
 				b.rearm(p)
 			}
-			s.st.Lock()
-			ss := s.sessions[p.Address]
+			s.sess.mu.Lock()
+			ss := s.sess.all[p.Address]
 			wasBFD := ss != nil && ss.bfdOn
 			bfdOn := false
 			if ss != nil {
@@ -117,20 +115,20 @@ func (s *Speaker) SetPeers(ctx context.Context, peers []config.Peer) error {
 					ss.bfd, ss.bfdSince = model.BFDDown, time.Now()
 				}
 			}
-			s.st.Unlock()
+			s.sess.mu.Unlock()
 			if bfdOn {
-				s.wakeBFD()
+				s.bfd.wake()
 			}
 			if _, err := s.bgp.UpdatePeer(ctx, &api.UpdatePeerRequest{Peer: s.apiPeer(p)}); err != nil {
 				if b != nil && limit {
 					b.armed = was
 				}
 				if ss != nil {
-					s.st.Lock()
+					s.sess.mu.Lock()
 					ss.bfdOn = wasBFD
-					s.st.Unlock()
+					s.sess.mu.Unlock()
 					if wasBFD {
-						s.wakeBFD()
+						s.bfd.wake()
 					}
 				}
 				err = fmt.Errorf("peer %q: update %s: %w", name, strings.Join(changed, ", "), err)
@@ -140,12 +138,10 @@ func (s *Speaker) SetPeers(ctx context.Context, peers []config.Peer) error {
 			}
 			if b != nil && limit {
 				b.setTriggers(p)
-				s.wakeLimits()
+				s.limit.wake()
 			}
 			s.peers[name] = p
-			s.st.Lock()
-			s.learnFrom[p.Address] = p
-			s.st.Unlock()
+			s.sess.setPeer(p)
 			s.journal.markResync(name)
 			s.log.Info("peer updated without a session reset", zap.String("peer", name), zap.Strings("changed", changed))
 			if limit {
@@ -202,7 +198,7 @@ func (s *Speaker) SetPeers(ctx context.Context, peers []config.Peer) error {
 // listenFor tells the listener which peers it may accept, with their TCP
 // MD5 keys and GTSM settings; the caller holds mu.
 func (s *Speaker) listenFor() error {
-	if s.ln == nil {
+	if s.tr.ln == nil {
 		return nil
 	}
 	lp := make(map[netip.Addr]listenPeer, len(s.peers))
@@ -213,7 +209,7 @@ func (s *Speaker) listenFor() error {
 		}
 		lp[p.Address] = x
 	}
-	return s.ln.setPeers(lp)
+	return s.tr.ln.setPeers(lp)
 }
 
 // dialFor tells the dialer which peers to dial: those that are not
@@ -225,26 +221,14 @@ func (s *Speaker) dialFor() {
 			dp[p.Address] = dialPeerOf(p, s.global.ASN)
 		}
 	}
-	s.dial.setPeers(dp)
+	s.tr.dial.setPeers(dp)
 }
 
 func (s *Speaker) addPeer(ctx context.Context, p config.Peer) error {
-	s.st.Lock()
-	s.byAddr[p.Address] = p.Name
-	s.learnFrom[p.Address] = p
-	s.sessions[p.Address] = &session{since: time.Now()}
-	if s.bounds != nil {
-		s.bounds[p.Address] = newPrefixBound(p)
-	}
-	s.st.Unlock()
+	s.sess.add(p)
 	s.journal.markResync(p.Name)
 	if err := s.bgp.AddPeer(ctx, &api.AddPeerRequest{Peer: s.apiPeer(p)}); err != nil {
-		s.st.Lock()
-		delete(s.byAddr, p.Address)
-		delete(s.learnFrom, p.Address)
-		delete(s.sessions, p.Address)
-		delete(s.bounds, p.Address)
-		s.st.Unlock()
+		s.sess.remove(p.Address)
 		return fmt.Errorf("peer %q: add %v: %w", p.Name, p.Address, err)
 	}
 	s.peers[p.Name] = p
@@ -252,21 +236,13 @@ func (s *Speaker) addPeer(ctx context.Context, p config.Peer) error {
 }
 
 func (s *Speaker) deletePeer(ctx context.Context, p config.Peer) error {
-	s.dial.remove(p.Address) // at once: no connection for it reaches gobgp now
-	s.gate.forget(p.Address)
+	s.tr.dial.remove(p.Address) // at once: no connection for it reaches gobgp now
+	s.tr.gate.forget(p.Address)
 	if err := s.bgp.DeletePeer(ctx, &api.DeletePeerRequest{Address: p.Address.String()}); err != nil {
 		return fmt.Errorf("peer %q: delete %v: %w", p.Name, p.Address, err)
 	}
 	delete(s.peers, p.Name)
-	s.st.Lock()
-	if ss := s.sessions[p.Address]; ss != nil && ss.reenable != nil {
-		ss.reenable.stop() // a new peer on this address starts enabled
-	}
-	delete(s.byAddr, p.Address)
-	delete(s.learnFrom, p.Address)
-	delete(s.sessions, p.Address)
-	delete(s.bounds, p.Address)
-	s.st.Unlock()
+	s.sess.remove(p.Address)
 	s.journal.markResync(p.Name)
 	return nil
 }
@@ -318,7 +294,7 @@ func withPeerDefaults(p config.Peer) config.Peer {
 
 // apiPeer is p as gobgp's AddPeer/UpdatePeer want it.
 func (s *Speaker) apiPeer(p config.Peer) *api.Peer {
-	b := s.boundOf(p.Address)
+	b := s.sess.bound(p.Address)
 	ap := &api.Peer{
 		Conf: &api.PeerConf{
 			NeighborAddress: p.Address.String(),
@@ -354,7 +330,7 @@ func (s *Speaker) apiPeer(p config.Peer) *api.Peer {
 	if p.SourceAddress.IsValid() {
 		ap.Transport.LocalAddress = p.SourceAddress.String()
 	}
-	if p.BFD.Enabled && s.bfdRunning(p.Address) {
+	if p.BFD.Enabled && s.sess.bfdRunning(p.Address) {
 		// Only while Established (bfd.go).
 		ap.Bfd = bfdConfig(p)
 	}
@@ -485,9 +461,9 @@ func (s *Speaker) peerStatus(c config.Peer, p *api.Peer) model.PeerStatus {
 		}
 	}
 	timers := p.GetTimers().GetState()
-	s.st.Lock()
+	s.sess.mu.Lock()
 	var fams, eorGot map[config.Family]bool
-	if ss := s.sessions[c.Address]; ss != nil {
+	if ss := s.sess.all[c.Address]; ss != nil {
 		ps.Since = ss.since
 		ps.LastError, ps.LastErrorAt = ss.lastError, ss.lastErrorAt
 		if ps.State != model.StateEstablished && ps.LastError == "" {
@@ -499,8 +475,8 @@ func (s *Speaker) peerStatus(c config.Peer, p *api.Peer) model.PeerStatus {
 			fams, eorGot = ss.families, ss.eor
 		}
 	}
-	ps.BFD = bfdStatus(c, s.sessions[c.Address])
-	s.st.Unlock()
+	ps.BFD = bfdStatus(c, s.sess.all[c.Address])
+	s.sess.mu.Unlock()
 	if ps.State == model.StateEstablished && fams != nil {
 		var missing []string
 		for _, f := range c.Families {
@@ -558,14 +534,14 @@ func apiFamily(f config.Family) *api.Family {
 // (its limit just changed); the caller holds mu. If the peer still sends too
 // much, gobgp takes it down again.
 func (s *Speaker) reenableNow(ctx context.Context, p config.Peer) {
-	s.st.Lock()
-	ss := s.sessions[p.Address]
+	s.sess.mu.Lock()
+	ss := s.sess.all[p.Address]
 	held := ss != nil && ss.reenable != nil
 	if held {
 		ss.reenable.stop()
 		ss.reenable = nil
 	}
-	s.st.Unlock()
+	s.sess.mu.Unlock()
 	if !held {
 		return
 	}

@@ -387,7 +387,7 @@ func TestMaxPrefixes(t *testing.T) {
 	limited := l.peerOf("a", 3, port, provASN)
 	limited.MaxPrefixes = 2
 	node := l.node(false)
-	node.prefixHold = 3 * time.Second
+	node.limit.hold = 3 * time.Second
 	if err := node.SetPeers(context.Background(), []config.Peer{limited}); err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 )
 
 // gobgp enforces maxPrefixes (Cease, then ovnbgp's re-enable after
-// prefixHold), but its check counts the peer's whole Adj-RIB-In family on
+// limit.hold), but its check counts the peer's whole Adj-RIB-In family on
 // every UPDATE (peer.isPrefixLimit walks it): a table transfer of N
 // prefixes costs O(N^2) with a limit configured, nothing without one. So
 // ovnbgp configures the limit in gobgp ("arms" it) only while the peer's
@@ -30,7 +30,7 @@ import (
 // below the real count, whatever the peer sends). When the bound reaches
 // armAt (90%), the limit worker reads the exact count, restarts the bound
 // from it and arms the limit if the count is at 80% or more (the bound
-// crossed 90%: the count may be there soon). While armed, it reads the count every limitCheck and
+// crossed 90%: the count may be there soon). While armed, it reads the count every limit.check and
 // disarms below 80%. Reads while disarmed are thus at least 10% of
 // maxPrefixes of announcements apart: O(1) amortized per path. gobgp applies a new limit in
 // place and, when the count is over it already, takes the session down at
@@ -140,17 +140,74 @@ func (b *prefixBound) rearm(p config.Peer) {
 	}
 }
 
+// reenablePeer brings back a session that maxPrefixes took down.
+func (s *Speaker) reenablePeer(addr netip.Addr) {
+	s.sess.mu.Lock()
+	if ss := s.sess.all[addr]; ss != nil {
+		ss.reenable = nil
+	}
+	name := s.sess.byAddr[addr]
+	s.sess.mu.Unlock()
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.bgp.EnablePeer(ctx, &api.EnablePeerRequest{Address: addr.String()}); err != nil {
+		s.log.Warn("re-enabling a peer after its prefix limit failed", zap.String("peer", name), zap.Error(err))
+		return
+	}
+	s.log.Info("peer re-enabled after its prefix limit", zap.String("peer", name), zap.Stringer("address", addr))
+}
+
 // limitAudit is how often the exact count is read while disarmed (for the
 // paths without events, see above).
 const limitAudit = 30 * time.Second
 
+// defaultPrefixHold is how long maxPrefixes keeps a session down.
+const defaultPrefixHold = time.Minute
+
 // defaultLimitCheck is how often an armed limit is checked.
 const defaultLimitCheck = 5 * time.Second
 
-// wakeLimits wakes the limit worker; it never blocks.
-func (s *Speaker) wakeLimits() {
+// limitGuard is the prefix limit's worker (limitLoop, a task) and what
+// it is told through. Its fields are set by init and then only
+// read (hold, which tests set before any session, and the channels) or
+// atomic; the worker alone receives from kick and armReq. Anyone may call
+// wake; prefixAdmit (a connection's reader) sends armReq. The bounds it
+// reads are kept by sessions (sessions.go) and, apart from their atomics,
+// guarded by Speaker.mu, which the worker takes.
+type limitGuard struct {
+	// hold is how long a session torn down by maxPrefixes stays down
+	// before ovnbgp re-enables it (FRR's "maximum-prefix N restart").
+	hold time.Duration
+	// check is how often, in nanoseconds, the worker checks an armed
+	// prefix limit against the exact count.
+	check atomic.Int64
+	// kick wakes the worker; stop (closed by shutdown) ends it. armReq
+	// asks it to arm a limit at once (prefixAdmit).
+	kick   chan struct{}
+	stop   chan struct{}
+	armReq chan armRequest
+	// reads and arms count the exact reads of Adj-RIB-In counts and the
+	// prefix limit changes in gobgp (for tests).
+	reads, arms atomic.Uint64
+}
+
+// init sets g up, before the worker starts (New).
+func (g *limitGuard) init() {
+	g.hold = defaultPrefixHold
+	g.kick, g.stop, g.armReq = make(chan struct{}, 1), make(chan struct{}), make(chan armRequest)
+	g.check.Store(int64(defaultLimitCheck))
+}
+
+// wake wakes the limit worker; it never blocks.
+func (g *limitGuard) wake() {
 	select {
-	case s.limitWake <- struct{}{}:
+	case g.kick <- struct{}{}:
 	default:
 	}
 }
@@ -158,14 +215,14 @@ func (s *Speaker) wakeLimits() {
 // limitLoop is the limit worker: it runs until stop is closed.
 func (s *Speaker) limitLoop(stop <-chan struct{}) {
 	for {
-		t := time.NewTimer(time.Duration(s.limitCheck.Load()))
+		t := time.NewTimer(time.Duration(s.limit.check.Load()))
 		select {
 		case <-stop:
 			t.Stop()
 			return
-		case <-s.limitWake:
+		case <-s.limit.kick:
 			t.Stop()
-		case r := <-s.armReq:
+		case r := <-s.limit.armReq:
 			t.Stop()
 			s.armFromWire(r)
 			close(r.done)
@@ -184,12 +241,10 @@ func (s *Speaker) checkLimits() {
 		return
 	}
 	now := time.Now()
-	every := time.Duration(s.limitCheck.Load())
+	every := time.Duration(s.limit.check.Load())
 	for _, name := range sortedKeys(s.peers) {
 		p := s.peers[name]
-		s.st.Lock()
-		b := s.bounds[p.Address]
-		s.st.Unlock()
+		b := s.sess.bound(p.Address)
 		if b == nil || p.MaxPrefixes == 0 {
 			continue
 		}
@@ -246,7 +301,7 @@ func (s *Speaker) readLimit(p config.Peer, b *prefixBound, now time.Time, wireRe
 			counts[fi] = as.GetState().GetReceived()
 		}
 	})
-	s.limitReads.Add(1)
+	s.limit.reads.Add(1)
 	b.lastRead = now
 	if err != nil {
 		s.log.Warn("reading a peer's prefix counts failed", zap.String("peer", p.Name), zap.Error(err))
@@ -296,7 +351,7 @@ func (s *Speaker) readLimit(p config.Peer, b *prefixBound, now time.Time, wireRe
 			s.log.Warn("changing a peer's prefix limit in gobgp failed", zap.String("peer", p.Name), zap.Error(err))
 			return
 		}
-		s.limitArms.Add(1)
+		s.limit.arms.Add(1)
 		for _, f := range p.Families {
 			fi := famIdx(f)
 			if b.armed[fi] != old[fi] {
@@ -309,11 +364,11 @@ func (s *Speaker) readLimit(p config.Peer, b *prefixBound, now time.Time, wireRe
 	b.setTriggers(p)
 }
 
-// boundOf is the bound of the peer at addr (nil if none).
-func (s *Speaker) boundOf(addr netip.Addr) *prefixBound {
-	s.st.Lock()
-	defer s.st.Unlock()
-	return s.bounds[addr]
+// bound is the bound of the peer at addr (nil if none).
+func (t *sessions) bound(addr netip.Addr) *prefixBound {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.bounds[addr]
 }
 
 // The bound above is fed by gobgp's path events, which come after gobgp
@@ -327,7 +382,7 @@ func (s *Speaker) boundOf(addr netip.Addr) *prefixBound {
 // and an UPDATE that takes the wire bound to armAt waits until the limit is
 // armed in gobgp. gobgp processes UPDATEs in order, and everything before
 // that UPDATE kept the count under 90%: the limit then holds to within
-// one UPDATE. An armed limit is read exactly after limitCheck and disarmed
+// one UPDATE. An armed limit is read exactly after limit.check and disarmed
 // below 80% as above (replacements can arm it this way too). The wait is
 // bounded (armWait), so that a stop of gobgp's reader, which waits for
 // this Read while ovnbgp holds mu (SetPeers), is delayed, never stuck; the
@@ -356,7 +411,7 @@ type armRequest struct {
 // closes or the speaker stops).
 func (s *Speaker) prefixAdmit(addr netip.Addr) func(msg []byte, closing <-chan struct{}) {
 	return func(msg []byte, closing <-chan struct{}) {
-		b := s.boundOf(addr)
+		b := s.sess.bound(addr)
 		if b == nil {
 			return
 		}
@@ -378,10 +433,10 @@ func (s *Speaker) prefixAdmit(addr netip.Addr) func(msg []byte, closing <-chan s
 		t := time.NewTimer(armWait)
 		defer t.Stop()
 		select {
-		case s.armReq <- r:
+		case s.limit.armReq <- r:
 		case <-closing:
 			return
-		case <-s.limitStop:
+		case <-s.limit.stop:
 			return
 		case <-t.C:
 			return
@@ -389,7 +444,7 @@ func (s *Speaker) prefixAdmit(addr netip.Addr) func(msg []byte, closing <-chan s
 		select {
 		case <-r.done:
 		case <-closing:
-		case <-s.limitStop:
+		case <-s.limit.stop:
 		case <-t.C:
 			s.log.Warn("an UPDATE that takes the peer near maxPrefixes went to gobgp before the limit was armed", zap.Stringer("address", addr))
 		}
@@ -407,7 +462,7 @@ func (s *Speaker) armFromWire(r armRequest) {
 	}
 	for _, name := range sortedKeys(s.peers) {
 		if p := s.peers[name]; p.Address == r.addr && p.MaxPrefixes > 0 {
-			if b := s.boundOf(r.addr); b != nil {
+			if b := s.sess.bound(r.addr); b != nil {
 				s.readLimit(p, b, time.Now(), r.fams)
 			}
 			return
@@ -416,7 +471,7 @@ func (s *Speaker) armFromWire(r armRequest) {
 }
 
 // armBlind arms the limit of p for fams without an exact count; the
-// caller holds mu. The armed check reads the count after limitCheck.
+// caller holds mu. The armed check reads the count after limit.check.
 func (s *Speaker) armBlind(p config.Peer, b *prefixBound, fams [2]bool) {
 	old := b.armed
 	for _, f := range p.Families {
@@ -434,7 +489,7 @@ func (s *Speaker) armBlind(p config.Peer, b *prefixBound, fams [2]bool) {
 		s.log.Warn("changing a peer's prefix limit in gobgp failed", zap.String("peer", p.Name), zap.Error(err))
 		return
 	}
-	s.limitArms.Add(1)
+	s.limit.arms.Add(1)
 	b.setTriggers(p)
 }
 

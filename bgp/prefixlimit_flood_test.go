@@ -42,7 +42,7 @@ func TestPrefixLimitFloodInBigUpdates(t *testing.T) {
 	const max, per, n = 2000, 800, 40
 	tor.MaxPrefixes = max
 	node := l.node(false)
-	node.prefixHold = time.Hour
+	node.limit.hold = time.Hour
 	if err := node.SetPeers(context.Background(), []config.Peer{tor}); err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func TestPrefixLimitFloodInBigUpdates(t *testing.T) {
 		m := learned(t, node, "tor")
 		return len(m) == 0, fmt.Sprintf("%d paths", len(m))
 	})
-	got := node.boundOf(tor.Address).announced[0].Load()
+	got := node.sess.bound(tor.Address).announced[0].Load()
 	t.Logf("%d prefixes sent in %d UPDATEs; gobgp reported %d paths before the reset (maxPrefixes %d)", per*n, n, got, max)
 	if got > max {
 		t.Errorf("gobgp took %d paths before the limit ended the session, more than maxPrefixes %d", got, max)
@@ -101,7 +101,7 @@ func TestPrefixLimitLeakSetAside(t *testing.T) {
 	const max = 1000
 	tor.MaxPrefixes = max
 	node := l.node(false)
-	node.limitCheck.Store(int64(200 * time.Millisecond))
+	node.limit.check.Store(int64(200 * time.Millisecond))
 	if err := node.SetPeers(context.Background(), []config.Peer{tor}); err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func TestPrefixLimitLeakSetAside(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	b := node.boundOf(tor.Address)
+	b := node.sess.bound(tor.Address)
 	state := func() (bool, string) {
 		node.mu.Lock()
 		defer node.mu.Unlock()

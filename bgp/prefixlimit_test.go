@@ -69,8 +69,8 @@ func TestPrefixLimitArming(t *testing.T) {
 	tor := l.peerOf("tor", 3, port, provASN)
 	tor.MaxPrefixes = 20
 	node := l.node(false)
-	node.prefixHold = 2 * time.Second
-	node.limitCheck.Store(int64(200 * time.Millisecond))
+	node.limit.hold = 2 * time.Second
+	node.limit.check.Store(int64(200 * time.Millisecond))
 	if err := node.SetPeers(context.Background(), []config.Peer{tor}); err != nil {
 		t.Fatal(err)
 	}
@@ -92,12 +92,12 @@ func TestPrefixLimitArming(t *testing.T) {
 		return len(lim) == 1 && lim["ipv4"] == 20, fmt.Sprint(lim)
 	})
 	// Armed, it stays armed through the exact reads while at 80% or more.
-	armedReads, changes := node.limitReads.Load(), node.limitArms.Load()
+	armedReads, changes := node.limit.reads.Load(), node.limit.arms.Load()
 	eventually(t, 30*time.Second, "three exact reads while armed", func() (bool, string) {
-		n := node.limitReads.Load()
+		n := node.limit.reads.Load()
 		return n >= armedReads+3, fmt.Sprintf("%d reads", n-armedReads)
 	})
-	if lim, c := gobgpLimits(t, node, tor), node.limitArms.Load()-changes; lim["ipv4"] != 20 || c != 0 {
+	if lim, c := gobgpLimits(t, node, tor), node.limit.arms.Load()-changes; lim["ipv4"] != 20 || c != 0 {
 		t.Fatalf("18 of 20 prefixes after the armed checks: limits %v, %d limit changes; want armed throughout", lim, c)
 	}
 
@@ -110,12 +110,12 @@ func TestPrefixLimitArming(t *testing.T) {
 
 	// Replacements raise the upper bound (8 + 24 > 18) but an exact read
 	// finds 8: no limit.
-	reads := node.limitReads.Load()
+	reads := node.limit.reads.Load()
 	for range 3 {
 		w.send(announce(t, nh, as, false, nil, seq(86, 0, 8)...))
 	}
 	eventually(t, 30*time.Second, "an exact read after the replacements", func() (bool, string) {
-		n := node.limitReads.Load()
+		n := node.limit.reads.Load()
 		return n > reads, fmt.Sprintf("%d reads", n)
 	})
 	// The wire count cannot tell a replacement from a new prefix: an
@@ -208,12 +208,12 @@ func TestPrefixLimitNoWalkPerUpdate(t *testing.T) {
 	if lim := gobgpLimits(t, node, tor); len(lim) != 0 {
 		t.Errorf("%d of 100000 prefixes: gobgp has a prefix limit: %v", n, lim)
 	}
-	if a := node.limitArms.Load(); a != 0 {
+	if a := node.limit.arms.Load(); a != 0 {
 		t.Errorf("the limit was armed %d times", a)
 	}
 	// One exact read when the session came up, perhaps one more: not one
 	// per UPDATE.
-	if r := node.limitReads.Load(); r > 3 {
+	if r := node.limit.reads.Load(); r > 3 {
 		t.Errorf("%d exact reads of the Adj-RIB-In for %d UPDATEs", r, n)
 	}
 }
@@ -271,7 +271,7 @@ func TestPrefixLimitReadsAmortized(t *testing.T) {
 	tor := l.peerOf("tor", 3, port, provASN)
 	tor.MaxPrefixes = 20
 	node := l.node(false)
-	node.limitCheck.Store(int64(time.Hour))
+	node.limit.check.Store(int64(time.Hour))
 	if err := node.SetPeers(context.Background(), []config.Peer{tor}); err != nil {
 		t.Fatal(err)
 	}
@@ -281,24 +281,24 @@ func TestPrefixLimitReadsAmortized(t *testing.T) {
 	w.send(announce(t, nh, as, false, nil, seq(90, 0, 17)...))
 	waitLearned(t, node, "tor", pfxs(seq(90, 0, 17))...)
 	eventually(t, 30*time.Second, "the read when the session came up", func() (bool, string) {
-		return node.limitReads.Load() >= 1, "no read"
+		return node.limit.reads.Load() >= 1, "no read"
 	})
-	before := node.limitReads.Load()
+	before := node.limit.reads.Load()
 	const n = 30
 	for i := range n {
-		r := node.limitReads.Load()
+		r := node.limit.reads.Load()
 		w.send(announce(t, nh, as, false, nil, seq(90, i%17, 1)...))
 		// One at a time, as a peer that replaces a path now and then:
 		// each replacement is either read or finds the limit armed.
 		eventually(t, 30*time.Second, "a read, or the limit armed", func() (bool, string) {
 			lim := gobgpLimits(t, node, tor)
-			return node.limitReads.Load() > r || lim["ipv4"] == 20, fmt.Sprint(lim)
+			return node.limit.reads.Load() > r || lim["ipv4"] == 20, fmt.Sprint(lim)
 		})
 	}
 	if lim := gobgpLimits(t, node, tor); lim["ipv4"] != 20 {
 		t.Errorf("17 of 20 prefixes, replaced: limits %v, want armed", lim)
 	}
-	if r := node.limitReads.Load() - before; r > 3 {
+	if r := node.limit.reads.Load() - before; r > 3 {
 		t.Errorf("%d exact reads for %d replacements", r, n)
 	}
 }

@@ -90,10 +90,10 @@ func (s *Speaker) repairSessionStart(peer string, addr netip.Addr, ts, since tim
 	if p, ok := s.peers[peer]; !ok || p.Address != addr {
 		return
 	}
-	s.st.Lock()
-	ss := s.sessions[addr]
+	s.sess.mu.Lock()
+	ss := s.sess.all[addr]
 	same := ss != nil && ss.state == model.StateEstablished && ss.since.Equal(since)
-	s.st.Unlock()
+	s.sess.mu.Unlock()
 	if !same {
 		return
 	}

@@ -36,9 +36,9 @@ func groupOf(t *testing.T, s *Speaker, peer string) string {
 
 // sessionSince is the start of the peer's current session.
 func sessionSince(s *Speaker, addr netip.Addr) time.Time {
-	s.st.Lock()
-	defer s.st.Unlock()
-	return s.sessions[addr].since
+	s.sess.mu.Lock()
+	defer s.sess.mu.Unlock()
+	return s.sess.all[addr].since
 }
 
 // TestSessionStartRepairResends: a path in the RIB that the peer's export

@@ -30,32 +30,48 @@ const (
 )
 
 // Speaker is an embedded gobgp speaker driven in ovnbgp's own types. Its
-// methods may be called from any goroutine; mutations (SetPeers, Set, Stop)
+// methods may be called from any goroutine; mutations (SetPeers, Apply, Stop)
 // are serialized.
 //
-// Lock order: mu, then holdMu, then dial.mu, then gate.mu, then
-// journal.mu, then st, then ln.mu, then tasks.mu. A goroutine holding one
+// It is made of parts, each with one owner (its type's comment says who
+// may call it):
+//
+//   - the management part, in Speaker itself: mu serializes SetPeers,
+//     Apply, the BMP changes, the prefix limit's decisions and Stop, and
+//     guards the configured peers, the advertisements (adv: advState,
+//     advertise.go) and the BMP stations, as gobgp's mgmtCh does;
+//   - tr, the transport (transport.go): listener, dialer, collision gate
+//     and the sessions' hold;
+//   - sess, the session bookkeeping (sessions.go), fed by gobgp's events;
+//   - journal, what peers sent since the last TakeLearned (journal.go);
+//   - limit and bfd, the guards (prefixlimit.go, bfd.go): workers told
+//     through channels, with no lock of their own;
+//   - tasks, the owner of the goroutines and timers it starts (tasks.go).
+//
+// Lock order, by part: mu, then tr's (holdMu, dial.mu, gate.mu, ln.mu),
+// then journal.mu, then sess.mu, then tasks.mu. A goroutine holding one
 // may take only those after it; none is held while calling notify. The
 // dialer holds dial.mu while it waits for a dial loop to end, and a loop
-// takes gate.mu, st and ln.mu; Stop holds mu while the dialer and the
+// takes gate.mu, sess.mu and ln.mu; Stop holds mu while the dialer and the
 // listener wait for their goroutines, which never take mu. gobgp's event
 // callbacks (onPeerEvent, onPaths, onEndOfRIB) never take mu: what needs
 // mu (switchBFD, the session-start repair, reenablePeer) runs as a task.
 //
 // Every goroutine and timer the Speaker starts has an owner that Stop ends
-// and waits for: its tasks (tasks.go: gobgp's Serve loop, the limit and
-// BFD workers, the BFD switches, the session-start repairs, the re-enables,
-// the hold bound, BMP's status reads), the dialer (one loop per peer it
-// dials) and the listener (an accept loop per socket, a reader per
-// connection waiting for its OPEN). Stop ends the dialer and the listener
-// first (they wait for their goroutines), stops gobgp, then waits for
-// the tasks. gobgp's own goroutines are gobgp's: StopBgp waits for its
-// FSMs; stopBMP ends its BMP clients without waiting (one that retries a
+// and waits for: its tasks (gobgp's Serve loop, the limit and BFD workers,
+// the BFD switches, the session-start repairs, the re-enables, the hold
+// bound, BMP's status reads), the dialer (one loop per peer it dials) and
+// the listener (an accept loop per socket, a reader per connection
+// waiting for its OPEN). Stop ends the dialer and the listener first
+// (they wait for their goroutines), stops gobgp, then waits for the
+// tasks. gobgp's own goroutines are gobgp's: StopBgp waits for its FSMs;
+// stopBMP ends its BMP clients without waiting (one that retries a
 // station that does not answer ends after its current pause, up to 30 s);
 // its event watch's goroutine ends once cancelled, but the callbacks it
 // runs are admitted by tasks (enter), none after shutdown, and Stop waits
 // for those under way.
 type Speaker struct {
+	// Set by New, then only read.
 	bgp    *server.BgpServer
 	global config.BGP
 	log    *zap.Logger
@@ -63,49 +79,9 @@ type Speaker struct {
 	// gobgpLevel is the level gobgp's own slog records must reach.
 	gobgpLevel  *slog.LevelVar
 	cancelWatch context.CancelFunc
-	// ln is ovnbgp's BGP listener (nil with listenPort -1); it sends the
-	// connections that start with an OPEN to gobgp through handoff.
-	ln      *listener
-	handoff chan net.Conn
-	// dial dials the peers that are not passive and hands the
-	// connections to gobgp through handoff (see dialer.go): every peer is
-	// passive in gobgp.
-	dial *dialer
-	// gate records the connection gobgp got last per peer (collision.go).
-	gate connGate
-	// prefixHold is how long a session torn down by maxPrefixes stays
-	// down before ovnbgp re-enables it (FRR's "maximum-prefix N restart").
-	prefixHold time.Duration
-	// limitCheck is how often, in nanoseconds, the limit worker checks
-	// an armed prefix limit against the exact count (prefixlimit.go).
-	limitCheck atomic.Int64
-	// limitWake wakes the limit worker; limitStop ends it. armReq asks
-	// it to arm a limit at once (prefixAdmit).
-	limitWake chan struct{}
-	limitStop chan struct{}
-	armReq    chan armRequest
-	// bfdStop ends bfdLoop; bfdWake wakes it when a session turns BFD on.
-	bfdStop, bfdWake chan struct{}
-	// bfdPolls counts bfdLoop's reads of gobgp's BFD states, bfdIdle the
-	// times it went idle: no session runs BFD (for tests).
-	bfdPolls, bfdIdle atomic.Uint64
-	// limitReads and limitArms count the exact reads of Adj-RIB-In
-	// counts and the prefix limit changes in gobgp (for tests).
-	limitReads, limitArms atomic.Uint64
-	// repairChecks counts the session start checks done, repairs those
-	// that re-sent a table, lastRepair is the latest (sessionup.go;
-	// SessionRepairs).
-	repairChecks, repairs atomic.Uint64
-	lastRepair            atomic.Pointer[model.SessionRepair]
-	// held: no new session may start (hold.go); holdTimer ends the hold
-	// at its bound. holdMu guards holdTimer.
-	held      atomic.Bool
-	holdMu    sync.Mutex
-	holdTimer *task
-	// tasks owns the goroutines and timers started below (tasks.go).
-	tasks tasks
 
-	// mu serializes SetPeers, Set and Stop and guards the fields below.
+	// mu serializes SetPeers, Apply and Stop and guards the fields
+	// below, up to the parts.
 	mu      sync.Mutex
 	stopped bool
 	// peers are the peers configured in gobgp, by name.
@@ -115,74 +91,19 @@ type Speaker struct {
 	adv      advState
 	// bmp are the BMP servers configured in gobgp (bmp.go).
 	bmp map[netip.AddrPort]bmpStation
+	// repairChecks counts the session start checks done, repairs those
+	// that re-sent a table, lastRepair is the latest (sessionup.go;
+	// SessionRepairs). Atomic.
+	repairChecks, repairs atomic.Uint64
+	lastRepair            atomic.Pointer[model.SessionRepair]
 
-	// journal is what peers sent since the last TakeLearned.
+	// The parts, in lock order.
+	tr      transport
 	journal *journal
-
-	// st guards the session bookkeeping fed by gobgp's event goroutine.
-	st       sync.Mutex
-	byAddr   map[netip.Addr]string
-	sessions map[netip.Addr]*session
-	// learnFrom are the configured peers by address, for the conversion
-	// of gobgp's path events (which name the address).
-	learnFrom map[netip.Addr]config.Peer
-	// bounds are the configured peers' Adj-RIB-In upper bounds, by
-	// address (prefixlimit.go).
-	bounds map[netip.Addr]*prefixBound
-}
-
-// session is what gobgp's peer events tell us and ListPeer does not.
-type session struct {
-	// state is the last state gobgp reported.
-	state     model.SessionState
-	since     time.Time
-	lastError string
-	// lastErrorAt is when lastError happened.
-	lastErrorAt time.Time
-	// notif describes the last NOTIFICATION sent or received, at notifAt.
-	notif   string
-	notifAt time.Time
-	// recvAt is when the peer last sent a NOTIFICATION.
-	recvAt time.Time
-	// collidedAt is when ovnbgp closed its own connection to the peer to
-	// resolve a connection collision (collision.go).
-	collidedAt time.Time
-	// actives counts the events that said Active: each one lets one
-	// connection go to gobgp (collision.go).
-	actives uint64
-	// families are those negotiated with the peer, while Established.
-	families map[config.Family]bool
-	// eor are the families whose End-of-RIB marker the peer really sent
-	// in the current session (gobgp's own EndOfRibReceived flag is also
-	// set, without any marker, when ovnbgp restarts and the peer's OPEN
-	// carries the Restart State bit: it means "do not wait", not "the
-	// table is complete", and fail static must not act on it).
-	eor map[config.Family]bool
-	// down is when the session was last seen leave Established, or first
-	// seen without it; zero while Established.
-	down time.Time
-	// gr is the graceful-restart capability of the peer's last OPEN
-	// (model.PeerSync.GR); graceful says the last session ended the way
-	// gobgp keeps the peer's paths stale for, leftAt when it left
-	// Established.
-	gr       *model.PeerGR
-	graceful bool
-	leftAt   time.Time
-	// lastUpdate is when an UPDATE of this session was last taken.
-	lastUpdate time.Time
-	// reenable is pending while the session is held down by maxPrefixes.
-	reenable *task
-	// bfdOn: BFD is on in gobgp for this peer (bfd.go: only while
-	// Established). bfd is its last state read, entered at bfdSince.
-	bfdOn    bool
-	bfd      model.BFDState
-	bfdSince time.Time
-	// bfdDown says why BFD last went down, at bfdDownAt; bfdExpired:
-	// by ovnbgp's own detection (the session is reset), else the peer
-	// signalled it (the session is kept).
-	bfdDown    string
-	bfdDownAt  time.Time
-	bfdExpired bool
+	sess    sessions
+	limit   limitGuard
+	bfd     bfdGuard
+	tasks   tasks
 }
 
 // New starts a gobgp server with the global config, adds global.Peers and
@@ -217,7 +138,7 @@ func New(ctx context.Context, global config.BGP, log *zap.Logger, notify func())
 	gl := log.Named("gobgp")
 	s := &Speaker{}
 	h := gobgpHandler{inner: zapslog.NewHandler(gl.Core(), zapslog.WithName(gl.Name())), core: gl.Core(), floor: lvl,
-		tap: s.onNotification, bfdDown: s.onBFDDown}
+		tap: s.sess.onNotification, bfdDown: s.sess.onBFDDown}
 	srv := server.NewBgpServer(server.LoggerOption(slog.New(h), lvl))
 	// gobgp never listens itself: ovnbgp's listener hands it the
 	// connections (see listener.go).
@@ -234,26 +155,20 @@ func New(ctx context.Context, global config.BGP, log *zap.Logger, notify func())
 		log:        log,
 		notify:     notify,
 		gobgpLevel: lvl,
-		handoff:    handoff,
-		dial:       newDialer(log, handoff, s.dialReady, s.claimDialed, s.onNotification),
-		gate:       connGate{live: map[netip.Addr]handed{}, used: map[netip.Addr]uint64{}},
-		peers:      map[string]config.Peer{},
-		peerErrs:   map[string]string{},
-		adv:        newAdvState(),
-		bmp:        map[netip.AddrPort]bmpStation{},
-		byAddr:     map[netip.Addr]string{},
-		sessions:   map[netip.Addr]*session{},
-		learnFrom:  map[netip.Addr]config.Peer{},
-		journal:    newJournal(),
-		prefixHold: defaultPrefixHold,
-		bounds:     map[netip.Addr]*prefixBound{},
-		limitWake:  make(chan struct{}, 1),
-		limitStop:  make(chan struct{}),
-		armReq:     make(chan armRequest),
-		bfdStop:    make(chan struct{}),
-		bfdWake:    make(chan struct{}, 1),
+		tr: transport{
+			handoff: handoff,
+			dial:    newDialer(log, handoff, s.dialReady, s.claimDialed, s.sess.onNotification),
+			gate:    connGate{live: map[netip.Addr]handed{}, used: map[netip.Addr]uint64{}},
+		},
+		peers:    map[string]config.Peer{},
+		peerErrs: map[string]string{},
+		adv:      newAdvState(),
+		bmp:      map[netip.AddrPort]bmpStation{},
+		journal:  newJournal(),
 	}
-	s.limitCheck.Store(int64(defaultLimitCheck))
+	s.sess.init()
+	s.limit.init()
+	s.bfd.init()
 	// A task: it ends when shutdown's StopBgp returns.
 	s.tasks.goFn(srv.Serve)
 	if err := s.start(ctx); err != nil {
@@ -261,8 +176,8 @@ func New(ctx context.Context, global config.BGP, log *zap.Logger, notify func())
 		s.tasks.wait()
 		return nil, err
 	}
-	s.tasks.goFn(func() { s.limitLoop(s.limitStop) })
-	s.tasks.goFn(func() { s.bfdLoop(s.bfdStop) })
+	s.tasks.goFn(func() { s.limitLoop(s.limit.stop) })
+	s.tasks.goFn(func() { s.bfdLoop(s.bfd.stop) })
 	log.Info("bgp speaker started", zap.Uint32("asn", global.ASN),
 		zap.Stringer("routerID", global.RouterID), zap.Int("listenPort", listenPort(global.ListenPort)))
 	if err := s.SetPeers(ctx, global.Peers); err != nil {
@@ -287,11 +202,11 @@ func (s *Speaker) start(ctx context.Context) error {
 		return fmt.Errorf("start bgp (asn %d, router id %v): %w", s.global.ASN, s.global.RouterID, err)
 	}
 	if port > 0 {
-		ln, err := newListener(s.log, port, s.handoff, s.onNotification, s.acceptedOpen)
+		ln, err := newListener(s.log, port, s.tr.handoff, s.sess.onNotification, s.acceptedOpen)
 		if err != nil {
 			return fmt.Errorf("start bgp: %w", err)
 		}
-		s.ln = ln
+		s.tr.ln = ln
 	}
 	// RFC 8212: nothing a peer sends enters the Loc-RIB, so nothing learned
 	// is ever re-advertised; ovnbgp imports from the Adj-RIB-In itself.
@@ -395,16 +310,13 @@ func (s *Speaker) Stop(ctx context.Context, graceful bool) error {
 func (s *Speaker) shutdown(ctx context.Context, graceful bool) error {
 	s.stopped = true
 	s.tasks.close()
-	if s.limitStop != nil {
-		close(s.limitStop)
+	if s.limit.stop != nil {
+		close(s.limit.stop)
 	}
-	if s.bfdStop != nil {
-		close(s.bfdStop)
+	if s.bfd.stop != nil {
+		close(s.bfd.stop)
 	}
-	s.dial.close()
-	if s.ln != nil {
-		s.ln.close()
-	}
+	s.tr.close()
 	// Before StopBgp, which makes DeleteBmp fail: each station gets a
 	// Termination (and no Peer Down for the sessions that end).
 	s.stopBMP(ctx)
@@ -423,14 +335,10 @@ func (s *Speaker) shutdown(ctx context.Context, graceful bool) error {
 	// No event callback starts now; Stop waits for those under way.
 	s.tasks.closeCalls()
 	// tasks.close cancelled the hold bound and the re-enables.
-	s.holdMu.Lock()
-	s.holdTimer = nil
-	s.holdMu.Unlock()
-	s.st.Lock()
-	for _, ss := range s.sessions {
-		ss.reenable = nil
-	}
-	s.st.Unlock()
+	s.tr.holdMu.Lock()
+	s.tr.holdTimer = nil
+	s.tr.holdMu.Unlock()
+	s.sess.dropReenables()
 	return err
 }
 
@@ -455,12 +363,12 @@ func (s *Speaker) onPeerEvent(ev *apiutil.WatchEventMessage_PeerEvent, ts time.T
 	}
 	tripped := ev.Peer.State.AdminState == api.PeerState_ADMIN_STATE_PFX_CT && state != model.StateEstablished
 
-	s.st.Lock()
-	name := s.byAddr[addr]
-	ss := s.sessions[addr]
+	s.sess.mu.Lock()
+	name := s.sess.byAddr[addr]
+	ss := s.sess.all[addr]
 	if ss == nil {
 		ss = &session{}
-		s.sessions[addr] = ss
+		s.sess.all[addr] = ss
 	}
 	if closedInCollision(ss) {
 		reason = "" // ovnbgp's own doing, not an error
@@ -492,11 +400,11 @@ func (s *Speaker) onPeerEvent(ev *apiutil.WatchEventMessage_PeerEvent, ts time.T
 	}
 	switch {
 	case state == model.StateEstablished:
-		if b := s.bounds[addr]; b != nil && !wasUp {
+		if b := s.sess.bounds[addr]; b != nil && !wasUp {
 			// A new session: read its exact counts (stale paths of
 			// graceful restart included).
 			b.reread.Store(true)
-			defer s.wakeLimits()
+			defer s.limit.wake()
 		}
 		ss.down = time.Time{}
 		ss.families = negotiated(ev.Peer.State.RemoteCap)
@@ -521,15 +429,15 @@ func (s *Speaker) onPeerEvent(ev *apiutil.WatchEventMessage_PeerEvent, ts time.T
 		// the peer administratively down; bring it back after a hold,
 		// so that a flood costs the peer a minute, not the session for
 		// good.
-		reason = fmt.Sprintf("the peer sent more prefixes than maxPrefixes allows: session reset (Cease); ovnbgp re-enables it in %s", s.prefixHold)
+		reason = fmt.Sprintf("the peer sent more prefixes than maxPrefixes allows: session reset (Cease); ovnbgp re-enables it in %s", s.limit.hold)
 		ss.lastError = reason
 		ss.lastErrorAt = ts
-		ss.reenable = s.tasks.after(s.prefixHold, func() { s.reenablePeer(addr) })
+		ss.reenable = s.tasks.after(s.limit.hold, func() { s.reenablePeer(addr) })
 	}
 	since := ss.since
 	bfdOn := ss.bfdOn
 	fresh := state == model.StateEstablished && !wasUp && ss.gr == nil
-	s.st.Unlock()
+	s.sess.mu.Unlock()
 	if state == model.StateEstablished && !wasUp && name != "" {
 		s.sessionUp(name, addr, ts, since)
 		s.tasks.goFn(func() { s.switchBFD(addr, since, true) })
@@ -570,16 +478,7 @@ func (s *Speaker) onEndOfRIB(p *apiutil.Path) {
 		if p.Family == bgppkt.RF_IPv6_UC {
 			f = config.IPv6
 		}
-		s.st.Lock()
-		stale := true
-		if ss := s.sessions[p.PeerAddress]; ss != nil && ss.state == model.StateEstablished {
-			if ss.eor == nil {
-				ss.eor = map[config.Family]bool{}
-			}
-			ss.eor[f] = true
-			stale = ss.gr != nil
-		}
-		s.st.Unlock()
+		stale := s.sess.endOfRIB(p.PeerAddress, f)
 		// gobgp drops the peer's stale paths right after this event,
 		// without path events, in the same critical section: a walk
 		// started after the event reads the table after the drop. A
@@ -591,78 +490,22 @@ func (s *Speaker) onEndOfRIB(p *apiutil.Path) {
 	s.notify()
 }
 
-// onNotification records a NOTIFICATION gobgp sent to or received from
-// the peer at addr (from gobgp's log records, see gobgpHandler).
-func (s *Speaker) onNotification(addr string, sent bool, code, subcode uint8, communication string) {
-	if sent && code == 6 && subcode == 3 {
-		// Cease/Peer De-configured is ovnbgp's own doing: SetPeers
-		// deletes a changed peer and re-adds it at once, and gobgp
-		// logs the NOTIFICATION asynchronously, possibly after the new
-		// session exists, which would start with it as lastError.
-		return
-	}
-	a, err := netip.ParseAddr(addr)
-	if err != nil {
-		return
-	}
-	a = a.Unmap()
-	now := time.Now()
-	text := notificationText(sent, code, subcode, communication)
-	s.st.Lock()
-	defer s.st.Unlock()
-	if s.sessions == nil {
-		return
-	}
-	ss := s.sessions[a]
-	if ss == nil {
-		return
-	}
-	if answersReceived(ss, sent, code) {
-		return
-	}
-	if !sent {
-		ss.recvAt = now
-	}
-	if sent && communication == bfdCommunication && ss.bfdExpired && !ss.bfdDownAt.IsZero() && !ss.bfdDownAt.Before(ss.since) {
-		text = ss.bfdDown // onBFDDown said why, with more than the Cease
-	}
-	ss.notif, ss.notifAt = text, now
-	ss.lastError, ss.lastErrorAt = text, now
-}
-
-// answersReceived reports whether a NOTIFICATION gobgp sent is its answer
-// to one the peer sent in this same OPEN exchange: gobgp answers one
-// received in OpenSent with 5/1 (Finite State Machine Error), and the
-// peer's says why, so it stays lastError. The caller holds st.
-func answersReceived(ss *session, sent bool, code uint8) bool {
-	return sent && code == 5 && !ss.recvAt.IsZero() && !ss.recvAt.Before(ss.since)
-}
-
 // dialReady reports whether gobgp's state machine for the peer at addr
 // waits for a connection (Active, as last reported) and no connection
 // from the peer waits for it (see collision.go): only then does the
 // dialer dial it.
 func (s *Speaker) dialReady(addr netip.Addr) bool {
-	s.gate.mu.Lock()
+	s.tr.gate.mu.Lock()
 	active := s.takesOne(addr)
-	s.gate.mu.Unlock()
-	return active && (s.ln == nil || !s.ln.deferring(addr))
+	s.tr.gate.mu.Unlock()
+	return active && !s.tr.deferring(addr)
 }
 
 // connStateChanged wakes the dialer and the listener's waiting
 // connections: gobgp's state for the peer at addr changed.
 func (s *Speaker) connStateChanged(addr netip.Addr) {
-	s.st.Lock()
-	if ss := s.sessions[addr]; ss != nil && ss.state == model.StateActive {
-		ss.actives++
-	}
-	s.st.Unlock()
-	if s.dial != nil { // nil only in a speaker a unit test builds by hand
-		s.dial.stateChanged(addr)
-	}
-	if s.ln != nil {
-		s.ln.stateChanged()
-	}
+	s.sess.countActive(addr)
+	s.tr.wake(addr)
 }
 
 // grCapability is the graceful-restart capability among remote (the
@@ -714,32 +557,6 @@ func negotiated(remote []bgppkt.ParameterCapabilityInterface) map[config.Family]
 		out[config.IPv4] = true
 	}
 	return out
-}
-
-// defaultPrefixHold is how long maxPrefixes keeps a session down.
-const defaultPrefixHold = time.Minute
-
-// reenablePeer brings back a session that maxPrefixes took down.
-func (s *Speaker) reenablePeer(addr netip.Addr) {
-	s.st.Lock()
-	if ss := s.sessions[addr]; ss != nil {
-		ss.reenable = nil
-	}
-	name := s.byAddr[addr]
-	s.st.Unlock()
-
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.stopped {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := s.bgp.EnablePeer(ctx, &api.EnablePeerRequest{Address: addr.String()}); err != nil {
-		s.log.Warn("re-enabling a peer after its prefix limit failed", zap.String("peer", name), zap.Error(err))
-		return
-	}
-	s.log.Info("peer re-enabled after its prefix limit", zap.String("peer", name), zap.Stringer("address", addr))
 }
 
 // listenPort maps the config's port to gobgp's: -1 never listens, 0 is

@@ -160,15 +160,15 @@ func TestOwnDeconfigureNotificationIgnored(t *testing.T) {
 	p := l.peerOf("tor", 3, freePort(t), provASN) // nothing listens there
 	s := l.node(false, p)
 	eventually(t, 10*time.Second, "the session is tracked", func() (bool, string) {
-		s.st.Lock()
-		defer s.st.Unlock()
-		return s.sessions[p.Address] != nil, "no session"
+		s.sess.mu.Lock()
+		defer s.sess.mu.Unlock()
+		return s.sess.all[p.Address] != nil, "no session"
 	})
-	s.onNotification(p.Address.String(), true, 6, 3, "")
+	s.sess.onNotification(p.Address.String(), true, 6, 3, "")
 	if st := peerState(t, s, "tor"); strings.Contains(st.LastError, "6/3") {
 		t.Errorf("lastError = %q: our own Peer De-configured landed on the new session", st.LastError)
 	}
-	s.onNotification(p.Address.String(), false, 6, 3, "")
+	s.sess.onNotification(p.Address.String(), false, 6, 3, "")
 	if st := peerState(t, s, "tor"); !strings.Contains(st.LastError, "received NOTIFICATION 6/3 Cease / Peer De-configured") {
 		t.Errorf("lastError = %q, want the peer's Cease named", st.LastError)
 	}

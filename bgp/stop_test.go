@@ -190,7 +190,7 @@ func TestStopLeavesNoGoroutine(t *testing.T) {
 
 	silent := dialFrom(t, l.addr(4), port)
 	eventually(t, 10*time.Second, "the listener holds the silent connection", func() (bool, string) {
-		n := numWaiting(node.ln, l.addr(4))
+		n := numWaiting(node.tr.ln, l.addr(4))
 		return n == 1, fmt.Sprintf("%d waiting", n)
 	})
 	eventually(t, 10*time.Second, "the dialer retries", func() (bool, string) {
