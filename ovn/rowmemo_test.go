@@ -276,6 +276,7 @@ func TestReadRowsByRowRandom(t *testing.T) {
 	vips := []string{"172.30.0.1", "172.30.0.2", "172.30.0.3", "[fd00:30::1]"}
 	present := map[int]bool{}
 	prevRows := settled(0)
+	bm := &buildMemo{}
 	for i := range 20 {
 		present[i] = true
 	}
@@ -339,6 +340,12 @@ func TestReadRowsByRowRandom(t *testing.T) {
 		slices.Sort(ps)
 		if !reflect.DeepEqual(got.vips.list, vs) || !slices.Equal(slices.Clip(got.vips.problems), ps) {
 			t.Fatalf("step %d: VIPs kept by row\n%+v\nbuilt\n%+v", step, got.vips.list, vs)
+		}
+		// The snapshot built from them with a memo kept across steps
+		// (the load balancers' protected addresses reused while no VIP
+		// key changed) is the one built from scratch.
+		if g, w := buildNBMemo(got, "node1", bm), buildNB(want, "node1"); !reflect.DeepEqual(g, w) {
+			t.Fatalf("step %d: snapshot with the memo\n%+v\nfrom scratch\n%+v", step, g, w)
 		}
 		if moved := got.gen != prevRows.gen; moved != !reflect.DeepEqual(got.LoadBalancers, prevRows.LoadBalancers) {
 			t.Fatalf("step %d: generation %d -> %d with the rows changed: %v", step, prevRows.gen, got.gen, moved)
