@@ -328,13 +328,24 @@ func TestReadRowsByRowRandom(t *testing.T) {
 		if err != nil {
 			t.Fatalf("step %d: %v", step, err)
 		}
-		got := settled(v)
-		want, err := readRows(ctx, cli, nil) // a full read, no memo
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !reflect.DeepEqual(got.LoadBalancers, want.LoadBalancers) {
-			t.Fatalf("step %d: rows read by row\n%+v\nfull read\n%+v", step, got.LoadBalancers, want.LoadBalancers)
+		// The events of one transaction's rows come one by one, each
+		// after its row is in the cache: a read may come between two.
+		// Every event is read in the end: the rows read by row become
+		// what a full read of the cache gives (no memo), or the test
+		// fails.
+		var got, want nbRows
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			got = settled(v)
+			if want, err = readRows(ctx, cli, nil); err != nil {
+				t.Fatal(err)
+			}
+			if reflect.DeepEqual(got.LoadBalancers, want.LoadBalancers) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("step %d: rows read by row\n%+v\nfull read\n%+v", step, got.LoadBalancers, want.LoadBalancers)
+			}
+			time.Sleep(5 * time.Millisecond)
 		}
 		vs, ps := buildServiceVIPs(want.LoadBalancers)
 		slices.Sort(ps)
