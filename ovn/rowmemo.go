@@ -1,6 +1,7 @@
 package ovn
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"net/netip"
@@ -310,7 +311,7 @@ func (m *rowMemo) changesSince(since, gen uint64) (ch genChange, ok bool) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	i, _ := slices.BinarySearchFunc(m.log, since+1, func(c genChange, g uint64) int { return int64Cmp(c.gen, g) })
+	i, _ := slices.BinarySearchFunc(m.log, since+1, func(c genChange, g uint64) int { return cmp.Compare(c.gen, g) })
 	if i == len(m.log) || m.log[i].gen != since+1 {
 		return ch, false
 	}
@@ -327,16 +328,6 @@ func (m *rowMemo) changesSince(since, gen uint64) (ch genChange, ok bool) {
 	slices.SortFunc(ch.vips, netip.Addr.Compare)
 	ch.vips = slices.Compact(ch.vips)
 	return ch, true
-}
-
-func int64Cmp(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // lbResult is what readLoadBalancers found changed.
