@@ -193,7 +193,8 @@ func Dial(ctx context.Context, cfg config.OVN, log *zap.Logger, notify func()) (
 // Connected or Status to tell whether the data is live.
 //
 // Rows of unexpected shape are skipped; each distinct problem is logged once
-// when it appears and is listed in Status().Problems.
+// when it appears and is listed in Status().Problems. SnapshotDelta is the
+// same snapshot with what changed since the caller's previous one.
 func (c *Client) Snapshot(node string) (snap model.Snapshot, ok bool) {
 	c.mu.Lock()
 	rows, synced := c.rows, c.synced

@@ -8,7 +8,11 @@
 // protected prefixes and owned static routes from the cached rows; once NB
 // was synced, it keeps returning the last good view while NB is away (fail
 // static). A row of unexpected shape is skipped, listed in Status and never
-// breaks the rest. ApplyRoutes is the only write: static routes carrying
+// breaks the rest. SnapshotDelta also says what changed since the caller's
+// previous snapshot (model.SnapshotDelta): the cache events name their
+// rows, readRows reads again only the load-balancer rows they named, and
+// the Service VIPs are kept row by row (vipIndex), so one Service's change
+// costs O(changed rows × log n) plus a copy of the VIP list, not a rebuild. ApplyRoutes is the only write: static routes carrying
 // ovnbgp.io/owner=<node> on this node's gateway routers, and nothing else
 // (docs/architecture.md, "Ownership markers").
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/netip"
 	"path/filepath"
@@ -276,6 +277,7 @@ func TestReadRowsByRowRandom(t *testing.T) {
 	vips := []string{"172.30.0.1", "172.30.0.2", "172.30.0.3", "[fd00:30::1]"}
 	present := map[int]bool{}
 	prevRows := settled(0)
+	bm := &buildMemo{}
 	for i := range 20 {
 		present[i] = true
 	}
@@ -327,18 +329,35 @@ func TestReadRowsByRowRandom(t *testing.T) {
 		if err != nil {
 			t.Fatalf("step %d: %v", step, err)
 		}
-		got := settled(v)
-		want, err := readRows(ctx, cli, nil) // a full read, no memo
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !reflect.DeepEqual(got.LoadBalancers, want.LoadBalancers) {
-			t.Fatalf("step %d: rows read by row\n%+v\nfull read\n%+v", step, got.LoadBalancers, want.LoadBalancers)
+		// The events of one transaction's rows come one by one, each
+		// after its row is in the cache: a read may come between two.
+		// Every event is read in the end: the rows read by row become
+		// what a full read of the cache gives (no memo), or the test
+		// fails.
+		var got, want nbRows
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			got = settled(v)
+			if want, err = readRows(ctx, cli, nil); err != nil {
+				t.Fatal(err)
+			}
+			if reflect.DeepEqual(got.LoadBalancers, want.LoadBalancers) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("step %d: rows read by row\n%+v\nfull read\n%+v", step, got.LoadBalancers, want.LoadBalancers)
+			}
+			time.Sleep(5 * time.Millisecond)
 		}
 		vs, ps := buildServiceVIPs(want.LoadBalancers)
 		slices.Sort(ps)
 		if !reflect.DeepEqual(got.vips.list, vs) || !slices.Equal(slices.Clip(got.vips.problems), ps) {
 			t.Fatalf("step %d: VIPs kept by row\n%+v\nbuilt\n%+v", step, got.vips.list, vs)
+		}
+		// The snapshot built from them with a memo kept across steps
+		// (the load balancers' protected addresses reused while no VIP
+		// key changed) is the one built from scratch.
+		if g, w := buildNBMemo(got, "node1", bm), buildNB(want, "node1"); !reflect.DeepEqual(g, w) {
+			t.Fatalf("step %d: snapshot with the memo\n%+v\nfrom scratch\n%+v", step, g, w)
 		}
 		if moved := got.gen != prevRows.gen; moved != !reflect.DeepEqual(got.LoadBalancers, prevRows.LoadBalancers) {
 			t.Fatalf("step %d: generation %d -> %d with the rows changed: %v", step, prevRows.gen, got.gen, moved)
@@ -362,5 +381,93 @@ func waitSession(t *testing.T, c *Client) client.Client {
 			t.Fatal("never synced")
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestDroppedEventResync: a Load_Balancer event lost (libovsdb drops
+// events when its buffer is full) leaves the rows as they were until the
+// resync reads the table whole; that read finds the changed row by
+// comparing with the last read, so the generation moves and the change
+// log names exactly the VIP that changed.
+func TestDroppedEventResync(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	log := zap.NewNop()
+	srv, err := labnb.NewMemoryServer(log, filepath.Join(t.TempDir(), "nb.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	if err := labnb.Transact(ctx, srv.Endpoint(), scaleLBOps(3, 2), log); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Dial(ctx, config.OVN{Northbound: srv.Endpoint()}, log, func() {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cli := waitSession(t, c)
+	// The session reads nothing meanwhile.
+	c.mu.Lock()
+	c.writing++
+	c.mu.Unlock()
+	before, err := readRows(ctx, cli, c.memo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.memo.mu.Lock()
+	v := c.memo.version[nbdb.LoadBalancerTable]
+	c.memo.mu.Unlock()
+	name := "Service_ns1/svc1_TCP_cluster" // VIP 172.30.0.1
+	if err := labnb.Transact(ctx, srv.Endpoint(), []byte(`[{"op":"update","table":"Load_Balancer","where":[["name","==","`+name+`"]],
+	  "row":{"vips":["map",[["172.30.0.1:80","10.128.0.99:8080"]]]}}]`), log); err != nil {
+		t.Fatal(err)
+	}
+	// Wait for the event, then lose it.
+	eventuallyTrue(t, func() bool {
+		c.memo.mu.Lock()
+		defer c.memo.mu.Unlock()
+		return c.memo.version[nbdb.LoadBalancerTable] > v
+	})
+	c.memo.mu.Lock()
+	clear(c.memo.dirty[nbdb.LoadBalancerTable])
+	c.memo.lastVer = maps.Clone(c.memo.version)
+	c.memo.mu.Unlock()
+
+	stale, err := readRows(ctx, cli, c.memo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stale.gen != before.gen || !reflect.DeepEqual(stale.LoadBalancers, before.LoadBalancers) {
+		t.Fatalf("without the event the rows changed: generation %d -> %d", before.gen, stale.gen)
+	}
+	c.memo.touchAll()
+	after, err := readRows(ctx, cli, c.memo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, ok := c.memo.changesSince(before.gen, after.gen)
+	if !ok || after.gen == before.gen || !slices.Equal(ch.vips, []netip.Addr{netip.MustParseAddr("172.30.0.1")}) || ch.tables != tLoadBalancers|tLBProtected {
+		t.Fatalf("resync: generation %d -> %d, change %+v (%v); want a new generation, VIP 172.30.0.1, the load balancers' VIP keys", before.gen, after.gen, ch, ok)
+	}
+	want, err := readRows(ctx, cli, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(after.LoadBalancers, want.LoadBalancers) || !reflect.DeepEqual(after.vips.list, want.vips.list) {
+		t.Fatalf("resync rows\n%+v\nfull read\n%+v", after.LoadBalancers, want.LoadBalancers)
+	}
+	c.mu.Lock()
+	c.writing--
+	c.mu.Unlock()
+}
+
+func eventuallyTrue(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatal("never")
+		}
+		time.Sleep(2 * time.Millisecond)
 	}
 }

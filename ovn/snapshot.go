@@ -203,9 +203,15 @@ func buildNBMemo(in nbRows, node string, memo *buildMemo) buildResult {
 	}
 
 	// The node addresses, for advertisable: no pod subnet may hold one.
-	addrs, nodeAddrs, addrProblems := protectedFrom(in, memo)
-	slices.SortFunc(nodeAddrs, netip.Addr.Compare)
-	nodeAddrs = slices.Compact(nodeAddrs)
+	// The protected prefixes of the last build, if built from the same
+	// rows: after one Service's backends changed, none of them differ.
+	prot := memo.protected(in, node)
+	addrs, nodeAddrs, addrProblems := prot.addrs, prot.nodeAddrs, prot.problems
+	if !prot.ok {
+		addrs, nodeAddrs, addrProblems = protectedFrom(in, memo)
+		slices.SortFunc(nodeAddrs, netip.Addr.Compare)
+		nodeAddrs = slices.Compact(nodeAddrs)
+	}
 
 	ports := make(map[string]routerPortRow, len(in.Ports))
 	for _, p := range in.Ports {
@@ -316,7 +322,13 @@ func buildNBMemo(in nbRows, node string, memo *buildMemo) buildResult {
 	snap.NodeAddresses = nodeAddrs
 	// addrs is sorted, each address once: merged, not sorted again (the
 	// first of equal prefixes kept, as sortProtected of the three would).
-	snap.Protected = mergeProtected(sortProtected(slices.Concat(guarded, imp.Protected)), addrs)
+	if prot.ok {
+		snap.Protected = prot.final
+	} else {
+		snap.Protected = mergeProtected(sortProtected(slices.Concat(guarded, imp.Protected)), addrs)
+		prot.addrs, prot.nodeAddrs, prot.problems, prot.final = addrs, nodeAddrs, addrProblems, snap.Protected
+		memo.setProtected(prot)
+	}
 	problems = append(problems, imp.Problems...)
 	problems = append(problems, addrProblems...)
 	if node != "" {
@@ -624,11 +636,62 @@ type buildMemo struct {
 	lbProt              protectedPart
 	natProtRows         []natRow
 	natProt             protectedPart
+	prot                *protBuild // the last build's protected prefixes
 }
 
 // lbProtected is lbProtected(lbs), the last build's when lbs are the same
 // rows or, ver not 0 (lbVIPs.protVer), rows of the same protected
 // addresses (a Service's backends changed, not its VIP keys).
+// protBuild is the protected prefixes of one build (buildNBMemo), by the
+// rows they were built from: the load-balancer and NAT parts
+// (lbProtected, natProtected), the switches, router ports, routes and
+// routers (compared as slices: readRows shares a table's rows until they
+// change), and the node. Read-only.
+type protBuild struct {
+	ok        bool // built from the same rows: use as is
+	lb, nat   []model.ProtectedPrefix
+	in        nbRows
+	node      string
+	addrs     []model.ProtectedPrefix // protectedFrom's
+	nodeAddrs []netip.Addr
+	problems  []string
+	final     []model.ProtectedPrefix // the snapshot's
+}
+
+// protected returns the last build's protected prefixes if in and node are
+// what they were built from (ok), else the key to record the new ones
+// under (setProtected).
+func (m *buildMemo) protected(in nbRows, node string) protBuild {
+	if m == nil {
+		return protBuild{}
+	}
+	var ver uint64
+	if in.vips != nil {
+		ver = in.vips.protVer
+	}
+	lb, nat := m.lbProtected(in.LoadBalancers, ver), m.natProtected(in.NATs)
+	key := protBuild{lb: lb.prot, nat: nat.prot, in: nbRows{Switches: in.Switches, Ports: in.Ports, Routes: in.Routes, Routers: in.Routers}, node: node}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if p := m.prot; p != nil && p.node == node && sameRows(p.lb, key.lb) && sameRows(p.nat, key.nat) &&
+		sameRows(p.in.Switches, in.Switches) && sameRows(p.in.Ports, in.Ports) && sameRows(p.in.Routes, in.Routes) &&
+		sameRows(p.in.Routers, in.Routers) {
+		return *p
+	}
+	return key
+}
+
+// setProtected records a build's protected prefixes.
+func (m *buildMemo) setProtected(p protBuild) {
+	if m == nil {
+		return
+	}
+	p.ok = true
+	m.mu.Lock()
+	m.prot = &p
+	m.mu.Unlock()
+}
+
 func (m *buildMemo) lbProtected(lbs []*lbRow, ver uint64) protectedPart {
 	if m == nil {
 		return lbProtected(lbs)
