@@ -185,11 +185,14 @@ func buildProtectedAddresses(in nbRows) (prot []model.ProtectedPrefix, nodeAddrs
 // address once with its first reason in the order above: each part is
 // sorted on its own, then the parts are merged, the first part winning.
 func protectedFrom(in nbRows, memo *buildMemo) (prot []model.ProtectedPrefix, nodeAddrs []netip.Addr, problems []string) {
-	var ver uint64
+	var lb protectedPart
 	if in.vips != nil {
-		ver = in.vips.protVer
+		// Kept row by row as readRows read them (vipIndex).
+		lb = protectedPart{prot: in.vips.prot, problems: in.vips.protProblems}
+	} else {
+		lb = memo.lbProtected(in.LoadBalancers, 0)
 	}
-	lb, nat := memo.lbProtected(in.LoadBalancers, ver), memo.natProtected(in.NATs)
+	nat := memo.natProtected(in.NATs)
 	ports, nodeAddrs := portProtected(in.Ports)
 	ic := icProtected(in.Routes)
 	prot = mergeProtected(lb.prot, nat.prot, ports.prot, ic.prot)

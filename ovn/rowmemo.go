@@ -113,6 +113,10 @@ type lbVIPs struct {
 	// protVer names the protected addresses of the load balancers: rows
 	// of the same protVer give the same lbProtected.
 	protVer uint64
+	// prot and protProblems are lbProtected of the rows, kept row by row
+	// (vipIndex): a new VIP costs an edit, not a sort of every VIP.
+	prot         []model.ProtectedPrefix
+	protProblems []string
 }
 
 func newRowMemo() *rowMemo {
@@ -491,7 +495,8 @@ func readLoadBalancers(out *nbRows, s *readState) (lbResult, error) {
 	if res.prot {
 		m.protVer++
 	}
-	out.vips = &lbVIPs{list: m.vips.list, problems: m.vips.probList, protVer: m.protVer}
+	out.vips = &lbVIPs{list: m.vips.list, problems: m.vips.probList, protVer: m.protVer,
+		prot: m.vips.prot, protProblems: m.vips.protProbList}
 	if reset || len(changes) > 64 {
 		out.LoadBalancers = slices.SortedFunc(maps.Values(m.vips.rows), compareLB)
 		return res, nil

@@ -45,11 +45,23 @@ type vipIndex struct {
 	problems map[string][]string // UUID -> the row's problems, rows with any
 	list     []model.ServiceVIP  // sorted by compareVIPKey
 	probList []string            // sorted
+
+	// The protected addresses of the rows, as lbProtected gives them
+	// over all the rows: by address, the rows holding it (by compareLB:
+	// the first one's reason is kept), each row's addresses and problems,
+	// and the list, sorted by prefix.
+	protRows     map[netip.Addr][]*lbRow
+	protKeys     map[string][]netip.Addr
+	protProblems map[string][]string
+	prot         []model.ProtectedPrefix
+	protProbList []string // sorted
 }
 
 func newVIPIndex() *vipIndex {
 	return &vipIndex{rows: map[string]*lbRow{}, rowKeys: map[string][]vipKey{},
-		keys: map[vipKey][]*lbRow{}, problems: map[string][]string{}, list: []model.ServiceVIP{}}
+		keys: map[vipKey][]*lbRow{}, problems: map[string][]string{}, list: []model.ServiceVIP{},
+		protRows: map[netip.Addr][]*lbRow{}, protKeys: map[string][]netip.Addr{}, protProblems: map[string][]string{},
+		prot: []model.ProtectedPrefix{}}
 }
 
 // compareLB is readRows' order of load-balancer rows.
@@ -140,11 +152,109 @@ func sameVIP(a, b model.ServiceVIP) bool {
 	return a.Source == b.Source && slices.Equal(a.Backends, b.Backends)
 }
 
+// protContrib is what one row gives lbProtected: its addresses (each
+// once, unmapped) and its problems (the same texts).
+func protContrib(lb *lbRow) (addrs []netip.Addr, problems []string) {
+	for _, vip := range lb.parsed().VIPs {
+		if vip.Template {
+			continue
+		}
+		if !vip.Addr.IsValid() {
+			problems = append(problems, fmt.Sprintf("%s %s vips key %q: not IP:PORT, [IPv6]:PORT or an address; not protected nor advertised",
+				tableLoadBalancer, lb.Name, vip.Key))
+			continue
+		}
+		if a := vip.Addr.Unmap(); !slices.Contains(addrs, a) {
+			addrs = append(addrs, a)
+		}
+	}
+	return addrs, problems
+}
+
+// applyProtected is apply's part for the protected addresses: O(changed
+// rows × log n) and one copy of the list.
+func (x *vipIndex) applyProtected(rows map[string]*lbRow) {
+	affected := map[netip.Addr]struct{}{}
+	probs := false
+	for uuid, lb := range rows {
+		if old := x.rows[uuid]; old != nil {
+			for _, a := range x.protKeys[uuid] {
+				affected[a] = struct{}{}
+				list := x.protRows[a]
+				if i := slices.Index(list, old); i >= 0 {
+					list = slices.Delete(list, i, i+1)
+				}
+				if len(list) == 0 {
+					delete(x.protRows, a)
+				} else {
+					x.protRows[a] = list
+				}
+			}
+			if _, had := x.protProblems[uuid]; had {
+				delete(x.protProblems, uuid)
+				probs = true
+			}
+			delete(x.protKeys, uuid)
+		}
+		if lb == nil {
+			continue
+		}
+		addrs, problems := protContrib(lb)
+		for _, a := range addrs {
+			affected[a] = struct{}{}
+			list := x.protRows[a]
+			i, _ := slices.BinarySearchFunc(list, lb, compareLB)
+			x.protRows[a] = slices.Insert(list, i, lb)
+		}
+		if len(addrs) > 0 {
+			x.protKeys[uuid] = addrs
+		}
+		if len(problems) > 0 {
+			x.protProblems[uuid] = problems
+			probs = true
+		}
+	}
+	if probs {
+		var all []string
+		for _, p := range x.protProblems {
+			all = append(all, p...)
+		}
+		slices.Sort(all)
+		x.protProbList = all
+	}
+	if len(affected) == 0 {
+		return
+	}
+	edits := make([]netip.Prefix, 0, len(affected))
+	for a := range affected {
+		edits = append(edits, netip.PrefixFrom(a, a.BitLen()))
+	}
+	slices.SortFunc(edits, model.ComparePrefix)
+	old := x.prot
+	out := make([]model.ProtectedPrefix, 0, len(old)+len(edits))
+	at := 0
+	for _, p := range edits {
+		i, found := slices.BinarySearchFunc(old[at:], p, func(e model.ProtectedPrefix, p netip.Prefix) int { return model.ComparePrefix(e.Prefix, p) })
+		i += at
+		out = append(out, old[at:i]...)
+		at = i
+		if found {
+			at++
+		}
+		if list := x.protRows[p.Addr()]; len(list) > 0 {
+			out = append(out, hostProtected(p.Addr(), list[0].protectWhy()))
+		}
+	}
+	out = append(out, old[at:]...)
+	x.prot = slices.Clip(out)
+}
+
 // apply makes the index hold rows: each UUID's row is replaced by the one
 // given, nil removing it (gone, or not a Service load balancer). It
 // returns the addresses whose entries were added, changed or removed,
 // sorted and unique.
 func (x *vipIndex) apply(rows map[string]*lbRow) (changed []netip.Addr) {
+	x.applyProtected(rows) // before the rows below are replaced
 	affected := map[vipKey]struct{}{}
 	probs := false
 	for uuid, lb := range rows {

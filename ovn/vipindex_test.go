@@ -100,6 +100,15 @@ func vipIndexRandom(t *testing.T, seed uint64) {
 		if got := slices.Clip(x.probList); !slices.Equal(got, problems) {
 			t.Fatalf("step %d: problems\n%q\nwant\n%q", step, got, problems)
 		}
+		lbs := slices.SortedFunc(maps.Values(rows), compareLB)
+		wantProt := lbProtected(lbs)
+		slices.Sort(wantProt.problems)
+		if !reflect.DeepEqual(x.prot, append([]model.ProtectedPrefix{}, wantProt.prot...)) {
+			t.Fatalf("step %d: protected\n%+v\nlbProtected\n%+v", step, x.prot, wantProt.prot)
+		}
+		if !slices.Equal(x.protProbList, wantProt.problems) {
+			t.Fatalf("step %d: protected problems\n%q\nwant\n%q", step, x.protProbList, wantProt.problems)
+		}
 		if want := differing(before, after); !slices.Equal(changed, want) {
 			t.Fatalf("step %d: changed %v, want %v", step, changed, want)
 		}
