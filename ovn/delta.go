@@ -79,24 +79,36 @@ func (c *Client) delta(base *deltaBase, node string, since uint64, snap model.Sn
 // entries the delta names, whose protected entry comes and goes with them.
 func sameContext(a, b model.Snapshot, own []netip.Addr) bool {
 	return a.Node == b.Node && slices.Equal(a.NodeAddresses, b.NodeAddresses) &&
-		slices.Equal(protectedBut(a.Protected, own), protectedBut(b.Protected, own)) &&
+		sameProtectedBut(a.Protected, b.Protected, own) &&
 		reflect.DeepEqual(a.Networks, b.Networks) && reflect.DeepEqual(a.Routers, b.Routers)
 }
 
-// protectedBut is ps without the host prefixes of own (sorted); ps itself
-// when none is left out.
-func protectedBut(ps []model.ProtectedPrefix, own []netip.Addr) []model.ProtectedPrefix {
-	if len(own) == 0 {
-		return ps
-	}
+// sameProtectedBut says whether a and b are equal once the host prefixes
+// of own (sorted) are left out of both; one walk, no copy.
+func sameProtectedBut(a, b []model.ProtectedPrefix, own []netip.Addr) bool {
 	ownHost := func(p netip.Prefix) bool {
+		if len(own) == 0 || !p.IsSingleIP() {
+			return false
+		}
 		_, found := slices.BinarySearchFunc(own, p.Addr(), netip.Addr.Compare)
-		return p.IsSingleIP() && found
+		return found
 	}
-	if !slices.ContainsFunc(ps, func(p model.ProtectedPrefix) bool { return ownHost(p.Prefix) }) {
-		return ps
+	i, j := 0, 0
+	for {
+		for i < len(a) && ownHost(a[i].Prefix) {
+			i++
+		}
+		for j < len(b) && ownHost(b[j].Prefix) {
+			j++
+		}
+		if i == len(a) || j == len(b) {
+			return i == len(a) && j == len(b)
+		}
+		if a[i] != b[j] {
+			return false
+		}
+		i, j = i+1, j+1
 	}
-	return slices.DeleteFunc(slices.Clone(ps), func(p model.ProtectedPrefix) bool { return ownHost(p.Prefix) })
 }
 
 // egressIPsDiffer is the addresses whose egress IP entries differ between

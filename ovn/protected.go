@@ -185,20 +185,23 @@ func buildProtectedAddresses(in nbRows) (prot []model.ProtectedPrefix, nodeAddrs
 // address once with its first reason in the order above: each part is
 // sorted on its own, then the parts are merged, the first part winning.
 func protectedFrom(in nbRows, memo *buildMemo) (prot []model.ProtectedPrefix, nodeAddrs []netip.Addr, problems []string) {
-	var lb protectedPart
-	if in.vips != nil {
-		// Kept row by row as readRows read them (vipIndex).
-		lb = protectedPart{prot: in.vips.prot, problems: in.vips.protProblems}
-	} else {
-		lb = memo.lbProtected(in.LoadBalancers, 0)
-	}
-	nat := memo.natProtected(in.NATs)
+	lb, nat := lbPart(in, memo), memo.natProtected(in.NATs)
 	ports, nodeAddrs := portProtected(in.Ports)
 	ic := icProtected(in.Routes)
 	prot = mergeProtected(lb.prot, nat.prot, ports.prot, ic.prot)
 	problems = slices.Concat(lb.problems, nat.problems, ports.problems)
 	slices.Sort(problems)
 	return prot, nodeAddrs, problems
+}
+
+// lbPart is the load balancers' protected addresses of in: kept row by
+// row when readRows read them (vipIndex: a new VIP is an edit, not a sort
+// of every VIP), else lbProtected's (memo's last when the same rows).
+func lbPart(in nbRows, memo *buildMemo) protectedPart {
+	if in.vips != nil {
+		return protectedPart{prot: in.vips.prot, problems: in.vips.protProblems}
+	}
+	return memo.lbProtected(in.LoadBalancers, 0)
 }
 
 // protectedPart is the protected addresses of one kind of row, sorted by

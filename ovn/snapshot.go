@@ -665,11 +665,7 @@ func (m *buildMemo) protected(in nbRows, node string) protBuild {
 	if m == nil {
 		return protBuild{}
 	}
-	var ver uint64
-	if in.vips != nil {
-		ver = in.vips.protVer
-	}
-	lb, nat := m.lbProtected(in.LoadBalancers, ver), m.natProtected(in.NATs)
+	lb, nat := lbPart(in, m), m.natProtected(in.NATs)
 	key := protBuild{lb: lb.prot, nat: nat.prot, in: nbRows{Switches: in.Switches, Ports: in.Ports, Routes: in.Routes, Routers: in.Routers}, node: node}
 	m.mu.Lock()
 	defer m.mu.Unlock()
