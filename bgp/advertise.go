@@ -406,6 +406,11 @@ func (s *Speaker) reconcile(ctx context.Context, want []model.Advertisement, rem
 		if !again {
 			break
 		}
+		// What this pass did changed the members before the operations
+		// that follow them (a withdrawn key forgotten, a moved key in
+		// its new group before the old one shrinks): the next lowering
+		// must look at every group and path, not at the change's keys.
+		a.exact = false
 	}
 	if whole && a.broken == broken {
 		a.exact = true // every path and group was looked at, and set right

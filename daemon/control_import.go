@@ -81,8 +81,9 @@ const maxPlanRequest = 8 * config.MaxConfigSize
 // importHandlers adds the endpoints of route import to mux.
 func (d *Daemon) importHandlers(mux *http.ServeMux) {
 	mux.HandleFunc("GET "+api.PathPlan, func(w http.ResponseWriter, r *http.Request) {
-		// The running config's plan is the loop's next pass.
-		d.replyPlan(w, r, d.config(), nil, d.nextPass)
+		// The running config's plan is the loop's next pass (the config
+		// read on the loop: a reload may come first).
+		d.replyPlan(w, r, d.config, nil, d.nextPass)
 	})
 	mux.HandleFunc("POST "+api.PathPlan, func(w http.ResponseWriter, r *http.Request) {
 		if !requireRoot(w, r, "plan --config") {
@@ -111,7 +112,7 @@ func (d *Daemon) importHandlers(mux *http.ServeMux) {
 		}
 		old := d.config()
 		keepRunning(res.cfg, old) // what a reload keeps from the running config
-		d.replyPlan(w, r, res.cfg, config.SessionResets(old, res.cfg), d.computePlan)
+		d.replyPlan(w, r, func() *config.Config { return res.cfg }, config.SessionResets(old, res.cfg), d.computePlan)
 	})
 	mux.HandleFunc("POST "+api.PathApply, func(w http.ResponseWriter, r *http.Request) {
 		if !requireRoot(w, r, "apply") {
@@ -205,11 +206,12 @@ func parsePrefixArg(s string) (netip.Prefix, error) {
 	return netip.PrefixFrom(a, a.BitLen()), nil
 }
 
-// replyPlan computes cfg's plan on the loop with compute (nextPass for the
-// running config, computePlan for a preview) and answers it. A plan is as
+// replyPlan computes the plan of cfgOf's config, read on the loop, with
+// compute (nextPass for the running config, computePlan for a preview) and
+// answers it. A plan is as
 // heavy as a route list (a pass over every learned path): it takes one of
 // their slots.
-func (d *Daemon) replyPlan(w http.ResponseWriter, r *http.Request, cfg *config.Config, resets []config.SessionReset,
+func (d *Daemon) replyPlan(w http.ResponseWriter, r *http.Request, cfgOf func() *config.Config, resets []config.SessionReset,
 	compute func(context.Context, *config.Config) (planView, error)) {
 	release, ok := d.heavySlot(w, r)
 	if !ok {
@@ -218,7 +220,8 @@ func (d *Daemon) replyPlan(w http.ResponseWriter, r *http.Request, cfg *config.C
 	defer release()
 	var v planView
 	var perr error
-	if err := d.onLoop(r.Context(), func(ctx context.Context) { v, perr = compute(ctx, cfg) }); err != nil {
+	var cfg *config.Config
+	if err := d.onLoop(r.Context(), func(ctx context.Context) { cfg = cfgOf(); v, perr = compute(ctx, cfg) }); err != nil {
 		replyError(w, http.StatusServiceUnavailable, err)
 		return
 	}

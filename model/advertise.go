@@ -50,7 +50,8 @@ type SnapshotDelta struct {
 	// recompute everything.
 	All bool
 	// Context: something else than the egress IPs, the Service VIPs and
-	// the owned routes changed (networks, routers, node addresses, or
+	// the owned routes (and the routers' StaticRoutes, which follow them)
+	// changed (networks, routers, node addresses, or
 	// protected prefixes other than the host prefixes of the addresses
 	// listed below, which come and go with their entries): what depends
 	// on them is recomputed.

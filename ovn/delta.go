@@ -80,7 +80,24 @@ func (c *Client) delta(base *deltaBase, node string, since uint64, snap model.Sn
 func sameContext(a, b model.Snapshot, own []netip.Addr) bool {
 	return a.Node == b.Node && slices.Equal(a.NodeAddresses, b.NodeAddresses) &&
 		sameProtectedBut(a.Protected, b.Protected, own) &&
-		reflect.DeepEqual(a.Networks, b.Networks) && reflect.DeepEqual(a.Routers, b.Routers)
+		reflect.DeepEqual(a.Networks, b.Networks) && sameRoutersBut(a.Routers, b.Routers)
+}
+
+// sameRoutersBut says whether a and b are the same gateway routers but for
+// their StaticRoutes, which follow the owned routes (OwnedRoutes says when
+// they change): every OVN write of route import changes them.
+func sameRoutersBut(a, b []model.GatewayRouter) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		x.StaticRoutes, y.StaticRoutes = nil, nil
+		if !reflect.DeepEqual(x, y) {
+			return false
+		}
+	}
+	return true
 }
 
 // sameProtectedBut says whether a and b are equal once the host prefixes

@@ -36,3 +36,23 @@ func TestSameProtectedBut(t *testing.T) {
 		}
 	}
 }
+
+// TestSameRoutersBut: the routers' static routes (an import's OVN write)
+// are not Context; anything else of a router is.
+func TestSameRoutersBut(t *testing.T) {
+	gr := model.GatewayRouter{Network: "default", Name: "GR_node1", UUID: "u1", ExternalPort: "rtoe-GR_node1",
+		ExternalNetworks: []netip.Prefix{netip.MustParsePrefix("172.18.0.2/16")}, StaticRoutes: []string{"r1"}}
+	other := gr
+	other.StaticRoutes = []string{"r1", "r2"}
+	moved := gr
+	moved.ExternalNetworks = []netip.Prefix{netip.MustParsePrefix("172.18.0.3/16")}
+	if !sameRoutersBut([]model.GatewayRouter{gr}, []model.GatewayRouter{other}) {
+		t.Error("a new static route made the routers differ")
+	}
+	if sameRoutersBut([]model.GatewayRouter{gr}, []model.GatewayRouter{moved}) {
+		t.Error("a new external address did not")
+	}
+	if sameRoutersBut([]model.GatewayRouter{gr}, nil) {
+		t.Error("a router gone did not")
+	}
+}

@@ -230,7 +230,14 @@ func differ(a, b model.Snapshot) model.SnapshotDelta {
 	prot := func(ps []model.ProtectedPrefix) []model.ProtectedPrefix {
 		return slices.DeleteFunc(slices.Clone(ps), func(p model.ProtectedPrefix) bool { return own[p.Prefix] })
 	}
-	d.Context = !reflect.DeepEqual(a.Networks, b.Networks) || !reflect.DeepEqual(a.Routers, b.Routers) ||
+	routers := func(rs []model.GatewayRouter) []model.GatewayRouter {
+		rs = slices.Clone(rs)
+		for i := range rs {
+			rs[i].StaticRoutes = nil
+		}
+		return rs
+	}
+	d.Context = !reflect.DeepEqual(a.Networks, b.Networks) || !reflect.DeepEqual(routers(a.Routers), routers(b.Routers)) ||
 		!reflect.DeepEqual(prot(a.Protected), prot(b.Protected)) || !reflect.DeepEqual(a.NodeAddresses, b.NodeAddresses)
 	return d
 }
