@@ -25,12 +25,15 @@ import (
 // prefixes; a next hop inside P (never a peer's usual one), a walk of the
 // paths.
 //
+// Entries that stayed but changed their order (the first covering entry
+// names a prefix's reason) count as changed, all of them.
+//
 // The rest of what the table was built against must be the same: the
 // caller rebuilds when it changed (daemon's fullWhy). ok is false, and
-// nothing changed, when this can tell it did not stay (snap's node or
-// gateway routers differ from the table's), or when the entries that
-// stayed are in another order (which entry names a covered prefix's
-// reason could change anywhere): build a new table then.
+// nothing changed, when this can tell it did not stay: snap's node or
+// gateway routers (all but their StaticRoutes) differ from the table's.
+// What else import reads of a snapshot (OwnedRoutes, for which prefixes a
+// cap keeps first) is read by NewImportTable only.
 func (t *ImportTable) SetSnapshotProtected(snap model.Snapshot) (touched []netip.Prefix, ok bool) {
 	e := t.env
 	if snap.Node != e.snap.Node || !slices.EqualFunc(snap.Routers, e.snap.Routers, sameRouterForImport) {
@@ -59,7 +62,9 @@ func (t *ImportTable) SetSnapshotProtected(snap model.Snapshot) (touched []netip
 	stayedOld := slices.DeleteFunc(slices.Clone(t.prot), func(pp model.ProtectedPrefix) bool { return !is[pp] })
 	stayedNew := slices.DeleteFunc(slices.Clone(prot), func(pp model.ProtectedPrefix) bool { return !was[pp] })
 	if !slices.Equal(stayedOld, stayedNew) {
-		return nil, false
+		// Which of two covering entries names a prefix's reason is their
+		// order: every entry counts as changed.
+		changed = slices.Concat(t.prot, prot)
 	}
 	t.prot, e.prot, e.nhProt = prot, prot, nextHopProtected(prot)
 	e.snap.Protected = snap.Protected
