@@ -222,8 +222,9 @@ func TestTableSetProtectedRefuses(t *testing.T) {
 }
 
 // BenchmarkSetProtected: one protected /32 (a Service VIP) comes or goes
-// in a table of 100,000 paths, equal to a learned /32: SetSnapshotProtected
-// against the NewImportTable a full pass made.
+// in a table of 100,000 paths, equal to a learned /32, with 0 or 5,000
+// other VIPs in NB: SetSnapshotProtected against the NewImportTable a
+// full pass made.
 func BenchmarkSetProtected(b *testing.B) {
 	in := importFixture()
 	in.Config.Import[0].MaxRoutes = 200000
@@ -233,30 +234,45 @@ func BenchmarkSetProtected(b *testing.B) {
 		pf := netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}), 32)
 		in.Learned = append(in.Learned, model.LearnedPath{Peer: "tor-a", Prefix: pf, NextHop: addr("192.0.2.1"), ASPath: []uint32{65001}, Origin: "igp"})
 	}
-	vip := model.ProtectedPrefix{Prefix: in.Learned[n/2].Prefix, Why: "Service VIP of ns/web"}
-	with := in.Snapshot
-	with.Protected = append(slices.Clone(with.Protected), vip)
-	slices.SortStableFunc(with.Protected, func(a, b model.ProtectedPrefix) int { return model.ComparePrefix(a.Prefix, b.Prefix) })
-	snaps := []model.Snapshot{with, in.Snapshot}
-	b.Run(fmt.Sprintf("SetSnapshotProtected/paths=%d", n), func(b *testing.B) {
-		table := NewImportTable(in)
-		i := 0
-		for b.Loop() {
-			if touched, ok := table.SetSnapshotProtected(snaps[i%2]); !ok || len(touched) != 1 {
-				b.Fatalf("touched %v, ok %v", touched, ok)
-			}
-			i++
+	for _, others := range []int{0, 5000} {
+		// others are the VIPs NB has besides: the protected set Protected
+		// makes anew each time.
+		without := in.Snapshot
+		without.Protected = slices.Clone(without.Protected)
+		for i := range others {
+			a := netip.AddrFrom4([4]byte{172, 30, byte(i >> 8), byte(i)})
+			without.Protected = append(without.Protected, model.ProtectedPrefix{Prefix: netip.PrefixFrom(a, 32), Why: fmt.Sprintf("Service VIP of ns/s%d", i)})
 		}
-	})
-	b.Run(fmt.Sprintf("NewImportTable/paths=%d", n), func(b *testing.B) {
-		i := 0
-		for b.Loop() {
-			fresh := in
-			fresh.Snapshot = snaps[i%2]
-			if NewImportTable(fresh).Len() != n {
-				b.Fatal("lost paths")
-			}
-			i++
+		sortProt := func(s *model.Snapshot) {
+			slices.SortStableFunc(s.Protected, func(a, b model.ProtectedPrefix) int { return model.ComparePrefix(a.Prefix, b.Prefix) })
 		}
-	})
+		sortProt(&without)
+		with := without
+		with.Protected = append(slices.Clone(without.Protected), model.ProtectedPrefix{Prefix: in.Learned[n/2].Prefix, Why: "Service VIP of ns/web"})
+		sortProt(&with)
+		snaps := []model.Snapshot{with, without}
+		start := in
+		start.Snapshot = without
+		b.Run(fmt.Sprintf("SetSnapshotProtected/paths=%d/vips=%d", n, others+1), func(b *testing.B) {
+			table := NewImportTable(start)
+			i := 0
+			for b.Loop() {
+				if touched, ok := table.SetSnapshotProtected(snaps[i%2]); !ok || len(touched) != 1 {
+					b.Fatalf("touched %v, ok %v", touched, ok)
+				}
+				i++
+			}
+		})
+		b.Run(fmt.Sprintf("NewImportTable/paths=%d/vips=%d", n, others+1), func(b *testing.B) {
+			i := 0
+			for b.Loop() {
+				fresh := start
+				fresh.Snapshot = snaps[i%2]
+				if NewImportTable(fresh).Len() != n {
+					b.Fatal("lost paths")
+				}
+				i++
+			}
+		})
+	}
 }
