@@ -66,7 +66,8 @@ func (t *ImportTable) SetSnapshotProtected(snap model.Snapshot) (touched []netip
 		// order: every entry counts as changed.
 		changed = slices.Concat(t.prot, prot)
 	}
-	t.prot, e.prot, e.nhProt = prot, prot, nextHopProtected(prot)
+	t.prot = prot
+	e.setProtected(prot)
 	e.snap.Protected = snap.Protected
 	if len(changed) == 0 {
 		return nil, true

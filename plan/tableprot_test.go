@@ -276,3 +276,48 @@ func BenchmarkSetProtected(b *testing.B) {
 		})
 	}
 }
+
+// TestProtIndexEqualsScan: the index finds, for any prefix, the entry a
+// scan of the set finds first (protectedCovering): random sets with equal
+// prefixes of other whys, host prefixes, both families, unmasked and
+// invalid entries.
+func TestProtIndexEqualsScan(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	randPrefix := func() netip.Prefix {
+		if rng.IntN(3) == 0 {
+			a := netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, 0, byte(rng.IntN(4)), 15: byte(rng.IntN(4))})
+			return netip.PrefixFrom(a, []int{32, 40, 48, 64, 120, 127, 128}[rng.IntN(7)])
+		}
+		a := netip.AddrFrom4([4]byte{10, byte(rng.IntN(4)), byte(rng.IntN(4)), byte(rng.IntN(8))})
+		return netip.PrefixFrom(a, []int{0, 8, 14, 16, 24, 30, 31, 32}[rng.IntN(8)])
+	}
+	for range 200 {
+		var list []model.ProtectedPrefix
+		for range rng.IntN(60) {
+			p := randPrefix()
+			switch rng.IntN(10) {
+			case 0:
+				p = netip.Prefix{}
+			case 1, 2, 3:
+			default:
+				p = p.Masked()
+			}
+			list = append(list, model.ProtectedPrefix{Prefix: p, Why: fmt.Sprint("why ", rng.IntN(3))})
+		}
+		x := newProtIndex(list)
+		for range 100 {
+			p := randPrefix()
+			if rng.IntN(2) == 0 {
+				p = p.Masked()
+			}
+			if rng.IntN(10) == 0 {
+				p = netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 0, 0, 1}).Unmap(), 32)
+			}
+			got, gok := x.covering(p)
+			want, wok := protectedCovering(list, p)
+			if got != want || gok != wok {
+				t.Fatalf("covering(%s) in %v = %v %v, a scan finds %v %v", p, list, got, gok, want, wok)
+			}
+		}
+	}
+}
