@@ -321,3 +321,43 @@ func TestProtIndexEqualsScan(t *testing.T) {
 		}
 	}
 }
+
+// TestTableSetProtectedCaps: with caps that hold prefixes back (maxRoutes
+// 3), protected entries coming and going between random path changes
+// keep every group within its cap, full whenever it holds something back,
+// and every accepted path inside its groups' kept prefixes: a kept prefix
+// a VIP rejects frees its slot, one it lets go joins again.
+func TestTableSetProtectedCaps(t *testing.T) {
+	for seed := range uint64(30) {
+		rng := rand.New(rand.NewPCG(seed, 13))
+		in := tableFixture(3)
+		base := in.Snapshot
+		chosen := make([]bool, len(protPool))
+		for range 30 {
+			in.Learned = append(in.Learned, randomProtPath(rng))
+		}
+		table := NewImportTable(in)
+		for step := range 60 {
+			if rng.IntN(3) == 0 {
+				var c TableChange
+				for range 1 + rng.IntN(4) {
+					p := randomProtPath(rng)
+					if rng.IntN(3) == 0 {
+						c.Gone = append(c.Gone, model.Key{Peer: p.Peer, Prefix: p.Prefix})
+					} else {
+						c.Paths = append(c.Paths, p)
+					}
+				}
+				table.Update(c)
+			}
+			for range 1 + rng.IntN(3) {
+				i := rng.IntN(len(protPool))
+				chosen[i] = !chosen[i]
+			}
+			if _, ok := table.SetSnapshotProtected(protSnapshot(base, chosen)); !ok {
+				t.Fatalf("seed %d step %d: refused", seed, step)
+			}
+			checkCaps(t, fmt.Sprintf("seed %d step %d", seed, step), table)
+		}
+	}
+}
