@@ -167,8 +167,10 @@ type importEnv struct {
 	// (without host and peer addresses: a peer's address is the usual
 	// next hop, a local one has its own reason).
 	prot, nhProt []model.ProtectedPrefix
-	local        map[netip.Addr]string               // host address -> link
-	grAddr       map[netip.Addr]*model.GatewayRouter // a GR's own external address -> GR
+	// protIdx and nhIdx index them.
+	protIdx, nhIdx protIndex
+	local          map[netip.Addr]string               // host address -> link
+	grAddr         map[netip.Addr]*model.GatewayRouter // a GR's own external address -> GR
 	// peerLink is each configured peer's link, or why it has none.
 	peerLink   map[string]*model.Link
 	peerNoLink map[string]string
@@ -209,7 +211,7 @@ func newImportEnv(cfg *config.Config, snap model.Snapshot, host model.Host, prot
 			e.foreignOVN[k] = true
 		}
 	}
-	e.nhProt = nextHopProtected(prot)
+	e.setProtected(prot)
 	for li := range host.Links {
 		for _, a := range host.Links[li].Addrs {
 			e.local[a.Addr()] = host.Links[li].Name
@@ -249,6 +251,12 @@ func newImportEnv(cfg *config.Config, snap model.Snapshot, host model.Host, prot
 		e.installedAt[installedKey{table: k.Table, prefix: k.Prefix}] = true
 	}
 	return e
+}
+
+// setProtected makes prot the protected set the checks use.
+func (e *importEnv) setProtected(prot []model.ProtectedPrefix) {
+	e.prot, e.nhProt = prot, nextHopProtected(prot)
+	e.protIdx, e.nhIdx = newProtIndex(e.prot), newProtIndex(e.nhProt)
 }
 
 // findPeerLink finds the link through which peer p's next hops must be
@@ -380,7 +388,7 @@ func (e *importEnv) check(ri int, p model.LearnedPath) (string, RejectCause) {
 	if p.Prefix.Bits() == 0 && !r.AllowDefaultRoute {
 		return fmt.Sprintf("%s is the default route and rule %s does not set allowDefaultRoute", p.Prefix, r.Name), RejectDefaultRoute
 	}
-	if pp, ok := protectedCovering(e.prot, p.Prefix); ok {
+	if pp, ok := e.protIdx.covering(p.Prefix); ok {
 		if pp.Prefix == p.Prefix {
 			return fmt.Sprintf("%s is protected: %s (rule %s)", p.Prefix, pp.Why, r.Name), RejectProtected
 		}
@@ -473,7 +481,7 @@ func (e *importEnv) nextHop(p model.LearnedPath) string {
 	if gr, ok := e.grAddr[nh]; ok {
 		return fmt.Sprintf("next hop %s of %s is the own address of gateway router %s on its external port %s", nh, p.Prefix, gr.Name, gr.ExternalPort)
 	}
-	if pp, ok := protectedCovering(e.nhProt, hostPrefix(nh)); ok {
+	if pp, ok := e.nhIdx.covering(hostPrefix(nh)); ok {
 		return fmt.Sprintf("next hop %s of %s is inside protected %s: %s", nh, p.Prefix, pp.Prefix, pp.Why)
 	}
 	link := e.peerLink[p.Peer]

@@ -174,3 +174,76 @@ func PeerNextHopConflicts(cfg *config.Config, snap model.Snapshot) []PeerConflic
 	}
 	return out
 }
+
+// protIndex finds, in a protected set, the first entry equal to or
+// covering a prefix, as protectedCovering does, in a map lookup per
+// distinct entry length rather than a scan of every entry: NB puts every
+// Service VIP's and NAT address's host prefix in the set, and each learned
+// path is checked against it (100k paths and 5,000 VIPs: 6 s a scan).
+type protIndex struct {
+	list []model.ProtectedPrefix
+	// first is, by masked prefix, the index of its first entry in list;
+	// lens4 and lens6 the lengths of its keys per family, ascending. nil
+	// for a short list, scanned.
+	first        map[netip.Prefix]int
+	lens4, lens6 []int
+}
+
+// protScanMax is the longest protected set scanned rather than indexed.
+const protScanMax = 16
+
+func newProtIndex(list []model.ProtectedPrefix) protIndex {
+	x := protIndex{list: list}
+	if len(list) <= protScanMax {
+		return x
+	}
+	x.first = make(map[netip.Prefix]int, len(list))
+	for i, pp := range list {
+		p := pp.Prefix.Masked()
+		if !p.IsValid() {
+			continue
+		}
+		if _, ok := x.first[p]; ok {
+			continue
+		}
+		x.first[p] = i
+		lens := &x.lens6
+		if p.Addr().Is4() {
+			lens = &x.lens4
+		}
+		if !slices.Contains(*lens, p.Bits()) {
+			*lens = append(*lens, p.Bits())
+		}
+	}
+	slices.Sort(x.lens4)
+	slices.Sort(x.lens6)
+	return x
+}
+
+// covering is protectedCovering(x.list, p).
+func (x *protIndex) covering(p netip.Prefix) (model.ProtectedPrefix, bool) {
+	if x.first == nil {
+		return protectedCovering(x.list, p)
+	}
+	if !p.IsValid() {
+		return model.ProtectedPrefix{}, false
+	}
+	lens := x.lens6
+	if p.Addr().Is4() {
+		lens = x.lens4
+	}
+	best := -1
+	for _, l := range lens {
+		if l > p.Bits() {
+			break
+		}
+		q, _ := p.Addr().Prefix(l)
+		if i, ok := x.first[q]; ok && (best < 0 || i < best) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return model.ProtectedPrefix{}, false
+	}
+	return x.list[best], true
+}

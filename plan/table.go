@@ -20,8 +20,10 @@ import (
 // asked (Desired, Result). NewImportTable decides everything
 // (Import is NewImportTable(in).Result()); Update decides again only the
 // prefixes a change touches, so a pass costs what changed, not the size of
-// the table. The environment (config, gateway routers, protected prefixes,
-// links, VRFs) is fixed for a table: when it changes, build a new one.
+// the table. The environment (config, gateway routers, links, VRFs) is
+// fixed for a table: when it changes, build a new one; NB's protected
+// prefixes alone change with SetSnapshotProtected, which decides again
+// only what they can affect.
 //
 // After any sequence of Updates the table equals a new table built from
 // the same paths (TestTableUpdateEqualsRebuild), with one difference that

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"cmp"
+	"fmt"
 	"math/bits"
 	"math/rand/v2"
 	"net/netip"
@@ -284,72 +285,80 @@ func TestTableRandomCaps(t *testing.T) {
 				}
 			}
 			table.Update(c)
-			checkCounts(t, table)
-			members := map[capGroup]map[netip.Prefix]bool{}
-			table.each(func(pfx netip.Prefix, tp *tablePath) bool {
-				table.groupsOf(tp, func(g capGroup) {
-					if members[g] == nil {
-						members[g] = map[netip.Prefix]bool{}
-					}
-					members[g][pfx] = true
-				})
-				return true
-			})
-			// What the entries say: per group, kept and held prefixes.
-			kept, held := map[*capState]int{}, map[*capState]map[netip.Prefix]bool{}
-			for pfx, pe := range table.prefixes {
-				for _, m := range pe.capList() {
-					g := m.cs.g
-					if table.caps[g] != m.cs {
-						t.Fatalf("seed %d step %d: %s is in a group %v that is not the table's", seed, step, pfx, g)
-					}
-					if !members[g][pfx] {
-						t.Fatalf("seed %d step %d: %s is in group %v, but no path of it is a candidate", seed, step, pfx, g)
-					}
-					if m.held {
-						if held[m.cs] == nil {
-							held[m.cs] = map[netip.Prefix]bool{}
-						}
-						held[m.cs][pfx] = true
-					} else {
-						kept[m.cs]++
-					}
-				}
+			checkCaps(t, fmt.Sprintf("seed %d step %d", seed, step), table)
+		}
+	}
+}
+
+// checkCaps fails the test unless every cap group is within its cap, full
+// whenever it holds something back, and every accepted path inside its
+// groups' kept prefixes (and the counts are right).
+func checkCaps(t *testing.T, where string, table *ImportTable) {
+	t.Helper()
+	checkCounts(t, table)
+	members := map[capGroup]map[netip.Prefix]bool{}
+	table.each(func(pfx netip.Prefix, tp *tablePath) bool {
+		table.groupsOf(tp, func(g capGroup) {
+			if members[g] == nil {
+				members[g] = map[netip.Prefix]bool{}
 			}
-			for g, ps := range members {
-				for pfx := range ps {
-					if table.prefixes[pfx].member(table.caps[g]) == nil {
-						t.Fatalf("seed %d step %d: %s is a candidate of group %v but not in it", seed, step, pfx, g)
-					}
-				}
+			members[g][pfx] = true
+		})
+		return true
+	})
+	// What the entries say: per group, kept and held prefixes.
+	kept, held := map[*capState]int{}, map[*capState]map[netip.Prefix]bool{}
+	for pfx, pe := range table.prefixes {
+		for _, m := range pe.capList() {
+			g := m.cs.g
+			if table.caps[g] != m.cs {
+				t.Fatalf("%s: %s is in a group %v that is not the table's", where, pfx, g)
 			}
-			for g, cs := range table.caps {
-				max := table.cfg.Import[g.rule].MaxRoutes
-				if cs.kept != kept[cs] || cs.nHeld() != len(held[cs]) {
-					t.Fatalf("seed %d step %d: group %v counts %d kept, %d held; its members say %d, %d", seed, step, g, cs.kept, cs.nHeld(), kept[cs], len(held[cs]))
-				}
-				cs.held.Ascend(func(pfx netip.Prefix) bool {
-					if !held[cs][pfx] {
-						t.Fatalf("seed %d step %d: group %v holds %s back, its entry does not say so", seed, step, g, pfx)
-					}
-					return true
-				})
-				if cs.kept > max || cs.nHeld() > 0 && cs.kept != max {
-					t.Fatalf("seed %d step %d: group %v keeps %d, holds %d, cap %d", seed, step, g, cs.kept, cs.nHeld(), max)
-				}
-				if cs.kept+cs.nHeld() != len(members[g]) {
-					t.Fatalf("seed %d step %d: group %v has %d+%d prefixes, its candidates are %d", seed, step, g, cs.kept, cs.nHeld(), len(members[g]))
-				}
+			if !members[g][pfx] {
+				t.Fatalf("%s: %s is in group %v, but no path of it is a candidate", where, pfx, g)
 			}
-			for _, p := range table.Result().Paths {
-				if !p.Accepted {
-					continue
+			if m.held {
+				if held[m.cs] == nil {
+					held[m.cs] = map[netip.Prefix]bool{}
 				}
-				ri := slices.IndexFunc(table.cfg.Import, func(r config.ImportRule) bool { return r.Name == p.Rule })
-				if m := table.prefixes[p.Prefix].member(table.caps[capGroup{ri, p.Peer}]); m == nil || m.held {
-					t.Fatalf("seed %d step %d: accepted %s from %s by rule %s, not kept by its cap", seed, step, p.Prefix, p.Peer, p.Rule)
-				}
+				held[m.cs][pfx] = true
+			} else {
+				kept[m.cs]++
 			}
+		}
+	}
+	for g, ps := range members {
+		for pfx := range ps {
+			if table.prefixes[pfx].member(table.caps[g]) == nil {
+				t.Fatalf("%s: %s is a candidate of group %v but not in it", where, pfx, g)
+			}
+		}
+	}
+	for g, cs := range table.caps {
+		max := table.cfg.Import[g.rule].MaxRoutes
+		if cs.kept != kept[cs] || cs.nHeld() != len(held[cs]) {
+			t.Fatalf("%s: group %v counts %d kept, %d held; its members say %d, %d", where, g, cs.kept, cs.nHeld(), kept[cs], len(held[cs]))
+		}
+		cs.held.Ascend(func(pfx netip.Prefix) bool {
+			if !held[cs][pfx] {
+				t.Fatalf("%s: group %v holds %s back, its entry does not say so", where, g, pfx)
+			}
+			return true
+		})
+		if cs.kept > max || cs.nHeld() > 0 && cs.kept != max {
+			t.Fatalf("%s: group %v keeps %d, holds %d, cap %d", where, g, cs.kept, cs.nHeld(), max)
+		}
+		if cs.kept+cs.nHeld() != len(members[g]) {
+			t.Fatalf("%s: group %v has %d+%d prefixes, its candidates are %d", where, g, cs.kept, cs.nHeld(), len(members[g]))
+		}
+	}
+	for _, p := range table.Result().Paths {
+		if !p.Accepted {
+			continue
+		}
+		ri := slices.IndexFunc(table.cfg.Import, func(r config.ImportRule) bool { return r.Name == p.Rule })
+		if m := table.prefixes[p.Prefix].member(table.caps[capGroup{ri, p.Peer}]); m == nil || m.held {
+			t.Fatalf("%s: accepted %s from %s by rule %s, not kept by its cap", where, p.Prefix, p.Peer, p.Rule)
 		}
 	}
 }

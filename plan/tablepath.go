@@ -273,10 +273,14 @@ type attrTable struct {
 	free  []uint32
 	index map[string]uint32
 	buf   []byte
+	// nextHops counts the slots in use by next hop: the few next hops the
+	// paths have, for a protected prefix that comes or goes
+	// (ImportTable.SetSnapshotProtected).
+	nextHops map[netip.Addr]int
 }
 
 func newAttrTable() *attrTable {
-	return &attrTable{slots: make([]pathAttrs, 1), index: map[string]uint32{}}
+	return &attrTable{slots: make([]pathAttrs, 1), index: map[string]uint32{}, nextHops: map[netip.Addr]int{}}
 }
 
 // key is p's attributes encoded, one to one, in a.buf.
@@ -347,6 +351,7 @@ func (a *attrTable) ref(p *model.LearnedPath) uint32 {
 		a.slots = append(a.slots, v)
 	}
 	a.index[string(k)] = i
+	a.nextHops[p.NextHop]++
 	return i
 }
 
@@ -357,6 +362,9 @@ func (a *attrTable) unref(i uint32) {
 		return
 	}
 	delete(a.index, string(a.key(s.peer, s.nextHop, s.asPath, s.origin, s.communities)))
+	if a.nextHops[s.nextHop]--; a.nextHops[s.nextHop] <= 0 {
+		delete(a.nextHops, s.nextHop)
+	}
 	*s = pathAttrs{}
 	a.free = append(a.free, i)
 }
