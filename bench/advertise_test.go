@@ -26,6 +26,10 @@ const (
 	// envAdvBase lists how many egress IPs + VIPs the node advertises
 	// before them, a run each (default "1000,10000", half each).
 	envAdvBase = "OVNBGP_BENCH_ADV_BASE"
+	// envAdvProfile names files (FILE-BASE) for CPU profiles of ovnbgp
+	// over BenchmarkAdvertiseChange's changes (8 s; the pprof build and
+	// OVNBGP_PPROF, as profileDaemon says).
+	envAdvProfile = "OVNBGP_BENCH_ADV_PROFILE"
 	// envScaleProfile names a file for a CPU profile of the daemon over
 	// BenchmarkAdvertiseNBScale's changes (8 s; the pprof build and
 	// OVNBGP_PPROF, as profileDaemon says).
@@ -267,6 +271,11 @@ func advChangeRun(b jobRun, w *world, changes, base int) {
 	ul, err := watchUpdates(w.tor.frr)
 	if err != nil {
 		b.Fatal(err)
+	}
+	if out := os.Getenv(envAdvProfile); out != "" && name == ovnbgpName {
+		// A CPU profile over the changes, for where one change's time
+		// goes at this size.
+		defer profileDaemon(b, w.l, "CPU profile over the changes", fmt.Sprintf("%s-%d", out, base), "/debug/pprof/profile?seconds=8")()
 	}
 	type change struct {
 		what string
