@@ -155,36 +155,55 @@ func (s *Speaker) wakeLimits() {
 	}
 }
 
-// limitLoop is the limit worker: it runs until stop is closed.
+// limitLoop is the limit worker: it runs until stop is closed. It sleeps
+// with no timer while no peer has a prefix limit (an idle node must not
+// wake for nothing): a peer given one wakes it (addPeer, SetPeers), as do
+// the journal (a bound reached 90%) and a new session. Otherwise its timer
+// is for the earliest due exact read (limitCheck while armed, limitAudit
+// while not), which checkLimits returns.
 func (s *Speaker) limitLoop(stop <-chan struct{}) {
+	var t *time.Timer
+	var due <-chan time.Time
+	defer func() {
+		if t != nil {
+			t.Stop()
+		}
+	}()
 	for {
-		t := time.NewTimer(time.Duration(s.limitCheck.Load()))
 		select {
 		case <-stop:
-			t.Stop()
 			return
 		case <-s.limitWake:
-			t.Stop()
 		case r := <-s.armReq:
-			t.Stop()
 			s.armFromWire(r)
 			close(r.done)
-		case <-t.C:
+		case <-due:
 		}
-		s.checkLimits()
+		next, ok := s.checkLimits(time.Now())
+		if t != nil {
+			t.Stop()
+		}
+		t, due = nil, nil
+		if ok {
+			s.limitTimers.Add(1)
+			t = time.NewTimer(next)
+			due = t.C
+		}
 	}
 }
 
 // checkLimits reads the exact counts of the peers that need it and arms
-// or disarms their limits.
-func (s *Speaker) checkLimits() {
+// or disarms their limits. It returns how long until the next read is due
+// on the clock alone, and false when none is (no peer has a limit).
+func (s *Speaker) checkLimits(now time.Time) (time.Duration, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.stopped {
-		return
+		return 0, false
 	}
-	now := time.Now()
 	every := time.Duration(s.limitCheck.Load())
+	var next time.Duration
+	any := false
 	for _, name := range sortedKeys(s.peers) {
 		p := s.peers[name]
 		s.st.Lock()
@@ -204,7 +223,20 @@ func (s *Speaker) checkLimits() {
 		if need {
 			s.readLimit(p, b, now, [2]bool{})
 		}
+		// The next read of p on the clock: the audit, or the armed check.
+		wait := limitAudit
+		for _, f := range p.Families {
+			if b.armed[famIdx(f)] {
+				wait = every
+			}
+		}
+		wait = max(wait-now.Sub(b.lastRead), 0)
+		if !any || wait < next {
+			next = wait
+		}
+		any = true
 	}
+	return next, any
 }
 
 // readLimit reads the exact Adj-RIB-In counts of p, restarts its bounds

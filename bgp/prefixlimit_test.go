@@ -302,3 +302,43 @@ func TestPrefixLimitReadsAmortized(t *testing.T) {
 		t.Errorf("%d exact reads for %d replacements", r, n)
 	}
 }
+
+// TestLimitWorkerSleepsWithoutLimits: while no peer has a prefix limit the
+// limit worker starts no timer, however often it is woken (an idle node
+// must not wake every limitCheck for nothing); a peer given a limit makes
+// it start one (the audit read).
+func TestLimitWorkerSleepsWithoutLimits(t *testing.T) {
+	parallel(t)
+	l := newLab(t, 88)
+	node := l.node(false)
+	tor := l.peerOf("tor", 3, freePort(t), provASN)
+	if err := node.SetPeers(context.Background(), []config.Peer{tor}); err != nil {
+		t.Fatal(err)
+	}
+	// served returns once the worker has finished a pass begun after it
+	// was called: it serves two requests in turn, and the pass after the
+	// first is over when it takes the second (a request for no peer
+	// reads nothing).
+	served := func() {
+		for range 2 {
+			r := armRequest{done: make(chan struct{})}
+			node.armReq <- r
+			<-r.done
+		}
+	}
+	for range 3 {
+		node.wakeLimits()
+		served()
+	}
+	if n := node.limitTimers.Load(); n != 0 {
+		t.Fatalf("no peer has a prefix limit, yet the limit worker started %d timers", n)
+	}
+	tor.MaxPrefixes = 20
+	if err := node.SetPeers(context.Background(), []config.Peer{tor}); err != nil {
+		t.Fatal(err)
+	}
+	served()
+	if n := node.limitTimers.Load(); n == 0 {
+		t.Fatal("a peer has a prefix limit, yet the limit worker started no timer for its audit")
+	}
+}

@@ -78,6 +78,9 @@ type Speaker struct {
 	// limitReads and limitArms count the exact reads of Adj-RIB-In
 	// counts and the prefix limit changes in gobgp (for tests).
 	limitReads, limitArms atomic.Uint64
+	// limitTimers counts the limit worker's timer starts: none while no
+	// peer has a prefix limit (for tests).
+	limitTimers atomic.Uint64
 	// repairChecks counts the session start checks done, repairs those
 	// that re-sent a table, lastRepair is the latest (sessionup.go;
 	// SessionRepairs).
