@@ -79,6 +79,26 @@ type prefixBound struct {
 	// armed: gobgp has the prefix limit for the family.
 	armed    [2]bool
 	lastRead time.Time
+	// readWire is the wire count at the last read, and settled whether
+	// that read had nothing in flight (a new session, or the wire quiet
+	// for leakAge): its count was then complete, and stays an upper
+	// bound while the wire does not move (unmoved).
+	readWire [2]uint64
+	settled  [2]bool
+}
+
+// unmoved reports whether every family of p had a complete count at the
+// last read and no NLRI came on the wire since: the Adj-RIB-In cannot
+// have grown (paths without an event included), so an audit would read
+// the same count; the caller holds mu.
+func (b *prefixBound) unmoved(p config.Peer) bool {
+	for _, f := range p.Families {
+		fi := famIdx(f)
+		if !b.settled[fi] || b.wire[fi].Load() != b.readWire[fi] {
+			return false
+		}
+	}
+	return true
 }
 
 func newPrefixBound(p config.Peer) *prefixBound {
@@ -141,7 +161,8 @@ func (b *prefixBound) rearm(p config.Peer) {
 }
 
 // limitAudit is how often the exact count is read while disarmed (for the
-// paths without events, see above).
+// paths without events, see above), unless nothing came on the wire since
+// a complete count (prefixBound.unmoved): an idle peer costs no walk.
 const limitAudit = 30 * time.Second
 
 // defaultLimitCheck is how often an armed limit is checked.
@@ -212,7 +233,14 @@ func (s *Speaker) checkLimits(now time.Time) (time.Duration, bool) {
 		if b == nil || p.MaxPrefixes == 0 {
 			continue
 		}
-		need := b.reread.Load() || now.Sub(b.lastRead) >= limitAudit
+		audit := now.Sub(b.lastRead) >= limitAudit
+		if audit && b.unmoved(p) {
+			// Nothing came since a complete count: the audit is done
+			// without a read (each walks the whole Adj-RIB-In).
+			audit, b.lastRead = false, now
+			s.limitAuditSkips.Add(1)
+		}
+		need := b.reread.Load() || audit
 		for _, f := range p.Families {
 			fi := famIdx(f)
 			if b.armed[fi] && now.Sub(b.lastRead) >= every ||
@@ -280,6 +308,7 @@ func (s *Speaker) readLimit(p config.Peer, b *prefixBound, now time.Time, wireRe
 	})
 	s.limitReads.Add(1)
 	b.lastRead = now
+	b.settled = [2]bool{}
 	if err != nil {
 		s.log.Warn("reading a peer's prefix counts failed", zap.String("peer", p.Name), zap.Error(err))
 		if wireReq != [2]bool{} {
@@ -304,6 +333,7 @@ func (s *Speaker) readLimit(p config.Peer, b *prefixBound, now time.Time, wireRe
 			b.leak[fi] = pending
 		}
 		inflight := pending - min(pending, b.leak[fi])
+		b.readWire[fi], b.settled[fi] = wire[fi], newSession || quiet
 		eff[fi] = counts[fi] + inflight
 		b.base[fi], b.baseAnn[fi], b.baseWire[fi] = counts[fi], ann[fi], wire[fi]-inflight
 		if b.armed[fi] {

@@ -342,3 +342,55 @@ func TestLimitWorkerSleepsWithoutLimits(t *testing.T) {
 		t.Fatal("a peer has a prefix limit, yet the limit worker started no timer for its audit")
 	}
 }
+
+// TestPrefixLimitAuditSkipsQuietPeer: the audit of a disarmed limit (an
+// exact read, a walk of the whole Adj-RIB-In) reads again only when NLRI
+// came on the wire since the last complete count: an idle peer with 10k
+// paths cost a walk every limitAudit for nothing. The audits are run by
+// hand at later clocks (checkLimits), not waited for.
+func TestPrefixLimitAuditSkipsQuietPeer(t *testing.T) {
+	parallel(t)
+	l := newLab(t, 89)
+	port := freePort(t)
+	w := newWirePeer(t, l.addr(3), port, provASN)
+	tor := l.peerOf("tor", 3, port, provASN)
+	tor.MaxPrefixes = 100
+	node := l.node(false)
+	if err := node.SetPeers(context.Background(), []config.Peer{tor}); err != nil {
+		t.Fatal(err)
+	}
+	waitEstablished(t, node, "tor")
+	<-w.up
+	nh, as := l.addr(3), []uint32{provASN}
+	w.send(announce(t, nh, as, false, nil, seq(89, 0, 5)...))
+	waitLearned(t, node, "tor", pfxs(seq(89, 0, 5))...)
+	eventually(t, 30*time.Second, "the read when the session came up", func() (bool, string) {
+		return node.limitReads.Load() >= 1, "no read"
+	})
+	now := time.Now()
+	audit := func(k int) uint64 {
+		t.Helper()
+		r := node.limitReads.Load()
+		node.checkLimits(now.Add(time.Duration(k) * (limitAudit + leakAge)))
+		return node.limitReads.Load() - r
+	}
+	// The first audit finds the wire quiet: a complete count.
+	if n := audit(1); n != 1 {
+		t.Fatalf("first audit: %d reads, want 1", n)
+	}
+	// Nothing came since: no read, however late.
+	for k := 2; k <= 4; k++ {
+		if n := audit(k); n != 0 {
+			t.Fatalf("audit %d with nothing on the wire since a complete count: %d reads, want 0", k, n)
+		}
+	}
+	if n := node.limitAuditSkips.Load(); n != 3 {
+		t.Errorf("%d audits skipped, want 3", n)
+	}
+	// One more prefix on the wire: the next audit reads.
+	w.send(announce(t, nh, as, false, nil, seq(89, 5, 1)...))
+	waitLearned(t, node, "tor", pfxs(seq(89, 0, 6))...)
+	if n := audit(5); n != 1 {
+		t.Fatalf("audit after a new prefix: %d reads, want 1", n)
+	}
+}

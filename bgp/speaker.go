@@ -79,8 +79,9 @@ type Speaker struct {
 	// counts and the prefix limit changes in gobgp (for tests).
 	limitReads, limitArms atomic.Uint64
 	// limitTimers counts the limit worker's timer starts: none while no
-	// peer has a prefix limit (for tests).
-	limitTimers atomic.Uint64
+	// peer has a prefix limit; limitAuditSkips the audits done without a
+	// read (for tests).
+	limitTimers, limitAuditSkips atomic.Uint64
 	// repairChecks counts the session start checks done, repairs those
 	// that re-sent a table, lastRepair is the latest (sessionup.go;
 	// SessionRepairs).
