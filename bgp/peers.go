@@ -232,6 +232,9 @@ func (s *Speaker) addPeer(ctx context.Context, p config.Peer) error {
 		return fmt.Errorf("peer %q: add %v: %w", p.Name, p.Address, err)
 	}
 	s.peers[p.Name] = p
+	if p.MaxPrefixes > 0 {
+		s.limit.wake() // its audit timer (limitLoop)
+	}
 	return nil
 }
 

@@ -79,6 +79,26 @@ type prefixBound struct {
 	// armed: gobgp has the prefix limit for the family.
 	armed    [2]bool
 	lastRead time.Time
+	// readWire is the wire count at the last read, and settled whether
+	// that read had nothing in flight (a new session, or the wire quiet
+	// for leakAge): its count was then complete, and stays an upper
+	// bound while the wire does not move (unmoved).
+	readWire [2]uint64
+	settled  [2]bool
+}
+
+// unmoved reports whether every family of p had a complete count at the
+// last read and no NLRI came on the wire since: the Adj-RIB-In cannot
+// have grown (paths without an event included), so an audit would read
+// the same count; the caller holds mu.
+func (b *prefixBound) unmoved(p config.Peer) bool {
+	for _, f := range p.Families {
+		fi := famIdx(f)
+		if !b.settled[fi] || b.wire[fi].Load() != b.readWire[fi] {
+			return false
+		}
+	}
+	return true
 }
 
 func newPrefixBound(p config.Peer) *prefixBound {
@@ -164,7 +184,8 @@ func (s *Speaker) reenablePeer(addr netip.Addr) {
 }
 
 // limitAudit is how often the exact count is read while disarmed (for the
-// paths without events, see above).
+// paths without events, see above), unless nothing came on the wire since
+// a complete count (prefixBound.unmoved): an idle peer costs no walk.
 const limitAudit = 30 * time.Second
 
 // defaultPrefixHold is how long maxPrefixes keeps a session down.
@@ -193,8 +214,10 @@ type limitGuard struct {
 	stop   chan struct{}
 	armReq chan armRequest
 	// reads and arms count the exact reads of Adj-RIB-In counts and the
-	// prefix limit changes in gobgp (for tests).
-	reads, arms atomic.Uint64
+	// prefix limit changes in gobgp; timers the worker's timer starts
+	// (none while no peer has a limit), auditSkips the audits done
+	// without a read (for tests).
+	reads, arms, timers, auditSkips atomic.Uint64
 }
 
 // init sets g up, before the worker starts (New).
@@ -212,43 +235,69 @@ func (g *limitGuard) wake() {
 	}
 }
 
-// limitLoop is the limit worker: it runs until stop is closed.
+// limitLoop is the limit worker: it runs until stop is closed. It sleeps
+// with no timer while no peer has a prefix limit (an idle node must not
+// wake for nothing): a peer given one wakes it (addPeer, SetPeers), as do
+// the journal (a bound reached 90%) and a new session. Otherwise its timer
+// is for the earliest due exact read (limit.check while armed, limitAudit
+// while not), which checkLimits returns.
 func (s *Speaker) limitLoop(stop <-chan struct{}) {
+	var t *time.Timer
+	var due <-chan time.Time
+	defer func() {
+		if t != nil {
+			t.Stop()
+		}
+	}()
 	for {
-		t := time.NewTimer(time.Duration(s.limit.check.Load()))
 		select {
 		case <-stop:
-			t.Stop()
 			return
 		case <-s.limit.kick:
-			t.Stop()
 		case r := <-s.limit.armReq:
-			t.Stop()
 			s.armFromWire(r)
 			close(r.done)
-		case <-t.C:
+		case <-due:
 		}
-		s.checkLimits()
+		next, ok := s.checkLimits(time.Now())
+		if t != nil {
+			t.Stop()
+		}
+		t, due = nil, nil
+		if ok {
+			s.limit.timers.Add(1)
+			t = time.NewTimer(next)
+			due = t.C
+		}
 	}
 }
 
 // checkLimits reads the exact counts of the peers that need it and arms
-// or disarms their limits.
-func (s *Speaker) checkLimits() {
+// or disarms their limits. It returns how long until the next read is due
+// on the clock alone, and false when none is (no peer has a limit).
+func (s *Speaker) checkLimits(now time.Time) (time.Duration, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.stopped {
-		return
+		return 0, false
 	}
-	now := time.Now()
 	every := time.Duration(s.limit.check.Load())
+	var next time.Duration
+	any := false
 	for _, name := range sortedKeys(s.peers) {
 		p := s.peers[name]
 		b := s.sess.bound(p.Address)
 		if b == nil || p.MaxPrefixes == 0 {
 			continue
 		}
-		need := b.reread.Load() || now.Sub(b.lastRead) >= limitAudit
+		audit := now.Sub(b.lastRead) >= limitAudit
+		if audit && b.unmoved(p) {
+			// Nothing came since a complete count: the audit is done
+			// without a read (each walks the whole Adj-RIB-In).
+			audit, b.lastRead = false, now
+			s.limit.auditSkips.Add(1)
+		}
+		need := b.reread.Load() || audit
 		for _, f := range p.Families {
 			fi := famIdx(f)
 			if b.armed[fi] && now.Sub(b.lastRead) >= every ||
@@ -259,7 +308,20 @@ func (s *Speaker) checkLimits() {
 		if need {
 			s.readLimit(p, b, now, [2]bool{})
 		}
+		// The next read of p on the clock: the audit, or the armed check.
+		wait := limitAudit
+		for _, f := range p.Families {
+			if b.armed[famIdx(f)] {
+				wait = every
+			}
+		}
+		wait = max(wait-now.Sub(b.lastRead), 0)
+		if !any || wait < next {
+			next = wait
+		}
+		any = true
 	}
+	return next, any
 }
 
 // readLimit reads the exact Adj-RIB-In counts of p, restarts its bounds
@@ -303,6 +365,7 @@ func (s *Speaker) readLimit(p config.Peer, b *prefixBound, now time.Time, wireRe
 	})
 	s.limit.reads.Add(1)
 	b.lastRead = now
+	b.settled = [2]bool{}
 	if err != nil {
 		s.log.Warn("reading a peer's prefix counts failed", zap.String("peer", p.Name), zap.Error(err))
 		if wireReq != [2]bool{} {
@@ -327,6 +390,7 @@ func (s *Speaker) readLimit(p config.Peer, b *prefixBound, now time.Time, wireRe
 			b.leak[fi] = pending
 		}
 		inflight := pending - min(pending, b.leak[fi])
+		b.readWire[fi], b.settled[fi] = wire[fi], newSession || quiet
 		eff[fi] = counts[fi] + inflight
 		b.base[fi], b.baseAnn[fi], b.baseWire[fi] = counts[fi], ann[fi], wire[fi]-inflight
 		if b.armed[fi] {

@@ -302,3 +302,95 @@ func TestPrefixLimitReadsAmortized(t *testing.T) {
 		t.Errorf("%d exact reads for %d replacements", r, n)
 	}
 }
+
+// TestLimitWorkerSleepsWithoutLimits: while no peer has a prefix limit the
+// limit worker starts no timer, however often it is woken (an idle node
+// must not wake every limitCheck for nothing); a peer given a limit makes
+// it start one (the audit read).
+func TestLimitWorkerSleepsWithoutLimits(t *testing.T) {
+	parallel(t)
+	l := newLab(t, 88)
+	node := l.node(false)
+	tor := l.peerOf("tor", 3, freePort(t), provASN)
+	if err := node.SetPeers(context.Background(), []config.Peer{tor}); err != nil {
+		t.Fatal(err)
+	}
+	// served returns once the worker has finished a pass begun after it
+	// was called: it serves two requests in turn, and the pass after the
+	// first is over when it takes the second (a request for no peer
+	// reads nothing).
+	served := func() {
+		for range 2 {
+			r := armRequest{done: make(chan struct{})}
+			node.limit.armReq <- r
+			<-r.done
+		}
+	}
+	for range 3 {
+		node.limit.wake()
+		served()
+	}
+	if n := node.limit.timers.Load(); n != 0 {
+		t.Fatalf("no peer has a prefix limit, yet the limit worker started %d timers", n)
+	}
+	tor.MaxPrefixes = 20
+	if err := node.SetPeers(context.Background(), []config.Peer{tor}); err != nil {
+		t.Fatal(err)
+	}
+	served()
+	if n := node.limit.timers.Load(); n == 0 {
+		t.Fatal("a peer has a prefix limit, yet the limit worker started no timer for its audit")
+	}
+}
+
+// TestPrefixLimitAuditSkipsQuietPeer: the audit of a disarmed limit (an
+// exact read, a walk of the whole Adj-RIB-In) reads again only when NLRI
+// came on the wire since the last complete count: an idle peer with 10k
+// paths cost a walk every limitAudit for nothing. The audits are run by
+// hand at later clocks (checkLimits), not waited for.
+func TestPrefixLimitAuditSkipsQuietPeer(t *testing.T) {
+	parallel(t)
+	l := newLab(t, 89)
+	port := freePort(t)
+	w := newWirePeer(t, l.addr(3), port, provASN)
+	tor := l.peerOf("tor", 3, port, provASN)
+	tor.MaxPrefixes = 100
+	node := l.node(false)
+	if err := node.SetPeers(context.Background(), []config.Peer{tor}); err != nil {
+		t.Fatal(err)
+	}
+	waitEstablished(t, node, "tor")
+	<-w.up
+	nh, as := l.addr(3), []uint32{provASN}
+	w.send(announce(t, nh, as, false, nil, seq(89, 0, 5)...))
+	waitLearned(t, node, "tor", pfxs(seq(89, 0, 5))...)
+	eventually(t, 30*time.Second, "the read when the session came up", func() (bool, string) {
+		return node.limit.reads.Load() >= 1, "no read"
+	})
+	now := time.Now()
+	audit := func(k int) uint64 {
+		t.Helper()
+		r := node.limit.reads.Load()
+		node.checkLimits(now.Add(time.Duration(k) * (limitAudit + leakAge)))
+		return node.limit.reads.Load() - r
+	}
+	// The first audit finds the wire quiet: a complete count.
+	if n := audit(1); n != 1 {
+		t.Fatalf("first audit: %d reads, want 1", n)
+	}
+	// Nothing came since: no read, however late.
+	for k := 2; k <= 4; k++ {
+		if n := audit(k); n != 0 {
+			t.Fatalf("audit %d with nothing on the wire since a complete count: %d reads, want 0", k, n)
+		}
+	}
+	if n := node.limit.auditSkips.Load(); n != 3 {
+		t.Errorf("%d audits skipped, want 3", n)
+	}
+	// One more prefix on the wire: the next audit reads.
+	w.send(announce(t, nh, as, false, nil, seq(89, 5, 1)...))
+	waitLearned(t, node, "tor", pfxs(seq(89, 0, 6))...)
+	if n := audit(5); n != 1 {
+		t.Fatalf("audit after a new prefix: %d reads, want 1", n)
+	}
+}

@@ -15,8 +15,11 @@ import (
 // about twice the live data and gives the rest back to the kernel only
 // slowly. A node daemon should not sit on hundreds of MiB after a session
 // came up, so once the loop has been idle for trimIdle after at least
-// trimAllocs bytes were allocated, it collects and returns the free memory
-// at once (debug.FreeOSMemory: one GC of the live heap). At most once per
+// trimAllocs bytes were allocated, with as much held beyond the live heap
+// (retained), or the live heap grew as much (allocations that came slowly
+// were collected and returned by the runtime itself, and a trim then costs
+// a whole GC for nothing), it
+// collects and returns the free memory at once (debug.FreeOSMemory: one GC of the live heap). At most once per
 // trimEvery; a steady flow of changes never leaves the
 // loop idle and is left to the runtime's own scavenger. A trim may come
 // while the burst's memory is still live (gobgp still dropping a flooded
@@ -64,7 +67,9 @@ type memTrim struct {
 
 func newMemTrim() *memTrim {
 	t := &memTrim{timer: time.NewTimer(time.Hour), done: make(chan struct{}, 1),
-		sample:    []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}, {Name: "/gc/heap/live:bytes"}},
+		sample: []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}, {Name: "/gc/heap/live:bytes"},
+			{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/unused:bytes"},
+			{Name: "/memory/classes/heap/free:bytes"}},
 		minAllocs: trimAllocs, every: trimEvery}
 	t.timer.Stop()
 	t.allocs = t.allocated()
@@ -79,10 +84,24 @@ func (t *memTrim) live() uint64 { return t.read(1) }
 
 func (t *memTrim) read(i int) uint64 {
 	metrics.Read(t.sample)
+	return t.value(i)
+}
+
+func (t *memTrim) value(i int) uint64 {
 	if t.sample[i].Value.Kind() != metrics.KindUint64 {
 		return 0
 	}
 	return t.sample[i].Value.Uint64()
+}
+
+// retained is the heap memory the process holds beyond what the last
+// collection found live: objects not collected yet, unused span space and
+// free pages not returned to the kernel. It is at most what a trim could
+// give back.
+func (t *memTrim) retained() uint64 {
+	metrics.Read(t.sample)
+	held := t.value(2) + t.value(3) + t.value(4)
+	return held - min(held, t.value(1))
 }
 
 // busy restarts the idle wait: the loop just did work.
@@ -106,7 +125,13 @@ func (t *memTrim) idle(now time.Time, log *zap.Logger) bool {
 		return false
 	}
 	a := t.allocated()
-	burst := a-t.allocs >= t.minAllocs
+	// A burst is trimAllocs allocated since the last trim while as much
+	// is held beyond the live heap, or the live heap grew as much (the
+	// burst's memory may still be live: the follow-ups return it once
+	// freed). Allocations alone are no burst when they came slowly (an
+	// idle node's periodic work reaches trimAllocs in the end), collected
+	// and returned by the runtime meanwhile.
+	burst := a-t.allocs >= t.minAllocs && (t.retained() >= t.minAllocs || t.live() >= t.baseline+t.minAllocs)
 	if !burst && !t.followUp {
 		return false
 	}

@@ -37,16 +37,14 @@ const (
 	// connectTimeout bounds one attempt: dial, TLS, list_dbs, get_schema
 	// and the initial monitor reply.
 	connectTimeout = 30 * time.Second
-	// checkInterval is how often a live session checks that libovsdb still
-	// has a connection (its disconnect notification can be missed).
-	checkInterval = time.Second
 	// echoInterval is how often a live session probes the server, to notice
-	// a peer that vanished without closing the connection.
+	// a peer that vanished without closing the connection, and checks that
+	// libovsdb still has a connection (its disconnect notification can be
+	// missed, see session). It is the session's only timer: the rows are
+	// re-read on cache events alone (see eventsDropped for why no periodic
+	// re-read is needed).
 	echoInterval = 10 * time.Second
 	echoTimeout  = 5 * time.Second
-	// resyncInterval re-reads the cache even without an event, in case
-	// libovsdb dropped one (its event buffer is bounded).
-	resyncInterval = 30 * time.Second
 )
 
 // Client reads the OVN Northbound database and writes the static routes
@@ -71,6 +69,9 @@ type Client struct {
 	// build keeps the egress IPs and Service VIPs of the last Snapshot
 	// (buildNBMemo).
 	build *buildMemo
+	// probe starts the session's echo timer (a ticker every d; tests
+	// drive it by hand) and returns its channel and its stop.
+	probe func(d time.Duration) (<-chan time.Time, func())
 	// batchSize is the most route operations ApplyRoutes puts in one
 	// transaction (defaultBatchSize; tests set it small).
 	batchSize int
@@ -151,6 +152,16 @@ type Status struct {
 // or TLS files that cannot be read. The client lives until Close or until ctx
 // is done.
 func Dial(ctx context.Context, cfg config.OVN, log *zap.Logger, notify func()) (*Client, error) {
+	c, err := newClient(ctx, cfg, log, notify)
+	if err != nil {
+		return nil, err
+	}
+	go c.run()
+	return c, nil
+}
+
+// newClient is Dial without starting the connection loop (c.run).
+func newClient(ctx context.Context, cfg config.OVN, log *zap.Logger, notify func()) (*Client, error) {
 	target, err := cfg.Target()
 	if err != nil {
 		return nil, fmt.Errorf("ovn.northbound: %w", err)
@@ -179,9 +190,12 @@ func Dial(ctx context.Context, cfg config.OVN, log *zap.Logger, notify func()) (
 		build:     &buildMemo{},
 		since:     time.Now(),
 		batchSize: defaultBatchSize,
+		probe: func(d time.Duration) (<-chan time.Time, func()) {
+			t := time.NewTicker(d)
+			return t.C, t.Stop
+		},
 	}
 	c.ctx, c.cancel = context.WithCancel(ctx)
-	go c.run()
 	return c, nil
 }
 
@@ -311,7 +325,8 @@ func (c *Client) session() (connected bool, err error) {
 	opts := []client.Option{
 		// Always pass a logger: without one libovsdb sets stdr's verbosity
 		// to 5 process-wide.
-		client.WithLogger(newLogr(c.log)),
+		// It also tells of cache events libovsdb dropped (eventsDropped).
+		client.WithLogger(newLogr(c.log, c.eventsDropped)),
 		// Any member of a clustered NB serves reads; do not insist on the
 		// leader.
 		client.WithLeaderOnly(false),
@@ -339,9 +354,8 @@ func (c *Client) session() (connected bool, err error) {
 	c.setUp(cli, rows)
 	defer c.clearSession(cli)
 
-	check := time.NewTicker(checkInterval)
-	defer check.Stop()
-	lastEcho, lastResync := time.Now(), time.Now()
+	probe, stopProbe := c.probe(echoInterval)
+	defer stopProbe()
 	for {
 		select {
 		case <-c.ctx.Done():
@@ -352,28 +366,21 @@ func (c *Client) session() (connected bool, err error) {
 			if err := c.refresh(cli); err != nil {
 				return true, err
 			}
-		case now := <-check.C:
-			if cli.CurrentEndpoint() == "" {
-				return true, errors.New("connection closed")
+		case <-probe:
+			ectx, ecancel := context.WithTimeout(c.ctx, echoTimeout)
+			err := cli.Echo(ectx)
+			ecancel()
+			if err != nil && c.ctx.Err() == nil {
+				return true, fmt.Errorf("echo: %w", err)
 			}
-			if now.Sub(lastEcho) >= echoInterval {
-				lastEcho = now
-				ectx, ecancel := context.WithTimeout(c.ctx, echoTimeout)
-				err := cli.Echo(ectx)
-				ecancel()
-				if err != nil && c.ctx.Err() == nil {
-					return true, fmt.Errorf("echo: %w", err)
-				}
-			}
-			if now.Sub(lastResync) >= resyncInterval {
-				lastResync = now
-				// Every table, whatever the events said (libovsdb
-				// drops events when its buffer is full).
-				c.memo.touchAll()
-				if err := c.refresh(cli); err != nil {
-					return true, err
-				}
-			}
+		}
+		// libovsdb clears its connection, then sends the disconnect
+		// notification without waiting for a receiver
+		// (handleDisconnectNotification in libovsdb's client/client.go):
+		// one sent while this loop was not in select is lost, and shows
+		// here, or at the next probe at the latest.
+		if cli.CurrentEndpoint() == "" {
+			return true, errors.New("connection closed")
 		}
 	}
 }
@@ -787,9 +794,71 @@ func (c *Client) setProblems(p []string) {
 	}
 }
 
+// eventsDropped has the session re-read every table: libovsdb dropped
+// cache events, so the tables they named are not known. It is the only
+// case in which the events miss a change of the cache: libovsdb's event
+// processor queues each event in a buffered channel (bufferSize, 65536)
+// and drops it, logging droppedEventsMsg, only when that is full
+// (eventProcessor.AddEvent in libovsdb's cache/cache.go, v0.7.0); the
+// handler here never blocks (touch, poke). So the rows are re-read on
+// events alone, with no periodic full re-read.
+func (c *Client) eventsDropped() {
+	c.memo.touchAll()
+	c.poke()
+}
+
+// droppedEventsMsg is what libovsdb logs (at V(0)) for each cache event
+// it drops (eventProcessor.AddEvent in its cache/cache.go);
+// TestLogrSeesDroppedEvents overflows a real libovsdb cache to pin it.
+const droppedEventsMsg = "dropping event because event buffer is full"
+
 // newLogr adapts zap for libovsdb. Its V(n) levels map to zap levels
 // below debug, so only its errors and V(0) messages get through.
-func newLogr(log *zap.Logger) *logr.Logger {
-	l := zapr.NewLogger(log.Named("libovsdb"))
+// onDrop is called for each cache event libovsdb says it dropped,
+// whatever the log level.
+func newLogr(log *zap.Logger, onDrop func()) *logr.Logger {
+	l := logr.New(dropSink{LogSink: zapr.NewLogger(log.Named("libovsdb")).GetSink(), onDrop: onDrop})
 	return &l
+}
+
+// dropSink passes everything to zapr's sink and calls onDrop for
+// droppedEventsMsg.
+type dropSink struct {
+	logr.LogSink
+	onDrop func()
+}
+
+// Init counts this wrapper's frame in zap's caller skip.
+func (d dropSink) Init(info logr.RuntimeInfo) {
+	info.CallDepth++
+	d.LogSink.Init(info)
+}
+
+// Enabled is true at V(0) whatever zap's level, so that Info sees
+// droppedEventsMsg.
+func (d dropSink) Enabled(level int) bool { return level == 0 || d.LogSink.Enabled(level) }
+
+func (d dropSink) Info(level int, msg string, kv ...any) {
+	if msg == droppedEventsMsg && d.onDrop != nil {
+		d.onDrop()
+	}
+	if d.LogSink.Enabled(level) {
+		d.LogSink.Info(level, msg, kv...)
+	}
+}
+
+func (d dropSink) WithName(name string) logr.LogSink {
+	return dropSink{LogSink: d.LogSink.WithName(name), onDrop: d.onDrop}
+}
+
+func (d dropSink) WithValues(kv ...any) logr.LogSink {
+	return dropSink{LogSink: d.LogSink.WithValues(kv...), onDrop: d.onDrop}
+}
+
+// WithCallDepth keeps zap's caller right through this wrapper.
+func (d dropSink) WithCallDepth(depth int) logr.LogSink {
+	if cd, ok := d.LogSink.(logr.CallDepthLogSink); ok {
+		return dropSink{LogSink: cd.WithCallDepth(depth + 1), onDrop: d.onDrop}
+	}
+	return d
 }
