@@ -29,7 +29,7 @@ import (
 // last read's has not changed since, and one whose every event since named
 // its row changed only in those rows: a read that raced an update recorded
 // the version from before it and reads that row again next time. An event
-// naming no row (touch) or the periodic resync (touchAll) makes the next
+// naming no row (touch) or events libovsdb dropped (touchAll) make the next
 // read read the table whole; it still tells which rows changed, by
 // comparing them with the last read's. A new session's cache holds new
 // models: nothing is reused across sessions.

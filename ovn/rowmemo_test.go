@@ -27,7 +27,7 @@ import (
 // them); the rows of the others are the last read's, shared, not copied
 // again (one VIP changed re-read every switch, router, NAT and route on
 // every change). What is read is still exactly what NB holds, and the
-// periodic resync (touchAll) reads every table whatever the events said.
+// re-read after dropped events (touchAll) reads every table whatever the events said.
 func TestReadRowsOnlyChangedTables(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
