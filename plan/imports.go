@@ -193,9 +193,10 @@ type importEnv struct {
 }
 
 type installedKey struct {
-	rule   string
-	table  uint32
-	prefix netip.Prefix
+	rule    string
+	table   uint32
+	prefix  netip.Prefix
+	nextHop netip.Addr
 }
 
 func newImportEnv(cfg *config.Config, snap model.Snapshot, host model.Host, prot []model.ProtectedPrefix) *importEnv {
@@ -245,10 +246,12 @@ func newImportEnv(cfg *config.Config, snap model.Snapshot, host model.Host, prot
 		e.kernelWhy = append(e.kernelWhy, e.newProblem(n))
 	}
 	for _, o := range snap.OwnedRoutes {
-		e.installedAt[installedKey{rule: o.Rule, prefix: o.Prefix}] = true
+		e.installedAt[installedKey{rule: o.Rule, prefix: o.Prefix, nextHop: o.NextHop}] = true
 	}
 	for _, k := range host.Routes {
-		e.installedAt[installedKey{table: k.Table, prefix: k.Prefix}] = true
+		for _, nh := range k.NextHops {
+			e.installedAt[installedKey{table: k.Table, prefix: k.Prefix, nextHop: nh.Addr}] = true
+		}
 	}
 	return e
 }
@@ -556,13 +559,16 @@ func prefixList(ps []netip.Prefix) string {
 	return strings.Join(s, ", ")
 }
 
-// installed reports whether rule ri has prefix p installed: an owned OVN
-// row of the rule, or a route in the rule's kernel table.
-func (e *importEnv) installed(ri int, p netip.Prefix) bool {
-	if e.installedAt[installedKey{rule: e.cfg.Import[ri].Name, prefix: p}] {
+// installed reports whether rule ri has prefix p installed through next
+// hop nh (a peer's path): an owned OVN row of the rule to nh, or a route in
+// the rule's kernel table with nh among its next hops. Caps count per
+// (rule, peer): a prefix installed through another peer is not this
+// peer's.
+func (e *importEnv) installed(ri int, p netip.Prefix, nh netip.Addr) bool {
+	if e.installedAt[installedKey{rule: e.cfg.Import[ri].Name, prefix: p, nextHop: nh}] {
 		return true
 	}
-	return e.tables[ri] != 0 && e.installedAt[installedKey{table: e.tables[ri], prefix: p}]
+	return e.tables[ri] != 0 && e.installedAt[installedKey{table: e.tables[ri], prefix: p, nextHop: nh}]
 }
 
 // targets turns the accepted candidates of one prefix's paths into OVN

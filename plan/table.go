@@ -354,28 +354,34 @@ func NewImportTable(in ImportInput) *ImportTable {
 	for _, p := range in.Learned {
 		t.put(p)
 	}
-	// Caps: per group, the installed prefixes first, then prefix order.
-	groups := map[capGroup][]netip.Prefix{}
+	// Caps: per group, the prefixes installed through the group's peer
+	// first (a route through another peer is not this peer's), then
+	// prefix order.
+	type member struct {
+		prefix    netip.Prefix
+		installed bool
+	}
+	groups := map[capGroup][]member{}
 	t.each(func(pfx netip.Prefix, tp *tablePath) bool {
+		nh := t.attrs.slots[tp.attrs].nextHop
 		t.groupsOf(tp, func(g capGroup) {
-			groups[g] = append(groups[g], pfx)
+			groups[g] = append(groups[g], member{pfx, t.env.installed(g.rule, pfx, nh)})
 		})
 		return true
 	})
-	for g, pfxs := range groups {
-		slices.SortFunc(pfxs, func(a, b netip.Prefix) int {
-			ia, ib := t.env.installed(g.rule, a), t.env.installed(g.rule, b)
-			if ia != ib {
-				if ia {
+	for g, ms := range groups {
+		slices.SortFunc(ms, func(a, b member) int {
+			if a.installed != b.installed {
+				if a.installed {
 					return -1
 				}
 				return 1
 			}
-			return model.ComparePrefix(a, b)
+			return model.ComparePrefix(a.prefix, b.prefix)
 		})
 		cs := t.capState(g)
-		for _, p := range pfxs {
-			t.join(t.prefixes[p], p, cs)
+		for _, m := range ms {
+			t.join(t.prefixes[m.prefix], m.prefix, cs)
 		}
 	}
 	for pfx, pe := range t.prefixes {
