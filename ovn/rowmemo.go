@@ -563,10 +563,17 @@ func readNATs(out *nbRows, s *readState) (natResult, error) {
 	var nm *natMemo
 	if !reset && natByRow && lrByRow && len(natIDs)+len(lrIDs) <= max(64, len(m.nats.raw)/64) {
 		// Read first, then change the memo: an error leaves it as it was.
+		// The routers from the shallow copy of their table (a map of
+		// pointers, one per router): Row would clone a gateway router's
+		// nat set of thousands of UUIDs, through JSON.
 		lrs := make(map[string]*nbdb.LogicalRouter, len(lrIDs))
+		var shallow map[string]libmodel.Model
+		if len(lrIDs) > 0 {
+			shallow = rt.RowsShallow()
+		}
 		for _, id := range lrIDs {
 			var lr *nbdb.LogicalRouter
-			if mod := rt.Row(id); mod != nil {
+			if mod := shallow[id]; mod != nil {
 				var ok bool
 				if lr, ok = mod.(*nbdb.LogicalRouter); !ok {
 					return natResult{}, fmt.Errorf("%s cache holds a %T", nbdb.LogicalRouterTable, mod)
