@@ -20,8 +20,9 @@ import (
 // rowMemo is what readRows keeps between reads of one session's cache:
 // the rows of the last read with the version of each table they were read
 // at, the UUIDs of the rows each cache event named since, the Service
-// load-balancer rows by UUID with their Service VIPs (vipIndex), and the
-// generations of the rows read (gen, log).
+// load-balancer rows by UUID with their Service VIPs (vipIndex), the egress
+// IP SNATs and the routers' nat sets with their egress IPs (natMemo,
+// eipIndex), and the generations of the rows read (gen, log).
 //
 // libovsdb replaces a cached model on an update and never mutates it. The
 // cache event handler (event) bumps a table's version after libovsdb
