@@ -162,7 +162,7 @@ func benchEgressIPChange(b *testing.B, eips int) {
 		c.install(cli, rows)
 		s, d, g, _ := c.SnapshotDelta("node1", gen)
 		b.StopTimer()
-		if len(s.EgressIPs) != want || len(d.EgressIPs) != 1 || d.EgressIPs[0] != added || d.All {
+		if len(s.EgressIPs) != want || len(d.EgressIPs) != 1 || d.EgressIPs[0] != added || d.All || d.Context || d.OwnedRoutes {
 			b.Fatalf("%d egress IPs (want %d), delta %+v", len(s.EgressIPs), want, d)
 		}
 		gen = g
