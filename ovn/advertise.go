@@ -84,20 +84,17 @@ func buildEgressIPs(nats []natRow, node string) (out []model.EgressIP, problems 
 	}
 	byKey := make(map[key]*acc, len(nats))
 	keys := make([]key, 0, len(nats))
-	for _, n := range nats {
+	for i := range nats {
+		n := &nats[i]
 		network := networkName(n.RouterNetwork)
 		if n.Router == "" || n.Router != gatewayRouterName(network, node) {
 			continue
 		}
-		a, err := netip.ParseAddr(n.ExternalIP)
-		if err != nil || a.Zone() != "" || a.IsUnspecified() {
-			// Reported once, by buildProtectedAddresses.
-			continue
+		a, eip, ns, ok, problem := eipContrib(n)
+		if problem != "" {
+			problems = append(problems, problem)
 		}
-		a = a.Unmap()
-		if why := specialPurpose(netip.PrefixFrom(a, a.BitLen())); why != "" {
-			problems = append(problems, fmt.Sprintf("%s %s on %s (%s=%s, %s=%s) external_ip %s %s: never advertised",
-				tableNAT, n.UUID, n.Router, ovnk.ExtIDOwnerType, ovnk.OwnerTypeEgressIP, ovnk.ExtIDName, n.Name, a, why))
+		if !ok {
 			continue
 		}
 		k := key{network, a}
@@ -108,16 +105,10 @@ func buildEgressIPs(nats []natRow, node string) (out []model.EgressIP, problems 
 			keys = append(keys, k)
 		}
 		e.names = append(e.names, n.Name)
-		eip, rest, ok1 := strings.Cut(n.Name, "_")
-		ns, pod, ok2 := strings.Cut(rest, "/")
-		if !ok1 || !ok2 || eip == "" || ns == "" || pod == "" {
-			problems = append(problems, fmt.Sprintf("%s on %s (%s=%s) %s %q: not <egressip>_<namespace>/<pod>; egress IP %s listed without a namespace (row %s)",
-				tableNAT, n.Router, ovnk.ExtIDOwnerType, ovnk.OwnerTypeEgressIP, ovnk.ExtIDName, n.Name, a, n.UUID))
-			e.eips = append(e.eips, n.Name)
-			continue
-		}
 		e.eips = append(e.eips, eip)
-		e.namespaces = append(e.namespaces, ns)
+		if ns != "" {
+			e.namespaces = append(e.namespaces, ns)
+		}
 	}
 	// The keys are sorted, not the (bigger) entries: (network, IP) is
 	// unique, so the order is the same.
@@ -127,17 +118,7 @@ func buildEgressIPs(nats []natRow, node string) (out []model.EgressIP, problems 
 	out = make([]model.EgressIP, 0, len(keys))
 	for _, k := range keys {
 		e := byKey[k]
-		slices.Sort(e.names)
-		slices.Sort(e.eips)
-		slices.Sort(e.namespaces)
-		names := slices.Compact(e.names)
-		out = append(out, model.EgressIP{
-			IP: k.ip, Network: k.network, Router: e.router, Name: e.eips[0],
-			Namespaces: append([]string{}, slices.Compact(e.namespaces)...),
-			// Not Sprintf: one per egress IP, on every pass.
-			Source: tableNAT + " external_ip on " + e.router + " (" + ovnk.ExtIDOwnerType + "=" + ovnk.OwnerTypeEgressIP + "; " +
-				sourceNames(names) + ")",
-		})
+		out = append(out, eipEntry(k.ip, k.network, e.router, e.names, e.eips, e.namespaces))
 	}
 	return out, problems
 }

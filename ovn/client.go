@@ -483,8 +483,9 @@ func (c *Client) install(cli client.Client, rows nbRows) (changed bool) {
 //
 // memo (may be nil: everything is read) keeps the rows of the last read: a
 // table no cache event touched since is not read again (its rows are the
-// last read's, shared), the Service load balancers are read again only at
-// the rows the events named (readLoadBalancers), and the rows returned
+// last read's, shared), the Service load balancers, the egress IP SNATs and
+// the routers' nat columns are read again only at the rows the events named
+// (readLoadBalancers, readNATs), and the rows returned
 // carry their generation, which moves only when they differ from the last
 // read's (rowMemo). Reads are serialized.
 func readRows(ctx context.Context, cli client.Client, memo *rowMemo) (nbRows, error) {
@@ -528,11 +529,15 @@ func readRows(ctx context.Context, cli client.Client, memo *rowMemo) (nbRows, er
 	if err := readRouters(&out, table, prev, same); err != nil {
 		return out, err
 	}
+	nat, err := readNATs(&out, st)
+	if err != nil {
+		return out, err
+	}
 	lb, err := readLoadBalancers(&out, st)
 	if err != nil {
 		return out, err
 	}
-	st.done(&out, lb)
+	st.done(&out, lb, nat)
 	return out, nil
 }
 
@@ -603,33 +608,13 @@ func readPorts(out *nbRows, table tableRows, prev *nbRows, same func(...string) 
 	return nil
 }
 
-// readRouters reads the NATs, routers and static routes: a NAT row and a
-// static route are named by the router holding them.
+// readRouters reads the routers and static routes: a static route is
+// named by the router holding it. The NATs are readNATs'.
 func readRouters(out *nbRows, table tableRows, prev *nbRows, same func(...string) bool) error {
-	if prev != nil && same(nbdb.NATTable, nbdb.LogicalRouterTable, nbdb.LogicalRouterStaticRouteTable) {
-		out.NATs, out.Routers, out.Routes = prev.NATs, prev.Routers, prev.Routes
+	if prev != nil && same(nbdb.LogicalRouterTable, nbdb.LogicalRouterStaticRouteTable) {
+		out.Routers, out.Routes = prev.Routers, prev.Routes
 		return nil
 	}
-	// Egress IP SNATs only: a gateway router also holds a SNAT per node
-	// subnet or pod, which are not addresses of the cluster's own.
-	nats, err := table(nbdb.NATTable)
-	if err != nil {
-		return err
-	}
-	eip := map[string]int{} // UUID -> index in out.NATs
-	for _, m := range nats {
-		n, ok := m.(*nbdb.NAT)
-		if !ok {
-			return fmt.Errorf("%s cache holds a %T", nbdb.NATTable, m)
-		}
-		if n.ExternalIDs[ovnk.ExtIDOwnerType] != ovnk.OwnerTypeEgressIP {
-			continue
-		}
-		eip[n.UUID] = len(out.NATs)
-		out.NATs = append(out.NATs, natRow{UUID: n.UUID, Type: string(n.Type), ExternalIP: n.ExternalIP, LogicalIP: n.LogicalIP,
-			Name: n.ExternalIDs[ovnk.ExtIDName], Controller: n.ExternalIDs[ovnk.ExtIDOwnerController]})
-	}
-
 	routers, err := table(nbdb.LogicalRouterTable)
 	if err != nil {
 		return err
@@ -642,14 +627,6 @@ func readRouters(out *nbRows, table tableRows, prev *nbRows, same func(...string
 		}
 		for _, id := range r.StaticRoutes {
 			routerOf[id] = r.Name
-		}
-		if len(eip) > 0 {
-			for _, id := range r.Nat {
-				if i, ok := eip[id]; ok {
-					out.NATs[i].Router = r.Name
-					out.NATs[i].RouterNetwork = r.ExternalIDs[extIDNetwork]
-				}
-			}
 		}
 		if !strings.HasPrefix(r.Name, ovnk.GatewayRouterPrefix) {
 			continue
@@ -690,7 +667,6 @@ func readRouters(out *nbRows, table tableRows, prev *nbRows, same func(...string
 		}
 		out.Routes = append(out.Routes, row)
 	}
-	slices.SortFunc(out.NATs, func(a, b natRow) int { return strings.Compare(a.UUID, b.UUID) })
 	// By UUID only: one comparison (this runs on every NB change, with
 	// every owned route); the builders sort what they return.
 	slices.SortFunc(out.Routes, func(a, b routeRow) int { return strings.Compare(a.UUID, b.UUID) })

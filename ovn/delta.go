@@ -1,6 +1,7 @@
 package ovn
 
 import (
+	"cmp"
 	"net/netip"
 	"reflect"
 	"slices"
@@ -24,7 +25,8 @@ type deltaBase struct {
 // SnapshotDelta (another caller, too old), that call was for another
 // node, or a new NB session (a reconnect) came in between. Otherwise the
 // delta is exact: the Service VIP addresses come from the rows each cache
-// event named (no walk of the Service VIPs), the egress IPs, owned routes
+// event named (no walk of the Service VIPs), the egress IPs from the
+// entries the egress IP index changed (eipIndex), the owned routes
 // and the rest (Context) from comparing this node's snapshots, only when a
 // table they come from changed.
 //
@@ -64,7 +66,11 @@ func (c *Client) delta(base *deltaBase, node string, since uint64, snap model.Sn
 		// Any table but the load balancers' (their Service VIPs are
 		// above; their protected addresses unchanged without
 		// tLBProtected) may change the rest: compare.
-		d.EgressIPs = egressIPsDiffer(old.EgressIPs, snap.EgressIPs)
+		if ch.eipsUnknown {
+			d.EgressIPs = egressIPsDiffer(old.EgressIPs, snap.EgressIPs)
+		} else {
+			d.EgressIPs = egressIPsChanged(old.EgressIPs, snap.EgressIPs, ch.eips, node)
+		}
 		d.OwnedRoutes = !reflect.DeepEqual(old.OwnedRoutes, snap.OwnedRoutes)
 		own := slices.Concat(d.ServiceVIPs, d.EgressIPs)
 		slices.SortFunc(own, netip.Addr.Compare)
@@ -126,6 +132,35 @@ func sameProtectedBut(a, b []model.ProtectedPrefix, own []netip.Addr) bool {
 		}
 		i, j = i+1, j+1
 	}
+}
+
+// egressIPsChanged is the addresses of the entries of node's groups in
+// changes (eipIndex.apply's, since the base) whose entries differ between
+// a and b, sorted and unique: O(changes × log n), where egressIPsDiffer
+// walks every entry. An entry changed and changed back is not one.
+func egressIPsChanged(a, b []model.EgressIP, changes []eipChange, node string) []netip.Addr {
+	find := func(l []model.EgressIP, c eipChange) (model.EgressIP, bool) {
+		i, ok := slices.BinarySearchFunc(l, c, func(e model.EgressIP, c eipChange) int {
+			return cmp.Or(compareNetworks(e.Network, c.group.network), e.IP.Compare(c.ip))
+		})
+		if !ok {
+			return model.EgressIP{}, false
+		}
+		return l[i], true
+	}
+	var out []netip.Addr
+	for _, c := range changes {
+		if c.group.router != gatewayRouterName(c.group.network, node) {
+			continue
+		}
+		x, inA := find(a, c)
+		y, inB := find(b, c)
+		if inA != inB || inA && !sameEIP(x, y) {
+			out = append(out, c.ip)
+		}
+	}
+	slices.SortFunc(out, netip.Addr.Compare)
+	return slices.Compact(out)
 }
 
 // egressIPsDiffer is the addresses whose egress IP entries differ between

@@ -2,10 +2,12 @@ package ovn_test
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,7 +41,9 @@ func TestSnapshotDeltaRealServer(t *testing.T) {
 // the same generation and an empty delta; after one Service's backends
 // change, that VIP alone and nothing else; a new Service, its VIP (its
 // protected entry is not Context: it comes and goes with the VIP); two
-// changes between calls, both; an egress IP moving away, that address; another node, a stale generation
+// changes between calls, both; an egress IP moving away, that address; 120
+// egress IPs added in one transaction, then moved away one by one, those
+// addresses; another node, a stale generation
 // or (restart, if given) a new session: All. Every delta is checked
 // against the difference of the two snapshots computed here.
 func deltaScenario(t *testing.T, endpoint string, restart func()) {
@@ -138,6 +142,29 @@ func deltaScenario(t *testing.T, endpoint string, restart func()) {
 	}
 	step("an egress IP moved away", "", func(s model.Snapshot) bool { return len(s.EgressIPs) == 0 },
 		model.SnapshotDelta{EgressIPs: addrs("172.18.0.100")})
+
+	// 120 egress IPs on node1 in one transaction, then moved away to
+	// node2 one transaction each: each time exactly those addresses.
+	var many []string
+	var ops, refs []string
+	for i := range 120 {
+		a := fmt.Sprintf("172.19.%d.%d", i/100, 1+i%100)
+		many = append(many, a)
+		ops = append(ops, fmt.Sprintf(`{"op":"insert","table":"NAT","uuid-name":"n%d","row":{"type":"snat","external_ip":%q,"logical_ip":"10.128.0.%d",
+		  "external_ids":["map",[["k8s.ovn.org/owner-type","EgressIP"],["k8s.ovn.org/owner-controller","default-network-controller"],["k8s.ovn.org/name","eip%d_ns1/pod%d"]]]}}`, i, a, 2+i%200, i, i))
+		refs = append(refs, fmt.Sprintf(`["named-uuid","n%d"]`, i))
+	}
+	ops = append(ops, `{"op":"mutate","table":"Logical_Router","where":[["name","==","GR_node1"]],"mutations":[["nat","insert",["set",[`+strings.Join(refs, ",")+`]]]]}`)
+	slices.SortFunc(many, func(a, b string) int { return netip.MustParseAddr(a).Compare(netip.MustParseAddr(b)) })
+	step("120 egress IPs added", "["+strings.Join(ops, ",")+"]", func(s model.Snapshot) bool { return len(s.EgressIPs) == 120 },
+		model.SnapshotDelta{EgressIPs: addrs(many...)})
+	for _, a := range many {
+		if err := labnb.MoveNATs(ctx, endpoint, a, "GR_node1", "GR_node2", log); err != nil {
+			t.Fatal(err)
+		}
+	}
+	step("120 egress IPs moved away", "", func(s model.Snapshot) bool { return len(s.EgressIPs) == 0 },
+		model.SnapshotDelta{EgressIPs: addrs(many...)})
 
 	if _, d, _, _ := c.SnapshotDelta("node1", gen-1); !d.All {
 		t.Errorf("a stale generation: delta %+v, want All", d)

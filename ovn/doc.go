@@ -10,9 +10,11 @@
 // static). A row of unexpected shape is skipped, listed in Status and never
 // breaks the rest. SnapshotDelta also says what changed since the caller's
 // previous snapshot (model.SnapshotDelta): the cache events name their
-// rows, readRows reads again only the load-balancer rows they named, and
-// the Service VIPs are kept row by row (vipIndex), so one Service's change
-// costs O(changed rows × log n) plus a copy of the VIP list, not a rebuild. ApplyRoutes is the only write: static routes carrying
+// rows, readRows reads again only the load-balancer and NAT rows they named
+// (of a changed router, only the difference of its nat set), and the
+// Service VIPs and egress IPs are kept row by row (vipIndex, eipIndex), so
+// one Service's or egress IP's change costs O(changed rows × log n) plus a
+// copy of the lists touched, not a rebuild. ApplyRoutes is the only write: static routes carrying
 // ovnbgp.io/owner=<node> on this node's gateway routers, and nothing else
 // (docs/architecture.md, "Ownership markers").
 //

@@ -185,7 +185,7 @@ func buildProtectedAddresses(in nbRows) (prot []model.ProtectedPrefix, nodeAddrs
 // address once with its first reason in the order above: each part is
 // sorted on its own, then the parts are merged, the first part winning.
 func protectedFrom(in nbRows, memo *buildMemo) (prot []model.ProtectedPrefix, nodeAddrs []netip.Addr, problems []string) {
-	lb, nat := lbPart(in, memo), memo.natProtected(in.NATs)
+	lb, nat := lbPart(in, memo), natPart(in, memo)
 	ports, nodeAddrs := portProtected(in.Ports)
 	ic := icProtected(in.Routes)
 	prot = mergeProtected(lb.prot, nat.prot, ports.prot, ic.prot)
@@ -202,6 +202,16 @@ func lbPart(in nbRows, memo *buildMemo) protectedPart {
 		return protectedPart{prot: in.vips.prot, problems: in.vips.protProblems}
 	}
 	return memo.lbProtected(in.LoadBalancers, 0)
+}
+
+// natPart is the NATs' protected addresses of in: kept row by row when
+// readRows read them (eipIndex), else natProtected's (memo's last when
+// the same rows).
+func natPart(in nbRows, memo *buildMemo) protectedPart {
+	if in.eips != nil {
+		return protectedPart{prot: in.eips.prot, problems: in.eips.protProblems}
+	}
+	return memo.natProtected(in.NATs)
 }
 
 // protectedPart is the protected addresses of one kind of row, sorted by
@@ -257,28 +267,20 @@ func natProtected(natRows []natRow) protectedPart {
 	for i := range natRows {
 		nats[i] = &natRows[i]
 	}
-	slices.SortFunc(nats, func(a, b *natRow) int {
-		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.Router, b.Router), cmp.Compare(a.UUID, b.UUID))
-	})
+	slices.SortFunc(nats, compareNATProt)
 	prot := make([]model.ProtectedPrefix, 0, len(nats))
 	seen := make(map[netip.Addr]bool, len(nats))
 	for _, n := range nats {
-		a, err := netip.ParseAddr(n.ExternalIP)
-		if err != nil || a.Zone() != "" || a.IsUnspecified() {
-			out.problems = append(out.problems, fmt.Sprintf("%s %s (%s=%s, %s=%s) external_ip %q: not an address; not protected nor advertised",
-				tableNAT, n.UUID, ovnk.ExtIDOwnerType, ovnk.OwnerTypeEgressIP, ovnk.ExtIDName, n.Name, n.ExternalIP))
+		a, bad := natBadIP(n)
+		if bad != "" {
+			out.problems = append(out.problems, bad)
 			continue
 		}
-		if seen[a.Unmap()] {
+		if seen[a] {
 			continue // the reason is the first one's
 		}
-		seen[a.Unmap()] = true
-		router := n.Router
-		if router == "" {
-			router = "no router"
-		}
-		prot = append(prot, hostProtected(a, fmt.Sprintf("egress IP %s (%s on %s external_ip, %s=%s, %s=%s)", n.Name, tableNAT, router,
-			ovnk.ExtIDOwnerType, ovnk.OwnerTypeEgressIP, ovnk.ExtIDOwnerController, n.Controller)))
+		seen[a] = true
+		prot = append(prot, hostProtected(a, natWhy(n)))
 	}
 	out.prot = sortProtected(prot)
 	return out

@@ -20,8 +20,9 @@ import (
 // rowMemo is what readRows keeps between reads of one session's cache:
 // the rows of the last read with the version of each table they were read
 // at, the UUIDs of the rows each cache event named since, the Service
-// load-balancer rows by UUID with their Service VIPs (vipIndex), and the
-// generations of the rows read (gen, log).
+// load-balancer rows by UUID with their Service VIPs (vipIndex), the egress
+// IP SNATs and the routers' nat sets with their egress IPs (natMemo,
+// eipIndex), and the generations of the rows read (gen, log).
 //
 // libovsdb replaces a cached model on an update and never mutates it. The
 // cache event handler (event) bumps a table's version after libovsdb
@@ -63,6 +64,9 @@ type rowMemo struct {
 	lbs     map[string]lbEntry
 	vips    *vipIndex
 	protVer uint64 // bumped when a row's protected addresses may differ (lbProt)
+	// nats are the egress IP SNATs of the last read and the routers'
+	// nat columns, with their index (readNATs).
+	nats *natMemo
 }
 
 // lbEntry is one Service load balancer of the last read.
@@ -103,6 +107,11 @@ type genChange struct {
 	tables tableSet
 	// vips are the addresses whose Service VIP entries changed.
 	vips []netip.Addr
+	// eips are the egress IP entries (of any node) that changed;
+	// eipsUnknown says the rows had no egress IP index (compare the
+	// snapshots).
+	eips        []eipChange
+	eipsUnknown bool
 }
 
 // lbVIPs is the Service VIPs of nbRows.LoadBalancers, as readRows keeps
@@ -242,8 +251,8 @@ func (s *readState) changedRows(table string) (uuids []string, ok bool) {
 // done records rows as the last read's at the versions seen at begin,
 // with what changed since the previous read: the whole tables compared
 // (an equal table keeps the previous read's slice, shared), the load
-// balancers as readLoadBalancers found them. It sets rows.gen.
-func (s *readState) done(rows *nbRows, lb lbResult) {
+// balancers and NATs as readLoadBalancers and readNATs found them. It sets rows.gen.
+func (s *readState) done(rows *nbRows, lb lbResult, nat natResult) {
 	var ch genChange
 	p := s.prev
 	if p == nil {
@@ -261,7 +270,10 @@ func (s *readState) done(rows *nbRows, lb lbResult) {
 		}
 		table(tSwitches, rows.Switches, p.Switches, func() { rows.Switches = p.Switches })
 		table(tPorts, rows.Ports, p.Ports, func() { rows.Ports = p.Ports })
-		table(tNATs, rows.NATs, p.NATs, func() { rows.NATs = p.NATs })
+		if nat.changed {
+			ch.tables |= tNATs
+		}
+		ch.eips, ch.eipsUnknown = nat.eips, rows.eips == nil
 		table(tRouters, rows.Routers, p.Routers, func() { rows.Routers = p.Routers })
 		table(tRoutes, rows.Routes, p.Routes, func() { rows.Routes = p.Routes })
 		if lb.changed {
@@ -328,6 +340,8 @@ func (m *rowMemo) changesSince(since, gen uint64) (ch genChange, ok bool) {
 		}
 		ch.tables |= c.tables
 		ch.vips = append(ch.vips, c.vips...)
+		ch.eips = append(ch.eips, c.eips...)
+		ch.eipsUnknown = ch.eipsUnknown || c.eipsUnknown
 	}
 	slices.SortFunc(ch.vips, netip.Addr.Compare)
 	ch.vips = slices.Compact(ch.vips)
@@ -517,3 +531,131 @@ func readLoadBalancers(out *nbRows, s *readState) (lbResult, error) {
 	out.LoadBalancers = lbs
 	return res, nil
 }
+
+// natResult is what readNATs found changed.
+type natResult struct {
+	changed bool        // an egress IP SNAT row (or its router) changed
+	eips    []eipChange // the egress IP entries that changed
+}
+
+// readNATs fills out's egress IP SNATs, with their routers, and their
+// egress IPs and protected addresses (eipIndex). With no event of the NAT
+// and Logical_Router tables since the last read, they are the last read's;
+// when every event named its row, only those NAT rows are read again
+// (RowCache.Row) and of the routers only the difference of each changed
+// router's nat set with the last read's is looked at (natMemo.setRouter);
+// else both tables are read whole, and the rows compared with the index's.
+// Either way the index is given only the rows that changed. The caller
+// holds s.m.read.
+func readNATs(out *nbRows, s *readState) (natResult, error) {
+	m, prev := s.m, s.prev
+	if prev != nil && prev.eips != nil && s.fresh(nbdb.NATTable) && s.fresh(nbdb.LogicalRouterTable) {
+		out.NATs, out.eips = prev.NATs, prev.eips
+		return natResult{}, nil
+	}
+	nt, rt := s.tc.Table(nbdb.NATTable), s.tc.Table(nbdb.LogicalRouterTable)
+	if nt == nil || rt == nil {
+		return natResult{}, fmt.Errorf("no %s or %s table in the cache", nbdb.NATTable, nbdb.LogicalRouterTable)
+	}
+	reset := prev == nil || prev.eips == nil || m.nats == nil
+	natIDs, natByRow := s.changedRows(nbdb.NATTable)
+	lrIDs, lrByRow := s.changedRows(nbdb.LogicalRouterTable)
+	affected := map[string]struct{}{}
+	var nm *natMemo
+	if !reset && natByRow && lrByRow && len(natIDs)+len(lrIDs) <= max(64, len(m.nats.raw)/64) {
+		// Read first, then change the memo: an error leaves it as it was.
+		// The routers from the shallow copy of their table (a map of
+		// pointers, one per router): Row would clone a gateway router's
+		// nat set of thousands of UUIDs, through JSON.
+		lrs := make(map[string]*nbdb.LogicalRouter, len(lrIDs))
+		var shallow map[string]libmodel.Model
+		if len(lrIDs) > 0 {
+			shallow = rt.RowsShallow()
+		}
+		for _, id := range lrIDs {
+			var lr *nbdb.LogicalRouter
+			if mod := shallow[id]; mod != nil {
+				var ok bool
+				if lr, ok = mod.(*nbdb.LogicalRouter); !ok {
+					return natResult{}, fmt.Errorf("%s cache holds a %T", nbdb.LogicalRouterTable, mod)
+				}
+			}
+			lrs[id] = lr
+		}
+		ns := make(map[string]*nbdb.NAT, len(natIDs))
+		for _, id := range natIDs {
+			var n *nbdb.NAT
+			if mod := nt.Row(id); mod != nil {
+				var ok bool
+				if n, ok = mod.(*nbdb.NAT); !ok {
+					return natResult{}, fmt.Errorf("%s cache holds a %T", nbdb.NATTable, mod)
+				}
+			}
+			ns[id] = n
+		}
+		nm = m.nats
+		for id, lr := range lrs {
+			nm.setRouter(id, lr, affected)
+		}
+		for id, n := range ns {
+			nm.setNAT(id, n, affected)
+		}
+	} else {
+		idx := newEIPIndex()
+		if !reset {
+			idx = m.nats.idx
+		}
+		nm = newNATMemo(idx)
+		for uuid, mod := range rt.RowsShallow() {
+			lr, ok := mod.(*nbdb.LogicalRouter)
+			if !ok {
+				return natResult{}, fmt.Errorf("%s cache holds a %T", nbdb.LogicalRouterTable, mod)
+			}
+			nm.setRouter(uuid, lr, affected)
+		}
+		for uuid, mod := range nt.RowsShallow() {
+			n, ok := mod.(*nbdb.NAT)
+			if !ok {
+				return natResult{}, fmt.Errorf("%s cache holds a %T", nbdb.NATTable, mod)
+			}
+			nm.setNAT(uuid, n, affected)
+		}
+		for uuid := range idx.rows {
+			affected[uuid] = struct{}{}
+		}
+	}
+	changes, rows := nm.flush(affected)
+	m.nats = nm
+	if !reset && len(rows) == 0 {
+		out.NATs, out.eips = prev.NATs, prev.eips
+		return natResult{}, nil
+	}
+	out.eips = nm.idx.snapshot()
+	res := natResult{changed: true, eips: changes}
+	if reset || len(rows) > 64 {
+		out.NATs = make([]natRow, 0, len(nm.idx.rows))
+		for _, n := range nm.idx.rows {
+			out.NATs = append(out.NATs, *n)
+		}
+		slices.SortFunc(out.NATs, compareNATUUID)
+		return res, nil
+	}
+	// A few rows: the last read's slice, edited (a copy: it is shared).
+	nats := slices.Clone(prev.NATs)
+	for uuid, n := range rows {
+		i, found := slices.BinarySearchFunc(nats, uuid, func(r natRow, u string) int { return cmp.Compare(r.UUID, u) })
+		switch {
+		case found && n != nil:
+			nats[i] = *n
+		case found:
+			nats = slices.Delete(nats, i, i+1)
+		case n != nil:
+			nats = slices.Insert(nats, i, *n)
+		}
+	}
+	out.NATs = nats
+	return res, nil
+}
+
+// compareNATUUID is the order of nbRows.NATs.
+func compareNATUUID(a, b natRow) int { return cmp.Compare(a.UUID, b.UUID) }

@@ -367,7 +367,7 @@ func TestReadRowsByRowRandom(t *testing.T) {
 }
 
 // waitSession waits for c's first sync and returns its session's client.
-func waitSession(t *testing.T, c *Client) client.Client {
+func waitSession(t testing.TB, c *Client) client.Client {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {

@@ -110,6 +110,10 @@ type nbRows struct {
 	// row by row (vipIndex); nil in rows made by hand: the builder builds
 	// them (buildServiceVIPs).
 	vips *lbVIPs
+	// eips is the egress IPs of NATs, as readRows keeps them row by row
+	// (eipIndex); nil in rows made by hand: the builder builds them
+	// (buildEgressIPs).
+	eips *natEIPs
 	// gen is the generation of rows read by readRows: it moves only when
 	// the rows differ from the last read's (rowMemo); 0 in rows made by
 	// hand.
@@ -334,7 +338,11 @@ func buildNBMemo(in nbRows, node string, memo *buildMemo) buildResult {
 	if node != "" {
 		// Only a node's snapshot advertises (ClusterSubnets passes "").
 		var eipProblems, vipProblems []string
-		snap.EgressIPs, eipProblems = memo.egressIPs(in.NATs, node)
+		if in.eips != nil {
+			snap.EgressIPs, eipProblems = in.eips.forNode(node)
+		} else {
+			snap.EgressIPs, eipProblems = memo.egressIPs(in.NATs, node)
+		}
 		if in.vips != nil {
 			snap.ServiceVIPs, vipProblems = in.vips.list, in.vips.problems
 		} else {
@@ -665,7 +673,7 @@ func (m *buildMemo) protected(in nbRows, node string) protBuild {
 	if m == nil {
 		return protBuild{}
 	}
-	lb, nat := lbPart(in, m), m.natProtected(in.NATs)
+	lb, nat := lbPart(in, m), natPart(in, m)
 	key := protBuild{lb: lb.prot, nat: nat.prot, in: nbRows{Switches: in.Switches, Ports: in.Ports, Routes: in.Routes, Routers: in.Routers}, node: node}
 	m.mu.Lock()
 	defer m.mu.Unlock()
