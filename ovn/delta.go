@@ -72,8 +72,16 @@ func (c *Client) delta(base *deltaBase, node string, since uint64, snap model.Sn
 			d.EgressIPs = egressIPsChanged(old.EgressIPs, snap.EgressIPs, ch.eips, node)
 		}
 		d.OwnedRoutes = !reflect.DeepEqual(old.OwnedRoutes, snap.OwnedRoutes)
+		// The protected entries that come and go with the entries named:
+		// the VIPs, and the egress IP NAT rows of any node that changed
+		// (natProtected lists every node's; a row not yet on a router
+		// is an entry of no node).
 		own := slices.Concat(d.ServiceVIPs, d.EgressIPs)
+		for _, c := range ch.eips {
+			own = append(own, c.ip)
+		}
 		slices.SortFunc(own, netip.Addr.Compare)
+		own = slices.Compact(own)
 		d.Context = !sameContext(old, snap, own)
 	}
 	return d

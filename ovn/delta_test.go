@@ -254,8 +254,11 @@ func differ(a, b model.Snapshot) model.SnapshotDelta {
 	for _, a := range slices.Concat(d.ServiceVIPs, d.EgressIPs) {
 		own[netip.PrefixFrom(a, a.BitLen())] = true
 	}
+	// So does an egress IP's (any node's: natProtected lists them all).
 	prot := func(ps []model.ProtectedPrefix) []model.ProtectedPrefix {
-		return slices.DeleteFunc(slices.Clone(ps), func(p model.ProtectedPrefix) bool { return own[p.Prefix] })
+		return slices.DeleteFunc(slices.Clone(ps), func(p model.ProtectedPrefix) bool {
+			return own[p.Prefix] || strings.HasPrefix(p.Why, "egress IP ")
+		})
 	}
 	routers := func(rs []model.GatewayRouter) []model.GatewayRouter {
 		rs = slices.Clone(rs)
