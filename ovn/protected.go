@@ -201,7 +201,7 @@ func lbPart(in nbRows, memo *buildMemo) protectedPart {
 	if in.vips != nil {
 		return protectedPart{prot: in.vips.prot, problems: in.vips.protProblems}
 	}
-	return memo.lbProtected(in.LoadBalancers, 0)
+	return memo.lbProtected(in.LoadBalancers)
 }
 
 // natPart is the NATs' protected addresses of in: kept row by row when

@@ -61,9 +61,8 @@ type rowMemo struct {
 	// lbs are the Service load-balancer rows of the last read, by UUID,
 	// with the cached model each was read from (nil when read from a
 	// clone, by UUID).
-	lbs     map[string]lbEntry
-	vips    *vipIndex
-	protVer uint64 // bumped when a row's protected addresses may differ (lbProt)
+	lbs  map[string]lbEntry
+	vips *vipIndex
 	// nats are the egress IP SNATs of the last read and the routers'
 	// nat columns, with their index (readNATs).
 	nats *natMemo
@@ -119,9 +118,6 @@ type genChange struct {
 type lbVIPs struct {
 	list     []model.ServiceVIP
 	problems []string // sorted
-	// protVer names the protected addresses of the load balancers: rows
-	// of the same protVer give the same lbProtected.
-	protVer uint64
 	// prot and protProblems are lbProtected of the rows, kept row by row
 	// (vipIndex): a new VIP costs an edit, not a sort of every VIP.
 	prot         []model.ProtectedPrefix
@@ -506,10 +502,7 @@ func readLoadBalancers(out *nbRows, s *readState) (lbResult, error) {
 		return res, nil
 	}
 	res.vips = m.vips.apply(changes)
-	if res.prot {
-		m.protVer++
-	}
-	out.vips = &lbVIPs{list: m.vips.list, problems: m.vips.probList, protVer: m.protVer,
+	out.vips = &lbVIPs{list: m.vips.list, problems: m.vips.probList,
 		prot: m.vips.prot, protProblems: m.vips.protProbList}
 	if reset || len(changes) > 64 {
 		out.LoadBalancers = slices.SortedFunc(maps.Values(m.vips.rows), compareLB)

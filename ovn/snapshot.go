@@ -182,8 +182,7 @@ func buildNB(in nbRows, node string) buildResult {
 // table's rows until the table changes, so after one Service's change the
 // egress IPs are not built again, nor the VIPs after an egress IP's. Rows
 // from readRows carry their Service VIPs (nbRows.vips, kept row by row),
-// and the protected addresses of the load balancers are built again only
-// when a row's VIP keys, name or owner changed (lbVIPs.protVer).
+// and the load balancers' protected addresses, kept row by row (lbPart).
 func buildNBMemo(in nbRows, node string, memo *buildMemo) buildResult {
 	rows := slices.Clone(in.Switches)
 	slices.SortFunc(rows, func(a, b switchRow) int {
@@ -640,16 +639,12 @@ type buildMemo struct {
 	// (protectedFrom), by the rows they came from.
 	lbProtOK, natProtOK bool
 	lbProtRows          []*lbRow
-	lbProtVer           uint64
 	lbProt              protectedPart
 	natProtRows         []natRow
 	natProt             protectedPart
 	prot                *protBuild // the last build's protected prefixes
 }
 
-// lbProtected is lbProtected(lbs), the last build's when lbs are the same
-// rows or, ver not 0 (lbVIPs.protVer), rows of the same protected
-// addresses (a Service's backends changed, not its VIP keys).
 // protBuild is the protected prefixes of one build (buildNBMemo), by the
 // rows they were built from: the load-balancer and NAT parts
 // (lbProtected, natProtected), the switches, router ports, routes and
@@ -696,14 +691,16 @@ func (m *buildMemo) setProtected(p protBuild) {
 	m.mu.Unlock()
 }
 
-func (m *buildMemo) lbProtected(lbs []*lbRow, ver uint64) protectedPart {
+// lbProtected is lbProtected(lbs), the last build's when lbs are the same
+// rows (rows readRows did not index: lbPart).
+func (m *buildMemo) lbProtected(lbs []*lbRow) protectedPart {
 	if m == nil {
 		return lbProtected(lbs)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if !m.lbProtOK || !(sameRows(m.lbProtRows, lbs) || ver != 0 && ver == m.lbProtVer) {
-		m.lbProtRows, m.lbProt, m.lbProtOK, m.lbProtVer = lbs, lbProtected(lbs), true, ver
+	if !m.lbProtOK || !sameRows(m.lbProtRows, lbs) {
+		m.lbProtRows, m.lbProt, m.lbProtOK = lbs, lbProtected(lbs), true
 	}
 	return m.lbProt
 }
