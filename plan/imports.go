@@ -185,11 +185,36 @@ type importEnv struct {
 	ovnWhy, kernelWhy []string
 	problems          []string
 	createVRFs        []model.VRFDevice
-	installedAt       map[installedKey]bool
 	// foreign are the kernel keys routes not ours hold (Host.Foreign);
 	// foreignOVN the static routes not ours on the gateway routers.
 	foreign    map[model.KernelRouteKey]bool
 	foreignOVN map[model.OVNRouteKey]bool
+}
+
+// Installed are the routes installed now (owned OVN rows, routes in
+// ovnbgp's kernel tables), by (rule or table, prefix, next hop): where a
+// cap holds prefixes back, the prefixes that join it in one Update are
+// kept installed first (TableChange.Installed).
+type Installed struct {
+	at map[installedKey]bool
+}
+
+// NewInstalled indexes the owned OVN rows and kernel routes installed now.
+func NewInstalled(owned []model.OVNRoute, kernel []model.KernelRoute) *Installed {
+	n := len(owned)
+	for _, k := range kernel {
+		n += len(k.NextHops)
+	}
+	in := &Installed{at: make(map[installedKey]bool, n)}
+	for _, o := range owned {
+		in.at[installedKey{rule: o.Rule, prefix: o.Prefix, nextHop: o.NextHop}] = true
+	}
+	for _, k := range kernel {
+		for _, nh := range k.NextHops {
+			in.at[installedKey{table: k.Table, prefix: k.Prefix, nextHop: nh.Addr}] = true
+		}
+	}
+	return in
 }
 
 type installedKey struct {
@@ -202,7 +227,7 @@ type installedKey struct {
 func newImportEnv(cfg *config.Config, snap model.Snapshot, host model.Host, prot []model.ProtectedPrefix) *importEnv {
 	e := &importEnv{cfg: cfg, snap: snap, host: host, prot: prot,
 		local: map[netip.Addr]string{}, grAddr: map[netip.Addr]*model.GatewayRouter{}, peerLink: map[string]*model.Link{}, peerNoLink: map[string]string{},
-		installedAt: map[installedKey]bool{}, foreign: make(map[model.KernelRouteKey]bool, len(host.Foreign))}
+		foreign: make(map[model.KernelRouteKey]bool, len(host.Foreign))}
 	for _, k := range host.Foreign {
 		e.foreign[k] = true
 	}
@@ -244,14 +269,6 @@ func newImportEnv(cfg *config.Config, snap model.Snapshot, host model.Host, prot
 		e.tables = append(e.tables, t)
 		e.vrfs = append(e.vrfs, vrf)
 		e.kernelWhy = append(e.kernelWhy, e.newProblem(n))
-	}
-	for _, o := range snap.OwnedRoutes {
-		e.installedAt[installedKey{rule: o.Rule, prefix: o.Prefix, nextHop: o.NextHop}] = true
-	}
-	for _, k := range host.Routes {
-		for _, nh := range k.NextHops {
-			e.installedAt[installedKey{table: k.Table, prefix: k.Prefix, nextHop: nh.Addr}] = true
-		}
 	}
 	return e
 }
@@ -564,11 +581,14 @@ func prefixList(ps []netip.Prefix) string {
 // the rule's kernel table with nh among its next hops. Caps count per
 // (rule, peer): a prefix installed through another peer is not this
 // peer's.
-func (e *importEnv) installed(ri int, p netip.Prefix, nh netip.Addr) bool {
-	if e.installedAt[installedKey{rule: e.cfg.Import[ri].Name, prefix: p, nextHop: nh}] {
+func (e *importEnv) installed(in *Installed, ri int, p netip.Prefix, nh netip.Addr) bool {
+	if in == nil {
+		return false
+	}
+	if in.at[installedKey{rule: e.cfg.Import[ri].Name, prefix: p, nextHop: nh}] {
 		return true
 	}
-	return e.tables[ri] != 0 && e.installedAt[installedKey{table: e.tables[ri], prefix: p, nextHop: nh}]
+	return e.tables[ri] != 0 && in.at[installedKey{table: e.tables[ri], prefix: p, nextHop: nh}]
 }
 
 // targets turns the accepted candidates of one prefix's paths into OVN

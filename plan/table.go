@@ -333,10 +333,13 @@ func (pe *prefixEntry) isMember(cs *capState) bool {
 	return false
 }
 
-// NewImportTable decides every path of in. Paths are keyed by (peer,
-// prefix): of two paths with the same key the later one is kept. Where a
-// cap holds prefixes back, the prefixes installed now (owned OVN rows of
-// the rule, routes in its kernel table) are kept first, then the others in
+// NewImportTable decides every path of in: it is an empty table's Update
+// with every path and the routes installed now (in.Snapshot's owned rows,
+// in.Host's routes), so that a full pass is the incremental pass from an
+// empty table. Paths are keyed by (peer, prefix): of two paths with the
+// same key the later one is kept. Where a cap holds prefixes back, the
+// prefixes installed now (owned OVN rows of the rule, routes in its kernel
+// table, through the group's peer) are kept first, then the others in
 // prefix order.
 func NewImportTable(in ImportInput) *ImportTable {
 	cfg := in.Config
@@ -351,41 +354,12 @@ func NewImportTable(in ImportInput) *ImportTable {
 		counts: TableCounts{ByPeer: map[string]PeerCounts{}, RejectedBy: map[Rejection]int{}},
 	}
 	t.hasCaps = slices.ContainsFunc(cfg.Import, func(r config.ImportRule) bool { return r.MaxRoutes > 0 })
-	for _, p := range in.Learned {
-		t.put(p)
-	}
-	// Caps: per group, the prefixes installed through the group's peer
-	// first (a route through another peer is not this peer's), then
-	// prefix order.
-	type member struct {
-		prefix    netip.Prefix
-		installed bool
-	}
-	groups := map[capGroup][]member{}
-	t.each(func(pfx netip.Prefix, tp *tablePath) bool {
-		nh := t.attrs.slots[tp.attrs].nextHop
-		t.groupsOf(tp, func(g capGroup) {
-			groups[g] = append(groups[g], member{pfx, t.env.installed(g.rule, pfx, nh)})
-		})
-		return true
-	})
-	for g, ms := range groups {
-		slices.SortFunc(ms, func(a, b member) int {
-			if a.installed != b.installed {
-				if a.installed {
-					return -1
-				}
-				return 1
-			}
-			return model.ComparePrefix(a.prefix, b.prefix)
-		})
-		cs := t.capState(g)
-		for _, m := range ms {
-			t.join(t.prefixes[m.prefix], m.prefix, cs)
+	if len(in.Learned) > 0 {
+		var inst *Installed
+		if t.hasCaps {
+			inst = NewInstalled(in.Snapshot.OwnedRoutes, in.Host.Routes)
 		}
-	}
-	for pfx, pe := range t.prefixes {
-		t.settle(pfx, pe)
+		t.Update(TableChange{Paths: in.Learned, Installed: inst})
 	}
 	return t
 }
@@ -721,6 +695,14 @@ type TableChange struct {
 	Gone       []model.Key
 	KernelKeys []model.KernelRouteKey
 	Foreign    []model.KernelRouteKey
+	// Installed, if set, are the routes installed now, for a change that
+	// fills a table (NewImportTable's): the cap memberships the change
+	// ends go first, then of the prefixes that join a cap group, those
+	// installed through the group's peer (a full pass keeps what is
+	// installed), then the others in prefix order. Without it, caps are
+	// decided a prefix at a time in prefix order, as a ChangeQueue's parts
+	// are (which never carry it).
+	Installed *Installed
 }
 
 // Update decides again the prefixes that c touches, and those a cap's
@@ -757,11 +739,33 @@ func (t *ImportTable) Update(c TableChange) (touched []netip.Prefix) {
 	slices.SortFunc(queue, model.ComparePrefix)
 	queue = slices.Compact(queue)
 	var freed []netip.Prefix
-	for _, pfx := range queue {
-		pe := t.prefixes[pfx]
-		freed = append(freed, t.recap(pfx, pe)...)
-		if pe != nil {
-			t.settle(pfx, pe)
+	if c.Installed == nil {
+		// Caps in prefix order, a prefix at a time: what a change decided
+		// in parts (ChangeQueue) decides the same.
+		for _, pfx := range queue {
+			pe := t.prefixes[pfx]
+			f, joins := t.recap(pfx, pe, nil)
+			t.joinAll(joins, nil)
+			freed = append(freed, f...)
+			if pe != nil {
+				t.settle(pfx, pe)
+			}
+		}
+	} else {
+		// Caps: every membership that ends first (a freed slot goes to
+		// the prefix its cap held back first), then the new ones,
+		// installed first.
+		var joins []capJoin
+		for _, pfx := range queue {
+			var f []netip.Prefix
+			f, joins = t.recap(pfx, t.prefixes[pfx], joins)
+			freed = append(freed, f...)
+		}
+		t.joinAll(joins, c.Installed)
+		for _, pfx := range queue {
+			if pe := t.prefixes[pfx]; pe != nil {
+				t.settle(pfx, pe)
+			}
 		}
 	}
 	if len(freed) == 0 {
@@ -772,7 +776,9 @@ func (t *ImportTable) Update(c TableChange) (touched []netip.Prefix) {
 	for i := 0; i < len(freed); i++ {
 		pfx := freed[i]
 		pe := t.prefixes[pfx]
-		freed = append(freed, t.recap(pfx, pe)...)
+		f, joins := t.recap(pfx, pe, nil)
+		t.joinAll(joins, nil)
+		freed = append(freed, f...)
 		if pe != nil {
 			t.settle(pfx, pe)
 		}
@@ -783,19 +789,23 @@ func (t *ImportTable) Update(c TableChange) (touched []netip.Prefix) {
 }
 
 // recap updates pfx's cap group memberships from its paths' decisions: a
-// new candidate is kept while the group has room and held back otherwise;
-// a kept prefix that leaves frees its slot for the first held-back prefix
-// in prefix order, which is returned (its verdict changes).
-func (t *ImportTable) recap(pfx netip.Prefix, pe *prefixEntry) []netip.Prefix {
+// kept prefix that leaves frees its slot for the first held-back prefix
+// in prefix order, which is returned (its verdict changes); the groups it
+// joins are appended to joins (joinAll).
+func (t *ImportTable) recap(pfx netip.Prefix, pe *prefixEntry, joins []capJoin) ([]netip.Prefix, []capJoin) {
 	if !t.hasCaps || pe == nil {
-		return nil
+		return nil, joins
 	}
 	var wantBuf [4]capGroup
 	want := wantBuf[:0]
 	for i := range pe.len() {
-		t.groupsOf(pe.at(i), func(g capGroup) {
+		tp := pe.at(i)
+		t.groupsOf(tp, func(g capGroup) {
 			if !slices.Contains(want, g) {
 				want = append(want, g)
+				if cs := t.caps[g]; cs == nil || !pe.isMember(cs) {
+					joins = append(joins, capJoin{pe: pe, prefix: pfx, g: g, nextHop: t.attrs.slots[tp.attrs].nextHop})
+				}
 			}
 		})
 	}
@@ -821,13 +831,41 @@ func (t *ImportTable) recap(pfx netip.Prefix, pe *prefixEntry) []netip.Prefix {
 	if len(stay) != pe.nCaps() {
 		pe.setCaps(stay)
 	}
-	for _, g := range want {
-		cs := t.capState(g)
-		if !pe.isMember(cs) {
-			t.join(pe, pfx, cs)
+	return freed, joins
+}
+
+// capJoin is a prefix that joins a cap group (through its path of the
+// group's peer, whose next hop says whether it is installed).
+type capJoin struct {
+	pe        *prefixEntry
+	prefix    netip.Prefix
+	g         capGroup
+	nextHop   netip.Addr
+	installed bool
+}
+
+// joinAll makes each prefix of joins a member of its group, those
+// installed now (in; nil: none) first, then in prefix order: kept while
+// the group has room, held back after.
+func (t *ImportTable) joinAll(joins []capJoin, in *Installed) {
+	if in != nil {
+		for i := range joins {
+			j := &joins[i]
+			j.installed = t.env.installed(in, j.g.rule, j.prefix, j.nextHop)
 		}
+		slices.SortStableFunc(joins, func(a, b capJoin) int {
+			if a.installed != b.installed {
+				if a.installed {
+					return -1
+				}
+				return 1
+			}
+			return model.ComparePrefix(a.prefix, b.prefix)
+		})
 	}
-	return freed
+	for _, j := range joins {
+		t.join(j.pe, j.prefix, t.capState(j.g))
+	}
 }
 
 // Desired returns the desired OVN rows and kernel routes of the given
