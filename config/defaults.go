@@ -3,6 +3,7 @@ package config
 import (
 	"net"
 	"net/netip"
+	"slices"
 	"strings"
 	"time"
 )
@@ -28,6 +29,16 @@ const (
 	// DefaultMaxRoutes is an import rule's cap per peer when maxRoutes is
 	// absent.
 	DefaultMaxRoutes = 1000
+	// DefaultHandoverHoldTime is how long the node a VM left keeps
+	// advertising its address: the target's first UPDATE has this long to
+	// reach the router (its own NB event, plan and send take milliseconds).
+	DefaultHandoverHoldTime = 5 * time.Second
+	// DefaultHandoverLocalPreference is the leaving node's LOCAL_PREF to
+	// iBGP peers: below the default 100 the target sends.
+	DefaultHandoverLocalPreference = 50
+	// DefaultHandoverASPathPrepend is how many more times the leaving node
+	// prepends its ASN: a longer AS path for eBGP peers.
+	DefaultHandoverASPathPrepend = 2
 	// DefaultDeferralTime is how long owned imported routes are kept after
 	// start for a peer that sends no End-of-RIB.
 	DefaultDeferralTime = 120 * time.Second
@@ -139,6 +150,15 @@ func (b *BMPServer) setDefaults() {
 	b.RouteMonitoring = BMPAdjRIBIn
 }
 
+func (r *AdvertiseRule) setDefaults() {
+	r.Handover = DefaultHandover()
+}
+
+// DefaultHandover is a workloadIP rule's handover when the file sets none.
+func DefaultHandover() Handover {
+	return Handover{HoldTime: DefaultHandoverHoldTime, LocalPreference: DefaultHandoverLocalPreference, ASPathPrepend: DefaultHandoverASPathPrepend}
+}
+
 func (r *ImportRule) setDefaults() {
 	r.Mode = DefaultImportMode
 	r.MaxRoutes = DefaultMaxRoutes
@@ -186,6 +206,14 @@ func (c *Config) deriveDefaults(h host) {
 		// ovn.northbound unset: the node's NB socket is looked for, and
 		// the effective config says where.
 		c.OVN.NorthboundSockets = DefaultNorthboundSockets()
+	}
+	c.OVN.Workloads = slices.ContainsFunc(c.Advertise, func(r AdvertiseRule) bool { return r.Kind == KindWorkloadIP })
+	for i := range c.Advertise {
+		// Only workloadIP rules hand addresses over: the others' default
+		// handover is not theirs to show (config show).
+		if r := &c.Advertise[i]; r.Kind != KindWorkloadIP && r.Handover == DefaultHandover() {
+			r.Handover = Handover{}
+		}
 	}
 	if len(c.Cluster.ServiceCIDRs) == 0 {
 		c.Cluster.ServiceCIDRs = DefaultServiceCIDRs()

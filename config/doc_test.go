@@ -88,7 +88,8 @@ func hasChildren(known map[string]bool, p string) bool {
 }
 
 // defaultsDoc has one entry of every list, with only its required keys, so
-// that every default is filled in.
+// that every default is filled in (the advertise rule is a workloadIP one,
+// the only kind with a handover).
 const defaultsDoc = `node: {name: n1}
 bgp:
   asn: 64512
@@ -96,7 +97,7 @@ bgp:
   peers:
     - {name: tor, address: 192.0.2.1, asn: 65001}
 advertise:
-  - {name: pods, kind: podNetwork, networks: [default]}
+  - {name: vms, kind: workloadIP, networks: [default]}
 import:
   - {name: up, peers: [tor], network: default, accept: [{prefix: 198.51.100.0/24}]}
 bmp:

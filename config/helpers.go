@@ -137,6 +137,15 @@ func (b BFD) MarshalYAML() (any, error) {
 // MarshalJSON is MarshalYAML's output as JSON.
 func (b BFD) MarshalJSON() ([]byte, error) { return jsonOf(b) }
 
+// MarshalYAML writes the hold time as "5s".
+func (h Handover) MarshalYAML() (any, error) {
+	type plain Handover
+	return textNode(plain(h))
+}
+
+// MarshalJSON is MarshalYAML's output as JSON.
+func (h Handover) MarshalJSON() ([]byte, error) { return jsonOf(h) }
+
 // MarshalYAML writes the restart time as "120s".
 func (g GracefulRestart) MarshalYAML() (any, error) {
 	type plain GracefulRestart

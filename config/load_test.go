@@ -284,6 +284,28 @@ func TestProblems(t *testing.T) {
 			wants: []want{{"advertise[0].localPreference", `eBGP peer "tor-a"`, 17}}},
 		{name: "asPathPrepend", edits: []string{afterPods, afterPods + "    asPathPrepend: 11\n"},
 			wants: []want{{"advertise[0].asPathPrepend", "0..10", 17}}},
+		{name: "clusterIP refused with its reason", edits: []string{"kind: podNetwork", "kind: clusterIP"},
+			wants: []want{{"advertise[0].kind", "reaches the node's host, not OVN", 15}}},
+		{name: "clusterIP wrong case", edits: []string{"kind: podNetwork", "kind: ClusterIP"},
+			wants: []want{{"advertise[0].kind", `did you mean "clusterIP"`, 15}}},
+		{name: "workloadIP networks empty", edits: []string{"kind: podNetwork", "kind: workloadIP", afterPods, ""},
+			wants: []want{{"advertise[0].networks", "list the networks to advertise", 14}}},
+		{name: "workloadIP keys of other kinds", edits: []string{"kind: podNetwork", "kind: workloadIP", afterPods, afterPods + "    services: [a/b]\n    localEndpointsOnly: true\n    pods: [web, \"web/*\", \"a/b/c\"]\n"},
+			wants: []want{
+				{"advertise[0].services", "only for kind loadBalancerIP", 17},
+				{"advertise[0].localEndpointsOnly", "only for kind loadBalancerIP", 18},
+				{"advertise[0].pods[0]", "not NAMESPACE/NAME", 19},
+				{"advertise[0].pods[2]", "not NAMESPACE/NAME", 19}}},
+		{name: "workloadIP keys on podNetwork", edits: []string{afterPods, afterPods + "    pods: [web/*]\n    handover: {holdTime: 9s}\n"},
+			wants: []want{
+				{"advertise[0].pods", "only for kind workloadIP", 17},
+				{"advertise[0].handover", "only for kind workloadIP", 18}}},
+		{name: "workloadIP handover ranges", edits: []string{"kind: podNetwork", "kind: workloadIP", afterPods, afterPods + "    asPathPrepend: 9\n    med: 20\n    handover: {holdTime: 10m, localPreference: 100, asPathPrepend: 2, med: 20}\n"},
+			wants: []want{
+				{"advertise[0].handover.holdTime", "10m0s is out of range (1s..5m)", 19},
+				{"advertise[0].handover.localPreference", "100 is not below the LOCAL_PREF the target sends (100", 19},
+				{"advertise[0].handover.asPathPrepend", "2 on top of the rule's asPathPrepend 9 is over 10", 19},
+				{"advertise[0].handover.med", "20 is not above the rule's med 20", 19}}},
 
 		// import, protectedPrefixes, cluster
 		{name: "import rule problems", add: "import:\n  - peers: [tor-z]\n    mode: sometimes\n    accept:\n      - {prefix: 10.0.0.0/8, minLength: 4}\n    targets: {ovn: false, kernel: {table: 254}}\n",

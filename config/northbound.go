@@ -136,8 +136,8 @@ func (t NBTarget) NotFound(tried []NBCandidate) error {
 		"If this node's NB is elsewhere, set ovn.northbound", strings.Join(parts, ", "))
 }
 
-// Equal reports whether o and p reach NB the same way (a reload that
-// changes them reconnects).
+// Equal reports whether o and p reach NB the same way and read the same
+// tables (a reload that changes them reconnects).
 func (o OVN) Equal(p OVN) bool {
-	return o.Northbound == p.Northbound && o.TLS == p.TLS && slices.Equal(o.NorthboundSockets, p.NorthboundSockets)
+	return o.Northbound == p.Northbound && o.TLS == p.TLS && slices.Equal(o.NorthboundSockets, p.NorthboundSockets) && o.Workloads == p.Workloads
 }

@@ -177,6 +177,11 @@ type OVN struct {
 	NorthboundSockets []string `yaml:"northboundSockets" json:"northboundSockets,omitempty"`
 	// TLS files are required with, and only with, an ssl: endpoint.
 	TLS TLS `yaml:"tls" json:"tls"`
+	// Workloads is set, not read from the file, when an advertise rule is
+	// of kind workloadIP: only then does the NB client read the logical
+	// switch ports (one per pod), and a reload that changes it dials NB
+	// again.
+	Workloads bool `yaml:"-" json:"-"`
 }
 
 // TLS files for ssl: NB connections.
@@ -197,22 +202,34 @@ const (
 	KindPodNetwork     AdvertiseKind = "podNetwork"
 	KindEgressIP       AdvertiseKind = "egressIP"
 	KindLoadBalancerIP AdvertiseKind = "loadBalancerIP"
+	KindWorkloadIP     AdvertiseKind = "workloadIP"
+	// KindClusterIP is known only to be refused with its reason
+	// (validate.go, clusterIPRefused).
+	KindClusterIP AdvertiseKind = "clusterIP"
 )
 
 // AdvertiseRule selects what this node advertises, and to which peers.
 type AdvertiseRule struct {
 	// Name is unique among advertise rules.
 	Name string `yaml:"name" json:"name"`
-	// Kind is podNetwork, egressIP or loadBalancerIP.
+	// Kind is podNetwork, egressIP, loadBalancerIP or workloadIP.
 	Kind AdvertiseKind `yaml:"kind" json:"kind"`
 	// Networks are OVN network name globs ("default" = cluster default);
-	// required for podNetwork, empty = all for the other kinds.
+	// required for podNetwork and workloadIP, empty = all for the other
+	// kinds.
 	Networks []Glob `yaml:"networks" json:"networks"`
-	// Namespaces are namespace globs (egressIP, loadBalancerIP); empty = all.
+	// Namespaces are namespace globs (egressIP, loadBalancerIP,
+	// workloadIP); empty = all.
 	Namespaces []Glob `yaml:"namespaces" json:"namespaces"`
 	// Services are "namespace/name" globs (loadBalancerIP), matched against
 	// the whole "namespace/name"; empty = all.
 	Services []Glob `yaml:"services" json:"services"`
+	// Pods are "namespace/name" globs (workloadIP), matched against the
+	// pod's "namespace/name" and, for a KubeVirt VM, the VM's; empty = all.
+	Pods []Glob `yaml:"pods" json:"pods"`
+	// Handover is what the node a VM leaves in a live migration sends
+	// while the address is handed over (workloadIP).
+	Handover Handover `yaml:"handover,omitempty" json:"handover,omitzero"`
 	// LocalEndpointsOnly advertises a service only if a backend runs on
 	// this node (loadBalancerIP).
 	LocalEndpointsOnly bool `yaml:"localEndpointsOnly" json:"localEndpointsOnly"`
@@ -235,6 +252,26 @@ type AdvertiseRule struct {
 	MED uint32 `yaml:"med" json:"med"`
 	// ASPathPrepend repeats the local ASN this many extra times (0..10).
 	ASPathPrepend uint8 `yaml:"asPathPrepend" json:"asPathPrepend"`
+}
+
+// Handover is how a workloadIP rule hands a VM's address from the node a
+// live migration leaves to the node it goes to (docs/config.md, "Live
+// migration"): the leaving node keeps advertising it, less preferred, until
+// HoldTime after NB shows the VM active elsewhere, so that some node
+// advertises it at every moment and the router prefers the target.
+type Handover struct {
+	// HoldTime is how long the node the VM left keeps advertising its
+	// address (default DefaultHandoverHoldTime).
+	HoldTime time.Duration `yaml:"holdTime" json:"holdTime"`
+	// LocalPreference is the leaving node's LOCAL_PREF to iBGP peers,
+	// lower than the rule's (or 100) (default DefaultHandoverLocalPreference).
+	LocalPreference uint32 `yaml:"localPreference" json:"localPreference"`
+	// ASPathPrepend is how many more times the leaving node prepends its
+	// ASN, on top of the rule's (default DefaultHandoverASPathPrepend).
+	ASPathPrepend uint8 `yaml:"asPathPrepend" json:"asPathPrepend"`
+	// MED, when set, is the leaving node's MED, higher than the rule's
+	// (0: the rule's).
+	MED uint32 `yaml:"med" json:"med"`
 }
 
 // ImportRule accepts routes learned from peers into OVN and the host.

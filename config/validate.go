@@ -330,21 +330,23 @@ func (v *validator) advertise() {
 		r := &v.c.Advertise[i]
 		v.uniqueName(names, "advertise", i, r.Name)
 		v.kind(key(p, "kind"), r.Kind)
-		if r.Kind == KindPodNetwork && len(r.Networks) == 0 {
+		if (r.Kind == KindPodNetwork || r.Kind == KindWorkloadIP) && len(r.Networks) == 0 {
 			v.add(key(p, "networks"), `list the networks to advertise, e.g. [default] or ["*"]`)
 		}
 		v.globs(key(p, "networks"), r.Networks)
 		v.globs(key(p, "namespaces"), r.Namespaces)
 		v.globs(key(p, "services"), r.Services)
+		v.globs(key(p, "pods"), r.Pods)
 		if r.Kind == KindPodNetwork && len(r.Namespaces) > 0 {
-			v.add(key(p, "namespaces"), "only for kind egressIP/loadBalancerIP")
+			v.add(key(p, "namespaces"), "only for kind egressIP/loadBalancerIP/workloadIP")
 		}
+		v.workload(p, r)
 		if r.Kind == KindPodNetwork {
 			if r.AggregateLength != 0 {
-				v.add(key(p, "aggregateLength"), "only for kind egressIP/loadBalancerIP (pod subnets are advertised as they are)")
+				v.add(key(p, "aggregateLength"), "only for kind egressIP/loadBalancerIP/workloadIP (pod subnets are advertised as they are)")
 			}
 			if r.AggregateLengthV6 != 0 {
-				v.add(key(p, "aggregateLengthV6"), "only for kind egressIP/loadBalancerIP (pod subnets are advertised as they are)")
+				v.add(key(p, "aggregateLengthV6"), "only for kind egressIP/loadBalancerIP/workloadIP (pod subnets are advertised as they are)")
 			}
 		}
 		if r.AggregateLength < 0 || r.AggregateLength > 32 {
@@ -384,20 +386,68 @@ func (v *validator) advertise() {
 	}
 }
 
+// clusterIPRefused is why kind clusterIP is refused: what OVN-Kubernetes
+// builds does not load-balance a ClusterIP that arrives from outside
+// (docs/ovn-nb.md, "ClusterIPs from outside").
+const clusterIPRefused = "kind clusterIP is refused: a packet for a ClusterIP that arrives from outside reaches the node's host, not OVN: " +
+	"br-ex hands what is sent to the node's MAC to the host, and OVN-Kubernetes steers the Service CIDR into GR_<node> only for traffic the host itself sends " +
+	"(go-controller/pkg/node/bridgeconfig/bridgeflows.go, commonFlows and flowsForDefaultBridge), so a router sending it here would draw traffic into a blackhole " +
+	"(docs/ovn-nb.md, \"ClusterIPs from outside\"); give the Service a LoadBalancer IP or externalIPs and advertise them with kind loadBalancerIP"
+
 func (v *validator) kind(p string, k AdvertiseKind) {
-	kinds := []AdvertiseKind{KindPodNetwork, KindEgressIP, KindLoadBalancerIP}
+	kinds := []AdvertiseKind{KindPodNetwork, KindEgressIP, KindLoadBalancerIP, KindWorkloadIP}
 	switch k {
-	case KindPodNetwork, KindEgressIP, KindLoadBalancerIP:
+	case KindPodNetwork, KindEgressIP, KindLoadBalancerIP, KindWorkloadIP:
+	case KindClusterIP:
+		v.add(p, "%s", clusterIPRefused)
 	case "":
-		v.add(p, "required (podNetwork, egressIP or loadBalancerIP)")
+		v.add(p, "required (podNetwork, egressIP, loadBalancerIP or workloadIP)")
 	default:
-		for _, known := range kinds {
+		for _, known := range append(kinds, KindClusterIP) {
 			if strings.EqualFold(string(k), string(known)) {
 				v.add(p, "unknown kind %q (did you mean %q?)", k, known)
 				return
 			}
 		}
-		v.add(p, "unknown kind %q (podNetwork, egressIP or loadBalancerIP)", k)
+		v.add(p, "unknown kind %q (podNetwork, egressIP, loadBalancerIP or workloadIP)", k)
+	}
+}
+
+// workload checks the keys of kind workloadIP: pods and handover, which
+// no other kind takes.
+func (v *validator) workload(p string, r *AdvertiseRule) {
+	if r.Kind != KindWorkloadIP {
+		if len(r.Pods) > 0 {
+			v.add(key(p, "pods"), "only for kind workloadIP")
+		}
+		if r.Handover != (Handover{}) && r.Handover != DefaultHandover() {
+			v.add(key(p, "handover"), "only for kind workloadIP (the handover of a VM's address in a live migration)")
+		}
+		return
+	}
+	for j, g := range r.Pods {
+		ns, name, ok := strings.Cut(g.String(), "/")
+		if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+			v.add(index(key(p, "pods"), j), "%q is not NAMESPACE/NAME (globs allowed, e.g. \"prod/db-*\")", g)
+		}
+	}
+	h := r.Handover
+	hp := key(p, "handover")
+	if h.HoldTime < time.Second || h.HoldTime > 5*time.Minute {
+		v.add(key(hp, "holdTime"), "%v is out of range (1s..5m): how long the node a VM left keeps advertising its address, so that the target's advertisement reaches the router first", h.HoldTime)
+	}
+	lp := r.LocalPreference
+	if lp == 0 {
+		lp = 100
+	}
+	if h.LocalPreference >= lp {
+		v.add(key(hp, "localPreference"), "%d is not below the LOCAL_PREF the target sends (%d, the rule's localPreference or 100): iBGP routers would not prefer the target", h.LocalPreference, lp)
+	}
+	if int(h.ASPathPrepend)+int(r.ASPathPrepend) > 10 {
+		v.add(key(hp, "asPathPrepend"), "%d on top of the rule's asPathPrepend %d is over 10", h.ASPathPrepend, r.ASPathPrepend)
+	}
+	if h.MED != 0 && h.MED <= r.MED {
+		v.add(key(hp, "med"), "%d is not above the rule's med %d: routers comparing MED would not prefer the target", h.MED, r.MED)
 	}
 }
 

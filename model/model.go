@@ -66,6 +66,11 @@ type Snapshot struct {
 	// network (default first), address and Service. ClusterIPs and
 	// node-port VIPs are included: the plan tells them apart.
 	ServiceVIPs []ServiceVIP `json:"serviceVIPs,omitempty"`
+	// WorkloadIPs are the addresses of the pods and KubeVirt VMs whose
+	// logical switch ports are this node's, sorted by network (default
+	// first), address and port. Read only while a workloadIP rule asks
+	// for them (the NB client's Workloads option); empty otherwise.
+	WorkloadIPs []WorkloadIP `json:"workloadIPs,omitempty"`
 }
 
 // PathAttrs are the BGP attributes ovnbgp sets on an advertised prefix,
