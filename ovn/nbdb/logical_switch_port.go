@@ -9,6 +9,8 @@ const LogicalSwitchPortTable = "Logical_Switch_Port"
 type LogicalSwitchPort struct {
 	UUID             string            `ovsdb:"_uuid"`
 	Addresses        []string          `ovsdb:"addresses"`
+	Dhcpv4Options    *string           `ovsdb:"dhcpv4_options"`
+	Dhcpv6Options    *string           `ovsdb:"dhcpv6_options"`
 	DynamicAddresses *string           `ovsdb:"dynamic_addresses"`
 	Enabled          *bool             `ovsdb:"enabled"`
 	ExternalIDs      map[string]string `ovsdb:"external_ids"`

@@ -13,6 +13,7 @@ import (
 // FullDatabaseModel returns the DatabaseModel object to be used in libovsdb
 func FullDatabaseModel() (model.ClientDBModel, error) {
 	return model.NewClientDBModel("OVN_Northbound", map[string]model.Model{
+		"DHCP_Options":                &DHCPOptions{},
 		"Load_Balancer":               &LoadBalancer{},
 		"Logical_Router":              &LogicalRouter{},
 		"Logical_Router_Port":         &LogicalRouterPort{},
@@ -27,6 +28,38 @@ var schema = `{
   "name": "OVN_Northbound",
   "version": "7.0.0",
   "tables": {
+    "DHCP_Options": {
+      "columns": {
+        "cidr": {
+          "type": "string"
+        },
+        "external_ids": {
+          "type": {
+            "key": {
+              "type": "string"
+            },
+            "value": {
+              "type": "string"
+            },
+            "min": 0,
+            "max": "unlimited"
+          }
+        },
+        "options": {
+          "type": {
+            "key": {
+              "type": "string"
+            },
+            "value": {
+              "type": "string"
+            },
+            "min": 0,
+            "max": "unlimited"
+          }
+        }
+      },
+      "isRoot": true
+    },
     "Load_Balancer": {
       "columns": {
         "external_ids": {
@@ -417,6 +450,28 @@ var schema = `{
             },
             "min": 0,
             "max": "unlimited"
+          }
+        },
+        "dhcpv4_options": {
+          "type": {
+            "key": {
+              "type": "uuid",
+              "refTable": "DHCP_Options",
+              "refType": "weak"
+            },
+            "min": 0,
+            "max": 1
+          }
+        },
+        "dhcpv6_options": {
+          "type": {
+            "key": {
+              "type": "uuid",
+              "refTable": "DHCP_Options",
+              "refType": "weak"
+            },
+            "min": 0,
+            "max": 1
           }
         },
         "dynamic_addresses": {

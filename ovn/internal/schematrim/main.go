@@ -31,6 +31,7 @@ var keep = map[string]bool{
 	"Logical_Router_Static_Route": true,
 	"NAT":                         true,
 	"Load_Balancer":               true,
+	"DHCP_Options":                true,
 }
 
 func trim(in, out string) error {
