@@ -195,6 +195,7 @@ func newClient(ctx context.Context, cfg config.OVN, log *zap.Logger, notify func
 			return t.C, t.Stop
 		},
 	}
+	c.memo.workloads = cfg.Workloads
 	c.ctx, c.cancel = context.WithCancel(ctx)
 	return c, nil
 }
@@ -406,21 +407,32 @@ func (c *Client) start(cli client.Client) (nbRows, error) {
 	// Router ports carry the real length of a layer2 IPv6 subnet (and a
 	// family a dual-stack layer2 switch lost); routers name the interconnect
 	// routes, which protect other nodes' subnets. Switch ports (one per
-	// pod) are not monitored.
+	// pod) are monitored only for a workloadIP rule (config.OVN.Workloads),
+	// and Logical_Switch.ports never: a layer2 switch holds every pod's
+	// port of the network, and libovsdb clones that set on each change.
 	ls := &nbdb.LogicalSwitch{}
 	lrp := &nbdb.LogicalRouterPort{}
 	lr := &nbdb.LogicalRouter{}
 	lrsr := &nbdb.LogicalRouterStaticRoute{}
 	lb := &nbdb.LoadBalancer{}
 	nat := &nbdb.NAT{}
-	mon := cli.NewMonitor(
+	tables := []client.MonitorOption{
 		client.WithTable(ls, &ls.Name, &ls.ExternalIDs, &ls.OtherConfig),
 		client.WithTable(lrp, &lrp.Name, &lrp.Networks),
 		client.WithTable(lr, &lr.Name, &lr.ExternalIDs, &lr.StaticRoutes, &lr.Nat),
 		client.WithTable(lrsr, &lrsr.IPPrefix, &lrsr.Nexthop, &lrsr.OutputPort, &lrsr.ExternalIDs),
 		client.WithTable(lb, &lb.Name, &lb.Vips, &lb.ExternalIDs),
 		client.WithTable(nat, &nat.Type, &nat.ExternalIP, &nat.LogicalIP, &nat.ExternalIDs),
-	)
+	}
+	if c.memo.workloads {
+		lsp := &nbdb.LogicalSwitchPort{}
+		dhcp := &nbdb.DHCPOptions{}
+		tables = append(tables,
+			client.WithTable(lsp, &lsp.Name, &lsp.Type, &lsp.Addresses, &lsp.PortSecurity, &lsp.Enabled,
+				&lsp.ExternalIDs, &lsp.Options, &lsp.Dhcpv4Options, &lsp.Dhcpv6Options),
+			client.WithTable(dhcp, &dhcp.ExternalIDs))
+	}
+	mon := cli.NewMonitor(tables...)
 	if _, err := cli.Monitor(ctx, mon); err != nil {
 		return nbRows{}, fmt.Errorf("monitor NB: %w", err)
 	}
@@ -537,7 +549,11 @@ func readRows(ctx context.Context, cli client.Client, memo *rowMemo) (nbRows, er
 	if err != nil {
 		return out, err
 	}
-	st.done(&out, lb, nat)
+	wl, err := readWorkloads(&out, st)
+	if err != nil {
+		return out, err
+	}
+	st.done(&out, lb, nat, wl)
 	return out, nil
 }
 
@@ -612,7 +628,7 @@ func readPorts(out *nbRows, table tableRows, prev *nbRows, same func(...string) 
 // named by the router holding it. The NATs are readNATs'.
 func readRouters(out *nbRows, table tableRows, prev *nbRows, same func(...string) bool) error {
 	if prev != nil && same(nbdb.LogicalRouterTable, nbdb.LogicalRouterStaticRouteTable) {
-		out.Routers, out.Routes = prev.Routers, prev.Routes
+		out.Routers, out.Routes, out.VMRoutes = prev.Routers, prev.Routes, prev.VMRoutes
 		return nil
 	}
 	routers, err := table(nbdb.LogicalRouterTable)
@@ -643,6 +659,7 @@ func readRouters(out *nbRows, table tableRows, prev *nbRows, same func(...string
 		return err
 	}
 	out.Routes = make([]routeRow, 0, len(routes))
+	out.VMRoutes = nil
 	for _, m := range routes {
 		r, ok := m.(*nbdb.LogicalRouterStaticRoute)
 		if !ok {
@@ -658,6 +675,11 @@ func readRouters(out *nbRows, table tableRows, prev *nbRows, same func(...string
 		if r.OutputPort != nil {
 			row.OutputPort = *r.OutputPort
 		}
+		// KubeVirt's routes for a VM away from the node owning its
+		// subnet (docs/ovn-nb.md, "Workloads").
+		if vm := r.ExternalIDs[extIDVM]; vm != "" && row.Router == ovnk.ClusterRouter {
+			out.VMRoutes = append(out.VMRoutes, vmRouteRow{UUID: r.UUID, IPPrefix: r.IPPrefix, Zone: r.ExternalIDs[extIDZone], VM: vm})
+		}
 		// Only interconnect routes (protected), ours, OVN-Kubernetes'
 		// imported ones (ForeignImport), and any on a gateway router (import
 		// adds no duplicate of one) matter.
@@ -667,6 +689,7 @@ func readRouters(out *nbRows, table tableRows, prev *nbRows, same func(...string
 		}
 		out.Routes = append(out.Routes, row)
 	}
+	slices.SortFunc(out.VMRoutes, func(a, b vmRouteRow) int { return strings.Compare(a.UUID, b.UUID) })
 	// By UUID only: one comparison (this runs on every NB change, with
 	// every owned route); the builders sort what they return.
 	slices.SortFunc(out.Routes, func(a, b routeRow) int { return strings.Compare(a.UUID, b.UUID) })

@@ -127,8 +127,14 @@ func snapshotIs(c *ovn.Client, want model.Snapshot) func() (bool, string) {
 
 func dial(t *testing.T, endpoint string, log *zap.Logger) (*ovn.Client, poker) {
 	t.Helper()
+	return dialConfig(t, config.OVN{Northbound: endpoint}, log)
+}
+
+// dialConfig is dial with cfg.
+func dialConfig(t *testing.T, cfg config.OVN, log *zap.Logger) (*ovn.Client, poker) {
+	t.Helper()
 	p := make(poker, 1)
-	c, err := ovn.Dial(context.Background(), config.OVN{Northbound: endpoint}, log, p.notify)
+	c, err := ovn.Dial(context.Background(), cfg, log, p.notify)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,7 +62,15 @@ func (c *Client) delta(base *deltaBase, node string, since uint64, snap model.Sn
 	}
 	d := model.SnapshotDelta{ServiceVIPs: ch.vips}
 	old := base.snap
-	if ch.tables&^tLoadBalancers != 0 {
+	if ch.tables&tWorkloads != 0 {
+		if ch.wlsUnknown || ch.wlNode != node {
+			d.WorkloadIPs = workloadIPsDiffer(old.WorkloadIPs, snap.WorkloadIPs)
+		} else {
+			d.WorkloadIPs = workloadIPsChanged(old.WorkloadIPs, snap.WorkloadIPs, ch.wls)
+		}
+	}
+	// The workload addresses are neither context nor protected.
+	if ch.tables&^(tLoadBalancers|tWorkloads) != 0 {
 		// Any table but the load balancers' (their Service VIPs are
 		// above; their protected addresses unchanged without
 		// tLBProtected) may change the rest: compare.
@@ -192,6 +200,53 @@ func egressIPsDiffer(a, b []model.EgressIP) []netip.Addr {
 	}
 	for k := range idx {
 		out = append(out, k.ip)
+	}
+	slices.SortFunc(out, netip.Addr.Compare)
+	return slices.Compact(out)
+}
+
+// workloadEntries is the entries of key k in l (sorted as
+// model.Snapshot.WorkloadIPs).
+func workloadEntries(l []model.WorkloadIP, k wlKey) []model.WorkloadIP {
+	at := func(e model.WorkloadIP, k wlKey) int {
+		return cmp.Or(compareNetworks(e.Network, k.network), e.IP.Compare(k.ip))
+	}
+	i, _ := slices.BinarySearchFunc(l, k, at)
+	j := i
+	for j < len(l) && at(l[j], k) == 0 {
+		j++
+	}
+	return l[i:j]
+}
+
+// workloadIPsChanged is the addresses of keys (the index's changes since
+// the base) whose entries differ between a and b, sorted and unique:
+// O(keys × log n). An entry changed and changed back is not one.
+func workloadIPsChanged(a, b []model.WorkloadIP, keys []wlKey) []netip.Addr {
+	var out []netip.Addr
+	for _, k := range keys {
+		if !slices.Equal(workloadEntries(a, k), workloadEntries(b, k)) {
+			out = append(out, k.ip)
+		}
+	}
+	slices.SortFunc(out, netip.Addr.Compare)
+	return slices.Compact(out)
+}
+
+// workloadIPsDiffer is the addresses whose workload entries differ
+// between a and b, sorted and unique.
+func workloadIPsDiffer(a, b []model.WorkloadIP) []netip.Addr {
+	keys := make(map[wlKey]struct{}, len(a)+len(b))
+	for _, l := range [][]model.WorkloadIP{a, b} {
+		for _, e := range l {
+			keys[wlKey{e.Network, e.IP}] = struct{}{}
+		}
+	}
+	var out []netip.Addr
+	for k := range keys {
+		if !slices.Equal(workloadEntries(a, k), workloadEntries(b, k)) {
+			out = append(out, k.ip)
+		}
 	}
 	slices.SortFunc(out, netip.Addr.Compare)
 	return slices.Compact(out)

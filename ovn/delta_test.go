@@ -244,7 +244,29 @@ func differ(a, b model.Snapshot) model.SnapshotDelta {
 			d.EgressIPs = append(d.EgressIPs, k.ip)
 		}
 	}
-	for _, l := range []*[]netip.Addr{&d.ServiceVIPs, &d.EgressIPs} {
+	type wk struct {
+		net, port string
+		ip        netip.Addr
+	}
+	wls := map[wk][2]*model.WorkloadIP{}
+	for i, v := range a.WorkloadIPs {
+		k := wk{v.Network, v.Port, v.IP}
+		e := wls[k]
+		e[0] = &a.WorkloadIPs[i]
+		wls[k] = e
+	}
+	for i, v := range b.WorkloadIPs {
+		k := wk{v.Network, v.Port, v.IP}
+		e := wls[k]
+		e[1] = &b.WorkloadIPs[i]
+		wls[k] = e
+	}
+	for k, e := range wls {
+		if e[0] == nil || e[1] == nil || !reflect.DeepEqual(*e[0], *e[1]) {
+			d.WorkloadIPs = append(d.WorkloadIPs, k.ip)
+		}
+	}
+	for _, l := range []*[]netip.Addr{&d.ServiceVIPs, &d.EgressIPs, &d.WorkloadIPs} {
 		slices.SortFunc(*l, netip.Addr.Compare)
 		*l = slices.Compact(*l)
 	}

@@ -16,3 +16,19 @@ func SetTxnHook(c *Client, hook func(batch int, ops []ovsdb.Operation) []ovsdb.O
 	defer c.mu.Unlock()
 	c.txnHook = hook
 }
+
+// CachedRows is how many rows of table the live session's cache holds, -1
+// when disconnected.
+func CachedRows(c *Client, table string) int {
+	c.mu.Lock()
+	cli := c.cli
+	c.mu.Unlock()
+	if cli == nil {
+		return -1
+	}
+	t := cli.Cache().Table(table)
+	if t == nil {
+		return 0
+	}
+	return t.Len()
+}

@@ -15,6 +15,7 @@ import (
 
 	"go.uber.org/zap/zaptest"
 
+	"github.com/ovnbgp/ovnbgp/config"
 	"github.com/ovnbgp/ovnbgp/model"
 	"github.com/ovnbgp/ovnbgp/ovn/labnb"
 	"github.com/ovnbgp/ovnbgp/ovn/ovsdbtest"
@@ -50,7 +51,8 @@ func fixtures(t *testing.T) []string {
 // observe dials endpoint and returns what the client reads once synced.
 func observe(t *testing.T, endpoint string) golden {
 	t.Helper()
-	c, _ := dial(t, endpoint, zaptest.NewLogger(t))
+	// With a workloadIP rule's switch ports: the fixtures' pods show.
+	c, _ := dialConfig(t, config.OVN{Northbound: endpoint, Workloads: true}, zaptest.NewLogger(t))
 	var snap model.Snapshot
 	eventually(t, 10*time.Second, func() (bool, string) {
 		var ok bool

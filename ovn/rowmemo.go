@@ -66,6 +66,10 @@ type rowMemo struct {
 	// nats are the egress IP SNATs of the last read and the routers'
 	// nat columns, with their index (readNATs).
 	nats *natMemo
+	// workloads: the switch ports and DHCP options are monitored
+	// (config.OVN.Workloads); wl is their index (readWorkloads).
+	workloads bool
+	wl        *wlIndex
 }
 
 // lbEntry is one Service load balancer of the last read.
@@ -95,6 +99,8 @@ const (
 	// (a row added or removed with VIPs, or its VIP keys, name or owner
 	// changed): more than a backend.
 	tLBProtected
+	// tWorkloads: node's workload addresses may differ.
+	tWorkloads
 )
 
 // genChange is what changed from the rows of generation gen-1 to those of
@@ -111,6 +117,11 @@ type genChange struct {
 	// snapshots).
 	eips        []eipChange
 	eipsUnknown bool
+	// wls are the workload keys whose entries changed, for node wlNode;
+	// wlsUnknown: not known (compare the snapshots).
+	wls        []wlKey
+	wlNode     string
+	wlsUnknown bool
 }
 
 // lbVIPs is the Service VIPs of nbRows.LoadBalancers, as readRows keeps
@@ -142,6 +153,10 @@ func rowUUID(m libmodel.Model) (string, bool) {
 	case *nbdb.LogicalRouterStaticRoute:
 		return r.UUID, true
 	case *nbdb.NAT:
+		return r.UUID, true
+	case *nbdb.LogicalSwitchPort:
+		return r.UUID, true
+	case *nbdb.DHCPOptions:
 		return r.UUID, true
 	}
 	return "", false
@@ -248,7 +263,7 @@ func (s *readState) changedRows(table string) (uuids []string, ok bool) {
 // with what changed since the previous read: the whole tables compared
 // (an equal table keeps the previous read's slice, shared), the load
 // balancers and NATs as readLoadBalancers and readNATs found them. It sets rows.gen.
-func (s *readState) done(rows *nbRows, lb lbResult, nat natResult) {
+func (s *readState) done(rows *nbRows, lb lbResult, nat natResult, wl wlResult) {
 	var ch genChange
 	p := s.prev
 	if p == nil {
@@ -279,6 +294,10 @@ func (s *readState) done(rows *nbRows, lb lbResult, nat natResult) {
 			ch.tables |= tLBProtected
 		}
 		ch.vips = lb.vips
+		if wl.changed {
+			ch.tables |= tWorkloads
+			ch.wls, ch.wlNode, ch.wlsUnknown = wl.keys, wl.node, wl.unknown
+		}
 	}
 	m := s.m
 	m.mu.Lock()
@@ -338,6 +357,11 @@ func (m *rowMemo) changesSince(since, gen uint64) (ch genChange, ok bool) {
 		ch.vips = append(ch.vips, c.vips...)
 		ch.eips = append(ch.eips, c.eips...)
 		ch.eipsUnknown = ch.eipsUnknown || c.eipsUnknown
+		if c.tables&tWorkloads != 0 {
+			ch.wlsUnknown = ch.wlsUnknown || c.wlsUnknown || ch.wlNode != "" && ch.wlNode != c.wlNode
+			ch.wlNode = c.wlNode
+			ch.wls = append(ch.wls, c.wls...)
+		}
 	}
 	slices.SortFunc(ch.vips, netip.Addr.Compare)
 	ch.vips = slices.Compact(ch.vips)

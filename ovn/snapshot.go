@@ -114,6 +114,12 @@ type nbRows struct {
 	// (eipIndex); nil in rows made by hand: the builder builds them
 	// (buildEgressIPs).
 	eips *natEIPs
+	// VMRoutes are KubeVirt's static routes on ovn_cluster_router
+	// (k8s.ovn.org/vm), by UUID.
+	VMRoutes []vmRouteRow
+	// wl is node's workload addresses, as readRows keeps them row by row
+	// (wlIndex); nil when the switch ports are not read.
+	wl *wlView
 	// gen is the generation of rows read by readRows: it moves only when
 	// the rows differ from the last read's (rowMemo); 0 in rows made by
 	// hand.
@@ -349,6 +355,9 @@ func buildNBMemo(in nbRows, node string, memo *buildMemo) buildResult {
 		}
 		problems = append(problems, eipProblems...)
 		problems = append(problems, vipProblems...)
+		var wlProblems []string
+		snap.WorkloadIPs, wlProblems = in.wl.forNode(node)
+		problems = append(problems, wlProblems...)
 	}
 
 	slices.Sort(problems)

@@ -1,0 +1,231 @@
+package ovn
+
+import (
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"net/netip"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/ovnbgp/ovnbgp/model"
+	"github.com/ovnbgp/ovnbgp/ovn/nbdb"
+)
+
+// wlTestContext is node1's context in the random test: the default
+// network (10.128.0.0/24 on node1), a primary layer2 network blue and a
+// secondary layer2 network red; a VM route of each zone; interconnect
+// mode is the tstor- ports'.
+func wlTestRows() ([]switchRow, []vmRouteRow) {
+	sw := []switchRow{
+		{UUID: "s1", Name: "node1", Subnet: "10.128.0.0/24"},
+		{UUID: "s2", Name: "node2", Subnet: "10.128.1.0/24"},
+		{UUID: "s3", Name: "blue_ovn_layer2_switch", Network: "blue", Topology: "layer2", Role: "primary", Subnet: "10.200.0.0/16"},
+		{UUID: "s4", Name: "red_ovn_layer2_switch", Network: "red", Topology: "layer2", Role: "secondary", Subnet: "10.201.0.0/16"},
+	}
+	routes := []vmRouteRow{
+		{UUID: "r1", IPPrefix: "10.128.1.7", Zone: zoneLocal, VM: "vm7"},
+		{UUID: "r2", IPPrefix: "10.128.0.8/32", Zone: zoneRemote, VM: "vm8"},
+	}
+	return sw, routes
+}
+
+// TestWLIndexRandom: after every step of a random sequence of switch
+// ports added, changed and removed (pods of three networks, local,
+// remote, disabled, with other nodes' chassis or none, sharing addresses
+// as a live migration's two sides do, with bad addresses, pods on a
+// primary network beside their default-network port) and of DHCP options
+// and tstor- ports, the index's list is exactly what computing every
+// address again gives, problems included; and the keys it says changed
+// are exactly those whose entries differ between the lists before and
+// after.
+func TestWLIndexRandom(t *testing.T) {
+	for seed := range uint64(30) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { wlIndexRandom(t, seed) })
+	}
+}
+
+func wlIndexRandom(t *testing.T, seed uint64) {
+	r := rand.New(rand.NewPCG(seed, 7))
+	pick := func(s []string) string { return s[r.IntN(len(s))] }
+	networks := []string{"", "", "blue", "red", "green"}
+	ips := []string{"10.128.0.5", "10.128.0.8", "10.128.1.7", "10.200.0.5", "10.201.0.5", "fd00::5", "bogus"}
+	chassis := []string{"", "", "node1", "node2", "ch-node2", "ch-node3", "unknown"}
+	pods := []string{"a", "b", "virt-launcher-vm-x"}
+	dhcps := []string{"", "d1", "d2"}
+	clock := time.Unix(1e9, 0)
+	x := newWLIndex()
+	x.now = func() time.Time { clock = clock.Add(time.Second); return clock }
+	sw, routes := wlTestRows()
+	x.noteRoutes(routes)
+	x.rebuild(x.context("node1", sw, nil, routes))
+	x.first = false
+
+	full := func() ([]model.WorkloadIP, map[wlKey][]model.WorkloadIP) {
+		var l []model.WorkloadIP
+		byKey := map[wlKey][]model.WorkloadIP{}
+		for k := range x.byKey {
+			e := x.compute(x.ctx, k)
+			if len(e) > 0 {
+				byKey[k] = e
+			}
+			l = append(l, e...)
+		}
+		slices.SortFunc(l, compareWorkload)
+		return l, byKey
+	}
+	for step := range 300 {
+		affected := map[wlKey]struct{}{}
+		ctxChanged := false
+		switch n := r.IntN(10); {
+		case n < 6:
+			uuid := fmt.Sprintf("p%d", r.IntN(12))
+			if r.IntN(4) == 0 {
+				ctxChanged = x.setPort(uuid, nil, affected) || ctxChanged
+				break
+			}
+			en := r.IntN(3) != 0
+			typ := ""
+			if r.IntN(4) == 0 {
+				typ = "remote"
+			}
+			p := &nbdb.LogicalSwitchPort{UUID: uuid, Name: "ns_" + pick(pods), Type: typ, Enabled: &en,
+				ExternalIDs: map[string]string{"pod": "true", "namespace": "ns"},
+				Options:     map[string]string{"requested-chassis": pick(chassis)}}
+			if nw := pick(networks); nw != "" {
+				p.ExternalIDs[extIDNetwork] = nw
+			}
+			addr := "0a:58:0a:80:00:05 " + pick(ips)
+			if r.IntN(3) == 0 {
+				addr += " " + pick(ips)
+			}
+			p.PortSecurity = []string{addr}
+			if en {
+				p.Addresses = []string{addr}
+			}
+			if d := pick(dhcps); d != "" {
+				p.Dhcpv4Options = &d
+			}
+			row := lspRowOf(p)
+			if !x.samePort(uuid, row) {
+				ctxChanged = x.setPort(uuid, row, affected) || ctxChanged
+			}
+		case n < 8:
+			vm := ""
+			if r.IntN(3) != 0 {
+				vm = "ns/vm-" + pick([]string{"x", "y"})
+			}
+			x.setDHCP(pick(dhcps[1:]), vm, affected)
+		default:
+			uuid := fmt.Sprintf("t%d", r.IntN(2))
+			var row *lspRow
+			if r.IntN(3) != 0 {
+				node := pick([]string{"node2", "node3", "node1"})
+				row = lspRowOf(&nbdb.LogicalSwitchPort{UUID: uuid, Name: "tstor-" + node, Type: "remote",
+					ExternalIDs: map[string]string{"node": node}, Options: map[string]string{"requested-chassis": "ch-" + node}})
+			}
+			if !x.samePort(uuid, row) {
+				ctxChanged = x.setPort(uuid, row, affected) || ctxChanged
+			}
+		}
+		before := slices.Clone(x.list)
+		var keys []wlKey
+		if c := x.context("node1", sw, nil, routes); ctxChanged || !sameWLContext(c, x.ctx) {
+			keys = x.rebuild(c)
+		} else {
+			keys = x.update(affected)
+		}
+		want, _ := full()
+		if !reflect.DeepEqual(x.list, want) && !(len(x.list) == 0 && len(want) == 0) {
+			t.Fatalf("step %d: index\n%+v\nfull build\n%+v", step, x.list, want)
+		}
+		wantProb := slices.Sorted(maps.Values(x.problems))
+		if !slices.Equal(x.probList, wantProb) {
+			t.Fatalf("step %d: problems %q, want %q", step, x.probList, wantProb)
+		}
+		var gotIPs []netip.Addr
+		for _, k := range keys {
+			if !slices.Equal(workloadEntries(before, k), workloadEntries(x.list, k)) {
+				gotIPs = append(gotIPs, k.ip)
+			}
+		}
+		slices.SortFunc(gotIPs, netip.Addr.Compare)
+		gotIPs = slices.Compact(gotIPs)
+		if wantIPs := workloadIPsDiffer(before, x.list); !slices.Equal(gotIPs, wantIPs) {
+			t.Fatalf("step %d: changed %v, the lists differ at %v", step, gotIPs, wantIPs)
+		}
+	}
+}
+
+// TestWLHandover: the handover states of docs/ovn-nb.md, "Workloads".
+func TestWLHandover(t *testing.T) {
+	sw, routes := wlTestRows()
+	clock := time.Unix(1e9, 0)
+	x := newWLIndex()
+	x.now = func() time.Time { return clock }
+	x.noteRoutes(routes)
+	x.rebuild(x.context("node1", sw, nil, routes))
+	x.first = false
+	port := func(uuid, name, network, typ, ip string, enabled bool) {
+		t.Helper()
+		p := &nbdb.LogicalSwitchPort{UUID: uuid, Name: name, Type: typ, Enabled: &enabled,
+			ExternalIDs: map[string]string{"pod": "true", "namespace": "ns"}, PortSecurity: []string{"0a:58:00:00:00:01 " + ip}}
+		if enabled {
+			p.Addresses = p.PortSecurity
+		}
+		if network != "" {
+			p.ExternalIDs[extIDNetwork] = network
+		}
+		affected := map[wlKey]struct{}{}
+		x.setPort(uuid, lspRowOf(p), affected)
+		x.update(affected)
+	}
+	state := func(port string) (model.Handover, time.Time, bool) {
+		for _, e := range x.list {
+			if e.Port == port {
+				return e.Handover, e.Since, true
+			}
+		}
+		return "", time.Time{}, false
+	}
+	want := func(what, p string, h model.Handover, since time.Time, listed bool) {
+		t.Helper()
+		gh, gs, gl := state(p)
+		if gh != h || !gs.Equal(since) || gl != listed {
+			t.Errorf("%s: %s is (%q, %v, listed %v), want (%q, %v, listed %v)", what, p, gh, gs, gl, h, since, listed)
+		}
+	}
+	t0 := clock
+	// layer2: the source here, the target remote.
+	port("src", "blue.blue_ns_virt-launcher-vm-a", "blue", "", "10.200.0.9", true)
+	want("a VM", "blue.blue_ns_virt-launcher-vm-a", model.HandoverNone, time.Time{}, true)
+	clock = clock.Add(time.Minute)
+	port("dst", "blue.blue_ns_virt-launcher-vm-b", "blue", "remote", "10.200.0.9", false)
+	want("target created", "blue.blue_ns_virt-launcher-vm-a", model.HandoverLeaving, t0.Add(time.Minute), true)
+	clock = clock.Add(time.Minute)
+	port("dst", "blue.blue_ns_virt-launcher-vm-b", "blue", "remote", "10.200.0.9", true)
+	port("src", "blue.blue_ns_virt-launcher-vm-a", "blue", "", "10.200.0.9", false)
+	want("target ready", "blue.blue_ns_virt-launcher-vm-a", model.HandoverLeft, t0.Add(2*time.Minute), true)
+	port("dst", "blue.blue_ns_virt-launcher-vm-b", "blue", "remote", "", true)
+	want("target gone", "blue.blue_ns_virt-launcher-vm-a", "", time.Time{}, false)
+	// layer2: the target here, never seen enabled.
+	port("rsrc", "blue.blue_ns_virt-launcher-vm-c", "blue", "remote", "10.200.0.10", true)
+	port("tgt", "blue.blue_ns_virt-launcher-vm-d", "blue", "", "10.200.0.10", false)
+	want("target here", "blue.blue_ns_virt-launcher-vm-d", model.HandoverArriving, clock, true)
+	// default network: a remote-zone route (at the first read: Since zero).
+	port("d8", "ns_vm8", "", "", "10.128.0.8", true)
+	want("remote route", "ns_vm8", model.HandoverLeft, time.Time{}, true)
+	port("d7", "ns_vm7", "", "", "10.128.1.7", true)
+	want("outside the subnet, a local route", "ns_vm7", model.HandoverNone, time.Time{}, true)
+	port("d9", "ns_vm9", "", "", "10.128.1.9", true)
+	want("outside the subnet, no route", "ns_vm9", model.HandoverArriving, clock, true)
+	// A route that appears later carries the time it was seen.
+	clock = clock.Add(time.Minute)
+	routes = append(routes, vmRouteRow{UUID: "r3", IPPrefix: "10.128.0.5", Zone: zoneRemote, VM: "vm5"})
+	port("d5", "ns_vm5", "", "", "10.128.0.5", true)
+	x.noteRoutes(routes)
+	x.rebuild(x.context("node1", sw, nil, routes))
+	want("a new remote route", "ns_vm5", model.HandoverLeft, clock, true)
+}
