@@ -233,10 +233,6 @@ func (x *wlIndex) setPort(uuid string, row *lspRow, affected map[wlKey]struct{})
 		delete(x.tstor, uuid)
 		ctxChanged = true
 	}
-	if row != nil && !row.Pod {
-		x.tstor[uuid] = row
-		return true
-	}
 	if old := x.ports[uuid]; old != nil {
 		x.touchPod(old, affected)
 		for _, ip := range old.IPs {
@@ -249,14 +245,20 @@ func (x *wlIndex) setPort(uuid string, row *lspRow, affected map[wlKey]struct{})
 		delete(x.ports, uuid)
 		delete(x.problems, uuid)
 	}
-	if row == nil {
+	if row == nil || !row.Pod {
 		delete(x.seenEnabled, uuid)
 		for k := range x.since {
 			if k.port == uuid {
 				delete(x.since, k)
 			}
 		}
+	}
+	if row == nil {
 		return ctxChanged
+	}
+	if !row.Pod {
+		x.tstor[uuid] = row
+		return true
 	}
 	x.ports[uuid] = row
 	if row.Enabled && row.Type == "" {
