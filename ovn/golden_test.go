@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -60,7 +61,9 @@ func observe(t *testing.T, endpoint string) golden {
 		return ok, "not synced"
 	})
 	// When a handover state was first seen differs on every run: a set
-	// Since is written as the epoch's first second.
+	// Since is written as the epoch's first second (on a copy: the
+	// client shares its list).
+	snap.WorkloadIPs = slices.Clone(snap.WorkloadIPs)
 	for i := range snap.WorkloadIPs {
 		if !snap.WorkloadIPs[i].Since.IsZero() {
 			snap.WorkloadIPs[i].Since = time.Unix(1, 0).UTC()
