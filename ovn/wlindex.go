@@ -427,16 +427,22 @@ func (x *wlIndex) compute(c *wlContext, k wlKey) []model.WorkloadIP {
 			continue
 		}
 		// Another port of the network with the address: a live
-		// migration's other side.
+		// migration's other side (the least name, to name one).
 		var otherOn, otherOff string
+		least := func(cur, name string) string {
+			if cur == "" || name < cur {
+				return name
+			}
+			return cur
+		}
 		for v := range uuids {
 			if v == u {
 				continue
 			}
 			if o := x.ports[v]; o.Enabled {
-				otherOn = o.Name
+				otherOn = least(otherOn, o.Name)
 			} else {
-				otherOff = o.Name
+				otherOff = least(otherOff, o.Name)
 			}
 		}
 		e := model.WorkloadIP{IP: k.ip, Network: k.network, Namespace: r.Namespace, Pod: r.PodName, Port: r.Name,
@@ -520,9 +526,13 @@ func (x *wlIndex) vm(r *lspRow) string {
 	return ""
 }
 
-// compareWorkload is model.Snapshot.WorkloadIPs' order.
+// compareWorkload is model.Snapshot.WorkloadIPs' order; the fields after
+// the port only break ties between rows of one name (NB indexes the name:
+// not in a sane database), so that the order is total.
 func compareWorkload(a, b model.WorkloadIP) int {
-	return cmp.Or(compareNetworks(a.Network, b.Network), a.IP.Compare(b.IP), cmp.Compare(a.Port, b.Port))
+	return cmp.Or(compareNetworks(a.Network, b.Network), a.IP.Compare(b.IP), cmp.Compare(a.Port, b.Port),
+		cmp.Compare(a.VM, b.VM), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Pod, b.Pod),
+		cmp.Compare(a.Handover, b.Handover), a.Since.Compare(b.Since), cmp.Compare(a.Source, b.Source))
 }
 
 // rebuild computes every entry for c; it returns the keys whose entries
