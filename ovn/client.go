@@ -690,6 +690,10 @@ func readRouters(out *nbRows, table tableRows, prev *nbRows, same func(...string
 		out.Routes = append(out.Routes, row)
 	}
 	slices.SortFunc(out.VMRoutes, func(a, b vmRouteRow) int { return strings.Compare(a.UUID, b.UUID) })
+	if prev != nil && slices.Equal(out.VMRoutes, prev.VMRoutes) {
+		// Shared: readWorkloads then knows the context did not change.
+		out.VMRoutes = prev.VMRoutes
+	}
 	// By UUID only: one comparison (this runs on every NB change, with
 	// every owned route); the builders sort what they return.
 	slices.SortFunc(out.Routes, func(a, b routeRow) int { return strings.Compare(a.UUID, b.UUID) })

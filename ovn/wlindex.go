@@ -180,9 +180,17 @@ type wlIndex struct {
 	ctx      *wlContext
 	entries  map[wlKey][]model.WorkloadIP
 	list     []model.WorkloadIP
+	ctxRows  wlCtxRows         // the rows ctx was built from
 	problems map[string]string // port UUID -> problem
 	probList []string
 	now      func() time.Time
+}
+
+// wlCtxRows are the rows a wlContext was built from.
+type wlCtxRows struct {
+	switches []switchRow
+	ports    []routerPortRow
+	routes   []vmRouteRow
 }
 
 type sinceKey struct {
@@ -311,8 +319,9 @@ func (x *wlIndex) setDHCP(uuid, vm string, affected map[wlKey]struct{}) {
 }
 
 // context builds node's wlContext from the rows and the index's tstor-
-// ports.
+// ports, and records the rows.
 func (x *wlIndex) context(node string, switches []switchRow, ports []routerPortRow, routes []vmRouteRow) *wlContext {
+	x.ctxRows = wlCtxRows{switches: switches, ports: ports, routes: routes}
 	c := &wlContext{node: node, nets: map[string]wlNet{}, primary: map[string]bool{},
 		routes: map[netip.Addr]vmRoute{}, others: map[string]bool{}}
 	pm := make(map[string]routerPortRow, len(ports))
@@ -780,7 +789,13 @@ func readWorkloads(out *nbRows, s *readState) (wlResult, error) {
 	view := &wlView{memo: m, switches: out.Switches, ports: out.Ports, routes: out.VMRoutes}
 	if x.ctx != nil {
 		node := x.ctx.node
-		c := x.context(node, out.Switches, out.Ports, out.VMRoutes)
+		// The context is the last one while its rows are the same
+		// slices (readRows shares a table's rows until they change).
+		c := x.ctx
+		if ctxChanged || !sameRows(x.ctxRows.switches, out.Switches) || !sameRows(x.ctxRows.ports, out.Ports) ||
+			!sameRows(x.ctxRows.routes, out.VMRoutes) {
+			c = x.context(node, out.Switches, out.Ports, out.VMRoutes)
+		}
 		var keys []wlKey
 		if ctxChanged || !sameWLContext(c, x.ctx) {
 			keys = x.rebuild(c)
