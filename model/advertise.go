@@ -44,8 +44,9 @@ type ServiceVIP struct {
 
 // WorkloadIP is one address of one pod or KubeVirt VM whose logical
 // switch port is this node's, in one network (docs/ovn-nb.md,
-// "Workloads"): the port carries external_ids pod=true and is neither
-// remote nor disabled.
+// "Workloads"): the port carries external_ids pod=true and is not a remote
+// one. A disabled port is listed only in a live migration's states
+// (HandoverLeft, HandoverArriving).
 type WorkloadIP struct {
 	IP netip.Addr `json:"ip"`
 	// Network is "default" or the network's name as Network.Name has it.
@@ -62,7 +63,7 @@ type WorkloadIP struct {
 	// node's NB shows it; Since is when the NB client first saw the
 	// address in that state (zero for HandoverNone).
 	Handover Handover  `json:"handover,omitempty"`
-	Since    time.Time `json:"since,omitempty"`
+	Since    time.Time `json:"since,omitzero"`
 	// Source names the rows, for explain.
 	Source string `json:"source"`
 }
