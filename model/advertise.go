@@ -124,11 +124,16 @@ type SnapshotDelta struct {
 	ServiceVIPs []netip.Addr
 	// WorkloadIPs are the addresses whose workload entries changed.
 	WorkloadIPs []netip.Addr
+	// Protected are the addresses whose protected host prefix came or
+	// went with an egress IP row that is not this node's (another node's,
+	// or one on no router yet): not Context, but an aggregate of this
+	// node's that would cover one is decided again.
+	Protected []netip.Addr
 	// OwnedRoutes: the owned static routes changed.
 	OwnedRoutes bool
 }
 
 // Empty reports whether nothing changed.
 func (d SnapshotDelta) Empty() bool {
-	return !d.All && !d.Context && !d.OwnedRoutes && len(d.EgressIPs) == 0 && len(d.ServiceVIPs) == 0 && len(d.WorkloadIPs) == 0
+	return !d.All && !d.Context && !d.OwnedRoutes && len(d.EgressIPs) == 0 && len(d.ServiceVIPs) == 0 && len(d.WorkloadIPs) == 0 && len(d.Protected) == 0
 }

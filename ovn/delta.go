@@ -85,14 +85,49 @@ func (c *Client) delta(base *deltaBase, node string, since uint64, snap model.Sn
 		// (natProtected lists every node's; a row not yet on a router
 		// is an entry of no node).
 		own := slices.Concat(d.ServiceVIPs, d.EgressIPs)
+		var others []netip.Addr
 		for _, c := range ch.eips {
 			own = append(own, c.ip)
+			if c.group.router != gatewayRouterName(c.group.network, node) {
+				others = append(others, c.ip)
+			}
 		}
+		d.Protected = protectedChanged(old.Protected, snap.Protected, others, own)
 		slices.SortFunc(own, netip.Addr.Compare)
 		own = slices.Compact(own)
 		d.Context = !sameContext(old, snap, own)
 	}
 	return d
+}
+
+// protectedChanged is the addresses of cands (the egress IP rows of no
+// group of this node's that changed) whose protected host entries differ
+// between a and b, sorted and unique, without those the delta lists as
+// entries (listed, unsorted): O(cands × log n).
+func protectedChanged(a, b []model.ProtectedPrefix, cands, listed []netip.Addr) []netip.Addr {
+	if len(cands) == 0 {
+		return nil
+	}
+	at := func(l []model.ProtectedPrefix, p netip.Prefix) []model.ProtectedPrefix {
+		i, _ := slices.BinarySearchFunc(l, p, func(e model.ProtectedPrefix, p netip.Prefix) int { return model.ComparePrefix(e.Prefix, p) })
+		j := i
+		for j < len(l) && l[j].Prefix == p {
+			j++
+		}
+		return l[i:j]
+	}
+	var out []netip.Addr
+	for _, c := range cands {
+		if slices.Contains(listed, c) {
+			continue
+		}
+		p := netip.PrefixFrom(c, c.BitLen())
+		if !slices.Equal(at(a, p), at(b, p)) {
+			out = append(out, c)
+		}
+	}
+	slices.SortFunc(out, netip.Addr.Compare)
+	return slices.Compact(out)
 }
 
 // sameContext says whether a and b agree on what is not egress IPs,

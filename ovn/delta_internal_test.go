@@ -2,6 +2,7 @@ package ovn
 
 import (
 	"net/netip"
+	"slices"
 	"testing"
 
 	"github.com/ovnbgp/ovnbgp/model"
@@ -54,5 +55,26 @@ func TestSameRoutersBut(t *testing.T) {
 	}
 	if sameRoutersBut([]model.GatewayRouter{gr}, nil) {
 		t.Error("a router gone did not")
+	}
+}
+
+// TestProtectedChanged: of the candidate addresses (egress IP rows of no
+// group of this node's that changed), those whose host entries differ,
+// sorted and once, and never one the delta lists as an entry.
+func TestProtectedChanged(t *testing.T) {
+	pp := func(p, why string) model.ProtectedPrefix {
+		return model.ProtectedPrefix{Prefix: netip.MustParsePrefix(p), Why: why}
+	}
+	a := []model.ProtectedPrefix{pp("10.0.0.0/8", "x"), pp("172.19.0.1/32", "egress IP a (NAT on no router)"), pp("172.19.0.2/32", "egress IP b"), pp("172.19.0.3/32", "egress IP c")}
+	b := []model.ProtectedPrefix{pp("10.0.0.0/8", "x"), pp("172.19.0.1/32", "egress IP a (NAT on GR_node1)"), pp("172.19.0.3/32", "egress IP c"), pp("172.19.0.4/32", "egress IP d")}
+	addr := netip.MustParseAddr
+	cands := []netip.Addr{addr("172.19.0.4"), addr("172.19.0.1"), addr("172.19.0.3"), addr("172.19.0.2"), addr("172.19.0.1"), addr("172.19.0.9")}
+	got := protectedChanged(a, b, cands, []netip.Addr{addr("172.19.0.2")})
+	want := []netip.Addr{addr("172.19.0.1"), addr("172.19.0.4")}
+	if !slices.Equal(got, want) {
+		t.Fatalf("protectedChanged: %v, want %v", got, want)
+	}
+	if got := protectedChanged(a, b, nil, nil); got != nil {
+		t.Fatalf("no candidates: %v", got)
 	}
 }

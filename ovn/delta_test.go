@@ -282,6 +282,28 @@ func differ(a, b model.Snapshot) model.SnapshotDelta {
 			return own[p.Prefix] || strings.HasPrefix(p.Why, "egress IP ")
 		})
 	}
+	// Those not of a listed address are Protected.
+	eipProt := func(ps []model.ProtectedPrefix) map[netip.Addr][]model.ProtectedPrefix {
+		m := map[netip.Addr][]model.ProtectedPrefix{}
+		for _, p := range ps {
+			if strings.HasPrefix(p.Why, "egress IP ") && p.Prefix.IsSingleIP() && !own[p.Prefix] {
+				m[p.Prefix.Addr()] = append(m[p.Prefix.Addr()], p)
+			}
+		}
+		return m
+	}
+	pa, pb := eipProt(a.Protected), eipProt(b.Protected)
+	for addr, e := range pa {
+		if !slices.Equal(e, pb[addr]) {
+			d.Protected = append(d.Protected, addr)
+		}
+	}
+	for addr := range pb {
+		if _, ok := pa[addr]; !ok {
+			d.Protected = append(d.Protected, addr)
+		}
+	}
+	slices.SortFunc(d.Protected, netip.Addr.Compare)
 	routers := func(rs []model.GatewayRouter) []model.GatewayRouter {
 		rs = slices.Clone(rs)
 		for i := range rs {
@@ -293,3 +315,4 @@ func differ(a, b model.Snapshot) model.SnapshotDelta {
 		!reflect.DeepEqual(prot(a.Protected), prot(b.Protected)) || !reflect.DeepEqual(a.NodeAddresses, b.NodeAddresses)
 	return d
 }
+

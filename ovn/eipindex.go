@@ -104,7 +104,8 @@ func compareNATProt(a, b *natRow) int {
 }
 
 // eipChange is an address whose entry in a group was added, changed or
-// removed.
+// removed, or (group zero) the address of a row that came, changed or
+// went: its protected entry may have.
 type eipChange struct {
 	group eipGroupKey
 	ip    netip.Addr
@@ -325,8 +326,17 @@ func (x *eipIndex) apply(rows map[string]*natRow) (changed []eipChange) {
 		}
 		s[a] = struct{}{}
 	}
+	// Every row's protected entry comes and goes with it (natProtected),
+	// an entry or not, on a router or not: its address is a change of no
+	// group too.
+	protChange := func(n *natRow) {
+		if a, why := natBadIP(n); why == "" {
+			changed = append(changed, eipChange{ip: a})
+		}
+	}
 	for uuid, n := range rows {
 		if old := x.rows[uuid]; old != nil {
+			protChange(old)
 			if k, ok := eipGroupOf(old); ok && x.groups[k] != nil {
 				g := x.groups[k]
 				a, _, _, entry, problem := eipContrib(old)
@@ -356,6 +366,7 @@ func (x *eipIndex) apply(rows map[string]*natRow) (changed []eipChange) {
 			continue
 		}
 		x.rows[uuid] = n
+		protChange(n)
 		k, ok := eipGroupOf(n)
 		a, _, _, entry, problem := eipContrib(n)
 		if !ok || !entry && problem == "" {

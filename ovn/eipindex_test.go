@@ -68,6 +68,7 @@ func eipIndexRandom(t *testing.T, seed uint64) {
 	for _, node := range nodes {
 		before[node], _ = buildEgressIPs(nil, node)
 	}
+	var prevProt []model.ProtectedPrefix
 	for step := range 400 {
 		affected := map[string]struct{}{}
 		for range 1 + r.IntN(3) {
@@ -138,6 +139,19 @@ func eipIndexRandom(t *testing.T, seed uint64) {
 		}
 		wantProt := natProtected(rows)
 		slices.Sort(wantProt.problems)
+		// Every address whose protected entry changed is a change (of a
+		// group, or of no group for a row on no router): the delta leaves
+		// exactly those out of Context.
+		changedIPs := map[netip.Addr]bool{}
+		for _, c := range changes {
+			changedIPs[c.ip] = true
+		}
+		for _, a := range protDiffer(prevProt, wantProt.prot) {
+			if !changedIPs[a] {
+				t.Fatalf("step %d: the protected entry of %s changed, but no change names it (%v)", step, a, changes)
+			}
+		}
+		prevProt = wantProt.prot
 		if !reflect.DeepEqual(view.prot, append([]model.ProtectedPrefix{}, wantProt.prot...)) {
 			t.Fatalf("step %d: protected\n%+v\nnatProtected\n%+v", step, view.prot, wantProt.prot)
 		}
@@ -146,6 +160,26 @@ func eipIndexRandom(t *testing.T, seed uint64) {
 		}
 	}
 	_ = netip.Addr{}
+}
+
+// protDiffer is the addresses of the host entries that differ between a
+// and b.
+func protDiffer(a, b []model.ProtectedPrefix) []netip.Addr {
+	m := map[netip.Prefix]string{}
+	for _, p := range a {
+		m[p.Prefix] = p.Why
+	}
+	var out []netip.Addr
+	for _, p := range b {
+		if why, ok := m[p.Prefix]; !ok || why != p.Why {
+			out = append(out, p.Prefix.Addr())
+		}
+		delete(m, p.Prefix)
+	}
+	for p := range m {
+		out = append(out, p.Addr())
+	}
+	return out
 }
 
 func cmpString(a, b string) int {
