@@ -186,8 +186,8 @@ func TestAdvertStateEqualsFull(t *testing.T) {
 					w.change(r)
 				}
 				snap := w.snapshot()
-				st := NewAdvertState(cfg, snap)
-				prev := advView(CappedAdvertisements(cfg, snap))
+				st := NewAdvertState(cfg, snap, testNow)
+				prev := advView(CappedAdvertisements(cfg, snap, testNow))
 				checkAdvertState(t, cfg, snap, st, prev, nil, "start")
 				for step := range 150 {
 					var d model.SnapshotDelta
@@ -214,7 +214,7 @@ func TestAdvertStateEqualsFull(t *testing.T) {
 						}
 					}
 					snap = w.snapshot()
-					touched := st.Update(snap, d)
+					touched := st.Update(snap, d, testNow)
 					prev = checkAdvertState(t, cfg, snap, st, prev, touched, fmt.Sprintf("step %d (%+v)", step, d))
 					if t.Failed() {
 						return
@@ -225,12 +225,12 @@ func TestAdvertStateEqualsFull(t *testing.T) {
 	}
 }
 
-// checkAdvertState compares st with CappedAdvertisements(cfg, snap), and
+// checkAdvertState compares st with CappedAdvertisements(cfg, snap, now), and
 // touched with the keys that differ from prev; it returns the new view.
 func checkAdvertState(t *testing.T, cfg *config.Config, snap model.Snapshot, st *AdvertState,
 	prev map[model.Key]model.Advertisement, touched []model.Key, step string) map[model.Key]model.Advertisement {
 	t.Helper()
-	wantSent, wantHeld := CappedAdvertisements(cfg, snap)
+	wantSent, wantHeld := CappedAdvertisements(cfg, snap, testNow)
 	if got := st.Sent(); !slices.EqualFunc(wantSent, got, sameAdv) {
 		t.Errorf("%s: Sent() differs from CappedAdvertisements (-full +state):\n%s", step, gocmp.Diff(wantSent, got, cmpAddrs, cmpopts.EquateEmpty()))
 	}
@@ -296,7 +296,7 @@ func TestAdvertStateUnsortedSnapshot(t *testing.T) {
 	cfg := randConfig(false)
 	for _, v := range advSnapshot().ServiceVIPs {
 		snap := advSnapshot()
-		st := NewAdvertState(cfg, snap)
+		st := NewAdvertState(cfg, snap, testNow)
 		if st.unsorted == "" {
 			t.Fatal("advSnapshot's VIPs are not sorted, and the state did not notice")
 		}
@@ -306,14 +306,14 @@ func TestAdvertStateUnsortedSnapshot(t *testing.T) {
 				snap.ServiceVIPs[i].Source += " (changed)"
 			}
 		}
-		touched := st.Update(snap, model.SnapshotDelta{ServiceVIPs: []netip.Addr{v.VIP}})
+		touched := st.Update(snap, model.SnapshotDelta{ServiceVIPs: []netip.Addr{v.VIP}}, testNow)
 		prev = checkAdvertState(t, cfg, snap, st, prev, touched, v.VIP.String()+" with a new source")
 		for i := range snap.ServiceVIPs {
 			if snap.ServiceVIPs[i].VIP == v.VIP {
 				snap.ServiceVIPs[i].Backends = nil
 			}
 		}
-		touched = st.Update(snap, model.SnapshotDelta{ServiceVIPs: []netip.Addr{v.VIP}})
+		touched = st.Update(snap, model.SnapshotDelta{ServiceVIPs: []netip.Addr{v.VIP}}, testNow)
 		checkAdvertState(t, cfg, snap, st, prev, touched, v.VIP.String()+" without endpoints")
 	}
 }
@@ -384,7 +384,7 @@ func BenchmarkAdvertStateUpdate(b *testing.B) {
 				}
 				slices.SortFunc(snap.Protected, func(a, b model.ProtectedPrefix) int { return model.ComparePrefix(a.Prefix, b.Prefix) })
 			}
-			st := NewAdvertState(cfg, snap)
+			st := NewAdvertState(cfg, snap, testNow)
 			const i = 5000
 			v := &snap.ServiceVIPs[i]
 			local, remote := v.Backends, addrs("10.129.0.1")
@@ -397,10 +397,10 @@ func BenchmarkAdvertStateUpdate(b *testing.B) {
 					v.Backends = remote
 				}
 				if tc.full {
-					sent, held := CappedAdvertisements(cfg, snap)
+					sent, held := CappedAdvertisements(cfg, snap, testNow)
 					n = len(sent) + len(held)
 				} else {
-					n = len(st.Update(snap, d))
+					n = len(st.Update(snap, d, testNow))
 				}
 			}
 			if tc.full {
@@ -417,7 +417,7 @@ func BenchmarkAdvertStateUpdate(b *testing.B) {
 // keys that differ) on the same fixture, one VIP changed.
 func BenchmarkAdvertStateContext(b *testing.B) {
 	cfg, snap := advAtScale()
-	st := NewAdvertState(cfg, snap)
+	st := NewAdvertState(cfg, snap, testNow)
 	v := &snap.ServiceVIPs[5000]
 	local, remote := v.Backends, addrs("10.129.0.1")
 	var n int
@@ -427,7 +427,7 @@ func BenchmarkAdvertStateContext(b *testing.B) {
 		} else {
 			v.Backends = remote
 		}
-		n = len(st.Update(snap, model.SnapshotDelta{Context: true}))
+		n = len(st.Update(snap, model.SnapshotDelta{Context: true}, testNow))
 	}
 	b.ReportMetric(float64(n), "touched")
 }
@@ -438,7 +438,7 @@ func BenchmarkNewAdvertState(b *testing.B) {
 	cfg, snap := advAtScale()
 	var st *AdvertState
 	for b.Loop() {
-		st = NewAdvertState(cfg, snap)
+		st = NewAdvertState(cfg, snap, testNow)
 	}
 	b.ReportMetric(float64(len(st.Sent())), "advertisements")
 }
