@@ -183,7 +183,7 @@ func (s *AdvertState) Update(snap model.Snapshot, d model.SnapshotDelta, now tim
 	if d.All || d.Context || s.unsorted != "" {
 		return s.full(snap)
 	}
-	t := &touched{keys: map[model.Key]struct{}{}, peers: map[string]int{}}
+	t := &touched{keys: map[model.Key]keyWas{}, peers: map[string]int{}}
 	unique := func(as []netip.Addr) []netip.Addr {
 		as = slices.Clone(as)
 		slices.SortFunc(as, netip.Addr.Compare)
@@ -215,7 +215,7 @@ func (s *AdvertState) Update(snap model.Snapshot, d model.SnapshotDelta, now tim
 			}
 		}
 	}
-	out := t.sorted()
+	out := t.sorted(s)
 	var peers []string
 	for peer, before := range t.peers {
 		if c := s.caps[peer]; c != nil && c.len() != before && c.held.Len() > 0 {
@@ -763,9 +763,15 @@ func (s *AdvertState) set(k model.Key, rule int, adv *model.Advertisement, t *to
 		was = &w
 	}
 	i, found := slices.BinarySearchFunc(list, rule, func(c advCandidate, r int) int { return cmp.Compare(c.rule, r) })
-	switch {
-	case adv == nil && !found:
+	if adv == nil && !found {
 		return
+	}
+	c := s.caps[k.Peer]
+	before := keyWas{}
+	if t != nil && was != nil {
+		before = keyWas{adv: *was, selected: true, sent: c == nil || !c.held.Has(k.Prefix)}
+	}
+	switch {
 	case adv == nil:
 		list = slices.Delete(list, i, i+1)
 	case found:
@@ -778,28 +784,33 @@ func (s *AdvertState) set(k model.Key, rule int, adv *model.Advertisement, t *to
 	} else {
 		s.cands[k] = list
 	}
-	c := s.caps[k.Peer]
+	// A prefix moved across the cap was selected before and is still,
+	// with the same advertisement.
+	movedWas := func(p netip.Prefix, sent bool) (model.Key, keyWas) {
+		m := model.Key{Peer: k.Peer, Prefix: p}
+		return m, keyWas{adv: s.cands[m][0].adv, selected: true, sent: sent}
+	}
 	switch {
 	case was == nil && len(list) > 0: // selected now
 		s.order.ReplaceOrInsert(k)
 		if c != nil {
 			t.count(k.Peer, c.len())
-			if moved, ok := c.insert(k.Prefix); ok {
-				t.add(model.Key{Peer: k.Peer, Prefix: moved})
+			if moved, ok := c.insert(k.Prefix); ok && t != nil {
+				t.add(movedWas(moved, true))
 			}
 		}
 	case was != nil && len(list) == 0: // no longer selected
 		s.order.Delete(k)
 		if c != nil {
 			t.count(k.Peer, c.len())
-			if moved, ok := c.remove(k.Prefix); ok {
-				t.add(model.Key{Peer: k.Peer, Prefix: moved})
+			if moved, ok := c.remove(k.Prefix); ok && t != nil {
+				t.add(movedWas(moved, false))
 			}
 		}
 	case was != nil && advEqual(*was, list[0].adv):
 		return
 	}
-	t.add(k)
+	t.add(k, before)
 }
 
 // Lookup is what is selected for k: sent (to make) or held back by the
@@ -921,17 +932,31 @@ func (c *exportCap) reason(peer string) string {
 }
 
 // touched collects the keys an Update changed; nil collects nothing (a
-// full pass compares instead).
+// full pass compares instead). A key is kept with what it was before its
+// first change: changes that undo each other (a prefix pushed across a
+// cap and back by two prefixes of one update) change nothing.
 type touched struct {
-	keys map[model.Key]struct{}
+	keys map[model.Key]keyWas
 	// peers are the capped peers whose number selected may have changed,
 	// with the number before.
 	peers map[string]int
 }
 
-func (t *touched) add(k model.Key) {
-	if t != nil {
-		t.keys[k] = struct{}{}
+// keyWas is what a key was: its selected advertisement, and whether it
+// was sent (else held back by the cap).
+type keyWas struct {
+	adv            model.Advertisement
+	selected, sent bool
+}
+
+// add records that k, which was as before says, changes (the first
+// record of a key is kept).
+func (t *touched) add(k model.Key, before keyWas) {
+	if t == nil {
+		return
+	}
+	if _, ok := t.keys[k]; !ok {
+		t.keys[k] = before
 	}
 }
 
@@ -945,9 +970,17 @@ func (t *touched) count(peer string, n int) {
 	}
 }
 
-func (t *touched) sorted() []model.Key {
+// sorted are the keys whose advertisement in s differs from what it was
+// (a held one's Reason aside: Update adds those of a changed count).
+func (t *touched) sorted(s *AdvertState) []model.Key {
 	out := make([]model.Key, 0, len(t.keys))
-	for k := range t.keys {
+	for k, was := range t.keys {
+		list := s.cands[k]
+		c := s.caps[k.Peer]
+		if was.selected == (len(list) > 0) && (!was.selected ||
+			was.sent == (c == nil || !c.held.Has(k.Prefix)) && advEqual(was.adv, list[0].adv)) {
+			continue
+		}
 		out = append(out, k)
 	}
 	slices.SortFunc(out, compareKeys)
