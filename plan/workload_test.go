@@ -233,10 +233,13 @@ func TestWorkloadAggregates(t *testing.T) {
 // (10.128.0.12 at 10:00:03, 10.128.0.13 at 10:00:00) and for web at
 // Since+10s (10.128.0.18 at 10:00:03); db's hold of 10.128.0.18 is not
 // one (db does not select web/api), nor are 10.128.0.14's (no Since).
+// A rule of another kind holds nothing, whatever its handover says.
 // AdvertState.NextHandoverEnd agrees, and an Update past an end withdraws
 // the address without the delta naming it.
 func TestHandoverEnds(t *testing.T) {
 	cfg := workloadConfig()
+	cfg.Advertise = append(cfg.Advertise, config.AdvertiseRule{Name: "vips", Kind: config.KindLoadBalancerIP, Networks: globs("*"),
+		Handover: config.Handover{HoldTime: time.Hour}})
 	snap := workloadSnapshot()
 	a := netip.MustParseAddr
 	at := func(s string) time.Time { return testNow.Add(mustDuration(t, s)) }
