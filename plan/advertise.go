@@ -217,10 +217,10 @@ func selectAdvertisements(cfg *config.Config, snap model.Snapshot, now time.Time
 	return out
 }
 
-// aggregator collects the addresses one egressIP, loadBalancerIP or workloadIP rule
-// selects: each as its host prefix, or, with the rule's aggregateLength
-// (IPv4) or aggregateLengthV6 (IPv6), as the covering prefix of that length
-// with the addresses behind it (its members).
+// aggregator collects the addresses one egressIP, loadBalancerIP or
+// workloadIP rule selects: each as its host prefix, or, with the rule's
+// aggregateLength (IPv4) or aggregateLengthV6 (IPv6), as the covering
+// prefix of that length with the addresses behind it (its members).
 type aggregator struct {
 	rule *config.AdvertiseRule
 	// index is the position of each prefix in aggs, which are in the

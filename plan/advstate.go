@@ -147,8 +147,8 @@ func family(a netip.Addr) int {
 	return 1
 }
 
-// ruleAggregates says whether an egressIP, loadBalancerIP or workloadIP rule sends
-// addresses of family f as covering prefixes (aggregator.add).
+// ruleAggregates says whether an egressIP, loadBalancerIP or workloadIP
+// rule sends addresses of family f as covering prefixes (aggregator.add).
 func ruleAggregates(r *config.AdvertiseRule, f int) bool {
 	if r.Kind != config.KindEgressIP && r.Kind != config.KindLoadBalancerIP && r.Kind != config.KindWorkloadIP {
 		return false
