@@ -25,8 +25,8 @@ import (
 // selects it, in rule order: the first is the one selected (the first
 // rule wins, as in CappedAdvertisements), so when the first rule stops
 // selecting it the next one's candidate is there. A changed address is
-// selected again by every egressIP, loadBalancerIP and workloadIP rule, from its
-// entries found by binary search: O(log n). An aggregate holding it
+// selected again by every egressIP, loadBalancerIP and workloadIP rule,
+// from its entries found by binary search: O(log n). An aggregate holding it
 // (aggregateLength, aggregateLengthV6) is recomputed whole, from the
 // entries inside it and what it would cover inside it (NB's protected
 // prefixes read from the snapshot, Protected's own, node addresses; an
@@ -50,8 +50,8 @@ import (
 // sent until its handover hold is over (workloadIPSkip). The state keeps
 // the next hold end of each such address; Update at now selects again
 // every address whose hold ended by now, named in the delta or not, and
-// NextHandoverEnd says when the next one ends. now must not go back: if
-// it does, Update recomputes everything.
+// NextHandoverEnd says when the next one ends. now should not go back:
+// if it does, Update recomputes everything (a hold over may run again).
 //
 // An AdvertState is for one config: a new config needs a new one. It is
 // not safe for concurrent use. The advertisements it returns share their
