@@ -96,19 +96,19 @@ func (pl *planner) adverts(cfg *config.Config, sp Speaker, snap model.Snapshot, 
 	now := time.Now()
 	drain := plan.NewDrain(cfg, pl.drain(), now)
 	if nr == nil {
-		sent, held := drain.Apply(plan.CappedAdvertisements(cfg, snap))
+		sent, held := drain.Apply(plan.CappedAdvertisements(cfg, snap, now))
 		return advPart{desired: sent, advertised: sp.Advertised(), all: advTree(sent), held: held}
 	}
 	a := &pl.adv
 	if why := pl.advWhy(cfg, sp, nr, now); why != "" {
 		pl.log.Debug("advertise: whole pass", zap.String("why", why))
-		st := plan.NewAdvertState(cfg, snap)
+		st := plan.NewAdvertState(cfg, snap, now)
 		sent, held := drain.Apply(st.Sent(), st.Held())
 		all := advTree(sent)
 		*a = advSide{state: st, cfg: cfg, sp: sp, gen: nr.gen, at: now, drained: !pl.drain().Empty(), all: all}
 		return advPart{desired: sent, advertised: sp.Advertised(), all: all, held: held}
 	}
-	keys := a.state.Update(snap, nr.delta)
+	keys := a.state.Update(snap, nr.delta, now)
 	part := advPart{all: a.all, held: a.state.Held()}
 	a.gen = nr.gen
 	if len(keys) == 0 {

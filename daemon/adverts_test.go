@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/ovnbgp/ovnbgp/model"
 	"github.com/ovnbgp/ovnbgp/plan"
@@ -92,7 +93,7 @@ func TestAdvertiseByChangeEqualsWhole(t *testing.T) {
 				}
 				whole, keyed = whole+w1-w0, keyed+k1-k0
 
-				sent, _ := plan.CappedAdvertisements(h.d.config(), h.nb.snapshotNow())
+				sent, _ := plan.CappedAdvertisements(h.d.config(), h.nb.snapshotNow(), time.Now())
 				var want, got []string
 				for _, a := range sent {
 					want = append(want, fmt.Sprintf("%s %s %+v", a.Peer, a.Prefix, a.Attrs))

@@ -186,7 +186,7 @@ func (d *Daemon) importHandlers(mux *http.ServeMux) {
 			replyError(w, http.StatusServiceUnavailable, perr)
 			return
 		}
-		reply(w, plan.Explain(cfg, prefix, *v.res, slices.Concat(advList(v.desired), v.heldAdv), v.plan, v.snap, v.host), nil)
+		reply(w, plan.Explain(cfg, prefix, *v.res, slices.Concat(advList(v.desired), v.heldAdv), v.plan, v.snap, v.host, time.Now()), nil)
 	})
 }
 

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/ovnbgp/ovnbgp/config"
 	"github.com/ovnbgp/ovnbgp/model"
@@ -23,15 +24,20 @@ import (
 //     cluster.serviceCIDRs) or a NodePort (a node address), and only while
 //     the Service has an endpoint (with localEndpointsOnly, one on this
 //     node). Every node that selects a VIP advertises it: the peer sees
-//     ECMP across nodes.
+//     ECMP across nodes;
+//   - workloadIP: the addresses of the pods and KubeVirt VMs whose ports
+//     are this node's (host prefixes), of the networks, namespaces and pods
+//     the rule's globs match, as a live migration hands each over
+//     (workloadIPSkip): the node a VM leaves sends it with the rule's
+//     handover attributes (handoverAttrs) until the hold is over at now.
 //
 // Each goes to the rule's peers (all peers when it names none) that speak
 // its address family. When several rules select the same prefix for the
 // same peer, the first rule in config order wins, as in a route-map, so the
 // attributes a peer sees never depend on map order. The result is sorted by
 // peer, then prefix.
-func Advertisements(cfg *config.Config, snap model.Snapshot) []model.Advertisement {
-	sent, _ := CappedAdvertisements(cfg, snap)
+func Advertisements(cfg *config.Config, snap model.Snapshot, now time.Time) []model.Advertisement {
+	sent, _ := CappedAdvertisements(cfg, snap, now)
 	return sent
 }
 
@@ -42,9 +48,10 @@ func Advertisements(cfg *config.Config, snap model.Snapshot) []model.Advertiseme
 // and up to the cap, first aggregates and pod subnets (any prefix that is
 // not a single address), then /32s and /128s, each in prefix order: what a
 // peer gets depends only on what is selected, never on timing, and a /32
-// never pushes out a subnet.
-func CappedAdvertisements(cfg *config.Config, snap model.Snapshot) (sent, held []model.Advertisement) {
-	all := selectAdvertisements(cfg, snap)
+// never pushes out a subnet. now decides the handover holds of workload
+// addresses (HandoverEnds says when the next one is over).
+func CappedAdvertisements(cfg *config.Config, snap model.Snapshot, now time.Time) (sent, held []model.Advertisement) {
+	all := selectAdvertisements(cfg, snap, now)
 	caps := map[string]int{}
 	for _, p := range cfg.BGP.Peers {
 		if p.MaxAdvertised > 0 {
@@ -103,11 +110,11 @@ func boolInt(b bool) int {
 }
 
 // selectAdvertisements is what the rules select, before export caps.
-func selectAdvertisements(cfg *config.Config, snap model.Snapshot) []model.Advertisement {
+func selectAdvertisements(cfg *config.Config, snap model.Snapshot, now time.Time) []model.Advertisement {
 	// At most one advertisement per selectable item and peer, of the
 	// kinds the rules name.
 	size := 0
-	for _, k := range []config.AdvertiseKind{config.KindPodNetwork, config.KindEgressIP, config.KindLoadBalancerIP} {
+	for _, k := range []config.AdvertiseKind{config.KindPodNetwork, config.KindEgressIP, config.KindLoadBalancerIP, config.KindWorkloadIP} {
 		if !slices.ContainsFunc(cfg.Advertise, func(r config.AdvertiseRule) bool { return r.Kind == k }) {
 			continue
 		}
@@ -120,17 +127,25 @@ func selectAdvertisements(cfg *config.Config, snap model.Snapshot) []model.Adver
 			size += len(snap.EgressIPs)
 		case config.KindLoadBalancerIP:
 			size += len(snap.ServiceVIPs)
+		case config.KindWorkloadIP:
+			size += len(snap.WorkloadIPs)
 		}
 	}
 	size *= max(1, len(cfg.BGP.Peers))
 	seen := make(map[model.Key]bool, size)
 	out := make([]model.Advertisement, 0, size)
-	emit := func(rule *config.AdvertiseRule, peers []config.Peer, prefix netip.Prefix, network, source string, members []netip.Prefix) {
+	// emit sends prefix to peers with the rule's attributes, or its
+	// handover attributes.
+	emit := func(rule *config.AdvertiseRule, peers []config.Peer, prefix netip.Prefix, network, source string, members []netip.Prefix, handover bool) {
 		for _, p := range peers {
 			if !speaks(p, prefix) {
 				continue
 			}
-			a := model.Advertisement{Peer: p.Name, Prefix: prefix, Attrs: attrs(*rule), Rule: rule.Name, Network: network, Source: source, Members: members}
+			at := attrs(*rule)
+			if handover {
+				at = handoverAttrs(cfg, rule, p)
+			}
+			a := model.Advertisement{Peer: p.Name, Prefix: prefix, Attrs: at, Rule: rule.Name, Network: network, Source: source, Members: members}
 			if seen[a.Key()] {
 				continue
 			}
@@ -153,18 +168,18 @@ func selectAdvertisements(cfg *config.Config, snap model.Snapshot) []model.Adver
 					continue
 				}
 				for _, sn := range nw.Subnets {
-					emit(rule, peers, sn.Prefix.Masked(), nw.Name, sn.Source, nil)
+					emit(rule, peers, sn.Prefix.Masked(), nw.Name, sn.Source, nil, false)
 				}
 			}
 		case config.KindEgressIP:
 			agg := newAggregator(rule, len(snap.EgressIPs), foreign)
 			for _, e := range snap.EgressIPs {
 				if egressIPSkip(rule, e) == "" {
-					agg.add(e.IP, e.Network, e.Source)
+					agg.add(e.IP, e.Network, e.Source, false)
 				}
 			}
-			agg.each(func(prefix netip.Prefix, network, source string, members []netip.Prefix) {
-				emit(rule, peers, prefix, network, source, members)
+			agg.each(func(prefix netip.Prefix, network, source string, members []netip.Prefix, handover bool) {
+				emit(rule, peers, prefix, network, source, members, handover)
 			})
 		case config.KindLoadBalancerIP:
 			if local == nil {
@@ -173,11 +188,28 @@ func selectAdvertisements(cfg *config.Config, snap model.Snapshot) []model.Adver
 			agg := newAggregator(rule, min(len(snap.ServiceVIPs), 1024), foreign) // most are ClusterIPs on a big cluster
 			for _, v := range snap.ServiceVIPs {
 				if !serviceVIPSkip(cfg, snap, rule, v, local).skipped() {
-					agg.add(v.VIP, v.Network, v.Source)
+					agg.add(v.VIP, v.Network, v.Source, false)
 				}
 			}
-			agg.each(func(prefix netip.Prefix, network, source string, members []netip.Prefix) {
-				emit(rule, peers, prefix, network, source, members)
+			agg.each(func(prefix netip.Prefix, network, source string, members []netip.Prefix, handover bool) {
+				emit(rule, peers, prefix, network, source, members, handover)
+			})
+		case config.KindWorkloadIP:
+			// An aggregate sends the rule's attributes; an address not
+			// aggregated, those of its handover.
+			agg := newAggregator(rule, len(snap.WorkloadIPs), foreign)
+			for _, w := range snap.WorkloadIPs {
+				sk := workloadIPSkip(rule, w, now)
+				switch {
+				case sk.skipped():
+				case ruleAggregates(rule, family(w.IP)):
+					agg.add(w.IP, w.Network, workloadSource(rule, w), sk.handover)
+				default:
+					emit(rule, peers, hostPrefix(w.IP), w.Network, workloadSource(rule, w), nil, sk.handover)
+				}
+			}
+			agg.each(func(prefix netip.Prefix, network, source string, members []netip.Prefix, handover bool) {
+				emit(rule, peers, prefix, network, source, members, handover)
 			})
 		}
 	}
@@ -185,10 +217,10 @@ func selectAdvertisements(cfg *config.Config, snap model.Snapshot) []model.Adver
 	return out
 }
 
-// aggregator collects the addresses one egressIP or loadBalancerIP rule
-// selects: each as its host prefix, or, with the rule's aggregateLength
-// (IPv4) or aggregateLengthV6 (IPv6), as the covering prefix of that length
-// with the addresses behind it (its members).
+// aggregator collects the addresses one egressIP, loadBalancerIP or
+// workloadIP rule selects: each as its host prefix, or, with the rule's
+// aggregateLength (IPv4) or aggregateLengthV6 (IPv6), as the covering
+// prefix of that length with the addresses behind it (its members).
 type aggregator struct {
 	rule *config.AdvertiseRule
 	// index is the position of each prefix in aggs, which are in the
@@ -208,18 +240,24 @@ func newAggregator(rule *config.AdvertiseRule, size int, foreign *aggregateConfl
 type aggregate struct {
 	prefix          netip.Prefix
 	network, source string
-	members         []member
-	networks        int
+	// handover: a host prefix (no members) of a workload address handed
+	// over.
+	handover bool
+	members  []member
+	networks int
 }
 
 // member is one address behind an aggregate, with its own network and
-// source (sent as itself when the aggregate cannot be).
+// source (sent as itself when the aggregate cannot be), and whether it is
+// a workload address handed over (then sent as itself with the rule's
+// handover attributes).
 type member struct {
 	prefix          netip.Prefix
 	network, source string
+	handover        bool
 }
 
-func (g *aggregator) add(a netip.Addr, network, source string) {
+func (g *aggregator) add(a netip.Addr, network, source string, handover bool) {
 	host := netip.PrefixFrom(a, a.BitLen())
 	length := g.rule.AggregateLength
 	if a.Is6() {
@@ -236,24 +274,25 @@ func (g *aggregator) add(a netip.Addr, network, source string) {
 	if !ok {
 		i = len(g.aggs)
 		g.index[prefix] = i
-		g.aggs = append(g.aggs, aggregate{prefix: prefix, network: network, source: source, networks: 1})
+		g.aggs = append(g.aggs, aggregate{prefix: prefix, network: network, source: source, handover: handover, networks: 1})
 	} else if g.aggs[i].network != network {
 		g.aggs[i].networks++
 	}
 	if prefix != host {
-		g.aggs[i].members = append(g.aggs[i].members, member{host, network, source}) // made unique in each
+		g.aggs[i].members = append(g.aggs[i].members, member{host, network, source, handover}) // made unique in each
 	}
 }
 
 // each calls fn with every prefix in the order first added; an
 // aggregate's source names its members (at most eight; Members has them
-// all).
-func (g *aggregator) each(fn func(prefix netip.Prefix, network, source string, members []netip.Prefix)) {
+// all). handover says a host prefix is a workload address handed over:
+// an aggregate is sent with the rule's attributes, whatever its members.
+func (g *aggregator) each(fn func(prefix netip.Prefix, network, source string, members []netip.Prefix, handover bool)) {
 	for i := range g.aggs {
 		ag := &g.aggs[i]
 		prefix := ag.prefix
 		if len(ag.members) == 0 {
-			fn(prefix, ag.network, ag.source, nil)
+			fn(prefix, ag.network, ag.source, nil, ag.handover)
 			continue
 		}
 		slices.SortStableFunc(ag.members, func(a, b member) int { return model.ComparePrefix(a.prefix, b.prefix) })
@@ -262,7 +301,7 @@ func (g *aggregator) each(fn func(prefix netip.Prefix, network, source string, m
 			// Each member as itself: the aggregate would draw traffic
 			// that is not this node's.
 			for _, m := range ag.members {
-				fn(m.prefix, m.network, fmt.Sprintf("%s; not aggregated: %s would cover %s: choose a longer aggregateLength", m.source, prefix, why), nil)
+				fn(m.prefix, m.network, fmt.Sprintf("%s; not aggregated: %s would cover %s: choose a longer aggregateLength", m.source, prefix, why), nil, m.handover)
 			}
 			continue
 		}
@@ -280,7 +319,7 @@ func (g *aggregator) each(fn func(prefix netip.Prefix, network, source string, m
 		if ag.networks > 1 {
 			network += " and other networks"
 		}
-		fn(prefix, network, fmt.Sprintf("aggregate of %d selected by rule %s: %s", len(members), g.rule.Name, strings.Join(names, ", ")), members)
+		fn(prefix, network, fmt.Sprintf("aggregate of %d selected by rule %s: %s", len(members), g.rule.Name, strings.Join(names, ", ")), members, false)
 	}
 }
 

@@ -144,7 +144,7 @@ func TestAdvertisements(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := &config.Config{BGP: config.BGP{ASN: 64512, Peers: tt.peers}, Advertise: tt.rules}
-			got := Advertisements(cfg, tt.snap)
+			got := Advertisements(cfg, tt.snap, testNow)
 			if d := cmp.Diff(tt.want, got, cmpAddrs, cmpopts.EquateEmpty()); d != "" {
 				t.Errorf("Advertisements() mismatch (-want +got):\n%s", d)
 			}
@@ -224,7 +224,7 @@ func TestMatchAnyEveryName(t *testing.T) {
 	cfg := &config.Config{BGP: config.BGP{Peers: []config.Peer{peer("tor-a", "192.0.2.1")}},
 		Advertise: []config.AdvertiseRule{{Name: "all", Kind: config.KindPodNetwork, Networks: globs("*")}}}
 	snap := model.Snapshot{Networks: []model.Network{{Name: "ns/name", Subnets: []model.Subnet{{Prefix: pfx("10.9.0.0/24")}}}}}
-	if got := Advertisements(cfg, snap); len(got) != 1 || got[0].Network != "ns/name" {
+	if got := Advertisements(cfg, snap, testNow); len(got) != 1 || got[0].Network != "ns/name" {
 		t.Errorf(`networks: ["*"] with a network "ns/name": %+v, want it advertised`, got)
 	}
 }
@@ -335,7 +335,7 @@ func TestAdvertiseEgressIPsAndVIPs(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := &config.Config{BGP: config.BGP{ASN: 64512, Peers: []config.Peer{torA, torB}}, Advertise: tt.rules,
 				Cluster: config.Cluster{ServiceCIDRs: []netip.Prefix{pfx("172.30.0.0/16"), pfx("fd02::/112")}}}
-			got := Advertisements(cfg, advSnapshot())
+			got := Advertisements(cfg, advSnapshot(), testNow)
 			if d := cmp.Diff(tt.want, got, cmpAddrs, cmpopts.EquateEmpty()); d != "" {
 				t.Errorf("Advertisements() mismatch (-want +got):\n%s", d)
 			}
@@ -374,7 +374,7 @@ func BenchmarkAdvertisementsAtScale(b *testing.B) {
 		Cluster: config.Cluster{ServiceCIDRs: []netip.Prefix{pfx("172.30.0.0/16")}}}
 	var n int
 	for b.Loop() {
-		n = len(Advertisements(cfg, snap))
+		n = len(Advertisements(cfg, snap, testNow))
 	}
 	b.ReportMetric(float64(n), "advertisements")
 }
@@ -391,7 +391,7 @@ func TestAdvertiseAggregates(t *testing.T) {
 		},
 		Cluster: config.Cluster{ServiceCIDRs: []netip.Prefix{pfx("172.30.0.0/16")}}}
 	snap := advSnapshot()
-	got := Advertisements(cfg, snap)
+	got := Advertisements(cfg, snap, testNow)
 	m := func(ps ...string) []netip.Prefix {
 		var out []netip.Prefix
 		for _, p := range ps {
@@ -414,7 +414,7 @@ func TestAdvertiseAggregates(t *testing.T) {
 
 	// The last local endpoint of 192.0.2.51 goes: still three members.
 	snap.ServiceVIPs[2].Backends = []netip.Addr{netip.MustParseAddr("10.128.2.5")}
-	next := Advertisements(cfg, snap)
+	next := Advertisements(cfg, snap, testNow)
 	d := DiffAdvertisements(next, got)
 	if len(d.Announce)+len(d.Withdraw) != 0 || len(d.Change) != 1 || d.Change[0].Prefix != pfx("192.0.2.0/24") || len(d.Change[0].Members) != 3 {
 		t.Errorf("one member gone: %+v, want only a change of 192.0.2.0/24 to three members", d)
@@ -423,7 +423,7 @@ func TestAdvertiseAggregates(t *testing.T) {
 	for i := range snap.ServiceVIPs {
 		snap.ServiceVIPs[i].Backends = nil
 	}
-	d = DiffAdvertisements(Advertisements(cfg, snap), next)
+	d = DiffAdvertisements(Advertisements(cfg, snap, testNow), next)
 	var withdrawn []string
 	for _, a := range d.Withdraw {
 		withdrawn = append(withdrawn, a.Prefix.String())
@@ -433,11 +433,11 @@ func TestAdvertiseAggregates(t *testing.T) {
 	}
 
 	// explain: the aggregate is selected, a member is sent inside it.
-	e := Explain(cfg, pfx("192.0.2.0/24"), ImportResult{}, got, Plan{}, advSnapshot(), model.Host{})
+	e := Explain(cfg, pfx("192.0.2.0/24"), ImportResult{}, got, Plan{}, advSnapshot(), model.Host{}, testNow)
 	if v := e.AdvertiseRules[1]; !v.Selects || !strings.Contains(v.Why, "aggregate of 4") {
 		t.Errorf("explain 192.0.2.0/24, rule vips: %+v", v)
 	}
-	e = Explain(cfg, pfx("192.0.2.54/32"), ImportResult{}, got, Plan{}, advSnapshot(), model.Host{})
+	e = Explain(cfg, pfx("192.0.2.54/32"), ImportResult{}, got, Plan{}, advSnapshot(), model.Host{}, testNow)
 	if v := e.AdvertiseRules[1]; v.Selects || v.Why != "selected, as a member of the aggregate 192.0.2.0/24 (aggregateLength); the aggregate is sent to tor-b" {
 		t.Errorf("explain 192.0.2.54/32, rule vips: %+v", v)
 	}
@@ -448,7 +448,7 @@ func TestAdvertiseAggregates(t *testing.T) {
 			held[i].State, held[i].Reason = model.AdvHeldBack, "held back: export cap"
 		}
 	}
-	e = Explain(cfg, pfx("192.0.2.54/32"), ImportResult{}, held, Plan{}, advSnapshot(), model.Host{})
+	e = Explain(cfg, pfx("192.0.2.54/32"), ImportResult{}, held, Plan{}, advSnapshot(), model.Host{}, testNow)
 	if v := e.AdvertiseRules[1]; v.Why != "selected, as a member of the aggregate 192.0.2.0/24 (aggregateLength); the aggregate is held back from tor-b by the export cap (maxAdvertised)" {
 		t.Errorf("explain 192.0.2.54/32 with the aggregate held back, rule vips: %+v", v)
 	}
@@ -500,7 +500,7 @@ func TestAggregateNeverCoversForeign(t *testing.T) {
 				Advertise: []config.AdvertiseRule{tt.rule}, ProtectedPrefixes: tt.prot,
 				Cluster: config.Cluster{ServiceCIDRs: []netip.Prefix{pfx("172.30.0.0/16")}}}
 			var got *model.Advertisement
-			advs := Advertisements(cfg, snap)
+			advs := Advertisements(cfg, snap, testNow)
 			for i := range advs {
 				if advs[i].Prefix == pfx(tt.prefix) {
 					got = &advs[i]
@@ -541,7 +541,7 @@ func TestExportCap(t *testing.T) {
 	// A /32 that comes first in prefix order still waits for the subnets.
 	snap.ServiceVIPs = append(snap.ServiceVIPs, model.ServiceVIP{Service: "web/early", Network: "default",
 		VIP: netip.MustParseAddr("10.1.0.1"), Backends: []netip.Addr{netip.MustParseAddr("10.128.0.5")}, Source: "lb early"})
-	sent, held := CappedAdvertisements(cfg, snap)
+	sent, held := CappedAdvertisements(cfg, snap, testNow)
 	var gotA, gotB, gotHeld []string
 	for _, a := range sent {
 		if a.Peer == "tor-a" {
@@ -565,25 +565,25 @@ func TestExportCap(t *testing.T) {
 	if len(gotB) != 10 {
 		t.Errorf("tor-b (no cap) is sent %d prefixes, want all 10: %v", len(gotB), gotB)
 	}
-	if d := cmp.Diff(sent, Advertisements(cfg, snap), cmpAddrs, cmpopts.EquateEmpty()); d != "" {
+	if d := cmp.Diff(sent, Advertisements(cfg, snap, testNow), cmpAddrs, cmpopts.EquateEmpty()); d != "" {
 		t.Errorf("Advertisements differs from CappedAdvertisements' sent (-capped +plain):\n%s", d)
 	}
 
 	// explain says so.
-	e := Explain(cfg, pfx("192.0.2.50/32"), ImportResult{}, slices.Concat(sent, held), Plan{}, snap, model.Host{})
+	e := Explain(cfg, pfx("192.0.2.50/32"), ImportResult{}, slices.Concat(sent, held), Plan{}, snap, model.Host{}, testNow)
 	if v := e.AdvertiseRules[0]; !v.Selects || !strings.Contains(v.Why, "sent to tor-b; held back from tor-a by the export cap") {
 		t.Errorf("explain 192.0.2.50/32: %+v", v)
 	}
 
 	// The cap at 7: the three subnets and the first four /32s.
 	cfg.BGP.Peers[0].MaxAdvertised = 7
-	_, held = CappedAdvertisements(cfg, advSnapshot())
+	_, held = CappedAdvertisements(cfg, advSnapshot(), testNow)
 	if len(held) != 2 || held[0].Prefix != pfx("192.0.2.60/32") || held[1].Prefix != pfx("192.0.2.70/32") {
 		t.Errorf("cap 7: held %v, want 192.0.2.60/32 and 192.0.2.70/32", held)
 	}
 	// At or under the cap nothing is held.
 	cfg.BGP.Peers[0].MaxAdvertised = 9
-	if _, held = CappedAdvertisements(cfg, advSnapshot()); len(held) != 0 {
+	if _, held = CappedAdvertisements(cfg, advSnapshot(), testNow); len(held) != 0 {
 		t.Errorf("cap 9 with 9 selected: held %v", held)
 	}
 }

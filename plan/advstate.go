@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/google/btree"
 
@@ -16,16 +17,16 @@ import (
 
 // AdvertState is what CappedAdvertisements returns for one config, kept up
 // to date item by item: Update, given what changed (model.SnapshotDelta),
-// recomputes only the egress IPs and Service VIPs of the changed
-// addresses, the aggregates holding them, and the export caps per peer
-// (docs/architecture.md, "Per-item updates").
+// recomputes only the egress IPs, Service VIPs and workload addresses of
+// the changed addresses, the aggregates holding them, and the export caps
+// per peer (docs/architecture.md, "Per-item updates").
 //
 // For each (peer, prefix) it keeps the candidate of every rule that
 // selects it, in rule order: the first is the one selected (the first
 // rule wins, as in CappedAdvertisements), so when the first rule stops
 // selecting it the next one's candidate is there. A changed address is
-// selected again by every egressIP and loadBalancerIP rule, from its
-// entries found by binary search: O(log n). An aggregate holding it
+// selected again by every egressIP, loadBalancerIP and workloadIP rule,
+// from its entries found by binary search: O(log n). An aggregate holding it
 // (aggregateLength, aggregateLengthV6) is recomputed whole, from the
 // entries inside it and what it would cover inside it (NB's protected
 // prefixes read from the snapshot, Protected's own, node addresses; an
@@ -41,9 +42,16 @@ import (
 // protected prefixes other than those of a changed egress IP or VIP
 // address, which must come as Context), and, on every call, when the last
 // full pass found the snapshot out of the order model.Snapshot documents
-// and Update's binary searches need: egress IPs and Service VIPs by
-// network (the default first), then address; with aggregates, protected
-// prefixes by prefix and node addresses.
+// and Update's binary searches need: egress IPs, Service VIPs and
+// workload addresses by network (the default first), then address; with
+// aggregates, protected prefixes by prefix and node addresses.
+//
+// Time moves the selection too: a workload address that left this node is
+// sent until its handover hold is over (workloadIPSkip). The state keeps
+// the next hold end of each such address; Update at now selects again
+// every address whose hold ended by now, named in the delta or not, and
+// NextHandoverEnd says when the next one ends. now should not go back:
+// if it does, Update recomputes everything (a hold over may run again).
 //
 // An AdvertState is for one config: a new config needs a new one. It is
 // not safe for concurrent use. The advertisements it returns share their
@@ -78,8 +86,26 @@ type AdvertState struct {
 	// of order (unsorted): then every Update is a full pass.
 	foreign *aggregateConflicts
 
+	// now is the time of the last update; holds are the workload
+	// addresses with a handover hold that ends after it, by end, and
+	// holdEnd the end of each.
+	now     time.Time
+	holds   *btree.BTreeG[heldAddr]
+	holdEnd map[netip.Addr]time.Time
+
 	buf []model.ServiceVIP // scratch: one address's VIP entries
 	eb  []model.EgressIP   // scratch: one address's egress IP entries
+	wb  []model.WorkloadIP // scratch: one address's workload entries
+}
+
+// heldAddr is a workload address whose handover hold ends at end.
+type heldAddr struct {
+	end  time.Time
+	addr netip.Addr
+}
+
+func heldLess(a, b heldAddr) bool {
+	return a.end.Before(b.end) || a.end.Equal(b.end) && a.addr.Less(b.addr)
 }
 
 // advRule is one advertise rule with its peers, by family.
@@ -94,9 +120,9 @@ type advCandidate struct {
 	adv  model.Advertisement
 }
 
-// NewAdvertState is the advertisements of cfg for snap.
-func NewAdvertState(cfg *config.Config, snap model.Snapshot) *AdvertState {
-	s := &AdvertState{cfg: cfg}
+// NewAdvertState is the advertisements of cfg for snap at now.
+func NewAdvertState(cfg *config.Config, snap model.Snapshot, now time.Time) *AdvertState {
+	s := &AdvertState{cfg: cfg, now: now}
 	for i := range cfg.Advertise {
 		r := advRule{index: i, rule: &cfg.Advertise[i]}
 		for _, p := range selectPeers(cfg.BGP.Peers, r.rule.Peers) {
@@ -121,10 +147,10 @@ func family(a netip.Addr) int {
 	return 1
 }
 
-// ruleAggregates says whether an egressIP or loadBalancerIP rule sends
-// addresses of family f as covering prefixes (aggregator.add).
+// ruleAggregates says whether an egressIP, loadBalancerIP or workloadIP
+// rule sends addresses of family f as covering prefixes (aggregator.add).
 func ruleAggregates(r *config.AdvertiseRule, f int) bool {
-	if r.Kind != config.KindEgressIP && r.Kind != config.KindLoadBalancerIP {
+	if r.Kind != config.KindEgressIP && r.Kind != config.KindLoadBalancerIP && r.Kind != config.KindWorkloadIP {
 		return false
 	}
 	if f == 0 {
@@ -133,39 +159,51 @@ func ruleAggregates(r *config.AdvertiseRule, f int) bool {
 	return r.AggregateLengthV6 > 0 && r.AggregateLengthV6 < 128
 }
 
-// Update brings the state to snap, which differs from the last snapshot
-// as d says, and returns the keys whose sent or held advertisement
-// changed (added, removed, changed, moved across an export cap), sorted by
-// peer, then prefix.
+// Update brings the state to snap at now, snap differing from the last
+// snapshot as d says, and returns the keys whose sent or held
+// advertisement changed (added, removed, changed, moved across an export
+// cap), sorted by peer, then prefix. The workload addresses whose
+// handover hold ended since the last update are selected again whether d
+// names them or not.
 //
 // While a capped peer holds prefixes back, a change of how many it has
 // selected changes the Reason of each one held ("N selected"): those keys
 // are returned too, O(held) for that peer.
-func (s *AdvertState) Update(snap model.Snapshot, d model.SnapshotDelta) []model.Key {
-	if len(d.EgressIPs) == 0 && len(d.ServiceVIPs) == 0 && !d.All && !d.Context {
+func (s *AdvertState) Update(snap model.Snapshot, d model.SnapshotDelta, now time.Time) []model.Key {
+	if now.Before(s.now) {
+		// A hold over may run again.
+		s.now = now
+		return s.full(snap)
+	}
+	s.now = now
+	due := s.dueHolds()
+	if len(d.EgressIPs) == 0 && len(d.ServiceVIPs) == 0 && len(d.WorkloadIPs) == 0 && len(due) == 0 && !d.All && !d.Context {
 		return nil // the owned routes are not advertised
 	}
 	if d.All || d.Context || s.unsorted != "" {
 		return s.full(snap)
 	}
-	t := &touched{keys: map[model.Key]struct{}{}, peers: map[string]int{}}
+	t := &touched{keys: map[model.Key]keyWas{}, peers: map[string]int{}}
 	unique := func(as []netip.Addr) []netip.Addr {
 		as = slices.Clone(as)
 		slices.SortFunc(as, netip.Addr.Compare)
 		return slices.Compact(as)
 	}
-	eips, vips := unique(d.EgressIPs), unique(d.ServiceVIPs)
+	eips, vips, wips := unique(d.EgressIPs), unique(d.ServiceVIPs), unique(slices.Concat(d.WorkloadIPs, due))
 	for _, a := range eips {
 		s.setEgressIP(a, rangeEntries(snap.EgressIPs, egressIPKey, hostPrefix(a), &s.eb), t)
 	}
 	for _, a := range vips {
 		s.setServiceVIP(snap, a, rangeEntries(snap.ServiceVIPs, serviceVIPKey, hostPrefix(a), &s.buf), t)
 	}
+	for _, a := range wips {
+		s.setWorkloadIP(a, rangeEntries(snap.WorkloadIPs, workloadIPKey, hostPrefix(a), &s.wb), t)
+	}
 	// The aggregates holding a changed address: their members, and what
 	// they would cover (the address may be a protected one, and is the
 	// node's own while an egress IP or VIP has it).
 	done := map[aggID]bool{}
-	for _, a := range slices.Concat(eips, vips) {
+	for _, a := range slices.Concat(eips, vips, wips) {
 		for _, r := range s.rules {
 			if !ruleAggregates(r.rule, family(a)) {
 				continue
@@ -177,7 +215,7 @@ func (s *AdvertState) Update(snap model.Snapshot, d model.SnapshotDelta) []model
 			}
 		}
 	}
-	out := t.sorted()
+	out := t.sorted(s)
 	var peers []string
 	for peer, before := range t.peers {
 		if c := s.caps[peer]; c != nil && c.len() != before && c.held.Len() > 0 {
@@ -271,7 +309,7 @@ func (s *AdvertState) full(snap model.Snapshot) []model.Key {
 func (s *AdvertState) rebuild(snap model.Snapshot) {
 	size := len(s.cands) // the last pass's, or an estimate
 	if s.cands == nil {
-		size = len(snap.EgressIPs) + len(snap.ServiceVIPs)
+		size = len(snap.EgressIPs) + len(snap.ServiceVIPs) + len(snap.WorkloadIPs)
 		for _, nw := range snap.Networks {
 			size += len(nw.Subnets)
 		}
@@ -293,6 +331,10 @@ func (s *AdvertState) rebuild(snap model.Snapshot) {
 	if !sortedByNetworkAddr(snap.ServiceVIPs, serviceVIPKey) {
 		s.unsorted = "the Service VIPs are not sorted by network and address"
 	}
+	if !sortedByNetworkAddr(snap.WorkloadIPs, workloadIPKey) {
+		s.unsorted = "the workload addresses are not sorted by network and address"
+	}
+	s.holds, s.holdEnd = btree.NewG(8, heldLess), map[netip.Addr]time.Time{}
 	s.aggOut = map[aggID][]netip.Prefix{}
 	s.podSubnets, s.extra, s.foreign = nil, nil, nil
 	if s.aggregating {
@@ -354,24 +396,30 @@ func (s *AdvertState) rebuild(snap model.Snapshot) {
 		}
 		groups := map[netip.Prefix][]member{}
 		var prefixes []netip.Prefix
-		add := func(a netip.Addr, network, source string) {
+		add := func(a netip.Addr, network, source string, handover bool) {
 			p := aggPrefix(r.rule, a)
 			if groups[p] == nil {
 				prefixes = append(prefixes, p)
 			}
-			groups[p] = append(groups[p], member{prefix: hostPrefix(a), network: network, source: source})
+			groups[p] = append(groups[p], member{prefix: hostPrefix(a), network: network, source: source, handover: handover})
 		}
 		switch r.rule.Kind {
 		case config.KindEgressIP:
 			for _, e := range snap.EgressIPs {
 				if ruleAggregates(r.rule, family(e.IP)) && egressIPSkip(r.rule, e) == "" {
-					add(e.IP, e.Network, e.Source)
+					add(e.IP, e.Network, e.Source, false)
 				}
 			}
 		case config.KindLoadBalancerIP:
 			for _, v := range snap.ServiceVIPs {
 				if ruleAggregates(r.rule, family(v.VIP)) && !serviceVIPSkip(s.cfg, snap, r.rule, v, s.local).skipped() {
-					add(v.VIP, v.Network, v.Source)
+					add(v.VIP, v.Network, v.Source, false)
+				}
+			}
+		case config.KindWorkloadIP:
+			for _, w := range snap.WorkloadIPs {
+				if sk := workloadIPSkip(r.rule, w, s.now); ruleAggregates(r.rule, family(w.IP)) && !sk.skipped() {
+					add(w.IP, w.Network, workloadSource(r.rule, w), sk.handover)
 				}
 			}
 		}
@@ -424,6 +472,14 @@ func (s *AdvertState) rebuild(snap model.Snapshot) {
 		s.buf = vs
 		s.setServiceVIP(snap, a, vs, nil)
 	})
+	byAddr(len(snap.WorkloadIPs), func(i int) netip.Addr { return snap.WorkloadIPs[i].IP }, func(a netip.Addr, idx []int) {
+		ws := s.wb[:0]
+		for _, i := range idx {
+			ws = append(ws, snap.WorkloadIPs[i])
+		}
+		s.wb = ws
+		s.setWorkloadIP(a, ws, nil)
+	})
 }
 
 // setEgressIP sets what every egressIP rule that does not aggregate a's
@@ -472,6 +528,84 @@ func (s *AdvertState) setServiceVIP(snap model.Snapshot, a netip.Addr, vs []mode
 	}
 }
 
+// setWorkloadIP is setEgressIP for the workloadIP rules and the entries
+// ws of workload address a (every network's and port's, in snapshot
+// order) at s.now: the first entry a rule selects, with the rule's
+// attributes or, handed over, its handover attributes. It keeps the next
+// end of a's handover holds (of every workloadIP rule, aggregating or
+// not), for Update to select a again then.
+func (s *AdvertState) setWorkloadIP(a netip.Addr, ws []model.WorkloadIP, t *touched) {
+	f := family(a)
+	host := hostPrefix(a)
+	var next time.Time
+	for _, r := range s.rules {
+		if r.rule.Kind != config.KindWorkloadIP {
+			continue
+		}
+		for _, w := range ws {
+			if end, ok := holdEnd(r.rule, w); ok && end.After(s.now) && (next.IsZero() || end.Before(next)) {
+				next = end
+			}
+		}
+		if ruleAggregates(r.rule, f) || len(r.peers[f]) == 0 {
+			continue
+		}
+		i, sk := -1, workloadSkip{}
+		for j, w := range ws {
+			if sk = workloadIPSkip(r.rule, w, s.now); !sk.skipped() {
+				i = j
+				break
+			}
+		}
+		for _, p := range r.peers[f] {
+			k := model.Key{Peer: p.Name, Prefix: host}
+			if i < 0 {
+				s.set(k, r.index, nil, t)
+				continue
+			}
+			at := attrs(*r.rule)
+			if sk.handover {
+				at = handoverAttrs(s.cfg, r.rule, p)
+			}
+			s.set(k, r.index, &model.Advertisement{Peer: p.Name, Prefix: host, Attrs: at, Rule: r.rule.Name,
+				Network: ws[i].Network, Source: workloadSource(r.rule, ws[i])}, t)
+		}
+	}
+	if old, ok := s.holdEnd[a]; ok {
+		s.holds.Delete(heldAddr{end: old, addr: a})
+		delete(s.holdEnd, a)
+	}
+	if !next.IsZero() {
+		s.holds.ReplaceOrInsert(heldAddr{end: next, addr: a})
+		s.holdEnd[a] = next
+	}
+}
+
+// dueHolds takes out the workload addresses whose next hold end is not
+// after s.now.
+func (s *AdvertState) dueHolds() []netip.Addr {
+	var due []netip.Addr
+	for {
+		h, ok := s.holds.Min()
+		if !ok || h.end.After(s.now) {
+			return due
+		}
+		s.holds.DeleteMin()
+		delete(s.holdEnd, h.addr)
+		due = append(due, h.addr)
+	}
+}
+
+// NextHandoverEnd is when the next handover hold of a workload address
+// ends after the last update (zero: none is running): an Update at or
+// after it withdraws that address (or sends it with the rule's own
+// attributes, if another entry is selected then), whatever its delta.
+// It is HandoverEnds' next for the last snapshot and time.
+func (s *AdvertState) NextHandoverEnd() time.Time {
+	h, _ := s.holds.Min()
+	return h.end
+}
+
 // aggID is one aggregate of one rule.
 type aggID struct {
 	rule   int
@@ -488,7 +622,7 @@ func aggPrefix(rule *config.AdvertiseRule, a netip.Addr) netip.Prefix {
 }
 
 // aggMembers are the addresses behind the aggregate prefix of rule r:
-// the entries inside it that r selects, in snapshot order.
+// the entries inside it that r selects (at s.now), in snapshot order.
 func (s *AdvertState) aggMembers(snap model.Snapshot, r advRule, prefix netip.Prefix) []member {
 	var out []member
 	switch r.rule.Kind {
@@ -504,6 +638,12 @@ func (s *AdvertState) aggMembers(snap model.Snapshot, r advRule, prefix netip.Pr
 				out = append(out, member{prefix: hostPrefix(v.VIP), network: v.Network, source: v.Source})
 			}
 		}
+	case config.KindWorkloadIP:
+		for _, w := range rangeEntries(snap.WorkloadIPs, workloadIPKey, prefix, &s.wb) {
+			if sk := workloadIPSkip(r.rule, w, s.now); !sk.skipped() {
+				out = append(out, member{prefix: hostPrefix(w.IP), network: w.Network, source: workloadSource(r.rule, w), handover: sk.handover})
+			}
+		}
 	}
 	return out
 }
@@ -514,6 +654,7 @@ func (s *AdvertState) aggMembers(snap model.Snapshot, r advRule, prefix netip.Pr
 // itself when the prefix would cover a conflict.
 func (s *AdvertState) setAggregate(snap model.Snapshot, r advRule, prefix netip.Prefix, ms []member, t *touched) {
 	var outs []model.Advertisement // without peer and attributes
+	var handover []bool            // of each out: sent with the handover attributes
 	if len(ms) > 0 {
 		foreign := s.foreign
 		if foreign == nil {
@@ -524,10 +665,11 @@ func (s *AdvertState) setAggregate(snap model.Snapshot, r advRule, prefix netip.
 		}
 		g := newAggregator(r.rule, 1, foreign)
 		for _, m := range ms {
-			g.add(m.prefix.Addr(), m.network, m.source)
+			g.add(m.prefix.Addr(), m.network, m.source, m.handover)
 		}
-		g.each(func(p netip.Prefix, network, source string, members []netip.Prefix) {
+		g.each(func(p netip.Prefix, network, source string, members []netip.Prefix, h bool) {
 			outs = append(outs, model.Advertisement{Prefix: p, Rule: r.rule.Name, Network: network, Source: source, Members: members})
+			handover = append(handover, h)
 		})
 	}
 	id := aggID{rule: r.index, prefix: prefix}
@@ -543,8 +685,11 @@ func (s *AdvertState) setAggregate(snap model.Snapshot, r advRule, prefix netip.
 				s.set(model.Key{Peer: p.Name, Prefix: o}, r.index, nil, t)
 			}
 		}
-		for _, o := range outs {
+		for i, o := range outs {
 			o.Peer, o.Attrs = p.Name, attrs(*r.rule)
+			if handover[i] {
+				o.Attrs = handoverAttrs(s.cfg, r.rule, p)
+			}
 			s.set(model.Key{Peer: p.Name, Prefix: o.Prefix}, r.index, &o, t)
 		}
 	}
@@ -597,6 +742,7 @@ func (s *AdvertState) firstConflict(snap model.Snapshot, prefix netip.Prefix) (m
 
 func egressIPKey(e *model.EgressIP) (string, netip.Addr)     { return e.Network, e.IP }
 func serviceVIPKey(v *model.ServiceVIP) (string, netip.Addr) { return v.Network, v.VIP }
+func workloadIPKey(w *model.WorkloadIP) (string, netip.Addr) { return w.Network, w.IP }
 
 // addFirst adds rule's candidate for k unless the rule has one already
 // (the first item of a prefix wins within a rule).
@@ -617,9 +763,15 @@ func (s *AdvertState) set(k model.Key, rule int, adv *model.Advertisement, t *to
 		was = &w
 	}
 	i, found := slices.BinarySearchFunc(list, rule, func(c advCandidate, r int) int { return cmp.Compare(c.rule, r) })
-	switch {
-	case adv == nil && !found:
+	if adv == nil && !found {
 		return
+	}
+	c := s.caps[k.Peer]
+	before := keyWas{}
+	if t != nil && was != nil {
+		before = keyWas{adv: *was, selected: true, sent: c == nil || !c.held.Has(k.Prefix)}
+	}
+	switch {
 	case adv == nil:
 		list = slices.Delete(list, i, i+1)
 	case found:
@@ -632,28 +784,33 @@ func (s *AdvertState) set(k model.Key, rule int, adv *model.Advertisement, t *to
 	} else {
 		s.cands[k] = list
 	}
-	c := s.caps[k.Peer]
+	// A prefix moved across the cap was selected before and is still,
+	// with the same advertisement.
+	movedWas := func(p netip.Prefix, sent bool) (model.Key, keyWas) {
+		m := model.Key{Peer: k.Peer, Prefix: p}
+		return m, keyWas{adv: s.cands[m][0].adv, selected: true, sent: sent}
+	}
 	switch {
 	case was == nil && len(list) > 0: // selected now
 		s.order.ReplaceOrInsert(k)
 		if c != nil {
 			t.count(k.Peer, c.len())
-			if moved, ok := c.insert(k.Prefix); ok {
-				t.add(model.Key{Peer: k.Peer, Prefix: moved})
+			if moved, ok := c.insert(k.Prefix); ok && t != nil {
+				t.add(movedWas(moved, true))
 			}
 		}
 	case was != nil && len(list) == 0: // no longer selected
 		s.order.Delete(k)
 		if c != nil {
 			t.count(k.Peer, c.len())
-			if moved, ok := c.remove(k.Prefix); ok {
-				t.add(model.Key{Peer: k.Peer, Prefix: moved})
+			if moved, ok := c.remove(k.Prefix); ok && t != nil {
+				t.add(movedWas(moved, false))
 			}
 		}
 	case was != nil && advEqual(*was, list[0].adv):
 		return
 	}
-	t.add(k)
+	t.add(k, before)
 }
 
 // Lookup is what is selected for k: sent (to make) or held back by the
@@ -775,17 +932,31 @@ func (c *exportCap) reason(peer string) string {
 }
 
 // touched collects the keys an Update changed; nil collects nothing (a
-// full pass compares instead).
+// full pass compares instead). A key is kept with what it was before its
+// first change: changes that undo each other (a prefix pushed across a
+// cap and back by two prefixes of one update) change nothing.
 type touched struct {
-	keys map[model.Key]struct{}
+	keys map[model.Key]keyWas
 	// peers are the capped peers whose number selected may have changed,
 	// with the number before.
 	peers map[string]int
 }
 
-func (t *touched) add(k model.Key) {
-	if t != nil {
-		t.keys[k] = struct{}{}
+// keyWas is what a key was: its selected advertisement, and whether it
+// was sent (else held back by the cap).
+type keyWas struct {
+	adv            model.Advertisement
+	selected, sent bool
+}
+
+// add records that k, which was as before says, changes (the first
+// record of a key is kept).
+func (t *touched) add(k model.Key, before keyWas) {
+	if t == nil {
+		return
+	}
+	if _, ok := t.keys[k]; !ok {
+		t.keys[k] = before
 	}
 }
 
@@ -799,9 +970,17 @@ func (t *touched) count(peer string, n int) {
 	}
 }
 
-func (t *touched) sorted() []model.Key {
+// sorted are the keys whose advertisement in s differs from what it was
+// (a held one's Reason aside: Update adds those of a changed count).
+func (t *touched) sorted(s *AdvertState) []model.Key {
 	out := make([]model.Key, 0, len(t.keys))
-	for k := range t.keys {
+	for k, was := range t.keys {
+		list := s.cands[k]
+		c := s.caps[k.Peer]
+		if was.selected == (len(list) > 0) && (!was.selected ||
+			was.sent == (c == nil || !c.held.Has(k.Prefix)) && advEqual(was.adv, list[0].adv)) {
+			continue
+		}
 		out = append(out, k)
 	}
 	slices.SortFunc(out, compareKeys)

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"slices"
 	"testing"
+	"time"
 
 	gocmp "github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -15,12 +16,14 @@ import (
 	"github.com/ovnbgp/ovnbgp/model"
 )
 
-// advWorld is a node's egress IPs and Service VIPs that random changes
-// are made to, and the snapshot of it in model.Snapshot's order.
+// advWorld is a node's egress IPs, Service VIPs and workload addresses
+// that random changes are made to, and the snapshot of it in
+// model.Snapshot's order.
 type advWorld struct {
 	base      model.Snapshot
 	vips      map[string]model.ServiceVIP // by network, VIP, Service
 	eips      map[string]model.EgressIP   // by network, IP
+	wips      map[string]model.WorkloadIP // by network, IP, port
 	nodeExtra bool                        // 192.0.2.55 is a node address too
 	protExtra bool                        // NB protects 192.0.2.57 (a VIP of a row with a bad owner)
 }
@@ -47,6 +50,13 @@ func (w *advWorld) snapshot() model.Snapshot {
 		s.EgressIPs = append(s.EgressIPs, e)
 	}
 	slices.SortFunc(s.EgressIPs, func(a, b model.EgressIP) int { return cmp.Or(net(a.Network, b.Network), a.IP.Compare(b.IP)) })
+	s.WorkloadIPs = nil
+	for _, w := range w.wips {
+		s.WorkloadIPs = append(s.WorkloadIPs, w)
+	}
+	slices.SortFunc(s.WorkloadIPs, func(a, b model.WorkloadIP) int {
+		return cmp.Or(net(a.Network, b.Network), a.IP.Compare(b.IP), cmp.Compare(a.Port, b.Port))
+	})
 	// What NB protects, as ovn builds it: every VIP and egress IP,
 	// another node's pod subnet; sorted by prefix, each once.
 	s.Protected = []model.ProtectedPrefix{{Prefix: pfx("10.128.2.0/23"), Why: "pod subnet (Logical_Switch node2)"}}
@@ -87,18 +97,29 @@ var (
 	// elsewhere, this node's own address (a host-network endpoint).
 	randBackends   = addrs("10.128.0.5", "10.128.2.5", "172.18.0.2", "10.200.0.4", "fd00:10:128:1::5", "10.250.0.9")
 	randNamespaces = [][]string{nil, {"prod-a"}, {"web"}, {"prod-a", "web"}, {"blue-ns"}}
+	// Workload addresses: in this node's pod subnets (default, red,
+	// blue, IPv6), inside another node's (NB protects 10.128.2.0/23), and
+	// some that are VIPs, egress IPs, node addresses or NB-protected too.
+	randWIPs = addrs("10.128.0.10", "10.128.0.11", "10.128.0.12", "10.250.0.5", "10.250.0.6", "10.200.0.7", "fd00:10:128:1::10",
+		"fd00:10:128:1::11", "10.128.2.9", "192.0.2.50", "192.0.2.55", "192.0.2.57", "172.18.0.100")
+	randWNamespaces = []string{"prod-a", "web", "blue-ns", "other"}
+	randWNames      = []string{"db-1", "db-2", "api"}
+	randHandovers   = []model.Handover{model.HandoverNone, model.HandoverLeaving, model.HandoverLeft, model.HandoverLeft, model.HandoverArriving}
 )
 
-// randConfig: two peers, tor-a with a small export cap, tor-b with both
-// families and no cap; rules of every kind that overlap, so the first rule
-// wins often; 198.51.100.7/32 in protectedPrefixes. aggregate: VIPs and
-// egress IPs are aggregated by some rules, in both families, and some
-// aggregates would cover node addresses, NB's protected prefixes or
+// randConfig: two peers, tor-a (eBGP) with a small export cap, tor-b
+// (iBGP) with both families and no cap; rules of every kind that overlap,
+// so the first rule wins often, workloadIP rules with pods and namespaces
+// globs and handovers of different holds and attributes;
+// 198.51.100.7/32 in protectedPrefixes. aggregate: VIPs, egress IPs and
+// workload addresses are aggregated by some rules, in both families, and
+// some aggregates would cover node addresses, NB's protected prefixes or
 // protectedPrefixes, depending on what else is there.
 func randConfig(aggregate bool) *config.Config {
 	torA := peer("tor-a", "192.0.2.1")
 	torA.MaxAdvertised = 5
 	torB := peer("tor-b", "192.0.2.3", config.IPv4, config.IPv6)
+	torB.ASN = 64512
 	cfg := &config.Config{BGP: config.BGP{ASN: 64512, Peers: []config.Peer{torA, torB}},
 		Advertise: []config.AdvertiseRule{
 			{Name: "pods", Kind: config.KindPodNetwork, Networks: globs("*")},
@@ -108,15 +129,53 @@ func randConfig(aggregate bool) *config.Config {
 			{Name: "vips", Kind: config.KindLoadBalancerIP, Networks: globs("default")},
 			{Name: "eips", Kind: config.KindEgressIP},
 			{Name: "all-vips", Kind: config.KindLoadBalancerIP, Peers: []string{"tor-b"}, ASPathPrepend: 1},
+			{Name: "wl-web", Kind: config.KindWorkloadIP, Networks: globs("*"), Namespaces: globs("web", "blue-ns"), Peers: []string{"tor-b"},
+				Handover: config.Handover{HoldTime: 7 * time.Second, LocalPreference: 30, ASPathPrepend: 1}},
+			{Name: "wl-all", Kind: config.KindWorkloadIP, Networks: globs("*"), ASPathPrepend: 1,
+				Handover: config.Handover{HoldTime: 2 * time.Second, LocalPreference: 60}},
 		},
 		ProtectedPrefixes: []netip.Prefix{pfx("198.51.100.7/32")},
 		Cluster:           config.Cluster{ServiceCIDRs: []netip.Prefix{pfx("172.30.0.0/16"), pfx("fd02::/112")}}}
+	// Before the VIP rules: it wins the addresses that are VIPs too.
+	cfg.Advertise = slices.Insert(cfg.Advertise, 2, config.AdvertiseRule{Name: "vms", Kind: config.KindWorkloadIP,
+		Networks: globs("default", "cluster_udn_red"), Pods: globs("prod-a/db-*", "web/virt-launcher-*"), MED: 3,
+		Handover: config.Handover{HoldTime: 4 * time.Second, LocalPreference: 50, ASPathPrepend: 2, MED: 9}})
 	if aggregate {
-		cfg.Advertise[4].AggregateLength = 24
-		cfg.Advertise[5].AggregateLength = 16
-		cfg.Advertise[6].AggregateLengthV6 = 112
+		rule := func(name string) *config.AdvertiseRule {
+			return &cfg.Advertise[slices.IndexFunc(cfg.Advertise, func(r config.AdvertiseRule) bool { return r.Name == name })]
+		}
+		rule("vips").AggregateLength = 24
+		rule("eips").AggregateLength = 16
+		rule("all-vips").AggregateLengthV6 = 112
+		rule("vms").AggregateLength = 28
+		rule("wl-all").AggregateLength = 16
+		rule("wl-all").AggregateLengthV6 = 120
 	}
 	return cfg
+}
+
+// changeWorkload adds, changes or removes one workload entry at now and
+// returns its address: a pod, or a VM's virt-launcher pod, in a random
+// handover state, since a random time in the last 10 s (left: now and
+// then unknown).
+func (w *advWorld) changeWorkload(r *rand.Rand, now time.Time) netip.Addr {
+	nw, a, port := randNetworks[r.IntN(len(randNetworks))], randWIPs[r.IntN(len(randWIPs))], fmt.Sprintf("p%d", r.IntN(2))
+	k := nw + " " + a.String() + " " + port
+	if _, ok := w.wips[k]; ok && r.IntN(3) == 0 {
+		delete(w.wips, k)
+		return a
+	}
+	ns, name := randWNamespaces[r.IntN(len(randWNamespaces))], randWNames[r.IntN(len(randWNames))]
+	e := model.WorkloadIP{IP: a, Network: nw, Namespace: ns, Pod: name, Port: port, Handover: randHandovers[r.IntN(len(randHandovers))],
+		Source: fmt.Sprintf("lsp %s %d", port, r.IntN(2))}
+	if r.IntN(2) == 0 {
+		e.Pod, e.VM = "virt-launcher-"+name+"-x", ns+"/"+name
+	}
+	if e.Handover != model.HandoverNone && r.IntN(6) > 0 {
+		e.Since = now.Add(-time.Duration(r.IntN(10000)) * time.Millisecond)
+	}
+	w.wips[k] = e
+	return a
 }
 
 // change makes one random change and returns the address changed, and
@@ -164,12 +223,16 @@ func advView(sent, held []model.Advertisement) map[model.Key]model.Advertisement
 	return m
 }
 
-// TestAdvertStateEqualsFull: after every random sequence of changes (VIPs
-// and egress IPs added, changed and removed, one address at a time or
-// several, now and then a node address or everything), Update leaves Sent
-// and Held equal to CappedAdvertisements of the same snapshot, and returns
-// exactly the keys whose advertisement differs from the step before;
-// Lookup agrees, for every key selected and every key touched.
+// TestAdvertStateEqualsFull: after every random sequence of changes (VIPs,
+// egress IPs and workload addresses in every handover state added, changed
+// and removed, one address at a time or several, now and then a node
+// address or everything) while time moves past handover holds (and now
+// and then back), Update leaves Sent and Held equal to
+// CappedAdvertisements of the same snapshot and time, and returns exactly
+// the keys whose advertisement differs from the step before, whether or
+// not the delta names the addresses whose hold ended; Lookup agrees, for
+// every key selected and every key touched, and NextHandoverEnd with
+// HandoverEnds.
 func TestAdvertStateEqualsFull(t *testing.T) {
 	for _, aggregate := range []bool{false, true} {
 		for seed := range uint64(20) {
@@ -181,15 +244,26 @@ func TestAdvertStateEqualsFull(t *testing.T) {
 				// A pod subnet that is a VIP's host prefix too: the
 				// podNetwork rule, first, wins it.
 				base.Networks[1].Subnets = append(base.Networks[1].Subnets, model.Subnet{Prefix: pfx("192.0.2.56/32"), Source: "blue /32"})
-				w := &advWorld{base: base, vips: map[string]model.ServiceVIP{}, eips: map[string]model.EgressIP{}}
+				w := &advWorld{base: base, vips: map[string]model.ServiceVIP{}, eips: map[string]model.EgressIP{}, wips: map[string]model.WorkloadIP{}}
+				now := testNow
 				for range 15 {
 					w.change(r)
+					w.changeWorkload(r, now)
 				}
 				snap := w.snapshot()
-				st := NewAdvertState(cfg, snap)
-				prev := advView(CappedAdvertisements(cfg, snap))
-				checkAdvertState(t, cfg, snap, st, prev, nil, "start")
+				st := NewAdvertState(cfg, snap, now)
+				prev := advView(CappedAdvertisements(cfg, snap, now))
+				checkAdvertState(t, cfg, snap, st, prev, nil, now, "start")
 				for step := range 150 {
+					// Time moves on (past holds, now and then),
+					// stands, or now and then goes back.
+					was := now
+					switch n := r.IntN(20); {
+					case n < 12:
+						now = now.Add(time.Duration(r.IntN(2500)) * time.Millisecond)
+					case n == 12:
+						now = now.Add(-time.Duration(r.IntN(2000)) * time.Millisecond)
+					}
 					var d model.SnapshotDelta
 					switch n := r.IntN(40); {
 					case n == 0:
@@ -203,8 +277,14 @@ func TestAdvertStateEqualsFull(t *testing.T) {
 						w.protExtra = !w.protExtra
 					case n == 2:
 						d.OwnedRoutes = true
+					case n < 10:
+						// Nothing changes in NB: only time moves.
 					default:
 						for range 1 + r.IntN(3) {
+							if r.IntN(3) == 0 {
+								d.WorkloadIPs = append(d.WorkloadIPs, w.changeWorkload(r, now))
+								continue
+							}
 							a, vip := w.change(r)
 							if vip {
 								d.ServiceVIPs = append(d.ServiceVIPs, a)
@@ -214,8 +294,17 @@ func TestAdvertStateEqualsFull(t *testing.T) {
 						}
 					}
 					snap = w.snapshot()
-					touched := st.Update(snap, d)
-					prev = checkAdvertState(t, cfg, snap, st, prev, touched, fmt.Sprintf("step %d (%+v)", step, d))
+					if r.IntN(2) == 0 && now.After(was) {
+						// As the daemon's timer does: the holds that
+						// ended, named (Update finds them anyway).
+						ended, _ := HandoverEnds(cfg, snap, was, now)
+						d.WorkloadIPs = append(d.WorkloadIPs, ended...)
+					}
+					touched := st.Update(snap, d, now)
+					prev = checkAdvertState(t, cfg, snap, st, prev, touched, now, fmt.Sprintf("step %d at %v (%+v)", step, now.Sub(testNow), d))
+					if _, next := HandoverEnds(cfg, snap, now, now); !st.NextHandoverEnd().Equal(next) {
+						t.Errorf("step %d: NextHandoverEnd() = %v, HandoverEnds says %v", step, st.NextHandoverEnd(), next)
+					}
 					if t.Failed() {
 						return
 					}
@@ -225,12 +314,12 @@ func TestAdvertStateEqualsFull(t *testing.T) {
 	}
 }
 
-// checkAdvertState compares st with CappedAdvertisements(cfg, snap), and
+// checkAdvertState compares st with CappedAdvertisements(cfg, snap, now), and
 // touched with the keys that differ from prev; it returns the new view.
 func checkAdvertState(t *testing.T, cfg *config.Config, snap model.Snapshot, st *AdvertState,
-	prev map[model.Key]model.Advertisement, touched []model.Key, step string) map[model.Key]model.Advertisement {
+	prev map[model.Key]model.Advertisement, touched []model.Key, at time.Time, step string) map[model.Key]model.Advertisement {
 	t.Helper()
-	wantSent, wantHeld := CappedAdvertisements(cfg, snap)
+	wantSent, wantHeld := CappedAdvertisements(cfg, snap, at)
 	if got := st.Sent(); !slices.EqualFunc(wantSent, got, sameAdv) {
 		t.Errorf("%s: Sent() differs from CappedAdvertisements (-full +state):\n%s", step, gocmp.Diff(wantSent, got, cmpAddrs, cmpopts.EquateEmpty()))
 	}
@@ -296,25 +385,25 @@ func TestAdvertStateUnsortedSnapshot(t *testing.T) {
 	cfg := randConfig(false)
 	for _, v := range advSnapshot().ServiceVIPs {
 		snap := advSnapshot()
-		st := NewAdvertState(cfg, snap)
+		st := NewAdvertState(cfg, snap, testNow)
 		if st.unsorted == "" {
 			t.Fatal("advSnapshot's VIPs are not sorted, and the state did not notice")
 		}
-		prev := checkAdvertState(t, cfg, snap, st, nil, nil, "start")
+		prev := checkAdvertState(t, cfg, snap, st, nil, nil, testNow, "start")
 		for i := range snap.ServiceVIPs {
 			if snap.ServiceVIPs[i].VIP == v.VIP {
 				snap.ServiceVIPs[i].Source += " (changed)"
 			}
 		}
-		touched := st.Update(snap, model.SnapshotDelta{ServiceVIPs: []netip.Addr{v.VIP}})
-		prev = checkAdvertState(t, cfg, snap, st, prev, touched, v.VIP.String()+" with a new source")
+		touched := st.Update(snap, model.SnapshotDelta{ServiceVIPs: []netip.Addr{v.VIP}}, testNow)
+		prev = checkAdvertState(t, cfg, snap, st, prev, touched, testNow, v.VIP.String()+" with a new source")
 		for i := range snap.ServiceVIPs {
 			if snap.ServiceVIPs[i].VIP == v.VIP {
 				snap.ServiceVIPs[i].Backends = nil
 			}
 		}
-		touched = st.Update(snap, model.SnapshotDelta{ServiceVIPs: []netip.Addr{v.VIP}})
-		checkAdvertState(t, cfg, snap, st, prev, touched, v.VIP.String()+" without endpoints")
+		touched = st.Update(snap, model.SnapshotDelta{ServiceVIPs: []netip.Addr{v.VIP}}, testNow)
+		checkAdvertState(t, cfg, snap, st, prev, touched, testNow, v.VIP.String()+" without endpoints")
 	}
 }
 
@@ -384,7 +473,7 @@ func BenchmarkAdvertStateUpdate(b *testing.B) {
 				}
 				slices.SortFunc(snap.Protected, func(a, b model.ProtectedPrefix) int { return model.ComparePrefix(a.Prefix, b.Prefix) })
 			}
-			st := NewAdvertState(cfg, snap)
+			st := NewAdvertState(cfg, snap, testNow)
 			const i = 5000
 			v := &snap.ServiceVIPs[i]
 			local, remote := v.Backends, addrs("10.129.0.1")
@@ -397,10 +486,10 @@ func BenchmarkAdvertStateUpdate(b *testing.B) {
 					v.Backends = remote
 				}
 				if tc.full {
-					sent, held := CappedAdvertisements(cfg, snap)
+					sent, held := CappedAdvertisements(cfg, snap, testNow)
 					n = len(sent) + len(held)
 				} else {
-					n = len(st.Update(snap, d))
+					n = len(st.Update(snap, d, testNow))
 				}
 			}
 			if tc.full {
@@ -417,7 +506,7 @@ func BenchmarkAdvertStateUpdate(b *testing.B) {
 // keys that differ) on the same fixture, one VIP changed.
 func BenchmarkAdvertStateContext(b *testing.B) {
 	cfg, snap := advAtScale()
-	st := NewAdvertState(cfg, snap)
+	st := NewAdvertState(cfg, snap, testNow)
 	v := &snap.ServiceVIPs[5000]
 	local, remote := v.Backends, addrs("10.129.0.1")
 	var n int
@@ -427,7 +516,7 @@ func BenchmarkAdvertStateContext(b *testing.B) {
 		} else {
 			v.Backends = remote
 		}
-		n = len(st.Update(snap, model.SnapshotDelta{Context: true}))
+		n = len(st.Update(snap, model.SnapshotDelta{Context: true}, testNow))
 	}
 	b.ReportMetric(float64(n), "touched")
 }
@@ -438,7 +527,7 @@ func BenchmarkNewAdvertState(b *testing.B) {
 	cfg, snap := advAtScale()
 	var st *AdvertState
 	for b.Loop() {
-		st = NewAdvertState(cfg, snap)
+		st = NewAdvertState(cfg, snap, testNow)
 	}
 	b.ReportMetric(float64(len(st.Sent())), "advertisements")
 }

@@ -45,7 +45,7 @@ func TestDrain(t *testing.T) {
 	all := model.Drain{}.Add("", t0, wait)
 	onlyA := model.Drain{}.Add("tor-a", t0, wait)
 	cfg := drainCfg()
-	sent0, held0 := CappedAdvertisements(cfg, advSnapshot())
+	sent0, held0 := CappedAdvertisements(cfg, advSnapshot(), testNow)
 	if len(held0) == 0 {
 		t.Fatal("the fixture holds nothing back from tor-i: the cap interaction is not tested")
 	}
@@ -130,7 +130,7 @@ func TestDrain(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			sent, held := NewDrain(cfg, tc.drain, tc.now).Apply(CappedAdvertisements(cfg, advSnapshot()))
+			sent, held := NewDrain(cfg, tc.drain, tc.now).Apply(CappedAdvertisements(cfg, advSnapshot(), testNow))
 			// Communities compare as sets, as on the wire.
 			opts := []cmp.Option{cmpopts.EquateEmpty(), cmpopts.SortSlices(func(a, b model.Community) bool { return a < b })}
 			if d := cmp.Diff(tc.sent, rows(sent), opts...); d != "" {
@@ -160,10 +160,10 @@ func TestDrain(t *testing.T) {
 		})
 	}
 	// The input is not changed (plan is pure: the daemon keeps its slices).
-	if d := cmp.Diff(rows(sent0), rows(func() []model.Advertisement { s, _ := CappedAdvertisements(cfg, advSnapshot()); return s }())); d != "" {
+	if d := cmp.Diff(rows(sent0), rows(func() []model.Advertisement { s, _ := CappedAdvertisements(cfg, advSnapshot(), testNow); return s }())); d != "" {
 		t.Errorf("CappedAdvertisements changed: %s", d)
 	}
-	s, h := CappedAdvertisements(cfg, advSnapshot())
+	s, h := CappedAdvertisements(cfg, advSnapshot(), testNow)
 	NewDrain(cfg, all, t0).Apply(s, h)
 	if d := cmp.Diff(rows(sent0), rows(s), cmpopts.EquateEmpty()); d != "" {
 		t.Errorf("Apply changed its input (-before +after):\n%s", d)
@@ -177,8 +177,8 @@ func TestDrainExplain(t *testing.T) {
 	cfg := drainCfg()
 	st := model.Drain{}.Add("tor-a", t0, time.Minute)
 	explain := func(now time.Time) Explanation {
-		sent, held := NewDrain(cfg, st, now).Apply(CappedAdvertisements(cfg, advSnapshot()))
-		return Explain(cfg, pfx("10.128.0.0/23"), ImportResult{}, slices.Concat(sent, held), Plan{}, advSnapshot(), model.Host{})
+		sent, held := NewDrain(cfg, st, now).Apply(CappedAdvertisements(cfg, advSnapshot(), testNow))
+		return Explain(cfg, pfx("10.128.0.0/23"), ImportResult{}, slices.Concat(sent, held), Plan{}, advSnapshot(), model.Host{}, testNow)
 	}
 	e := explain(t0)
 	if v := e.AdvertiseRules[0]; !v.Selects || !strings.Contains(v.Why, "sent to tor-a (drained: tagged graceful-shutdown until 2026-12-01T06:01:00Z: node drained at 2026-12-01T06:00:00Z), tor-i") {

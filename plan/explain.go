@@ -1,10 +1,12 @@
 package plan
 
 import (
+	"cmp"
 	"fmt"
 	"net/netip"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/ovnbgp/ovnbgp/config"
 	"github.com/ovnbgp/ovnbgp/model"
@@ -22,6 +24,9 @@ type Explanation struct {
 	StaleWhy map[string]string `json:"staleWhy,omitempty"`
 	// Protected are the protected prefixes equal to or covering Prefix.
 	Protected []model.ProtectedPrefix `json:"protected,omitempty"`
+	// Workloads are the pods and VMs of this node with Prefix's address
+	// (a host prefix), in snapshot order, with their handover state.
+	Workloads []model.WorkloadIP `json:"workloads,omitempty"`
 	// OVN and Kernel are where the prefix (or a covering one) is
 	// installed now: owned static routes, and kernel routes carrying our
 	// protocol.
@@ -58,13 +63,22 @@ type AdvertiseVerdict struct {
 
 // Explain gathers everything that decides about prefix: the learned paths
 // equal to or covering it and their verdicts, the protected prefixes
-// covering it, where it is installed, the pending and held operations, the
-// advertisements, and each advertise rule's verdict (cfg nil: none).
-func Explain(cfg *config.Config, prefix netip.Prefix, res ImportResult, adverts []model.Advertisement, p Plan, snap model.Snapshot, host model.Host) Explanation {
+// covering it, where it is installed, the workloads it is the address of,
+// the pending and held operations, the advertisements, and each advertise
+// rule's verdict (cfg nil: none) at now (the handover holds of workload
+// addresses).
+func Explain(cfg *config.Config, prefix netip.Prefix, res ImportResult, adverts []model.Advertisement, p Plan, snap model.Snapshot, host model.Host, now time.Time) Explanation {
 	prefix = prefix.Masked()
 	e := Explanation{Prefix: prefix}
 	if cfg != nil {
-		e.AdvertiseRules = advertiseVerdicts(cfg, prefix, snap, adverts)
+		e.AdvertiseRules = advertiseVerdicts(cfg, prefix, snap, adverts, now)
+	}
+	if prefix.IsSingleIP() {
+		for _, w := range snap.WorkloadIPs {
+			if w.IP == prefix.Addr() {
+				e.Workloads = append(e.Workloads, w)
+			}
+		}
 	}
 	related := func(q netip.Prefix) bool { return covers(q, prefix) }
 	var rules []string
@@ -161,6 +175,9 @@ func (e Explanation) summary() []string {
 	for _, pp := range e.Protected {
 		s = append(s, fmt.Sprintf("protected: %s (%s)", pp.Prefix, pp.Why))
 	}
+	for _, w := range e.Workloads {
+		s = append(s, workloadLine(w))
+	}
 	for _, r := range e.OVN {
 		s = append(s, fmt.Sprintf("installed in OVN: %s on %s via %s, output port %s (rule %s, row %s)", r.Prefix, r.Router, r.NextHop, r.OutputPort, r.Rule, r.UUID))
 	}
@@ -225,8 +242,9 @@ func (e Explanation) summary() []string {
 
 // advertiseVerdicts says, for each advertise rule, whether it selects
 // prefix itself (a pod subnet of this node, an egress IP it holds, a
-// Service VIP) and why, with the same checks as Advertisements.
-func advertiseVerdicts(cfg *config.Config, prefix netip.Prefix, snap model.Snapshot, adverts []model.Advertisement) []AdvertiseVerdict {
+// Service VIP, a workload address) at now and why, with the same checks as
+// Advertisements.
+func advertiseVerdicts(cfg *config.Config, prefix netip.Prefix, snap model.Snapshot, adverts []model.Advertisement, now time.Time) []AdvertiseVerdict {
 	var out []AdvertiseVerdict
 	var local *localAddrs
 	host := prefix.IsSingleIP()
@@ -234,7 +252,7 @@ func advertiseVerdicts(cfg *config.Config, prefix netip.Prefix, snap model.Snaps
 		rule := &cfg.Advertise[i]
 		v := AdvertiseVerdict{Rule: rule.Name, Kind: rule.Kind}
 		var whyNot []string
-		source := ""
+		source, handover := "", ""
 		// An aggregate this rule sends, or the aggregates a member is in
 		// (one per peer), with what became of each.
 		var inAggregate []model.Advertisement
@@ -304,6 +322,23 @@ func advertiseVerdicts(cfg *config.Config, prefix netip.Prefix, snap model.Snaps
 			if !v.Selects && len(whyNot) == 0 {
 				whyNot = append(whyNot, "not a VIP of a Service in NB")
 			}
+		case rule.Kind == config.KindWorkloadIP:
+			for _, w := range snap.WorkloadIPs {
+				if !host || w.IP != prefix.Addr() {
+					continue
+				}
+				if sk := workloadIPSkip(rule, w, now); sk.skipped() {
+					whyNot = append(whyNot, w.Workload()+": "+sk.why(w))
+				} else if !v.Selects {
+					v.Selects, source = true, workloadSource(rule, w)
+					if sk.handover {
+						handover = handoverNote(rule, w, sk, now)
+					}
+				}
+			}
+			if !v.Selects && len(whyNot) == 0 {
+				whyNot = append(whyNot, "not an address of a pod or VM whose port is this node's")
+			}
 		}
 		if !v.Selects {
 			v.Why = strings.Join(whyNot, "; ")
@@ -325,7 +360,11 @@ func advertiseVerdicts(cfg *config.Config, prefix netip.Prefix, snap model.Snaps
 				other = append(other, p.Name)
 			}
 		}
-		parts := append([]string{"from " + source}, f.parts("")...)
+		parts := []string{"from " + source}
+		if handover != "" {
+			parts = append(parts, handover)
+		}
+		parts = append(parts, f.parts("")...)
 		if len(other) > 0 {
 			parts = append(parts, "an earlier rule sends it to "+strings.Join(other, ", "))
 		}
@@ -339,6 +378,48 @@ func advertiseVerdicts(cfg *config.Config, prefix netip.Prefix, snap model.Snaps
 		out = append(out, v)
 	}
 	return out
+}
+
+// workloadLine is explain's sentence on one workload with the address.
+func workloadLine(w model.WorkloadIP) string {
+	pod := ""
+	if w.VM != "" {
+		pod = "pod " + w.Namespace + "/" + w.Pod + ", "
+	}
+	line := fmt.Sprintf("workload: %s is %s (%sport %s, network %s)", w.IP, w.Workload(), pod, w.Port, w.Network)
+	at := ""
+	if !w.Since.IsZero() {
+		at = " since " + w.Since.UTC().Format(time.RFC3339)
+	}
+	switch w.Handover {
+	case model.HandoverNone:
+	case model.HandoverLeaving:
+		line += "; live migration: leaving" + at + " (the target shows on another node, not active yet)"
+	case model.HandoverLeft:
+		line += "; live migration: left" + at + " (active on another node)"
+	case model.HandoverArriving:
+		line += "; live migration: arriving" + at + " (this node is the target, not active yet)"
+	default:
+		line += "; handover state " + string(w.Handover) + at
+	}
+	return line
+}
+
+// handoverNote says with which attributes a rule hands w over (sk: it
+// does) and, when w left, for how long after now.
+func handoverNote(rule *config.AdvertiseRule, w model.WorkloadIP, sk workloadSkip, now time.Time) string {
+	h := rule.Handover
+	at := fmt.Sprintf("localpref %d to iBGP peers, asPathPrepend %d (%d + handover %d)", h.LocalPreference,
+		rule.ASPathPrepend+h.ASPathPrepend, rule.ASPathPrepend, h.ASPathPrepend)
+	if med := cmp.Or(h.MED, rule.MED); med != 0 {
+		at += fmt.Sprintf(", med %d", med)
+	}
+	if w.Handover == model.HandoverLeaving {
+		return "handover leaving: the live migration target shows on another node: sent with the handover attributes (" + at +
+			") so that routers prefer the target once it advertises; held for " + h.HoldTime.String() + " after the VM is active there"
+	}
+	return fmt.Sprintf("handover left: the VM left this node at %s: sent with the handover attributes (%s) until %s (%s left, of a hold of %s), then withdrawn",
+		sk.since.UTC().Format(time.RFC3339), at, sk.end.UTC().Format(time.RFC3339), sk.end.Sub(now).Round(100*time.Millisecond), h.HoldTime)
 }
 
 // aggregateFate says which aggregates a member selected by a rule is sent

@@ -60,7 +60,7 @@ func TestExplain(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.prefix, func(t *testing.T) {
-			e := Explain(in.Config, pfx(tt.prefix), res, adverts, p, in.Snapshot, in.Host)
+			e := Explain(in.Config, pfx(tt.prefix), res, adverts, p, in.Snapshot, in.Host, testNow)
 			if d := cmp.Diff(tt.want, e.Summary); d != "" {
 				t.Errorf("summary (-want +got):\n%s", d)
 			}
@@ -80,7 +80,7 @@ func TestExplain(t *testing.T) {
 	// A problem of the deciding rule is shown.
 	in.Snapshot.Routers[0].ForeignImport = "RouteImport owns 10.9.0.0/16"
 	res = Import(in)
-	e := Explain(in.Config, pfx("10.1.0.0/16"), res, nil, Build(BuildInput{Config: in.Config, Import: res, Snapshot: in.Snapshot, Host: in.Host}), in.Snapshot, in.Host)
+	e := Explain(in.Config, pfx("10.1.0.0/16"), res, nil, Build(BuildInput{Config: in.Config, Import: res, Snapshot: in.Snapshot, Host: in.Host}), in.Snapshot, in.Host, testNow)
 	if len(e.Problems) != 1 || e.Problems[0] != "rule up: refusing to import into GR_n1, which OVN-Kubernetes' own route import manages: RouteImport owns 10.9.0.0/16" {
 		t.Errorf("problems %q", e.Problems)
 	}
@@ -101,7 +101,7 @@ func TestExplainAdvertiseRules(t *testing.T) {
 		Cluster: config.Cluster{ServiceCIDRs: []netip.Prefix{pfx("172.30.0.0/16")}},
 	}
 	snap := advSnapshot()
-	adverts := Advertisements(cfg, snap)
+	adverts := Advertisements(cfg, snap, testNow)
 	tests := []struct {
 		prefix string
 		want   map[string]string // rule -> a part of its verdict ("+" prefix: selects)
@@ -116,7 +116,7 @@ func TestExplainAdvertiseRules(t *testing.T) {
 		{"172.19.0.100/32", map[string]string{"eips": "egress IP eip2: no namespace of its pods (blue-ns) is in the rule's namespaces"}},
 	}
 	for _, tt := range tests {
-		e := Explain(cfg, pfx(tt.prefix), ImportResult{}, adverts, Plan{}, snap, model.Host{})
+		e := Explain(cfg, pfx(tt.prefix), ImportResult{}, adverts, Plan{}, snap, model.Host{}, testNow)
 		if len(e.AdvertiseRules) != len(cfg.Advertise) {
 			t.Fatalf("%s: %d verdicts for %d rules", tt.prefix, len(e.AdvertiseRules), len(cfg.Advertise))
 		}

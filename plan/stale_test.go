@@ -150,7 +150,7 @@ func TestExplainStaleDeadline(t *testing.T) {
 	if got := res.StaleWhy[StaleKey("tor-a", p.Prefix)]; got != why {
 		t.Fatalf("StaleWhy %q, want %q", got, why)
 	}
-	e := Explain(in.Config, p.Prefix, res, nil, Plan{}, in.Snapshot, in.Host)
+	e := Explain(in.Config, p.Prefix, res, nil, Plan{}, in.Snapshot, in.Host, testNow)
 	if s := strings.Join(e.Summary, "\n"); !strings.Contains(s, "stale: "+why) {
 		t.Errorf("explain does not give the stale path's reason and deadline:\n%s", s)
 	}
