@@ -315,4 +315,3 @@ func differ(a, b model.Snapshot) model.SnapshotDelta {
 		!reflect.DeepEqual(prot(a.Protected), prot(b.Protected)) || !reflect.DeepEqual(a.NodeAddresses, b.NodeAddresses)
 	return d
 }
-
