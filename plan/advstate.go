@@ -36,6 +36,10 @@ import (
 // aggregates, then single addresses, each in prefix order): a prefix in
 // or out moves at most one across the cap, O(log n).
 //
+// An address whose protected entry alone changed (SnapshotDelta.Protected:
+// another node's egress IP) decides again the aggregates that would cover
+// it, and nothing else.
+//
 // Update recomputes everything (the same code, from an empty state) when
 // the delta says All or Context (networks, routers and node addresses feed
 // every VIP's selection and every aggregate; so does any change of NB's
@@ -177,7 +181,8 @@ func (s *AdvertState) Update(snap model.Snapshot, d model.SnapshotDelta, now tim
 	}
 	s.now = now
 	due := s.dueHolds()
-	if len(d.EgressIPs) == 0 && len(d.ServiceVIPs) == 0 && len(d.WorkloadIPs) == 0 && len(due) == 0 && !d.All && !d.Context {
+	if len(d.EgressIPs) == 0 && len(d.ServiceVIPs) == 0 && len(d.WorkloadIPs) == 0 && len(due) == 0 && !d.All && !d.Context &&
+		(len(d.Protected) == 0 || !s.aggregating) {
 		return nil // the owned routes are not advertised
 	}
 	if d.All || d.Context || s.unsorted != "" {
@@ -201,9 +206,15 @@ func (s *AdvertState) Update(snap model.Snapshot, d model.SnapshotDelta, now tim
 	}
 	// The aggregates holding a changed address: their members, and what
 	// they would cover (the address may be a protected one, and is the
-	// node's own while an egress IP or VIP has it).
+	// node's own while an egress IP or VIP has it); and those that would
+	// cover an address whose protected entry alone changed (another
+	// node's egress IP).
 	done := map[aggID]bool{}
-	for _, a := range slices.Concat(eips, vips, wips) {
+	var prot []netip.Addr
+	if s.aggregating {
+		prot = d.Protected
+	}
+	for _, a := range slices.Concat(eips, vips, wips, prot) {
 		for _, r := range s.rules {
 			if !ruleAggregates(r.rule, family(a)) {
 				continue

@@ -26,6 +26,9 @@ type advWorld struct {
 	wips      map[string]model.WorkloadIP // by network, IP, port
 	nodeExtra bool                        // 192.0.2.55 is a node address too
 	protExtra bool                        // NB protects 192.0.2.57 (a VIP of a row with a bad owner)
+	// others are another node's egress IPs: NB protects them, and only
+	// SnapshotDelta.Protected says when one comes or goes.
+	others map[netip.Addr]bool
 }
 
 func (w *advWorld) snapshot() model.Snapshot {
@@ -69,6 +72,9 @@ func (w *advWorld) snapshot() model.Snapshot {
 	for _, e := range s.EgressIPs {
 		s.Protected = append(s.Protected, model.ProtectedPrefix{Prefix: hostPrefix(e.IP), Why: "NAT external_ip"})
 	}
+	for a := range w.others {
+		s.Protected = append(s.Protected, model.ProtectedPrefix{Prefix: hostPrefix(a), Why: "egress IP x (NAT on GR_node2 external_ip)"})
+	}
 	slices.SortStableFunc(s.Protected, func(a, b model.ProtectedPrefix) int { return model.ComparePrefix(a.Prefix, b.Prefix) })
 	s.Protected = slices.CompactFunc(s.Protected, func(a, b model.ProtectedPrefix) bool { return a.Prefix == b.Prefix })
 	return s
@@ -91,6 +97,9 @@ var (
 		"198.51.100.7", "198.51.100.8", "10.1.0.1", "192.0.2.200", "192.0.2.57")
 	randEIPs = addrs("172.18.0.100", "172.18.0.101", "fc00::100", "fc00::101", "172.19.0.100", "192.0.2.200", "192.0.2.50",
 		"198.51.100.7")
+	// randOthers are other nodes' egress IPs: inside the aggregates of
+	// randConfig's rules, between this node's addresses.
+	randOthers   = addrs("192.0.2.58", "172.18.0.5", "fc00::102", "198.51.100.9")
 	randServices = []string{"web/front", "web/front2", "web/host", "db/pg", "blue-ns/app", "prod-a/api", "other/x"}
 	randNetworks = []string{"default", "blue", "cluster_udn_red"}
 	// Backends: pods on this node (default, blue, red, IPv6), a pod
@@ -244,7 +253,7 @@ func TestAdvertStateEqualsFull(t *testing.T) {
 				// A pod subnet that is a VIP's host prefix too: the
 				// podNetwork rule, first, wins it.
 				base.Networks[1].Subnets = append(base.Networks[1].Subnets, model.Subnet{Prefix: pfx("192.0.2.56/32"), Source: "blue /32"})
-				w := &advWorld{base: base, vips: map[string]model.ServiceVIP{}, eips: map[string]model.EgressIP{}, wips: map[string]model.WorkloadIP{}}
+				w := &advWorld{base: base, vips: map[string]model.ServiceVIP{}, eips: map[string]model.EgressIP{}, wips: map[string]model.WorkloadIP{}, others: map[netip.Addr]bool{}}
 				now := testNow
 				for range 15 {
 					w.change(r)
@@ -277,6 +286,15 @@ func TestAdvertStateEqualsFull(t *testing.T) {
 						w.protExtra = !w.protExtra
 					case n == 2:
 						d.OwnedRoutes = true
+					case n == 5 || n == 6:
+						// Another node's egress IP comes or goes.
+						a := randOthers[r.IntN(len(randOthers))]
+						if w.others[a] {
+							delete(w.others, a)
+						} else {
+							w.others[a] = true
+						}
+						d.Protected = []netip.Addr{a}
 					case n < 10:
 						// Nothing changes in NB: only time moves.
 					default:
