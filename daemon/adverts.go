@@ -147,5 +147,14 @@ func (pl *planner) advWhy(cfg *config.Config, sp Speaker, nr *nbRead, now time.T
 	return ""
 }
 
+// handoverWake is when the next handover hold of a workload address ends
+// (zero: none): the loop plans again then, and the pass withdraws it.
+func (pl *planner) handoverWake() time.Time {
+	if pl.adv.state == nil {
+		return time.Time{}
+	}
+	return pl.adv.state.NextHandoverEnd()
+}
+
 // advDue makes the next pass diff every advertisement.
 func (pl *planner) advDue() { pl.adv.due = true }

@@ -451,10 +451,29 @@ func (d *Daemon) loop(ctx context.Context, hup <-chan os.Signal) error {
 		}
 	}
 
+	// Live migration: the loop plans again when a workload address's
+	// handover hold ends (the node the VM left withdraws it then).
+	handT := time.NewTimer(time.Hour)
+	handT.Stop()
+	defer handT.Stop()
+	var handAt time.Time
+	armHandover := func() {
+		next := d.pl.handoverWake()
+		if next.Equal(handAt) {
+			return
+		}
+		handT.Stop()
+		handAt = next
+		if !next.IsZero() {
+			handT.Reset(max(time.Until(next), 0) + time.Millisecond)
+		}
+	}
+
 	d.poke()
 	for {
 		armDrain()
 		armSync()
+		armHandover()
 		if peerRetryC == nil && d.peersFailed() {
 			wait := peerRetry.next()
 			d.log.Info("retrying the peers not added", zap.Duration("in", wait))
@@ -520,6 +539,8 @@ func (d *Daemon) loop(ctx context.Context, hup <-chan os.Signal) error {
 			continue
 		case <-syncT.C:
 			syncAt = time.Time{}
+		case <-handT.C:
+			handAt = time.Time{}
 		case <-drainC:
 			drainC, drainAt = nil, time.Time{}
 			d.log.Info("drain wait over: withdrawing the drained peers' advertisements")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"net/http"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
 
+	"github.com/ovnbgp/ovnbgp/config"
 	"github.com/ovnbgp/ovnbgp/model"
 	"github.com/ovnbgp/ovnbgp/plan"
 )
@@ -25,6 +27,7 @@ type collector struct {
 	reconciles, lastReconcile, reconcileFailing,
 	imported, importCap, importPending, rejected, exportCap, drained, bmpUp, bfdUp *prometheus.Desc
 	staleKept, staleUntil *prometheus.Desc
+	workloadRoutes, workloadAddrs *prometheus.Desc
 	// all are the descriptions above, for Describe: a metric that has no
 	// sample now (no BMP station, no drain) is still described.
 	all []*prometheus.Desc
@@ -59,6 +62,8 @@ func newCollector(d *Daemon) *collector {
 		drained:          n("drained", "1 while the peer is drained and its advertisements carry GRACEFUL_SHUTDOWN, 2 once they are withdrawn (ovnbgp drain); absent when not drained.", "peer"),
 		bmpUp:            n("bmp_station_up", "1 while the BMP station (bmp.servers) is connected, 0 while ovnbgp dials it.", "station"),
 		bfdUp:            n("peer_bfd_up", "1 while the peer's BFD session is up, 0 otherwise; absent when bfd.enabled is false.", "peer"),
+		workloadRoutes:   n("workload_routes", "Host routes of pods and VMs (workloadIP rules) this node advertises, per network: each /32 and /128 once, whatever the peers.", "network"),
+		workloadAddrs:    n("workload_addresses", "Addresses of pods and VMs whose ports NB shows on this node, per network and live-migration handover state: none, leaving (a migration away is under way), left (active on another node; advertised until the handover hold ends) or arriving (the target here is not active yet).", "network", "handover"),
 		importPending:    n("import_operations_pending", "OVN and kernel operations not applied: manual (waiting for ovnbgp apply) or held (fail static, until End-of-RIB or deferralTime).", "kind"),
 	}
 	c.all = all
@@ -101,6 +106,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		g(c.lastReconcile, float64(st.LastReconcile.Unix()))
 	}
 	g(c.reconcileFailing, b2f(st.LastError != ""))
+
+	c.workloads(g)
 
 	for _, b := range st.BMP {
 		g(c.bmpUp, b2f(b.Up), b.Name)
@@ -191,6 +198,49 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		for peer, n := range failed {
 			g(c.notApplied, float64(n), peer)
 		}
+	}
+}
+
+// workloads reports the workload host routes advertised and the workload
+// addresses NB shows, per network.
+func (c *collector) workloads(g func(*prometheus.Desc, float64, ...string)) {
+	cfg := c.d.config()
+	kinds := map[string]bool{}
+	for _, r := range cfg.Advertise {
+		if r.Kind == config.KindWorkloadIP {
+			kinds[r.Name] = true
+		}
+	}
+	if len(kinds) == 0 {
+		return
+	}
+	routes := map[string]map[netip.Prefix]bool{}
+	addrs := map[[2]string]int{}
+	c.d.mu.Lock()
+	if c.d.desired != nil {
+		c.d.desired.Ascend(func(a model.Advertisement) bool {
+			if kinds[a.Rule] && len(a.Members) == 0 {
+				if routes[a.Network] == nil {
+					routes[a.Network] = map[netip.Prefix]bool{}
+				}
+				routes[a.Network][a.Prefix] = true
+			}
+			return true
+		})
+	}
+	for _, w := range c.d.snapshot.WorkloadIPs {
+		state := string(w.Handover)
+		if state == "" {
+			state = "none"
+		}
+		addrs[[2]string{w.Network, state}]++
+	}
+	c.d.mu.Unlock()
+	for nw, ps := range routes {
+		g(c.workloadRoutes, float64(len(ps)), nw)
+	}
+	for k, n := range addrs {
+		g(c.workloadAddrs, float64(n), k[0], k[1])
 	}
 }
 
