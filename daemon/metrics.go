@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/netip"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -26,7 +26,7 @@ type collector struct {
 	info, up, peerState, peerSince, prefixes, advertised, notApplied, nbConnected,
 	reconciles, lastReconcile, reconcileFailing,
 	imported, importCap, importPending, rejected, exportCap, drained, bmpUp, bfdUp *prometheus.Desc
-	staleKept, staleUntil *prometheus.Desc
+	staleKept, staleUntil         *prometheus.Desc
 	workloadRoutes, workloadAddrs *prometheus.Desc
 	// all are the descriptions above, for Describe: a metric that has no
 	// sample now (no BMP station, no drain) is still described.
