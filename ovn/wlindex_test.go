@@ -214,6 +214,11 @@ func TestWLHandover(t *testing.T) {
 	port("rsrc", "blue.blue_ns_virt-launcher-vm-c", "blue", "remote", "10.200.0.10", true)
 	port("tgt", "blue.blue_ns_virt-launcher-vm-d", "blue", "", "10.200.0.10", false)
 	want("target here", "blue.blue_ns_virt-launcher-vm-d", model.HandoverArriving, clock, true)
+	// Ready: the target here enabled, the source (seen enabled) disabled:
+	// the VM runs here, sent with the rule's own attributes, not leaving.
+	port("tgt", "blue.blue_ns_virt-launcher-vm-d", "blue", "", "10.200.0.10", true)
+	port("rsrc", "blue.blue_ns_virt-launcher-vm-c", "blue", "remote", "10.200.0.10", false)
+	want("target ready here", "blue.blue_ns_virt-launcher-vm-d", model.HandoverNone, time.Time{}, true)
 	// default network: a remote-zone route (at the first read: Since zero).
 	port("d8", "ns_vm8", "", "", "10.128.0.8", true)
 	want("remote route", "ns_vm8", model.HandoverLeft, time.Time{}, true)
