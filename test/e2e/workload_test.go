@@ -265,7 +265,7 @@ func TestWorkloadOddRows(t *testing.T) {
 	}
 
 	// More passes (another port comes and goes): each problem is still
-	// logged once, and no other port is named in a log line.
+	// logged once, and no other row is named in a log line.
 	extra := a.nb.AddPodPort(greenPort("web-y", "0a:58:0a:64:00:25", "10.100.0.37", false))
 	a.waitHosts("web-y too", append(slices.Clone(valid), hostPrefix("10.100.0.37")))
 	a.nb.DeletePort(extra)
@@ -277,10 +277,15 @@ func TestWorkloadOddRows(t *testing.T) {
 	count := map[string]int{}
 	for _, l := range lines {
 		p, _ := l["problem"].(string)
+		named := false
 		for _, o := range odd {
 			if strings.Contains(p, o.Name()+" ") {
 				count[o.Name()]++
+				named = true
 			}
+		}
+		if !named {
+			t.Errorf("'nb row skipped' log line names no odd port: %q", p)
 		}
 	}
 	for i, o := range odd {

@@ -33,7 +33,8 @@ func gatewayNet(p netip.Prefix) string {
 }
 
 // AddLayer2 writes the layer2 network's switch, router port and node1's
-// gateway router.
+// gateway router in one transaction (the IPv6 prefix's length is never
+// missing).
 func (nb *NB) AddLayer2(n Layer2) {
 	nb.t.Helper()
 	sw, gr := n.Switch(), "GR_"+n.Name+"_node1"
@@ -50,13 +51,14 @@ func (nb *NB) AddLayer2(n Layer2) {
 		ls = append(ls, q("other_config", "ipv6_prefix", n.Subnet6.Addr().String()))
 		nets = append(nets, gatewayNet(n.Subnet6))
 	}
-	nb.MustNBCtl(ls...)
-	nb.MustNBCtl(append([]string{"lr-add", gr, "--", "set", "logical_router", gr, q("options", "chassis", "chassis-node1"),
-		q("external_ids", "k8s.ovn.org/role", "primary")}, ids...)...)
-	nb.MustNBCtl(append([]string{"lrp-add", gr, "rtos-" + sw, "0a:58:64:41:00:02"}, nets...)...)
-	nb.MustNBCtl(append([]string{"lsp-add", sw, "stor-" + sw, "--", "lsp-set-type", "stor-" + sw, "router",
-		"--", "lsp-set-addresses", "stor-" + sw, "router", "--", "lsp-set-options", "stor-" + sw, "router-port=rtos-" + sw,
-		"--", "set", "logical_switch_port", "stor-" + sw}, ids...)...)
+	args := append(ls, "--", "lr-add", gr, "--", "set", "logical_router", gr, q("options", "chassis", "chassis-node1"),
+		q("external_ids", "k8s.ovn.org/role", "primary"))
+	args = append(args, ids...)
+	args = append(append(args, "--", "lrp-add", gr, "rtos-"+sw, "0a:58:64:41:00:02"), nets...)
+	args = append(args, "--", "lsp-add", sw, "stor-"+sw, "--", "lsp-set-type", "stor-"+sw, "router",
+		"--", "lsp-set-addresses", "stor-"+sw, "router", "--", "lsp-set-options", "stor-"+sw, "router-port=rtos-"+sw,
+		"--", "set", "logical_switch_port", "stor-"+sw)
+	nb.MustNBCtl(append(args, ids...)...)
 }
 
 // AddTransitSwitch writes the interconnect transit switch: node1's port
