@@ -225,6 +225,9 @@ func TestWorkloadOddRows(t *testing.T) {
 	valid := hosts("10.100.0.20", "fd10:100::20", "10.128.0.20", "fd00:10:128:1::20")
 	a.waitHosts("the valid ports' addresses", valid)
 
+	// FRR installs what it learns in the tor's kernel: a withdrawal, even
+	// for a moment, shows there as "Deleted".
+	kmon := a.lab.MonitorRoutes(a.lab.Tor)
 	odd := []lab.PodPort{
 		{Switch: "node1", Namespace: "ns4", Pod: "noaddr", Chassis: "node1"},
 		defaultPort("node1", "ns4", "outside", "0a:58:0a:80:04:07", "10.128.4.7"),
@@ -274,6 +277,17 @@ func TestWorkloadOddRows(t *testing.T) {
 	a.waitHosts("web-y too", append(slices.Clone(valid), hostPrefix("10.100.0.37")))
 	a.nb.DeletePort(extra)
 	a.waitHosts("web-y withdrawn", valid)
+	kout := kmon.Stop()
+	if !strings.Contains(kout, "Deleted 10.100.0.37 ") {
+		t.Errorf("the tor's route monitor did not see web-y's withdrawal:\n%s", kout)
+	}
+	for _, l := range strings.Split(kout, "\n") {
+		for _, p := range valid {
+			if f := strings.Fields(l); len(f) > 1 && f[0] == "Deleted" && (f[1] == p.String() || f[1] == p.Addr().String()) {
+				t.Errorf("a valid port's address was withdrawn: %s", l)
+			}
+		}
+	}
 	lines, err := a.d.LogLines("nb row skipped")
 	if err != nil {
 		t.Fatal(err)
