@@ -182,6 +182,9 @@ type wlIndex struct {
 	list     []model.WorkloadIP
 	ctxRows  wlCtxRows         // the rows ctx was built from
 	problems map[string]string // port UUID -> problem
+	// outside are the ports of a layer2 network whose address lies
+	// outside the network's subnets (compute's problem), by key.
+	outside map[wlKey]map[string]string
 	probList []string
 	now      func() time.Time
 }
@@ -207,7 +210,7 @@ func newWLIndex() *wlIndex {
 	return &wlIndex{ports: map[string]*lspRow{}, tstor: map[string]*lspRow{}, byKey: map[wlKey]map[string]struct{}{},
 		byPod: map[string]map[string]struct{}{}, models: map[string]*nbdb.LogicalSwitchPort{}, dhcp: map[string]string{}, dhcpUsers: map[string]map[string]struct{}{},
 		seenEnabled: map[string]bool{}, since: map[sinceKey]sinceState{}, routeSeen: map[string]time.Time{},
-		entries: map[wlKey][]model.WorkloadIP{}, problems: map[string]string{}, first: true, now: time.Now}
+		entries: map[wlKey][]model.WorkloadIP{}, problems: map[string]string{}, outside: map[wlKey]map[string]string{}, first: true, now: time.Now}
 }
 
 func addTo[K comparable](m map[K]map[string]struct{}, k K, uuid string) {
@@ -427,9 +430,20 @@ func (x *wlIndex) compute(c *wlContext, k wlKey) []model.WorkloadIP {
 		return nil
 	}
 	var out []model.WorkloadIP
+	delete(x.outside, k)
 	for u := range uuids {
 		r := x.ports[u]
 		if !c.local(r) || r.Problem != "" {
+			continue
+		}
+		if net.topology == ovnk.TopologyLayer2 && outsideSubnets(net.subnets, k.ip) {
+			// One network, one subnet per family (other_config): an
+			// address outside it is not the network's.
+			if x.outside[k] == nil {
+				x.outside[k] = map[string]string{}
+			}
+			x.outside[k][u] = fmt.Sprintf("%s %s address %s is outside network %s's subnets (%s): not advertised",
+				tableSwitchPort, r.Name, k.ip, k.network, prefixesString(net.subnets))
 			continue
 		}
 		if k.network == model.DefaultNetwork && x.onPrimaryUDN(c, r) {
@@ -613,8 +627,37 @@ func (x *wlIndex) update(affected map[wlKey]struct{}) []wlKey {
 	return changed
 }
 
+// outsideSubnets says whether a is outside every subnet of its family,
+// while some subnet of that family is known.
+func outsideSubnets(subnets []netip.Prefix, a netip.Addr) bool {
+	known := false
+	for _, p := range subnets {
+		if p.Addr().Is4() == a.Is4() {
+			known = true
+			if p.Contains(a) {
+				return false
+			}
+		}
+	}
+	return known
+}
+
+func prefixesString(ps []netip.Prefix) string {
+	s := make([]string, len(ps))
+	for i, p := range ps {
+		s[i] = p.String()
+	}
+	return strings.Join(s, ", ")
+}
+
 func (x *wlIndex) sortProblems() {
-	p := slices.Sorted(maps.Values(x.problems))
+	p := slices.Collect(maps.Values(x.problems))
+	for _, m := range x.outside {
+		for _, why := range m {
+			p = append(p, why)
+		}
+	}
+	slices.Sort(p)
 	if !slices.Equal(p, x.probList) {
 		x.probList = p
 	}

@@ -333,7 +333,6 @@ func TestWorkloadOddRows(t *testing.T) {
 // advertising it as a /32 sends a peer traffic for an address the network
 // does not hold.
 func TestWorkloadLayer2OutsideSubnet(t *testing.T) {
-	t.Skip("bug (issue 19): ovn/wlindex.go compute checks an address against the node's subnets on the default network only; a layer2 port's address outside its switch's subnet (10.99.0.7 on 10.100.0.0/16) is advertised, with no log line")
 	t.Parallel()
 	a := setupWorkload(t, wlAll)
 	a.nb.AddPodPort(greenPort("web-a", "0a:58:0a:64:00:14", "10.100.0.20", false))
