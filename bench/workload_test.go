@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"net/netip"
+	"os"
 	"testing"
 	"time"
 
@@ -20,6 +21,10 @@ const (
 	envWLPods = "OVNBGP_BENCH_WL_PODS"
 	// envWLChanges is the number of measured changes (default 200).
 	envWLChanges = "OVNBGP_BENCH_WL_CHANGES"
+	// envWLProfile names files for CPU profiles of ovnbgp (the pprof
+	// build and OVNBGP_PPROF, as profileDaemon says): FILE-bulk over 8 s
+	// from just before the bulk add, FILE-changes over 8 s of the changes.
+	envWLProfile = "OVNBGP_BENCH_WL_PROFILE"
 )
 
 // wlNet is the network the pods are on: node1's switch of the layer3
@@ -221,10 +226,16 @@ func wlRun(b jobRun, w *world, pods, changes int, settle time.Duration) {
 	if pods+changes+4 >= maxWLPods || pods < changes+4 {
 		b.Fatalf("%s %d and %s %d: want more pods than changes + 4, and at most %d together", envWLPods, pods, envWLChanges, changes, maxWLPods-2)
 	}
+	var bulkProf, changesProf string
+	if out := os.Getenv(envWLProfile); out != "" && w.name == ovnbgpName {
+		bulkProf, changesProf = out+"-bulk", out+"-changes"
+	}
+	wait := profileDaemon(b, w.l, "CPU profile over the bulk add", bulkProf, "/debug/pprof/profile?seconds=8")
 	bulkRun(b, w, []int{pods}, wlPods, "pod /32", settle)
+	wait()
 	var plan []change
 	for k := 0; len(plan) < 2*(changes+4); k++ {
 		plan = append(plan, change{"pod added", true, wlPodAddr(pods + k)}, change{"pod removed", false, wlPodAddr(k)})
 	}
-	changeRun(b, w, wlPods(pods), "pods", plan, changes, fmt.Sprintf("one pod added or removed, %d pods", pods), "")
+	changeRun(b, w, wlPods(pods), "pods", plan, changes, fmt.Sprintf("one pod added or removed, %d pods", pods), changesProf)
 }
