@@ -224,7 +224,7 @@ func wlRun(b jobRun, w *world, pods, changes int, settle time.Duration) {
 	// The changes add pods pods to pods+changes+3 and remove pods 0 to
 	// changes+3 of the preload.
 	if pods+changes+4 >= maxWLPods || pods < changes+4 {
-		b.Fatalf("%s %d and %s %d: want more pods than changes + 4, and at most %d together", envWLPods, pods, envWLChanges, changes, maxWLPods-2)
+		b.Fatalf("%s %d and %s %d: want at least changes + 4 pods, and at most %d pods and changes together", envWLPods, pods, envWLChanges, changes, maxWLPods-5)
 	}
 	var bulkProf, changesProf string
 	if out := os.Getenv(envWLProfile); out != "" && w.name == ovnbgpName {
