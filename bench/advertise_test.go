@@ -250,7 +250,6 @@ func BenchmarkAdvertiseChange(b *testing.B) {
 // preloaded, then changes changes (at least 4), each timed from the ToR's
 // UPDATE log (and, in a second phase, its RIB).
 func advChangeRun(b jobRun, w *world, changes, base int) {
-	name := w.name
 	var preload []netip.Prefix
 	for i := range base / 2 {
 		preload = append(preload, host(eipAddr(i)))
@@ -258,37 +257,8 @@ func advChangeRun(b jobRun, w *world, changes, base int) {
 	for i := range base - base/2 {
 		preload = append(preload, host(vipAddr(i)))
 	}
-	if _, err := w.c.announce(preload); err != nil {
-		b.Fatalf("%s: preload %d egress IPs and VIPs: %v", name, base, err)
-	}
-	want := w.base + base
-	if _, err := waitFor(time.Now(), 50*time.Millisecond, b.timeout(2*time.Minute), w.c.alive, until(func() (bool, error) {
-		n, err := w.tor.bestCount()
-		return n == want, err
-	})); err != nil {
-		b.Fatalf("%s: the ToR never had the node's %d prefixes: %v", name, want, err)
-	}
-	ul, err := watchUpdates(w.tor.frr)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if out := os.Getenv(envAdvProfile); out != "" && name == ovnbgpName {
-		// A CPU profile over the changes, for where one change's time
-		// goes at this size.
-		defer profileDaemon(b, w.l, "CPU profile over the changes", fmt.Sprintf("%s-%d", out, base), "/debug/pprof/profile?seconds=8")()
-	}
-	type change struct {
-		what string
-		add  bool
-		a    netip.Addr
-	}
 	next := base / 2
 	nextVIP := base - base/2
-	// Two phases of changes+4 changes each, the first 4 of each not
-	// counted: "quiet", where nothing asks the ToR anything (the received
-	// instants: bgpd is not kept busy answering polls), then "polled",
-	// where the ToR's RIB is asked every millisecond (the RIB instants;
-	// the received instants of this phase are reported apart).
 	var plan []change
 	for len(plan) < 2*(changes+4) {
 		e, v := eipAddr(next), vipAddr(nextVIP)
@@ -299,6 +269,58 @@ func advChangeRun(b jobRun, w *world, changes, base int) {
 	if next > maxAdvAddrs || nextVIP > maxAdvAddrs {
 		b.Fatalf("%s %d and %s %d: too many addresses", envAdvBase, base, envAdvChanges, changes)
 	}
+	profile := ""
+	if out := os.Getenv(envAdvProfile); out != "" {
+		profile = fmt.Sprintf("%s-%d", out, base)
+	}
+	changeRun(b, w, preload, "egress IPs and VIPs", plan, changes,
+		fmt.Sprintf("one egress IP or VIP changed, %d advertised", base), profile)
+}
+
+// change is one operation of a change job: the address a added (add) or
+// removed; what names its kind in messages.
+type change struct {
+	what string
+	add  bool
+	a    netip.Addr
+}
+
+// changeRun is the body of the change jobs (BenchmarkAdvertiseChange,
+// BenchmarkAdvertiseWorkload) in w: preload (what names it) announced in
+// one operation and awaited, then plan, at least 2*(changes+4) changes of
+// one /32 each, in two phases of changes+4 (the first 4 of each not
+// counted), each timed from the ToR's UPDATE log (and, in the second
+// phase, its RIB). The rows are named job; with profile set, a CPU profile
+// of ovnbgp over the changes goes there (profileDaemon).
+func changeRun(b jobRun, w *world, preload []netip.Prefix, what string, plan []change, changes int, job, profile string) {
+	name := w.name
+	if len(plan) < 2*(changes+4) {
+		b.Fatalf("%s: %d changes planned, want %d", job, len(plan), 2*(changes+4))
+	}
+	if _, err := w.c.announce(preload); err != nil {
+		b.Fatalf("%s: preload %d %s: %v", name, len(preload), what, err)
+	}
+	want := w.base + len(preload)
+	if _, err := waitFor(time.Now(), 50*time.Millisecond, b.timeout(2*time.Minute), w.c.alive, until(func() (bool, error) {
+		n, err := w.tor.bestCount()
+		return n == want, err
+	})); err != nil {
+		b.Fatalf("%s: the ToR never had the node's %d prefixes: %v", name, want, err)
+	}
+	ul, err := watchUpdates(w.tor.frr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if profile != "" && name == ovnbgpName {
+		// A CPU profile over the changes, for where one change's time
+		// goes at this size.
+		defer profileDaemon(b, w.l, "CPU profile over the changes", profile, "/debug/pprof/profile?seconds=8")()
+	}
+	// Two phases of changes+4 changes each, the first 4 of each not
+	// counted: "quiet", where nothing asks the ToR anything (the received
+	// instants: bgpd is not kept busy answering polls), then "polled",
+	// where the ToR's RIB is asked every millisecond (the RIB instants;
+	// the received instants of this phase are reported apart).
 	recv := map[string][]time.Duration{}
 	rib := map[string][]time.Duration{}
 	for i, c := range plan[:2*(changes+4)] {
@@ -353,7 +375,6 @@ func advChangeRun(b jobRun, w *world, changes, base int) {
 		recv["all"] = append(recv["all"], got.Sub(o.commit))
 		recv["from start"] = append(recv["from start"], got.Sub(o.start))
 	}
-	job := fmt.Sprintf("one egress IP or VIP changed, %d advertised", base)
 	for _, x := range []struct {
 		label string
 		s     []time.Duration

@@ -44,6 +44,9 @@ func chartPatterns() []string {
 		// from the command's start: BIRD sends before birdc returns, so
 		// its commit→received is below 0.
 		`^one egress IP or VIP changed, \d+ advertised: command start→ToR received \(all \d+\) p(50|99)$`,
+		// One pod added or removed among many (BenchmarkAdvertiseWorkload,
+		// issue 19), from the command's start for the same reason.
+		`^one pod added or removed, \d+ pods: command start→ToR received \(all \d+\) p(50|99)$`,
 		// From the command's start: vtysh and birdc return after much of
 		// the work is done, so their "commit" comes late.
 		`^bulk add \d+ .*, command start→all in RIB$`,
@@ -404,6 +407,9 @@ func TestChartPatterns(t *testing.T) {
 		{"one egress IP or VIP changed, 1000 advertised: command start→ToR received (all 200) p50", true},
 		{"one egress IP or VIP changed, 1000 advertised: command start→ToR received (all 200) p99", true},
 		{"one egress IP or VIP changed, 1000 advertised: commit→ToR received (all 200) p50", false},
+		{"one pod added or removed, 10000 pods: command start→ToR received (all 200) p99", true},
+		{"one pod added or removed, 10000 pods: commit→ToR received (all 200) p50", false},
+		{"bulk add 10000 pod /32, command start→all in RIB", true},
 	} {
 		got, err := chartRows([]row{{job: tc.job}}, chartPatterns())
 		if err != nil {

@@ -91,20 +91,31 @@ func newWorld(b testing.TB, id, name string) *world {
 	w.tor = tor{frr: tf, from: lab.NodeIPv4}
 	const sessionTimeout = 60 * time.Second
 	switch id {
-	case "ovnbgp", "ovnbgp-vip":
+	case "ovnbgp", "ovnbgp-vip", "ovnbgp-wl":
 		nb := l.StartNB()
 		nb.PopulateOVNK()
 		var d *daemon
-		if id == "ovnbgp" {
+		initial := []netip.Prefix{lab.DefaultNode1.Subnet, lab.BlueNode1.Subnet}
+		switch id {
+		case "ovnbgp":
 			d = startOvnbgp(b, l, nb)
 			w.c = &ovnbgpContender{nb: nb, d: d}
-		} else {
+		case "ovnbgp-vip":
 			d = startOvnbgpConfig(b, l, nb, lab.DaemonConfig{Peers: []lab.Peer{lab.DefaultTor()}, Advertise: advertiseRules}, "")
 			w.c = &vipContender{nb: &advNB{sock: nb.Sock, nats: map[netip.Addr]string{}}, d: d}
 			w.warm = host(vipAddr(maxAdvAddrs - 1))
+		default:
+			// Issue 19: the pods' network, then the daemon advertising
+			// their /32s (workloadIP) and the three subnets.
+			if err := nb.Add(wlNet); err != nil {
+				b.Fatal(err)
+			}
+			d = startOvnbgpConfig(b, l, nb, lab.DaemonConfig{Peers: []lab.Peer{lab.DefaultTor()}, Advertise: workloadRules}, "")
+			w.c = &wlContender{nb: &wlNB{sock: nb.Sock, ports: map[netip.Addr]string{}}, d: d}
+			w.warm = host(wlPodAddr(maxWLPods - 1))
+			initial = append(initial, wlNet.Subnet)
 		}
-		w.base = 2
-		initial := []netip.Prefix{lab.DefaultNode1.Subnet, lab.BlueNode1.Subnet}
+		w.base = len(initial)
 		if _, err := waitFor(time.Now(), 50*time.Millisecond, sessionTimeout, d.exited, until(func() (bool, error) {
 			for _, p := range initial {
 				if ok, err := w.tor.bestFromNode(p); !ok || err != nil {

@@ -23,7 +23,7 @@ set -euo pipefail
 # The side-by-side comparison of -compare: a `go test -bench` regexp of the
 # jobs (BenchmarkBulk and BenchmarkAdvertiseBulk both match Bulk), each run
 # COMPARE_COUNT times. OVNBGP_BENCH_COMPARE overrides the jobs.
-COMPARE_JOBS=${OVNBGP_BENCH_COMPARE:-'ImportKernel|ImportInject|SingleChange|Bulk|AdvertiseBulk|AdvertiseChange|AdvertiseNBScale'}
+COMPARE_JOBS=${OVNBGP_BENCH_COMPARE:-'ImportKernel|ImportInject|SingleChange|Bulk|AdvertiseBulk|AdvertiseChange|AdvertiseNBScale|AdvertiseWorkload'}
 COMPARE_COUNT=3
 
 # Paths given relative to where run.sh was called from.

@@ -82,6 +82,21 @@ func TestContenderDriversSmoke(t *testing.T) {
 	job("advertise/ovnbgp-vip", func(t *testing.T, r jobRun) {
 		advertiseVIPs(t, r, newWorld(r, "ovnbgp-vip", ovnbgpName))
 	})
+	// Issue 19: the workload job of each contender, in a lab of its own
+	// (its change phase leaves the preload advertised).
+	for _, c := range []struct{ id, world, name string }{
+		{"ovnbgp", "ovnbgp-wl", ovnbgpName},
+		{"frr-vtysh", "frr-vtysh", vtyshName},
+		{"bird-configure", "bird-configure", birdConfName},
+	} {
+		job("advertise-workload/"+c.id, func(t *testing.T, r jobRun) {
+			wlRun(r, newWorld(r, c.world, c.name), smokePrefixes, smokeAdvChanges, smokePause)
+			job := fmt.Sprintf("one pod added or removed, %d pods: ", smokePrefixes)
+			wantRows(t, r.rows, c.name, fmt.Sprintf("bulk add %d pod /32, command start→all in RIB", smokePrefixes),
+				fmt.Sprintf("bulk add %d pod /32, (RSS %v after - idle RSS) / N", smokePrefixes, smokePause),
+				job+"commit→ToR received (all 4) p50", job+"command start→ToR received (all 4) p50")
+		})
+	}
 	job("nb-scale", func(t *testing.T, r jobRun) {
 		s := nbScale{services: smokeScaleVIPs, backends: 2, nodes: smokeScaleNodes, changes: smokeScaleChange, settle: smokePause}
 		scaleRun(r, s)
