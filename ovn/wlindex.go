@@ -184,7 +184,7 @@ type wlIndex struct {
 	problems map[string]string // port UUID -> problem
 	// outside are the ports of a layer2 network whose address lies
 	// outside the network's subnets (compute's problem), by key.
-	outside map[wlKey]map[string]string
+	outside  map[wlKey]map[string]string
 	probList []string
 	now      func() time.Time
 }
