@@ -592,11 +592,12 @@ func (x *wlIndex) rebuild(c *wlContext) []wlKey {
 
 // update recomputes the affected keys; it returns the addresses whose
 // entries changed. The list is the last one, edited (a copy: it is
-// shared).
+// shared): O(n + k log k) for k changed entries, never k insertions into
+// the list one at a time (10,000 ports added at once took 0.27 s of
+// memmove that way).
 func (x *wlIndex) update(affected map[wlKey]struct{}) []wlKey {
 	var changed []wlKey
-	list := x.list
-	copied := false
+	var dropped, added []model.WorkloadIP
 	for k := range affected {
 		e := x.compute(x.ctx, k)
 		old := x.entries[k]
@@ -604,27 +605,43 @@ func (x *wlIndex) update(affected map[wlKey]struct{}) []wlKey {
 			continue
 		}
 		changed = append(changed, k)
-		if !copied {
-			list, copied = slices.Clone(list), true
-		}
-		for _, o := range old {
-			if i, ok := slices.BinarySearchFunc(list, o, compareWorkload); ok {
-				list = slices.Delete(list, i, i+1)
-			}
-		}
-		for _, n := range e {
-			i, _ := slices.BinarySearchFunc(list, n, compareWorkload)
-			list = slices.Insert(list, i, n)
-		}
+		dropped = append(dropped, old...)
+		added = append(added, e...)
 		if len(e) == 0 {
 			delete(x.entries, k)
 		} else {
 			x.entries[k] = e
 		}
 	}
-	x.list = list
+	if len(changed) > 0 {
+		x.list = editSorted(x.list, dropped, added, compareWorkload)
+	}
 	x.sortProblems()
 	return changed
+}
+
+// editSorted is list (sorted by cmp, a total order) without the elements
+// of drop and with those of add, in a new slice: one merge pass.
+func editSorted[T any](list, drop, add []T, cmp func(a, b T) int) []T {
+	slices.SortFunc(drop, cmp)
+	slices.SortFunc(add, cmp)
+	out := make([]T, 0, len(list)-len(drop)+len(add))
+	i, j := 0, 0 // next of drop, of add
+	for _, e := range list {
+		for i < len(drop) && cmp(drop[i], e) < 0 {
+			i++ // not in the list
+		}
+		if i < len(drop) && cmp(drop[i], e) == 0 {
+			i++
+			continue
+		}
+		for j < len(add) && cmp(add[j], e) < 0 {
+			out = append(out, add[j])
+			j++
+		}
+		out = append(out, e)
+	}
+	return append(out, add[j:]...)
 }
 
 // outsideSubnets says whether a is outside every subnet of its family,
