@@ -38,8 +38,10 @@ type importState struct {
 	// table is the import decision of every learned path; tableFor is the
 	// speaker whose paths it holds (nil: none yet), tableCfg the config,
 	// tableEnv the NB snapshot it was decided against (importEnv: what
-	// changes with every write, the egress IPs and VIPs aside) and
-	// tableSynced the synced peers it was last fully planned with;
+	// changes with every write, the egress IPs, VIPs and protected
+	// prefixes aside; the protected prefixes follow each pass through
+	// ImportTable.SetSnapshotProtected) and tableSynced the synced peers
+	// it was last fully planned with;
 	// fullAt is when. fullDue makes the next pass full (a failed walk or
 	// apply). ovnSeen are the owned OVN routes the last pass diffed, and
 	// ovnWrote the prefixes of the OVN operations applied since: the next

@@ -120,7 +120,10 @@ func (pl *planner) fullWhy(cfg *config.Config, sp Speaker, snap model.Snapshot, 
 // importEnv is the part of a snapshot the import decision is checked
 // against: all but the owned routes and the routers' route lists, which
 // change with every write, and what only advertising reads (egress IPs and
-// Service VIPs: import sees them as Protected).
+// Service VIPs: import sees them as Protected). Its Protected is the
+// table's protected set as NB gave it; sameImportEnv leaves it out: a
+// change of it alone (every VIP or NAT address added or removed) is
+// decided in the incremental pass (ImportTable.SetSnapshotProtected).
 func importEnv(s model.Snapshot) model.Snapshot {
 	s.OwnedRoutes, s.EgressIPs, s.ServiceVIPs = nil, nil, nil
 	s.Routers = slices.Clone(s.Routers)
@@ -130,8 +133,30 @@ func importEnv(s model.Snapshot) model.Snapshot {
 	return s
 }
 
+// sameImportEnv reports whether snapshot a has the import environment b
+// (an importEnv), NB's protected prefixes aside.
 func sameImportEnv(a, b model.Snapshot) bool {
-	return reflect.DeepEqual(importEnv(a), b)
+	a = importEnv(a)
+	a.Protected, b.Protected = nil, nil
+	return reflect.DeepEqual(a, b)
+}
+
+// setProtected gives the table NB's protected prefixes of snap when they
+// changed, and returns the prefixes whose decision that can change. fullWhy
+// found the rest of the environment the same, so the table cannot refuse
+// it; if it did, the error makes the pass full.
+func (pl *planner) setProtected(snap model.Snapshot) ([]netip.Prefix, error) {
+	if slices.Equal(snap.Protected, pl.imp.tableEnv.Protected) {
+		return nil, nil
+	}
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	touched, ok := pl.imp.table.SetSnapshotProtected(snap)
+	if !ok {
+		return nil, errors.New("NB changed what import checks against")
+	}
+	pl.imp.tableEnv.Protected = snap.Protected
+	return touched, nil
 }
 
 // setTable keeps the decision of a full pass (v.table nil: none).
@@ -182,8 +207,15 @@ func (pl *planner) heldOps() []plan.Held {
 func (pl *planner) incrementalPass(ctx context.Context, cfg *config.Config, sp Speaker, snap model.Snapshot,
 	delta model.LearnedDelta, hc model.HostChanges, synced map[string]bool, nr *nbRead) (planView, error) {
 	t := pl.imp.table
+	// A VIP or NAT address that came or went (NB's protected prefixes)
+	// decides again only the prefixes it can affect; they are diffed with
+	// the rest.
+	protTouched, err := pl.setProtected(snap)
+	if err != nil {
+		return planView{}, err
+	}
 	if pl.imp.queue != nil {
-		return pl.queuedPass(ctx, cfg, sp, snap, nil, synced, nr)
+		return pl.queuedPass(ctx, cfg, sp, snap, protTouched, nil, synced, nr)
 	}
 	change := plan.TableChange{Paths: delta.Paths, Gone: delta.Gone}
 	// walkGone: keys a walk of a peer lacks. Only those may be kept
@@ -237,12 +269,12 @@ func (pl *planner) incrementalPass(ctx context.Context, cfg *config.Config, sp S
 		// prefix order, the loop serving its other work between; taking
 		// and queueing it (100k paths: ~20 ms) is this pass's work.
 		pl.imp.queue = plan.NewChangeQueue(change)
-		return pl.diffPass(ctx, cfg, sp, snap, nil, hc.Routes, synced, nr)
+		return pl.diffPass(ctx, cfg, sp, snap, protTouched, hc.Routes, synced, nr)
 	}
 	pl.mu.Lock()
 	touched := t.Update(change)
 	pl.mu.Unlock()
-	return pl.diffPass(ctx, cfg, sp, snap, touched, hc.Routes, synced, nr)
+	return pl.diffPass(ctx, cfg, sp, snap, append(touched, protTouched...), hc.Routes, synced, nr)
 }
 
 // passChunk is limits.passChunk's default: the path changes decided
@@ -257,9 +289,10 @@ const passChunk = 1024
 // is diffed until the queue is empty: the prefixes decided wait in toDiff,
 // so that nothing is applied from a half-decided table (a cap's slot
 // freed by one part can go to a prefix that a later part removes). The
-// pass still plans the advertisements.
+// pass still plans the advertisements. touched are prefixes decided
+// already (a protected prefix that came or went), diffed with the part's.
 func (pl *planner) queuedPass(ctx context.Context, cfg *config.Config, sp Speaker, snap model.Snapshot,
-	hcRoutes []model.KernelRouteKey, synced map[string]bool, nr *nbRead) (planView, error) {
+	touched []netip.Prefix, hcRoutes []model.KernelRouteKey, synced map[string]bool, nr *nbRead) (planView, error) {
 	// What peers sent since waits untaken: a sync seen now (an
 	// End-of-RIB) may not let held deletes go before the paths sent with
 	// it are taken, so the table's sync state stands until then.
@@ -269,7 +302,7 @@ func (pl *planner) queuedPass(ctx context.Context, cfg *config.Config, sp Speake
 	}
 	part := pl.imp.queue.Next(pl.lim.passChunk)
 	pl.mu.Lock()
-	touched := pl.imp.table.Update(part)
+	touched = append(touched, pl.imp.table.Update(part)...)
 	pl.mu.Unlock()
 	if pl.imp.queue.Len() == 0 {
 		pl.imp.queue = nil

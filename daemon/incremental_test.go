@@ -326,3 +326,122 @@ func TestLargeDropInParts(t *testing.T) {
 		return st.Import != nil && st.Import.Accepted+st.Import.Rejected == 0
 	})
 }
+
+// TestProtectedChangeIsIncremental (issue 18, items 1-2): a Service VIP
+// added or removed in NB puts its host prefix into, or takes it out of,
+// the protected set; with import rules that must not cost a full pass
+// (a walk of every learned path, a rebuild, a read of the whole kernel).
+// A VIP outside every learned prefix changes nothing; one equal to a
+// learned /32 the rule accepts rejects it (its routes go), and removed, the
+// /32 comes back; the /24 covering the VIP stays throughout. The speaker
+// is never walked again, and OVN and the kernel end as a whole plan of
+// the same state wants.
+func TestProtectedChangeIsIncremental(t *testing.T) {
+	h := startImport(t, "auto", nil, nil, func(h *harness) {
+		h.cfg.extra = `import:
+  - name: uplink
+    peers: [tor]
+    network: default
+    accept: [{prefix: 198.51.100.0/22, maxLength: 32}]
+    targets: {ovn: true, kernel: {table: 100}}
+`
+	})
+	h.sp.mu.Lock()
+	h.sp.eor = true
+	h.sp.mu.Unlock()
+	host := learnedUplink
+	host.Prefix = netip.MustParsePrefix("198.51.100.7/32")
+	h.sp.setLearned(uplinkPath(0, "192.0.2.1"), uplinkPath(1, "192.0.2.1"), host)
+	h.d.poke()
+	both := []string{"198.51.100.0/24 via 192.0.2.1@eth0", "198.51.100.7/32 via 192.0.2.1@eth0", "198.51.101.0/24 via 192.0.2.1@eth0"}
+	h.eventually("three routes in table 100", func() bool { return slices.Equal(h.kernelPrefixes(), both) })
+	walks := h.walks()
+	base := h.nb.snapshotNow().Protected
+
+	wholePlan := func(step string) {
+		t.Helper()
+		h.sp.mu.Lock()
+		learned := slices.Clone(h.sp.learned)
+		h.sp.mu.Unlock()
+		want := plan.Import(plan.ImportInput{Config: h.d.config(), Snapshot: h.nb.snapshotNow(),
+			Host: model.Host{Links: []model.Link{uplinkLink}}, Learned: learned})
+		var wantKernel, wantOVN []string
+		for _, r := range want.Kernel {
+			wantKernel = append(wantKernel, fmt.Sprint(r.Prefix, r.NextHops))
+		}
+		for _, r := range want.OVN {
+			wantOVN = append(wantOVN, fmt.Sprint(r.Prefix, r.NextHop))
+		}
+		h.eventually(step+": kernel and OVN as a whole plan wants", func() bool {
+			var gotKernel, gotOVN []string
+			for _, r := range h.host.routes() {
+				gotKernel = append(gotKernel, fmt.Sprint(r.Prefix, r.NextHops))
+			}
+			for _, r := range h.nb.ownedRoutes() {
+				gotOVN = append(gotOVN, fmt.Sprint(r.Prefix, r.NextHop))
+			}
+			slices.Sort(gotKernel)
+			slices.Sort(gotOVN)
+			slices.Sort(wantKernel)
+			slices.Sort(wantOVN)
+			return slices.Equal(gotKernel, wantKernel) && slices.Equal(gotOVN, wantOVN)
+		})
+		if got := h.walks(); got != walks {
+			t.Fatalf("%s: the speaker was walked %d more times: a protected prefix that comes or goes must not cost a full pass", step, got-walks)
+		}
+	}
+	// setVIPs puts the Service VIPs into NB as the NB client does: each a
+	// ServiceVIP and its host prefix in Protected, sorted by prefix.
+	setVIPs := func(vips ...string) {
+		h.nb.mu.Lock()
+		defer h.nb.mu.Unlock()
+		h.nb.snap.ServiceVIPs = nil
+		h.nb.snap.Protected = slices.Clone(base)
+		for _, v := range vips {
+			a := netip.MustParseAddr(v)
+			h.nb.snap.ServiceVIPs = append(h.nb.snap.ServiceVIPs, model.ServiceVIP{Service: "ns1/web-" + v, Network: "default", VIP: a})
+			h.nb.snap.Protected = append(h.nb.snap.Protected, model.ProtectedPrefix{Prefix: netip.PrefixFrom(a, a.BitLen()), Why: "Service VIP of ns1/web-" + v})
+		}
+		slices.SortStableFunc(h.nb.snap.Protected, func(a, b model.ProtectedPrefix) int { return model.ComparePrefix(a.Prefix, b.Prefix) })
+	}
+	pass := func(step string, vips ...string) {
+		t.Helper()
+		setVIPs(vips...)
+		reads := h.nb.reads()
+		h.d.poke()
+		h.eventually(step+": a pass over the new snapshot", func() bool { return h.nb.reads() > reads })
+		h.passDone()
+	}
+
+	pass("a VIP outside every learned prefix", "203.0.113.60")
+	wholePlan("a VIP outside")
+	if !slices.Equal(h.kernelPrefixes(), both) {
+		t.Fatalf("a VIP outside every learned prefix changed table 100: %v", h.kernelPrefixes())
+	}
+	pass("a VIP equal to a learned /32", "203.0.113.60", "198.51.100.7")
+	h.eventually("the /32 gone from table 100", func() bool {
+		return slices.Equal(h.kernelPrefixes(), []string{"198.51.100.0/24 via 192.0.2.1@eth0", "198.51.101.0/24 via 192.0.2.1@eth0"})
+	})
+	h.eventually("and from OVN", func() bool {
+		return slices.Equal(h.ovnPrefixes(), []string{"GR_node1 198.51.100.0/24 via 192.0.2.1", "GR_node1 198.51.101.0/24 via 192.0.2.1"})
+	})
+	wholePlan("a VIP equal to a learned /32")
+	var reason string
+	h.d.mu.Lock()
+	h.d.pl.imp.table.Each(func(p model.LearnedPath) bool {
+		if p.Prefix == host.Prefix {
+			reason = p.Reason
+		}
+		return true
+	})
+	h.d.mu.Unlock()
+	if want := "198.51.100.7/32 is protected: Service VIP of ns1/web-198.51.100.7 (rule uplink)"; reason != want {
+		t.Errorf("the /32's reason %q, want %q", reason, want)
+	}
+	pass("the VIP removed", "203.0.113.60")
+	h.eventually("the /32 back in table 100", func() bool { return slices.Equal(h.kernelPrefixes(), both) })
+	h.eventually("and in OVN", func() bool { return len(h.ovnPrefixes()) == 3 })
+	wholePlan("the VIP removed")
+	pass("every VIP removed")
+	wholePlan("every VIP removed")
+}
