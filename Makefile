@@ -109,7 +109,7 @@ DURATION     ?= 30m
 SOAK_TIMEOUT ?= 2h
 
 ## soak: the soak test for DURATION (default 30m, at least 4m; root): NB and FRR churn, the daemon's RSS, descriptors and goroutines sampled each minute, fails on growth (docs/soak.md)
-## (make test runs its 70 s variant; SOAK_TIMEOUT (default 2h) must exceed twice DURATION by 5m)
+## (make test runs its 150 s variant; SOAK_TIMEOUT (default 2h) must exceed twice DURATION by 5m)
 soak: deps build
 	OVNBGP_SOAK=$(DURATION) OVNBGP_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout $(SOAK_TIMEOUT) -v -run '^TestSoak$$' ./test/e2e/
 
