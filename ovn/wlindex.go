@@ -171,9 +171,12 @@ type wlIndex struct {
 	// seenEnabled: this client saw the port enabled (here or remote); since: when each
 	// address of each port first showed its handover state.
 	seenEnabled map[string]bool
-	since       map[sinceKey]sinceState
-	routeSeen   map[string]time.Time
-	first       bool // the session's first read is under way
+	// ranHere: a default-network port outside this node's subnets that
+	// had its VM's local-zone route (the VM ran here after a migration).
+	ranHere   map[sinceKey]bool
+	since     map[sinceKey]sinceState
+	routeSeen map[string]time.Time
+	first     bool // the session's first read is under way
 
 	// The node the entries are for ("" none yet), its context, the
 	// entries by key and sorted (replaced, never mutated).
@@ -209,7 +212,7 @@ type sinceState struct {
 func newWLIndex() *wlIndex {
 	return &wlIndex{ports: map[string]*lspRow{}, tstor: map[string]*lspRow{}, byKey: map[wlKey]map[string]struct{}{},
 		byPod: map[string]map[string]struct{}{}, models: map[string]*nbdb.LogicalSwitchPort{}, dhcp: map[string]string{}, dhcpUsers: map[string]map[string]struct{}{},
-		seenEnabled: map[string]bool{}, since: map[sinceKey]sinceState{}, routeSeen: map[string]time.Time{},
+		seenEnabled: map[string]bool{}, ranHere: map[sinceKey]bool{}, since: map[sinceKey]sinceState{}, routeSeen: map[string]time.Time{},
 		entries: map[wlKey][]model.WorkloadIP{}, problems: map[string]string{}, outside: map[wlKey]map[string]string{}, first: true, now: time.Now}
 }
 
@@ -261,6 +264,11 @@ func (x *wlIndex) setPort(uuid string, row *lspRow, affected map[wlKey]struct{})
 		for k := range x.since {
 			if k.port == uuid {
 				delete(x.since, k)
+			}
+		}
+		for k := range x.ranHere {
+			if k.port == uuid {
+				delete(x.ranHere, k)
 			}
 		}
 	}
@@ -500,14 +508,20 @@ func (x *wlIndex) compute(c *wlContext, k wlKey) []model.WorkloadIP {
 				e.Handover, since = model.HandoverLeft, rt.since
 				src += fmt.Sprintf("; %s %s=%s on %s: the VM runs in another zone", tableStaticRoute, extIDZone, zoneRemote, ovnk.ClusterRouter)
 			case !inSubnet && hasRoute && rt.zone == zoneLocal:
+				x.ranHere[sinceKey{u, k.ip}] = true
 				src += fmt.Sprintf("; outside this node's subnets, %s %s=%s on %s: the VM runs here", tableStaticRoute, extIDZone, zoneLocal, ovnk.ClusterRouter)
+			case !inSubnet && x.ranHere[sinceKey{u, k.ip}]:
+				// OVN-Kubernetes deletes the VM's routes when it goes
+				// back to the node that owns its subnet: handed over.
+				e.Handover = model.HandoverLeft
+				src += fmt.Sprintf("; outside this node's subnets, its %s %s=%s gone: the VM left", tableStaticRoute, extIDZone, zoneLocal)
 			case !inSubnet:
 				e.Handover = model.HandoverArriving
 				src += fmt.Sprintf("; outside this node's subnets, no %s %s=%s for it: not active here yet", tableStaticRoute, extIDZone, zoneLocal)
 			}
 			e.Source = src
-			if e.Handover == model.HandoverLeft {
-				e.Since = since
+			if e.Handover == model.HandoverLeft && hasRoute && rt.zone == zoneRemote {
+				e.Since = since // when the route was seen
 				out = append(out, e)
 				continue
 			}

@@ -239,4 +239,13 @@ func TestWLHandover(t *testing.T) {
 	x.noteRoutes(routes)
 	x.rebuild(x.context("node1", sw, nil, routes))
 	want("a new remote route", "ns_vm5", model.HandoverLeft, clock, true)
+	// The VM that ran here outside this node's subnets goes back to the
+	// node that owns its subnet: OVN-Kubernetes deletes the VM's routes,
+	// and this node, which advertised it, hands it over (left), not a
+	// target (arriving) that withdraws at once.
+	clock = clock.Add(time.Minute)
+	routes = slices.DeleteFunc(routes, func(r vmRouteRow) bool { return r.UUID == "r1" })
+	x.noteRoutes(routes)
+	x.rebuild(x.context("node1", sw, nil, routes))
+	want("the local route gone", "ns_vm7", model.HandoverLeft, clock, true)
 }
