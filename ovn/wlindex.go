@@ -168,7 +168,9 @@ type wlIndex struct {
 	byPod     map[string]map[string]struct{} // "ns/pod" -> UUIDs
 	dhcp      map[string]string              // DHCP_Options UUID -> VM
 	dhcpUsers map[string]map[string]struct{}
-	// seenEnabled: this client saw the port enabled; since: when each
+	// seenEnabled: this client saw the port enabled (any pod port: a
+	// disabled port seen enabled is a migration's source, not its
+	// target); since: when each
 	// address of each port first showed its handover state.
 	seenEnabled map[string]bool
 	since       map[sinceKey]sinceState
@@ -269,7 +271,7 @@ func (x *wlIndex) setPort(uuid string, row *lspRow, affected map[wlKey]struct{})
 		return true
 	}
 	x.ports[uuid] = row
-	if row.Enabled && row.Type == "" {
+	if row.Enabled {
 		x.seenEnabled[uuid] = true
 	}
 	for _, ip := range row.IPs {
@@ -436,7 +438,9 @@ func (x *wlIndex) compute(c *wlContext, k wlKey) []model.WorkloadIP {
 			continue
 		}
 		// Another port of the network with the address: a live
-		// migration's other side (the least name, to name one).
+		// migration's other side (the least name, to name one). A
+		// disabled one is a target unless this client saw it enabled:
+		// then it is the source the VM left for this node's port.
 		var otherOn, otherOff string
 		least := func(cur, name string) string {
 			if cur == "" || name < cur {
@@ -450,7 +454,7 @@ func (x *wlIndex) compute(c *wlContext, k wlKey) []model.WorkloadIP {
 			}
 			if o := x.ports[v]; o.Enabled {
 				otherOn = least(otherOn, o.Name)
-			} else {
+			} else if !x.seenEnabled[v] {
 				otherOff = least(otherOff, o.Name)
 			}
 		}
