@@ -57,17 +57,26 @@ func TestLiveMigrationLayer2(t *testing.T) {
 		{Address: node2Addr, ASN: 65010, Passive: true, DisableConnectedCheck: true},
 	}})
 	rule := fmt.Sprintf(`  - {name: vms, kind: workloadIP, networks: ["ns2_green"], handover: {holdTime: %s}}`, migrationHold)
+	// FRR ignores a LOCAL_PREF from an eBGP neighbour unparsed: a raw
+	// speaker (AS 65099, from a tor address) peers with node1 and reads
+	// every UPDATE's attributes off the wire
+	wireAddr := netip.MustParseAddr("192.0.2.21")
+	l.AddTorAddress(wireAddr)
 	daemons := map[string]*lab.Daemon{}
 	for _, n := range nodes {
 		tor := lab.DefaultTor()
 		tor.Families = []string{"ipv4"}
 		cfg := lab.DaemonConfig{Node: n, RouterID: addr[n], Advertise: rule, Peers: []lab.Peer{tor}}
-		if n != "node1" {
+		if n == "node1" {
+			cfg.ListenPort = 179
+			cfg.Peers = append(cfg.Peers, lab.Peer{Name: "wire", Address: wireAddr, ASN: 65099, Passive: true, Families: []string{"ipv4"}})
+		} else {
 			tor.SourceAddress = addr[n]
 			cfg.Peers = []lab.Peer{tor}
 		}
 		daemons[n] = l.StartDaemon(nbs[n], cfg)
 	}
+	wire := watchWire(t, l.Tor, wireAddr, netip.AddrPortFrom(lab.NodeIPv4, 179))
 
 	vmIP := netip.MustParseAddr("10.100.0.10")
 	host := netip.PrefixFrom(vmIP, 32)
@@ -187,6 +196,22 @@ func TestLiveMigrationLayer2(t *testing.T) {
 		}
 	}
 	t.Logf("FRR's RIB polled %d times, its UPDATE log has %d lines about %s", w.count(), about, host)
+	// the wire: node1's announcements to an eBGP peer, with the
+	// handover's prepend and without, never with LOCAL_PREF
+	paths, err := wire.announced(host)
+	if err != nil {
+		t.Error(err)
+	}
+	t.Logf("node1's UPDATEs announcing %s to eBGP peer wire: %v", host, paths)
+	for _, a := range paths {
+		if a.localPref {
+			t.Errorf("node1 sent LOCAL_PREF to eBGP peer wire with %s (AS path %v)", host, a.asPath)
+		}
+	}
+	if !slices.ContainsFunc(paths, func(a wireAnnounce) bool { return len(a.asPath) == 3 }) ||
+		!slices.ContainsFunc(paths, func(a wireAnnounce) bool { return len(a.asPath) == 1 }) {
+		t.Errorf("node1's UPDATEs to wire announcing %s: %v, want the handover's (AS path 65010 x3) and the plain one", host, paths)
+	}
 }
 
 // migPath is a path FRR should hold for the VM's address: via NextHop,
@@ -250,7 +275,7 @@ func checkAdvertised(t *testing.T, d *lab.Daemon, p netip.Prefix, what, state st
 		}
 		var mine []model.Advertisement
 		for _, a := range adv {
-			if a.Prefix == p {
+			if a.Prefix == p && a.Peer == "tor" {
 				mine = append(mine, a)
 			}
 		}
@@ -423,4 +448,149 @@ func (w *ribWatch) gapError() error {
 		return fmt.Errorf("FRR's RIB polled only %d times (%d errors)", w.polls, w.errs)
 	}
 	return nil
+}
+
+// wireAnnounce is one announcement the raw speaker got: the AS path and
+// whether a LOCAL_PREF attribute came with it.
+type wireAnnounce struct {
+	at        time.Time
+	asPath    []uint32
+	localPref bool
+}
+
+func (a wireAnnounce) String() string {
+	return fmt.Sprintf("%s path %v localpref %v", a.at.Format("15:04:05.000"), a.asPath, a.localPref)
+}
+
+// wireWatch is a raw eBGP speaker's session with the daemon, recording
+// the UPDATEs it sends (four-octet AS numbers: negotiated).
+type wireWatch struct {
+	mu  sync.Mutex
+	ann map[netip.Prefix][]wireAnnounce
+	bad error
+}
+
+// watchWire establishes a raw session from local (in namespace ns, AS
+// 65099) to the daemon at remote and records its UPDATEs until the test
+// ends.
+func watchWire(t *testing.T, ns string, local netip.Addr, remote netip.AddrPort) *wireWatch {
+	t.Helper()
+	w := &wireWatch{ann: map[netip.Prefix][]wireAnnounce{}}
+	var s *rawSession
+	_, err := lab.Poll(generous, 200*time.Millisecond, func() error {
+		var err error
+		if s, err = newRawSession(ns, local, remote); err != nil {
+			return err
+		}
+		if err = s.Establish(stdOpen(65099, local), 10*time.Second); err != nil {
+			s.Close()
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatalf("raw session to %s: %v", remote, err)
+	}
+	t.Cleanup(s.Close)
+	if err := s.Send(updateMsg(nil, nil, nil)); err != nil { // End-of-RIB
+		t.Fatal(err)
+	}
+	go func() {
+		for m := range s.msgs {
+			if m.typ == bgpUpdate {
+				w.update(m.body)
+			}
+		}
+	}()
+	return w
+}
+
+// update records one UPDATE body (RFC 4271 4.3; IPv4 NLRI plain or in
+// MP_REACH_NLRI).
+func (w *wireWatch) update(b []byte) {
+	now := time.Now()
+	fail := func(what string) {
+		w.mu.Lock()
+		if w.bad == nil {
+			w.bad = fmt.Errorf("UPDATE % x: %s", b, what)
+		}
+		w.mu.Unlock()
+	}
+	if len(b) < 4 {
+		fail("short")
+		return
+	}
+	wl := int(b[0])<<8 | int(b[1])
+	if len(b) < 4+wl {
+		fail("withdrawn routes overrun")
+		return
+	}
+	al := int(b[2+wl])<<8 | int(b[3+wl])
+	attrs, reach := b[4+wl:], []byte(nil)
+	if len(attrs) < al {
+		fail("attributes overrun")
+		return
+	}
+	attrs, reach = attrs[:al], attrs[al:]
+	a := wireAnnounce{at: now}
+	for len(attrs) >= 3 {
+		flags, typ := attrs[0], attrs[1]
+		n, h := int(attrs[2]), 3
+		if flags&0x10 != 0 {
+			if len(attrs) < 4 {
+				fail("attribute header")
+				return
+			}
+			n, h = int(attrs[2])<<8|int(attrs[3]), 4
+		}
+		if len(attrs) < h+n {
+			fail("attribute overrun")
+			return
+		}
+		v := attrs[h : h+n]
+		switch typ {
+		case 2: // AS_PATH
+			for len(v) >= 2 {
+				cnt := int(v[1])
+				if len(v) < 2+4*cnt {
+					fail("AS_PATH segment")
+					return
+				}
+				for i := range cnt {
+					o := 2 + 4*i
+					a.asPath = append(a.asPath, uint32(v[o])<<24|uint32(v[o+1])<<16|uint32(v[o+2])<<8|uint32(v[o+3]))
+				}
+				v = v[2+4*cnt:]
+			}
+		case 5: // LOCAL_PREF
+			a.localPref = true
+		case 14: // MP_REACH_NLRI: AFI, SAFI, next hop, reserved, NLRI
+			if len(v) >= 5 && v[0] == 0 && v[1] == 1 && len(v) >= 5+int(v[3]) {
+				reach = append(reach, v[5+int(v[3]):]...)
+			}
+		}
+		attrs = attrs[h+n:]
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for len(reach) > 0 {
+		bits := int(reach[0])
+		n := (bits + 7) / 8
+		if bits > 32 || len(reach) < 1+n {
+			w.bad = fmt.Errorf("UPDATE % x: NLRI", b)
+			return
+		}
+		var ip [4]byte
+		copy(ip[:], reach[1:1+n])
+		p := netip.PrefixFrom(netip.AddrFrom4(ip), bits)
+		w.ann[p] = append(w.ann[p], a)
+		reach = reach[1+n:]
+	}
+}
+
+// announced is every announcement of p so far, and the first UPDATE that
+// did not parse.
+func (w *wireWatch) announced(p netip.Prefix) ([]wireAnnounce, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.ann[p]), w.bad
 }
