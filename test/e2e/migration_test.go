@@ -202,14 +202,14 @@ func TestLiveMigrationLayer2(t *testing.T) {
 	if err != nil {
 		t.Error(err)
 	}
-	t.Logf("node1's UPDATEs announcing %s to eBGP peer wire: %v", host, paths)
+	t.Logf("node1's UPDATEs about %s to eBGP peer wire: %v", host, paths)
 	for _, a := range paths {
 		if a.localPref {
 			t.Errorf("node1 sent LOCAL_PREF to eBGP peer wire with %s (AS path %v)", host, a.asPath)
 		}
 	}
-	if !slices.ContainsFunc(paths, func(a wireAnnounce) bool { return len(a.asPath) == 3 }) ||
-		!slices.ContainsFunc(paths, func(a wireAnnounce) bool { return len(a.asPath) == 1 }) {
+	if !slices.ContainsFunc(paths, func(a wireAnnounce) bool { return !a.withdraw && len(a.asPath) == 3 }) ||
+		!slices.ContainsFunc(paths, func(a wireAnnounce) bool { return !a.withdraw && len(a.asPath) == 1 }) {
 		t.Errorf("node1's UPDATEs to wire announcing %s: %v, want the handover's (AS path 65010 x3) and the plain one", host, paths)
 	}
 }
@@ -321,11 +321,17 @@ func lastUpdate(ups []lab.Update, neighbor netip.Addr, p netip.Prefix, withdraw 
 func replayHolders(ups []lab.Update, p netip.Prefix) error {
 	held := map[netip.Addr]bool{}
 	had, lines := false, 0
+	var seen []string
 	for _, u := range ups {
 		if u.Prefix != p {
 			continue
 		}
 		lines++
+		what := "announced (" + u.Attrs + ")"
+		if u.Withdraw {
+			what = "withdrawn"
+		}
+		seen = append(seen, u.At.Format("15:04:05.000000")+" "+u.Neighbor.String()+" "+what)
 		if u.Withdraw {
 			delete(held, u.Neighbor)
 		} else {
@@ -334,7 +340,8 @@ func replayHolders(ups []lab.Update, p netip.Prefix) error {
 		if len(held) > 0 {
 			had = true
 		} else if had {
-			return fmt.Errorf("FRR's UPDATE log replayed: no neighbour holds %s after %s withdrew it at %s", p, u.Neighbor, u.At.Format("15:04:05.000000"))
+			return fmt.Errorf("FRR's UPDATE log replayed: no neighbour holds %s after %s withdrew it at %s; the lines about it:\n%s",
+				p, u.Neighbor, u.At.Format("15:04:05.000000"), strings.Join(seen, "\n"))
 		}
 	}
 	if !had || lines < 2 {
@@ -454,11 +461,15 @@ func (w *ribWatch) gapError() error {
 // whether a LOCAL_PREF attribute came with it.
 type wireAnnounce struct {
 	at        time.Time
+	withdraw  bool
 	asPath    []uint32
 	localPref bool
 }
 
 func (a wireAnnounce) String() string {
+	if a.withdraw {
+		return a.at.Format("15:04:05.000") + " withdraw"
+	}
 	return fmt.Sprintf("%s path %v localpref %v", a.at.Format("15:04:05.000"), a.asPath, a.localPref)
 }
 
@@ -531,6 +542,7 @@ func (w *wireWatch) update(b []byte) {
 		return
 	}
 	attrs, reach = attrs[:al], attrs[al:]
+	withdrawn := slices.Clone(b[2 : 2+wl])
 	a := wireAnnounce{at: now}
 	for len(attrs) >= 3 {
 		flags, typ := attrs[0], attrs[1]
@@ -567,28 +579,37 @@ func (w *wireWatch) update(b []byte) {
 			if len(v) >= 5 && v[0] == 0 && v[1] == 1 && len(v) >= 5+int(v[3]) {
 				reach = append(reach, v[5+int(v[3]):]...)
 			}
+		case 15: // MP_UNREACH_NLRI: AFI, SAFI, withdrawn routes
+			if len(v) >= 3 && v[0] == 0 && v[1] == 1 {
+				withdrawn = append(withdrawn, v[3:]...)
+			}
 		}
 		attrs = attrs[h+n:]
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for len(reach) > 0 {
-		bits := int(reach[0])
-		n := (bits + 7) / 8
-		if bits > 32 || len(reach) < 1+n {
-			w.bad = fmt.Errorf("UPDATE % x: NLRI", b)
-			return
+	for _, l := range []struct {
+		nlri []byte
+		a    wireAnnounce
+	}{{withdrawn, wireAnnounce{at: now, withdraw: true}}, {reach, a}} {
+		for len(l.nlri) > 0 {
+			bits := int(l.nlri[0])
+			n := (bits + 7) / 8
+			if bits > 32 || len(l.nlri) < 1+n {
+				w.bad = fmt.Errorf("UPDATE % x: NLRI", b)
+				return
+			}
+			var ip [4]byte
+			copy(ip[:], l.nlri[1:1+n])
+			p := netip.PrefixFrom(netip.AddrFrom4(ip), bits)
+			w.ann[p] = append(w.ann[p], l.a)
+			l.nlri = l.nlri[1+n:]
 		}
-		var ip [4]byte
-		copy(ip[:], reach[1:1+n])
-		p := netip.PrefixFrom(netip.AddrFrom4(ip), bits)
-		w.ann[p] = append(w.ann[p], a)
-		reach = reach[1+n:]
 	}
 }
 
-// announced is every announcement of p so far, and the first UPDATE that
-// did not parse.
+// announced is every announcement and withdraw of p so far, and the
+// first UPDATE that did not parse.
 func (w *wireWatch) announced(p netip.Prefix) ([]wireAnnounce, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
