@@ -101,7 +101,7 @@ func TestLiveMigrationLayer2(t *testing.T) {
 	waitMigrationPaths(t, frr, "the VM on node1: node1 advertises it", host, nil, migPath{addr["node1"], "65010", true})
 	w := watchRIB(t, frr, host, 20*time.Millisecond)
 
-	var latencies []time.Duration
+	var latencies, received []time.Duration
 	disabled := false
 	for i := range runs {
 		from, to := nodes[i%2], nodes[(i+1)%2]
@@ -126,7 +126,7 @@ func TestLiveMigrationLayer2(t *testing.T) {
 		if i%2 == 1 {
 			order = []string{from, to}
 		}
-		var active, fromCommitStart time.Time
+		var active, toCommitStart, fromCommitStart time.Time
 		for _, n := range order {
 			start := time.Now()
 			at, err := nbs[n].HandOver(target, source)
@@ -134,7 +134,7 @@ func TestLiveMigrationLayer2(t *testing.T) {
 				t.Fatal(err)
 			}
 			if n == to {
-				active = at
+				active, toCommitStart = at, start
 			} else {
 				fromCommitStart = start
 			}
@@ -143,7 +143,6 @@ func TestLiveMigrationLayer2(t *testing.T) {
 		overlap := waitMigrationPaths(t, frr, what+", target active: FRR's best path via the target, unprepended", host,
 			&bestAt, migPath{addr[to], "65010", true}, migPath{addr[from], "65010 65010 65010", false})
 		latencies = append(latencies, bestAt.Sub(active))
-		t.Logf("%s: target active (its NB's commit) to FRR's best path via %s: %s", what, addr[to], bestAt.Sub(active).Round(time.Millisecond))
 		checkAdvertised(t, daemons[from], host, what+", target active", "handover left", 2)
 		checkAdvertised(t, daemons[to], host, what+", target active", "", 0)
 		// the source withdraws after its hold
@@ -154,6 +153,20 @@ func TestLiveMigrationLayer2(t *testing.T) {
 		ups, err := lab.ParseUpdateLog(filepath.Join(frr.Dir, "frr.log"))
 		if err != nil {
 			t.Fatal(err)
+		}
+		// FRR's log dates the target's announcement: FRR's own time
+		// to select it is the rest
+		recv := time.Time{}
+		for _, u := range ups {
+			if u.Neighbor == addr[to] && u.Prefix == host && !u.Withdraw && strings.HasSuffix(u.Attrs, "path 65010") && u.At.After(toCommitStart) {
+				recv = u.At
+				break
+			}
+		}
+		t.Logf("%s: target active (its NB's commit returned) to FRR's best path via %s: %s (FRR received it after %s)", what, addr[to],
+			bestAt.Sub(active).Round(time.Millisecond), recv.Sub(active).Round(100*time.Microsecond))
+		if !recv.IsZero() {
+			received = append(received, recv.Sub(active))
 		}
 		wd := lastUpdate(ups, addr[from], host, true)
 		switch {
@@ -194,8 +207,13 @@ func TestLiveMigrationLayer2(t *testing.T) {
 		}
 	}
 	slices.Sort(latencies)
+	slices.Sort(received)
 	t.Logf("live migration handover, %d runs: target active to FRR's best path via the target: p50 %s, max %s (all %v)",
 		len(latencies), latencies[len(latencies)/2].Round(time.Millisecond), latencies[len(latencies)-1].Round(time.Millisecond), latencies)
+	if len(received) > 0 {
+		t.Logf("live migration handover, %d runs: target active to FRR received the target's path: p50 %s, max %s",
+			len(received), received[len(received)/2].Round(100*time.Microsecond), received[len(received)-1].Round(100*time.Microsecond))
+	}
 	about := 0
 	for _, u := range ups {
 		if u.Prefix == host {
