@@ -640,3 +640,118 @@ func (w *wireWatch) announced(p netip.Prefix) ([]wireAnnounce, error) {
 	defer w.mu.Unlock()
 	return slices.Clone(w.ann[p]), w.bad
 }
+
+// TestLiveMigrationDefault (issue 19): the default-network variant of
+// TestLiveMigrationLayer2. Two ovnbgp nodes in AS 65010, each with its own
+// interconnect NB (its node switch: node1 10.128.0.0/23, node2
+// 10.128.2.0/23), eBGP to one FRR; a workloadIP rule for the default
+// network (handover.holdTime 3 s). A VM at 10.128.0.30 (node1's subnet)
+// migrates to node2 as OVN-Kubernetes writes it (docs/ovn-nb.md, "Live
+// migration"): the target pod's port in node2's NB from the start (node2:
+// arriving, outside its subnet, not advertised); once the VM is ready, a
+// static route on ovn_cluster_router for the VM's address,
+// k8s.ovn.org/zone=local in node2's NB (node2 advertises it) and =remote
+// in node1's (node1 sends it with the handover's prepend, then withdraws
+// it no earlier than holdTime later); then the source pod's port deleted.
+// FRR's best path moves to node2 while node1's path is still there, and
+// FRR never lacks a path (RIB polled every 20 ms, UPDATE log replayed).
+func TestLiveMigrationDefault(t *testing.T) {
+	t.Parallel()
+	l := lab.New(t)
+	node2Addr := netip.MustParseAddr("192.0.2.10")
+	l.AddNodeAddress(node2Addr)
+	nodes := []string{"node1", "node2"}
+	addr := map[string]netip.Addr{"node1": lab.NodeIPv4, "node2": node2Addr}
+	subnets := map[string]netip.Prefix{"node1": netip.MustParsePrefix("10.128.0.0/23"), "node2": netip.MustParsePrefix("10.128.2.0/23")}
+	nbs := map[string]*lab.NB{}
+	for _, n := range nodes {
+		nbs[n] = l.StartNB()
+		if err := nbs[n].DefaultZone(n, nodes, subnets[n]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	frr := l.StartFRR(lab.FRRConfig{UpdateLog: true, Neighbors: []lab.FRRNeighbor{
+		{Address: lab.NodeIPv4, ASN: 65010, Passive: true},
+		{Address: node2Addr, ASN: 65010, Passive: true, DisableConnectedCheck: true},
+	}})
+	rule := fmt.Sprintf(`  - {name: vms, kind: workloadIP, networks: ["default"], handover: {holdTime: %s}}`, migrationHold)
+	daemons := map[string]*lab.Daemon{}
+	for _, n := range nodes {
+		tor := lab.DefaultTor()
+		tor.Families = []string{"ipv4"}
+		if n != "node1" {
+			tor.SourceAddress = addr[n]
+		}
+		daemons[n] = l.StartDaemon(nbs[n], lab.DaemonConfig{Node: n, RouterID: addr[n], Advertise: rule, Peers: []lab.Peer{tor}})
+	}
+
+	vmIP := netip.MustParseAddr("10.128.0.30")
+	host := netip.PrefixFrom(vmIP, 32)
+	source := lab.VMPod{Net: lab.Layer2Net{Subnet: netip.MustParsePrefix("10.128.0.0/14")}, Namespace: "ns3", VM: "vm-x",
+		Pod: "virt-launcher-vm-x-k2m8d", Node: "node1", MAC: "0a:58:0a:80:00:1e", IP: vmIP}
+	if err := nbs["node1"].AddVMPod("node1", source, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitMigrationPaths(t, frr, "the VM on node1: node1 advertises it", host, nil, migPath{addr["node1"], "65010", true})
+	checkAdvertised(t, daemons["node1"], host, "the VM on node1", "", 0)
+	w := watchRIB(t, frr, host, 20*time.Millisecond)
+
+	// migration starts: the target pod's port, in node2's NB only (the
+	// default network holds only local pods' ports)
+	target := source
+	target.Pod, target.Node = "virt-launcher-vm-x-9qz4m", "node2"
+	if err := nbs["node2"].AddVMPod("node2", target, nil); err != nil {
+		t.Fatal(err)
+	}
+	checkAdvertised(t, daemons["node2"], host, "target created: node2 arriving", "", -1)
+	waitMigrationPaths(t, frr, "target created: node1 alone", host, nil, migPath{addr["node1"], "65010", true})
+
+	// the VM ready on node2: its zone's route, then node1's
+	active, err := nbs["node2"].VMRoute(target, "local", "node2", vmIP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkAdvertised(t, daemons["node2"], host, "zone=local route: node2 advertises", "", 0)
+	leftStart := time.Now()
+	left, err := nbs["node1"].VMRoute(source, "remote", "node1", lab.TransitIP(nodes, "node2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bestAt time.Time
+	overlap := waitMigrationPaths(t, frr, "zone=remote route on node1: FRR's best path via node2, unprepended", host, &bestAt,
+		migPath{addr["node2"], "65010", true}, migPath{addr["node1"], "65010 65010 65010", false})
+	t.Logf("default network: node2's zone=local route to FRR's best path via node2: %s (node1's zone=remote route: %s)",
+		bestAt.Sub(active).Round(time.Millisecond), bestAt.Sub(left).Round(time.Millisecond))
+	checkAdvertised(t, daemons["node1"], host, "zone=remote route", "handover left", 2)
+	waitMigrationPaths(t, frr, "after the hold: only node2", host, nil, migPath{addr["node2"], "65010", true})
+	if !overlap && !w.sawBoth(addr["node2"], left) {
+		t.Errorf("FRR never held node1's path beside node2's best one after the zone=remote route: no make-before-break")
+	}
+	ups, err := lab.ParseUpdateLog(filepath.Join(frr.Dir, "frr.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch wd := lastUpdate(ups, addr["node1"], host, true); {
+	case wd.At.Before(leftStart):
+		t.Errorf("FRR's UPDATE log has no withdraw of %s from node1 after the zone=remote route", host)
+	case wd.At.Before(leftStart.Add(migrationHold)):
+		t.Errorf("node1 withdrew %s %s after the zone=remote route's transaction began: before the hold of %s", host,
+			wd.At.Sub(leftStart).Round(time.Millisecond), migrationHold)
+	}
+	// the source pod's port deleted: nothing changes
+	if err := nbs["node1"].DeleteVMPod(source); err != nil {
+		t.Fatal(err)
+	}
+	checkAdvertised(t, daemons["node2"], host, "source deleted", "", 0)
+	waitMigrationPaths(t, frr, "source deleted", host, nil, migPath{addr["node2"], "65010", true})
+	w.stop()
+	if err := w.gapError(); err != nil {
+		t.Error(err)
+	}
+	if ups, err = lab.ParseUpdateLog(filepath.Join(frr.Dir, "frr.log")); err != nil {
+		t.Fatal(err)
+	}
+	if err := replayHolders(ups, host); err != nil {
+		t.Error(err)
+	}
+}

@@ -65,11 +65,67 @@ func (nb *NB) Layer2Zone(node string, nodes []string, n Layer2Net) error {
 	return err
 }
 
+// DefaultZone writes node's zone of the default network into nb
+// (interconnect, the fixture ovn/testdata/nb/kubevirt-default.json): the
+// node switch with subnet, its router port on ovn_cluster_router, and the
+// transit switch with a remote tstor- port per other node (index i: MAC
+// 0a:58:64:58:00:0<i+2>, 100.88.0.<i+2>/16, TransitIP).
+func (nb *NB) DefaultZone(node string, nodes []string, subnet netip.Prefix) error {
+	gw := subnet.Addr().Next()
+	cmd := []string{"ls-add", node, "--", "set", "Logical_Switch", node, "other_config:subnet=" + subnet.String(),
+		"--", "lr-add", "ovn_cluster_router", "--", "set", "Logical_Router", "ovn_cluster_router", "external_ids:k8s-cluster-router=yes",
+		"--", "lrp-add", "ovn_cluster_router", "rtos-" + node, "0a:58:0a:80:00:01", netip.PrefixFrom(gw, subnet.Bits()).String(),
+		"--", "lsp-add", node, "stor-" + node, "--", "set", "Logical_Switch_Port", "stor-" + node,
+		"type=router", "addresses=router", "options:router-port=rtos-" + node,
+		"--", "ls-add", "transit_switch", "--", "set", "Logical_Switch", "transit_switch", "other_config:interconn-ts=transit_switch"}
+	for i, o := range nodes {
+		if o == node {
+			continue
+		}
+		p := "tstor-" + o
+		cmd = append(cmd, "--", "lsp-add", "transit_switch", p, "--", "set", "Logical_Switch_Port", p,
+			"type=remote", "external_ids:node="+o, "options:requested-chassis="+Chassis(o),
+			fmt.Sprintf(`addresses="0a:58:64:58:00:%02x %s/16"`, i+2, TransitIP(nodes, o)))
+	}
+	_, err := nb.NBCtl(cmd...)
+	return err
+}
+
+// TransitIP is node's address on the transit switch of DefaultZone.
+func TransitIP(nodes []string, node string) netip.Addr {
+	for i, o := range nodes {
+		if o == node {
+			return netip.AddrFrom4([4]byte{100, 88, 0, byte(i + 2)})
+		}
+	}
+	return netip.Addr{}
+}
+
+// VMRoute writes the static route on ovn_cluster_router that tells where
+// a default-network VM runs after a live migration (kubevirt/router.go):
+// in zone "local" (the VM runs on this NB's node: output_port
+// rtos-<node>, next hop the VM's address) or "remote" (next hop the
+// running node's transit address).
+func (nb *NB) VMRoute(p VMPod, zone, node string, nexthop netip.Addr) (time.Time, error) {
+	cmd := []string{"--id=@r", "create", "Logical_Router_Static_Route", "ip_prefix=" + p.IP.String(),
+		`nexthop="` + nexthop.String() + `"`, "policy=dst-ip",
+		"external_ids:k8s.ovn.org/vm=" + p.VM, "external_ids:k8s.ovn.org/namespace=" + p.Namespace,
+		"external_ids:k8s.ovn.org/zone=" + zone}
+	if zone == "local" {
+		cmd = append(cmd, "output_port=rtos-"+node)
+	}
+	cmd = append(cmd, "--", "add", "Logical_Router", "ovn_cluster_router", "static_routes", "@r")
+	_, err := nb.NBCtl(cmd...)
+	return time.Now(), err
+}
+
 // VMPod is the port of one virt-launcher pod of a KubeVirt VM on a
 // layer2 network, as addLogicalPortToNetwork writes it: name
 // "<nad prefix>_<namespace>_<pod>", external_ids pod=true and the
 // network's keys, options requested-chassis (the node's chassis) and
-// requested-tnl-key, and the VM's DHCP options.
+// requested-tnl-key, and the VM's DHCP options. On the default network
+// (Net.Network ""): "<namespace>_<pod>" on the node's switch, without the
+// network's keys and the tunnel key.
 type VMPod struct {
 	Net       Layer2Net
 	Namespace string
@@ -83,7 +139,18 @@ type VMPod struct {
 
 // Port is the pod's logical switch port name.
 func (p VMPod) Port() string {
+	if p.Net.Network == "" {
+		return p.Namespace + "_" + p.Pod
+	}
 	return strings.NewReplacer("-", ".", "/", ".").Replace(p.Net.NAD) + "_" + p.Namespace + "_" + p.Pod
+}
+
+// sw is the switch of p's port.
+func (p VMPod) sw() string {
+	if p.Net.Network == "" {
+		return p.Node
+	}
+	return p.Net.Switch()
 }
 
 func (p VMPod) address() string { return p.MAC + " " + p.IP.String() }
@@ -102,10 +169,11 @@ func (nb *NB) AddVMPod(zone string, p VMPod, enabled *bool) error {
 	set := []string{"set", "Logical_Switch_Port", name,
 		`port_security="` + p.address() + `"`,
 		"external_ids:namespace=" + p.Namespace, "external_ids:pod=true",
-		"external_ids:k8s.ovn.org/network=" + p.Net.Network, "external_ids:k8s.ovn.org/nad=" + p.Net.NAD,
-		"external_ids:k8s.ovn.org/topology=layer2",
-		"options:requested-chassis=" + Chassis(p.Node), "options:requested-tnl-key=" + strconv.Itoa(p.TnlKey),
-		"dhcpv4_options=" + dhcp}
+		"options:requested-chassis=" + Chassis(p.Node), "dhcpv4_options=" + dhcp}
+	if p.Net.Network != "" {
+		set = append(set, "external_ids:k8s.ovn.org/network="+p.Net.Network, "external_ids:k8s.ovn.org/nad="+p.Net.NAD,
+			"external_ids:k8s.ovn.org/topology=layer2", "options:requested-tnl-key="+strconv.Itoa(p.TnlKey))
+	}
 	if enabled == nil || *enabled {
 		set = append(set, `addresses="`+p.address()+`"`)
 	}
@@ -115,7 +183,7 @@ func (nb *NB) AddVMPod(zone string, p VMPod, enabled *bool) error {
 	if p.Node != zone {
 		set = append(set, "type=remote")
 	}
-	_, err = nb.NBCtl(append([]string{"lsp-add", p.Net.Switch(), name, "--"}, set...)...)
+	_, err = nb.NBCtl(append([]string{"lsp-add", p.sw(), name, "--"}, set...)...)
 	return err
 }
 
@@ -128,6 +196,9 @@ func (nb *NB) vmDHCP(p VMPod) (string, error) {
 		return uuid, err
 	}
 	ctrl := p.Net.Network + "-network-controller"
+	if p.Net.Network == "" {
+		ctrl = "default-network-controller"
+	}
 	return nb.NBCtl("create", "DHCP_Options", "cidr="+p.Net.Subnet.String(),
 		"options:lease_time=3500", "options:router="+p.Net.Subnet.Addr().Next().String(),
 		"options:server_id=169.254.1.1", `options:server_mac="0a:58:a9:fe:01:01"`,
