@@ -201,7 +201,7 @@ func TestLiveMigrationLayer2(t *testing.T) {
 	for _, u := range ups {
 		// FRR drops a LOCAL_PREF from an eBGP neighbour unparsed, so
 		// this cannot fail; the daemon's view (checkAdvertised) and
-		// the wire (the peer's JSON never shows locPrf) speak too
+		// the wire (the raw speaker below) can
 		if strings.Contains(u.Attrs, "localpref") {
 			t.Errorf("FRR got LOCAL_PREF from eBGP neighbour %s: %s", u.Neighbor, u.Attrs)
 		}
