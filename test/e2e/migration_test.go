@@ -755,3 +755,21 @@ func TestLiveMigrationDefault(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestWireWatchParses: the raw speaker's UPDATE parser (no root) sees a
+// LOCAL_PREF, a four-octet AS path and the prefixes, plain and withdrawn,
+// so that the migration tests' wire check can fail.
+func TestWireWatchParses(t *testing.T) {
+	p := netip.MustParsePrefix("10.100.0.10/32")
+	w := &wireWatch{ann: map[netip.Prefix][]wireAnnounce{}}
+	m := updateMsg(nil, cat(attrOrigin(0), attrASPath4(65010, 65010, 65010), attrNextHop(lab.NodeIPv4), attr(0x40, 5, []byte{0, 0, 0, 50})), nlri(p))
+	w.update(m[19:])
+	w.update(updateMsg(nlri(p), nil, nil)[19:])
+	got, err := w.announced(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || !got[0].localPref || !slices.Equal(got[0].asPath, []uint32{65010, 65010, 65010}) || !got[1].withdraw {
+		t.Fatalf("parsed %v, want an announcement with LOCAL_PREF and AS path 65010 x3, then a withdraw", got)
+	}
+}
