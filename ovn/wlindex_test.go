@@ -220,11 +220,18 @@ func TestWLHandover(t *testing.T) {
 	port("rsrc", "blue.blue_ns_virt-launcher-vm-c", "blue", "remote", "10.200.0.10", true)
 	port("tgt", "blue.blue_ns_virt-launcher-vm-d", "blue", "", "10.200.0.10", false)
 	want("target here", "blue.blue_ns_virt-launcher-vm-d", model.HandoverArriving, clock, true)
-	// Ready: the target here enabled, the source (seen enabled) disabled:
-	// the VM runs here, sent with the rule's own attributes, not leaving.
+	// The target ready (one transaction: the target enabled, the remote
+	// source disabled, its addresses cleared): the VM runs here, and the
+	// disabled source, seen enabled before, is no target (issue 19: it
+	// was taken as one, so the target sent the handover attributes too
+	// until the source's port was deleted).
+	clock = clock.Add(time.Minute)
 	port("tgt", "blue.blue_ns_virt-launcher-vm-d", "blue", "", "10.200.0.10", true)
 	port("rsrc", "blue.blue_ns_virt-launcher-vm-c", "blue", "remote", "10.200.0.10", false)
-	want("target ready here", "blue.blue_ns_virt-launcher-vm-d", model.HandoverNone, time.Time{}, true)
+	want("target active", "blue.blue_ns_virt-launcher-vm-d", model.HandoverNone, time.Time{}, true)
+	// A later migration away from here: a new target, created disabled.
+	port("tgt2", "blue.blue_ns_virt-launcher-vm-e", "blue", "remote", "10.200.0.10", false)
+	want("migrating on", "blue.blue_ns_virt-launcher-vm-d", model.HandoverLeaving, clock, true)
 	// default network: a remote-zone route (at the first read: Since zero).
 	port("d8", "ns_vm8", "", "", "10.128.0.8", true)
 	want("remote route", "ns_vm8", model.HandoverLeft, time.Time{}, true)

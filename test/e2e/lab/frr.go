@@ -61,10 +61,20 @@ type FRRConfig struct {
 	GracefulRestart bool
 	// MaximumPaths > 0 sets `maximum-paths N` (eBGP ECMP) in each family.
 	MaximumPaths int
+	// UpdateLog logs every UPDATE bgpd receives (`debug bgp updates in`,
+	// the log at level debugging, timestamps in microseconds) to
+	// frr.log in Dir from the start (ParseUpdateLog reads it).
+	UpdateLog bool
 }
 
 var bgpdTemplate = template.Must(template.New("bgpd.conf").Parse(`hostname {{.Hostname}}
+{{- if .UpdateLog}}
+log file {{.Dir}}/frr.log debugging
+log timestamp precision 6
+debug bgp updates in
+{{- else}}
 log file {{.Dir}}/frr.log informational
+{{- end}}
 !
 router bgp {{.ASN}}
  bgp router-id {{.RouterID}}
@@ -181,7 +191,7 @@ func (c FRRConfig) Render(hostname, dir string) (string, error) {
 	err := bgpdTemplate.Execute(&b, map[string]any{
 		"Hostname": hostname, "Dir": dir, "ASN": c.ASN, "RouterID": c.RouterID,
 		"Neighbors": c.Neighbors, "Families": used, "GracefulRestart": c.GracefulRestart,
-		"MaximumPaths": c.MaximumPaths,
+		"MaximumPaths": c.MaximumPaths, "UpdateLog": c.UpdateLog,
 	})
 	return b.String(), err
 }
