@@ -490,12 +490,21 @@ func (x *wlIndex) compute(c *wlContext, k wlKey) []model.WorkloadIP {
 		case r.Enabled && otherOff != "":
 			e.Handover = model.HandoverLeaving
 			src += fmt.Sprintf("; %s %s is disabled with this address: a migration's target", tableSwitchPort, otherOff)
+		case !r.Enabled && x.seenEnabled[u]:
+			// Seen enabled, now disabled: the VM left, whether or not the
+			// target's enable is read yet. OVN-Kubernetes writes both in
+			// one transaction, but libovsdb hands over a transaction's
+			// rows one event at a time, and a read between the two must
+			// not withdraw it: it is held as any left address is.
+			e.Handover = model.HandoverLeft
+			if otherOn != "" {
+				src += fmt.Sprintf("; disabled, and %s is enabled with this address: the VM left", otherOn)
+			} else {
+				src += "; disabled after this client saw it enabled: the VM left"
+			}
 		case !r.Enabled && otherOn == "":
 			delete(x.since, sinceKey{u, k.ip})
 			continue
-		case !r.Enabled && x.seenEnabled[u]:
-			e.Handover = model.HandoverLeft
-			src += fmt.Sprintf("; disabled, and %s is enabled with this address: the VM left", otherOn)
 		case !r.Enabled:
 			e.Handover = model.HandoverArriving
 			src += fmt.Sprintf("; disabled, and %s is enabled with this address: a migration's target", otherOn)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -19,19 +18,17 @@ import (
 
 // TestWorkloadHandoverTxnAtomic (issue 19, found by the e2e test
 // TestLiveMigrationLayer2): the live migration handover is one NB
-// transaction (the target's port enabled, the source's disabled), and no
-// snapshot may show half of it: with the source disabled and the target
-// not yet enabled, node1 lists no entry for the VM's address, and the
-// daemon withdraws it for a moment. A real ovsdb-server; the transaction
+// transaction (the target's port enabled, the source's disabled), but
+// libovsdb applies an update row by row (TableCache.Populate2) and hands
+// each row's cache event over asynchronously, so a read can come between
+// the two rows. No snapshot may drop the VM's address there: a port this
+// client saw enabled that turns disabled is left (held), whether the
+// target's enable is read yet or not. A real ovsdb-server; the transaction
 // and its reverse (a failed migration: the source enabled again) 300
-// times; every snapshot the client notifies must list the address. It
-// fails in about a third of the runs of 100 rounds: skipped (knownBugTornTxn)
-// unless OVNBGP_KNOWN_BUGS is set.
+// times; every snapshot the client notifies must list the address. Before
+// that rule, it failed in every run.
 func TestWorkloadHandoverTxnAtomic(t *testing.T) {
 	const rounds = 300
-	if os.Getenv("OVNBGP_KNOWN_BUGS") == "" {
-		t.Skip(knownBugTornTxn)
-	}
 	s := ovsdbtest.Start(t, "")
 	net := []string{"external_ids:k8s.ovn.org/network=ns2_green", "external_ids:k8s.ovn.org/topology=layer2"}
 	port := func(name, chassis string, remote, enabled bool) []string {
@@ -125,12 +122,3 @@ func TestWorkloadHandoverTxnAtomic(t *testing.T) {
 	}
 	t.Logf("%d snapshots", seen)
 }
-
-// knownBugTornTxn names the bug TestWorkloadHandoverTxnAtomic shows (and
-// test/e2e TestLiveMigrationLayer2, as a withdraw and re-announce within
-// a millisecond).
-const knownBugTornTxn = "known bug (issue 19): a snapshot can hold half of one NB transaction. libovsdb applies an update row by row " +
-	"(TableCache.Populate2) and delivers each row's cache event asynchronously; readWorkloads reads again only the rows whose " +
-	"events came so far, so after the first row's event a read can see the source's port disabled without the target's " +
-	"enable of the same transaction: the source node lists no entry for the VM's address and withdraws it until the next " +
-	"read (about 1 ms). Run with OVNBGP_KNOWN_BUGS=1"

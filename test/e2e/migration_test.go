@@ -3,7 +3,6 @@ package e2e
 import (
 	"fmt"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -38,12 +37,6 @@ const migrationHold = 3 * time.Second
 // node's NB commit to FRR's best path via the target is logged per
 // migration (docs/benchmarks.md, "Live migration handover (issue 19)").
 func TestLiveMigrationLayer2(t *testing.T) {
-	if os.Getenv("OVNBGP_KNOWN_BUGS") == "" {
-		t.Skip("known bug (issue 19; ovn TestWorkloadHandoverTxnAtomic): a snapshot can hold half of the handover's NB transaction " +
-			"(libovsdb delivers the cache events of an update one per row, asynchronously, and the NB client reads again only the rows " +
-			"whose events came): the source node withdraws the VM's address and announces it again ~1 ms later, a gap at FRR in about " +
-			"a third of the runs. Run with OVNBGP_KNOWN_BUGS=1")
-	}
 	t.Parallel()
 	const runs = 6
 	l := lab.New(t)
