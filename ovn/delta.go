@@ -44,6 +44,9 @@ func (c *Client) SnapshotDelta(node string, since uint64) (snap model.Snapshot, 
 	c.setProblems(res.Problems)
 	snap, gen = res.Snapshot, rows.gen
 	delta = c.delta(base, node, since, snap, gen)
+	if res.WorkloadsNewer {
+		delta = model.SnapshotDelta{All: true}
+	}
 	c.mu.Lock()
 	c.base = &deltaBase{node: node, gen: gen, snap: snap}
 	c.mu.Unlock()

@@ -139,6 +139,9 @@ type buildResult struct {
 	Cluster []model.Subnet
 	// Problems describes each row that was skipped, sorted.
 	Problems []string
+	// WorkloadsNewer: the workload addresses are the index's, newer than the
+	// rows' read (wlView.forNode): SnapshotDelta says All.
+	WorkloadsNewer bool
 }
 
 // build turns Logical_Switch rows into node's view. It is pure and
@@ -340,6 +343,7 @@ func buildNBMemo(in nbRows, node string, memo *buildMemo) buildResult {
 	}
 	problems = append(problems, imp.Problems...)
 	problems = append(problems, addrProblems...)
+	var wlNewer bool
 	if node != "" {
 		// Only a node's snapshot advertises (ClusterSubnets passes "").
 		var eipProblems, vipProblems []string
@@ -356,12 +360,12 @@ func buildNBMemo(in nbRows, node string, memo *buildMemo) buildResult {
 		problems = append(problems, eipProblems...)
 		problems = append(problems, vipProblems...)
 		var wlProblems []string
-		snap.WorkloadIPs, wlProblems = in.wl.forNode(node)
+		snap.WorkloadIPs, wlProblems, wlNewer = in.wl.forNode(node)
 		problems = append(problems, wlProblems...)
 	}
 
 	slices.Sort(problems)
-	return buildResult{Snapshot: snap, Cluster: sortSubnets(cluster), Problems: slices.Compact(problems)}
+	return buildResult{Snapshot: snap, Cluster: sortSubnets(cluster), Problems: slices.Compact(problems), WorkloadsNewer: wlNewer}
 }
 
 // classify says whether r is node's switch of its network, and names the

@@ -190,6 +190,8 @@ type wlIndex struct {
 	outside  map[wlKey]map[string]string
 	probList []string
 	now      func() time.Time
+	// seq counts the reads (readWorkloads).
+	seq uint64
 }
 
 // wlCtxRows are the rows a wlContext was built from.
@@ -705,6 +707,8 @@ func (x *wlIndex) sortProblems() {
 
 // wlView is the workload addresses of one read, for node; read-only.
 type wlView struct {
+	// seq is the index's read this view is of (wlIndex.seq).
+	seq      uint64
 	node     string
 	list     []model.WorkloadIP
 	problems []string
@@ -717,26 +721,28 @@ type wlView struct {
 }
 
 // forNode is node's workload addresses: the read's when it was for node,
-// else computed now from the index (which a later read may have moved on)
-// and kept for the next reads.
-func (v *wlView) forNode(node string) ([]model.WorkloadIP, []string) {
+// else computed now from the index and kept for the next reads. newer
+// says the index had moved on past this view's read (a later read, not
+// installed yet, changed it): the addresses are newer than the rows, and
+// a delta against this view's generation would lose that change.
+func (v *wlView) forNode(node string) (list []model.WorkloadIP, problems []string, newer bool) {
 	if v == nil {
-		return nil, nil
+		return nil, nil, false
 	}
 	if v.node == node {
-		return v.list, v.problems
+		return v.list, v.problems, false
 	}
 	m := v.memo
 	m.read.Lock()
 	defer m.read.Unlock()
 	x := m.wl
 	if x == nil {
-		return nil, nil
+		return nil, nil, false
 	}
 	if x.ctx == nil || x.ctx.node != node {
 		x.rebuild(x.context(node, v.switches, v.ports, v.routes))
 	}
-	return x.list, x.probList
+	return x.list, x.probList, x.seq != v.seq
 }
 
 // wlResult is what readWorkloads found changed.
@@ -890,10 +896,15 @@ func readWorkloads(out *nbRows, s *readState) (wlResult, error) {
 		res.changed, res.keys, res.node = len(keys) > 0 || reset, keys, node
 		view.node, view.list, view.problems = node, x.list, x.probList
 	} else {
-		res.changed = reset
-		view.node = "\x00" // no node's addresses yet: forNode computes them
+		// No node's addresses in the index yet (forNode computes them):
+		// any row that changed may change them, which keys, unknown.
+		res.changed = reset || ctxChanged || len(affected) > 0
+		res.unknown = res.unknown || res.changed
+		view.node = "\x00"
 	}
 	x.first = false
+	x.seq++
+	view.seq = x.seq
 	out.wl = view
 	return res, nil
 }
