@@ -431,6 +431,7 @@ func (c *wlContext) local(r *lspRow) bool {
 
 // compute is the entries of key k for the context.
 func (x *wlIndex) compute(c *wlContext, k wlKey) []model.WorkloadIP {
+	delete(x.outside, k) // made again below, if still so
 	net, ok := c.nets[k.network]
 	if !ok {
 		return nil
@@ -440,7 +441,6 @@ func (x *wlIndex) compute(c *wlContext, k wlKey) []model.WorkloadIP {
 		return nil
 	}
 	var out []model.WorkloadIP
-	delete(x.outside, k)
 	for u := range uuids {
 		r := x.ports[u]
 		if !c.local(r) || r.Problem != "" {
@@ -589,7 +589,7 @@ func compareWorkload(a, b model.WorkloadIP) int {
 // differ from before.
 func (x *wlIndex) rebuild(c *wlContext) []wlKey {
 	old := x.entries
-	x.ctx, x.entries = c, map[wlKey][]model.WorkloadIP{}
+	x.ctx, x.entries, x.outside = c, map[wlKey][]model.WorkloadIP{}, map[wlKey]map[string]string{}
 	var changed []wlKey
 	for k := range x.byKey {
 		if e := x.compute(c, k); len(e) > 0 {

@@ -267,3 +267,38 @@ func TestWLHandover(t *testing.T) {
 	x.rebuild(x.context("node1", sw, nil, routes))
 	want("the local route gone", "ns_vm7", model.HandoverLeft, clock, true)
 }
+
+// TestWLOutsideProblemGoes: a layer2 port whose address is outside the
+// network's subnets is one problem while it is there, and none once it is
+// gone or moved inside.
+func TestWLOutsideProblemGoes(t *testing.T) {
+	sw, routes := wlTestRows()
+	x := newWLIndex()
+	x.rebuild(x.context("node1", sw, nil, routes))
+	set := func(ip string, gone bool) {
+		t.Helper()
+		var row *lspRow
+		if !gone {
+			enabled := true
+			row = lspRowOf(&nbdb.LogicalSwitchPort{UUID: "p", Name: "blue.blue_ns_a", Enabled: &enabled,
+				ExternalIDs: map[string]string{"pod": "true", "namespace": "ns", extIDNetwork: "blue"},
+				Addresses:   []string{"0a:58:00:00:00:01 " + ip}, PortSecurity: []string{"0a:58:00:00:00:01 " + ip}})
+		}
+		affected := map[wlKey]struct{}{}
+		x.setPort("p", row, affected)
+		x.update(affected)
+	}
+	set("10.99.0.7", false)
+	if len(x.probList) != 1 || len(x.list) != 0 {
+		t.Fatalf("outside: problems %q, entries %+v; want one problem, no entry", x.probList, x.list)
+	}
+	set("10.200.0.7", false)
+	if len(x.probList) != 0 || len(x.list) != 1 {
+		t.Fatalf("moved inside: problems %q, entries %+v; want none, one entry", x.probList, x.list)
+	}
+	set("10.99.0.7", false)
+	set("", true)
+	if len(x.probList) != 0 || len(x.list) != 0 {
+		t.Fatalf("gone: problems %q, entries %+v; want none", x.probList, x.list)
+	}
+}
