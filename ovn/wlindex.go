@@ -88,6 +88,12 @@ func lspRowOf(p *nbdb.LogicalSwitchPort) *lspRow {
 		return r
 	}
 	f := strings.Fields(list[0])
+	if slices.Contains(f, "dynamic") {
+		// OVN's own IPAM (dynamic_addresses), which OVN-Kubernetes never
+		// asks for: the address is not known here.
+		r.Problem = fmt.Sprintf("%s %s %s %q: a dynamic address (OVN's IPAM, which OVN-Kubernetes does not use) is not read; port skipped", tableSwitchPort, p.Name, col, list[0])
+		return r
+	}
 	for _, s := range f[min(1, len(f)):] {
 		a, err := netip.ParseAddr(s)
 		if err != nil || a.Zone() != "" || a.Is4In6() || a.IsUnspecified() {
