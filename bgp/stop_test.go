@@ -47,6 +47,14 @@ func ownGoroutines() map[string]string {
 	return out
 }
 
+// exitingTask says whether stack g is a task wrapper's (tasks.goFn,
+// tasks.after) after its function returned: the wrapper is the top frame.
+func exitingTask(g string) bool {
+	lines := strings.Split(g, "\n")
+	return len(lines) > 1 && strings.HasPrefix(lines[1], "github.com/ovnbgp/ovnbgp/bgp.(*tasks).") &&
+		strings.Contains(lines[1], ".func")
+}
+
 // running are the stacks of the goroutines whose "created by" part
 // (that line and the next) satisfies match.
 func running(match func(created string) bool) []string {
@@ -206,9 +214,12 @@ func TestStopLeavesNoGoroutine(t *testing.T) {
 	if err := node.Stop(ctx, false); err != nil {
 		t.Fatal(err)
 	}
-	// At once: Stop waited for every goroutine ovnbgp's code started.
+	// At once: Stop waited for every goroutine ovnbgp's code started. A
+	// task's wrapper whose function has returned may still be on its way
+	// out (its deferred WaitGroup.Done let Stop return): its stack's top
+	// frame is the wrapper itself, nothing of the task's.
 	for h, g := range ownGoroutines() {
-		if _, ok := ownBefore[h]; !ok {
+		if _, ok := ownBefore[h]; !ok && !exitingTask(g) {
 			t.Errorf("runs after Stop returned:\n%s", g)
 		}
 	}
