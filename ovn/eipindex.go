@@ -262,28 +262,12 @@ func (x *eipIndex) applyProtected(rows map[string]*natRow) {
 	if len(affected) == 0 {
 		return
 	}
-	edits := make([]netip.Prefix, 0, len(affected))
-	for a := range affected {
-		edits = append(edits, netip.PrefixFrom(a, a.BitLen()))
-	}
-	slices.SortFunc(edits, model.ComparePrefix)
-	old := x.prot
-	out := make([]model.ProtectedPrefix, 0, len(old)+len(edits))
-	at := 0
-	for _, p := range edits {
-		i, found := slices.BinarySearchFunc(old[at:], p, func(e model.ProtectedPrefix, p netip.Prefix) int { return model.ComparePrefix(e.Prefix, p) })
-		i += at
-		out = append(out, old[at:i]...)
-		at = i
-		if found {
-			at++
+	x.prot = editHostProtected(x.prot, affected, func(a netip.Addr) (string, bool) {
+		if list := x.protRows[a]; len(list) > 0 {
+			return natWhy(list[0]), true
 		}
-		if list := x.protRows[p.Addr()]; len(list) > 0 {
-			out = append(out, hostProtected(p.Addr(), natWhy(list[0])))
-		}
-	}
-	out = append(out, old[at:]...)
-	x.prot = slices.Clip(out)
+		return "", false
+	})
 }
 
 // entry builds the entry of a in group k; ok is false when no row holds

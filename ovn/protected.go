@@ -223,6 +223,33 @@ type protectedPart struct {
 }
 
 // hostProtected is a as a host prefix, with why.
+// editHostProtected is old (sorted by prefix, one entry a prefix) with the
+// host entries of the addresses in affected made again, in one merge pass:
+// why gives each one's reason, false for none (the entry goes).
+func editHostProtected(old []model.ProtectedPrefix, affected map[netip.Addr]struct{}, why func(netip.Addr) (string, bool)) []model.ProtectedPrefix {
+	edits := make([]netip.Prefix, 0, len(affected))
+	for a := range affected {
+		edits = append(edits, netip.PrefixFrom(a, a.BitLen()))
+	}
+	slices.SortFunc(edits, model.ComparePrefix)
+	out := make([]model.ProtectedPrefix, 0, len(old)+len(edits))
+	at := 0
+	for _, p := range edits {
+		i, found := slices.BinarySearchFunc(old[at:], p, func(e model.ProtectedPrefix, p netip.Prefix) int { return model.ComparePrefix(e.Prefix, p) })
+		i += at
+		out = append(out, old[at:i]...)
+		at = i
+		if found {
+			at++
+		}
+		if w, ok := why(p.Addr()); ok {
+			out = append(out, hostProtected(p.Addr(), w))
+		}
+	}
+	out = append(out, old[at:]...)
+	return slices.Clip(out)
+}
+
 func hostProtected(a netip.Addr, why string) model.ProtectedPrefix {
 	a = a.Unmap()
 	return model.ProtectedPrefix{Prefix: netip.PrefixFrom(a, a.BitLen()), Why: why}

@@ -225,28 +225,12 @@ func (x *vipIndex) applyProtected(rows map[string]*lbRow) {
 	if len(affected) == 0 {
 		return
 	}
-	edits := make([]netip.Prefix, 0, len(affected))
-	for a := range affected {
-		edits = append(edits, netip.PrefixFrom(a, a.BitLen()))
-	}
-	slices.SortFunc(edits, model.ComparePrefix)
-	old := x.prot
-	out := make([]model.ProtectedPrefix, 0, len(old)+len(edits))
-	at := 0
-	for _, p := range edits {
-		i, found := slices.BinarySearchFunc(old[at:], p, func(e model.ProtectedPrefix, p netip.Prefix) int { return model.ComparePrefix(e.Prefix, p) })
-		i += at
-		out = append(out, old[at:i]...)
-		at = i
-		if found {
-			at++
+	x.prot = editHostProtected(x.prot, affected, func(a netip.Addr) (string, bool) {
+		if list := x.protRows[a]; len(list) > 0 {
+			return list[0].protectWhy(), true
 		}
-		if list := x.protRows[p.Addr()]; len(list) > 0 {
-			out = append(out, hostProtected(p.Addr(), list[0].protectWhy()))
-		}
-	}
-	out = append(out, old[at:]...)
-	x.prot = slices.Clip(out)
+		return "", false
+	})
 }
 
 // apply makes the index hold rows: each UUID's row is replaced by the one
