@@ -361,12 +361,16 @@ func TestPrefixLimitAuditSkipsQuietPeer(t *testing.T) {
 	}
 	waitEstablished(t, node, "tor")
 	<-w.up
-	nh, as := l.addr(3), []uint32{provASN}
-	w.send(announce(t, nh, as, false, nil, seq(89, 0, 5)...))
-	waitLearned(t, node, "tor", pfxs(seq(89, 0, 5))...)
+	// The read for the new session comes first, so that the prefixes
+	// below are on the wire after it: a read after them would be a
+	// complete count, and the first audit rightly skipped (CI saw that
+	// when this waited after the prefixes).
 	eventually(t, 30*time.Second, "the read when the session came up", func() (bool, string) {
 		return node.limit.reads.Load() >= 1, "no read"
 	})
+	nh, as := l.addr(3), []uint32{provASN}
+	w.send(announce(t, nh, as, false, nil, seq(89, 0, 5)...))
+	waitLearned(t, node, "tor", pfxs(seq(89, 0, 5))...)
 	now := time.Now()
 	audit := func(k int) uint64 {
 		t.Helper()
