@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"sort"
@@ -475,7 +476,8 @@ func (s *Speaker) peerStatus(c config.Peer, p *api.Peer) model.PeerStatus {
 			}
 		}
 		if ps.State == model.StateEstablished {
-			fams, eorGot = ss.families, ss.eor
+			// Copies: endOfRIB writes ss.eor under the lock, read below without it.
+			fams, eorGot = maps.Clone(ss.families), maps.Clone(ss.eor)
 		}
 	}
 	ps.BFD = bfdStatus(c, s.sess.all[c.Address])
