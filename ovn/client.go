@@ -63,6 +63,8 @@ type Client struct {
 	// changed is poked by libovsdb's cache event handler; the session
 	// goroutine then re-reads the rows.
 	changed chan struct{}
+	// probs keeps and logs the row problems of the last snapshot.
+	probs *problemLog
 	// memo keeps the rows of the last read, per table, and the parsed
 	// load-balancer rows between reads (readRows).
 	memo *rowMemo
@@ -95,8 +97,7 @@ type Client struct {
 	attempts  int           // failed attempts since the last successful connect
 	logged    string        // last connection state logged: "", "connected", "disconnected"
 	cli       client.Client // the live session's client, nil when disconnected (ApplyRoutes writes through it)
-	problems  []string
-	base      *deltaBase // the last SnapshotDelta's snapshot, nil before one
+	base      *deltaBase    // the last SnapshotDelta's snapshot, nil before one
 	// writing counts the ApplyRoutes calls under way: the session does not
 	// re-read the rows on every cache event meanwhile (a write of 10k rows
 	// would re-read them hundreds of times); ApplyRoutes re-reads them
@@ -187,6 +188,7 @@ func newClient(ctx context.Context, cfg config.OVN, log *zap.Logger, notify func
 		done:      make(chan struct{}),
 		changed:   make(chan struct{}, 1),
 		memo:      newRowMemo(),
+		probs:     newProblemLog(log),
 		build:     &buildMemo{},
 		since:     time.Now(),
 		batchSize: defaultBatchSize,
@@ -260,7 +262,7 @@ func (c *Client) Status() Status {
 		LastError:   c.lastErr,
 		LastErrorAt: c.lastErrAt,
 		Attempts:    c.attempts,
-		Problems:    slices.Clone(c.problems),
+		Problems:    c.probs.list(),
 	}
 }
 
@@ -286,6 +288,9 @@ func (c *Client) backoffMax() time.Duration {
 // between failed attempts, reset after a session that got connected.
 func (c *Client) run() {
 	defer close(c.done)
+	var wg sync.WaitGroup
+	wg.Go(func() { c.probs.run(c.ctx) })
+	defer wg.Wait()
 	wait := backoffMin
 	for {
 		connected, err := c.session()
@@ -775,27 +780,9 @@ func (c *Client) setDown(err error) {
 	}
 }
 
-// setProblems records the current row problems and logs each change once.
-func (c *Client) setProblems(p []string) {
-	c.mu.Lock()
-	old := c.problems
-	if slices.Equal(old, p) {
-		c.mu.Unlock()
-		return
-	}
-	c.problems = slices.Clone(p)
-	c.mu.Unlock()
-	for _, s := range p {
-		if !slices.Contains(old, s) {
-			c.log.Warn("nb row skipped", zap.String("problem", s))
-		}
-	}
-	for _, s := range old {
-		if !slices.Contains(p, s) {
-			c.log.Info("nb row problem resolved", zap.String("problem", s))
-		}
-	}
-}
+// setProblems records the current row problems; each change is logged
+// once it has settled (problemLog).
+func (c *Client) setProblems(p []string) { c.probs.set(p, time.Now()) }
 
 // eventsDropped has the session re-read every table: libovsdb dropped
 // cache events, so the tables they named are not known. It is the only

@@ -350,10 +350,14 @@ func TestLogsOncePerStateChange(t *testing.T) {
 		snap, ok := c.Snapshot("node1")
 		return ok && len(snap.Networks) == 1, "not synced"
 	})
+	count := func(msg string) int { return logs.FilterMessage(msg).Len() }
+	// Logged once it has stood for a second (problemSettle).
+	eventually(t, 10*time.Second, func() (bool, string) {
+		return count("nb row skipped") >= 1, "the problem was never logged"
+	})
 	for range 5 {
 		c.Snapshot("node1")
 	}
-	count := func(msg string) int { return logs.FilterMessage(msg).Len() }
 	if n := count("nb row skipped"); n != 1 {
 		t.Errorf("%d 'nb row skipped' logs, want 1", n)
 	}
