@@ -49,6 +49,7 @@ func (s *Speaker) Sync() map[string]model.PeerSync {
 			}
 			ps.EndOfRIB = negotiated && eor
 		}
+		ps.WithholdIPv4 = withholdIPv4(p, ss)
 		out[name] = ps
 	}
 	return out

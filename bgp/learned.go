@@ -269,6 +269,7 @@ func (s *Speaker) learnedPath(peer config.Peer, prefix netip.Prefix, p *apiutil.
 		}
 	}
 	lp.Communities = cache.communitiesOf(comm, large)
+	lp.NextHop = linkNextHop(peer, lp.NextHop)
 	why := malformed(lp.ASPath, asSet, ebgp)
 	if why == "" && comm != nil && len(comm.Value) == 0 {
 		// gobgp v4.8.0 decodes it as an empty list and keeps the path
@@ -288,6 +289,27 @@ func (s *Speaker) learnedPath(peer config.Peer, prefix netip.Prefix, p *apiutil.
 		lp.Reason = lp.Malformed + "; never imported"
 	}
 	return lp
+}
+
+// linkNextHop is the next hop nh of a path from peer, with the link a
+// link-local one is on. gobgp keeps only the first of the two next hops
+// of RFC 2545 (table_manager.go's ProcessMessage, v4.8.0), and gives a
+// link-local one without its zone: from a peer on a link (and from a
+// directly connected peer bound to an interface) a link-local next hop
+// is on that link, and "::" (BIRD 2 sends "::" and its link-local when
+// it has no global address) is the peer itself. Any other next hop is
+// left as sent; the import decision judges it.
+func linkNextHop(peer config.Peer, nh netip.Addr) netip.Addr {
+	direct := onLink(peer) || peer.Interface != "" && peer.EBGPMultihop == 0
+	switch {
+	case !direct || !nh.Is6() || nh.Is4In6():
+		return nh
+	case nh.IsUnspecified() && onLink(peer) && peer.Address.IsValid():
+		return peer.Address
+	case nh.IsLinkLocalUnicast() && nh.Zone() == "":
+		return nh.WithZone(peer.Interface)
+	}
+	return nh
 }
 
 // malformed says why a path gobgp v4.8.0 accepted must never be imported,

@@ -467,6 +467,9 @@ func (s *Speaker) peerStatus(c config.Peer, p *api.Peer) model.PeerStatus {
 	timers := p.GetTimers().GetState()
 	s.sess.mu.Lock()
 	var fams, eorGot map[config.Family]bool
+	if onLink(c) {
+		ps.Interface = c.Interface
+	}
 	if ss := s.sess.all[c.Address]; ss != nil {
 		ps.Since = ss.since
 		ps.LastError, ps.LastErrorAt = ss.lastError, ss.lastErrorAt
@@ -478,6 +481,7 @@ func (s *Speaker) peerStatus(c config.Peer, p *api.Peer) model.PeerStatus {
 		if ps.State == model.StateEstablished {
 			// Copies: endOfRIB writes ss.eor under the lock, read below without it.
 			fams, eorGot = maps.Clone(ss.families), maps.Clone(ss.eor)
+			ps.ExtendedNextHop = ss.enh
 		}
 	}
 	ps.BFD = bfdStatus(c, s.sess.all[c.Address])
@@ -509,6 +513,9 @@ func (s *Speaker) peerStatus(c config.Peer, p *api.Peer) model.PeerStatus {
 	eor, negotiatedAny := true, false
 	for _, f := range c.Families {
 		fc := model.FamilyCounts{Family: string(f), Negotiated: fams[f]}
+		if fc.Negotiated && f == config.IPv4 && transport6(c) && !ps.ExtendedNextHop {
+			fc.Withheld = noExtendedNextHop
+		}
 		want := apiFamily(f)
 		for _, as := range p.GetAfiSafis() {
 			fam := as.GetState().GetFamily()
@@ -526,6 +533,27 @@ func (s *Speaker) peerStatus(c config.Peer, p *api.Peer) model.PeerStatus {
 	}
 	ps.EndOfRIB = ps.State == model.StateEstablished && negotiatedAny && eor
 	return ps
+}
+
+// noExtendedNextHop is why IPv4 is withheld from an IPv6 session whose
+// peer did not offer the extended next hop capability.
+const noExtendedNextHop = "withheld: the peer did not offer the extended next hop capability for IPv4 (RFC 8950), so IPv4 prefixes with an IPv6 next hop would be treated as withdrawn; enable it on the peer (FRR: neighbor X capability extended-nexthop; BIRD: extended next hop on)"
+
+// withholdIPv4 says whether the plan must send p no IPv4 prefix
+// (model.PeerSync.WithholdIPv4); the caller holds sess.mu.
+func withholdIPv4(p config.Peer, ss *session) bool {
+	return ss.enhKnown && !ss.enh && transport6(p) && slices.Contains(p.Families, config.IPv4)
+}
+
+// transport6 says whether the session with p runs over IPv6.
+func transport6(p config.Peer) bool {
+	return p.Address.Is6() && !p.Address.Is4In6() || !p.Address.IsValid() && p.Interface != ""
+}
+
+// onLink says whether p is reached on a link by its link-local address
+// (unnumbered, or given as fe80::…%dev).
+func onLink(p config.Peer) bool {
+	return p.Interface != "" && (!p.Address.IsValid() || p.Address.IsLinkLocalUnicast())
 }
 
 func apiFamily(f config.Family) *api.Family {

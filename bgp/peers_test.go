@@ -479,3 +479,56 @@ func TestSetPeersInPlace(t *testing.T) {
 		t.Errorf("no log of the in-place update:\n%s", l.logs())
 	}
 }
+
+// TestLinkNextHop: a link-local next hop from a peer on a link gets the
+// link's zone, "::" becomes the peer's own link-local (BIRD without a
+// global address), and every other next hop is left as sent (issue 20).
+func TestLinkNextHop(t *testing.T) {
+	ll := netip.MustParseAddr("fe80::1%eth1")
+	unnumbered := config.Peer{Name: "u", Interface: "eth1", Address: ll}
+	numbered6 := config.Peer{Name: "n", Address: netip.MustParseAddr("2001:db8::1")}
+	bound := config.Peer{Name: "b", Address: netip.MustParseAddr("2001:db8::1"), Interface: "eth1"}
+	multihop := config.Peer{Name: "m", Address: netip.MustParseAddr("2001:db8::1"), Interface: "eth1", EBGPMultihop: 2}
+	for _, tc := range []struct {
+		peer config.Peer
+		nh   string
+		want string
+	}{
+		{unnumbered, "fe80::1", "fe80::1%eth1"},
+		{unnumbered, "fe80::2", "fe80::2%eth1"},
+		{unnumbered, "::", "fe80::1%eth1"},
+		{unnumbered, "2001:db8::5", "2001:db8::5"},
+		{unnumbered, "192.0.2.1", "192.0.2.1"},
+		{unnumbered, "fe80::2%eth9", "fe80::2%eth9"}, // already zoned: judged by import
+		{numbered6, "fe80::2", "fe80::2"},            // no link known: import refuses it
+		{numbered6, "::", "::"},
+		{bound, "fe80::2", "fe80::2%eth1"},
+		{bound, "::", "::"},
+		{multihop, "fe80::2", "fe80::2"},
+	} {
+		if got := linkNextHop(tc.peer, netip.MustParseAddr(tc.nh)); got.String() != tc.want {
+			t.Errorf("peer %s, next hop %s: %s, want %s", tc.peer.Name, tc.nh, got, tc.want)
+		}
+	}
+}
+
+// TestExtendedNextHopCapability: only the peer's tuple for IPv4 unicast
+// with an IPv6 next hop lets an IPv6 session carry IPv4 (RFC 8950).
+func TestExtendedNextHopCapability(t *testing.T) {
+	mp4 := bgppkt.NewCapMultiProtocol(bgppkt.RF_IPv4_UC)
+	for _, tc := range []struct {
+		name string
+		caps []bgppkt.ParameterCapabilityInterface
+		want bool
+	}{
+		{"none", []bgppkt.ParameterCapabilityInterface{mp4}, false},
+		{"ipv4 over ipv6", []bgppkt.ParameterCapabilityInterface{mp4, bgppkt.NewCapExtendedNexthop(
+			[]*bgppkt.CapExtendedNexthopTuple{bgppkt.NewCapExtendedNexthopTuple(bgppkt.RF_IPv4_UC, bgppkt.AFI_IP6)})}, true},
+		{"another family only", []bgppkt.ParameterCapabilityInterface{mp4, bgppkt.NewCapExtendedNexthop(
+			[]*bgppkt.CapExtendedNexthopTuple{bgppkt.NewCapExtendedNexthopTuple(bgppkt.RF_IPv4_VPN, bgppkt.AFI_IP6)})}, false},
+	} {
+		if got := extendedNextHop(tc.caps); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

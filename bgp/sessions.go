@@ -62,8 +62,14 @@ type session struct {
 	// actives counts the events that said Active: each one lets one
 	// connection go to gobgp (collision.go).
 	actives uint64
-	// families are those negotiated with the peer, while Established.
+	// families are those negotiated with the peer, while Established;
+	// enh says the peer offered the extended next hop capability for
+	// IPv4 unicast over IPv6 (RFC 8950).
 	families map[config.Family]bool
+	enh      bool
+	// enhKnown: some session of the peer was Established (enh is its
+	// OPEN's, kept while down).
+	enhKnown bool
 	// eor are the families whose End-of-RIB marker the peer really sent
 	// in the current session (gobgp's own EndOfRibReceived flag is also
 	// set, without any marker, when ovnbgp restarts and the peer's OPEN

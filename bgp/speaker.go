@@ -408,6 +408,7 @@ func (s *Speaker) onPeerEvent(ev *apiutil.WatchEventMessage_PeerEvent, ts time.T
 		}
 		ss.down = time.Time{}
 		ss.families = negotiated(ev.Peer.State.RemoteCap)
+		ss.enh, ss.enhKnown = extendedNextHop(ev.Peer.State.RemoteCap), true
 		if !wasUp {
 			ss.gr, ss.graceful, ss.lastUpdate = nil, false, time.Time{}
 			if s.global.GracefulRestart.Enabled {
@@ -557,6 +558,29 @@ func negotiated(remote []bgppkt.ParameterCapabilityInterface) map[config.Family]
 		out[config.IPv4] = true
 	}
 	return out
+}
+
+// extendedNextHop says whether the peer's OPEN offers IPv4 unicast NLRI
+// with an IPv6 next hop (RFC 8950 extended next hop capability). gobgp
+// v4.8.0 always offers it itself (capabilitiesFromConfig in its
+// pkg/server/fsm.go) but never checks the peer's: it sends IPv4 paths
+// with an IPv6 next hop to any peer that negotiated IPv4, which a peer
+// without the capability treats as withdrawn (BIRD 2: "mismatched
+// address family"). So ovnbgp reads it here, and the plan sends IPv4
+// over an IPv6 session only when it is there.
+func extendedNextHop(remote []bgppkt.ParameterCapabilityInterface) bool {
+	for _, c := range remote {
+		e, ok := c.(*bgppkt.CapExtendedNexthop)
+		if !ok {
+			continue
+		}
+		for _, t := range e.Tuples {
+			if t.NLRIAFI == bgppkt.AFI_IP && t.NLRISAFI == uint16(bgppkt.SAFI_UNICAST) && t.NexthopAFI == bgppkt.AFI_IP6 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // listenPort maps the config's port to gobgp's: -1 never listens, 0 is

@@ -94,6 +94,12 @@ func advList(t *btree.BTreeG[model.Advertisement]) []model.Advertisement {
 // what changed), unless the pass must be whole (advWhy).
 func (pl *planner) adverts(cfg *config.Config, sp Speaker, snap model.Snapshot, nr *nbRead) advPart {
 	now := time.Now()
+	if nr == nil {
+		var w withheldIPv4 // a view keeps nothing
+		cfg = w.advConfig(cfg, sp.Sync())
+	} else {
+		cfg = pl.withheld.advConfig(cfg, sp.Sync())
+	}
 	drain := plan.NewDrain(cfg, pl.drain(), now)
 	if nr == nil {
 		sent, held := drain.Apply(plan.CappedAdvertisements(cfg, snap, now))

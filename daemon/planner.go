@@ -36,8 +36,10 @@ type planner struct {
 	openHost func(protocol int, log *zap.Logger, notify func()) (Host, error)
 
 	imp importState
-	// adv is the advertisement side (adverts.go).
-	adv advSide
+	// adv is the advertisement side (adverts.go); withheld its config
+	// while some peer's IPv4 is withheld (withhold.go).
+	adv      advSide
+	withheld withheldIPv4
 	// pending is the loop's next pass, computed ahead by `ovnbgp plan`
 	// (nextPass.go).
 	pending *pendingPass

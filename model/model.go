@@ -205,6 +205,10 @@ type FamilyCounts struct {
 	// Negotiated is true while the session is Established with this
 	// family negotiated: only then is anything of it sent.
 	Negotiated bool `json:"negotiated"`
+	// Withheld says why nothing of a negotiated family is sent, "" if it
+	// is: IPv4 over an IPv6 session needs the peer's extended next hop
+	// capability (RFC 8950).
+	Withheld string `json:"withheld,omitempty"`
 }
 
 // PeerStatus is the live state of one configured peer.
@@ -217,6 +221,16 @@ type PeerStatus struct {
 	RouterID     netip.Addr     `json:"routerID,omitzero"`
 	LocalAddress netip.Addr     `json:"localAddress,omitzero"`
 	Families     []FamilyCounts `json:"families"`
+	// Interface is the link of an on-link peer (unnumbered, or given by
+	// its link-local address); Address is then the peer's link-local
+	// address on it, learned (Learned says how) or configured, and is
+	// invalid while none is known.
+	Interface string `json:"interface,omitempty"`
+	Learned   string `json:"learned,omitempty"`
+	// ExtendedNextHop is true while Established when the peer offered
+	// the extended next hop capability for IPv4 unicast over IPv6 (RFC
+	// 8950): IPv4 prefixes with an IPv6 next hop.
+	ExtendedNextHop bool `json:"extendedNextHop,omitempty"`
 	// LastError is the last NOTIFICATION (code/subcode and name, sent or
 	// received) or transport error, "" if none, or, while Established,
 	// the families the peer did not negotiate. It is kept after the

@@ -30,6 +30,15 @@ type PeerSync struct {
 	// stale.
 	Down     time.Time `json:"down,omitzero"`
 	Graceful bool      `json:"graceful,omitempty"`
+	// WithholdIPv4: the peer has IPv4 over an IPv6 session, and its last
+	// OPEN (this session's, or the last one's while down) did not offer
+	// the extended next hop capability for IPv4 unicast (RFC 8950): the
+	// plan sends it no IPv4 prefix, since each would carry an IPv6 next
+	// hop it treats as withdrawn. Before any OPEN it is false: a peer
+	// that has the capability (FRR always does on an interface peer)
+	// gets its IPv4 prefixes in the first burst, and keeps them over a
+	// graceful restart.
+	WithholdIPv4 bool `json:"withholdIPv4,omitempty"`
 }
 
 // PeerGR is a graceful-restart capability a peer sent (RFC 4724 3,

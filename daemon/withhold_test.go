@@ -1,0 +1,39 @@
+package daemon
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/ovnbgp/ovnbgp/config"
+	"github.com/ovnbgp/ovnbgp/model"
+)
+
+// TestAdvConfigWithholdsIPv4: a peer whose IPv6 session lacks the
+// extended next hop capability plans without IPv4; the copy is kept
+// while the withheld set stays, and the running config is never changed
+// (issue 20).
+func TestAdvConfigWithholdsIPv4(t *testing.T) {
+	cfg := &config.Config{BGP: config.BGP{Peers: []config.Peer{
+		{Name: "a", Families: []config.Family{config.IPv4, config.IPv6}},
+		{Name: "b", Families: []config.Family{config.IPv4, config.IPv6}},
+	}}}
+	var w withheldIPv4
+	if got := w.advConfig(cfg, map[string]model.PeerSync{"a": {}, "b": {Established: true}}); got != cfg {
+		t.Fatal("nothing withheld, yet the config was copied")
+	}
+	sync := map[string]model.PeerSync{"a": {WithholdIPv4: true}, "b": {}}
+	got := w.advConfig(cfg, sync)
+	if got == cfg || !slices.Equal(got.BGP.Peers[0].Families, []config.Family{config.IPv6}) ||
+		!slices.Equal(got.BGP.Peers[1].Families, []config.Family{config.IPv4, config.IPv6}) {
+		t.Fatalf("peers planned %+v, want a without ipv4 and b as configured", got.BGP.Peers)
+	}
+	if !slices.Equal(cfg.BGP.Peers[0].Families, []config.Family{config.IPv4, config.IPv6}) {
+		t.Fatal("the running config was changed")
+	}
+	if again := w.advConfig(cfg, sync); again != got {
+		t.Fatal("the same withheld set gave a new copy: the advertisement state would be built whole on every pass")
+	}
+	if back := w.advConfig(cfg, map[string]model.PeerSync{"a": {}}); back != cfg {
+		t.Fatal("nothing withheld any more, yet the copy is still planned")
+	}
+}
