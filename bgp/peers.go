@@ -493,6 +493,9 @@ func (s *Speaker) peerStatus(c config.Peer, p *api.Peer) model.PeerStatus {
 				missing = append(missing, string(f))
 			}
 		}
+		if slices.Contains(c.Families, config.IPv4) && fams[config.IPv4] && transport6(c) && !ps.ExtendedNextHop {
+			ps.LastError, ps.LastErrorAt = "ipv4 "+noExtendedNextHop, ps.Since
+		}
 		if len(missing) > 0 {
 			ps.LastError = fmt.Sprintf("family %s not negotiated: the peer did not offer it, so nothing of it is sent or received; enable it on the peer or remove it from families",
 				strings.Join(missing, ", "))

@@ -28,17 +28,53 @@ func newPeersCommand(o *options) *cobra.Command {
 }
 
 func peersTable(w *tabwriter.Writer, peers []model.PeerStatus) {
-	row(w, "PEER", "ADDRESS", "ASN", "STATE", "FOR", "BFD", "RECEIVED", "ACCEPTED", "ADVERTISED", "HELD BACK", "DRAIN", "IMPORTED", "LAST ERROR", "IMPORT ALARM")
+	row(w, "PEER", "ADDRESS", "ASN", "STATE", "FOR", "BFD", "EXT NH", "RECEIVED", "ACCEPTED", "ADVERTISED", "HELD BACK", "DRAIN", "IMPORTED", "LAST ERROR", "IMPORT ALARM")
 	for _, p := range peers {
 		var rcv, acc, adv []string
 		for _, f := range p.Families {
 			rcv = append(rcv, fmt.Sprintf("%s:%d", f.Family, f.Received))
 			acc = append(acc, fmt.Sprintf("%s:%d", f.Family, f.Accepted))
-			adv = append(adv, fmt.Sprintf("%s:%d", f.Family, f.Advertised))
+			if f.Withheld != "" {
+				adv = append(adv, f.Family+":withheld")
+			} else {
+				adv = append(adv, fmt.Sprintf("%s:%d", f.Family, f.Advertised))
+			}
 		}
-		row(w, p.Name, p.Address, p.ASN, p.State, ago(p.Since), bfdColumn(p.BFD), dash(strings.Join(rcv, " ")),
+		row(w, p.Name, addressColumn(p), p.ASN, p.State, ago(p.Since), bfdColumn(p.BFD), extNHColumn(p), dash(strings.Join(rcv, " ")),
 			dash(strings.Join(acc, " ")), dash(strings.Join(adv, " ")), dashZero(p.HeldBack), dash(string(p.Drain)), p.Imported, lastError(p), dash(p.ImportAlarm))
 	}
+}
+
+// addressColumn is the peer's address; for a peer on a link, with the
+// link, and how the address was learned (or that it is not yet).
+func addressColumn(p model.PeerStatus) string {
+	switch {
+	case p.Interface == "":
+		return p.Address.String()
+	case !p.Address.IsValid():
+		return p.Interface + " (unnumbered: no neighbour learned yet)"
+	case p.Learned != "":
+		return p.Address.String() + " (" + p.Learned + ")"
+	}
+	return p.Address.String()
+}
+
+// extNHColumn says whether an Established IPv6 session carries IPv4
+// (the extended next hop capability, RFC 8950): "-" where it does not
+// apply.
+func extNHColumn(p model.PeerStatus) string {
+	if p.State != model.StateEstablished {
+		return "-"
+	}
+	for _, f := range p.Families {
+		if f.Family == "ipv4" && f.Negotiated && (p.Interface != "" || p.Address.Is6()) {
+			if p.ExtendedNextHop {
+				return "yes"
+			}
+			return "no"
+		}
+	}
+	return "-"
 }
 
 // lastError is the peer's last error with its age; one older than the

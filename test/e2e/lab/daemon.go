@@ -119,7 +119,9 @@ bgp:
   peers:
 {{- range .Peers}}
     - name: {{.Name}}
+{{- if .Address.IsValid}}
       address: "{{.Address}}"
+{{- end}}
       asn: {{.ASN}}
 {{- if .Port}}
       port: {{.Port}}

@@ -21,7 +21,12 @@ import (
 // FRRNeighbor is one BGP neighbor of the FRR router.
 type FRRNeighbor struct {
 	Address netip.Addr
-	ASN     uint32
+	// Interface, set instead of Address, makes an unnumbered neighbor
+	// (`neighbor IF interface remote-as N`), activated in both families:
+	// FRR sends router advertisements on IF and learns the neighbor's
+	// link-local address from those it receives (issue 20).
+	Interface string
+	ASN       uint32
 	// Password enables TCP MD5 on the session.
 	Password string
 	// Passive: FRR never dials, it waits for the neighbor.
@@ -87,31 +92,35 @@ router bgp {{.ASN}}
  bgp graceful-restart
 {{- end}}
 {{- range .Neighbors}}
- neighbor {{.Address}} remote-as {{.ASN}}
- neighbor {{.Address}} timers connect 2
+{{- if .Interface}}
+ neighbor {{.ID}} interface remote-as {{.ASN}}
+{{- else}}
+ neighbor {{.ID}} remote-as {{.ASN}}
+{{- end}}
+ neighbor {{.ID}} timers connect 2
 {{- if .Password}}
- neighbor {{.Address}} password {{.Password}}
+ neighbor {{.ID}} password {{.Password}}
 {{- end}}
 {{- if .Passive}}
- neighbor {{.Address}} passive
+ neighbor {{.ID}} passive
 {{- end}}
 {{- if .TTLSecurityHops}}
- neighbor {{.Address}} ttl-security hops {{.TTLSecurityHops}}
+ neighbor {{.ID}} ttl-security hops {{.TTLSecurityHops}}
 {{- end}}
 {{- if .EBGPMultihop}}
- neighbor {{.Address}} ebgp-multihop {{.EBGPMultihop}}
+ neighbor {{.ID}} ebgp-multihop {{.EBGPMultihop}}
 {{- end}}
 {{- if .UpdateSource}}
- neighbor {{.Address}} update-source {{.UpdateSource}}
+ neighbor {{.ID}} update-source {{.UpdateSource}}
 {{- end}}
 {{- if .DisableConnectedCheck}}
- neighbor {{.Address}} disable-connected-check
+ neighbor {{.ID}} disable-connected-check
 {{- end}}
 {{- if .HoldTime}}
- neighbor {{.Address}} timers {{.Keepalive}} {{.HoldTime}}
+ neighbor {{.ID}} timers {{.Keepalive}} {{.HoldTime}}
 {{- end}}
 {{- if .BFD}}
- neighbor {{.Address}} bfd profile lab
+ neighbor {{.ID}} bfd profile lab
 {{- end}}
 {{- end}}
 {{- range $af := .Families}}
@@ -157,7 +166,15 @@ func (c FRRConfig) bfd() bool {
 type frrFamily struct {
 	Name      string
 	Networks  []netip.Prefix
-	Neighbors []netip.Addr
+	Neighbors []string
+}
+
+// ID is how bgpd.conf names the neighbor: its interface or its address.
+func (n FRRNeighbor) ID() string {
+	if n.Interface != "" {
+		return n.Interface
+	}
+	return n.Address.String()
 }
 
 // Render returns the bgpd.conf text for this configuration.
@@ -176,7 +193,12 @@ func (c FRRConfig) Render(hostname, dir string) (string, error) {
 		return fams[1]
 	}
 	for _, n := range c.Neighbors {
-		fam(n.Address).Neighbors = append(fam(n.Address).Neighbors, n.Address)
+		if n.Interface != "" {
+			fams[0].Neighbors = append(fams[0].Neighbors, n.ID())
+			fams[1].Neighbors = append(fams[1].Neighbors, n.ID())
+			continue
+		}
+		fam(n.Address).Neighbors = append(fam(n.Address).Neighbors, n.ID())
 	}
 	for _, p := range c.Originate {
 		fam(p.Addr()).Networks = append(fam(p.Addr()).Networks, p)
