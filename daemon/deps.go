@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"net/netip"
 	"time"
 
 	"go.uber.org/zap"
@@ -112,6 +113,24 @@ type Deps struct {
 	// LoadConfig reads and validates the config file, and stops when ctx
 	// is done (config.LoadContext).
 	LoadConfig func(ctx context.Context, path string) (*config.Config, error)
+	// OpenLinks starts neighbour discovery on the links of on-link peers
+	// (package nd); notify is called when a link's learned peer changes.
+	OpenLinks func(log *zap.Logger, notify func()) (Links, error)
+}
+
+// Links learns the link-local address of the peer on each link of an
+// on-link peer, and makes the node known there with router
+// advertisements (FRR talks to an interface peer only once it has
+// received one): package nd.
+type Links interface {
+	// SetLinks sets the links to work on (the others stop).
+	SetLinks(links []string)
+	// Peer is the learned, zoned address of link's peer; invalid when
+	// none is known.
+	Peer(link string) netip.Addr
+	// Status says, per link, what was learned and how, or why nothing is.
+	Status() []model.LinkStatus
+	Close()
 }
 
 func (d Deps) withDefaults() Deps {
@@ -126,6 +145,9 @@ func (d Deps) withDefaults() Deps {
 	}
 	if d.LoadConfig == nil {
 		d.LoadConfig = config.LoadContext
+	}
+	if d.OpenLinks == nil {
+		d.OpenLinks = openLinks
 	}
 	return d
 }

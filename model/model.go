@@ -348,3 +348,22 @@ type BMPStation struct {
 // RoutingLoop starts LearnedPath.Malformed when the path loops back to
 // this speaker: not a malformed UPDATE, but never imported either.
 const RoutingLoop = "a routing loop"
+
+// LinkStatus is what neighbour discovery knows of the link of an on-link
+// peer (issue 20): the peer's learned link-local address and how, or why
+// none is known yet.
+type LinkStatus struct {
+	Link string `json:"link"`
+	// Peer is the learned address (zoned), invalid while none is known;
+	// How and Since say how and when it was learned.
+	Peer  netip.Addr `json:"peer,omitzero"`
+	How   string     `json:"how,omitempty"`
+	Since time.Time  `json:"since,omitzero"`
+	// Local is the node's own link-local address on the link.
+	Local netip.Addr `json:"local,omitzero"`
+	// Waiting says why no peer is known yet; Problem is a standing
+	// problem with what was heard; LastError the link's last error.
+	Waiting   string `json:"waiting,omitempty"`
+	Problem   string `json:"problem,omitempty"`
+	LastError string `json:"lastError,omitempty"`
+}
