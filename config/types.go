@@ -390,3 +390,23 @@ type Log struct {
 	// Format is json (default) or console.
 	Format string `yaml:"format" json:"format"`
 }
+
+// Unnumbered reports whether the peer is given by its interface alone
+// (interface set, no address): the session runs between the link-local
+// addresses of that link, the peer's learned at run time.
+func (p Peer) Unnumbered() bool { return false }
+
+// OnLink reports whether the session runs over IPv6 link-local addresses:
+// the peer is unnumbered, or its address is an IPv6 link-local one
+// (fe80::/10; Load gives it the zone of Interface). An IPv4 link-local
+// peer (169.254.0.0/16) is an ordinary IPv4 peer.
+func (p Peer) OnLink() bool { return false }
+
+// Link is the device the session is bound to: Interface, which for an
+// on-link peer is also the zone of its link-local address.
+func (p Peer) Link() string { return "" }
+
+// TransportIs6 reports whether the session's TCP connection is IPv6: the
+// peer is unnumbered or its address is IPv6. Such a session carries both
+// families (IPv4 with an IPv6 next hop, RFC 8950).
+func (p Peer) TransportIs6() bool { return false }
