@@ -50,10 +50,6 @@ func (c *Config) validate(h host) Errors {
 	return v.errs
 }
 
-// notSupported is the message for keys parsed today but acted upon in a
-// later release.
-const notSupported = "not supported yet"
-
 func (v *validator) node() {
 	if v.c.Node.Name == "" {
 		v.add("node.name", "required: the hostname could not be read, set node.name to the OVN-Kubernetes node name")
