@@ -5,6 +5,9 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"gopkg.in/yaml.v3"
 )
 
 // TestPeerLink: a peer given by its interface alone is unnumbered; it and
@@ -223,5 +226,25 @@ func TestFamiliesReset(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("SessionResets = %+v, want %+v", got, want)
+	}
+}
+
+// TestOnLinkRoundTrip: `config show` of on-link peers reads back as the
+// same config (an unnumbered peer's address is empty, a link-local one
+// keeps its zone).
+func TestOnLinkRoundTrip(t *testing.T) {
+	c := mustParse(t, peersDoc("",
+		"{name: a, interface: eth1, asn: 65001}",
+		`{name: b, address: "fe80::2", interface: eth2, asn: 65002}`))
+	y, err := yaml.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(y), "fe80::2%eth2") {
+		t.Errorf("YAML lacks fe80::2%%eth2:\n%s", y)
+	}
+	back := mustParse(t, string(y))
+	if diff := cmp.Diff(c, back, cmpNetip); diff != "" {
+		t.Errorf("YAML round trip (-want +got):\n%s", diff)
 	}
 }
