@@ -190,8 +190,18 @@ func (c *Config) deriveDefaults(h host) {
 	}
 	for i := range c.BGP.Peers {
 		p := &c.BGP.Peers[i]
+		switch a := p.Address; {
+		case a.Zone() != "" && p.Interface == "":
+			p.Interface = a.Zone()
+		case a.Zone() == "" && p.Interface != "" && a.Is6() && a.IsLinkLocalUnicast():
+			// So that every link-local peer's address carries its
+			// link, as gobgp and the kernel need it.
+			p.Address = a.WithZone(p.Interface)
+		}
 		if len(p.Families) == 0 {
 			switch {
+			case p.OnLink():
+				p.Families = []Family{IPv4, IPv6}
 			case p.Address.Is4():
 				p.Families = []Family{IPv4}
 			case p.Address.Is6():

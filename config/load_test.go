@@ -203,7 +203,7 @@ func TestProblems(t *testing.T) {
 		{name: "family unknown and twice", edits: []string{afterTorA, afterTorA + "      families: [ipv4, ipv5, ipv4]\n"},
 			wants: []want{{"bgp.peers[0].families[1]", `unknown family "ipv5"`, 10}, {"bgp.peers[0].families[2]", "listed twice", 10}}},
 		{name: "family of the other address", edits: []string{afterTorA, afterTorA + "      families: [ipv4, ipv6]\n"},
-			wants: []want{{"bgp.peers[0].families[1]", "ipv6 over an ipv4 session is not supported yet", 10}}},
+			wants: []want{{"bgp.peers[0].families[1]", "ipv6 over an IPv4 session is refused", 10}}},
 		{name: "bfd with ebgpMultihop", edits: []string{afterTorA, afterTorA + "      ebgpMultihop: 2\n      bfd:\n        enabled: true\n"},
 			wants: []want{{"bgp.peers[0].bfd.enabled", "single-hop only (RFC 5881", 12}}},
 		{name: "bfd ranges", edits: []string{afterTorA, afterTorA + "      bfd: {minTx: 5ms, minRx: 61s, multiplier: 0}\n"},

@@ -45,11 +45,13 @@ func PeerChanges(a, b Peer) []string {
 // change of it resets the session, known false for a key it does not
 // know. A key resets when applying it needs a new OPEN or a new TCP
 // connection:
-//   - in the OPEN: asn, holdTime, families (multiprotocol and graceful
-//     restart capabilities);
+//   - in the OPEN: asn, holdTime, families (multiprotocol, extended next
+//     hop and graceful restart capabilities: adding ipv4 to an IPv6
+//     session resets it);
 //   - on the connection (TCP MD5, TTL, GTSM, device, addresses, port):
 //     address, port, sourceAddress, interface, ebgpMultihop, ttlSecurity,
-//     password;
+//     password (an unnumbered peer given an address, or moved to another
+//     link, is a new session);
 //   - keepaliveTime is not in the OPEN, but gobgp fixes a session's
 //     keepalive interval when it opens (from the negotiated hold time), so
 //     a new value would only apply at the next session.

@@ -102,7 +102,10 @@ const (
 type Peer struct {
 	// Name is unique and used everywhere else (rules, CLI, metrics).
 	Name string `yaml:"name" json:"name"`
-	// Address is the peer's IPv4 or IPv6 address.
+	// Address is the peer's IPv4 or IPv6 address; an IPv6 link-local one
+	// with its link as zone (fe80::1%eth1), which Load adds from
+	// Interface when the file leaves it out. Unset (the zero Addr) with
+	// Interface set, the peer is unnumbered (Unnumbered).
 	Address netip.Addr `yaml:"address" json:"address"`
 	// ASN is the peer's AS; equal to bgp.asn makes an iBGP session.
 	ASN uint32 `yaml:"asn" json:"asn"`
@@ -110,7 +113,9 @@ type Peer struct {
 	Port int `yaml:"port" json:"port"`
 	// SourceAddress is the local address to dial from (optional).
 	SourceAddress netip.Addr `yaml:"sourceAddress" json:"sourceAddress"`
-	// Interface binds the session to a device (optional).
+	// Interface binds the session to a device (optional); alone, without
+	// Address, it makes the peer unnumbered. Load sets it from the zone
+	// of a link-local Address.
 	Interface string `yaml:"interface" json:"interface"`
 	// Passive: never dial, only accept.
 	Passive bool `yaml:"passive" json:"passive"`
@@ -136,7 +141,9 @@ type Peer struct {
 	ConnectRetry time.Duration `yaml:"connectRetry" json:"connectRetry"`
 	// BFD is fast failure detection (RFC 5880, single-hop RFC 5881).
 	BFD BFD `yaml:"bfd" json:"bfd"`
-	// Families default to the address family of Address.
+	// Families default to [ipv4, ipv6] for an on-link peer (OnLink), to
+	// the address family of Address otherwise. Both are valid over IPv6
+	// (IPv4 with an IPv6 next hop, RFC 8950), not IPv6 over IPv4.
 	Families []Family `yaml:"families" json:"families"`
 	// MaxPrefixes is the per-family session backstop (the session resets
 	// above it); default DefaultMaxPrefixes, 0 = no limit.
@@ -390,3 +397,25 @@ type Log struct {
 	// Format is json (default) or console.
 	Format string `yaml:"format" json:"format"`
 }
+
+// Unnumbered reports whether the peer is given by its interface alone
+// (interface set, no address): the session runs between the link-local
+// addresses of that link, the peer's learned at run time.
+func (p Peer) Unnumbered() bool { return p.Interface != "" && !p.Address.IsValid() }
+
+// OnLink reports whether the session runs over IPv6 link-local addresses:
+// the peer is unnumbered, or its address is an IPv6 link-local one
+// (fe80::/10; Load gives it the zone of Interface). An IPv4 link-local
+// peer (169.254.0.0/16) is an ordinary IPv4 peer.
+func (p Peer) OnLink() bool {
+	return p.Unnumbered() || p.Address.Is6() && p.Address.IsLinkLocalUnicast()
+}
+
+// Link is the device the session is bound to: Interface, which for an
+// on-link peer is also the zone of its link-local address.
+func (p Peer) Link() string { return p.Interface }
+
+// TransportIs6 reports whether the session's TCP connection is IPv6: the
+// peer is unnumbered or its address is IPv6. Such a session carries both
+// families (IPv4 with an IPv6 next hop, RFC 8950).
+func (p Peer) TransportIs6() bool { return p.Unnumbered() || p.Address.Is6() }

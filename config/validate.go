@@ -50,10 +50,6 @@ func (c *Config) validate(h host) Errors {
 	return v.errs
 }
 
-// notSupported is the message for keys parsed today but acted upon in a
-// later release.
-const notSupported = "not supported yet"
-
 func (v *validator) node() {
 	if v.c.Node.Name == "" {
 		v.add("node.name", "required: the hostname could not be read, set node.name to the OVN-Kubernetes node name")
@@ -93,9 +89,27 @@ func (v *validator) bgp() {
 	}
 	names := map[string]int{}
 	addrs := map[netip.Addr]int{}
+	unnumbered := map[string]int{}    // interface -> its unnumbered peer
+	linkLocal := map[netip.Addr]int{} // link-local address, no zone -> first peer
 	for i := range b.Peers {
 		v.peer(index("bgp.peers", i), &b.Peers[i])
 		p := &b.Peers[i]
+		if p.Unnumbered() {
+			if j, dup := unnumbered[p.Interface]; dup {
+				v.add(key(index("bgp.peers", i), "interface"), "%s is also the interface of unnumbered peer bgp.peers[%d]: one unnumbered peer per link (as FRR's `neighbor %s interface`); give this one its address, fe80::…%%%s", p.Interface, j, p.Interface, p.Interface)
+			} else {
+				unnumbered[p.Interface] = i
+			}
+		}
+		if a := p.Address; a.Is6() && a.IsLinkLocalUnicast() {
+			// Linux keys TCP MD5 by address (and VRF), not by device: one
+			// key serves fe80::1 on every link.
+			if j, seen := linkLocal[a.WithZone("")]; !seen {
+				linkLocal[a.WithZone("")] = i
+			} else if q := b.Peers[j]; q.Address != a && !samePassword(q, *p) {
+				v.add(key(index("bgp.peers", i), "passwordFile"), "%s has the same link-local address as bgp.peers[%d] (%s) but another password: Linux keys TCP MD5 by address, not by interface, so one key would serve both links and one session would fail: give both the same password, or none", a, j, q.Address)
+			}
+		}
 		if j, dup := names[p.Name]; dup && p.Name != "" {
 			v.add(key(index("bgp.peers", i), "name"), "%q is also the name of bgp.peers[%d]", p.Name, j)
 		} else {
@@ -136,16 +150,38 @@ func (v *validator) peer(p string, peer *Peer) {
 	}
 	a := peer.Address
 	switch {
+	case !a.IsValid() && peer.Interface == "":
+		v.add(key(p, "address"), "required: the peer's address, or interface alone for an unnumbered peer (over IPv6 link-local addresses)")
 	case !a.IsValid():
-		v.add(key(p, "address"), "required")
+		// Unnumbered: the peer's link-local address is learned on the link.
 	case a.IsUnspecified() || a.IsMulticast():
 		v.add(key(p, "address"), "%s is not a unicast address", a)
+	case a.Zone() != "" && !a.IsLinkLocalUnicast():
+		v.add(key(p, "address"), "%s: only a link-local address (fe80::/10) has a zone: write %s and interface: %s to bind the session to that device", a, a.WithZone(""), a.Zone())
+	case a.Is6() && a.IsLinkLocalUnicast() && a.Zone() == "" && peer.Interface == "":
+		v.add(key(p, "address"), "%s is link-local: which link? write %s%%DEV or set interface (e.g. %s%%eth1)", a, a, a)
+	case isIndex(a.Zone()):
+		v.add(key(p, "address"), "%s: write the interface's name, not its index, as the zone (e.g. %s%%eth1)", a, a.WithZone(""))
+	case a.Zone() != "" && peer.Interface != "" && a.Zone() != peer.Interface:
+		v.add(key(p, "interface"), "%s, but address %s is on %s: name the same link in both, or leave interface out", peer.Interface, a, a.Zone())
+	}
+	if peer.OnLink() {
+		link := peer.Link()
+		if link == "" {
+			link = "its link"
+		}
+		if peer.EBGPMultihop > 0 {
+			v.add(key(p, "ebgpMultihop"), "%d, but a link-local session is one hop (the peer is on %s): remove ebgpMultihop", peer.EBGPMultihop, link)
+		}
+		if s := peer.SourceAddress; s.IsValid() {
+			v.add(key(p, "sourceAddress"), "%s: the session runs on %s, and %s's own link-local address is used: remove sourceAddress", s, link, link)
+		}
 	}
 	v.asn(key(p, "asn"), peer.ASN)
 	if peer.Port < 1 || peer.Port > 65535 {
 		v.add(key(p, "port"), "%d is out of range (1..65535)", peer.Port)
 	}
-	if s := peer.SourceAddress; s.IsValid() && a.IsValid() && s.Is4() != a.Is4() {
+	if s := peer.SourceAddress; s.IsValid() && a.IsValid() && !peer.OnLink() && s.Is4() != a.Is4() {
 		v.add(key(p, "sourceAddress"), "%s is not of the same address family as address %s", s, a)
 	}
 	if n := peer.Interface; n != "" && (len(n) > 15 || strings.ContainsAny(n, "/ \t\n:")) {
@@ -175,16 +211,50 @@ func (v *validator) peer(p string, peer *Peer) {
 			v.add(fp, "unknown family %q (ipv4 or ipv6)", f)
 		case seen[f]:
 			v.add(fp, "%s is listed twice", f)
-		case a.IsValid() && f != familyOf(a):
-			// gobgp would send an IPv4-mapped next hop (::ffff:a.b.c.d)
-			// or none at all: routes no router can use.
-			v.add(fp, "%s over an %s session is not supported yet (no usable next hop without RFC 8950); add a peer on the router's %s address", f, familyOf(a), f)
+		case f == IPv6 && a.IsValid() && !peer.TransportIs6():
+			v.add(fp, "%s", ipv6OverIPv4)
 		}
 		seen[f] = true
 	}
-	if len(peer.Families) == 0 && a.IsValid() {
+	if len(peer.Families) == 0 && (a.IsValid() || peer.Interface != "") {
 		v.add(key(p, "families"), "at least one family is required (ipv4, ipv6)")
 	}
+}
+
+// ipv6OverIPv4 is why an IPv4 session does not carry IPv6, as measured
+// with FRR 8.4.4 and BIRD 2.0.12 (issue 20): gobgp sends the IPv6 routes
+// with an IPv4-mapped next hop, which neither installs. The other way, IPv4
+// over IPv6 with an IPv6 next hop, is RFC 8950 and works.
+const ipv6OverIPv4 = "ipv6 over an IPv4 session is refused: its IPv6 routes would carry an IPv4-mapped next hop (::ffff:a.b.c.d, this node's IPv4 address), " +
+	"which FRR 8.4's zebra does not install and BIRD 2.0.12 rejects (\"mismatched address family\"); peer with the router's IPv6 address (or interface alone, unnumbered) instead: " +
+	"one IPv6 session carries both families (RFC 8950)"
+
+// isIndex reports whether zone is a number: an interface index, where
+// gobgp and the kernel's connections name the interface.
+func isIndex(zone string) bool {
+	if zone == "" {
+		return false
+	}
+	for i := range len(zone) {
+		if zone[i] < '0' || zone[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// samePassword reports whether two peers may share one TCP MD5 key: both
+// have none, or both the same password. Two passwordFiles not read yet
+// (LoadOptions.SkipSecrets) cannot be compared and pass.
+func samePassword(a, b Peer) bool {
+	hasA, hasB := a.PasswordFile != "" || a.Password != "", b.PasswordFile != "" || b.Password != ""
+	switch {
+	case hasA != hasB:
+		return false
+	case a.Password != "" && b.Password != "":
+		return a.Password == b.Password
+	}
+	return true
 }
 
 // timers checks hold, keepalive and connect-retry timers.

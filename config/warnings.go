@@ -11,7 +11,8 @@ import (
 // them). `ovnbgp config validate` prints them and the daemon logs them at
 // load and reload; none makes the config invalid.
 //
-// Today: a peer that an import rule lists whose address is inside a
+// Today: a peer that an import rule lists whose address (an unnumbered
+// peer's link-local one, learned: any in fe80::/64) is inside a
 // prefix import protects and the config alone can name
 // (DefaultInternalSubnets, cluster.serviceCIDRs, protectedPrefixes). Every
 // route from it whose next hop is its own address, the usual case, is
@@ -22,16 +23,23 @@ import (
 func (c *Config) Warnings() Errors {
 	var out Errors
 	for i, p := range c.BGP.Peers {
-		if !p.Address.IsValid() || !slices.ContainsFunc(c.Import, func(r ImportRule) bool { return slices.Contains(r.Peers, p.Name) }) {
+		if !p.Address.IsValid() && !p.Unnumbered() || !slices.ContainsFunc(c.Import, func(r ImportRule) bool { return slices.Contains(r.Peers, p.Name) }) {
 			continue
 		}
-		inside, fix := c.protectedHolding(p.Address)
+		// A zoned address is in no prefix (netip): compare it without.
+		// An unnumbered peer's address is learned; fe80:: stands for it,
+		// in fe80::/64 as every link-local address.
+		at, path, what := p.Address.WithZone(""), "address", p.Address.String()
+		if p.Unnumbered() {
+			at, path, what = netip.MustParseAddr("fe80::"), "interface", "its link-local address on "+p.Interface
+		}
+		inside, fix := c.protectedHolding(at)
 		if inside == "" {
 			continue
 		}
-		out = append(out, FieldError{Path: key(index("bgp.peers", i), "address"), Msg: fmt.Sprintf(
+		out = append(out, FieldError{Path: key(index("bgp.peers", i), path), Msg: fmt.Sprintf(
 			"warning: %s is inside %s: every route from peer %s whose next hop is its own address is refused as \"next hop inside protected\" (routes learned --rejected); %s",
-			p.Address, inside, p.Name, fix)})
+			what, inside, p.Name, fix)})
 	}
 	return out
 }
