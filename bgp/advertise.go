@@ -340,7 +340,7 @@ func (s *Speaker) sendState(k model.Key) (model.AdvState, string) {
 		return model.AdvPending, "session " + string(state)
 	case !ss.families[fam]:
 		return model.AdvNotSent, fmt.Sprintf("family %s not negotiated with the peer", fam)
-	case fam == config.IPv4 && transport6(p) && !ss.enh:
+	case fam == config.IPv4 && p.TransportIs6() && !ss.enh:
 		return model.AdvNotSent, "IPv4 " + noExtendedNextHop
 	}
 	return model.AdvSent, ""

@@ -300,11 +300,11 @@ func (s *Speaker) learnedPath(peer config.Peer, prefix netip.Prefix, p *apiutil.
 // it has no global address) is the peer itself. Any other next hop is
 // left as sent; the import decision judges it.
 func linkNextHop(peer config.Peer, nh netip.Addr) netip.Addr {
-	direct := onLink(peer) || peer.Interface != "" && peer.EBGPMultihop == 0
+	direct := peer.OnLink() || peer.Interface != "" && peer.EBGPMultihop == 0
 	switch {
 	case !direct || !nh.Is6() || nh.Is4In6():
 		return nh
-	case nh.IsUnspecified() && onLink(peer) && peer.Address.IsValid():
+	case nh.IsUnspecified() && peer.OnLink() && peer.Address.IsValid():
 		return peer.Address
 	case nh.IsLinkLocalUnicast() && nh.Zone() == "":
 		return nh.WithZone(peer.Interface)

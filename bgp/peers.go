@@ -284,9 +284,12 @@ func (s *Speaker) checkPeer(p config.Peer) error {
 func withPeerDefaults(p config.Peer) config.Peer {
 	p.Address = p.Address.Unmap()
 	if len(p.Families) == 0 {
-		if p.Address.Is6() {
+		switch {
+		case p.OnLink():
+			p.Families = []config.Family{config.IPv4, config.IPv6}
+		case p.Address.Is6():
 			p.Families = []config.Family{config.IPv6}
-		} else {
+		default:
 			p.Families = []config.Family{config.IPv4}
 		}
 	}
@@ -467,7 +470,7 @@ func (s *Speaker) peerStatus(c config.Peer, p *api.Peer) model.PeerStatus {
 	timers := p.GetTimers().GetState()
 	s.sess.mu.Lock()
 	var fams, eorGot map[config.Family]bool
-	if onLink(c) {
+	if c.OnLink() {
 		ps.Interface = c.Interface
 	}
 	if ss := s.sess.all[c.Address]; ss != nil {
@@ -493,7 +496,7 @@ func (s *Speaker) peerStatus(c config.Peer, p *api.Peer) model.PeerStatus {
 				missing = append(missing, string(f))
 			}
 		}
-		if slices.Contains(c.Families, config.IPv4) && fams[config.IPv4] && transport6(c) && !ps.ExtendedNextHop {
+		if slices.Contains(c.Families, config.IPv4) && fams[config.IPv4] && c.TransportIs6() && !ps.ExtendedNextHop {
 			ps.LastError, ps.LastErrorAt = "ipv4 "+noExtendedNextHop, ps.Since
 		}
 		if len(missing) > 0 {
@@ -516,7 +519,7 @@ func (s *Speaker) peerStatus(c config.Peer, p *api.Peer) model.PeerStatus {
 	eor, negotiatedAny := true, false
 	for _, f := range c.Families {
 		fc := model.FamilyCounts{Family: string(f), Negotiated: fams[f]}
-		if fc.Negotiated && f == config.IPv4 && transport6(c) && !ps.ExtendedNextHop {
+		if fc.Negotiated && f == config.IPv4 && c.TransportIs6() && !ps.ExtendedNextHop {
 			fc.Withheld = noExtendedNextHop
 		}
 		want := apiFamily(f)
@@ -545,18 +548,7 @@ const noExtendedNextHop = "withheld: the peer did not offer the extended next ho
 // withholdIPv4 says whether the plan must send p no IPv4 prefix
 // (model.PeerSync.WithholdIPv4); the caller holds sess.mu.
 func withholdIPv4(p config.Peer, ss *session) bool {
-	return ss.enhKnown && !ss.enh && transport6(p) && slices.Contains(p.Families, config.IPv4)
-}
-
-// transport6 says whether the session with p runs over IPv6.
-func transport6(p config.Peer) bool {
-	return p.Address.Is6() && !p.Address.Is4In6() || !p.Address.IsValid() && p.Interface != ""
-}
-
-// onLink says whether p is reached on a link by its link-local address
-// (unnumbered, or given as fe80::…%dev).
-func onLink(p config.Peer) bool {
-	return p.Interface != "" && (!p.Address.IsValid() || p.Address.IsLinkLocalUnicast())
+	return ss.enhKnown && !ss.enh && p.TransportIs6() && slices.Contains(p.Families, config.IPv4)
 }
 
 func apiFamily(f config.Family) *api.Family {

@@ -96,9 +96,9 @@ func (pl *planner) adverts(cfg *config.Config, sp Speaker, snap model.Snapshot, 
 	now := time.Now()
 	if nr == nil {
 		var w withheldIPv4 // a view keeps nothing
-		cfg = w.advConfig(cfg, sp.Sync())
+		cfg = w.advConfig(cfg, sp.Sync(), pl.unresolvedOf(cfg))
 	} else {
-		cfg = pl.withheld.advConfig(cfg, sp.Sync())
+		cfg = pl.withheld.advConfig(cfg, sp.Sync(), pl.unresolvedOf(cfg))
 	}
 	drain := plan.NewDrain(cfg, pl.drain(), now)
 	if nr == nil {
@@ -133,6 +133,14 @@ func (pl *planner) adverts(cfg *config.Config, sp Speaker, snap model.Snapshot, 
 	part.advertised = sp.AdvertisedOf(keys)
 	part.all, a.all = all, all
 	return part
+}
+
+// unresolvedOf are cfg's unnumbered peers the speaker does not run yet.
+func (pl *planner) unresolvedOf(cfg *config.Config) map[string]bool {
+	if pl.unresolved == nil {
+		return nil
+	}
+	return pl.unresolved(cfg)
 }
 
 // advWhy says why this pass must diff every advertisement, or "".

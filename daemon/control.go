@@ -125,6 +125,7 @@ func (d *Daemon) controlHandler() http.Handler {
 			return
 		}
 		peers, err := sp.Peers(r.Context())
+		peers = d.linkPeers(d.config(), peers)
 		d.importCounts(peers)
 		d.exportCapCounts(peers)
 		d.drainPhases(peers)
@@ -208,7 +209,11 @@ func (d *Daemon) configuredPeers(state model.SessionState) []model.PeerStatus {
 		for _, f := range p.Families {
 			fams = append(fams, model.FamilyCounts{Family: string(f)})
 		}
-		out = append(out, model.PeerStatus{Name: p.Name, Address: p.Address, ASN: p.ASN, State: state, Families: fams})
+		ps := model.PeerStatus{Name: p.Name, Address: p.Address, ASN: p.ASN, State: state, Families: fams}
+		if p.OnLink() {
+			ps.Interface = p.Link()
+		}
+		out = append(out, ps)
 	}
 	return out
 }

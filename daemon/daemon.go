@@ -154,10 +154,16 @@ type Daemon struct {
 	// loop changes a clone, never this one).
 	desired *btree.BTreeG[model.Advertisement]
 	// heldAdv are what peers' export caps hold back (last pass).
-	heldAdv  []model.Advertisement
-	ready    bool
-	peersUp  bool // peers added to the speaker (after the first plan)
-	peersErr error
+	heldAdv []model.Advertisement
+	ready   bool
+	peersUp bool // peers added to the speaker (after the first plan)
+	// links is neighbour discovery on the links of on-link peers (nil
+	// until one is configured; links.go), linksErr why it failed to
+	// start; linksChanged (size 1) tells the loop a learned peer changed.
+	links        Links
+	linksErr     string
+	linksChanged chan struct{}
+	peersErr     error
 	// bmpErr is the last SetBMP's error: retried with the peers.
 	bmpErr     error
 	startedAt  time.Time
@@ -198,25 +204,26 @@ func Run(ctx context.Context, opts Options) error {
 
 func newDaemon(opts Options, deps Deps, lim limits, logs *logging, cfg *config.Config) *Daemon {
 	d := &Daemon{
-		opts:        opts,
-		deps:        deps,
-		lim:         lim,
-		log:         logs.logger,
-		logs:        logs,
-		signal:      make(chan struct{}, 1),
-		reload:      make(chan struct{}, 1),
-		reloads:     make(chan chan<- api.ReloadResult),
-		calls:       make(chan func(context.Context)),
-		loopDone:    make(chan struct{}),
-		heavy:       make(chan struct{}, lim.heavyRequests),
-		cfg:         cfg,
-		phase:       api.PhaseStarting,
-		startedAt:   time.Now(),
-		stateDir:    cfg.StateDir,
-		loopMetrics: newLoopMetrics(),
+		opts:         opts,
+		deps:         deps,
+		lim:          lim,
+		log:          logs.logger,
+		logs:         logs,
+		signal:       make(chan struct{}, 1),
+		linksChanged: make(chan struct{}, 1),
+		reload:       make(chan struct{}, 1),
+		reloads:      make(chan chan<- api.ReloadResult),
+		calls:        make(chan func(context.Context)),
+		loopDone:     make(chan struct{}),
+		heavy:        make(chan struct{}, lim.heavyRequests),
+		cfg:          cfg,
+		phase:        api.PhaseStarting,
+		startedAt:    time.Now(),
+		stateDir:     cfg.StateDir,
+		loopMetrics:  newLoopMetrics(),
 	}
 	d.pl = &planner{log: d.log, lim: lim, mu: &d.mu, poke: d.poke, drain: d.drainState, running: d.config,
-		openHost: deps.OpenHost}
+		openHost: deps.OpenHost, unresolved: d.unresolved}
 	return d
 }
 
@@ -323,6 +330,10 @@ func (d *Daemon) run(ctx context.Context) error {
 		defer m.close()
 	}
 
+	// Neighbour discovery first: an unnumbered peer's address may be
+	// known (the neighbour table) by the time the peers are added.
+	d.syncLinks(cfg)
+	defer d.closeLinks()
 	// Peers are added with the first plan (or at the ready grace), so a
 	// session starts with the whole table and End-of-RIB follows it: a
 	// graceful-restart helper never takes our restart for "no routes".
@@ -507,6 +518,10 @@ func (d *Daemon) loop(ctx context.Context, hup <-chan os.Signal) error {
 				waiting, queued = queued, nil
 			}
 			continue
+		case <-d.linksChanged:
+			// A link's learned peer changed: the speaker gets the
+			// peers again, and the pass plans for them.
+			d.linksChangedPeers(ctx)
 		case <-peerRetryC:
 			peerRetryC = nil
 			if d.retryPeers(ctx) {
@@ -719,6 +734,7 @@ func (d *Daemon) applyConfig(ctx context.Context, r parsed) (api.ReloadResult, e
 		res.Warnings = append(res.Warnings, k+" changed: it takes effect at the next restart; the running value is kept")
 	}
 	keepRunning(next, old)
+	d.syncLinks(next)
 
 	// The sessions this reload resets are config.SessionResets' answer,
 	// the one `ovnbgp plan --config` shows; the speaker decides each
@@ -939,7 +955,7 @@ const holdBound = 30 * time.Second
 // setPeers gives the speaker cfg's peers. A peer that cannot be added is
 // logged and retried from the loop with backoff; the others run.
 func (d *Daemon) setPeers(ctx context.Context, sp Speaker, cfg *config.Config) bool {
-	err := sp.SetPeers(ctx, cfg.BGP.Peers)
+	err := sp.SetPeers(ctx, d.resolvedPeers(cfg))
 	if err != nil {
 		d.log.Warn("some peer changes were not applied", zap.Error(err))
 	}

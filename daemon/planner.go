@@ -34,6 +34,9 @@ type planner struct {
 	drain    func() model.Drain
 	running  func() *config.Config
 	openHost func(protocol int, log *zap.Logger, notify func()) (Host, error)
+	// unresolved are cfg's unnumbered peers without a learned address
+	// (Daemon.unresolved): the advertisement side plans nothing for them.
+	unresolved func(cfg *config.Config) map[string]bool
 
 	imp importState
 	// adv is the advertisement side (adverts.go); withheld its config

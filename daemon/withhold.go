@@ -12,10 +12,11 @@ import (
 // withheldIPv4 keeps the advertisement side's config: cfg itself, or,
 // while some peer's IPv4 is withheld (model.PeerSync.WithholdIPv4: an
 // IPv6 session whose peer did not offer the extended next hop
-// capability), a copy without IPv4 in those peers' families. The copy is
-// kept while the set of such peers does not change, so that the
-// advertisement state (advWhy: "no state of this config") is built whole
-// only when it does.
+// capability), a copy without IPv4 in those peers' families, and without
+// any family for an unnumbered peer whose address is not known yet (the
+// speaker does not run it). The copy is kept while those sets do not
+// change, so that the advertisement state (advWhy: "no state of this
+// config") is built whole only when they do.
 type withheldIPv4 struct {
 	base    *config.Config
 	peers   string // the withheld peers, sorted, comma-separated
@@ -24,16 +25,20 @@ type withheldIPv4 struct {
 
 // advConfig is cfg as the advertisement side plans it, given the peers'
 // sync state.
-func (w *withheldIPv4) advConfig(cfg *config.Config, sync map[string]model.PeerSync) *config.Config {
-	var names []string
+func (w *withheldIPv4) advConfig(cfg *config.Config, sync map[string]model.PeerSync, unresolved map[string]bool) *config.Config {
+	var names, none []string
 	for name, ps := range sync {
-		if ps.WithholdIPv4 {
+		if ps.WithholdIPv4 && !unresolved[name] {
 			names = append(names, name)
 		}
 	}
+	for name := range unresolved {
+		none = append(none, name)
+	}
 	sort.Strings(names)
-	key := strings.Join(names, ",")
-	if len(names) == 0 {
+	sort.Strings(none)
+	key := strings.Join(names, ",") + ";" + strings.Join(none, ",")
+	if len(names) == 0 && len(none) == 0 {
 		*w = withheldIPv4{}
 		return cfg
 	}
@@ -44,7 +49,10 @@ func (w *withheldIPv4) advConfig(cfg *config.Config, sync map[string]model.PeerS
 	d.BGP.Peers = slices.Clone(cfg.BGP.Peers)
 	for i := range d.BGP.Peers {
 		p := &d.BGP.Peers[i]
-		if slices.Contains(names, p.Name) {
+		switch {
+		case slices.Contains(none, p.Name):
+			p.Families = nil
+		case slices.Contains(names, p.Name):
 			p.Families = slices.DeleteFunc(slices.Clone(p.Families), func(f config.Family) bool { return f == config.IPv4 })
 		}
 	}

@@ -18,11 +18,11 @@ func TestAdvConfigWithholdsIPv4(t *testing.T) {
 		{Name: "b", Families: []config.Family{config.IPv4, config.IPv6}},
 	}}}
 	var w withheldIPv4
-	if got := w.advConfig(cfg, map[string]model.PeerSync{"a": {}, "b": {Established: true}}); got != cfg {
+	if got := w.advConfig(cfg, map[string]model.PeerSync{"a": {}, "b": {Established: true}}, nil); got != cfg {
 		t.Fatal("nothing withheld, yet the config was copied")
 	}
 	sync := map[string]model.PeerSync{"a": {WithholdIPv4: true}, "b": {}}
-	got := w.advConfig(cfg, sync)
+	got := w.advConfig(cfg, sync, nil)
 	if got == cfg || !slices.Equal(got.BGP.Peers[0].Families, []config.Family{config.IPv6}) ||
 		!slices.Equal(got.BGP.Peers[1].Families, []config.Family{config.IPv4, config.IPv6}) {
 		t.Fatalf("peers planned %+v, want a without ipv4 and b as configured", got.BGP.Peers)
@@ -30,10 +30,14 @@ func TestAdvConfigWithholdsIPv4(t *testing.T) {
 	if !slices.Equal(cfg.BGP.Peers[0].Families, []config.Family{config.IPv4, config.IPv6}) {
 		t.Fatal("the running config was changed")
 	}
-	if again := w.advConfig(cfg, sync); again != got {
+	if again := w.advConfig(cfg, sync, nil); again != got {
 		t.Fatal("the same withheld set gave a new copy: the advertisement state would be built whole on every pass")
 	}
-	if back := w.advConfig(cfg, map[string]model.PeerSync{"a": {}}); back != cfg {
+	if back := w.advConfig(cfg, map[string]model.PeerSync{"a": {}}, nil); back != cfg {
 		t.Fatal("nothing withheld any more, yet the copy is still planned")
+	}
+	un := w.advConfig(cfg, map[string]model.PeerSync{"a": {WithholdIPv4: true}}, map[string]bool{"b": true})
+	if len(un.BGP.Peers[1].Families) != 0 || !slices.Equal(un.BGP.Peers[0].Families, []config.Family{config.IPv6}) {
+		t.Fatalf("an unresolved unnumbered peer b: planned %+v, want b with no family", un.BGP.Peers)
 	}
 }
