@@ -169,14 +169,14 @@ type importEnv struct {
 	prot, nhProt []model.ProtectedPrefix
 	// protIdx and nhIdx index them.
 	protIdx, nhIdx protIndex
-	local          map[netip.Addr]string               // host address -> link
+	local          map[netip.Addr]string // host address -> link
 	// localOn are the host's IPv6 link-local addresses by (address
 	// without zone, link): a link-local next hop is local only on its own
 	// link (issue 20).
 	localOn map[linkAddr]bool
 	// peers are the configured peers by name.
-	peers map[string]*config.Peer
-	grAddr         map[netip.Addr]*model.GatewayRouter // a GR's own external address -> GR
+	peers  map[string]*config.Peer
+	grAddr map[netip.Addr]*model.GatewayRouter // a GR's own external address -> GR
 	// peerLink is each configured peer's link, or why it has none.
 	peerLink   map[string]*model.Link
 	peerNoLink map[string]string
