@@ -16,7 +16,7 @@ import (
 // numbered multihop peer whose next hops are on eth0.
 func linkLocalFixture() ImportInput {
 	in := importFixture()
-	in.Host.Links = append(in.Host.Links, model.Link{Name: "eth2", Index: 4, Up: true, Addrs: []netip.Prefix{pfx("fe80::20/64")}})
+	in.Host.Links = append(in.Host.Links, model.Link{Name: "eth2", Index: 4, Up: true, Addrs: []netip.Prefix{pfx("fe80::102:20/64")}})
 	in.Config.BGP.Peers = append(in.Config.BGP.Peers,
 		config.Peer{Name: "tor-u", Interface: "eth2", ASN: 65003, Families: []config.Family{config.IPv4, config.IPv6}},
 		config.Peer{Name: "tor-ll", Address: addr("fe80::99%eth2"), Interface: "eth2", ASN: 65003, Families: []config.Family{config.IPv4, config.IPv6}},
@@ -67,8 +67,8 @@ func TestImportLinkLocalNextHops(t *testing.T) {
 			"next hop fe80::1%eth0 of 10.1.0.0/16 is a link-local address on eth0, not on peer tor-u's link eth2 (rule up)", nil, 0},
 		{"no zone", path("tor-u", "10.1.0.0/16", "fe80::1"), false,
 			"next hop fe80::1 of 10.1.0.0/16 is a link-local address without a zone: the link it is on is unknown (rule up)", nil, 0},
-		{"own link-local on that link", path("tor-u", "10.1.0.0/16", "fe80::20%eth2"), false,
-			"next hop fe80::20%eth2 of 10.1.0.0/16 is local (an address of host link eth2) (rule up)", nil, 0},
+		{"own link-local on that link", path("tor-u", "10.1.0.0/16", "fe80::102:20%eth2"), false,
+			"next hop fe80::102:20%eth2 of 10.1.0.0/16 is local (an address of host link eth2) (rule up)", nil, 0},
 		{"numbered multihop peer", path("tor-mh", "10.1.0.0/16", "fe80::1%eth0"), false,
 			"next hop fe80::1%eth0 of 10.1.0.0/16 is a link-local address, and peer tor-mh is multihop (ebgpMultihop 2): a link-local next hop is accepted only from a peer on that link (rule up)", nil, 0},
 		{"numbered peer without interface", path("tor-6", "2001:db8:100::/48", "fe80::1%eth0"), false,
