@@ -874,8 +874,10 @@ func TestPeerNextHopConflicts(t *testing.T) {
 		config.Peer{Name: "svc", Address: addr("172.30.0.9"), ASN: 65001, Families: []config.Family{config.IPv4}},
 		config.Peer{Name: "prot", Address: addr("10.66.1.1"), ASN: 65001, Families: []config.Family{config.IPv4}},
 		config.Peer{Name: "tgw", Address: addr("169.254.6.2"), ASN: 65001, Families: []config.Family{config.IPv4}},
-		config.Peer{Name: "unused", Address: addr("100.64.0.8"), ASN: 65001, Families: []config.Family{config.IPv4}})
-	in.Config.Import[0].Peers = append(in.Config.Import[0].Peers, "join", "svc", "prot", "tgw")
+		config.Peer{Name: "unused", Address: addr("100.64.0.8"), ASN: 65001, Families: []config.Family{config.IPv4}},
+		// A link-local peer on its own link is a valid next hop (issue 20).
+		config.Peer{Name: "ll", Address: addr("fe80::99%eth0"), Interface: "eth0", ASN: 65001, Families: []config.Family{config.IPv4, config.IPv6}})
+	in.Config.Import[0].Peers = append(in.Config.Import[0].Peers, "join", "svc", "prot", "tgw", "ll")
 	in.Host.Links = append(in.Host.Links, model.Link{Name: "eth9", Index: 9, Up: true,
 		Addrs: []netip.Prefix{pfx("100.64.0.10/24"), pfx("172.30.0.10/24"), pfx("10.66.1.10/24"), pfx("169.254.6.1/29")}})
 	got := PeerNextHopConflicts(in.Config, in.Snapshot)
