@@ -103,3 +103,35 @@ func TestImportLinkLocalNextHops(t *testing.T) {
 		})
 	}
 }
+
+// TestExplainLinkLocal: explain shows an unnumbered peer's IPv4 path via a
+// link-local next hop with its zone, the reason it is not in OVN, and the
+// kernel route via the address and the device (issue 20); a path refused
+// for its IPv6 next hop over an IPv4 session says why.
+func TestExplainLinkLocal(t *testing.T) {
+	in := linkLocalFixture()
+	in.Learned = []model.LearnedPath{path("tor-u", "10.1.0.0/16", "fe80::1%eth2"), path("tor-a", "10.2.0.0/16", "2001:db8::5")}
+	res := Import(in)
+	p := Build(BuildInput{Node: "n1", Config: in.Config, Import: res, Snapshot: in.Snapshot, Host: in.Host})
+	for _, tt := range []struct {
+		prefix string
+		want   []string
+	}{
+		{"10.1.0.0/16", []string{
+			`import: peer tor-u sent 10.1.0.0/16 via fe80::1%eth2: accepted: accepted by rule up (10.0.0.0/8 length 8..24), installed in table 100 only: not in OVN: IPv4 prefix with IPv6 next hop fe80::1%eth2: OVN before 25.03 ignores a static route whose families differ (northd: "Address family doesn't match") (network default)`,
+			"installed: nowhere (no owned OVN row nor kernel route for 10.1.0.0/16 or a prefix covering it)",
+			"pending: kernel add 10.1.0.0/16 in table 100 via fe80::1 dev eth2",
+			"advertise: no rule advertises 10.1.0.0/16 or a prefix covering it",
+		}},
+		{"10.2.0.0/16", []string{
+			"import: peer tor-a sent 10.2.0.0/16 via 2001:db8::5: rejected: next hop 2001:db8::5 is IPv6 but the prefix 10.2.0.0/16 is IPv4, and peer tor-a's session is over IPv4: an IPv6 next hop for an IPv4 prefix (RFC 8950) comes only over an IPv6 session (rule up)",
+			"installed: nowhere (no owned OVN row nor kernel route for 10.2.0.0/16 or a prefix covering it)",
+			"advertise: no rule advertises 10.2.0.0/16 or a prefix covering it",
+		}},
+	} {
+		e := Explain(in.Config, pfx(tt.prefix), res, nil, p, in.Snapshot, in.Host, testNow)
+		if d := cmp.Diff(tt.want, e.Summary); d != "" {
+			t.Errorf("%s: summary (-want +got):\n%s", tt.prefix, d)
+		}
+	}
+}
