@@ -135,3 +135,17 @@ func TestExplainLinkLocal(t *testing.T) {
 		}
 	}
 }
+
+// TestCountLinkLocalInstalled: Count asks installed with a link-local next
+// hop without its zone, as the kernel route carries it, so a path via
+// fe80::1%eth2 counts as installed when table 100 has fe80::1 dev eth2
+// (issue 20).
+func TestCountLinkLocalInstalled(t *testing.T) {
+	in := linkLocalFixture()
+	in.Learned = []model.LearnedPath{path("tor-u", "10.1.0.0/16", "fe80::1%eth2")}
+	table := NewImportTable(in)
+	c := table.Count(func(p netip.Prefix, nh netip.Addr) bool { return p == pfx("10.1.0.0/16") && nh == addr("fe80::1") })
+	if got := c.ByPeer["tor-u"].Installed; got != 1 {
+		t.Errorf("tor-u installed = %d, want 1 (counts %+v)", got, c)
+	}
+}
