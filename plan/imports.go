@@ -169,8 +169,14 @@ type importEnv struct {
 	prot, nhProt []model.ProtectedPrefix
 	// protIdx and nhIdx index them.
 	protIdx, nhIdx protIndex
-	local          map[netip.Addr]string               // host address -> link
-	grAddr         map[netip.Addr]*model.GatewayRouter // a GR's own external address -> GR
+	local          map[netip.Addr]string // host address -> link
+	// localOn are the host's IPv6 link-local addresses by (address
+	// without zone, link): a link-local next hop is local only on its own
+	// link (issue 20).
+	localOn map[linkAddr]bool
+	// peers are the configured peers by name.
+	peers  map[string]*config.Peer
+	grAddr map[netip.Addr]*model.GatewayRouter // a GR's own external address -> GR
 	// peerLink is each configured peer's link, or why it has none.
 	peerLink   map[string]*model.Link
 	peerNoLink map[string]string
@@ -226,7 +232,7 @@ type installedKey struct {
 
 func newImportEnv(cfg *config.Config, snap model.Snapshot, host model.Host, prot []model.ProtectedPrefix) *importEnv {
 	e := &importEnv{cfg: cfg, snap: snap, host: host, prot: prot,
-		local: map[netip.Addr]string{}, grAddr: map[netip.Addr]*model.GatewayRouter{}, peerLink: map[string]*model.Link{}, peerNoLink: map[string]string{},
+		local: map[netip.Addr]string{}, localOn: map[linkAddr]bool{}, peers: map[string]*config.Peer{}, grAddr: map[netip.Addr]*model.GatewayRouter{}, peerLink: map[string]*model.Link{}, peerNoLink: map[string]string{},
 		foreign: make(map[model.KernelRouteKey]bool, len(host.Foreign))}
 	for _, k := range host.Foreign {
 		e.foreign[k] = true
@@ -241,6 +247,9 @@ func newImportEnv(cfg *config.Config, snap model.Snapshot, host model.Host, prot
 	for li := range host.Links {
 		for _, a := range host.Links[li].Addrs {
 			e.local[a.Addr()] = host.Links[li].Name
+			if a.Addr().Is6() && a.Addr().IsLinkLocalUnicast() {
+				e.localOn[linkAddr{a.Addr(), host.Links[li].Name}] = true
+			}
 		}
 	}
 	for gi := range snap.Routers {
@@ -251,7 +260,8 @@ func newImportEnv(cfg *config.Config, snap model.Snapshot, host model.Host, prot
 		}
 	}
 	e.firstAS = map[string]uint32{}
-	for _, p := range cfg.BGP.Peers {
+	for pi, p := range cfg.BGP.Peers {
+		e.peers[p.Name] = &cfg.BGP.Peers[pi]
 		e.findPeerLink(p)
 		if p.EnforceFirstAS && p.ASN != cfg.BGP.ASN {
 			e.firstAS[p.Name] = p.ASN
@@ -283,14 +293,14 @@ func (e *importEnv) setProtected(prot []model.ProtectedPrefix) {
 // on-link: its configured interface, else the link with the longest
 // connected prefix holding its address.
 func (e *importEnv) findPeerLink(p config.Peer) {
-	if p.Interface != "" {
+	if dev := peerLinkName(p); dev != "" {
 		for li := range e.host.Links {
-			if l := &e.host.Links[li]; l.Name == p.Interface {
+			if l := &e.host.Links[li]; l.Name == dev {
 				e.peerLink[p.Name] = l
 				return
 			}
 		}
-		e.peerNoLink[p.Name] = fmt.Sprintf("peer %s's interface %s is not a link of this host", p.Name, p.Interface)
+		e.peerNoLink[p.Name] = fmt.Sprintf("peer %s's interface %s is not a link of this host", p.Name, dev)
 		return
 	}
 	best := -1
@@ -305,6 +315,32 @@ func (e *importEnv) findPeerLink(p config.Peer) {
 	if best < 0 {
 		e.peerNoLink[p.Name] = fmt.Sprintf("peer %s's address %s is inside no connected prefix of a host link (a multihop peer needs bgp.peers[].interface naming the link its next hops are on)", p.Name, p.Address)
 	}
+}
+
+// linkAddr is an address (without zone) on a link.
+type linkAddr struct {
+	addr netip.Addr
+	link string
+}
+
+// peerLinkName is the device peer p's session runs on: its interface, else
+// the zone of its link-local address; "" for none. It means what
+// config.Peer.Link does (issue 20, contract item 1).
+// TODO(issue 20): use config.Peer.Link once H1's methods are in config.
+func peerLinkName(p config.Peer) string {
+	if p.Interface != "" {
+		return p.Interface
+	}
+	return p.Address.Zone()
+}
+
+// transportIs6 reports whether peer p's session runs over IPv6: an
+// unnumbered peer (an interface, no address) or an IPv6 address. It means
+// what config.Peer.TransportIs6 does (issue 20, contract item 1).
+// TODO(issue 20): use config.Peer.TransportIs6 once H1's methods are in
+// config.
+func transportIs6(p config.Peer) bool {
+	return p.Address.Is6() || p.Interface != "" && !p.Address.IsValid()
 }
 
 // router is rule r's OVN target, or nil with a problem recorded.
@@ -423,10 +459,14 @@ func (e *importEnv) check(ri int, p model.LearnedPath) (string, RejectCause) {
 	if reason := e.nextHop(p); reason != "" {
 		return reason + fmt.Sprintf(" (rule %s)", r.Name), RejectNextHop
 	}
-	if gr := e.routers[ri]; gr != nil && !inExternal(gr, p.NextHop) && e.tables[ri] == 0 {
+	if gr := e.routers[ri]; gr != nil && e.tables[ri] == 0 {
 		// with a kernel target, the path goes there only (see where)
-		return fmt.Sprintf("next hop %s of %s is outside the external networks %s of gateway router %s (rule %s, network %s)",
-			p.NextHop, p.Prefix, prefixList(gr.ExternalNetworks), gr.Name, r.Name, r.Network), RejectNextHop
+		if why := ovnSkips(gr, p); why != "" {
+			if mixedFamily(p) {
+				why += "; only a kernel target installs it"
+			}
+			return why + fmt.Sprintf(" (rule %s, network %s)", r.Name, r.Network), RejectNextHop
+		}
 	}
 	return "", ""
 }
@@ -436,6 +476,36 @@ func inExternal(gr *model.GatewayRouter, a netip.Addr) bool {
 	return slices.ContainsFunc(gr.ExternalNetworks, func(n netip.Prefix) bool { return n.Masked().Contains(a) })
 }
 
+// mixedFamily reports whether path p is an IPv4 prefix with an IPv6 next
+// hop (RFC 8950).
+func mixedFamily(p model.LearnedPath) bool { return p.Prefix.Addr().Is4() && p.NextHop.Is6() }
+
+// ovnTakes reports whether gateway router gr takes path p as a static
+// route (ovnSkips says why not).
+func ovnTakes(gr *model.GatewayRouter, p model.LearnedPath) bool {
+	return !mixedFamily(p) && p.NextHop.Zone() == "" && inExternal(gr, p.NextHop)
+}
+
+// ovnSkips says why gateway router gr does not take path p as a static
+// route, "" if it does. northd before OVN 25.03 (commit 559924291,
+// "northd: Handle routing for other address families") drops a static
+// route whose prefix and next hop families differ with one log line, and
+// OpenShift 4.16-4.19 ship OVN 24.03 and 24.09 (issue 20): such a path goes
+// to the kernel target only. A link-local next hop is never written to NB
+// (a zone is not valid there, and without one it names no port).
+func ovnSkips(gr *model.GatewayRouter, p model.LearnedPath) string {
+	switch {
+	case mixedFamily(p):
+		return fmt.Sprintf(`IPv4 prefix with IPv6 next hop %s: OVN before 25.03 ignores a static route whose families differ (northd: "Address family doesn't match")`, p.NextHop)
+	case p.NextHop.Zone() != "":
+		return fmt.Sprintf("next hop %s of %s is link-local: ovnbgp writes no link-local next hop into NB", p.NextHop, p.Prefix)
+	case !inExternal(gr, p.NextHop):
+		return fmt.Sprintf("next hop %s of %s is outside the external networks %s of gateway router %s",
+			p.NextHop, p.Prefix, prefixList(gr.ExternalNetworks), gr.Name)
+	}
+	return ""
+}
+
 // where says, for path p accepted by rule ri, where it is not installed
 // and why, and where it is: "" when it goes to every target the rule
 // configures.
@@ -443,7 +513,7 @@ func (e *importEnv) where(ri int, p model.LearnedPath) string {
 	r := &e.cfg.Import[ri]
 	ovn, kernel := r.Targets.OVN, r.Targets.Kernel.Table != 0 || r.Targets.Kernel.VRF != ""
 	gr := e.routers[ri]
-	ovnOK := !ovn || gr != nil && inExternal(gr, p.NextHop)
+	ovnOK := !ovn || gr != nil && ovnTakes(gr, p)
 	kernelOK := !kernel || e.tables[ri] != 0
 	if ovnOK && kernelOK {
 		// The usual answer, made without a string: it is asked for
@@ -455,9 +525,8 @@ func (e *importEnv) where(ri int, p model.LearnedPath) string {
 		switch {
 		case gr == nil:
 			not = append(not, "not in OVN: "+e.ovnWhy[ri])
-		case !inExternal(gr, p.NextHop):
-			not = append(not, fmt.Sprintf("not in OVN: next hop %s of %s is outside the external networks %s of gateway router %s (network %s)",
-				p.NextHop, p.Prefix, prefixList(gr.ExternalNetworks), gr.Name, r.Network))
+		case !ovnTakes(gr, p):
+			not = append(not, fmt.Sprintf("not in OVN: %s (network %s)", ovnSkips(gr, p), r.Network))
 		default:
 			in = append(in, fmt.Sprintf("OVN (%s)", gr.Name))
 		}
@@ -489,14 +558,29 @@ func (e *importEnv) nextHop(p model.LearnedPath) string {
 		return fmt.Sprintf("the next hop of %s is missing or invalid", p.Prefix)
 	case nh.Is4In6():
 		return fmt.Sprintf("next hop %s of %s is an IPv4-mapped IPv6 address", nh, p.Prefix)
-	case nh.Is4() != p.Prefix.Addr().Is4():
+	case nh.Is4() && !p.Prefix.Addr().Is4():
 		return fmt.Sprintf("next hop %s is %s but the prefix %s is %s", nh, familyName(nh), p.Prefix, familyName(p.Prefix.Addr()))
+	case nh.Is6() && p.Prefix.Addr().Is4():
+		// RFC 8950 (issue 20): only a session over IPv6 carries an
+		// IPv4 prefix with an IPv6 next hop.
+		if peer := e.peers[p.Peer]; peer == nil || !transportIs6(*peer) {
+			return fmt.Sprintf("next hop %s is IPv6 but the prefix %s is IPv4, and peer %s's session is over IPv4: an IPv6 next hop for an IPv4 prefix (RFC 8950) comes only over an IPv6 session", nh, p.Prefix, p.Peer)
+		}
 	}
-	if c := addrClass(nh); c != "" {
+	if nh.Is6() && nh.IsLinkLocalUnicast() {
+		if why := e.linkLocalWrong(p); why != "" {
+			return why
+		}
+	} else if nh.Zone() != "" {
+		return fmt.Sprintf("next hop %s of %s carries a zone but is not link-local", nh, p.Prefix)
+	} else if c := addrClass(nh); c != "" {
 		return fmt.Sprintf("next hop %s of %s is %s", nh, p.Prefix, c)
 	}
 	if link, ok := e.local[nh]; ok {
 		return fmt.Sprintf("next hop %s of %s is local (an address of host link %s)", nh, p.Prefix, link)
+	}
+	if nh.Zone() != "" && e.localOn[linkAddr{nh.WithZone(""), nh.Zone()}] {
+		return fmt.Sprintf("next hop %s of %s is local (an address of host link %s)", nh, p.Prefix, nh.Zone())
 	}
 	if gr, ok := e.grAddr[nh]; ok {
 		return fmt.Sprintf("next hop %s of %s is the own address of gateway router %s on its external port %s", nh, p.Prefix, gr.Name, gr.ExternalPort)
@@ -512,7 +596,9 @@ func (e *importEnv) nextHop(p model.LearnedPath) string {
 		}
 		return fmt.Sprintf("next hop %s of %s cannot be checked on-link: %s", nh, p.Prefix, why)
 	}
-	if !onLink(link, nh) {
+	// A link-local next hop is on-link by its zone, which linkLocalWrong
+	// checked is the peer's link: every IPv6 link has fe80::/64.
+	if nh.Zone() == "" && !onLink(link, nh) {
 		return fmt.Sprintf("next hop %s of %s is not on-link through peer %s's link %s (%s)", nh, p.Prefix, p.Peer, link.Name, prefixList(link.Addrs))
 	}
 	if nh.Is4() {
@@ -529,6 +615,38 @@ func (e *importEnv) nextHop(p model.LearnedPath) string {
 		}
 	}
 	return ""
+}
+
+// linkLocalWrong says why path p's IPv6 link-local next hop is refused, ""
+// if it is not (safety rule 3, issue 20 contract item 6): it must come from
+// a peer on that link (an interface, not multihop, and a numbered peer's
+// address on that link) and carry the peer's link as its zone. Whether it
+// is one of the node's own addresses is nextHop's check.
+func (e *importEnv) linkLocalWrong(p model.LearnedPath) string {
+	nh := p.NextHop
+	head := fmt.Sprintf("next hop %s of %s is a link-local address", nh, p.Prefix)
+	peer := e.peers[p.Peer]
+	if peer == nil {
+		return head + fmt.Sprintf(", and peer %s is not configured", p.Peer)
+	}
+	dev := peerLinkName(*peer)
+	switch {
+	case dev == "":
+		return head + fmt.Sprintf(", and peer %s has no interface: a link-local next hop is accepted only from a peer on that link (bgp.peers[].interface)", p.Peer)
+	case peer.EBGPMultihop > 0:
+		return head + fmt.Sprintf(", and peer %s is multihop (ebgpMultihop %d): a link-local next hop is accepted only from a peer on that link", p.Peer, peer.EBGPMultihop)
+	case peer.Address.IsValid() && !peer.Address.IsLinkLocalUnicast():
+		if link := e.peerLink[p.Peer]; link != nil && !onLink(link, peer.Address) {
+			return head + fmt.Sprintf(", and peer %s's address %s is not on its interface %s: a link-local next hop is accepted only from a peer on that link", p.Peer, peer.Address, dev)
+		}
+	}
+	switch nh.Zone() {
+	case "":
+		return head + " without a zone: the link it is on is unknown"
+	case dev:
+		return ""
+	}
+	return head + fmt.Sprintf(" on %s, not on peer %s's link %s", nh.Zone(), p.Peer, dev)
 }
 
 // addrClass names the class of address that is never a next hop
@@ -588,7 +706,7 @@ func (e *importEnv) installed(in *Installed, ri int, p netip.Prefix, nh netip.Ad
 	if in.at[installedKey{rule: e.cfg.Import[ri].Name, prefix: p, nextHop: nh}] {
 		return true
 	}
-	return e.tables[ri] != 0 && in.at[installedKey{table: e.tables[ri], prefix: p, nextHop: nh}]
+	return e.tables[ri] != 0 && in.at[installedKey{table: e.tables[ri], prefix: p, nextHop: nh.WithZone("")}]
 }
 
 // targets turns the accepted candidates of one prefix's paths into OVN
@@ -613,7 +731,7 @@ func (e *importEnv) targets(paths []model.LearnedPath, cands []candidate, ovn []
 	var kernOwner []claim[uint32] // table -> rule; kernel[k0+i] is kernOwner[i]'s route
 	for _, c := range cands {
 		p, r := paths[c.path], &e.cfg.Import[c.rule]
-		if gr := e.routers[c.rule]; gr != nil && inExternal(gr, p.NextHop) {
+		if gr := e.routers[c.rule]; gr != nil && ovnTakes(gr, p) {
 			i := slices.IndexFunc(ovnOwner, func(o claim[string]) bool { return o.key == gr.Name })
 			if i < 0 {
 				ovnOwner = append(ovnOwner, claim[string]{gr.Name, c.rule})
@@ -650,7 +768,10 @@ func (e *importEnv) targets(paths []model.LearnedPath, cands []candidate, ovn []
 					Protocol: e.cfg.Kernel.RouteProtocol, Rule: r.Name})
 				i = len(kernel) - 1 - k0
 			}
-			nh := model.NextHop{Addr: p.NextHop, Dev: e.peerLink[p.Peer].Name}
+			// A link-local next hop's zone is its device, which nextHop
+			// checked is the peer's link; the kernel route's address
+			// carries no zone (contract item 4, issue 20).
+			nh := model.NextHop{Addr: p.NextHop.WithZone(""), Dev: e.peerLink[p.Peer].Name}
 			if r := &kernel[k0+i]; !slices.Contains(r.NextHops, nh) {
 				r.NextHops = append(r.NextHops, nh)
 			}

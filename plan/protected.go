@@ -152,9 +152,9 @@ type PeerConflict struct {
 // PeerNextHopConflicts returns, in config order, the peers an import rule
 // lists whose own address the next-hop check refuses for reasons that do
 // not depend on the host's links: an address class no next hop may have
-// (loopback, link-local, multicast...), or a protected prefix of the set
-// Protected(cfg, snap) makes (with NB's live values where snap has them,
-// the defaults otherwise). `ovnbgp doctor` reports them; config.Warnings
+// (loopback, link-local unless on the peer's own link, multicast...), or a
+// protected prefix of the set Protected(cfg, snap) makes (with NB's live
+// values where snap has them, the defaults otherwise). `ovnbgp doctor` reports them; config.Warnings
 // checks what the config alone can tell.
 func PeerNextHopConflicts(cfg *config.Config, snap model.Snapshot) []PeerConflict {
 	nhProt := nextHopProtected(Protected(cfg, snap, model.Host{}))
@@ -163,7 +163,7 @@ func PeerNextHopConflicts(cfg *config.Config, snap model.Snapshot) []PeerConflic
 		if !p.Address.IsValid() || !slices.ContainsFunc(cfg.Import, func(r config.ImportRule) bool { return slices.Contains(r.Peers, p.Name) }) {
 			continue
 		}
-		if c := addrClass(p.Address); c != "" {
+		if c := addrClass(p.Address); c != "" && !linkLocalOnLink(p) {
 			out = append(out, PeerConflict{Peer: p.Name, Address: p.Address, Reason: fmt.Sprintf("next hop %s is %s", p.Address, c)})
 			continue
 		}
@@ -173,6 +173,14 @@ func PeerNextHopConflicts(cfg *config.Config, snap model.Snapshot) []PeerConflic
 		}
 	}
 	return out
+}
+
+// linkLocalOnLink reports whether peer p's address is an IPv6 link-local
+// one on the peer's own link, not multihop: a next hop the import decision
+// accepts (issue 20).
+func linkLocalOnLink(p config.Peer) bool {
+	a := p.Address
+	return a.Is6() && a.IsLinkLocalUnicast() && a.Zone() != "" && a.Zone() == peerLinkName(p) && p.EBGPMultihop == 0
 }
 
 // protIndex finds, in a protected set, the first entry equal to or

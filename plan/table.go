@@ -988,7 +988,9 @@ func (t *ImportTable) untally(pfx netip.Prefix, tp *tablePath) {
 }
 
 // Count counts the table's paths; installed says whether a next hop of a
-// prefix is really installed (nil: none is). Without installed it is
+// prefix is really installed (nil: none is); it is asked with the next hop
+// without zone, as installed routes carry it (a link-local one's zone is
+// the kernel route's device, issue 20). Without installed it is
 // O(peers): the counts are kept as paths are decided; with it, a walk
 // that asks installed of the accepted paths only (100k paths: ~9 ms, not
 // the 24 ms of counting every one again).
@@ -999,7 +1001,7 @@ func (t *ImportTable) Count(installed func(netip.Prefix, netip.Addr) bool) Table
 		return c
 	}
 	t.each(func(pfx netip.Prefix, tp *tablePath) bool {
-		if a := &t.attrs.slots[tp.attrs]; tp.accepted() && installed(pfx, a.nextHop) {
+		if a := &t.attrs.slots[tp.attrs]; tp.accepted() && installed(pfx, a.nextHop.WithZone("")) {
 			pc := c.ByPeer[a.peer]
 			pc.Installed++
 			c.ByPeer[a.peer] = pc
@@ -1031,7 +1033,7 @@ func (t *ImportTable) countWalk(installed func(netip.Prefix, netip.Addr) bool) T
 		} else {
 			pc.IPv6++
 		}
-		if installed != nil && installed(p.Prefix, p.NextHop) {
+		if installed != nil && installed(p.Prefix, p.NextHop.WithZone("")) {
 			pc.Installed++
 		}
 		c.ByPeer[p.Peer] = pc

@@ -164,8 +164,20 @@ func resolveHops(hops []model.NextHop, v4 bool, ls *linkSet) ([]nlHop, error) {
 		if !h.Addr.IsValid() && h.Dev == "" {
 			return nil, errors.New("a next hop has neither an address nor a device")
 		}
+		if h.Addr.Zone() != "" {
+			return nil, fmt.Errorf("next hop %s carries a zone: give the device as the next hop's dev, the address without it", h.Addr)
+		}
 		if h.Addr.IsValid() && h.Addr.Is4() != v4 {
-			return nil, fmt.Errorf("next hop %s is not of the prefix's address family", h.Addr)
+			// An IPv4 route may have an IPv6 next hop (RTA_VIA, RFC
+			// 8950; issue 20), through a device: the kernel refuses one
+			// without. An IPv6 route's next hop is IPv6 (RTA_VIA is
+			// EINVAL there).
+			if !v4 {
+				return nil, fmt.Errorf("next hop %s is not of the prefix's address family", h.Addr)
+			}
+			if h.Dev == "" {
+				return nil, fmt.Errorf("IPv6 next hop %s of an IPv4 prefix needs a device", h.Addr)
+			}
 		}
 		idx := 0
 		if h.Dev != "" {

@@ -248,7 +248,8 @@ type nlHop struct {
 
 // routeMsg serialises one route request for our route shape: dst, table
 // (in rtm_table when below 256, and always in RTA_TABLE), protocol, scope,
-// type, and a gateway plus device or an RTA_MULTIPATH of them. typ is
+// type, and a gateway plus device or an RTA_MULTIPATH of them (a gateway
+// of the other family than the prefix's is an RTA_VIA, see appendGateway). typ is
 // RTM_NEWROUTE or RTM_DELROUTE; flags are added to NLM_F_REQUEST|NLM_F_ACK.
 // A delete carries no next hop (the kernel removes every next hop of the
 // route with our protocol at that key), scope "nowhere" and no type, as
@@ -285,7 +286,7 @@ func routeMsg(typ uint16, flags uint16, seq uint32, prefix netip.Prefix, table u
 		case 0:
 		case 1:
 			if hops[0].gw.IsValid() {
-				b = appendAttr(b, unix.RTA_GATEWAY, hops[0].gw.AsSlice())
+				b = appendGateway(b, family == unix.AF_INET, hops[0].gw)
 			}
 			if hops[0].ifindex != 0 {
 				b = appendAttr(b, unix.RTA_OIF, binary.NativeEndian.AppendUint32(nil, uint32(hops[0].ifindex)))
@@ -298,7 +299,7 @@ func routeMsg(typ uint16, flags uint16, seq uint32, prefix netip.Prefix, table u
 				mp = append(mp, 0, 0, 0, 0)
 				mp = binary.NativeEndian.AppendUint32(mp, uint32(h.ifindex))
 				if h.gw.IsValid() {
-					mp = appendAttr(mp, unix.RTA_GATEWAY, h.gw.AsSlice())
+					mp = appendGateway(mp, family == unix.AF_INET, h.gw)
 				}
 				binary.NativeEndian.PutUint16(mp[start:], uint16(len(mp)-start))
 			}
@@ -310,6 +311,22 @@ func routeMsg(typ uint16, flags uint16, seq uint32, prefix netip.Prefix, table u
 	binary.NativeEndian.PutUint16(b[6:8], unix.NLM_F_REQUEST|unix.NLM_F_ACK|flags)
 	binary.NativeEndian.PutUint32(b[8:12], seq)
 	return b
+}
+
+// appendGateway appends next hop gw of a route whose prefix is IPv4 (v4)
+// or IPv6: RTA_GATEWAY when gw is of the prefix's family, else RTA_VIA
+// (struct rtvia: the family, then the address), as `ip route add
+// 10.1.0.0/24 via inet6 fe80::1 dev eth1` sends an IPv4 route's IPv6 next
+// hop (issue 20, RFC 8950). The kernel needs a device with it (RTA_OIF).
+func appendGateway(b []byte, v4 bool, gw netip.Addr) []byte {
+	if gw.Is4() == v4 {
+		return appendAttr(b, unix.RTA_GATEWAY, gw.AsSlice())
+	}
+	fam := uint16(unix.AF_INET6)
+	if gw.Is4() {
+		fam = unix.AF_INET
+	}
+	return appendAttr(b, unix.RTA_VIA, append(binary.NativeEndian.AppendUint16(nil, fam), gw.AsSlice()...))
 }
 
 // appendAttr appends one rtattr, padded to 4 bytes.

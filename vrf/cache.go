@@ -57,6 +57,24 @@ func compareHop(a, b nlHop) int {
 	return cmp.Or(a.gw.Compare(b.gw), cmp.Compare(a.ifindex, b.ifindex))
 }
 
+// gateway is a next hop's address: its RTA_GATEWAY, else its RTA_VIA (an
+// IPv4 route's IPv6 next hop, issue 20). netlink's NexthopInfo.Equal
+// ignores Via, so the cache compares the address it keeps here.
+func gateway(gw net.IP, via netlink.Destination) (netip.Addr, bool) {
+	if a, ok := netip.AddrFromSlice(gw); ok {
+		return a.Unmap(), true
+	}
+	if v, ok := via.(*netlink.Via); ok && v != nil {
+		if a, ok := netip.AddrFromSlice(v.Addr); ok {
+			if v.AddrFamily == unix.AF_INET {
+				a = a.Unmap()
+			}
+			return a, true
+		}
+	}
+	return netip.Addr{}, false
+}
+
 // fromRoute turns a netlink route into its key and alias; ok is false for
 // what the cache does not keep (cloned routes, no destination, and routes
 // not ours in the kernel's own tables).
@@ -74,13 +92,13 @@ func (m *Manager) fromRoute(r netlink.Route) (rkey, alias, bool) {
 	}
 	a := alias{proto: uint8(r.Protocol), typ: uint8(r.Type)}
 	if len(r.MultiPath) == 0 {
-		if gw, ok := netip.AddrFromSlice(r.Gw); ok || r.LinkIndex != 0 {
-			a.hops = []nlHop{{gw: gw.Unmap(), ifindex: r.LinkIndex}}
+		if gw, ok := gateway(r.Gw, r.Via); ok || r.LinkIndex != 0 {
+			a.hops = []nlHop{{gw: gw, ifindex: r.LinkIndex}}
 		}
 	}
 	for _, nh := range r.MultiPath {
-		gw, _ := netip.AddrFromSlice(nh.Gw)
-		a.hops = append(a.hops, nlHop{gw: gw.Unmap(), ifindex: nh.LinkIndex})
+		gw, _ := gateway(nh.Gw, nh.Via)
+		a.hops = append(a.hops, nlHop{gw: gw, ifindex: nh.LinkIndex})
 	}
 	slices.SortFunc(a.hops, compareHop)
 	a.hops = slices.Compact(a.hops)
@@ -485,7 +503,7 @@ func (m *Manager) cachedRoutes(ls *linkSet) ([]model.KernelRoute, []model.Kernel
 
 // parseRoute decodes an RTM_NEWROUTE / RTM_DELROUTE event into the fields
 // the cache keeps: family, destination, table, protocol, type, flags,
-// metric, and the next hops (gateway and device, or RTA_MULTIPATH).
+// metric, and the next hops (gateway or via and device, or RTA_MULTIPATH).
 func parseRoute(b []byte) (netlink.Route, bool) {
 	var r netlink.Route
 	if len(b) < unix.SizeofRtMsg {
@@ -518,6 +536,8 @@ func parseRoute(b []byte) (netlink.Route, bool) {
 			}
 		case unix.RTA_GATEWAY:
 			r.Gw = net.IP(slices.Clone(a.data))
+		case unix.RTA_VIA:
+			r.Via = decodeVia(a.data)
 		case unix.RTA_OIF:
 			if len(a.data) >= 4 {
 				r.LinkIndex = int(binary.NativeEndian.Uint32(a.data))
@@ -531,8 +551,11 @@ func parseRoute(b []byte) (netlink.Route, bool) {
 				}
 				nh := &netlink.NexthopInfo{LinkIndex: int(int32(binary.NativeEndian.Uint32(mp[4:8])))}
 				for na := range attrs(mp[8:l]) {
-					if na.typ == unix.RTA_GATEWAY {
+					switch na.typ {
+					case unix.RTA_GATEWAY:
 						nh.Gw = net.IP(slices.Clone(na.data))
+					case unix.RTA_VIA:
+						nh.Via = decodeVia(na.data)
 					}
 				}
 				r.MultiPath = append(r.MultiPath, nh)
@@ -541,6 +564,21 @@ func parseRoute(b []byte) (netlink.Route, bool) {
 		}
 	}
 	return r, true
+}
+
+// decodeVia decodes an RTA_VIA (struct rtvia: family, then the address),
+// nil if it is not an IPv4 or IPv6 address.
+func decodeVia(d []byte) netlink.Destination {
+	if len(d) < 2 {
+		return nil
+	}
+	switch fam := int(binary.NativeEndian.Uint16(d[0:2])); {
+	case fam == unix.AF_INET && len(d) >= 6:
+		return &netlink.Via{AddrFamily: fam, Addr: net.IP(slices.Clone(d[2:6]))}
+	case fam == unix.AF_INET6 && len(d) >= 18:
+		return &netlink.Via{AddrFamily: fam, Addr: net.IP(slices.Clone(d[2:18]))}
+	}
+	return nil
 }
 
 type rtattr struct {

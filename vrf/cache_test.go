@@ -25,14 +25,23 @@ type ipRoute struct {
 	Type     string `json:"type"`
 	Dst      string `json:"dst"`
 	Gateway  string `json:"gateway"`
+	Via      ipVia  `json:"via"`
 	Dev      string `json:"dev"`
 	Table    string `json:"table"`
 	Protocol string `json:"protocol"`
 	Metric   *int   `json:"metric"`
 	Nexthops []struct {
 		Gateway string `json:"gateway"`
+		Via     ipVia  `json:"via"`
 		Dev     string `json:"dev"`
 	} `json:"nexthops"`
+}
+
+// ipVia is the next hop of another family (RTA_VIA) as iproute2 prints it:
+// an IPv4 route's IPv6 next hop (issue 20, RFC 8950).
+type ipVia struct {
+	Family string `json:"family"`
+	Host   string `json:"host"`
 }
 
 // kernelState is the truth, read with iproute2 (not with the package under
@@ -88,11 +97,11 @@ func (n *testNS) kernel(tables []uint32) kernelState {
 			if !ok {
 				kr = model.KernelRoute{Table: k.Table, Prefix: p, Protocol: proto}
 			}
-			if r.Gateway != "" || r.Dev != "" {
-				kr.NextHops = append(kr.NextHops, ipHop(r.Gateway, r.Dev))
+			if r.Gateway != "" || r.Via.Host != "" || r.Dev != "" {
+				kr.NextHops = append(kr.NextHops, ipHop(r.Gateway+r.Via.Host, r.Dev))
 			}
 			for _, h := range r.Nexthops {
-				kr.NextHops = append(kr.NextHops, ipHop(h.Gateway, h.Dev))
+				kr.NextHops = append(kr.NextHops, ipHop(h.Gateway+h.Via.Host, h.Dev))
 			}
 			st.ours[k] = kr
 		}

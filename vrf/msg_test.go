@@ -22,6 +22,11 @@ func TestRouteMsgRoundTrip(t *testing.T) {
 		{"0.0.0.0/0", 1000, []nlHop{{gw: netip.MustParseAddr("192.0.2.2"), ifindex: 3}, {gw: netip.MustParseAddr("198.51.100.2"), ifindex: 4}}},
 		{"2001:db8:1::/48", 70000, []nlHop{{gw: netip.MustParseAddr("2001:db8:a::2"), ifindex: 3}, {gw: netip.MustParseAddr("2001:db8:b::2"), ifindex: 4}, {gw: netip.MustParseAddr("2001:db8:b::3"), ifindex: 4}}},
 		{"10.4.4.4/32", 7, []nlHop{{ifindex: 9}}},
+		// IPv4 prefixes with IPv6 next hops, as RTA_VIA (issue 20):
+		// single, multipath, and mixed with an IPv4 gateway.
+		{"10.5.0.0/24", 100, []nlHop{{gw: netip.MustParseAddr("fe80::1"), ifindex: 5}}},
+		{"10.6.0.0/24", 100, []nlHop{{gw: netip.MustParseAddr("fe80::1"), ifindex: 5}, {gw: netip.MustParseAddr("fe80::2"), ifindex: 5}}},
+		{"10.7.0.0/24", 1000, []nlHop{{gw: netip.MustParseAddr("192.0.2.2"), ifindex: 3}, {gw: netip.MustParseAddr("fe80::1"), ifindex: 5}}},
 	} {
 		p := netip.MustParsePrefix(c.prefix)
 		msg := routeMsg(unix.RTM_NEWROUTE, unix.NLM_F_CREATE|unix.NLM_F_EXCL, 42, p, c.table, 200, c.hops)
@@ -51,12 +56,29 @@ func TestRouteMsgRoundTrip(t *testing.T) {
 				t.Errorf("%s: hop %d = %+v, want %+v", c.prefix, i, a.hops[i], c.hops[i])
 			}
 		}
+		for _, h := range c.hops {
+			if h.gw.IsValid() && h.gw.Is4() != p.Addr().Is4() && bytesContain(msg, unix.RTA_GATEWAY, h.gw) {
+				t.Errorf("%s: next hop %s of the other family sent as RTA_GATEWAY", c.prefix, h.gw)
+			}
+		}
 		del := routeMsg(unix.RTM_DELROUTE, 0, 43, p, c.table, 200, c.hops)
 		r, _ = parseRoute(del[unix.SizeofNlMsghdr:])
 		if r.Gw != nil || r.LinkIndex != 0 || len(r.MultiPath) != 0 || r.Scope != unix.RT_SCOPE_NOWHERE || r.Type != 0 || int(r.Protocol) != 200 {
 			t.Errorf("%s: delete request %+v", c.prefix, r)
 		}
 	}
+}
+
+// bytesContain reports whether msg holds an attribute of type typ whose
+// data is a's bytes, at any depth of RTA_MULTIPATH.
+func bytesContain(msg []byte, typ uint16, a netip.Addr) bool {
+	want := a.AsSlice()
+	for i := 0; i+4+len(want) <= len(msg); i++ {
+		if int(binary.NativeEndian.Uint16(msg[i:])) == 4+len(want) && binary.NativeEndian.Uint16(msg[i+2:]) == typ && string(msg[i+4:i+4+len(want)]) == string(want) {
+			return true
+		}
+	}
+	return false
 }
 
 func nativeLen(msg []byte) uint32 { return binary.NativeEndian.Uint32(msg[0:4]) }
