@@ -293,7 +293,7 @@ func (e *importEnv) setProtected(prot []model.ProtectedPrefix) {
 // on-link: its configured interface, else the link with the longest
 // connected prefix holding its address.
 func (e *importEnv) findPeerLink(p config.Peer) {
-	if dev := peerLinkName(p); dev != "" {
+	if dev := p.Link(); dev != "" {
 		for li := range e.host.Links {
 			if l := &e.host.Links[li]; l.Name == dev {
 				e.peerLink[p.Name] = l
@@ -321,26 +321,6 @@ func (e *importEnv) findPeerLink(p config.Peer) {
 type linkAddr struct {
 	addr netip.Addr
 	link string
-}
-
-// peerLinkName is the device peer p's session runs on: its interface, else
-// the zone of its link-local address; "" for none. It means what
-// config.Peer.Link does (issue 20, contract item 1).
-// TODO(issue 20): use config.Peer.Link once H1's methods are in config.
-func peerLinkName(p config.Peer) string {
-	if p.Interface != "" {
-		return p.Interface
-	}
-	return p.Address.Zone()
-}
-
-// transportIs6 reports whether peer p's session runs over IPv6: an
-// unnumbered peer (an interface, no address) or an IPv6 address. It means
-// what config.Peer.TransportIs6 does (issue 20, contract item 1).
-// TODO(issue 20): use config.Peer.TransportIs6 once H1's methods are in
-// config.
-func transportIs6(p config.Peer) bool {
-	return p.Address.Is6() || p.Interface != "" && !p.Address.IsValid()
 }
 
 // router is rule r's OVN target, or nil with a problem recorded.
@@ -563,7 +543,7 @@ func (e *importEnv) nextHop(p model.LearnedPath) string {
 	case nh.Is6() && p.Prefix.Addr().Is4():
 		// RFC 8950 (issue 20): only a session over IPv6 carries an
 		// IPv4 prefix with an IPv6 next hop.
-		if peer := e.peers[p.Peer]; peer == nil || !transportIs6(*peer) {
+		if peer := e.peers[p.Peer]; peer == nil || !peer.TransportIs6() {
 			return fmt.Sprintf("next hop %s is IPv6 but the prefix %s is IPv4, and peer %s's session is over IPv4: an IPv6 next hop for an IPv4 prefix (RFC 8950) comes only over an IPv6 session", nh, p.Prefix, p.Peer)
 		}
 	}
@@ -629,7 +609,7 @@ func (e *importEnv) linkLocalWrong(p model.LearnedPath) string {
 	if peer == nil {
 		return head + fmt.Sprintf(", and peer %s is not configured", p.Peer)
 	}
-	dev := peerLinkName(*peer)
+	dev := peer.Link()
 	switch {
 	case dev == "":
 		return head + fmt.Sprintf(", and peer %s has no interface: a link-local next hop is accepted only from a peer on that link (bgp.peers[].interface)", p.Peer)

@@ -180,7 +180,7 @@ func PeerNextHopConflicts(cfg *config.Config, snap model.Snapshot) []PeerConflic
 // accepts (issue 20).
 func linkLocalOnLink(p config.Peer) bool {
 	a := p.Address
-	return a.Is6() && a.IsLinkLocalUnicast() && a.Zone() != "" && a.Zone() == peerLinkName(p) && p.EBGPMultihop == 0
+	return a.Is6() && a.IsLinkLocalUnicast() && a.Zone() != "" && a.Zone() == p.Link() && p.EBGPMultihop == 0
 }
 
 // protIndex finds, in a protected set, the first entry equal to or
