@@ -377,6 +377,11 @@ func (l *link) check(pkts chan received) {
 		}
 	}
 	local := fa.Usable()
+	if l.sock != nil && slices.ContainsFunc(fa.LinkLocals, func(a LinkLocal) bool { return a.Usable() && a.Addr.WithZone("") == l.sock.src }) {
+		// keep the source while it is usable: another link-local added
+		// to the link must not make the peer see a new router
+		local = l.sock.src.WithZone(l.name)
+	}
 	if waiting != "" || (l.sock != nil && (l.sock.ifindex != fa.Index || l.sock.src != local.WithZone(""))) {
 		l.closeSock()
 	}
@@ -515,9 +520,11 @@ func (l *link) learn(addr netip.Addr, how How, heard bool) {
 	prev := l.st.Peer
 	changed := prev != zoned
 	if heard {
-		// Another sender heard within three RA intervals of the
-		// current peer: two routers on the link.
-		if t, ok := l.heard[prev.WithZone("")]; ok && changed && now.Sub(t) < 3*l.f.opts.AdvertiseInterval {
+		// Back to a sender heard before, while the current peer was
+		// heard within three RA intervals: two routers take turns on
+		// the link. (A first new sender is a change: a replaced peer.)
+		_, before := l.heard[addr]
+		if t, ok := l.heard[prev.WithZone("")]; ok && before && changed && now.Sub(t) < 3*l.f.opts.AdvertiseInterval {
 			l.st.Problem = fmt.Sprintf("two routers on %s: %s, then %s within %s: unnumbered peering expects one neighbour on a point-to-point link (the peer is the last one heard)",
 				l.name, prev.WithZone(""), addr, now.Sub(t).Round(time.Millisecond))
 		}
