@@ -122,7 +122,7 @@ func TestFinderWaiting(t *testing.T) {
 		"v6off":  "IPv6 disabled on v6off",
 		"nogen":  "no link-local address on nogen",
 		"alone":  "no router advertisement seen on alone since ",
-		"later":   "later is down",
+		"later":  "later is down",
 	}
 	eventually(t, 20*time.Second, "every link says why it waits", func() string {
 		var bad []string
