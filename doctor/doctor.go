@@ -120,6 +120,7 @@ func Run(ctx context.Context, env Env, in Input) Report {
 		checkPeerNextHops,
 		checkPorts,
 		checkForwarding,
+		checkUnnumbered,
 		checkRPFilter,
 		checkVRFSupport,
 		checkRouteProtocol,

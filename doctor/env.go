@@ -14,6 +14,7 @@ import (
 	"github.com/ovnbgp/ovnbgp/api"
 	"github.com/ovnbgp/ovnbgp/config"
 	"github.com/ovnbgp/ovnbgp/model"
+	"github.com/ovnbgp/ovnbgp/nd"
 	"github.com/ovnbgp/ovnbgp/ovn"
 	"github.com/ovnbgp/ovnbgp/vrf"
 )
@@ -59,6 +60,9 @@ type Routing interface {
 	VRFs() ([]model.VRFDevice, error)
 	// TableProtocols counts a table's routes by protocol.
 	TableProtocols(table uint32) (map[int]int, error)
+	// Link is a device's IPv6 link-local addresses and neighbours (the
+	// unnumbered peers' checks).
+	Link(dev string) (nd.LinkFacts, error)
 	Close()
 }
 
@@ -118,8 +122,32 @@ func (h Host) Northbound(ctx context.Context, cfg config.OVN, node string) (NBVi
 	}
 }
 
-// Routing implements Env with vrf.Probe.
-func (Host) Routing() (Routing, error) { return vrf.OpenProbe() }
+// Routing implements Env with vrf.Probe and an nd.Reader.
+func (Host) Routing() (Routing, error) {
+	p, err := vrf.OpenProbe()
+	if err != nil {
+		return nil, err
+	}
+	r, err := nd.NewReader(nil)
+	if err != nil {
+		p.Close()
+		return nil, err
+	}
+	return hostRouting{Probe: p, nd: r}, nil
+}
+
+// hostRouting is the real Routing: routes from vrf.Probe, links from nd.
+type hostRouting struct {
+	*vrf.Probe
+	nd *nd.Reader
+}
+
+func (h hostRouting) Link(dev string) (nd.LinkFacts, error) { return h.nd.Link(dev) }
+
+func (h hostRouting) Close() {
+	h.Probe.Close()
+	h.nd.Close()
+}
 
 // HTTP implements Env. Requests never go through a proxy: the metadata
 // service is link-local.

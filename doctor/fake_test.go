@@ -16,6 +16,7 @@ import (
 
 	"github.com/ovnbgp/ovnbgp/config"
 	"github.com/ovnbgp/ovnbgp/model"
+	"github.com/ovnbgp/ovnbgp/nd"
 )
 
 // fakeEnv is an Env from values: files in a MapFS, NB as a snapshot or an
@@ -29,7 +30,8 @@ type fakeEnv struct {
 	vrfs   []model.VRFDevice
 	tables map[uint32]map[int]int
 	rtErr  error
-	vrfErr error        // VRFs() fails
+	vrfErr error // VRFs() fails
+	links  map[string]nd.LinkFacts
 	aws    http.Handler // nil: nothing answers (not on AWS)
 	env    map[string]string
 	daemon *DaemonView
@@ -91,6 +93,14 @@ func (r fakeRouting) RouteTo(dst netip.Addr) (string, error) {
 func (r fakeRouting) VRFs() ([]model.VRFDevice, error)             { return r.f.vrfs, r.f.vrfErr }
 func (r fakeRouting) TableProtocols(t uint32) (map[int]int, error) { return r.f.tables[t], nil }
 func (fakeRouting) Close()                                         {}
+
+func (r fakeRouting) Link(dev string) (nd.LinkFacts, error) {
+	if f, ok := r.f.links[dev]; ok {
+		f.Name = dev
+		return f, nil
+	}
+	return nd.LinkFacts{}, fmt.Errorf("link %s: Link not found", dev)
+}
 
 // baseConfig is a valid config: node1, one IPv4 peer tor-a, no import.
 const baseConfig = `node: {name: node1}
