@@ -46,7 +46,7 @@ type LinkStatus struct {
 	// sending, reading), with when it happened.
 	LastError     string    `json:"lastError,omitempty"`
 	LastErrorTime time.Time `json:"lastErrorTime,omitzero"`
-	// Solicitations and Advertisements count what was sent.
+	// Solicitations and Advertisements count what was sent (in all).
 	Solicitations  int `json:"solicitations"`
 	Advertisements int `json:"advertisements"`
 }
@@ -274,6 +274,7 @@ type link struct {
 	lastRS     time.Time
 	lastRA     time.Time
 	tableRead  bool
+	rsOpen     int                      // solicitations sent since the socket opened
 	heard      map[netip.Addr]time.Time // zone-less sender -> last heard
 }
 
@@ -321,7 +322,7 @@ func (l *link) next() time.Duration {
 	}
 	d := time.Until(l.lastRA.Add(l.f.opts.AdvertiseInterval))
 	l.f.mu.Lock()
-	learning := !l.st.Peer.IsValid() && l.st.Solicitations < l.f.opts.Solicitations
+	learning := !l.st.Peer.IsValid() && l.rsOpen < l.f.opts.Solicitations
 	l.f.mu.Unlock()
 	if learning {
 		d = min(d, time.Until(l.lastRS.Add(l.f.opts.SolicitInterval)))
@@ -340,7 +341,7 @@ func (l *link) tick() {
 		l.sendRA()
 	}
 	l.f.mu.Lock()
-	learning := !l.st.Peer.IsValid() && l.st.Solicitations < l.f.opts.Solicitations
+	learning := !l.st.Peer.IsValid() && l.rsOpen < l.f.opts.Solicitations
 	l.f.mu.Unlock()
 	if learning && !now.Before(l.lastRS.Add(l.f.opts.SolicitInterval)) {
 		l.sendRS()
@@ -393,6 +394,9 @@ func (l *link) check(pkts chan received) {
 		l.st.Local = netip.Addr{}
 	} else {
 		l.st.Local = local
+		if l.st.Peer.IsValid() {
+			l.st.Waiting = ""
+		}
 	}
 	l.f.mu.Unlock()
 	if waiting != "" {
@@ -413,8 +417,8 @@ func (l *link) check(pkts chan received) {
 		l.readerQuit, l.readerEnd = make(chan struct{}), make(chan struct{})
 		go l.read(s, pkts, l.readerQuit, l.readerEnd)
 		l.readySince = time.Now()
+		l.rsOpen = 0
 		l.f.mu.Lock()
-		l.st.Solicitations = 0
 		if !l.st.Peer.IsValid() {
 			l.st.Waiting = fmt.Sprintf("no router advertisement seen on %s since %s", l.name, l.readySince.Format(time.TimeOnly))
 		}
@@ -549,10 +553,11 @@ func (l *link) sendRS() {
 		l.setError(fmt.Errorf("send a router solicitation on %s: %w", l.name, err))
 		return
 	}
+	l.rsOpen++
 	l.f.mu.Lock()
 	l.st.Solicitations++
 	if !l.st.Peer.IsValid() {
-		l.st.Waiting = fmt.Sprintf("no router advertisement seen on %s since %s (sent %d solicitations)", l.name, l.readySince.Format(time.TimeOnly), l.st.Solicitations)
+		l.st.Waiting = fmt.Sprintf("no router advertisement seen on %s since %s (sent %d solicitations)", l.name, l.readySince.Format(time.TimeOnly), l.rsOpen)
 	}
 	l.f.mu.Unlock()
 }

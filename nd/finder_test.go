@@ -1,6 +1,7 @@
 package nd
 
 import (
+	"fmt"
 	"net/netip"
 	"slices"
 	"strings"
@@ -47,7 +48,7 @@ func TestFindersLearnEachOther(t *testing.T) {
 		return ""
 	})
 	sa := status(fa, "va")
-	if sa.Local != llA || (sa.How != FromRA && sa.How != FromRS) || sa.Waiting != "" || sa.Problem != "" || sa.Since.IsZero() {
+	if sa.Local != llA || (sa.How != FromRA && sa.How != FromRS && sa.How != FromNeighbourTable) || sa.Waiting != "" || sa.Problem != "" || sa.Since.IsZero() {
 		t.Errorf("a's status: %+v", sa)
 	}
 	if got := na.all(); !slices.Equal(got, []string{"va " + llB.WithZone("va").String()}) {
@@ -57,6 +58,22 @@ func TestFindersLearnEachOther(t *testing.T) {
 	if out := a.ip("-6", "neigh", "show", "dev", "va"); strings.Contains(out, llA.WithZone("").String()) {
 		t.Errorf("a's own address in its neighbour table:\n%s", out)
 	}
+	// Link down and up: a solicits again at once, and keeps its peer.
+	before := status(fa, "va").Solicitations
+	a.ip("link", "set", "va", "down")
+	eventually(t, 20*time.Second, "a sees va down", func() string {
+		if s := status(fa, "va"); s.Waiting != "va is down" {
+			return s.Waiting
+		}
+		return ""
+	})
+	a.ip("link", "set", "va", "up")
+	eventually(t, 20*time.Second, "a solicits after link up", func() string {
+		if s := status(fa, "va"); s.Solicitations <= before || s.Peer != llB.WithZone("va") {
+			return fmt.Sprintf("%+v", s)
+		}
+		return ""
+	})
 	// b's address changes: a learns the new one.
 	newB := netip.MustParseAddr("fe80::beef")
 	b.ip("addr", "add", "fe80::beef/64", "dev", "vb", "nodad")

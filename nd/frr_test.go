@@ -122,5 +122,20 @@ func TestFinderWithFRR(t *testing.T) {
 		}
 		return ""
 	})
+	// The kernel's neighbour table, as doctor reads it: FRR is a router
+	// neighbour of the node, and the node's own address is not one.
+	h := a.h
+	r, err := NewReader(&h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	fa, err := r.Link("va")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fa.Usable() != llA || len(fa.Neighbours) != 1 || fa.Neighbours[0].Addr != llB.WithZone("va") || !fa.Neighbours[0].Router {
+		t.Errorf("reader: %+v", fa)
+	}
 	t.Logf("FRR: %s", vtysh("show interface vb"))
 }
