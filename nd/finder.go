@@ -40,7 +40,8 @@ type LinkStatus struct {
 	// Waiting says why no peer is known yet ("" once one is).
 	Waiting string `json:"waiting,omitempty"`
 	// Problem is a standing problem with what was heard (two routers on a
-	// link meant for one peer).
+	// link meant for one peer); it ends once no other sender was heard
+	// for three advertisement intervals.
 	Problem string `json:"problem,omitempty"`
 	// LastError is the last error of the link (opening the socket,
 	// sending, reading), with when it happened.
@@ -104,7 +105,11 @@ func New(opts Options) (*Finder, error) {
 	f := &Finder{opts: opts, h: h, links: map[string]*link{}, done: make(chan struct{})}
 	updates := make(chan netlink.LinkUpdate, 64)
 	so := netlink.LinkSubscribeOptions{ErrorCallback: func(err error) {
-		f.opts.Log.Error(err, "neighbour discovery: link events")
+		select {
+		case <-f.done: // Close ended the subscription
+		default:
+			f.opts.Log.Error(err, "neighbour discovery: link events")
+		}
 	}}
 	if opts.Namespace != nil {
 		ns := *opts.Namespace
@@ -534,6 +539,15 @@ func (l *link) learn(addr netip.Addr, how How, heard bool) {
 		}
 		l.heard[addr] = now
 		l.st.LastHeard = now
+		// The problem ends once no other sender was heard for three
+		// RA intervals.
+		others := false
+		for a, t := range l.heard {
+			others = others || (a != addr && now.Sub(t) < 3*l.f.opts.AdvertiseInterval)
+		}
+		if !others {
+			l.st.Problem = ""
+		}
 	}
 	if changed {
 		l.st.Peer, l.st.How, l.st.Since, l.st.Waiting = zoned, how, now, ""
@@ -574,8 +588,10 @@ func (l *link) sendRA() {
 }
 
 func (l *link) setError(err error) {
-	l.f.opts.Log.Error(err, "neighbour discovery", "link", l.name)
 	l.f.mu.Lock()
+	if err.Error() != l.st.LastError { // a retried failure is logged once
+		l.f.opts.Log.Error(err, "neighbour discovery", "link", l.name)
+	}
 	l.st.LastError, l.st.LastErrorTime = err.Error(), time.Now()
 	l.f.mu.Unlock()
 }

@@ -116,6 +116,13 @@ func TestFindersLearnEachOther(t *testing.T) {
 		return ""
 	})
 	t.Logf("a: %+v", status(fa, "va"))
+	// The second router falls silent: the problem ends, b is the peer.
+	eventually(t, 20*time.Second, "the problem ends", func() string {
+		if s := status(fa, "va"); s.Problem != "" || s.Peer != newB.WithZone("va") {
+			return s.Peer.String() + " " + s.Problem
+		}
+		return ""
+	})
 }
 
 // TestFinderWaiting: a link where nothing can be learned says why.
