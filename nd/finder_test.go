@@ -172,3 +172,28 @@ func TestFinderWaiting(t *testing.T) {
 		t.Errorf("notes without a peer: %q", got)
 	}
 }
+
+// TestFinderFromNeighbourTable: a peer whose RA the kernel already
+// recorded (a router entry in the neighbour table) is known at start,
+// before any RA reaches the Finder's socket.
+func TestFinderFromNeighbourTable(t *testing.T) {
+	a, b := newNS(t, "a"), newNS(t, "b")
+	vethPair(t, a, "va", b, "vb")
+	llB := b.linkLocal("vb")
+	var nb notes
+	newFinder(t, b, &nb, "vb")
+	eventually(t, 20*time.Second, "a's kernel records b as a router", func() string {
+		if out := a.ip("-6", "neigh", "show", "dev", "va"); !strings.Contains(out, llB.WithZone("").String()) || !strings.Contains(out, "router") {
+			return out
+		}
+		return ""
+	})
+	var na notes
+	fa := newFinder(t, a, &na, "va")
+	eventually(t, 20*time.Second, "a knows b", func() string {
+		if s := status(fa, "va"); s.Peer != llB.WithZone("va") || s.How != FromNeighbourTable {
+			return fmt.Sprintf("%+v", s)
+		}
+		return ""
+	})
+}
