@@ -46,7 +46,7 @@ func families(c *config.Config) (v4, v6 bool) {
 			v4 = v4 || f == config.IPv4
 			v6 = v6 || f == config.IPv6
 		}
-		if len(p.Families) == 0 && unnumbered(p) {
+		if len(p.Families) == 0 && p.Unnumbered() {
 			// both by default over the IPv6 session (issue 20)
 			v4, v6 = true, true
 		} else if len(p.Families) == 0 {

@@ -11,17 +11,12 @@ import (
 	"github.com/ovnbgp/ovnbgp/nd"
 )
 
-// unnumbered reports whether p is an unnumbered peer: an interface and no
-// address (issue 20).
-// TODO(issue 20): use config.Peer.Unnumbered() once H1's config lands.
-func unnumbered(p config.Peer) bool { return p.Interface != "" && !p.Address.IsValid() }
-
 // unnumberedLinks are the devices of the unnumbered peers, each with its
 // peers' names, in config order.
 func unnumberedLinks(c *config.Config) (devs []string, peers map[string][]string) {
 	peers = map[string][]string{}
 	for _, p := range c.BGP.Peers {
-		if !unnumbered(p) {
+		if !p.Unnumbered() {
 			continue
 		}
 		if peers[p.Interface] == nil {

@@ -3,6 +3,7 @@ package doctor
 import (
 	"context"
 	"net/netip"
+	"strings"
 	"testing"
 	"testing/fstest"
 
@@ -11,7 +12,6 @@ import (
 )
 
 // unnumberedConfig has one unnumbered peer on eth1 and one numbered peer.
-// It is built, not loaded: the config side of issue 20 lands separately.
 func unnumberedConfig() *config.Config {
 	return &config.Config{BGP: config.BGP{ASN: 65010, Peers: []config.Peer{
 		{Name: "tor-a", Interface: "eth1", ASN: 65001},
@@ -105,4 +105,9 @@ func TestCheckUnnumbered(t *testing.T) {
 func TestCheckUnnumberedSkips(t *testing.T) {
 	expect(t, run(t, checkUnnumbered, &fakeEnv{}, baseConfig), "skip:no unnumbered peer")
 	expect(t, run(t, checkUnnumbered, &fakeEnv{}, ""), "skip:needs a valid config")
+	// A loaded config's `interface:` without `address:` is checked.
+	doc := strings.Replace(baseConfig, "{name: tor-a, address: 192.0.2.1, asn: 65001}", "{name: tor-a, interface: eth1, asn: 65001}", 1)
+	rs := run(t, checkUnnumbered, &fakeEnv{files: sysfs("0", "0", "0", "0", "1"), links: map[string]nd.LinkFacts{"eth1": {Up: true,
+		LinkLocals: []nd.LinkLocal{lla("fe80::1")}, Neighbours: []nd.Neighbour{router("fe80::2")}}}}, doc)
+	expect(t, rs, "pass:eth1 (peers tor-a)", "pass:", "pass:", "pass:")
 }
