@@ -192,7 +192,7 @@ func TestUnnumberedFRR(t *testing.T) {
 	}
 
 	// Withdrawals, both ways.
-	if _, err := frr.VTY("configure terminal\nrouter bgp 65001\naddress-family ipv4 unicast\nno network " + unPrefix4.String()); err != nil {
+	if err := frr.Config("router bgp 65001", "address-family ipv4 unicast", "no network "+unPrefix4.String()); err != nil {
 		t.Fatal(err)
 	}
 	lab.Eventually(t, generous, 100*time.Millisecond, "the node loses FRR's withdrawn IPv4 prefix", w.gone(w.lab.Node, 100, "200", unPrefix4))
