@@ -190,6 +190,16 @@ func TestUnnumberedFRR(t *testing.T) {
 	if !strings.Contains(string(out), w.link.PeerLL.WithZone(w.link.NodeLink).String()) {
 		t.Errorf("ovnbgp peers does not show the learned address %s:\n%s", w.link.PeerLL, out)
 	}
+	// routes learned names the next hop with its link.
+	learned, err := w.d.Learned(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, lp := range learned {
+		if lp.Prefix == unPrefix4 && (lp.NextHop != w.link.PeerLL.WithZone(w.link.NodeLink) || !lp.Accepted) {
+			t.Errorf("routes learned: %s next hop %s accepted %v (%s), want FRR's link-local on %s, accepted", lp.Prefix, lp.NextHop, lp.Accepted, lp.Reason, w.link.NodeLink)
+		}
+	}
 
 	// Withdrawals, both ways.
 	if err := frr.Config("router bgp 65001", "address-family ipv4 unicast", "no network "+unPrefix4.String()); err != nil {
@@ -283,4 +293,110 @@ func TestUnnumberedNoExtendedNextHop(t *testing.T) {
 	if err != nil || strings.TrimSpace(out4) != "" {
 		t.Errorf("BIRD's kernel has IPv4 routes from the node: %q %v", out4, err)
 	}
+}
+
+// TestUnnumberedDialsBothWays: the unnumbered session comes up whichever
+// side dials, with TCP MD5 on it: ovnbgp dials FRR's learned link-local
+// address (FRR passive), and FRR dials ovnbgp once it has learned the
+// node's from its router advertisement (ovnbgp passive, listening).
+func TestUnnumberedDialsBothWays(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name      string
+		nodeDials bool
+	}{{"node dials", true}, {"FRR dials", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			w := startUnnumbered(t)
+			frr := w.lab.StartFRRIn(w.link.NS, lab.FRRConfig{
+				Neighbors: []lab.FRRNeighbor{{Interface: w.link.PeerLink, ASN: 65010, Passive: tc.nodeDials, Password: md5Password}},
+			})
+			dc := lab.DaemonConfig{Peers: []lab.Peer{{Name: "un", Interface: w.link.NodeLink, ASN: 65001, Password: md5Password,
+				Passive: !tc.nodeDials}}}
+			if !tc.nodeDials {
+				dc.ListenPort = 179
+			}
+			w.d = w.lab.StartDaemon(w.nb, dc)
+			lab.Eventually(t, generous, 100*time.Millisecond, "FRR installs node1's IPv4 subnet over the MD5 session",
+				w.viaLL(w.link.NS, 0, "bgp", lab.DefaultNode1.Subnet, w.link.NodeLL, w.link.PeerLink))
+			ns, err := frr.Neighbors()
+			if err != nil {
+				t.Fatal(err)
+			}
+			n, ok := ns[w.link.PeerLink]
+			if !ok || n.State != "Established" {
+				t.Fatalf("FRR's neighbor %s: %+v (all: %v)", w.link.PeerLink, n, ns)
+			}
+			if dialer := n.PortLocal == 179; dialer != tc.nodeDials {
+				t.Errorf("FRR's session: local port %d, foreign port %d; want the node to have dialed: %v", n.PortLocal, n.PortForeign, tc.nodeDials)
+			}
+			checkNoSecret(t, w.d, md5Password)
+		})
+	}
+}
+
+// TestUnnumberedBFDAndGTSM: BFD (RFC 5881) runs on the unnumbered
+// session, between the two link-local addresses, and comes up with FRR's
+// bfdd; the session itself runs with GTSM (RFC 5082) on both sides.
+func TestUnnumberedBFDAndGTSM(t *testing.T) {
+	t.Parallel()
+	w := startUnnumbered(t)
+	w.lab.StartFRRIn(w.link.NS, lab.FRRConfig{
+		Neighbors: []lab.FRRNeighbor{{Interface: w.link.PeerLink, ASN: 65010, BFD: true, TTLSecurityHops: 1}},
+	})
+	w.d = w.lab.StartDaemon(w.nb, lab.DaemonConfig{
+		Peers: []lab.Peer{{Name: "un", Interface: w.link.NodeLink, ASN: 65001, BFD: true, TTLSecurity: true}}})
+	lab.Eventually(t, generous, 100*time.Millisecond, "BFD up on the unnumbered session", func() error {
+		p, err := w.d.Peer("un")
+		if err != nil {
+			return err
+		}
+		if p.State != model.StateEstablished || p.BFD == nil || p.BFD.State != model.BFDUp {
+			return fmt.Errorf("peers: %+v (bfd %+v)", p, p.BFD)
+		}
+		return nil
+	})
+}
+
+// TestUnnumberedReloadAddsIPv6: an unnumbered session that carries IPv4
+// only gets IPv6 added by a reload: `plan --config` predicts the reset
+// the new OPEN needs, and FRR then has node1's IPv6 subnet too.
+func TestUnnumberedReloadAddsIPv6(t *testing.T) {
+	t.Parallel()
+	w := startUnnumbered(t)
+	w.lab.StartFRRIn(w.link.NS, lab.FRRConfig{Neighbors: []lab.FRRNeighbor{{Interface: w.link.PeerLink, ASN: 65010}}})
+	w.d = w.lab.StartDaemon(w.nb, lab.DaemonConfig{
+		Peers: []lab.Peer{{Name: "un", Interface: w.link.NodeLink, ASN: 65001, Families: []string{"ipv4"}}}})
+	lab.Eventually(t, generous, 100*time.Millisecond, "FRR installs node1's IPv4 subnet",
+		w.viaLL(w.link.NS, 0, "bgp", lab.DefaultNode1.Subnet, w.link.NodeLL, w.link.PeerLink))
+	if err := w.gone(w.link.NS, 0, "bgp", lab.DefaultNode1.Subnet6)(); err != nil {
+		t.Fatalf("IPv6 before the reload: %v", err)
+	}
+	next := w.d.Cfg
+	next.Peers = slices.Clone(next.Peers)
+	next.Peers[0].Families = []string{"ipv4", "ipv6"}
+	text, err := next.Render()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := w.lab.Mkdir("plan") + "/new.yaml"
+	if err := lab.WriteFileAtomic(path, []byte(text)); err != nil {
+		t.Fatal(err)
+	}
+	pc, err := w.d.Plan("--config", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pc.SessionResets) != 1 || pc.SessionResets[0].Peer != "un" || !strings.Contains(pc.SessionResets[0].Why, "families") {
+		t.Fatalf("plan --config adding ipv6 predicts resets %+v, want un's, for families", pc.SessionResets)
+	}
+	res, err := w.d.ReloadCLI(next)
+	if err != nil || !res.Applied {
+		t.Fatalf("reload: %+v %v", res, err)
+	}
+	if len(res.SessionResets) != 1 || res.SessionResets[0].Peer != "un" {
+		t.Errorf("reload reset %+v, want un (as predicted)", res.SessionResets)
+	}
+	lab.Eventually(t, generous, 100*time.Millisecond, "FRR installs node1's IPv6 subnet after the reload",
+		w.viaLL(w.link.NS, 0, "bgp", lab.DefaultNode1.Subnet6, w.link.NodeLL, w.link.PeerLink))
 }
