@@ -652,27 +652,36 @@ func (x *wlIndex) update(affected map[wlKey]struct{}) []wlKey {
 }
 
 // editSorted is list (sorted by cmp, a total order) without the elements
-// of drop and with those of add, in a new slice: one merge pass.
+// of drop and with those of add, in a new slice: the edits in list order,
+// each found by binary search, and the runs of list between them copied
+// whole. O(n) copying but only O(k log n) comparisons for k edits: a merge
+// that compared every element took a third of the daemon's CPU for one pod
+// changed among 10,000 (issue 19). A drop not in list is ignored; of equal
+// elements, a drop removes the first.
 func editSorted[T any](list, drop, add []T, cmp func(a, b T) int) []T {
 	slices.SortFunc(drop, cmp)
 	slices.SortFunc(add, cmp)
-	out := make([]T, 0, len(list)-len(drop)+len(add))
-	i, j := 0, 0 // next of drop, of add
-	for _, e := range list {
-		for i < len(drop) && cmp(drop[i], e) < 0 {
-			i++ // not in the list
-		}
-		if i < len(drop) && cmp(drop[i], e) == 0 {
+	out := make([]T, 0, len(list)-min(len(drop), len(list))+len(add))
+	at, i, j := 0, 0, 0 // next of list, of drop, of add
+	for i < len(drop) || j < len(add) {
+		// The next edit in order; a drop before an add equal to it.
+		if i < len(drop) && (j == len(add) || cmp(drop[i], add[j]) <= 0) {
+			k, found := slices.BinarySearchFunc(list[at:], drop[i], cmp)
+			out = append(out, list[at:at+k]...)
+			at += k
+			if found {
+				at++
+			}
 			i++
 			continue
 		}
-		for j < len(add) && cmp(add[j], e) < 0 {
-			out = append(out, add[j])
-			j++
-		}
-		out = append(out, e)
+		k, _ := slices.BinarySearchFunc(list[at:], add[j], cmp)
+		out = append(out, list[at:at+k]...)
+		at += k
+		out = append(out, add[j])
+		j++
 	}
-	return append(out, add[j:]...)
+	return append(out, list[at:]...)
 }
 
 // outsideSubnets says whether a is outside every subnet of its family,

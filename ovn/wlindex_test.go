@@ -302,3 +302,50 @@ func TestWLOutsideProblemGoes(t *testing.T) {
 		t.Fatalf("gone: problems %q, entries %+v; want none", x.probList, x.list)
 	}
 }
+
+// TestEditSortedRandom (issue 19): editSorted's binary-search edit gives
+// what removing each dropped element (its first equal one; none if absent)
+// and sorting the rest with the added ones gives, for random sorted lists
+// with repeated elements, drops absent from the list and edits at both
+// ends, up to 2,000 elements and 300 edits.
+func TestEditSortedRandom(t *testing.T) {
+	r := rand.New(rand.NewPCG(19, 3))
+	for round := range 500 {
+		n, span := r.IntN(2000), 1+r.IntN(3000)
+		if round%5 == 0 {
+			n = r.IntN(8)
+		}
+		list := make([]int, n)
+		for i := range list {
+			list[i] = r.IntN(span)
+		}
+		slices.Sort(list)
+		var drop, add []int
+		for range r.IntN(300) {
+			switch {
+			case r.IntN(2) == 0 && len(list) > 0:
+				drop = append(drop, list[r.IntN(len(list))])
+			case r.IntN(3) == 0:
+				drop = append(drop, r.IntN(span+2)-1) // likely absent
+			default:
+				add = append(add, r.IntN(span+2)-1)
+			}
+		}
+		want := slices.Clone(list)
+		for _, d := range drop {
+			if i := slices.Index(want, d); i >= 0 {
+				want = slices.Delete(want, i, i+1)
+			}
+		}
+		want = append(want, add...)
+		slices.Sort(want)
+		orig := slices.Clone(list)
+		got := editSorted(list, slices.Clone(drop), slices.Clone(add), func(a, b int) int { return a - b })
+		if !slices.Equal(got, want) {
+			t.Fatalf("round %d: list %v drop %v add %v:\ngot  %v\nwant %v", round, list, drop, add, got, want)
+		}
+		if !slices.Equal(list, orig) {
+			t.Fatalf("round %d: the list given was changed", round)
+		}
+	}
+}
