@@ -170,10 +170,13 @@ type wlIndex struct {
 	ports     map[string]*lspRow                 // pod ports by UUID
 	models    map[string]*nbdb.LogicalSwitchPort // the cached model each row was read from (nil: by UUID)
 	tstor     map[string]*lspRow
-	byKey     map[wlKey]map[string]struct{}
-	byPod     map[string]map[string]struct{} // "ns/pod" -> UUIDs
-	dhcp      map[string]string              // DHCP_Options UUID -> VM
-	dhcpUsers map[string]map[string]struct{}
+	// byKey, byPod and dhcpUsers are sets of port UUIDs as small
+	// slices (each UUID once): most hold one, and a map per key was 7.6 MB
+	// of 10,000 pods' index (issue 19).
+	byKey     map[wlKey][]string
+	byPod     map[string][]string // "ns/pod" -> UUIDs
+	dhcp      map[string]string   // DHCP_Options UUID -> VM
+	dhcpUsers map[string][]string
 	// seenEnabled: this client saw the port enabled (here or remote); since: when each
 	// address of each port first showed its handover state.
 	seenEnabled map[string]bool
@@ -218,27 +221,29 @@ type sinceState struct {
 }
 
 func newWLIndex() *wlIndex {
-	return &wlIndex{ports: map[string]*lspRow{}, tstor: map[string]*lspRow{}, byKey: map[wlKey]map[string]struct{}{},
-		byPod: map[string]map[string]struct{}{}, models: map[string]*nbdb.LogicalSwitchPort{}, dhcp: map[string]string{}, dhcpUsers: map[string]map[string]struct{}{},
+	return &wlIndex{ports: map[string]*lspRow{}, tstor: map[string]*lspRow{}, byKey: map[wlKey][]string{},
+		byPod: map[string][]string{}, models: map[string]*nbdb.LogicalSwitchPort{}, dhcp: map[string]string{}, dhcpUsers: map[string][]string{},
 		seenEnabled: map[string]bool{}, ranHere: map[sinceKey]bool{}, since: map[sinceKey]sinceState{}, routeSeen: map[string]time.Time{},
 		entries: map[wlKey][]model.WorkloadIP{}, problems: map[string]string{}, outside: map[wlKey]map[string]string{}, first: true, now: time.Now}
 }
 
-func addTo[K comparable](m map[K]map[string]struct{}, k K, uuid string) {
-	s := m[k]
-	if s == nil {
-		s = map[string]struct{}{}
-		m[k] = s
+// addTo adds uuid to the set m[k], once.
+func addTo[K comparable](m map[K][]string, k K, uuid string) {
+	if s := m[k]; !slices.Contains(s, uuid) {
+		m[k] = append(s, uuid)
 	}
-	s[uuid] = struct{}{}
 }
 
-func delFrom[K comparable](m map[K]map[string]struct{}, k K, uuid string) {
-	if s := m[k]; s != nil {
-		delete(s, uuid)
-		if len(s) == 0 {
-			delete(m, k)
-		}
+// delFrom removes uuid from the set m[k], and the set once empty.
+func delFrom[K comparable](m map[K][]string, k K, uuid string) {
+	s := m[k]
+	i := slices.Index(s, uuid)
+	switch {
+	case i < 0:
+	case len(s) == 1:
+		delete(m, k)
+	default:
+		m[k] = slices.Delete(s, i, i+1) // the index's own: not shared
 	}
 }
 
@@ -311,7 +316,7 @@ func (x *wlIndex) touchPod(r *lspRow, affected map[wlKey]struct{}) {
 	for _, ip := range r.IPs {
 		affected[wlKey{r.Network, ip}] = struct{}{}
 	}
-	for u := range x.byPod[podKey(r)] {
+	for _, u := range x.byPod[podKey(r)] {
 		p := x.ports[u]
 		for _, ip := range p.IPs {
 			affected[wlKey{p.Network, ip}] = struct{}{}
@@ -329,7 +334,7 @@ func (x *wlIndex) setDHCP(uuid, vm string, affected map[wlKey]struct{}) {
 	} else {
 		x.dhcp[uuid] = vm
 	}
-	for u := range x.dhcpUsers[uuid] {
+	for _, u := range x.dhcpUsers[uuid] {
 		p := x.ports[u]
 		for _, ip := range p.IPs {
 			affected[wlKey{p.Network, ip}] = struct{}{}
@@ -447,7 +452,7 @@ func (x *wlIndex) compute(c *wlContext, k wlKey) []model.WorkloadIP {
 		return nil
 	}
 	var out []model.WorkloadIP
-	for u := range uuids {
+	for _, u := range uuids {
 		r := x.ports[u]
 		if !c.local(r) || r.Problem != "" {
 			continue
@@ -476,7 +481,7 @@ func (x *wlIndex) compute(c *wlContext, k wlKey) []model.WorkloadIP {
 			}
 			return cur
 		}
-		for v := range uuids {
+		for _, v := range uuids {
 			if v == u {
 				continue
 			}
@@ -564,7 +569,7 @@ func (x *wlIndex) compute(c *wlContext, k wlKey) []model.WorkloadIP {
 // onPrimaryUDN says whether r's pod has a port on a primary network: its
 // default-network port holds an infrastructure-locked address.
 func (x *wlIndex) onPrimaryUDN(c *wlContext, r *lspRow) bool {
-	for u := range x.byPod[podKey(r)] {
+	for _, u := range x.byPod[podKey(r)] {
 		if p := x.ports[u]; p.Network != model.DefaultNetwork && c.primary[p.Network] {
 			return true
 		}
