@@ -63,17 +63,19 @@ func wlIndexRandom(t *testing.T, seed uint64) {
 	x.rebuild(x.context("node1", sw, nil, routes))
 	x.first = false
 
-	full := func() ([]model.WorkloadIP, map[wlKey][]model.WorkloadIP) {
-		var l []model.WorkloadIP
+	full := func() ([]*model.WorkloadIP, map[wlKey][]model.WorkloadIP) {
+		var l []*model.WorkloadIP
 		byKey := map[wlKey][]model.WorkloadIP{}
 		for k := range x.byKey {
 			e := x.compute(x.ctx, k)
 			if len(e) > 0 {
 				byKey[k] = e
 			}
-			l = append(l, e...)
+			for i := range e {
+				l = append(l, &e[i])
+			}
 		}
-		slices.SortFunc(l, compareWorkload)
+		slices.SortFunc(l, compareWorkloadRef)
 		return l, byKey
 	}
 	for step := range 300 {
@@ -153,7 +155,7 @@ func wlIndexRandom(t *testing.T, seed uint64) {
 		}
 		var gotIPs []netip.Addr
 		for _, k := range keys {
-			if !slices.Equal(workloadEntries(before, k), workloadEntries(x.list, k)) {
+			if !sameWorkloads(workloadEntries(before, k), workloadEntries(x.list, k)) {
 				gotIPs = append(gotIPs, k.ip)
 			}
 		}
