@@ -167,9 +167,9 @@ type vmRoute struct {
 // (primary network) or sharing its address (handover). The caller holds
 // rowMemo.read.
 type wlIndex struct {
-	ports     map[string]*lspRow                 // pod ports by UUID
-	models    map[string]*nbdb.LogicalSwitchPort // the cached model each row was read from (nil: by UUID)
-	tstor     map[string]*lspRow
+	ports  map[string]*lspRow                 // pod ports by UUID
+	models map[string]*nbdb.LogicalSwitchPort // the cached model each row was read from (nil: by UUID)
+	tstor  map[string]*lspRow
 	// byKey, byPod and dhcpUsers are sets of port UUIDs as small
 	// slices (each UUID once): most hold one, and a map per key was 7.6 MB
 	// of 10,000 pods' index (issue 19).

@@ -97,8 +97,8 @@ type AdvertState struct {
 	holds   *btree.BTreeG[heldAddr]
 	holdEnd map[netip.Addr]time.Time
 
-	buf []model.ServiceVIP // scratch: one address's VIP entries
-	eb  []model.EgressIP   // scratch: one address's egress IP entries
+	buf []model.ServiceVIP  // scratch: one address's VIP entries
+	eb  []model.EgressIP    // scratch: one address's egress IP entries
 	wb  []*model.WorkloadIP // scratch: one address's workload entries
 }
 
@@ -751,8 +751,8 @@ func (s *AdvertState) firstConflict(snap model.Snapshot, prefix netip.Prefix) (m
 	return model.ProtectedPrefix{}, false
 }
 
-func egressIPKey(e *model.EgressIP) (string, netip.Addr)     { return e.Network, e.IP }
-func serviceVIPKey(v *model.ServiceVIP) (string, netip.Addr) { return v.Network, v.VIP }
+func egressIPKey(e *model.EgressIP) (string, netip.Addr)      { return e.Network, e.IP }
+func serviceVIPKey(v *model.ServiceVIP) (string, netip.Addr)  { return v.Network, v.VIP }
 func workloadIPKey(w **model.WorkloadIP) (string, netip.Addr) { return (*w).Network, (*w).IP }
 
 // addFirst adds rule's candidate for k unless the rule has one already
