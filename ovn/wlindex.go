@@ -500,7 +500,7 @@ func (x *wlIndex) compute(c *wlContext, k wlKey) []model.WorkloadIP {
 		if !r.Enabled {
 			col = "port_security"
 		}
-		src := fmt.Sprintf("%s %s %s", tableSwitchPort, r.Name, col)
+		src := tableSwitchPort + " " + r.Name + " " + col // per entry: no fmt
 		var since time.Time
 		switch {
 		case r.Enabled && otherOff != "":
