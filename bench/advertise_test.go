@@ -28,7 +28,8 @@ const (
 	envAdvBase = "OVNBGP_BENCH_ADV_BASE"
 	// envAdvProfile names files (FILE-BASE) for CPU profiles of ovnbgp
 	// over BenchmarkAdvertiseChange's changes (8 s; the pprof build and
-	// OVNBGP_PPROF, as profileDaemon says).
+	// OVNBGP_PPROF, as profileDaemon says), and FILE-bulk over
+	// BenchmarkAdvertiseBulk's add when OVNBGP_BENCH_BULKVIP names one size.
 	envAdvProfile = "OVNBGP_BENCH_ADV_PROFILE"
 	// envScaleProfile names a file for a CPU profile of the daemon over
 	// BenchmarkAdvertiseNBScale's changes (8 s; the pprof build and
@@ -592,7 +593,15 @@ func BenchmarkAdvertiseBulk(b *testing.B) {
 		b.Run(c.id, func(b *testing.B) {
 			sizes := bulkVIPSizes(b)
 			r := benchRun(b)
-			bulkRun(r, newWorld(r, c.world, c.name), sizes, bulkVIPs, "VIP", bulkVIPSettle)
+			w := newWorld(r, c.world, c.name)
+			// One size: a CPU profile of ovnbgp over its bulk add, to set
+			// beside BenchmarkAdvertiseWorkload's (issue 19).
+			wait := func() {}
+			if out := os.Getenv(envAdvProfile); out != "" && c.name == ovnbgpName && len(sizes) == 1 {
+				wait = profileDaemon(b, w.l, "CPU profile over the bulk add", out+"-bulk", "/debug/pprof/profile?seconds=8")
+			}
+			bulkRun(r, w, sizes, bulkVIPs, "VIP", bulkVIPSettle)
+			wait()
 		})
 	}
 }

@@ -198,7 +198,7 @@ const workloadRules = `  - {name: pods-hosts, kind: workloadIP, networks: ["*"]}
 // lab: first the bulk (wlRun), then the changes.
 func BenchmarkAdvertiseWorkload(b *testing.B) {
 	gate(b)
-	pods := envInt(b, envWLPods, 10000, 1, maxWLPods/2)
+	pods := envInt(b, envWLPods, 10000, 1, maxWLPods-5) // wlRun checks pods and changes together
 	changes := envInt(b, envWLChanges, 200, 4, 2000)
 	for _, c := range []struct{ id, world, name string }{
 		{"ovnbgp", "ovnbgp-wl", ovnbgpName},

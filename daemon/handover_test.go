@@ -23,7 +23,7 @@ func TestHandoverHoldEnds(t *testing.T) {
 	h.passDone()
 	left := time.Now()
 	h.nb.mu.Lock()
-	h.nb.snap.WorkloadIPs = []model.WorkloadIP{{IP: netip.MustParseAddr("10.128.0.5"), Network: "default", Namespace: "vms", Pod: "virt-launcher-db-1-abcde",
+	h.nb.snap.WorkloadIPs = []*model.WorkloadIP{{IP: netip.MustParseAddr("10.128.0.5"), Network: "default", Namespace: "vms", Pod: "virt-launcher-db-1-abcde",
 		VM: "vms/db-1", Port: "vms_virt-launcher-db-1-abcde", Handover: model.HandoverLeft, Since: left, Source: "Logical_Switch_Port vms_virt-launcher-db-1-abcde"}}
 	h.nb.mu.Unlock()
 	h.d.poke()

@@ -70,7 +70,10 @@ type Snapshot struct {
 	// logical switch ports are this node's, sorted by network (default
 	// first), address and port. Read only while a workloadIP rule asks
 	// for them (the NB client's Workloads option); empty otherwise.
-	WorkloadIPs []WorkloadIP `json:"workloadIPs,omitempty"`
+	// Pointers, so that one change among 10,000 copies 8 bytes per entry,
+	// not the entry (issue 19): the list and the entries are shared
+	// between snapshots and read-only (copy an entry to change it).
+	WorkloadIPs []*WorkloadIP `json:"workloadIPs,omitempty"`
 }
 
 // PathAttrs are the BGP attributes ovnbgp sets on an advertised prefix,

@@ -245,8 +245,8 @@ func egressIPsDiffer(a, b []model.EgressIP) []netip.Addr {
 
 // workloadEntries is the entries of key k in l (sorted as
 // model.Snapshot.WorkloadIPs).
-func workloadEntries(l []model.WorkloadIP, k wlKey) []model.WorkloadIP {
-	at := func(e model.WorkloadIP, k wlKey) int {
+func workloadEntries(l []*model.WorkloadIP, k wlKey) []*model.WorkloadIP {
+	at := func(e *model.WorkloadIP, k wlKey) int {
 		return cmp.Or(compareNetworks(e.Network, k.network), e.IP.Compare(k.ip))
 	}
 	i, _ := slices.BinarySearchFunc(l, k, at)
@@ -257,13 +257,19 @@ func workloadEntries(l []model.WorkloadIP, k wlKey) []model.WorkloadIP {
 	return l[i:j]
 }
 
+// sameWorkloads says whether a and b hold equal entries, in order (the
+// entries, not the pointers: an entry computed again is a new one).
+func sameWorkloads(a, b []*model.WorkloadIP) bool {
+	return slices.EqualFunc(a, b, func(x, y *model.WorkloadIP) bool { return x == y || *x == *y })
+}
+
 // workloadIPsChanged is the addresses of keys (the index's changes since
 // the base) whose entries differ between a and b, sorted and unique:
 // O(keys × log n). An entry changed and changed back is not one.
-func workloadIPsChanged(a, b []model.WorkloadIP, keys []wlKey) []netip.Addr {
+func workloadIPsChanged(a, b []*model.WorkloadIP, keys []wlKey) []netip.Addr {
 	var out []netip.Addr
 	for _, k := range keys {
-		if !slices.Equal(workloadEntries(a, k), workloadEntries(b, k)) {
+		if !sameWorkloads(workloadEntries(a, k), workloadEntries(b, k)) {
 			out = append(out, k.ip)
 		}
 	}
@@ -273,16 +279,16 @@ func workloadIPsChanged(a, b []model.WorkloadIP, keys []wlKey) []netip.Addr {
 
 // workloadIPsDiffer is the addresses whose workload entries differ
 // between a and b, sorted and unique.
-func workloadIPsDiffer(a, b []model.WorkloadIP) []netip.Addr {
+func workloadIPsDiffer(a, b []*model.WorkloadIP) []netip.Addr {
 	keys := make(map[wlKey]struct{}, len(a)+len(b))
-	for _, l := range [][]model.WorkloadIP{a, b} {
+	for _, l := range [][]*model.WorkloadIP{a, b} {
 		for _, e := range l {
 			keys[wlKey{e.Network, e.IP}] = struct{}{}
 		}
 	}
 	var out []netip.Addr
 	for k := range keys {
-		if !slices.Equal(workloadEntries(a, k), workloadEntries(b, k)) {
+		if !sameWorkloads(workloadEntries(a, k), workloadEntries(b, k)) {
 			out = append(out, k.ip)
 		}
 	}

@@ -249,16 +249,16 @@ func differ(a, b model.Snapshot) model.SnapshotDelta {
 		ip        netip.Addr
 	}
 	wls := map[wk][2]*model.WorkloadIP{}
-	for i, v := range a.WorkloadIPs {
+	for _, v := range a.WorkloadIPs {
 		k := wk{v.Network, v.Port, v.IP}
 		e := wls[k]
-		e[0] = &a.WorkloadIPs[i]
+		e[0] = v
 		wls[k] = e
 	}
-	for i, v := range b.WorkloadIPs {
+	for _, v := range b.WorkloadIPs {
 		k := wk{v.Network, v.Port, v.IP}
 		e := wls[k]
-		e[1] = &b.WorkloadIPs[i]
+		e[1] = v
 		wls[k] = e
 	}
 	for k, e := range wls {

@@ -61,12 +61,14 @@ func observe(t *testing.T, endpoint string) golden {
 		return ok, "not synced"
 	})
 	// When a handover state was first seen differs on every run: a set
-	// Since is written as the epoch's first second (on a copy: the
-	// client shares its list).
+	// Since is written as the epoch's first second (on copies: the
+	// client shares its list and its entries).
 	snap.WorkloadIPs = slices.Clone(snap.WorkloadIPs)
-	for i := range snap.WorkloadIPs {
-		if !snap.WorkloadIPs[i].Since.IsZero() {
-			snap.WorkloadIPs[i].Since = time.Unix(1, 0).UTC()
+	for i, w := range snap.WorkloadIPs {
+		if !w.Since.IsZero() {
+			c := *w
+			c.Since = time.Unix(1, 0).UTC()
+			snap.WorkloadIPs[i] = &c
 		}
 	}
 	cluster, ok := c.ClusterSubnets()

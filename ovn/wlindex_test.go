@@ -63,17 +63,19 @@ func wlIndexRandom(t *testing.T, seed uint64) {
 	x.rebuild(x.context("node1", sw, nil, routes))
 	x.first = false
 
-	full := func() ([]model.WorkloadIP, map[wlKey][]model.WorkloadIP) {
-		var l []model.WorkloadIP
+	full := func() ([]*model.WorkloadIP, map[wlKey][]model.WorkloadIP) {
+		var l []*model.WorkloadIP
 		byKey := map[wlKey][]model.WorkloadIP{}
 		for k := range x.byKey {
 			e := x.compute(x.ctx, k)
 			if len(e) > 0 {
 				byKey[k] = e
 			}
-			l = append(l, e...)
+			for i := range e {
+				l = append(l, &e[i])
+			}
 		}
-		slices.SortFunc(l, compareWorkload)
+		slices.SortFunc(l, compareWorkloadRef)
 		return l, byKey
 	}
 	for step := range 300 {
@@ -153,7 +155,7 @@ func wlIndexRandom(t *testing.T, seed uint64) {
 		}
 		var gotIPs []netip.Addr
 		for _, k := range keys {
-			if !slices.Equal(workloadEntries(before, k), workloadEntries(x.list, k)) {
+			if !sameWorkloads(workloadEntries(before, k), workloadEntries(x.list, k)) {
 				gotIPs = append(gotIPs, k.ip)
 			}
 		}
@@ -300,5 +302,52 @@ func TestWLOutsideProblemGoes(t *testing.T) {
 	set("", true)
 	if len(x.probList) != 0 || len(x.list) != 0 {
 		t.Fatalf("gone: problems %q, entries %+v; want none", x.probList, x.list)
+	}
+}
+
+// TestEditSortedRandom (issue 19): editSorted's binary-search edit gives
+// what removing each dropped element (its first equal one; none if absent)
+// and sorting the rest with the added ones gives, for random sorted lists
+// with repeated elements, drops absent from the list and edits at both
+// ends, up to 2,000 elements and 300 edits.
+func TestEditSortedRandom(t *testing.T) {
+	r := rand.New(rand.NewPCG(19, 3))
+	for round := range 500 {
+		n, span := r.IntN(2000), 1+r.IntN(3000)
+		if round%5 == 0 {
+			n = r.IntN(8)
+		}
+		list := make([]int, n)
+		for i := range list {
+			list[i] = r.IntN(span)
+		}
+		slices.Sort(list)
+		var drop, add []int
+		for range r.IntN(300) {
+			switch {
+			case r.IntN(2) == 0 && len(list) > 0:
+				drop = append(drop, list[r.IntN(len(list))])
+			case r.IntN(3) == 0:
+				drop = append(drop, r.IntN(span+2)-1) // likely absent
+			default:
+				add = append(add, r.IntN(span+2)-1)
+			}
+		}
+		want := slices.Clone(list)
+		for _, d := range drop {
+			if i := slices.Index(want, d); i >= 0 {
+				want = slices.Delete(want, i, i+1)
+			}
+		}
+		want = append(want, add...)
+		slices.Sort(want)
+		orig := slices.Clone(list)
+		got := editSorted(list, slices.Clone(drop), slices.Clone(add), func(a, b int) int { return a - b })
+		if !slices.Equal(got, want) {
+			t.Fatalf("round %d: list %v drop %v add %v:\ngot  %v\nwant %v", round, list, drop, add, got, want)
+		}
+		if !slices.Equal(list, orig) {
+			t.Fatalf("round %d: the list given was changed", round)
+		}
 	}
 }

@@ -61,7 +61,7 @@ func TestWorkloadsWholeRead(t *testing.T) {
 	var snap model.Snapshot
 	var d model.SnapshotDelta
 	shows := func(s model.Snapshot) bool {
-		return slices.ContainsFunc(s.WorkloadIPs, func(w model.WorkloadIP) bool { return w.IP == netip.MustParseAddr("10.100.0.22") })
+		return slices.ContainsFunc(s.WorkloadIPs, func(w *model.WorkloadIP) bool { return w.IP == netip.MustParseAddr("10.100.0.22") })
 	}
 	for deadline := time.Now().Add(10 * time.Second); !shows(snap); {
 		var g uint64
@@ -86,12 +86,13 @@ func TestWorkloadsWholeRead(t *testing.T) {
 	}
 	fresh, _ := dial().Snapshot("node1")
 	// Since differs: when each client saw the state.
-	strip := func(l []model.WorkloadIP) []model.WorkloadIP {
-		l = slices.Clone(l)
-		for i := range l {
-			l[i].Since = time.Time{}
+	strip := func(l []*model.WorkloadIP) []model.WorkloadIP {
+		out := make([]model.WorkloadIP, len(l))
+		for i, w := range l {
+			out[i] = *w
+			out[i].Since = time.Time{}
 		}
-		return l
+		return out
 	}
 	if got, w := strip(snap.WorkloadIPs), strip(fresh.WorkloadIPs); !slices.Equal(got, w) {
 		t.Errorf("after the whole read\n%+v\na new client reads\n%+v", got, w)

@@ -94,9 +94,9 @@ func workloadDeltaScenario(t *testing.T, endpoint string) {
 	})
 	snap, _, gen, _ := c.SnapshotDelta("node1", 0)
 	entry := func(s model.Snapshot, ip string) *model.WorkloadIP {
-		for i, e := range s.WorkloadIPs {
+		for _, e := range s.WorkloadIPs {
 			if e.IP.String() == ip {
-				return &s.WorkloadIPs[i]
+				return e
 			}
 		}
 		return nil

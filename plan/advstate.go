@@ -97,9 +97,9 @@ type AdvertState struct {
 	holds   *btree.BTreeG[heldAddr]
 	holdEnd map[netip.Addr]time.Time
 
-	buf []model.ServiceVIP // scratch: one address's VIP entries
-	eb  []model.EgressIP   // scratch: one address's egress IP entries
-	wb  []model.WorkloadIP // scratch: one address's workload entries
+	buf []model.ServiceVIP  // scratch: one address's VIP entries
+	eb  []model.EgressIP    // scratch: one address's egress IP entries
+	wb  []*model.WorkloadIP // scratch: one address's workload entries
 }
 
 // heldAddr is a workload address whose handover hold ends at end.
@@ -545,7 +545,7 @@ func (s *AdvertState) setServiceVIP(snap model.Snapshot, a netip.Addr, vs []mode
 // attributes or, handed over, its handover attributes. It keeps the next
 // end of a's handover holds (of every workloadIP rule, aggregating or
 // not), for Update to select a again then.
-func (s *AdvertState) setWorkloadIP(a netip.Addr, ws []model.WorkloadIP, t *touched) {
+func (s *AdvertState) setWorkloadIP(a netip.Addr, ws []*model.WorkloadIP, t *touched) {
 	f := family(a)
 	host := hostPrefix(a)
 	var next time.Time
@@ -751,9 +751,9 @@ func (s *AdvertState) firstConflict(snap model.Snapshot, prefix netip.Prefix) (m
 	return model.ProtectedPrefix{}, false
 }
 
-func egressIPKey(e *model.EgressIP) (string, netip.Addr)     { return e.Network, e.IP }
-func serviceVIPKey(v *model.ServiceVIP) (string, netip.Addr) { return v.Network, v.VIP }
-func workloadIPKey(w *model.WorkloadIP) (string, netip.Addr) { return w.Network, w.IP }
+func egressIPKey(e *model.EgressIP) (string, netip.Addr)      { return e.Network, e.IP }
+func serviceVIPKey(v *model.ServiceVIP) (string, netip.Addr)  { return v.Network, v.VIP }
+func workloadIPKey(w **model.WorkloadIP) (string, netip.Addr) { return (*w).Network, (*w).IP }
 
 // addFirst adds rule's candidate for k unless the rule has one already
 // (the first item of a prefix wins within a rule).

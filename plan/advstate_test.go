@@ -55,9 +55,9 @@ func (w *advWorld) snapshot() model.Snapshot {
 	slices.SortFunc(s.EgressIPs, func(a, b model.EgressIP) int { return cmp.Or(net(a.Network, b.Network), a.IP.Compare(b.IP)) })
 	s.WorkloadIPs = nil
 	for _, w := range w.wips {
-		s.WorkloadIPs = append(s.WorkloadIPs, w)
+		s.WorkloadIPs = append(s.WorkloadIPs, &w)
 	}
-	slices.SortFunc(s.WorkloadIPs, func(a, b model.WorkloadIP) int {
+	slices.SortFunc(s.WorkloadIPs, func(a, b *model.WorkloadIP) int {
 		return cmp.Or(net(a.Network, b.Network), a.IP.Compare(b.IP), cmp.Compare(a.Port, b.Port))
 	})
 	// What NB protects, as ovn builds it: every VIP and egress IP,

@@ -76,7 +76,7 @@ func Explain(cfg *config.Config, prefix netip.Prefix, res ImportResult, adverts 
 	if prefix.IsSingleIP() {
 		for _, w := range snap.WorkloadIPs {
 			if w.IP == prefix.Addr() {
-				e.Workloads = append(e.Workloads, w)
+				e.Workloads = append(e.Workloads, *w)
 			}
 		}
 	}
@@ -407,7 +407,7 @@ func workloadLine(w model.WorkloadIP) string {
 
 // handoverNote says with which attributes a rule hands w over (sk: it
 // does) and, when w left, for how long after now.
-func handoverNote(rule *config.AdvertiseRule, w model.WorkloadIP, sk workloadSkip, now time.Time) string {
+func handoverNote(rule *config.AdvertiseRule, w *model.WorkloadIP, sk workloadSkip, now time.Time) string {
 	h := rule.Handover
 	at := fmt.Sprintf("localpref %d to iBGP peers, asPathPrepend %d (%d + handover %d)", h.LocalPreference,
 		rule.ASPathPrepend+h.ASPathPrepend, rule.ASPathPrepend, h.ASPathPrepend)

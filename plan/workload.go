@@ -44,7 +44,7 @@ const (
 // Since plus the rule's handover holdTime, it is selected with the
 // handover attributes; arriving, left at an unknown time (no Since) or
 // left longer ago than the hold, not at all.
-func workloadIPSkip(rule *config.AdvertiseRule, w model.WorkloadIP, now time.Time) workloadSkip {
+func workloadIPSkip(rule *config.AdvertiseRule, w *model.WorkloadIP, now time.Time) workloadSkip {
 	switch {
 	case !MatchAny(rule.Networks, w.Network):
 		return workloadSkip{kind: wlNetwork, name: w.Network}
@@ -77,7 +77,7 @@ func workloadIPSkip(rule *config.AdvertiseRule, w model.WorkloadIP, now time.Tim
 func (s workloadSkip) skipped() bool { return s.kind != wlSelected }
 
 // why says why the rule does not select w, "" when it does.
-func (s workloadSkip) why(w model.WorkloadIP) string {
+func (s workloadSkip) why(w *model.WorkloadIP) string {
 	switch s.kind {
 	case wlNetwork:
 		return "network " + s.name + " is not in the rule's networks"
@@ -103,7 +103,7 @@ func (s workloadSkip) why(w model.WorkloadIP) string {
 // workloadSource is the Source of an advertisement of w by rule: the
 // workload, its handover state when one shows (left: until when it is
 // held), and the rows.
-func workloadSource(rule *config.AdvertiseRule, w model.WorkloadIP) string {
+func workloadSource(rule *config.AdvertiseRule, w *model.WorkloadIP) string {
 	s := w.Workload()
 	switch w.Handover {
 	case model.HandoverNone:
@@ -169,7 +169,7 @@ func HandoverEnds(cfg *config.Config, snap model.Snapshot, after, now time.Time)
 
 // holdEnd is when rule's handover hold of w ends, if w left this node at
 // a known time and rule selects it otherwise.
-func holdEnd(rule *config.AdvertiseRule, w model.WorkloadIP) (time.Time, bool) {
+func holdEnd(rule *config.AdvertiseRule, w *model.WorkloadIP) (time.Time, bool) {
 	if w.Handover != model.HandoverLeft || w.Since.IsZero() {
 		return time.Time{}, false
 	}

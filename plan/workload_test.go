@@ -45,14 +45,14 @@ func workloadConfig() *config.Config {
 func workloadSnapshot() model.Snapshot {
 	s := snapshot()
 	a := netip.MustParseAddr
-	vm := func(ip, network, name, port string, h model.Handover, since time.Time) model.WorkloadIP {
-		return model.WorkloadIP{IP: a(ip), Network: network, Namespace: "prod", Pod: "virt-launcher-" + name + "-x", VM: "prod/" + name,
+	vm := func(ip, network, name, port string, h model.Handover, since time.Time) *model.WorkloadIP {
+		return &model.WorkloadIP{IP: a(ip), Network: network, Namespace: "prod", Pod: "virt-launcher-" + name + "-x", VM: "prod/" + name,
 			Port: port, Handover: h, Since: since, Source: "lsp " + port}
 	}
-	pod := func(ip, network, ns, name string, h model.Handover, since time.Time) model.WorkloadIP {
-		return model.WorkloadIP{IP: a(ip), Network: network, Namespace: ns, Pod: name, Port: ns + "_" + name, Handover: h, Since: since, Source: "lsp " + ns + "_" + name}
+	pod := func(ip, network, ns, name string, h model.Handover, since time.Time) *model.WorkloadIP {
+		return &model.WorkloadIP{IP: a(ip), Network: network, Namespace: ns, Pod: name, Port: ns + "_" + name, Handover: h, Since: since, Source: "lsp " + ns + "_" + name}
 	}
-	s.WorkloadIPs = []model.WorkloadIP{
+	s.WorkloadIPs = []*model.WorkloadIP{
 		vm("10.128.0.10", "default", "db-1", "p10", model.HandoverNone, time.Time{}),
 		vm("10.128.0.11", "default", "db-2", "p11", model.HandoverLeaving, ago(time.Second)),
 		vm("10.128.0.12", "default", "db-3", "p12", model.HandoverLeft, ago(2*time.Second)),
@@ -156,7 +156,7 @@ func TestWorkloadHandoverStates(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			snap := snapshot()
-			snap.WorkloadIPs = []model.WorkloadIP{{IP: netip.MustParseAddr("10.128.0.10"), Network: "default", Namespace: "prod", Pod: "virt-launcher-db-1-x",
+			snap.WorkloadIPs = []*model.WorkloadIP{{IP: netip.MustParseAddr("10.128.0.10"), Network: "default", Namespace: "prod", Pod: "virt-launcher-db-1-x",
 				VM: "prod/db-1", Port: "p", Handover: tt.state, Since: tt.since, Source: "lsp p"}}
 			got := map[string]model.PathAttrs{}
 			for _, a := range Advertisements(cfg, snap, tt.now) {

@@ -3,6 +3,8 @@
 
 package nbdb
 
+import "github.com/ovn-org/libovsdb/model"
+
 const LogicalSwitchTable = "Logical_Switch"
 
 // LogicalSwitch defines an object in Logical_Switch table
@@ -14,3 +16,167 @@ type LogicalSwitch struct {
 	OtherConfig  map[string]string `ovsdb:"other_config"`
 	Ports        []string          `ovsdb:"ports"`
 }
+
+func (a *LogicalSwitch) GetUUID() string {
+	return a.UUID
+}
+
+func (a *LogicalSwitch) GetExternalIDs() map[string]string {
+	return a.ExternalIDs
+}
+
+func copyLogicalSwitchExternalIDs(a map[string]string) map[string]string {
+	if a == nil {
+		return nil
+	}
+	b := make(map[string]string, len(a))
+	for k, v := range a {
+		b[k] = v
+	}
+	return b
+}
+
+func equalLogicalSwitchExternalIDs(a, b map[string]string) bool {
+	if (a == nil) != (b == nil) {
+		return false
+	}
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || v != w {
+			return false
+		}
+	}
+	return true
+}
+
+func (a *LogicalSwitch) GetLoadBalancer() []string {
+	return a.LoadBalancer
+}
+
+func copyLogicalSwitchLoadBalancer(a []string) []string {
+	if a == nil {
+		return nil
+	}
+	b := make([]string, len(a))
+	copy(b, a)
+	return b
+}
+
+func equalLogicalSwitchLoadBalancer(a, b []string) bool {
+	if (a == nil) != (b == nil) {
+		return false
+	}
+	if len(a) != len(b) {
+		return false
+	}
+	for i, v := range a {
+		if b[i] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func (a *LogicalSwitch) GetName() string {
+	return a.Name
+}
+
+func (a *LogicalSwitch) GetOtherConfig() map[string]string {
+	return a.OtherConfig
+}
+
+func copyLogicalSwitchOtherConfig(a map[string]string) map[string]string {
+	if a == nil {
+		return nil
+	}
+	b := make(map[string]string, len(a))
+	for k, v := range a {
+		b[k] = v
+	}
+	return b
+}
+
+func equalLogicalSwitchOtherConfig(a, b map[string]string) bool {
+	if (a == nil) != (b == nil) {
+		return false
+	}
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || v != w {
+			return false
+		}
+	}
+	return true
+}
+
+func (a *LogicalSwitch) GetPorts() []string {
+	return a.Ports
+}
+
+func copyLogicalSwitchPorts(a []string) []string {
+	if a == nil {
+		return nil
+	}
+	b := make([]string, len(a))
+	copy(b, a)
+	return b
+}
+
+func equalLogicalSwitchPorts(a, b []string) bool {
+	if (a == nil) != (b == nil) {
+		return false
+	}
+	if len(a) != len(b) {
+		return false
+	}
+	for i, v := range a {
+		if b[i] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func (a *LogicalSwitch) DeepCopyInto(b *LogicalSwitch) {
+	*b = *a
+	b.ExternalIDs = copyLogicalSwitchExternalIDs(a.ExternalIDs)
+	b.LoadBalancer = copyLogicalSwitchLoadBalancer(a.LoadBalancer)
+	b.OtherConfig = copyLogicalSwitchOtherConfig(a.OtherConfig)
+	b.Ports = copyLogicalSwitchPorts(a.Ports)
+}
+
+func (a *LogicalSwitch) DeepCopy() *LogicalSwitch {
+	b := new(LogicalSwitch)
+	a.DeepCopyInto(b)
+	return b
+}
+
+func (a *LogicalSwitch) CloneModelInto(b model.Model) {
+	c := b.(*LogicalSwitch)
+	a.DeepCopyInto(c)
+}
+
+func (a *LogicalSwitch) CloneModel() model.Model {
+	return a.DeepCopy()
+}
+
+func (a *LogicalSwitch) Equals(b *LogicalSwitch) bool {
+	return a.UUID == b.UUID &&
+		equalLogicalSwitchExternalIDs(a.ExternalIDs, b.ExternalIDs) &&
+		equalLogicalSwitchLoadBalancer(a.LoadBalancer, b.LoadBalancer) &&
+		a.Name == b.Name &&
+		equalLogicalSwitchOtherConfig(a.OtherConfig, b.OtherConfig) &&
+		equalLogicalSwitchPorts(a.Ports, b.Ports)
+}
+
+func (a *LogicalSwitch) EqualsModel(b model.Model) bool {
+	c := b.(*LogicalSwitch)
+	return a.Equals(c)
+}
+
+var _ model.CloneableModel = &LogicalSwitch{}
+var _ model.ComparableModel = &LogicalSwitch{}
