@@ -192,4 +192,3 @@ func (d *Daemon) linksChangedPeers(ctx context.Context) {
 	}
 	d.setPeers(ctx, sp, cfg)
 }
-
