@@ -2,6 +2,7 @@ package plan
 
 import (
 	"math"
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -139,5 +140,40 @@ func TestImportWeights(t *testing.T) {
 	e = Explain(in.Config, pfx("10.2.0.0/16"), res, nil, p, in.Snapshot, in.Host, testNow)
 	if sum := strings.Join(e.Summary, "\n"); strings.Contains(sum, "weights:") || strings.Contains(sum, "weight ") {
 		t.Errorf("explain of a prefix without bandwidth speaks of weights:\n%s", sum)
+	}
+}
+
+// TestBuildAdoptedWeightedHop: fail static keeps an adopted next hop of a
+// weighted route beside the wanted ones, by address and device whatever
+// its weight: the wanted next hop is not kept twice, the kept one weighs
+// the least, and once written the route is stable (issue 21).
+func TestBuildAdoptedWeightedHop(t *testing.T) {
+	in := importFixture()
+	installed := model.KernelRoute{Table: 100, Prefix: pfx("10.2.0.0/16"), Protocol: 200,
+		NextHops: []model.NextHop{{Addr: addr("192.0.2.1"), Dev: "eth0", Weight: 1}, {Addr: addr("192.0.2.2"), Dev: "eth0", Weight: 3}}}
+	in.Learned = []model.LearnedPath{
+		bwPath(path("tor-a", "10.2.0.0/16", "192.0.2.1"), 1),
+		bwPath(path("tor-c", "10.2.0.0/16", "198.51.100.1"), 3), // not a peer of rule up: rejected
+	}
+	in.Host.Routes = []model.KernelRoute{installed}
+	adopted := NewAdopted(nil, in.Host.Routes)
+	b := BuildInput{Node: "n1", Config: in.Config, Import: Import(in), Snapshot: in.Snapshot, Host: in.Host, Adopted: adopted}
+	p := Build(b)
+	var got []model.KernelRoute
+	for _, op := range p.Kernel {
+		if op.Route != nil && op.Op == model.OpReplace {
+			got = append(got, *op.Route)
+		}
+	}
+	want := []model.NextHop{{Addr: addr("192.0.2.1"), Dev: "eth0"}, {Addr: addr("192.0.2.2"), Dev: "eth0"}}
+	if len(got) != 1 || !SameNextHops(got[0].NextHops, want) || len(p.Held) != 1 {
+		t.Fatalf("kernel ops %+v, held %d; want one replace via %v (equal cost) and one held", p.Kernel, len(p.Held), want)
+	}
+	// Written: the next pass changes nothing more.
+	in.Host.Routes = got
+	b.Host = in.Host
+	adopted.Forget([]netip.Prefix{pfx("10.2.0.0/16")}, nil, Import(in).Kernel, nil, in.Host.Routes)
+	if p := Build(b); len(p.Kernel) != 0 {
+		t.Errorf("after the write, kernel ops %+v", p.Kernel)
 	}
 }
