@@ -174,6 +174,38 @@ type attrCache struct {
 	comm  *bgppkt.PathAttributeCommunities
 	large *bgppkt.PathAttributeLargeCommunities
 	comms []string
+
+	ext    *bgppkt.PathAttributeExtendedCommunities
+	linkBW *model.LinkBandwidth
+}
+
+// linkBandwidthOf is the first link-bandwidth community of a, nil if none.
+// gobgp v4.8.0 decodes type 0x40 and the transitive 0x00 (FRR's default)
+// with subtype 0x04 alike as a LinkBandwidthExtended, and serializes it
+// as 0x40: model.DecodeLinkBandwidth reads those octets.
+func (c *attrCache) linkBandwidthOf(a *bgppkt.PathAttributeExtendedCommunities) *model.LinkBandwidth {
+	if c != nil && a == c.ext {
+		return c.linkBW
+	}
+	var out *model.LinkBandwidth
+	for _, v := range a.Value {
+		lb, ok := v.(*bgppkt.LinkBandwidthExtended)
+		if !ok {
+			continue
+		}
+		b, err := lb.Serialize()
+		if err != nil || len(b) != 8 {
+			continue
+		}
+		if l, ok := model.DecodeLinkBandwidth([8]byte(b)); ok {
+			out = &l
+			break
+		}
+	}
+	if c != nil {
+		c.ext, c.linkBW = a, out
+	}
+	return out
 }
 
 // asPathOf is the flattened AS path of a, and whether it holds an AS_SET.
@@ -266,6 +298,10 @@ func (s *Speaker) learnedPath(peer config.Peer, prefix netip.Prefix, p *apiutil.
 			comm = a
 		case *bgppkt.PathAttributeLargeCommunities:
 			large = a
+		case *bgppkt.PathAttributeExtendedCommunities:
+			if lp.LinkBandwidth == nil {
+				lp.LinkBandwidth = cache.linkBandwidthOf(a)
+			}
 		}
 	}
 	lp.Communities = cache.communitiesOf(comm, large)

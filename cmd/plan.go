@@ -150,11 +150,14 @@ func tableName(table uint32, vrf string) string {
 func nextHops(nhs []model.NextHop) string {
 	var s []string
 	for _, nh := range nhs {
+		t := nh.Addr.String()
 		if nh.Dev != "" {
-			s = append(s, nh.Addr.String()+" dev "+nh.Dev)
-		} else {
-			s = append(s, nh.Addr.String())
+			t += " dev " + nh.Dev
 		}
+		if nh.Weight > 0 {
+			t += fmt.Sprintf(" weight %d", nh.Weight) // issue 21
+		}
+		s = append(s, t)
 	}
 	return strings.Join(s, ", ")
 }

@@ -664,7 +664,7 @@ func importedView(cfg *config.Config, network string, res plan.ImportResult, sna
 		case changes && !plan.SameNextHops(cur.NextHops, want.NextHops):
 			row.State, row.Want = api.ImportDrift, want.NextHops
 			row.KernelRoute.NextHops = cur.NextHops
-			row.Reason = "installed with other next hops"
+			row.Reason = "installed with other next hops or weights"
 		case changes:
 			row.State = api.ImportDrift
 			row.Reason = fmt.Sprintf("installed with protocol %d, want %d", cur.Protocol, want.Protocol)

@@ -101,6 +101,36 @@ type OVNGuard struct {
 type NextHop struct {
 	Addr netip.Addr `json:"addr"`
 	Dev  string     `json:"dev,omitempty"`
+	// Weight is the next hop's share of a multipath route, 1..256 (the
+	// kernel's rtnexthop hops + 1), from the link bandwidth its path
+	// carries (issue 21); 0 is equal cost. A route's next hops are
+	// either all 0 or all weighted, in the form CanonicalWeights gives.
+	Weight int `json:"weight,omitempty"`
+}
+
+// MaxWeight is the largest kernel next-hop weight (rtnh_hops is 8 bits).
+const MaxWeight = 256
+
+// CanonicalWeights puts the weights of one route's next hops in the one
+// form plan and vrf compare: all 0 when they are all equal (a weight 0
+// counting as the kernel's default 1) or the route has a single next hop,
+// else every one at least 1. nhs is changed in place.
+func CanonicalWeights(nhs []NextHop) {
+	eff := func(w int) int { return max(w, 1) }
+	equal := true
+	for _, nh := range nhs[min(1, len(nhs)):] {
+		if eff(nh.Weight) != eff(nhs[0].Weight) {
+			equal = false
+			break
+		}
+	}
+	for i := range nhs {
+		if equal {
+			nhs[i].Weight = 0
+		} else {
+			nhs[i].Weight = eff(nhs[i].Weight)
+		}
+	}
 }
 
 // KernelRoute is a route in a host table carrying ovnbgp's route protocol

@@ -299,7 +299,11 @@ type LearnedPath struct {
 	MED         uint32       `json:"med,omitempty"`
 	LocalPref   uint32       `json:"localPreference,omitempty"`
 	Communities []string     `json:"communities,omitempty"`
-	Age         time.Time    `json:"age,omitzero"`
+	// LinkBandwidth is the path's link-bandwidth extended community
+	// (the first, if it has several), nil if none: the kernel target
+	// weighs ECMP next hops by it (issue 21).
+	LinkBandwidth *LinkBandwidth `json:"linkBandwidth,omitempty"`
+	Age           time.Time      `json:"age,omitzero"`
 	// Malformed is set by the BGP layer when the path must never be
 	// imported whatever the rules say (AS 0, AS_SET, an empty AS path
 	// from an eBGP peer), and says why.

@@ -30,7 +30,13 @@ type adoptedPrefix struct {
 // adoptedHop is one next hop of a kernel route.
 type adoptedHop struct {
 	key model.KernelRouteKey
-	hop model.NextHop
+	hop model.NextHop // without its weight: a hop is the same whatever it weighs
+}
+
+// unweighted is nh without its weight (issue 21).
+func unweighted(nh model.NextHop) model.NextHop {
+	nh.Weight = 0
+	return nh
 }
 
 // NewAdopted adopts the owned OVN routes and kernel routes observed now.
@@ -52,7 +58,7 @@ func NewAdopted(ovn []model.OVNRoute, kernel []model.KernelRoute) *Adopted {
 	for _, r := range kernel {
 		e := at(r.Prefix)
 		for _, nh := range r.NextHops {
-			e.kernel = append(e.kernel, adoptedHop{r.Key(), nh})
+			e.kernel = append(e.kernel, adoptedHop{r.Key(), unweighted(nh)})
 			a.n++
 		}
 	}
@@ -95,7 +101,7 @@ func (a *Adopted) KernelHop(k model.KernelRouteKey, nh model.NextHop) bool {
 		return false
 	}
 	for _, o := range e.kernel {
-		if o == (adoptedHop{k, nh}) {
+		if o == (adoptedHop{k, unweighted(nh)}) {
 			return true
 		}
 	}
@@ -120,7 +126,7 @@ func (a *Adopted) Forget(prefixes []netip.Prefix, desiredOVN []model.OVNRoute, d
 	}
 	for _, r := range desiredKernel {
 		for _, nh := range r.NextHops {
-			desired[adoptedHop{r.Key(), nh}] = true
+			desired[adoptedHop{r.Key(), unweighted(nh)}] = true
 		}
 	}
 	for _, r := range observedOVN {
@@ -128,7 +134,7 @@ func (a *Adopted) Forget(prefixes []netip.Prefix, desiredOVN []model.OVNRoute, d
 	}
 	for _, r := range observedKernel {
 		for _, nh := range r.NextHops {
-			observed[adoptedHop{r.Key(), nh}] = true
+			observed[adoptedHop{r.Key(), unweighted(nh)}] = true
 		}
 	}
 	keep := func(k any) bool { return observed[k] && !desired[k] }

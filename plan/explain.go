@@ -170,8 +170,9 @@ func (e Explanation) summary() []string {
 				stale = " (stale: " + why + ")"
 			}
 		}
-		s = append(s, fmt.Sprintf("import: peer %s sent %s via %s%s: %s: %s", lp.Peer, lp.Prefix, lp.NextHop, stale, verdict, lp.Reason))
+		s = append(s, fmt.Sprintf("import: peer %s sent %s via %s%s%s: %s: %s", lp.Peer, lp.Prefix, lp.NextHop, bandwidthText(lp.LinkBandwidth), stale, verdict, lp.Reason))
 	}
+	s = append(s, e.ovnUnweighted()...)
 	for _, pp := range e.Protected {
 		s = append(s, fmt.Sprintf("protected: %s (%s)", pp.Prefix, pp.Why))
 	}
@@ -483,11 +484,43 @@ func vrfText(vrf string) string {
 func nextHopsText(nhs []model.NextHop) string {
 	var s []string
 	for _, nh := range nhs {
+		t := nh.Addr.String()
 		if nh.Dev != "" {
-			s = append(s, nh.Addr.String()+" dev "+nh.Dev)
-		} else {
-			s = append(s, nh.Addr.String())
+			t += " dev " + nh.Dev
 		}
+		if nh.Weight > 0 {
+			t += fmt.Sprintf(" weight %d", nh.Weight)
+		}
+		s = append(s, t)
 	}
 	return strings.Join(s, ", ")
+}
+
+// bandwidthText is " with link bandwidth ..." for a path carrying it.
+func bandwidthText(l *model.LinkBandwidth) string {
+	if l == nil {
+		return ""
+	}
+	return fmt.Sprintf(" with link bandwidth %g bytes/s (AS %d)", l.BytesPerSecond, l.ASN)
+}
+
+// ovnUnweighted says, for each prefix whose accepted paths carry link
+// bandwidth and that OVN holds or will hold, that its OVN static routes are
+// equal cost: OVN has no weights, only the kernel target weighs next hops
+// (issue 21).
+func (e Explanation) ovnUnweighted() []string {
+	var s []string
+	seen := map[netip.Prefix]bool{}
+	for _, lp := range e.Learned {
+		if !lp.Accepted || lp.LinkBandwidth == nil || seen[lp.Prefix] {
+			continue
+		}
+		inOVN := slices.ContainsFunc(e.OVN, func(r model.OVNRoute) bool { return r.Prefix == lp.Prefix }) ||
+			slices.ContainsFunc(e.PendingOVN, func(op model.OVNOp) bool { return op.Op == model.OpAdd && op.Route.Prefix == lp.Prefix })
+		if inOVN {
+			seen[lp.Prefix] = true
+			s = append(s, fmt.Sprintf("weights: the OVN static routes of %s are equal cost: OVN static routes have no weights, so the link bandwidth its paths carry weighs only the kernel route's next hops", lp.Prefix))
+		}
+	}
+	return s
 }

@@ -709,6 +709,9 @@ func (e *importEnv) targets(paths []model.LearnedPath, cands []candidate, ovn []
 	}
 	var ovnOwner []claim[string]  // router -> rule
 	var kernOwner []claim[uint32] // table -> rule; kernel[k0+i] is kernOwner[i]'s route
+	// bws[i][j] is the bandwidth of the path of kernel[k0+i]'s next hop j
+	// (weights.go).
+	var bws [][]float64
 	for _, c := range cands {
 		p, r := paths[c.path], &e.cfg.Import[c.rule]
 		if gr := e.routers[c.rule]; gr != nil && ovnTakes(gr, p) {
@@ -747,6 +750,7 @@ func (e *importEnv) targets(paths []model.LearnedPath, cands []candidate, ovn []
 				kernel = append(kernel, model.KernelRoute{Table: t, VRF: e.vrfs[c.rule], Prefix: p.Prefix,
 					Protocol: e.cfg.Kernel.RouteProtocol, Rule: r.Name})
 				i = len(kernel) - 1 - k0
+				bws = append(bws, nil)
 			}
 			// A link-local next hop's zone is its device, which nextHop
 			// checked is the peer's link; the kernel route's address
@@ -754,10 +758,14 @@ func (e *importEnv) targets(paths []model.LearnedPath, cands []candidate, ovn []
 			nh := model.NextHop{Addr: p.NextHop.WithZone(""), Dev: e.peerLink[p.Peer].Name}
 			if r := &kernel[k0+i]; !slices.Contains(r.NextHops, nh) {
 				r.NextHops = append(r.NextHops, nh)
+				bws[i] = append(bws[i], pathBandwidth(p))
 			}
 		}
 	}
 	for i := range kernel[k0:] {
+		if slices.ContainsFunc(bws[i], func(b float64) bool { return b != noBandwidth }) {
+			bandwidthWeights(kernel[k0+i].NextHops, bws[i])
+		}
 		slices.SortFunc(kernel[k0+i].NextHops, compareNextHop)
 	}
 	if len(ovn)-o0 > 1 {

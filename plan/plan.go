@@ -230,8 +230,11 @@ func Build(in BuildInput) Plan {
 			}
 			var keep []model.NextHop
 			for _, nh := range obs.NextHops {
-				if !slices.Contains(want, nh) && (in.HoldAll != "" || in.Adopted.KernelHop(obs.Key(), nh)) {
-					keep = append(keep, nh)
+				wanted := slices.ContainsFunc(want, func(w model.NextHop) bool { return unweighted(w) == unweighted(nh) })
+				if !wanted && (in.HoldAll != "" || in.Adopted.KernelHop(obs.Key(), nh)) {
+					// A kept next hop of a weighted route weighs the
+					// least (weights.go).
+					keep = append(keep, unweighted(nh))
 				}
 			}
 			if len(keep) > 0 {
@@ -239,7 +242,9 @@ func Build(in BuildInput) Plan {
 				if why := hold(rules, r.orphan(*op.Route, rules)); why != "" {
 					held := op
 					p.Held = append(p.Held, Held{Kernel: &held, Rules: rules, Reason: why})
-					if SameNextHops(slices.Concat(want, keep), obs.NextHops) {
+					merged := slices.Concat(want, keep)
+					model.CanonicalWeights(merged)
+					if SameNextHops(merged, obs.NextHops) {
 						continue // nothing else changes now
 					}
 					// The rest goes now: the route keeps only its
@@ -248,7 +253,7 @@ func Build(in BuildInput) Plan {
 					if op.Op == model.OpReplace {
 						rt = *op.Route
 					}
-					rt.NextHops = slices.Concat(want, keep)
+					rt.NextHops = merged
 					p.Kernel = append(p.Kernel, model.KernelOp{Op: model.OpReplace, Route: &rt})
 					continue
 				}

@@ -431,7 +431,7 @@ func (t *ImportTable) remove(k model.Key) bool {
 func (t *ImportTable) raw(pfx netip.Prefix, tp *tablePath) model.LearnedPath {
 	a := &t.attrs.slots[tp.attrs]
 	p := model.LearnedPath{Peer: a.peer, Prefix: pfx, NextHop: a.nextHop, ASPath: a.asPath, Origin: a.origin,
-		MED: tp.med, LocalPref: tp.localPref, Communities: a.communities, Age: tp.getAge(), Stale: tp.has(flagStale)}
+		MED: tp.med, LocalPref: tp.localPref, Communities: a.communities, LinkBandwidth: a.linkBW, Age: tp.getAge(), Stale: tp.has(flagStale)}
 	if tp.rare != nil {
 		p.Malformed = tp.rare.malformed
 	}

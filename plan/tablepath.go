@@ -12,7 +12,7 @@ import (
 
 // The ImportTable's storage of a path, compact: at 100k paths the table
 // is most of the daemon's own heap. A path's attributes that many paths
-// share (peer, next hop, AS path, origin, communities) are interned once
+// share (peer, next hop, AS path, origin, communities, link bandwidth) are interned once
 // per distinct set (attrTable); MED and LOCAL_PREF, which may differ per
 // prefix, stay in the path; the prefix is its entry's key; its decision
 // is indices and codes; what is rare (a malformed path, an age not in
@@ -261,6 +261,7 @@ type pathAttrs struct {
 	asPath      []uint32
 	origin      string
 	communities []string
+	linkBW      *model.LinkBandwidth
 	// refs counts the paths with them.
 	refs int
 }
@@ -284,7 +285,7 @@ func newAttrTable() *attrTable {
 }
 
 // key is p's attributes encoded, one to one, in a.buf.
-func (a *attrTable) key(peer string, nextHop netip.Addr, asPath []uint32, origin string, communities []string) []byte {
+func (a *attrTable) key(peer string, nextHop netip.Addr, asPath []uint32, origin string, communities []string, linkBW *model.LinkBandwidth) []byte {
 	b := a.buf[:0]
 	str := func(s string) {
 		b = binary.AppendUvarint(b, uint64(len(s)))
@@ -322,6 +323,13 @@ func (a *attrTable) key(peer string, nextHop netip.Addr, asPath []uint32, origin
 			str(c)
 		}
 	}
+	if linkBW == nil {
+		b = append(b, 0)
+	} else {
+		b = append(b, 1)
+		b = binary.BigEndian.AppendUint16(b, linkBW.ASN)
+		b = binary.BigEndian.AppendUint32(b, math.Float32bits(linkBW.BytesPerSecond))
+	}
 	a.buf = b
 	return b
 }
@@ -331,17 +339,23 @@ func (a *attrTable) same(i uint32, p *model.LearnedPath) bool {
 	s := &a.slots[i]
 	return s.peer == p.Peer && s.nextHop == p.NextHop && s.origin == p.Origin &&
 		(s.asPath == nil) == (p.ASPath == nil) && slices.Equal(s.asPath, p.ASPath) &&
-		(s.communities == nil) == (p.Communities == nil) && slices.Equal(s.communities, p.Communities)
+		(s.communities == nil) == (p.Communities == nil) && slices.Equal(s.communities, p.Communities) &&
+		sameLinkBW(s.linkBW, p.LinkBandwidth)
+}
+
+// sameLinkBW reports whether a and b are both absent or equal.
+func sameLinkBW(a, b *model.LinkBandwidth) bool {
+	return a == b || a != nil && b != nil && *a == *b
 }
 
 // ref returns the slot of p's attributes, counting p in.
 func (a *attrTable) ref(p *model.LearnedPath) uint32 {
-	k := a.key(p.Peer, p.NextHop, p.ASPath, p.Origin, p.Communities)
+	k := a.key(p.Peer, p.NextHop, p.ASPath, p.Origin, p.Communities, p.LinkBandwidth)
 	if i, ok := a.index[string(k)]; ok {
 		a.slots[i].refs++
 		return i
 	}
-	v := pathAttrs{peer: p.Peer, nextHop: p.NextHop, asPath: p.ASPath, origin: p.Origin, communities: p.Communities, refs: 1}
+	v := pathAttrs{peer: p.Peer, nextHop: p.NextHop, asPath: p.ASPath, origin: p.Origin, communities: p.Communities, linkBW: p.LinkBandwidth, refs: 1}
 	var i uint32
 	if n := len(a.free); n > 0 {
 		i, a.free = a.free[n-1], a.free[:n-1]
@@ -361,7 +375,7 @@ func (a *attrTable) unref(i uint32) {
 	if s.refs--; s.refs > 0 {
 		return
 	}
-	delete(a.index, string(a.key(s.peer, s.nextHop, s.asPath, s.origin, s.communities)))
+	delete(a.index, string(a.key(s.peer, s.nextHop, s.asPath, s.origin, s.communities, s.linkBW)))
 	if a.nextHops[s.nextHop]--; a.nextHops[s.nextHop] <= 0 {
 		delete(a.nextHops, s.nextHop)
 	}

@@ -187,7 +187,10 @@ func resolveHops(hops []model.NextHop, v4 bool, ls *linkSet) ([]nlHop, error) {
 			}
 			idx = l.Attrs().Index
 		}
-		out = append(out, nlHop{gw: h.Addr.Unmap(), ifindex: idx})
+		if h.Weight < 0 || h.Weight > model.MaxWeight {
+			return nil, fmt.Errorf("next hop %s: weight %d is not in 1..%d (0: equal cost)", hopString(h), h.Weight, model.MaxWeight)
+		}
+		out = append(out, nlHop{gw: h.Addr.Unmap(), ifindex: idx, hops: uint8(max(h.Weight, 1) - 1)})
 	}
 	return out, nil
 }
@@ -389,13 +392,17 @@ func checkRoute(r model.KernelRoute) error {
 }
 
 func hopString(h model.NextHop) string {
+	s := h.Addr.String() + " dev " + h.Dev
 	switch {
 	case h.Dev == "":
-		return h.Addr.String()
+		s = h.Addr.String()
 	case !h.Addr.IsValid():
-		return "dev " + h.Dev
+		s = "dev " + h.Dev
 	}
-	return h.Addr.String() + " dev " + h.Dev
+	if h.Weight > 0 {
+		s += fmt.Sprintf(" weight %d", h.Weight)
+	}
+	return s
 }
 
 func hopsString(hops []model.NextHop) string {

@@ -240,10 +240,12 @@ func (s *nlSocket) next() uint32 {
 	return s.seq
 }
 
-// nlHop is a resolved next hop: gateway and output device index.
+// nlHop is a resolved next hop: gateway, output device index, and its
+// rtnexthop hops (its weight - 1 in a multipath route; issue 21).
 type nlHop struct {
 	gw      netip.Addr
 	ifindex int
+	hops    uint8
 }
 
 // routeMsg serialises one route request for our route shape: dst, table
@@ -295,8 +297,8 @@ func routeMsg(typ uint16, flags uint16, seq uint32, prefix netip.Prefix, table u
 			var mp []byte
 			for _, h := range hops {
 				start := len(mp)
-				// struct rtnexthop: len, flags, hops, ifindex
-				mp = append(mp, 0, 0, 0, 0)
+				// struct rtnexthop: len, flags, hops (weight - 1), ifindex
+				mp = append(mp, 0, 0, 0, h.hops)
 				mp = binary.NativeEndian.AppendUint32(mp, uint32(h.ifindex))
 				if h.gw.IsValid() {
 					mp = appendGateway(mp, family == unix.AF_INET, h.gw)

@@ -54,7 +54,7 @@ func kernelTable(t uint32) bool {
 }
 
 func compareHop(a, b nlHop) int {
-	return cmp.Or(a.gw.Compare(b.gw), cmp.Compare(a.ifindex, b.ifindex))
+	return cmp.Or(a.gw.Compare(b.gw), cmp.Compare(a.ifindex, b.ifindex), cmp.Compare(a.hops, b.hops))
 }
 
 // gateway is a next hop's address: its RTA_GATEWAY, else its RTA_VIA (an
@@ -98,7 +98,7 @@ func (m *Manager) fromRoute(r netlink.Route) (rkey, alias, bool) {
 	}
 	for _, nh := range r.MultiPath {
 		gw, _ := gateway(nh.Gw, nh.Via)
-		a.hops = append(a.hops, nlHop{gw: gw, ifindex: nh.LinkIndex})
+		a.hops = append(a.hops, nlHop{gw: gw, ifindex: nh.LinkIndex, hops: uint8(nh.Hops)})
 	}
 	slices.SortFunc(a.hops, compareHop)
 	a.hops = slices.Compact(a.hops)
@@ -209,6 +209,7 @@ func (m *Manager) internLocked(as []alias) []alias {
 		a16 := h.gw.As16()
 		b = append(b, a16[:]...)
 		b = binary.NativeEndian.AppendUint32(b, uint32(h.ifindex))
+		b = append(b, h.hops)
 		switch {
 		case h.gw.Is4():
 			b = append(b, 4)
@@ -465,12 +466,13 @@ func (m *Manager) modelLocked(k rkey, ls *linkSet) (r model.KernelRoute, ours, f
 			ours = true
 		}
 		for _, h := range a.hops {
-			r.NextHops = append(r.NextHops, model.NextHop{Addr: h.gw, Dev: ls.name(h.ifindex)})
+			r.NextHops = append(r.NextHops, model.NextHop{Addr: h.gw, Dev: ls.name(h.ifindex), Weight: int(h.hops) + 1})
 		}
 	}
 	if ours {
 		slices.SortFunc(r.NextHops, compareNextHop)
 		r.NextHops = slices.Compact(r.NextHops)
+		model.CanonicalWeights(r.NextHops)
 	}
 	return r, ours, foreign
 }
@@ -549,7 +551,7 @@ func parseRoute(b []byte) (netlink.Route, bool) {
 				if l < 8 || l > len(mp) {
 					break
 				}
-				nh := &netlink.NexthopInfo{LinkIndex: int(int32(binary.NativeEndian.Uint32(mp[4:8])))}
+				nh := &netlink.NexthopInfo{LinkIndex: int(int32(binary.NativeEndian.Uint32(mp[4:8]))), Hops: int(mp[3])}
 				for na := range attrs(mp[8:l]) {
 					switch na.typ {
 					case unix.RTA_GATEWAY:

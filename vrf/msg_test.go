@@ -10,7 +10,7 @@ import (
 
 // TestRouteMsgRoundTrip: a request serialised by routeMsg reads back with
 // the event parser as the same route (family, prefix, table above 255 in
-// RTA_TABLE, protocol, single and multipath next hops), and a delete
+// RTA_TABLE, protocol, single and multipath next hops, weights), and a delete
 // carries no next hop, scope nowhere and no type, as `ip route del` sends.
 func TestRouteMsgRoundTrip(t *testing.T) {
 	for _, c := range []struct {
@@ -27,6 +27,9 @@ func TestRouteMsgRoundTrip(t *testing.T) {
 		{"10.5.0.0/24", 100, []nlHop{{gw: netip.MustParseAddr("fe80::1"), ifindex: 5}}},
 		{"10.6.0.0/24", 100, []nlHop{{gw: netip.MustParseAddr("fe80::1"), ifindex: 5}, {gw: netip.MustParseAddr("fe80::2"), ifindex: 5}}},
 		{"10.7.0.0/24", 1000, []nlHop{{gw: netip.MustParseAddr("192.0.2.2"), ifindex: 3}, {gw: netip.MustParseAddr("fe80::1"), ifindex: 5}}},
+		// Weighted next hops: rtnexthop hops = weight - 1 (issue 21).
+		{"10.8.0.0/24", 100, []nlHop{{gw: netip.MustParseAddr("192.0.2.2"), ifindex: 3}, {gw: netip.MustParseAddr("198.51.100.2"), ifindex: 4, hops: 2}}},
+		{"2001:db8:8::/48", 100, []nlHop{{gw: netip.MustParseAddr("2001:db8:a::2"), ifindex: 3, hops: 255}, {gw: netip.MustParseAddr("2001:db8:b::2"), ifindex: 4, hops: 9}}},
 	} {
 		p := netip.MustParsePrefix(c.prefix)
 		msg := routeMsg(unix.RTM_NEWROUTE, unix.NLM_F_CREATE|unix.NLM_F_EXCL, 42, p, c.table, 200, c.hops)

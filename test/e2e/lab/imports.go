@@ -491,3 +491,42 @@ func (e *ExaBGP) Stop() {
 		<-e.done
 	}
 }
+
+// KernelWeights reads `ip -j route show table TABLE PREFIX` in namespace
+// ns: each next hop's gateway and weight (a single next hop weighs 1), nil
+// if the table has no route there (issue 21).
+func (l *Lab) KernelWeights(ns string, table int, prefix netip.Prefix) (map[string]int, error) {
+	fam := "-4"
+	if prefix.Addr().Is6() {
+		fam = "-6"
+	}
+	args := []string{"-n", ns, "-j", fam, "route", "show", "table", fmt.Sprint(table), prefix.String()}
+	out, err := run("ip", args...)
+	if err != nil {
+		if strings.Contains(out, "FIB table does not exist") {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, out)
+	}
+	var rs []struct {
+		Gateway  string `json:"gateway"`
+		Nexthops []struct {
+			Gateway string `json:"gateway"`
+			Weight  int    `json:"weight"`
+		} `json:"nexthops"`
+	}
+	if err := json.Unmarshal([]byte(out), &rs); err != nil {
+		return nil, fmt.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, out)
+	}
+	if len(rs) == 0 {
+		return nil, nil
+	}
+	w := map[string]int{}
+	if rs[0].Gateway != "" {
+		w[rs[0].Gateway] = 1
+	}
+	for _, h := range rs[0].Nexthops {
+		w[h.Gateway] = h.Weight
+	}
+	return w, nil
+}
