@@ -21,7 +21,10 @@ import (
 // non-transitive link-bandwidth community from its eBGP neighbours. With
 // one backend pod on node1 and three on node2, FRR's kernel route for the
 // VIP (`ip -j route` in the tor namespace, installed by zebra) has a
-// nexthop via each node, weighted 1:3; with three on each, 1:1. FRR's log
+// nexthop via each node, weighted 1:3; with three on each, 1:1. A second
+// VIP, of a rule without localEndpointsOnly, with its endpoints on node2
+// only: node1 sends it without the community (not with bandwidth 0), and
+// FRR weighs node1's path 1 against 100. FRR's log
 // of received UPDATEs shows each node's new bandwidth as an UPDATE and
 // never a withdrawal of the VIP.
 func TestWeightByEndpointsFRR(t *testing.T) {
@@ -40,7 +43,8 @@ func TestWeightByEndpointsFRR(t *testing.T) {
 			{Address: lab.NodeIPv4, ASN: 65010, Passive: true},
 			{Address: node2Addr, ASN: 65010, Passive: true},
 		}})
-	rules := `  - {name: web, kind: loadBalancerIP, services: ["ns1/web"], localEndpointsOnly: true, weightByEndpoints: true}`
+	rules := `  - {name: web, kind: loadBalancerIP, services: ["ns1/web"], localEndpointsOnly: true, weightByEndpoints: true}
+  - {name: all, kind: loadBalancerIP, services: ["ns1/all"], weightByEndpoints: true}`
 	tor1, tor2 := lab.DefaultTor(), lab.DefaultTor()
 	tor1.Families, tor2.Families = []string{"ipv4"}, []string{"ipv4"}
 	tor2.Address, tor2.SourceAddress = tor2Addr, node2Addr
@@ -48,7 +52,7 @@ func TestWeightByEndpointsFRR(t *testing.T) {
 	l.StartDaemon(nb2, lab.DaemonConfig{Node: "node2", RouterID: node2Addr, Advertise: rules,
 		ServiceCIDRs: advServiceCIDRs, Peers: []lab.Peer{tor2}})
 
-	vip := hostPrefix("203.0.113.40")
+	vip, all := hostPrefix("203.0.113.40"), hostPrefix("203.0.113.41")
 	// node1's pods are in 10.128.0.0/24, node2's in 10.128.2.0/23
 	backends := func(n1, n2 int) string {
 		var bs []string
@@ -63,8 +67,13 @@ func TestWeightByEndpointsFRR(t *testing.T) {
 	lbs := map[*lab.NB]string{}
 	for _, nb := range []*lab.NB{nb1, nb2} {
 		lbs[nb] = createServiceLB(t, nb, "", "ns1/web", "tcp", map[string]string{"203.0.113.40:80": backends(1, 3)})
+		createServiceLB(t, nb, "", "ns1/all", "tcp", map[string]string{"203.0.113.41:80": backends(0, 3)})
 	}
 	waitWeights(t, l, frr, "1 endpoint on node1, 3 on node2", vip, map[netip.Addr]int{lab.NodeIPv4: 1, node2Addr: 3})
+	// Without localEndpointsOnly node1 sends the VIP of no local
+	// endpoint without the community, never with bandwidth 0: FRR's
+	// default-weight-for-missing weighs it 1 against 100.
+	waitWeights(t, l, frr, "no endpoint on node1 (no localEndpointsOnly), 3 on node2", all, map[netip.Addr]int{lab.NodeIPv4: 1, node2Addr: 100})
 	for nb, uuid := range lbs {
 		nb.MustNBCtl("set", "Load_Balancer", uuid, vipsArg(map[string]string{"203.0.113.40:80": backends(3, 3)}))
 	}
@@ -76,6 +85,9 @@ func TestWeightByEndpointsFRR(t *testing.T) {
 	}
 	var node1 []string
 	for _, u := range ups {
+		if u.Prefix == all && u.Neighbor == lab.NodeIPv4 && strings.Contains(u.Attrs, "LB:") {
+			t.Errorf("node1 sent %s, of no local endpoint, with %q: want no link bandwidth", all, u.Attrs)
+		}
 		if u.Prefix != vip {
 			continue
 		}
