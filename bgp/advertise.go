@@ -684,6 +684,12 @@ func (s *Speaker) statement(name, peer string, n normAttrs) *api.Statement {
 	if len(n.large) > 0 {
 		act.LargeCommunity = &api.CommunityAction{Type: api.CommunityAction_TYPE_ADD, Communities: n.largeStrings()}
 	}
+	if n.linkBWSet {
+		// gobgp parses "lb:ASN:N", N a 32-bit integer it converts to
+		// float32 (model.EndpointsBandwidth keeps N whole and below
+		// 2^32).
+		act.ExtCommunity = &api.CommunityAction{Type: api.CommunityAction_TYPE_ADD, Communities: []string{n.linkBW.String()}}
+	}
 	if n.med > 0 {
 		act.Med = &api.MedAction{Type: api.MedAction_TYPE_REPLACE, Value: int64(n.med)}
 	}

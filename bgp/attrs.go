@@ -22,12 +22,18 @@ type normAttrs struct {
 	localPrefSet bool
 	med          uint32
 	prepend      uint8
+	// linkBW: the link-bandwidth community, when linkBWSet.
+	linkBW    model.LinkBandwidth
+	linkBWSet bool
 }
 
 func normalize(a model.PathAttrs) normAttrs {
 	n := normAttrs{med: a.MED, prepend: a.ASPathPrepend}
 	if a.LocalPreference != nil {
 		n.localPref, n.localPrefSet = *a.LocalPreference, true
+	}
+	if a.LinkBandwidth != nil {
+		n.linkBW, n.linkBWSet = *a.LinkBandwidth, true
 	}
 	n.communities = slices.Compact(slices.Sorted(slices.Values(a.Communities)))
 	n.large = slices.Clone(a.LargeCommunities)
@@ -57,8 +63,14 @@ func (n normAttrs) key() string {
 	if n.localPrefSet {
 		lp = fmt.Sprint(n.localPref)
 	}
-	return fmt.Sprintf("c=%s;l=%s;lp=%s;med=%d;pp=%d",
+	k := fmt.Sprintf("c=%s;l=%s;lp=%s;med=%d;pp=%d",
 		strings.Join(n.communityStrings(), ","), strings.Join(n.largeStrings(), ","), lp, n.med, n.prepend)
+	if n.linkBWSet {
+		// only then, so that the keys (and group names) of the
+		// attribute sets without it stay what they were
+		k += ";lb=" + n.linkBW.String()
+	}
+	return k
 }
 
 // attrs renders n back in ovnbgp's vocabulary.
@@ -66,6 +78,9 @@ func (n normAttrs) attrs() model.PathAttrs {
 	a := model.PathAttrs{MED: n.med, ASPathPrepend: n.prepend}
 	if n.localPrefSet {
 		a.LocalPreference = new(n.localPref)
+	}
+	if n.linkBWSet {
+		a.LinkBandwidth = new(n.linkBW)
 	}
 	if len(n.communities) > 0 {
 		a.Communities = slices.Clone(n.communities)

@@ -267,6 +267,10 @@ func TestProblems(t *testing.T) {
 				{"advertise[0].namespaces", "only for kind egressIP/loadBalancerIP", 17},
 				{"advertise[0].services", "only for kind loadBalancerIP", 18},
 				{"advertise[0].localEndpointsOnly", "only for kind loadBalancerIP", 19}}},
+		{name: "weightByEndpoints on other kinds and with aggregation (issue 21)", edits: []string{afterPods, afterPods + "    weightByEndpoints: true\n  - name: vips\n    kind: loadBalancerIP\n    weightByEndpoints: true\n    aggregateLength: 24\n"},
+			wants: []want{
+				{"advertise[0].weightByEndpoints", "only for kind loadBalancerIP", 17},
+				{"advertise[1].weightByEndpoints", "an aggregate stands for several Services", 20}}},
 		{name: "services shape", edits: []string{"kind: podNetwork", "kind: loadBalancerIP", afterPods, afterPods + "    services: [web, \"web/*\"]\n"},
 			wants: []want{{"advertise[0].services[0]", "not NAMESPACE/NAME", 17}}},
 		{name: "unknown peer", edits: []string{afterPods, afterPods + "    peers: [tor-a, tor-c, tor-a]\n"},

@@ -240,6 +240,11 @@ type AdvertiseRule struct {
 	// LocalEndpointsOnly advertises a service only if a backend runs on
 	// this node (loadBalancerIP).
 	LocalEndpointsOnly bool `yaml:"localEndpointsOnly" json:"localEndpointsOnly"`
+	// WeightByEndpoints sends each Service VIP with the link-bandwidth
+	// extended community, its value the number of the Service's ready
+	// endpoints on this node (model.EndpointsBandwidth; loadBalancerIP,
+	// without aggregation; issue 21).
+	WeightByEndpoints bool `yaml:"weightByEndpoints" json:"weightByEndpoints"`
 	// AggregateLength sends, instead of each selected IPv4 address, its
 	// covering prefix of this length, while one member is there
 	// (egressIP, loadBalancerIP; 0 = none); AggregateLengthV6 the same

@@ -432,6 +432,11 @@ func (v *validator) advertise() {
 			if r.LocalEndpointsOnly {
 				v.add(key(p, "localEndpointsOnly"), "only for kind loadBalancerIP")
 			}
+			if r.WeightByEndpoints {
+				v.add(key(p, "weightByEndpoints"), "only for kind loadBalancerIP: the weight is a count of a Service's endpoints on this node")
+			}
+		} else if r.WeightByEndpoints && (r.AggregateLength != 0 || r.AggregateLengthV6 != 0) {
+			v.add(key(p, "weightByEndpoints"), "not with aggregateLength/aggregateLengthV6: an aggregate stands for several Services, and one weight cannot say how many endpoints each has here")
 		}
 		for j, g := range r.Services {
 			ns, name, ok := strings.Cut(g.String(), "/")

@@ -88,6 +88,9 @@ type PathAttrs struct {
 	LocalPreference *uint32 `json:"localPreference,omitempty"`
 	MED             uint32  `json:"med,omitempty"`
 	ASPathPrepend   uint8   `json:"asPathPrepend,omitempty"`
+	// LinkBandwidth is sent as the link-bandwidth extended community; nil
+	// = not sent (a weightByEndpoints rule sets it per Service VIP).
+	LinkBandwidth *LinkBandwidth `json:"linkBandwidth,omitempty"`
 }
 
 // String is the attributes as `routes advertised` and `explain` print
@@ -108,6 +111,9 @@ func (a PathAttrs) String() string {
 	}
 	if a.ASPathPrepend != 0 {
 		parts = append(parts, "prepend="+strconv.Itoa(int(a.ASPathPrepend)))
+	}
+	if a.LinkBandwidth != nil {
+		parts = append(parts, "linkbw="+a.LinkBandwidth.String())
 	}
 	return strings.Join(parts, " ")
 }

@@ -185,6 +185,27 @@ func selectAdvertisements(cfg *config.Config, snap model.Snapshot, now time.Time
 			if local == nil {
 				local = newLocalAddrs(snap)
 			}
+			if rule.WeightByEndpoints {
+				// Each VIP as itself (config refuses aggregation), with
+				// its own count of local endpoints: the first entry of
+				// an address selected wins, as in the aggregator.
+				for i := range snap.ServiceVIPs {
+					v := &snap.ServiceVIPs[i]
+					if serviceVIPSkip(cfg, snap, rule, *v, local).skipped() {
+						continue
+					}
+					at := vipAttrs(cfg, rule, v, local)
+					for _, p := range peers {
+						a := model.Advertisement{Peer: p.Name, Prefix: hostPrefix(v.VIP), Attrs: at, Rule: rule.Name, Network: v.Network, Source: v.Source}
+						if !speaks(p, a.Prefix) || seen[a.Key()] {
+							continue
+						}
+						seen[a.Key()] = true
+						out = append(out, a)
+					}
+				}
+				continue
+			}
 			agg := newAggregator(rule, min(len(snap.ServiceVIPs), 1024), foreign) // most are ClusterIPs on a big cluster
 			for _, v := range snap.ServiceVIPs {
 				if !serviceVIPSkip(cfg, snap, rule, v, local).skipped() {
@@ -467,6 +488,27 @@ func (s vipSkip) String() string {
 		return "localEndpointsOnly: no endpoint of the service runs on this node"
 	}
 	return ""
+}
+
+// vipAttrs are the attributes rule (kind loadBalancerIP) sends VIP entry v
+// with: the rule's, and with weightByEndpoints the link-bandwidth
+// community of v's endpoints on this node (issue 21), none when no
+// endpoint is local (never bandwidth 0: docs/config.md).
+func vipAttrs(cfg *config.Config, rule *config.AdvertiseRule, v *model.ServiceVIP, local *localAddrs) model.PathAttrs {
+	a := attrs(*rule)
+	if !rule.WeightByEndpoints {
+		return a
+	}
+	n := 0
+	for _, b := range v.Backends {
+		if local.has(v.Network, b) {
+			n++
+		}
+	}
+	if n > 0 {
+		a.LinkBandwidth = new(model.EndpointsBandwidth(cfg.BGP.ASN, n))
+	}
+	return a
 }
 
 // localAddrs are the addresses of this node, per network: its pod subnets

@@ -587,3 +587,83 @@ func TestExportCap(t *testing.T) {
 		t.Errorf("cap 9 with 9 selected: held %v", held)
 	}
 }
+
+// TestWeightByEndpoints (issue 21): a weightByEndpoints rule sends each VIP
+// with the link-bandwidth community of its endpoints on this node (pods in
+// this node's subnet of the Service's network, or a node address), N ×
+// 125000 bytes/s, the ASN AS_TRANS above 65535; a VIP with none here is
+// sent without it, or not at all with localEndpointsOnly; a rule without
+// the key sends none.
+func TestWeightByEndpoints(t *testing.T) {
+	torA := peer("tor-a", "192.0.2.1")
+	snap := advSnapshot()
+	for i := range snap.ServiceVIPs {
+		if v := &snap.ServiceVIPs[i]; v.Source == "lb local pod" {
+			// three of this node's pods and one elsewhere
+			v.Backends = addrs("10.128.0.5", "10.128.0.6", "10.128.0.7", "10.128.2.5")
+		}
+	}
+	lb := func(asn uint16, n int) model.PathAttrs {
+		return model.PathAttrs{LinkBandwidth: &model.LinkBandwidth{ASN: asn, BytesPerSecond: float32(n) * 125000}}
+	}
+	for _, tc := range []struct {
+		name string
+		asn  uint32
+		rule config.AdvertiseRule
+		want []model.Advertisement
+	}{
+		{"weights, remote-only VIPs without", 65010,
+			config.AdvertiseRule{Name: "w", Kind: config.KindLoadBalancerIP, Networks: globs("default"), WeightByEndpoints: true},
+			[]model.Advertisement{
+				adv("tor-a", "192.0.2.50/32", "w", "default", "lb remote only", model.PathAttrs{}),
+				adv("tor-a", "192.0.2.51/32", "w", "default", "lb local pod", lb(65010, 3)),
+				adv("tor-a", "192.0.2.52/32", "w", "default", "lb host-network here", lb(65010, 1)),
+				adv("tor-a", "192.0.2.54/32", "w", "default", "lb db", lb(65010, 1)),
+				adv("tor-a", "192.0.2.70/32", "w", "default", "lb shared a", model.PathAttrs{}),
+			}},
+		{"with localEndpointsOnly and the rule's attributes, a 4-byte ASN", 4200000000,
+			config.AdvertiseRule{Name: "w", Kind: config.KindLoadBalancerIP, Networks: globs("default"), Services: globs("web/front"),
+				WeightByEndpoints: true, LocalEndpointsOnly: true, MED: 7},
+			[]model.Advertisement{adv("tor-a", "192.0.2.51/32", "w", "default", "lb local pod", func() model.PathAttrs {
+				a := lb(model.ASTrans, 3)
+				a.MED = 7
+				return a
+			}())}},
+		{"without the key", 65010,
+			config.AdvertiseRule{Name: "w", Kind: config.KindLoadBalancerIP, Services: globs("web/front"), LocalEndpointsOnly: true, MED: 7},
+			[]model.Advertisement{adv("tor-a", "192.0.2.51/32", "w", "default", "lb local pod", model.PathAttrs{MED: 7})}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := &config.Config{BGP: config.BGP{ASN: tc.asn, Peers: []config.Peer{torA}}, Advertise: []config.AdvertiseRule{tc.rule},
+				Cluster: config.Cluster{ServiceCIDRs: []netip.Prefix{pfx("172.30.0.0/16"), pfx("fd02::/112")}}}
+			got := Advertisements(cfg, snap, testNow)
+			if d := cmp.Diff(tc.want, got, cmpAddrs, cmpopts.EquateEmpty()); d != "" {
+				t.Errorf("Advertisements() mismatch (-want +got):\n%s", d)
+			}
+			st := NewAdvertState(cfg, snap, testNow)
+			if sent := st.Sent(); !slices.EqualFunc(got, sent, sameAdv) {
+				t.Errorf("AdvertState differs (-full +state):\n%s", cmp.Diff(got, sent, cmpAddrs, cmpopts.EquateEmpty()))
+			}
+		})
+	}
+}
+
+// TestWeightChangeIsAChange (issue 21): a new count of local endpoints is a
+// change of the advertisement's attributes, never a withdrawal and a new
+// announcement.
+func TestWeightChangeIsAChange(t *testing.T) {
+	one := model.PathAttrs{LinkBandwidth: &model.LinkBandwidth{ASN: 65010, BytesPerSecond: 125000}}
+	three := model.PathAttrs{LinkBandwidth: &model.LinkBandwidth{ASN: 65010, BytesPerSecond: 375000}}
+	cur := []model.Advertisement{adv("tor-a", "192.0.2.51/32", "w", "default", "lb", one)}
+	want := []model.Advertisement{adv("tor-a", "192.0.2.51/32", "w", "default", "lb", three)}
+	d := DiffAdvertisements(want, cur)
+	if len(d.Change) != 1 || len(d.Announce) != 0 || len(d.Withdraw) != 0 {
+		t.Errorf("1 -> 3 endpoints: %+v, want one change", d)
+	}
+	if d := DiffAdvertisements([]model.Advertisement{adv("tor-a", "192.0.2.51/32", "w", "default", "lb", model.PathAttrs{})}, cur); len(d.Change) != 1 {
+		t.Errorf("1 -> none: %+v, want one change", d)
+	}
+	if d := DiffAdvertisements([]model.Advertisement{adv("tor-a", "192.0.2.51/32", "w", "default", "lb", one)}, cur); len(d.Change) != 0 {
+		t.Errorf("same weight: %+v, want no change", d)
+	}
+}

@@ -527,13 +527,17 @@ func (s *AdvertState) setServiceVIP(snap model.Snapshot, a netip.Addr, vs []mode
 			continue
 		}
 		i := slices.IndexFunc(vs, func(v model.ServiceVIP) bool { return !serviceVIPSkip(s.cfg, snap, r.rule, v, s.local).skipped() })
+		var at model.PathAttrs
+		if i >= 0 {
+			at = vipAttrs(s.cfg, r.rule, &vs[i], s.local)
+		}
 		for _, p := range r.peers[f] {
 			k := model.Key{Peer: p.Name, Prefix: host}
 			if i < 0 {
 				s.set(k, r.index, nil, t)
 				continue
 			}
-			s.set(k, r.index, &model.Advertisement{Peer: p.Name, Prefix: host, Attrs: attrs(*r.rule), Rule: r.rule.Name,
+			s.set(k, r.index, &model.Advertisement{Peer: p.Name, Prefix: host, Attrs: at, Rule: r.rule.Name,
 				Network: vs[i].Network, Source: vs[i].Source}, t)
 		}
 	}
@@ -1013,7 +1017,7 @@ func advEqual(a, b model.Advertisement) bool {
 		a.Drain == b.Drain && a.State == b.State && a.Reason == b.Reason && a.Problem == b.Problem &&
 		slices.Equal(a.Attrs.Communities, b.Attrs.Communities) && slices.Equal(a.Attrs.LargeCommunities, b.Attrs.LargeCommunities) &&
 		la == lb && sa == sb && a.Attrs.MED == b.Attrs.MED && a.Attrs.ASPathPrepend == b.Attrs.ASPathPrepend &&
-		slices.Equal(a.Members, b.Members)
+		sameLinkBandwidth(a.Attrs.LinkBandwidth, b.Attrs.LinkBandwidth) && slices.Equal(a.Members, b.Members)
 }
 
 // compareNetworkNames orders networks as model.Snapshot sorts its egress

@@ -132,9 +132,9 @@ func randConfig(aggregate bool) *config.Config {
 	cfg := &config.Config{BGP: config.BGP{ASN: 64512, Peers: []config.Peer{torA, torB}},
 		Advertise: []config.AdvertiseRule{
 			{Name: "pods", Kind: config.KindPodNetwork, Networks: globs("*")},
-			{Name: "front", Kind: config.KindLoadBalancerIP, Services: globs("web/front*"), Peers: []string{"tor-a"}, MED: 5},
+			{Name: "front", Kind: config.KindLoadBalancerIP, Services: globs("web/front*"), Peers: []string{"tor-a"}, MED: 5, WeightByEndpoints: true},
 			{Name: "eip-prod", Kind: config.KindEgressIP, Namespaces: globs("prod-*"), Communities: []model.Community{65001<<16 | 7}},
-			{Name: "local", Kind: config.KindLoadBalancerIP, LocalEndpointsOnly: true, Namespaces: globs("web", "db", "blue-ns")},
+			{Name: "local", Kind: config.KindLoadBalancerIP, LocalEndpointsOnly: true, WeightByEndpoints: true, Namespaces: globs("web", "db", "blue-ns")},
 			{Name: "vips", Kind: config.KindLoadBalancerIP, Networks: globs("default")},
 			{Name: "eips", Kind: config.KindEgressIP},
 			{Name: "all-vips", Kind: config.KindLoadBalancerIP, Peers: []string{"tor-b"}, ASPathPrepend: 1},
@@ -392,7 +392,8 @@ func sameAdv(a, b model.Advertisement) bool {
 		a.Drain == b.Drain && a.State == b.State && a.Reason == b.Reason && a.Problem == b.Problem &&
 		slices.Equal(a.Attrs.Communities, b.Attrs.Communities) && slices.Equal(a.Attrs.LargeCommunities, b.Attrs.LargeCommunities) &&
 		(la == nil) == (lb == nil) && (la == nil || *la == *lb) && a.Attrs.MED == b.Attrs.MED &&
-		a.Attrs.ASPathPrepend == b.Attrs.ASPathPrepend && slices.Equal(a.Members, b.Members)
+		a.Attrs.ASPathPrepend == b.Attrs.ASPathPrepend && sameLinkBandwidth(a.Attrs.LinkBandwidth, b.Attrs.LinkBandwidth) &&
+		slices.Equal(a.Members, b.Members)
 }
 
 // TestAdvertStateUnsortedSnapshot: a snapshot out of model.Snapshot's

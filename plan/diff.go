@@ -54,7 +54,7 @@ func DiffAdvertisements(desired, current []model.Advertisement) AdvertDiff {
 // wire: community lists compare as sets.
 func SameAttrs(a, b model.PathAttrs) bool {
 	return sameLocalPref(a.LocalPreference, b.LocalPreference) && a.MED == b.MED &&
-		a.ASPathPrepend == b.ASPathPrepend &&
+		a.ASPathPrepend == b.ASPathPrepend && sameLinkBandwidth(a.LinkBandwidth, b.LinkBandwidth) &&
 		sameSet(a.Communities, b.Communities) && sameLarge(a.LargeCommunities, b.LargeCommunities)
 }
 
@@ -76,4 +76,12 @@ func sameLarge(a, b []model.LargeCommunity) bool {
 // from 0 (a drained iBGP peer's), which is sent.
 func sameLocalPref(a, b *uint32) bool {
 	return a == nil && b == nil || a != nil && b != nil && *a == *b
+}
+
+// sameLinkBandwidth compares two optional link-bandwidth communities.
+func sameLinkBandwidth(a, b *model.LinkBandwidth) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
 }

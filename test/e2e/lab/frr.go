@@ -70,6 +70,10 @@ type FRRConfig struct {
 	// the log at level debugging, timestamps in microseconds) to
 	// frr.log in Dir from the start (ParseUpdateLog reads it).
 	UpdateLog bool
+	// BestpathBandwidth sets `bgp bestpath bandwidth X` (ignore,
+	// skip-missing or default-weight-for-missing: how weighted ECMP by
+	// the link-bandwidth community treats a path without it; issue 21).
+	BestpathBandwidth string
 }
 
 var bgpdTemplate = template.Must(template.New("bgpd.conf").Parse(`hostname {{.Hostname}}
@@ -88,6 +92,9 @@ router bgp {{.ASN}}
  no bgp default ipv4-unicast
  no bgp network import-check
  timers bgp 3 9
+{{- if .BestpathBandwidth}}
+ bgp bestpath bandwidth {{.BestpathBandwidth}}
+{{- end}}
 {{- if .GracefulRestart}}
  bgp graceful-restart
 {{- end}}
@@ -213,7 +220,7 @@ func (c FRRConfig) Render(hostname, dir string) (string, error) {
 	err := bgpdTemplate.Execute(&b, map[string]any{
 		"Hostname": hostname, "Dir": dir, "ASN": c.ASN, "RouterID": c.RouterID,
 		"Neighbors": c.Neighbors, "Families": used, "GracefulRestart": c.GracefulRestart,
-		"MaximumPaths": c.MaximumPaths, "UpdateLog": c.UpdateLog,
+		"MaximumPaths": c.MaximumPaths, "UpdateLog": c.UpdateLog, "BestpathBandwidth": c.BestpathBandwidth,
 	})
 	return b.String(), err
 }

@@ -470,6 +470,33 @@ func (l *Lab) AddPeerNamespace(name string, node netip.Addr) PeerNamespace {
 	return p
 }
 
+// AddTorLink joins the node and tor namespaces by a second veth, named dev
+// on both sides (at most 15 characters), with node/31 on the node's side
+// and node+1/31 on the tor's (node must be even), and returns the tor's
+// address: a second node reached over a link of its own, so that the
+// tor's routes through the two nodes have distinct nexthops (issue 21).
+func (l *Lab) AddTorLink(dev string, node netip.Addr) netip.Addr {
+	t := l.T
+	t.Helper()
+	if len(dev) > 15 || !node.Is4() || node.As4()[3]%2 != 0 {
+		t.Fatalf("AddTorLink(%q, %s): want a name of at most 15 characters and an even IPv4 address", dev, node)
+	}
+	tor := node.Next()
+	steps := [][]string{
+		{"ip", "-n", l.Node, "link", "add", dev, "type", "veth", "peer", "name", dev, "netns", l.Tor},
+		{"ip", "-n", l.Node, "addr", "add", node.String() + "/31", "dev", dev},
+		{"ip", "-n", l.Tor, "addr", "add", tor.String() + "/31", "dev", dev},
+		{"ip", "-n", l.Node, "link", "set", dev, "up"},
+		{"ip", "-n", l.Tor, "link", "set", dev, "up"},
+	}
+	for _, s := range steps {
+		if out, err := run(s[0], s[1:]...); err != nil {
+			t.Fatalf("%s: %v: %s", strings.Join(s, " "), err, out)
+		}
+	}
+	return tor
+}
+
 // SetLink sets link dev of namespace ns up or down (`ip link set`): a cable
 // pulled and plugged in again. Down, the kernel drops the link's connected
 // and IPv4 routes at once; a TCP session over it lives on until a side's
