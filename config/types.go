@@ -311,8 +311,8 @@ type ImportRule struct {
 // with three parts, a large one (model.ParseLargeCommunity).
 type AnyCommunity struct {
 	// Large says which of the two is set.
-	Large     bool
-	Community model.Community
+	Large          bool
+	Community      model.Community
 	LargeCommunity model.LargeCommunity
 }
 
