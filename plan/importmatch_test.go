@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"net/netip"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -189,5 +190,30 @@ func TestDiffKernelMetric(t *testing.T) {
 	}
 	if ops := DiffKernel([]model.KernelRoute{r10}, []model.KernelRoute{r10}); len(ops) != 0 {
 		t.Errorf("same metric: ops %+v", ops)
+	}
+}
+
+// BenchmarkImportMatches is BenchmarkImport's 100,000 paths with two
+// communities each, through a rule with three rejectCommunities and an
+// entry that requires a community (issue 21).
+func BenchmarkImportMatches(b *testing.B) {
+	in := importFixture()
+	r := &in.Config.Import[0]
+	r.MaxRoutes = 60000
+	r.Accept[0].MaxLength = 30
+	r.Accept[0].Communities = []model.Community{65001<<16 | 100}
+	r.RejectCommunities = []config.AnyCommunity{{Community: 0xFFFF029A}, {Community: 65001<<16 | 666},
+		{Large: true, LargeCommunity: model.LargeCommunity{ASN: 64512, Data2: 666}}}
+	comms := []string{"65001:7", "65001:100"}
+	for i := range 100000 {
+		pf := netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(i >> 14), byte(i >> 6), byte(i << 2)}), 30).Masked()
+		in.Learned = append(in.Learned, model.LearnedPath{Peer: "tor-a", Prefix: pf, NextHop: addr("192.0.2.1"), Communities: comms})
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		res := Import(in)
+		if len(res.Alarms) != 1 {
+			b.Fatalf("alarms %v", res.Alarms)
+		}
 	}
 }
