@@ -149,4 +149,8 @@ func TestImportMatches(t *testing.T) {
 	if len(e.Learned) != 1 || !e.Learned[0].Accepted || !strings.HasPrefix(e.Learned[0].Reason, "accepted by rule marks (10.99.1.0/24 length 24..25 communities [65002:100] metric 10)") {
 		t.Errorf("explain 10.99.1.0/25: %+v", e.Learned)
 	}
+	if !strings.Contains(strings.Join(e.Summary, "; "), "(protocol 200 metric 10)") {
+		imp, _ := w.d.Imported()
+		t.Errorf("explain 10.99.1.0/25 does not give the kernel route's metric: %q; kernel %+v; imported %+v", e.Summary, e.Kernel, imp.Kernel)
+	}
 }
