@@ -227,7 +227,7 @@ func explainTable(w io.Writer, e api.Explanation) {
 			row(w, "ovn", r.Router, r.Prefix, r.NextHop, dash(r.Rule))
 		}
 		for _, r := range e.Kernel {
-			row(w, "kernel", tableName(r.Table, r.VRF), r.Prefix, nextHops(r.NextHops), dash(r.Rule))
+			row(w, "kernel", tableName(r.Table, r.VRF)+metricSuffix(r.Metric), r.Prefix, nextHops(r.NextHops), dash(r.Rule))
 		}
 	}
 }

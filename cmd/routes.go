@@ -151,6 +151,15 @@ func importedTable(w *tabwriter.Writer, imp api.Imported) {
 		row(w, "ovn", r.Router, r.Prefix, r.NextHop, dash(r.Rule), r.State, dash(r.Reason))
 	}
 	for _, r := range imp.Kernel {
-		row(w, "kernel", tableName(r.Table, r.VRF), r.Prefix, nextHops(r.NextHops), dash(r.Rule), r.State, dash(r.Reason))
+		row(w, "kernel", tableName(r.Table, r.VRF)+metricSuffix(r.Metric), r.Prefix, nextHops(r.NextHops), dash(r.Rule), r.State, dash(r.Reason))
 	}
+}
+
+// metricSuffix is " metric N" for a kernel route with a metric (issue
+// 21), "" for the kernel's default.
+func metricSuffix(m uint32) string {
+	if m == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" metric %d", m)
 }

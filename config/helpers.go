@@ -8,8 +8,10 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/ovnbgp/ovnbgp/model"
 	"gopkg.in/yaml.v3"
 )
 
@@ -82,6 +84,13 @@ func (c *Config) clone() *Config {
 	for i := range r.Import {
 		r.Import[i].Peers = slices.Clone(r.Import[i].Peers)
 		r.Import[i].Accept = slices.Clone(r.Import[i].Accept)
+		r.Import[i].RejectCommunities = slices.Clone(r.Import[i].RejectCommunities)
+		for j := range r.Import[i].Accept {
+			m := &r.Import[i].Accept[j]
+			m.Communities = slices.Clone(m.Communities)
+			m.LargeCommunities = slices.Clone(m.LargeCommunities)
+			m.ASPathContains = slices.Clone(m.ASPathContains)
+		}
 	}
 	r.ProtectedPrefixes = slices.Clone(c.ProtectedPrefixes)
 	r.Cluster.ServiceCIDRs = slices.Clone(c.Cluster.ServiceCIDRs)
@@ -279,13 +288,46 @@ func (m PrefixMatch) Matches(p netip.Prefix) bool {
 		p.Bits() >= m.Prefix.Bits() && m.Prefix.Contains(p.Addr()) && p.Bits() >= lo && p.Bits() <= hi
 }
 
-// String writes the entry as "10.0.0.0/8 length 8..24".
+// String writes the entry as "10.0.0.0/8 length 8..24", followed by its
+// attribute matches and metric when it has them ("10.0.0.0/8 length 24
+// communities [65001:100] metric 20").
 func (m PrefixMatch) String() string {
 	lo, hi := m.Lengths()
+	s := fmt.Sprintf("%s length %d..%d", m.Prefix, lo, hi)
 	if lo == hi {
-		return fmt.Sprintf("%s length %d", m.Prefix, lo)
+		s = fmt.Sprintf("%s length %d", m.Prefix, lo)
 	}
-	return fmt.Sprintf("%s length %d..%d", m.Prefix, lo, hi)
+	if len(m.Communities) > 0 {
+		s += " communities [" + strings.Join(model.Strings(m.Communities), " ") + "]"
+	}
+	if len(m.LargeCommunities) > 0 {
+		s += " largeCommunities [" + strings.Join(model.Strings(m.LargeCommunities), " ") + "]"
+	}
+	if len(m.ASPathContains) > 0 {
+		s += " asPathContains " + ASNList(m.ASPathContains)
+	}
+	if m.OriginAS != 0 {
+		s += fmt.Sprintf(" originAS %d", m.OriginAS)
+	}
+	if m.Metric != 0 {
+		s += fmt.Sprintf(" metric %d", m.Metric)
+	}
+	return s
+}
+
+// HasAttrMatch reports whether the entry requires something of a path
+// besides its prefix.
+func (m PrefixMatch) HasAttrMatch() bool {
+	return len(m.Communities) > 0 || len(m.LargeCommunities) > 0 || len(m.ASPathContains) > 0 || m.OriginAS != 0
+}
+
+// ASNList writes ASNs as "[65001 65002]".
+func ASNList(asns []uint32) string {
+	s := make([]string, len(asns))
+	for i, a := range asns {
+		s[i] = strconv.FormatUint(uint64(a), 10)
+	}
+	return "[" + strings.Join(s, " ") + "]"
 }
 
 // Family is the address family of the entry's prefix.

@@ -2,6 +2,7 @@ package config
 
 import (
 	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/ovnbgp/ovnbgp/model"
@@ -305,7 +306,50 @@ type ImportRule struct {
 	Mode string `yaml:"mode" json:"mode"`
 	// Targets say where imported routes are programmed.
 	Targets ImportTargets `yaml:"targets" json:"targets"`
+	// RejectCommunities are standard or large communities: a path
+	// carrying any of them is rejected by this rule, whatever its accept
+	// entries say (issue 21).
+	RejectCommunities []AnyCommunity `yaml:"rejectCommunities" json:"rejectCommunities"`
 }
+
+// AnyCommunity is a standard community (model.ParseCommunity) or, written
+// with three parts, a large one (model.ParseLargeCommunity).
+type AnyCommunity struct {
+	// Large says which of the two is set.
+	Large          bool
+	Community      model.Community
+	LargeCommunity model.LargeCommunity
+}
+
+// UnmarshalText reads "A:B:C" as a large community, anything else as a
+// standard one.
+func (a *AnyCommunity) UnmarshalText(b []byte) error {
+	if strings.Count(string(b), ":") == 2 {
+		l, err := model.ParseLargeCommunity(string(b))
+		if err != nil {
+			return err
+		}
+		*a = AnyCommunity{Large: true, LargeCommunity: l}
+		return nil
+	}
+	c, err := model.ParseCommunity(string(b))
+	if err != nil {
+		return err
+	}
+	*a = AnyCommunity{Community: c}
+	return nil
+}
+
+// String is the community as LearnedPath.Communities writes it.
+func (a AnyCommunity) String() string {
+	if a.Large {
+		return a.LargeCommunity.String()
+	}
+	return a.Community.String()
+}
+
+// MarshalText writes String.
+func (a AnyCommunity) MarshalText() ([]byte, error) { return []byte(a.String()), nil }
 
 // PrefixMatch matches prefixes inside Prefix whose length is in
 // [MinLength, MaxLength].
@@ -316,6 +360,17 @@ type PrefixMatch struct {
 	MinLength int `yaml:"minLength" json:"minLength"`
 	// MaxLength is the longest accepted length (0 = Prefix's own length).
 	MaxLength int `yaml:"maxLength" json:"maxLength"`
+	// Communities, when set, require one of them on the path (issue 21).
+	Communities []model.Community `yaml:"communities" json:"communities"`
+	// LargeCommunities, when set, require one of them on the path.
+	LargeCommunities []model.LargeCommunity `yaml:"largeCommunities" json:"largeCommunities"`
+	// ASPathContains, when set, requires one of these ASNs in the AS path.
+	ASPathContains []uint32 `yaml:"asPathContains" json:"asPathContains"`
+	// OriginAS, when set, requires the AS path's last AS to be it.
+	OriginAS uint32 `yaml:"originAS" json:"originAS"`
+	// Metric is the kernel route metric of the paths this entry accepts
+	// (0 = the kernel's default); OVN static routes have none.
+	Metric uint32 `yaml:"metric" json:"metric"`
 }
 
 // ImportTargets says where imported routes are programmed.

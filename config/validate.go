@@ -585,7 +585,9 @@ func (v *validator) imports() {
 		}
 		for j, m := range r.Accept {
 			v.prefixMatch(index(key(p, "accept"), j), m, r.AllowDefaultRoute)
+			v.attrMatch(index(key(p, "accept"), j), m)
 		}
+		v.rejectCommunities(p, r)
 		v.acceptFamilies(p, r)
 		if r.AllowDefaultRoute && !slices.ContainsFunc(r.Accept, func(m PrefixMatch) bool {
 			return m.Matches(netip.PrefixFrom(netip.IPv4Unspecified(), 0)) || m.Matches(netip.PrefixFrom(netip.IPv6Unspecified(), 0))
@@ -740,6 +742,53 @@ func (v *validator) sharedTables() {
 			}
 		}
 	}
+}
+
+// attrMatch checks an accept entry's attribute matches (issue 21).
+func (v *validator) attrMatch(p string, m PrefixMatch) {
+	if j, ok := firstDup(m.Communities); ok {
+		v.add(index(key(p, "communities"), j), "%s is listed twice", m.Communities[j])
+	}
+	if j, ok := firstDup(m.LargeCommunities); ok {
+		v.add(index(key(p, "largeCommunities"), j), "%s is listed twice", m.LargeCommunities[j])
+	}
+	for j, a := range m.ASPathContains {
+		if a == 0 {
+			v.add(index(key(p, "asPathContains"), j), "AS 0 is never in an imported path (RFC 7607): list the ASNs to look for")
+		}
+	}
+	if j, ok := firstDup(m.ASPathContains); ok {
+		v.add(index(key(p, "asPathContains"), j), "%d is listed twice", m.ASPathContains[j])
+	}
+}
+
+// rejectCommunities checks a rule's rejectCommunities and that no accept
+// entry requires one of them (it could never accept anything).
+func (v *validator) rejectCommunities(p string, r *ImportRule) {
+	if j, ok := firstDup(r.RejectCommunities); ok {
+		v.add(index(key(p, "rejectCommunities"), j), "%s is listed twice", r.RejectCommunities[j])
+	}
+	for j, m := range r.Accept {
+		for _, rc := range r.RejectCommunities {
+			if !rc.Large && len(m.Communities) > 0 && !slices.ContainsFunc(m.Communities, func(c model.Community) bool { return c != rc.Community }) ||
+				rc.Large && len(m.LargeCommunities) > 0 && !slices.ContainsFunc(m.LargeCommunities, func(c model.LargeCommunity) bool { return c != rc.LargeCommunity }) {
+				v.add(index(key(p, "accept"), j), "requires only %s, which rejectCommunities rejects, so it can never accept anything: remove one of them", rc)
+				break
+			}
+		}
+	}
+}
+
+// firstDup is the index of the first value listed a second time.
+func firstDup[T comparable](xs []T) (int, bool) {
+	seen := make(map[T]bool, len(xs))
+	for j, x := range xs {
+		if seen[x] {
+			return j, true
+		}
+		seen[x] = true
+	}
+	return 0, false
 }
 
 func (v *validator) prefixMatch(p string, m PrefixMatch, allowDefault bool) {

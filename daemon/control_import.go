@@ -665,6 +665,10 @@ func importedView(cfg *config.Config, network string, res plan.ImportResult, sna
 			row.State, row.Want = api.ImportDrift, want.NextHops
 			row.KernelRoute.NextHops = cur.NextHops
 			row.Reason = "installed with other next hops or weights"
+		case changes && cur.Metric != want.Metric:
+			row.State = api.ImportDrift
+			row.KernelRoute.Metric = cur.Metric
+			row.Reason = fmt.Sprintf("installed with metric %d, want %d (import[].accept[].metric; 0 = the kernel's default)", cur.Metric, want.Metric)
 		case changes:
 			row.State = api.ImportDrift
 			row.Reason = fmt.Sprintf("installed with protocol %d, want %d", cur.Protocol, want.Protocol)

@@ -143,13 +143,17 @@ type KernelRoute struct {
 	Prefix   netip.Prefix `json:"prefix"`
 	NextHops []NextHop    `json:"nextHops"`
 	Protocol int          `json:"protocol"`
+	// Metric is the route's metric (RTA_PRIORITY; import[].accept[].metric,
+	// issue 21); 0 is the kernel's default (0 for IPv4, 1024 for IPv6).
+	Metric uint32 `json:"metric,omitempty"`
 	// Rule is the import rule behind a desired route; the kernel keeps
 	// no such marker, so observed routes have none.
 	Rule string `json:"rule,omitempty"`
 }
 
-// KernelRouteKey identifies a kernel route: table and prefix (ovnbgp sets
-// no metric, so the kernel's key is table, prefix and metric 0).
+// KernelRouteKey identifies a kernel route of ovnbgp's: table and prefix.
+// ovnbgp keeps one route per table and prefix; the kernel's key adds the
+// metric (KernelRoute.Metric), which ovnbgp sets per route.
 type KernelRouteKey struct {
 	Table  uint32
 	Prefix netip.Prefix

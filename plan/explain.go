@@ -183,7 +183,7 @@ func (e Explanation) summary() []string {
 		s = append(s, fmt.Sprintf("installed in OVN: %s on %s via %s, output port %s (rule %s, row %s)", r.Prefix, r.Router, r.NextHop, r.OutputPort, r.Rule, r.UUID))
 	}
 	for _, r := range e.Kernel {
-		s = append(s, fmt.Sprintf("installed in the kernel: %s in table %d%s via %s (protocol %d)", r.Prefix, r.Table, vrfText(r.VRF), nextHopsText(r.NextHops), r.Protocol))
+		s = append(s, fmt.Sprintf("installed in the kernel: %s in table %d%s via %s (protocol %d%s)", r.Prefix, r.Table, vrfText(r.VRF), nextHopsText(r.NextHops), r.Protocol, metricText(r.Metric)))
 	}
 	if len(e.OVN) == 0 && len(e.Kernel) == 0 {
 		s = append(s, fmt.Sprintf("installed: nowhere (no owned OVN row nor kernel route for %s or a prefix covering it)", e.Prefix))

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ovnbgp/ovnbgp/config"
 	"github.com/ovnbgp/ovnbgp/model"
 )
 
@@ -24,7 +25,9 @@ var fuzzZones = []string{"", "eth2", "eth0", "eth9"}
 // next hop of the other family), the prefix length, 4 bytes of prefix and
 // 4 of next hop (IPv6 spreads them into the documentation and link-local
 // ranges and ::ffff:0:0/96 so that the interesting cases come up, and gives
-// a link-local one a zone of fuzzZones), and a MED byte.
+// a link-local one a zone of fuzzZones), and a MED byte, whose bits also
+// pick the communities (bits 0-2, fuzzCommunities) and the AS path after
+// the first AS (bits 3-4, fuzzASPaths) (issue 21).
 func fuzzPaths(data []byte) []model.LearnedPath {
 	var out []model.LearnedPath
 	for len(data) >= 11 {
@@ -73,9 +76,66 @@ func fuzzPaths(data []byte) []model.LearnedPath {
 		if flags&2 != 0 {
 			p.Malformed = "AS 0 in the AS path (RFC 7607)"
 		}
+		p.Communities = fuzzCommunities[b[10]&7]
+		p.ASPath = append([]uint32{65001}, fuzzASPaths[b[10]>>3&3]...)
 		out = append(out, p)
 	}
 	return out
+}
+
+// fuzzCommunities and fuzzASPaths are what fuzzPaths gives a path: no
+// community, fuzzFixture's wanted and rejected ones, both, and others.
+var (
+	fuzzCommunities = [][]string{nil, {"65001:100"}, {"65001:666"}, {"64512:1:100"}, {"64512:0:666", "65001:100"},
+		{"65001:100", "64512:1:100"}, {"65001:200", "blackhole"}, {"64512:1:101"}}
+	fuzzASPaths = [][]uint32{nil, {65010}, {65020}, {65010, 65020}}
+)
+
+// fuzzRejected are fuzzFixture's rejectCommunities, as paths carry them.
+var fuzzRejected = []string{"65001:666", "64512:0:666", "blackhole"}
+
+// fuzzFixture is linkLocalFixture with attribute matches (issue 21): rule
+// up rejects fuzzRejected and has entries before and after its own that
+// require communities, large communities, an AS in the path or an origin
+// AS, with metrics.
+func fuzzFixture() ImportInput {
+	in := linkLocalFixture()
+	r := &in.Config.Import[0]
+	r.RejectCommunities = []config.AnyCommunity{{Community: 65001<<16 | 666}, {Large: true, LargeCommunity: model.LargeCommunity{ASN: 64512, Data2: 666}},
+		{Community: 0xFFFF029A}}
+	r.Accept = slices.Concat([]config.PrefixMatch{
+		{Prefix: pfx("10.0.0.0/8"), MaxLength: 32, ASPathContains: []uint32{65010}, Metric: 5},
+		{Prefix: pfx("10.0.0.0/9"), MaxLength: 24, Communities: []model.Community{65001<<16 | 100}, Metric: 7},
+	}, r.Accept, []config.PrefixMatch{
+		{Prefix: pfx("192.0.0.0/8"), MaxLength: 32, Communities: []model.Community{65001<<16 | 100}, Metric: 30},
+		{Prefix: pfx("198.0.0.0/8"), MaxLength: 32, LargeCommunities: []model.LargeCommunity{{ASN: 64512, Data1: 1, Data2: 100}}, OriginAS: 65020},
+		{Prefix: pfx("2000::/3"), MaxLength: 128, ASPathContains: []uint32{65010}, Metric: 9},
+	})
+	return in
+}
+
+// fuzzEntry is the first accept entry of r that path p matches, prefix and
+// attributes, told without plan's code.
+func fuzzEntry(r *config.ImportRule, p model.LearnedPath) (config.PrefixMatch, bool) {
+	for _, m := range r.Accept {
+		if !m.Matches(p.Prefix) {
+			continue
+		}
+		if len(m.Communities) > 0 && !slices.ContainsFunc(m.Communities, func(c model.Community) bool { return slices.Contains(p.Communities, c.String()) }) {
+			continue
+		}
+		if len(m.LargeCommunities) > 0 && !slices.ContainsFunc(m.LargeCommunities, func(c model.LargeCommunity) bool { return slices.Contains(p.Communities, c.String()) }) {
+			continue
+		}
+		if len(m.ASPathContains) > 0 && !slices.ContainsFunc(m.ASPathContains, func(a uint32) bool { return slices.Contains(p.ASPath, a) }) {
+			continue
+		}
+		if m.OriginAS != 0 && (len(p.ASPath) == 0 || p.ASPath[len(p.ASPath)-1] != m.OriginAS) {
+			continue
+		}
+		return m, true
+	}
+	return config.PrefixMatch{}, false
 }
 
 // FuzzImportDecision feeds the import filter learned paths of any shape
@@ -83,28 +143,33 @@ func fuzzPaths(data []byte) []model.LearnedPath {
 // local, link-local with any zone or none, IPv4-mapped or missing,
 // malformed paths, unknown peers, unnumbered and multihop peers) and
 // checks that nothing forbidden is accepted or wanted in OVN or the
-// kernel, and that a table fed in two steps decides as one built at once.
+// kernel, that a path carrying a rejectCommunities value is never
+// accepted, that an accepted path matches an accept entry in full, that a
+// kernel route has the lowest metric of its prefix's accepted paths, and
+// that a table fed in two steps decides as one built at once.
 func FuzzImportDecision(f *testing.F) {
-	f.Add([]byte{0x40, 24, 10, 1, 2, 0, 192, 0, 2, 1, 0})                                               // accepted
-	f.Add([]byte{0x40, 23, 10, 128, 0, 0, 192, 0, 2, 1, 0})                                             // a pod subnet: protected
-	f.Add([]byte{0x40, 0, 0, 0, 0, 0, 192, 0, 2, 1, 0})                                                 // the default route
-	f.Add([]byte{0x00, 24, 10, 1, 2, 7, 127, 0, 0, 1, 0})                                               // host bits, loopback next hop
-	f.Add([]byte{0x41 | 3<<2, 48, 0, 1, 0, 0, 0, 0, 0, 0x10, 0})                                        // IPv6 from tor-6 via the host's own 2001:db8::10: local
-	f.Add([]byte{0x42, 24, 10, 9, 9, 0, 192, 0, 2, 1, 0, 0x40 | 4<<2, 8, 10, 0, 0, 0, 192, 0, 2, 1, 1}) // malformed; a ghost peer
-	f.Add([]byte{0xc0 | 5<<2, 24, 10, 1, 2, 0, 1, 2, 0, 1, 0})                                          // IPv4 via fe80::…%eth2 from tor-u: accepted, kernel only
-	f.Add([]byte{0xc0 | 5<<2, 24, 10, 1, 2, 0, 1, 4, 0, 1, 0})                                          // the same via fe80::…%eth0: refused
-	f.Add([]byte{0xc0 | 0<<2, 24, 10, 1, 2, 0, 0, 0x10, 0, 1, 0})                                       // IPv4 via 2001:… from tor-a (IPv4 session): refused
-	f.Add([]byte{0xc0 | 3<<2, 24, 10, 1, 2, 0, 0, 0x10, 0, 1, 0})                                       // IPv4 via 2001:… from tor-6: kernel only
-	f.Add([]byte{0x41 | 7<<2, 48, 0, 1, 0, 0, 1, 4, 0, 1, 0})                                           // IPv6 via fe80::…%eth0 from multihop tor-mh: refused
-	f.Add([]byte{0xc0 | 5<<2, 24, 10, 1, 2, 0, 1, 2, 0, 0x20, 0})                                       // IPv4 via fe80::102:20%eth2, the host's own: refused
-	base := linkLocalFixture()
+	f.Add([]byte{0x40, 24, 10, 1, 2, 0, 192, 0, 2, 1, 0})                                                // accepted
+	f.Add([]byte{0x40, 23, 10, 128, 0, 0, 192, 0, 2, 1, 0})                                              // a pod subnet: protected
+	f.Add([]byte{0x40, 0, 0, 0, 0, 0, 192, 0, 2, 1, 0})                                                  // the default route
+	f.Add([]byte{0x00, 24, 10, 1, 2, 7, 127, 0, 0, 1, 0})                                                // host bits, loopback next hop
+	f.Add([]byte{0x41 | 3<<2, 48, 0, 1, 0, 0, 0, 0, 0, 0x10, 0})                                         // IPv6 from tor-6 via the host's own 2001:db8::10: local
+	f.Add([]byte{0x42, 24, 10, 9, 9, 0, 192, 0, 2, 1, 0, 0x40 | 4<<2, 8, 10, 0, 0, 0, 192, 0, 2, 1, 1})  // malformed; a ghost peer
+	f.Add([]byte{0xc0 | 5<<2, 24, 10, 1, 2, 0, 1, 2, 0, 1, 0})                                           // IPv4 via fe80::…%eth2 from tor-u: accepted, kernel only
+	f.Add([]byte{0xc0 | 5<<2, 24, 10, 1, 2, 0, 1, 4, 0, 1, 0})                                           // the same via fe80::…%eth0: refused
+	f.Add([]byte{0xc0 | 0<<2, 24, 10, 1, 2, 0, 0, 0x10, 0, 1, 0})                                        // IPv4 via 2001:… from tor-a (IPv4 session): refused
+	f.Add([]byte{0xc0 | 3<<2, 24, 10, 1, 2, 0, 0, 0x10, 0, 1, 0})                                        // IPv4 via 2001:… from tor-6: kernel only
+	f.Add([]byte{0x41 | 7<<2, 48, 0, 1, 0, 0, 1, 4, 0, 1, 0})                                            // IPv6 via fe80::…%eth0 from multihop tor-mh: refused
+	f.Add([]byte{0xc0 | 5<<2, 24, 10, 1, 2, 0, 1, 2, 0, 0x20, 0})                                        // IPv4 via fe80::102:20%eth2, the host's own: refused
+	f.Add([]byte{0x40, 24, 10, 1, 2, 0, 192, 0, 2, 1, 2, 0x44, 24, 10, 1, 2, 0, 192, 0, 2, 2, 1 | 1<<3}) // rejected by community; accepted at metric 5
+	f.Add([]byte{0x40, 24, 198, 1, 2, 0, 192, 0, 2, 1, 3 | 2<<3})                                        // large community and origin AS
+	base := fuzzFixture()
 	prot := Protected(base.Config, base.Snapshot, base.Host)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		paths := fuzzPaths(data)
 		if len(paths) > 64 {
 			paths = paths[:64]
 		}
-		in := linkLocalFixture()
+		in := fuzzFixture()
 		in.Learned = paths
 		once := NewImportTable(in).Result()
 
@@ -124,6 +189,7 @@ func FuzzImportDecision(f *testing.F) {
 		}
 
 		accepted := map[netip.Prefix]bool{}
+		bestMetric, hasMetric := map[netip.Prefix]uint32{}, map[netip.Prefix]bool{}
 		for _, p := range once.Paths {
 			if !p.Accepted {
 				if p.Reason == "" {
@@ -133,6 +199,18 @@ func FuzzImportDecision(f *testing.F) {
 			}
 			accepted[p.Prefix] = true
 			checkImportable(t, prot, p.Prefix, p.NextHop, p.Malformed, p.Peer)
+			for _, c := range p.Communities {
+				if slices.Contains(fuzzRejected, c) {
+					t.Fatalf("%s from %s accepted with community %s, which rejectCommunities lists: %s", p.Prefix, p.Peer, c, p.Reason)
+				}
+			}
+			m, ok := fuzzEntry(&in.Config.Import[0], p)
+			if !ok {
+				t.Fatalf("%s from %s (communities %v, AS path %v) accepted, but no accept entry matches it: %s", p.Prefix, p.Peer, p.Communities, p.ASPath, p.Reason)
+			}
+			if m.Metric < bestMetric[p.Prefix] || !hasMetric[p.Prefix] {
+				bestMetric[p.Prefix], hasMetric[p.Prefix] = m.Metric, true
+			}
 		}
 		for _, r := range once.OVN {
 			if !accepted[r.Prefix] {
@@ -148,6 +226,9 @@ func FuzzImportDecision(f *testing.F) {
 		for _, r := range once.Kernel {
 			if !accepted[r.Prefix] {
 				t.Fatalf("kernel route for %s, which no accepted path has", r.Prefix)
+			}
+			if r.Metric != bestMetric[r.Prefix] {
+				t.Fatalf("kernel route for %s has metric %d, not its accepted paths' lowest %d", r.Prefix, r.Metric, bestMetric[r.Prefix])
 			}
 			for _, nh := range r.NextHops {
 				// The kernel's address carries no zone; a link-local one

@@ -106,30 +106,22 @@ type RejectCause string
 // The causes, in the order the checks run (docs/config.md, "Import
 // decision").
 const (
-	RejectMalformed    RejectCause = "malformed"    // the path itself is invalid
-	RejectLoop         RejectCause = "loop"         // our ASN in the AS path, or our router ID as ORIGINATOR_ID
-	RejectNoRule       RejectCause = "noRule"       // no import rule lists the peer (RFC 8212)
-	RejectNoMatch      RejectCause = "noMatch"      // no accept entry matches the prefix or its length
-	RejectDefaultRoute RejectCause = "defaultRoute" // 0/0 without allowDefaultRoute
-	RejectProtected    RejectCause = "protected"    // the prefix is, or is inside, a protected prefix
-	RejectNextHop      RejectCause = "nextHop"      // the next hop is not acceptable or not reachable
-	RejectImportCap    RejectCause = "importCap"    // held back by the rule's maxRoutes
-	RejectStale        RejectCause = "stale"        // kept stale by gobgp, past what graceful restart allows (StaleWindows)
+	RejectMalformed    RejectCause = "malformed"       // the path itself is invalid
+	RejectLoop         RejectCause = "loop"            // our ASN in the AS path, or our router ID as ORIGINATOR_ID
+	RejectNoRule       RejectCause = "noRule"          // no import rule lists the peer (RFC 8212)
+	RejectNoMatch      RejectCause = "noMatch"         // no accept entry matches the prefix or its length
+	RejectDefaultRoute RejectCause = "defaultRoute"    // 0/0 without allowDefaultRoute
+	RejectProtected    RejectCause = "protected"       // the prefix is, or is inside, a protected prefix
+	RejectNextHop      RejectCause = "nextHop"         // the next hop is not acceptable or not reachable
+	RejectImportCap    RejectCause = "importCap"       // held back by the rule's maxRoutes
+	RejectStale        RejectCause = "stale"           // kept stale by gobgp, past what graceful restart allows (StaleWindows)
+	RejectCommunity    RejectCause = "rejectCommunity" // the path carries one of the rule's rejectCommunities (issue 21)
+	RejectAttributes   RejectCause = "attributes"      // an accept entry matches the prefix, none the path's communities or AS path
 )
 
 // candidate is a path that a rule accepts, by one of its accept entries.
 type candidate struct {
 	path, rule, entry int
-}
-
-// acceptEntry is the index of the first accept entry of r that matches p.
-func acceptEntry(r *config.ImportRule, p netip.Prefix) (int, bool) {
-	for i, m := range r.Accept {
-		if m.Matches(p) {
-			return i, true
-		}
-	}
-	return 0, false
 }
 
 // acceptedReason says which rules accepted a path, by which entries, and,
@@ -140,20 +132,20 @@ func acceptedReason(cfg *config.Config, acc []candidate, reasons map[[2]int]stri
 	if len(acc) == 1 {
 		if w := where(acc[0].rule); w != "" {
 			r := &cfg.Import[acc[0].rule]
-			return fmt.Sprintf("accepted by rule %s (%s)%s", r.Name, r.Accept[acc[0].entry], w)
+			return fmt.Sprintf("accepted by rule %s (%s)%s%s", r.Name, r.Accept[acc[0].entry], w, metricNote(r, acc[0].entry))
 		}
 		k := [2]int{acc[0].rule, acc[0].entry}
 		if r, ok := reasons[k]; ok {
 			return r
 		}
 		r := &cfg.Import[acc[0].rule]
-		reasons[k] = fmt.Sprintf("accepted by rule %s (%s)", r.Name, r.Accept[acc[0].entry])
+		reasons[k] = fmt.Sprintf("accepted by rule %s (%s)%s", r.Name, r.Accept[acc[0].entry], metricNote(r, acc[0].entry))
 		return reasons[k]
 	}
 	by := make([]string, len(acc))
 	for i, c := range acc {
 		r := &cfg.Import[c.rule]
-		by[i] = fmt.Sprintf("rule %s (%s)%s", r.Name, r.Accept[c.entry], where(c.rule))
+		by[i] = fmt.Sprintf("rule %s (%s)%s%s", r.Name, r.Accept[c.entry], where(c.rule), metricNote(r, c.entry))
 	}
 	return "accepted by " + strings.Join(by, " and ")
 }
@@ -195,6 +187,8 @@ type importEnv struct {
 	// foreignOVN the static routes not ours on the gateway routers.
 	foreign    map[model.KernelRouteKey]bool
 	foreignOVN map[model.OVNRouteKey]bool
+	// match are, per rule, its attribute matches (issue 21).
+	match []ruleMatch
 }
 
 // Installed are the routes installed now (owned OVN rows, routes in
@@ -233,7 +227,7 @@ type installedKey struct {
 func newImportEnv(cfg *config.Config, snap model.Snapshot, host model.Host, prot []model.ProtectedPrefix) *importEnv {
 	e := &importEnv{cfg: cfg, snap: snap, host: host, prot: prot,
 		local: map[netip.Addr]string{}, localOn: map[linkAddr]bool{}, peers: map[string]*config.Peer{}, grAddr: map[netip.Addr]*model.GatewayRouter{}, peerLink: map[string]*model.Link{}, peerNoLink: map[string]string{},
-		foreign: make(map[model.KernelRouteKey]bool, len(host.Foreign))}
+		foreign: make(map[model.KernelRouteKey]bool, len(host.Foreign)), match: newRuleMatches(cfg)}
 	for _, k := range host.Foreign {
 		e.foreign[k] = true
 	}
@@ -712,6 +706,31 @@ func (e *importEnv) targets(paths []model.LearnedPath, cands []candidate, ovn []
 	// bws[i][j] is the bandwidth of the path of kernel[k0+i]'s next hop j
 	// (weights.go).
 	var bws [][]float64
+	// A table takes the prefix from the candidates with the lowest
+	// metric (issue 21: entries and rules rank routes), then the first
+	// rule among them.
+	type tableBest struct {
+		table  uint32
+		rule   int
+		metric uint32
+	}
+	var best []tableBest
+	for _, c := range cands {
+		t := e.tables[c.rule]
+		if t == 0 {
+			continue
+		}
+		m := e.metricOf(c.rule, c.entry)
+		i := slices.IndexFunc(best, func(b tableBest) bool {
+			return b.table == t
+		})
+		switch {
+		case i < 0:
+			best = append(best, tableBest{t, c.rule, m})
+		case m < best[i].metric:
+			best[i].rule, best[i].metric = c.rule, m
+		}
+	}
 	for _, c := range cands {
 		p, r := paths[c.path], &e.cfg.Import[c.rule]
 		if gr := e.routers[c.rule]; gr != nil && ovnTakes(gr, p) {
@@ -741,14 +760,17 @@ func (e *importEnv) targets(paths []model.LearnedPath, cands []candidate, ovn []
 				}
 				continue
 			}
-			i := slices.IndexFunc(kernOwner, func(o claim[uint32]) bool { return o.key == t })
-			if i >= 0 && kernOwner[i].rule != c.rule {
+			b := best[slices.IndexFunc(best, func(b tableBest) bool {
+				return b.table == t
+			})]
+			if b.rule != c.rule || b.metric != e.metricOf(c.rule, c.entry) {
 				continue
 			}
+			i := slices.IndexFunc(kernOwner, func(o claim[uint32]) bool { return o.key == t })
 			if i < 0 {
 				kernOwner = append(kernOwner, claim[uint32]{t, c.rule})
 				kernel = append(kernel, model.KernelRoute{Table: t, VRF: e.vrfs[c.rule], Prefix: p.Prefix,
-					Protocol: e.cfg.Kernel.RouteProtocol, Rule: r.Name})
+					Protocol: e.cfg.Kernel.RouteProtocol, Metric: b.metric, Rule: r.Name})
 				i = len(kernel) - 1 - k0
 				bws = append(bws, nil)
 			}

@@ -81,7 +81,7 @@ func kernelLine(target string, op model.KernelOp) string {
 	switch {
 	case op.Route != nil:
 		r := op.Route
-		return fmt.Sprintf("%s\t%s\ttable %d%s\t%s\t%s\t%s", target, op.Op, r.Table, vrfText(r.VRF), r.Prefix, nextHopsText(r.NextHops), r.Rule)
+		return fmt.Sprintf("%s\t%s\ttable %d%s\t%s%s\t%s\t%s", target, op.Op, r.Table, vrfText(r.VRF), r.Prefix, metricText(r.Metric), nextHopsText(r.NextHops), r.Rule)
 	case op.VRF != nil:
 		return fmt.Sprintf("%s\t%s\tVRF %s table %d\t\t\t", target+" vrf", op.Op, op.VRF.Name, op.VRF.Table)
 	case op.PolicyRule != nil:
@@ -89,4 +89,13 @@ func kernelLine(target string, op model.KernelOp) string {
 		return fmt.Sprintf("%s\t%s\tip rule %d from %s lookup %d\t\t\t%s", target+" rule", op.Op, r.Priority, r.Src, r.Table, r.Rule)
 	}
 	return target + "\t" + string(op.Op)
+}
+
+// metricText is " metric N" for a kernel route with a metric, "" for the
+// kernel's default.
+func metricText(m uint32) string {
+	if m == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" metric %d", m)
 }

@@ -52,7 +52,7 @@ func DiffOVN(desired, observed []model.OVNRoute) []model.OVNOp {
 
 // DiffKernel returns the operations that turn the observed routes carrying
 // ovnbgp's protocol into the desired ones, keyed by (table, prefix): adds
-// first, then replaces (other next hops), then deletes. Next hops compare
+// first, then replaces (other next hops, or another metric), then deletes. Next hops compare
 // as sets. Each group is sorted by table, then prefix.
 func DiffKernel(desired, observed []model.KernelRoute) []model.KernelOp {
 	have := make(map[model.KernelRouteKey]model.KernelRoute, len(observed))
@@ -70,7 +70,7 @@ func DiffKernel(desired, observed []model.KernelRoute) []model.KernelOp {
 		switch {
 		case !ok:
 			addAt = append(addAt, i)
-		case !SameNextHops(old.NextHops, r.NextHops) || old.Protocol != r.Protocol:
+		case !SameNextHops(old.NextHops, r.NextHops) || old.Protocol != r.Protocol || old.Metric != r.Metric:
 			replaceAt = append(replaceAt, i)
 		}
 	}

@@ -487,15 +487,24 @@ func (t *ImportTable) decide(tp *tablePath, p model.LearnedPath) {
 		tp.reason, cause = why, RejectMalformed
 		return
 	}
-	listed := false
+	listed, attrWhy := false, ""
 	for ri := range t.cfg.Import {
 		r := &t.cfg.Import[ri]
 		if !slices.Contains(r.Peers, p.Peer) {
 			continue
 		}
 		listed = true
-		entry, ok := acceptEntry(r, p.Prefix)
+		if why := e.rejected(ri, p); why != "" {
+			if tp.first < 0 {
+				tp.first, tp.reason, cause = int32(ri), why, RejectCommunity
+			}
+			continue
+		}
+		entry, ok, lacks := e.acceptEntry(ri, p)
 		if !ok {
+			if attrWhy == "" {
+				attrWhy = lacks
+			}
 			continue
 		}
 		reason, why := e.check(ri, p)
@@ -509,6 +518,8 @@ func (t *ImportTable) decide(tp *tablePath, p model.LearnedPath) {
 	switch {
 	case !listed:
 		tp.reason, cause = fmt.Sprintf("no import rule lists peer %s: rejected by default (RFC 8212)", p.Peer), RejectNoRule
+	case tp.first < 0 && attrWhy != "":
+		tp.reason, cause = attrWhy, RejectAttributes
 	case tp.first < 0:
 		tp.reason, cause = e.noMatch(p), RejectNoMatch
 	}

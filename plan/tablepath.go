@@ -224,6 +224,10 @@ func causeCode(c RejectCause) uint8 {
 		return 8
 	case RejectStale:
 		return 9
+	case RejectCommunity:
+		return 10
+	case RejectAttributes:
+		return 11
 	}
 	return causeOther
 }
@@ -249,6 +253,10 @@ func causeName(code uint8) RejectCause {
 		return RejectImportCap
 	case 9:
 		return RejectStale
+	case 10:
+		return RejectCommunity
+	case 11:
+		return RejectAttributes
 	}
 	return ""
 }

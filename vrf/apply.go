@@ -138,7 +138,7 @@ func (m *Manager) prepareRoute(i int, kind model.OpKind, r model.KernelRoute, ls
 	if err := checkRoute(r); err != nil {
 		return routeOp{}, fmt.Errorf("%s %s: %w", kind, describe(r), err)
 	}
-	o := routeOp{i: i, kind: kind, r: r, k: rkey{table: r.Table, prefix: r.Prefix, metric: defaultMetric(r.Prefix)}}
+	o := routeOp{i: i, kind: kind, r: r, k: rkey{table: r.Table, prefix: r.Prefix, metric: keyMetric(r)}}
 	switch kind {
 	case model.OpDelete:
 		return o, nil
@@ -227,9 +227,9 @@ func (m *Manager) applyRoutes(run []routeOp, done []bool, errs *[]error) {
 	for _, o := range run {
 		switch o.kind {
 		case model.OpDelete:
-			msgs = append(msgs, routeMsg(unix.RTM_DELROUTE, 0, m.sock.next(), o.r.Prefix, o.r.Table, uint8(m.protocol), nil))
+			msgs = append(msgs, routeMsg(unix.RTM_DELROUTE, 0, m.sock.next(), o.r.Prefix, o.r.Table, uint8(m.protocol), o.k.metric, nil))
 		case model.OpAdd:
-			msgs = append(msgs, routeMsg(unix.RTM_NEWROUTE, flagsCreate, m.sock.next(), o.r.Prefix, o.r.Table, uint8(m.protocol), o.hops))
+			msgs = append(msgs, routeMsg(unix.RTM_NEWROUTE, flagsCreate, m.sock.next(), o.r.Prefix, o.r.Table, uint8(m.protocol), o.k.metric, o.hops))
 		default: // replace
 			ours, fp, taken := m.owner(o.k)
 			switch {
@@ -237,19 +237,21 @@ func (m *Manager) applyRoutes(run []routeOp, done []bool, errs *[]error) {
 				*errs = append(*errs, m.fail(o, foreignErr(o.r, fp)))
 				continue
 			case ours:
-				msgs = append(msgs, routeMsg(unix.RTM_NEWROUTE, flagsReplace, m.sock.next(), o.r.Prefix, o.r.Table, uint8(m.protocol), o.hops))
+				msgs = append(msgs, routeMsg(unix.RTM_NEWROUTE, flagsReplace, m.sock.next(), o.r.Prefix, o.r.Table, uint8(m.protocol), o.k.metric, o.hops))
 			default:
-				msgs = append(msgs, routeMsg(unix.RTM_NEWROUTE, flagsCreate, m.sock.next(), o.r.Prefix, o.r.Table, uint8(m.protocol), o.hops))
+				msgs = append(msgs, routeMsg(unix.RTM_NEWROUTE, flagsCreate, m.sock.next(), o.r.Prefix, o.r.Table, uint8(m.protocol), o.k.metric, o.hops))
 			}
 		}
 		sent = append(sent, o)
 	}
-	var taken []routeOp
+	var taken, written []routeOp
+	defer func() { m.dropOtherMetrics(written) }()
 	for j, err := range m.sock.exchange(msgs) {
 		o := sent[j]
 		switch {
 		case err == nil:
 			m.applied(o, done)
+			written = append(written, o)
 		case o.kind == model.OpDelete && (errors.Is(err, unix.ESRCH) || errors.Is(err, unix.ENOENT)):
 			// already gone: not applied, not an error
 		case o.kind == model.OpDelete:
@@ -279,7 +281,7 @@ func (m *Manager) applyRoutes(run []routeOp, done []bool, errs *[]error) {
 		case own.ours:
 			flags = flagsReplace
 		}
-		msgs = append(msgs, routeMsg(unix.RTM_NEWROUTE, flags, m.sock.next(), o.r.Prefix, o.r.Table, uint8(m.protocol), o.hops))
+		msgs = append(msgs, routeMsg(unix.RTM_NEWROUTE, flags, m.sock.next(), o.r.Prefix, o.r.Table, uint8(m.protocol), o.k.metric, o.hops))
 		sent = append(sent, o)
 	}
 	for j, err := range m.sock.exchange(msgs) {
@@ -289,6 +291,46 @@ func (m *Manager) applyRoutes(run []routeOp, done []bool, errs *[]error) {
 			continue
 		}
 		m.applied(o, done)
+		written = append(written, o)
+	}
+}
+
+// keyMetric is the kernel key's metric of route r: its Metric, or the
+// kernel's default.
+func keyMetric(r model.KernelRoute) uint32 {
+	if r.Metric != 0 {
+		return r.Metric
+	}
+	return defaultMetric(r.Prefix)
+}
+
+// dropOtherMetrics deletes, after adds and replaces were written, the
+// routes of ours at the same table and prefix at another metric: ovnbgp
+// keeps one route per table and prefix, so a route whose metric changed
+// (import[].accept[].metric, issue 21) leaves none behind. The new one is
+// written first: forwarding has no gap.
+func (m *Manager) dropOtherMetrics(written []routeOp) {
+	var msgs [][]byte
+	var what []string
+	for _, o := range written {
+		if o.kind == model.OpDelete {
+			continue
+		}
+		for _, metric := range m.oursAt(model.KernelRouteKey{Table: o.k.table, Prefix: o.k.prefix}) {
+			if metric == o.k.metric {
+				continue
+			}
+			msgs = append(msgs, routeMsg(unix.RTM_DELROUTE, 0, m.sock.next(), o.k.prefix, o.k.table, uint8(m.protocol), metric, nil))
+			what = append(what, fmt.Sprintf("%s metric %d", describe(o.r), metric))
+		}
+	}
+	if len(msgs) == 0 {
+		return
+	}
+	for j, err := range m.sock.exchange(msgs) {
+		if err != nil && !errors.Is(err, unix.ESRCH) && !errors.Is(err, unix.ENOENT) {
+			m.log.Warn("kernel route at a former metric not deleted", zap.String("route", what[j]), zap.Error(err))
+		}
 	}
 }
 

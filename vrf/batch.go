@@ -255,9 +255,11 @@ type nlHop struct {
 // RTM_NEWROUTE or RTM_DELROUTE; flags are added to NLM_F_REQUEST|NLM_F_ACK.
 // A delete carries no next hop (the kernel removes every next hop of the
 // route with our protocol at that key), scope "nowhere" and no type, as
-// `ip route del` does. Adds and replaces send no metric: the kernel's
-// default (0, and 1024 for IPv6) is the key's; an IPv6 delete names 1024.
-func routeMsg(typ uint16, flags uint16, seq uint32, prefix netip.Prefix, table uint32, protocol uint8, hops []nlHop) []byte {
+// `ip route del` does. metric is the key's metric: an add or replace at
+// the kernel's default (0, and 1024 for IPv6) sends none, another sends
+// it (RTA_PRIORITY, import[].accept[].metric, issue 21); an IPv6 delete
+// always names it, an IPv4 one unless it is 0.
+func routeMsg(typ uint16, flags uint16, seq uint32, prefix netip.Prefix, table uint32, protocol uint8, metric uint32, hops []nlHop) []byte {
 	b := make([]byte, unix.SizeofNlMsghdr, 128)
 	family := uint8(unix.AF_INET)
 	if prefix.Addr().Is6() {
@@ -275,13 +277,13 @@ func routeMsg(typ uint16, flags uint16, seq uint32, prefix netip.Prefix, table u
 	b = append(b, family, uint8(prefix.Bits()), 0, 0, rtTable, protocol, scope, rtype, 0, 0, 0, 0)
 	b = appendAttr(b, unix.RTA_DST, prefix.Addr().AsSlice())
 	b = appendAttr(b, unix.RTA_TABLE, binary.NativeEndian.AppendUint32(nil, table))
-	if typ == unix.RTM_DELROUTE && family == unix.AF_INET6 {
+	if metric != defaultMetric(prefix) || typ == unix.RTM_DELROUTE && family == unix.AF_INET6 {
 		// An IPv6 delete without a metric removes the lowest-metric
 		// route of our protocol at the prefix, which need not be ours
 		// (someone's `ip -6 route add ... proto 200 metric 100`). IPv4
 		// cannot name metric 0 (0 means any), but its delete takes the
 		// lowest metric first: ours, at 0, when it is there.
-		b = appendAttr(b, unix.RTA_PRIORITY, binary.NativeEndian.AppendUint32(nil, ipv6DefaultMetric))
+		b = appendAttr(b, unix.RTA_PRIORITY, binary.NativeEndian.AppendUint32(nil, metric))
 	}
 	if typ == unix.RTM_NEWROUTE {
 		switch len(hops) {

@@ -161,6 +161,10 @@ func (m *Manager) reload() error {
 		}
 	}
 	m.cache = c
+	m.alt = map[model.KernelRouteKey][]uint32{}
+	for k, as := range c {
+		m.indexLocked(k, as)
+	}
 	m.cmu.Unlock()
 	return nil
 }
@@ -178,12 +182,14 @@ func (m *Manager) reloadTable(table uint32) error {
 		if !sameAliases(m.cache[k], as) {
 			m.changedLocked(k, m.cache[k], as)
 			m.cache[k] = m.internLocked(as)
+			m.indexLocked(k, as)
 		}
 	}
 	for k, as := range m.cache {
 		if _, ok := c[k]; !ok && k.table == table {
 			m.changedLocked(k, as, nil)
 			delete(m.cache, k)
+			m.indexLocked(k, nil)
 		}
 	}
 	return nil
@@ -249,6 +255,46 @@ func (m *Manager) hasOurs(as []alias) bool {
 	return slices.ContainsFunc(as, func(a alias) bool { return int(a.proto) == m.protocol })
 }
 
+// indexLocked records in alt whether the cache holds a route of ours at
+// k (as), for a key at another metric than the default (a route of an
+// accept entry with a metric, issue 21): Routes and dropOtherMetrics find
+// ours at any metric of a table and prefix without a walk of the cache.
+// The caller holds cmu.
+func (m *Manager) indexLocked(k rkey, as []alias) {
+	if k.metric == defaultMetric(k.prefix) {
+		return
+	}
+	mk := model.KernelRouteKey{Table: k.table, Prefix: k.prefix}
+	list := m.alt[mk]
+	i := slices.Index(list, k.metric)
+	switch ours := m.hasOurs(as); {
+	case ours && i < 0:
+		if m.alt == nil {
+			m.alt = map[model.KernelRouteKey][]uint32{}
+		}
+		m.alt[mk] = append(slices.Clip(list), k.metric)
+	case !ours && i >= 0:
+		list = slices.Delete(slices.Clone(list), i, i+1)
+		if len(list) == 0 {
+			delete(m.alt, mk)
+		} else {
+			m.alt[mk] = list
+		}
+	}
+}
+
+// oursAt are the metrics at which the cache holds a route of ours at
+// table and prefix k.
+func (m *Manager) oursAt(k model.KernelRouteKey) []uint32 {
+	m.cmu.Lock()
+	defer m.cmu.Unlock()
+	var out []uint32
+	if d := (rkey{table: k.Table, prefix: k.Prefix, metric: defaultMetric(k.Prefix)}); m.hasOurs(m.cache[d]) {
+		out = append(out, d.metric)
+	}
+	return append(out, m.alt[k]...)
+}
+
 func sameAliases(a, b []alias) bool {
 	return slices.EqualFunc(a, b, func(x, y alias) bool {
 		return x.proto == y.proto && x.typ == y.typ && slices.Equal(x.hops, y.hops)
@@ -268,9 +314,6 @@ func (m *Manager) onRouteEvent(u netlink.RouteUpdate, own bool) bool {
 	if !ok {
 		return false
 	}
-	// Our requests touch only the default metric; a change of ours at
-	// another metric is not what the daemon asked for: report it.
-	own = own && k.metric == defaultMetric(k.prefix)
 	m.cmu.Lock()
 	old := m.cache[k]
 	now, clean := mergeEvent(old, u.Type, u.NlFlags, a, k.prefix.Addr().Is6())
@@ -294,6 +337,7 @@ func (m *Manager) onRouteEvent(u netlink.RouteUpdate, own bool) bool {
 	} else {
 		m.cache[k] = m.internLocked(now)
 	}
+	m.indexLocked(k, now)
 	if own {
 		m.tables[int(k.table)] = true
 		return false
@@ -419,7 +463,8 @@ func compareKey(a, b model.KernelRouteKey) int {
 }
 
 // Routes returns the current state of these keys from the cache: ovnbgp's
-// routes at them (metric 0; 1024 for IPv6) and the keys held by routes
+// routes at them (at the default metric, 0 and 1024 for IPv6, else at
+// another: KernelRoute.Metric) and the keys held by routes
 // that are not ovnbgp's (never reported in local, main and default, where
 // ovnbgp never writes). Their tables are watched from then on.
 func (m *Manager) Routes(keys []model.KernelRouteKey) (ours []model.KernelRoute, foreign []model.KernelRouteKey, err error) {
@@ -440,6 +485,14 @@ func (m *Manager) Routes(keys []model.KernelRouteKey) (ours []model.KernelRoute,
 		m.tables[int(key.Table)] = true
 		k := rkey{table: key.Table, prefix: key.Prefix.Masked(), metric: defaultMetric(key.Prefix)}
 		r, isOurs, isForeign := m.modelLocked(k, ls)
+		if !isOurs {
+			// ours at another metric (issue 21): the first found
+			for _, metric := range m.alt[model.KernelRouteKey{Table: k.table, Prefix: k.prefix}] {
+				if r, isOurs, _ = m.modelLocked(rkey{table: k.table, prefix: k.prefix, metric: metric}, ls); isOurs {
+					break
+				}
+			}
+		}
 		if isOurs {
 			ours = append(ours, r)
 		}
@@ -463,6 +516,9 @@ func (m *Manager) modelLocked(k rkey, ls *linkSet) (r model.KernelRoute, ours, f
 		}
 		if !ours {
 			r = model.KernelRoute{Table: k.table, Prefix: k.prefix, Protocol: m.protocol, VRF: ls.vrfOfTable(k.table)}
+			if k.metric != defaultMetric(k.prefix) {
+				r.Metric = k.metric
+			}
 			ours = true
 		}
 		for _, h := range a.hops {

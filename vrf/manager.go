@@ -59,6 +59,9 @@ type Manager struct {
 	// cmu guards the route cache and what changed since TakeChanges.
 	cmu   sync.Mutex
 	cache map[rkey][]alias
+	// alt are the metrics other than the default at which the cache holds
+	// a route of ours, by table and prefix (indexLocked).
+	alt map[model.KernelRouteKey][]uint32
 	// interned are the single-route values of the cache, shared: a large
 	// import is thousands of routes with the same few next hops (see
 	// intern). internBuf is intern's scratch key.
@@ -109,7 +112,7 @@ func start(ns *netns.NsHandle, protocol int, log *zap.Logger, notify func()) (*M
 		notify = func() {}
 	}
 	m := &Manager{ns: ns, protocol: protocol, log: log.Named("vrf"), notify: notify,
-		done: make(chan struct{}), tables: map[int]bool{}, cache: map[rkey][]alias{}, interned: map[string][]alias{},
+		done: make(chan struct{}), tables: map[int]bool{}, cache: map[rkey][]alias{}, alt: map[model.KernelRouteKey][]uint32{}, interned: map[string][]alias{},
 		changed: map[model.KernelRouteKey]struct{}{}, linksDirty: true, reloadReq: make(chan struct{}, 1),
 		subFd: -1, syncs: map[uint32]chan struct{}{}}
 	var err error

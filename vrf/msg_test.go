@@ -32,7 +32,7 @@ func TestRouteMsgRoundTrip(t *testing.T) {
 		{"2001:db8:8::/48", 100, []nlHop{{gw: netip.MustParseAddr("2001:db8:a::2"), ifindex: 3, hops: 255}, {gw: netip.MustParseAddr("2001:db8:b::2"), ifindex: 4, hops: 9}}},
 	} {
 		p := netip.MustParsePrefix(c.prefix)
-		msg := routeMsg(unix.RTM_NEWROUTE, unix.NLM_F_CREATE|unix.NLM_F_EXCL, 42, p, c.table, 200, c.hops)
+		msg := routeMsg(unix.RTM_NEWROUTE, unix.NLM_F_CREATE|unix.NLM_F_EXCL, 42, p, c.table, 200, defaultMetric(p), c.hops)
 		if got := int(nativeLen(msg)); got != len(msg) || len(msg)%4 != 0 {
 			t.Fatalf("%s: nlmsg_len %d, message %d bytes", c.prefix, got, len(msg))
 		}
@@ -64,7 +64,7 @@ func TestRouteMsgRoundTrip(t *testing.T) {
 				t.Errorf("%s: next hop %s of the other family sent as RTA_GATEWAY", c.prefix, h.gw)
 			}
 		}
-		del := routeMsg(unix.RTM_DELROUTE, 0, 43, p, c.table, 200, c.hops)
+		del := routeMsg(unix.RTM_DELROUTE, 0, 43, p, c.table, 200, defaultMetric(p), c.hops)
 		r, _ = parseRoute(del[unix.SizeofNlMsghdr:])
 		if r.Gw != nil || r.LinkIndex != 0 || len(r.MultiPath) != 0 || r.Scope != unix.RT_SCOPE_NOWHERE || r.Type != 0 || int(r.Protocol) != 200 {
 			t.Errorf("%s: delete request %+v", c.prefix, r)
