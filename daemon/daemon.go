@@ -762,6 +762,7 @@ func (d *Daemon) applyConfig(ctx context.Context, r parsed) (api.ReloadResult, e
 				return res, nil // SIGTERM during the restart: the loop stops
 			}
 			d.log.Error("new bgp settings failed; going back to the running ones", zap.Error(err))
+			d.syncLinks(old) // neighbour discovery back on the running config's links
 			if err2 := d.startSpeaker(ctx, old, peersUp); err2 != nil {
 				if ctx.Err() != nil {
 					res.Error = "stopped during the reload"
