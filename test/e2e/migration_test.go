@@ -143,10 +143,20 @@ func TestLiveMigrationLayer2(t *testing.T) {
 		if !overlap && !w.sawBoth(addr[to], active) {
 			t.Errorf("%s: FRR never held the source's path beside the target's best one after the target was active: the handover is no make-before-break", what)
 		}
-		ups, err := lab.ParseUpdateLog(filepath.Join(frr.Dir, "frr.log"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		// FRR batches its log writes (no `log immediate-mode`): the
+		// line of the withdraw FRR's RIB already shows may come a
+		// little later (CI saw it missing when read at once).
+		var ups []lab.Update
+		lab.Eventually(t, generous, 50*time.Millisecond, what+": FRR's log has the source's withdraw", func() error {
+			var err error
+			if ups, err = lab.ParseUpdateLog(filepath.Join(frr.Dir, "frr.log")); err != nil {
+				return err
+			}
+			if wd := lastUpdate(ups, addr[from], host, true); wd.At.IsZero() || wd.At.Before(fromCommitStart) {
+				return fmt.Errorf("no withdraw of %s from %s after the handover in FRR's UPDATE log yet", host, addr[from])
+			}
+			return nil
+		})
 		// FRR's log dates the target's announcement: FRR's own time
 		// to select it is the rest
 		recv := time.Time{}
