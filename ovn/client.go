@@ -373,7 +373,15 @@ func (c *Client) session() (connected bool, err error) {
 				return true, err
 			}
 		case <-probe:
-			ectx, ecancel := context.WithTimeout(c.ctx, echoTimeout)
+			// Not c.ctx: libovsdb v0.7.0's Echo compares its reply
+			// after its context ends even when the reply has not come
+			// (client.go, Echo; rpc2's CallWithContext returns on
+			// ctx.Done while its read loop may still write the reply):
+			// a data race the race detector saw when Close cancelled
+			// c.ctx during an echo. A timeout alone ends it early only
+			// when the server is dead, and Close waits at most
+			// echoTimeout for an echo under way.
+			ectx, ecancel := context.WithTimeout(context.Background(), echoTimeout)
 			err := cli.Echo(ectx)
 			ecancel()
 			if err != nil && c.ctx.Err() == nil {
