@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"slices"
+	"strings"
 
 	"go.uber.org/zap"
 
@@ -166,15 +167,7 @@ func (d *Daemon) linkPeers(cfg *config.Config, peers []model.PeerStatus) []model
 		peers = append(peers, model.PeerStatus{Name: p.Name, ASN: p.ASN, State: model.StateIdle, Interface: p.Link(),
 			Families: fams, LastError: "unnumbered: " + why})
 	}
-	slices.SortFunc(peers, func(a, b model.PeerStatus) int {
-		switch {
-		case a.Name < b.Name:
-			return -1
-		case a.Name > b.Name:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(peers, func(a, b model.PeerStatus) int { return strings.Compare(a.Name, b.Name) })
 	return peers
 }
 
