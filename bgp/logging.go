@@ -126,6 +126,12 @@ func notificationText(sent bool, code, subcode uint8, communication string) stri
 	if communication != "" {
 		s += fmt.Sprintf(": %q", communication)
 	}
+	if sent && code == 6 && subcode == 1 {
+		// gobgp sends it for maxPrefixes alone. gobgp logs it before
+		// the peer event that starts the hold (onPeerEvent), and a
+		// status read between the two shows this text.
+		s += ": the peer sent more prefixes than maxPrefixes allows"
+	}
 	if sent && code == 5 && (subcode == 1 || subcode == 2) {
 		// gobgp answers so to a NOTIFICATION it receives during the OPEN
 		// exchange, which it does not report.

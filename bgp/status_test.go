@@ -143,6 +143,10 @@ func TestNotificationText(t *testing.T) {
 		{false, 2, 8, "", "received NOTIFICATION 2/8 OPEN Message Error / unknown subcode"},
 		{false, 6, 200, "", "received NOTIFICATION 6/200 Cease / unknown subcode"},
 		{false, 6, 0, "", "received NOTIFICATION 6/0 Cease"},
+		// gobgp sends 6/1 only for maxPrefixes; the status may show this
+		// text before the peer event that says more (a CI failure).
+		{true, 6, 1, "", "sent NOTIFICATION 6/1 Cease / Maximum Number of Prefixes Reached: the peer sent more prefixes than maxPrefixes allows"},
+		{false, 6, 1, "", "received NOTIFICATION 6/1 Cease / Maximum Number of Prefixes Reached"},
 	} {
 		if got := notificationText(c.sent, c.code, c.sub, c.comm); got != c.want {
 			t.Errorf("notificationText(%v, %d, %d, %q) = %q, want %q", c.sent, c.code, c.sub, c.comm, got, c.want)
