@@ -186,7 +186,7 @@ func (d *Daemon) importHandlers(mux *http.ServeMux) {
 			replyError(w, http.StatusServiceUnavailable, perr)
 			return
 		}
-		reply(w, plan.Explain(cfg, prefix, *v.res, slices.Concat(advList(v.desired), v.heldAdv), v.plan, v.snap, v.host, time.Now()), nil)
+		reply(w, plan.Explain(cfg, prefix, v.table.Result(), slices.Concat(advList(v.desired), v.heldAdv), v.plan, v.snap, v.host, time.Now()), nil)
 	})
 }
 
@@ -231,10 +231,7 @@ func (d *Daemon) replyPlan(w http.ResponseWriter, r *http.Request, cfgOf func() 
 	}
 	_, manual := v.plan.Split(cfg)
 	var problems []string
-	switch {
-	case v.res != nil:
-		problems = slices.Clone(v.res.Problems)
-	case v.table != nil:
+	if v.table != nil {
 		problems = v.table.Problems()
 	}
 	if v.hostErr != nil {

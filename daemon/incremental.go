@@ -396,16 +396,9 @@ func (pl *planner) diffPass(ctx context.Context, cfg *config.Config, sp Speaker,
 			part.OwnedRoutes = append(part.OwnedRoutes, r)
 		}
 	}
-	ovn, kernel := t.Desired(touched)
 	adv := pl.adverts(cfg, sp, snap, nr)
-	p := plan.Build(plan.BuildInput{
-		Node: cfg.Node.Name, Now: time.Now(), Config: cfg,
-		Import:  plan.ImportResult{OVN: ovn, Kernel: kernel, VRFs: t.VRFs()},
-		Adverts: adv.desired, Advertised: adv.advertised,
-		Snapshot: part, Host: host, Synced: synced, SyncBy: pl.syncBy(cfg, synced),
-		Adopted: pl.imp.adopted,
-	})
-	pl.forgetAdopted(cfg, synced, touched, ovn, kernel, part.OwnedRoutes, host.Routes)
+	p := pl.decide(passInput{cfg: cfg, table: t, touched: touched, snap: part, host: host,
+		synced: synced, adv: adv, forget: true})
 	pl.mu.Lock()
 	pl.imp.ovnSeen = snap.OwnedRoutes
 	for _, pfx := range touched {

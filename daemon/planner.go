@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -51,10 +52,8 @@ type planner struct {
 // planView is one computation of the plan and everything it read.
 type planView struct {
 	plan plan.Plan
-	// table is the import decision, res its whole result (nil in an
-	// incremental pass, which has only what changed).
+	// table is the import decision (nil: none, without import rules).
 	table *plan.ImportTable
-	res   *plan.ImportResult
 	snap  model.Snapshot
 	host  model.Host
 	// desired are every advertisement to make (drain applied), by key.
@@ -70,13 +69,17 @@ type planView struct {
 	stale map[string]map[config.Family]plan.StaleWindow
 }
 
-// planFrom computes cfg's whole plan from an NB snapshot already read,
-// deciding every learned path anew; it runs on the loop. nr is what the
-// loop read of NB for a pass it applies (nil: a view, which changes no
-// advertisement state). The paths are the
-// loop's table (what the loop decided on), or a walk of the speaker when
-// walk is set (the loop's full pass) or there is no table of sp; without
-// import rules only walkAlways walks.
+// planFrom computes cfg's whole plan from an NB snapshot already read; it
+// runs on the loop. It is the incremental pass from an empty table: a new
+// table is given every learned path as one change (ImportTable.Fill, the
+// Update an incremental pass gives what changed), and decide diffs what
+// that change touched, as for an incremental pass (diffPass), against the
+// whole of NB's owned rows and the kernel's owned routes.
+// nr is what the loop read of NB for a pass it applies (nil: a view, which
+// changes no advertisement state). The paths are the loop's table (what
+// the loop decided on), or a walk of the speaker when walk is set (the
+// loop's full pass) or there is no table of sp; without import rules only
+// walkAlways walks.
 func (pl *planner) planFrom(ctx context.Context, cfg *config.Config, sp Speaker, snap model.Snapshot, walkAlways, walk bool, nr *nbRead) planView {
 	adv := pl.adverts(cfg, sp, snap, nr)
 	pl.openHostOnce(cfg)
@@ -87,11 +90,12 @@ func (pl *planner) planFrom(ctx context.Context, cfg *config.Config, sp Speaker,
 	// fresh End-of-RIB with an older walk, and fail static would then
 	// delete routes the peer had just re-sent.
 	// A preview (plan --config) reads the sync state but never changes it.
-	synced := pl.syncedPeers(ctx, sp, cfg, cfg != pl.running())
+	preview := cfg != pl.running()
+	synced := pl.syncedPeers(ctx, sp, cfg, preview)
 	var learned []model.LearnedPath
 	learnedOK := true
 	if len(cfg.Import) > 0 || walkAlways {
-		learned, learnedOK = pl.learnedPaths(ctx, sp, cfg, walk, cfg != pl.running())
+		learned, learnedOK = pl.learnedPaths(ctx, sp, cfg, walk, preview)
 	}
 	holdAll := ""
 	if len(cfg.Import) > 0 && (!learnedOK || pl.imp.host == nil || hostErr != nil) {
@@ -105,30 +109,70 @@ func (pl *planner) planFrom(ctx context.Context, cfg *config.Config, sp Speaker,
 			synced[p] = false
 		}
 	}
-	preview := cfg != pl.running()
 	if !preview && len(cfg.Import) > 0 && pl.imp.adoptDue && holdAll == "" && pl.imp.syncFor == sp {
 		// The sync starts (over): what is installed now is adopted, and
 		// waits for its peers; everything learned from here on is not.
 		pl.imp.adopted, pl.imp.adoptDue = plan.NewAdopted(snap.OwnedRoutes, host.Routes), false
 	}
 	// A pass without import rules decides nothing learned: no table (its
-	// protected set alone is a pass over every VIP), and an empty result,
-	// whose plan deletes what an earlier config imported.
+	// protected set alone is a pass over every VIP), and an empty
+	// decision, whose plan deletes what an earlier config imported.
 	var table *plan.ImportTable
-	var res plan.ImportResult
+	var touched []netip.Prefix
 	if len(cfg.Import) > 0 || walkAlways {
-		table = plan.NewImportTable(plan.ImportInput{Config: cfg, Snapshot: snap, Host: host, Learned: learned, Stale: pl.imp.stale})
-		res = table.Result()
+		table = plan.NewImportTable(plan.ImportInput{Config: cfg, Snapshot: snap, Host: host, Stale: pl.imp.stale})
+		touched = table.Fill(learned, snap.OwnedRoutes, host.Routes)
+	}
+	// snap and host are whole: what no path names any more is diffed
+	// too (its owned rows and routes are deleted).
+	p := pl.decide(passInput{cfg: cfg, table: table, touched: touched, whole: true, snap: snap, host: host,
+		synced: synced, holdAll: holdAll, adv: adv, forget: !preview && holdAll == ""})
+	return planView{plan: p, table: table, snap: snap, host: host, desired: adv.all, heldAdv: adv.held, hostErr: hostErr,
+		synced: synced, learnedOK: learnedOK, stale: pl.imp.stale}
+}
+
+// passInput is what a pass diffs, full or incremental.
+type passInput struct {
+	cfg *config.Config
+	// table is the import decision (nil: none); touched the prefixes
+	// decided again, sorted, without repeats: their desired routes are
+	// diffed against snap's OwnedRoutes and host's Routes, which hold
+	// those of touched only, or all when whole is set (a full pass:
+	// every route of a prefix not touched is deleted).
+	table   *plan.ImportTable
+	touched []netip.Prefix
+	whole   bool
+	snap    model.Snapshot
+	host    model.Host
+	synced  map[string]bool
+	holdAll string
+	adv     advPart
+	// forget: the adopted routes desired or gone now are forgotten (a
+	// pass of the running config on input read whole).
+	forget bool
+}
+
+// decide diffs a pass: the desired routes of the touched prefixes against
+// what NB and the kernel hold of them, and the advertisements (plan.Build).
+// Every pass ends here, the loop's full and incremental ones and the views.
+func (pl *planner) decide(in passInput) plan.Plan {
+	var imp plan.ImportResult
+	if in.table != nil {
+		imp.OVN, imp.Kernel = in.table.Desired(in.touched)
+		imp.VRFs = in.table.VRFs()
 	}
 	p := plan.Build(plan.BuildInput{
-		Node: cfg.Node.Name, Now: time.Now(), Config: cfg, Import: res,
-		Adverts: adv.desired, Advertised: adv.advertised,
-		Snapshot: snap, Host: host, Synced: synced, SyncBy: pl.syncBy(cfg, synced),
-		Adopted: pl.imp.adopted, HoldAll: holdAll,
+		Node: in.cfg.Node.Name, Now: time.Now(), Config: in.cfg, Import: imp,
+		Adverts: in.adv.desired, Advertised: in.adv.advertised,
+		Snapshot: in.snap, Host: in.host, Synced: in.synced, SyncBy: pl.syncBy(in.cfg, in.synced),
+		Adopted: pl.imp.adopted, HoldAll: in.holdAll,
 	})
-	if !preview && holdAll == "" {
-		pl.forgetAdopted(cfg, synced, nil, res.OVN, res.Kernel, snap.OwnedRoutes, host.Routes)
+	if in.forget {
+		prefixes := in.touched
+		if in.whole {
+			prefixes = nil // every adopted prefix
+		}
+		pl.forgetAdopted(in.cfg, in.synced, prefixes, imp.OVN, imp.Kernel, in.snap.OwnedRoutes, in.host.Routes)
 	}
-	return planView{plan: p, table: table, res: &res, snap: snap, host: host, desired: adv.all, heldAdv: adv.held, hostErr: hostErr,
-		synced: synced, learnedOK: learnedOK, stale: pl.imp.stale}
+	return p
 }

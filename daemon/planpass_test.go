@@ -158,3 +158,51 @@ func orNone(s string) string {
 	}
 	return s
 }
+
+// TestFullPassDiffsWhatNoPathNames: a full pass (here the one `ovnbgp
+// plan` computes) is the incremental pass from an empty table, and
+// diffs the prefixes that no path names as well: an owned kernel route
+// and an owned OVN row put there with no event (a crash between a write
+// and its record, a restore of the host's routes) are planned for deletion
+// and deleted, and the routes the peer sends stay as they are.
+func TestFullPassDiffsWhatNoPathNames(t *testing.T) {
+	h := startImport(t, "auto", nil, nil)
+	h.sp.mu.Lock()
+	h.sp.eor = true
+	h.sp.mu.Unlock()
+	h.sp.setLearned(uplinkPath(0, "192.0.2.1"), uplinkPath(1, "192.0.2.1"))
+	h.d.poke()
+	h.eventually("two routes in table 100 and OVN", func() bool {
+		return len(h.kernelPrefixes()) == 2 && len(h.ovnPrefixes()) == 2
+	})
+	h.passDone()
+
+	stray := uplinkPath(3, "").Prefix
+	h.host.mu.Lock()
+	r := h.host.host.Routes[0]
+	r.Prefix = stray
+	h.host.host.Routes = append(slices.Clone(h.host.host.Routes), r) // no event
+	h.host.mu.Unlock()
+	h.nb.mu.Lock()
+	o := h.nb.snap.OwnedRoutes[0]
+	o.UUID, o.Prefix = "stray-row", stray
+	h.nb.snap.OwnedRoutes = append(slices.Clone(h.nb.snap.OwnedRoutes), o)
+	h.nb.syncRouters()
+	h.nb.mu.Unlock()
+
+	var pr api.PlanResponse
+	getJSON(t, h.sock, api.PathPlan, &pr)
+	if pr.Counts.KernelDelete != 1 || pr.Counts.OVNDelete != 1 || pr.Counts.KernelAdd+pr.Counts.OVNAdd != 0 {
+		t.Fatalf("plan counts %+v, want the stray kernel route and OVN row deleted, nothing added", pr.Counts)
+	}
+	for _, op := range pr.Plan.Kernel {
+		if op.Route == nil || op.Route.Prefix != stray {
+			t.Errorf("kernel op %+v, want only the delete of %s", op, stray)
+		}
+	}
+	h.d.poke()
+	want := []string{"198.51.100.0/24 via 192.0.2.1@eth0", "198.51.101.0/24 via 192.0.2.1@eth0"}
+	h.eventually("the strays deleted", func() bool {
+		return slices.Equal(h.kernelPrefixes(), want) && len(h.ovnPrefixes()) == 2
+	})
+}

@@ -355,13 +355,22 @@ func NewImportTable(in ImportInput) *ImportTable {
 	}
 	t.hasCaps = slices.ContainsFunc(cfg.Import, func(r config.ImportRule) bool { return r.MaxRoutes > 0 })
 	if len(in.Learned) > 0 {
-		var inst *Installed
-		if t.hasCaps {
-			inst = NewInstalled(in.Snapshot.OwnedRoutes, in.Host.Routes)
-		}
-		t.Update(TableChange{Paths: in.Learned, Installed: inst})
+		t.Fill(in.Learned, in.Snapshot.OwnedRoutes, in.Host.Routes)
 	}
 	return t
+}
+
+// Fill gives the table, empty, every learned path as one change (Update,
+// as a pass gives it what changed) with the routes installed now (owned
+// OVN rows and kernel routes: each cap keeps those first), and returns
+// the prefixes it touched, every prefix of paths. A full pass is this
+// change from an empty table.
+func (t *ImportTable) Fill(paths []model.LearnedPath, owned []model.OVNRoute, kernel []model.KernelRoute) []netip.Prefix {
+	var inst *Installed
+	if t.hasCaps {
+		inst = NewInstalled(owned, kernel)
+	}
+	return t.Update(TableChange{Paths: paths, Installed: inst})
 }
 
 // put stores path p (replacing the path of its key) and decides it
