@@ -160,3 +160,20 @@ func TestJournalDropWaitsForTheSessionState(t *testing.T) {
 		t.Errorf("gone %v for a peer without graceful restart, want 10.2.0.0/24", d.Gone)
 	}
 }
+
+// TestRemovedPeerLeavesNoRecord: gobgp reports a deleted peer's last state
+// change (Idle) after SetPeers removed it; that event records nothing. One
+// record was left per old address before (an unnumbered peer whose learned
+// address changes leaves one behind at each change).
+func TestRemovedPeerLeavesNoRecord(t *testing.T) {
+	addr := netip.MustParseAddr("fe80::1")
+	s := &Speaker{log: zap.NewNop(), notify: func() {}, sess: sessions{byAddr: map[netip.Addr]string{},
+		all: map[netip.Addr]*session{}}, peers: map[string]config.Peer{}}
+	s.onPeerEvent(&apiutil.WatchEventMessage_PeerEvent{Type: apiutil.PEER_EVENT_STATE, Peer: apiutil.Peer{
+		State: apiutil.PeerState{NeighborAddress: addr, SessionState: bgppkt.BGP_FSM_IDLE,
+			DisconnectReason: api.PeerState_DISCONNECT_REASON_DECONFIGURED},
+	}}, time.Now())
+	if n := len(s.sess.all); n != 0 {
+		t.Errorf("%d session records after the event of a removed peer, want none", n)
+	}
+}

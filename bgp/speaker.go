@@ -366,6 +366,12 @@ func (s *Speaker) onPeerEvent(ev *apiutil.WatchEventMessage_PeerEvent, ts time.T
 	s.sess.mu.Lock()
 	name := s.sess.byAddr[addr]
 	ss := s.sess.all[addr]
+	if ss == nil && name == "" {
+		// A removed peer's last event (gobgp reports the Idle of a
+		// deleted peer after DeletePeer): nothing to record.
+		s.sess.mu.Unlock()
+		return
+	}
 	if ss == nil {
 		ss = &session{}
 		s.sess.all[addr] = ss
