@@ -96,7 +96,7 @@ func (pl *planner) adverts(cfg *config.Config, sp Speaker, snap model.Snapshot, 
 	now := time.Now()
 	if nr == nil {
 		var w withheldIPv4 // a view keeps nothing
-		cfg = w.advConfig(cfg, sp.Sync(), pl.unresolvedOf(cfg))
+		cfg = w.advConfig(cfg, previewSync(pl.running(), cfg, sp.Sync()), pl.unresolvedOf(cfg))
 	} else {
 		cfg = pl.withheld.advConfig(cfg, sp.Sync(), pl.unresolvedOf(cfg))
 	}

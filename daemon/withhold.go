@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -58,4 +59,30 @@ func (w *withheldIPv4) advConfig(cfg *config.Config, sync map[string]model.PeerS
 	}
 	*w = withheldIPv4{base: cfg, peers: key, derived: &d}
 	return &d
+}
+
+// previewSync is sync as a plan of cfg (a preview, while running runs)
+// sees it: a peer whose session cfg resets (config.SessionResets) starts
+// a new session, whose OPEN is not known yet, so nothing of it is withheld
+// (the speaker clears WithholdIPv4 with the session, as the reload will).
+func previewSync(running, cfg *config.Config, sync map[string]model.PeerSync) map[string]model.PeerSync {
+	if running == nil || running == cfg {
+		return sync
+	}
+	var out map[string]model.PeerSync
+	for _, r := range config.SessionResets(running, cfg) {
+		ps, ok := sync[r.Peer]
+		if !ok || !ps.WithholdIPv4 {
+			continue
+		}
+		if out == nil {
+			out = maps.Clone(sync)
+		}
+		ps.WithholdIPv4 = false
+		out[r.Peer] = ps
+	}
+	if out == nil {
+		return sync
+	}
+	return out
 }
