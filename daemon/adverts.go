@@ -1,6 +1,9 @@
 package daemon
 
 import (
+	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/btree"
@@ -37,10 +40,13 @@ type advSide struct {
 	// due makes the next pass whole: the last apply failed, or a pass
 	// computed was dropped unapplied (its diff is in no other pass).
 	due bool
-	// at is when the last whole pass was; drained, that a drain was in
-	// effect then (the pass after an undrain is whole too).
-	at      time.Time
-	drained bool
+	// at is when the last whole pass was; drain what the drain did then
+	// (drainSig): while it stands, a pass applies the drain to the keys
+	// NB changed only, and drainHeld are the advertisements it withdraws
+	// (held, State AdvDrained), by key.
+	at        time.Time
+	drain     string
+	drainHeld *btree.BTreeG[model.Advertisement]
 	// all are the desired advertisements (drain applied); a pass that
 	// changes it changes a clone (readers keep theirs).
 	all *btree.BTreeG[model.Advertisement]
@@ -106,33 +112,71 @@ func (pl *planner) adverts(cfg *config.Config, sp Speaker, snap model.Snapshot, 
 		return advPart{desired: sent, advertised: sp.Advertised(), all: advTree(sent), held: held}
 	}
 	a := &pl.adv
-	if why := pl.advWhy(cfg, sp, nr, now); why != "" {
+	sig := drainSig(cfg, pl.drain(), now)
+	if why := pl.advWhy(cfg, sp, nr, sig, now); why != "" {
 		pl.log.Debug("advertise: whole pass", zap.String("why", why))
 		st := plan.NewAdvertState(cfg, snap, now)
 		sent, held := drain.Apply(st.Sent(), st.Held())
 		all := advTree(sent)
-		*a = advSide{state: st, cfg: cfg, sp: sp, gen: nr.gen, at: now, drained: !pl.drain().Empty(), all: all}
+		drained := btree.NewG(32, advLess)
+		for _, h := range held {
+			if h.State == model.AdvDrained {
+				drained.ReplaceOrInsert(h)
+			}
+		}
+		*a = advSide{state: st, cfg: cfg, sp: sp, gen: nr.gen, at: now, drain: sig, drainHeld: drained, all: all}
 		return advPart{desired: sent, advertised: sp.Advertised(), all: all, held: held}
 	}
 	keys := a.state.Update(snap, nr.delta, now)
-	part := advPart{all: a.all, held: a.state.Held()}
+	part := advPart{all: a.all}
 	a.gen = nr.gen
-	if len(keys) == 0 {
-		return part
+	if len(keys) > 0 {
+		all := a.all.Clone()
+		for _, k := range keys {
+			key := model.Advertisement{Peer: k.Peer, Prefix: k.Prefix}
+			a.drainHeld.Delete(key)
+			adv, sent, _ := a.state.Lookup(k)
+			if !sent {
+				all.Delete(key)
+				continue
+			}
+			// The drain of a key's peer is the same for every key while
+			// sig stands: applied to this one alone.
+			s, h := drain.Apply([]model.Advertisement{adv}, nil)
+			if len(s) == 1 {
+				part.desired = append(part.desired, s[0])
+				all.ReplaceOrInsert(s[0])
+			} else {
+				all.Delete(key)
+				a.drainHeld.ReplaceOrInsert(h[0])
+			}
+		}
+		part.advertised = sp.AdvertisedOf(keys)
+		part.all, a.all = all, all
 	}
-	all := a.all.Clone()
-	for _, k := range keys {
-		adv, sent, _ := a.state.Lookup(k)
-		if sent {
-			part.desired = append(part.desired, adv)
-			all.ReplaceOrInsert(adv)
-		} else {
-			all.Delete(model.Advertisement{Peer: k.Peer, Prefix: k.Prefix})
+	part.held = a.state.Held()
+	if a.drainHeld.Len() > 0 {
+		part.held = slices.Concat(part.held, advList(a.drainHeld))
+		plan.SortAdvertisements(part.held)
+	}
+	return part
+}
+
+// drainSig is what the drain does at now, per configured peer it drains:
+// its phase and the instants its texts name ("": no drain). A pass whose
+// drainSig differs from the last whole pass's is whole: every advertisement
+// of a peer changes with it (its drain began, changed phase or ended).
+func drainSig(cfg *config.Config, st model.Drain, now time.Time) string {
+	if st.Empty() {
+		return ""
+	}
+	var b strings.Builder
+	for _, p := range cfg.BGP.Peers {
+		if dp, ok := st.For(p.Name); ok {
+			fmt.Fprintf(&b, "%s %s %d %d;", p.Name, st.Phase(p.Name, now), dp.Since.UnixNano(), dp.WithdrawAt.UnixNano())
 		}
 	}
-	part.advertised = sp.AdvertisedOf(keys)
-	part.all, a.all = all, all
-	return part
+	return b.String()
 }
 
 // unresolvedOf are cfg's unnumbered peers the speaker does not run yet.
@@ -144,15 +188,15 @@ func (pl *planner) unresolvedOf(cfg *config.Config) map[string]bool {
 }
 
 // advWhy says why this pass must diff every advertisement, or "".
-func (pl *planner) advWhy(cfg *config.Config, sp Speaker, nr *nbRead, now time.Time) string {
+func (pl *planner) advWhy(cfg *config.Config, sp Speaker, nr *nbRead, drainSig string, now time.Time) string {
 	a := &pl.adv
 	switch {
 	case a.state == nil || a.cfg != cfg || a.sp != sp:
 		return "no advertisement state of this config and speaker yet"
 	case a.due:
 		return "the last apply failed, or a pass was dropped unapplied"
-	case !pl.drain().Empty() || a.drained:
-		return "a drain is in effect, or was at the last pass (its phases follow the clock)"
+	case drainSig != a.drain:
+		return "a drain began, changed phase or ended"
 	case nr.delta.All || nr.gen == 0 || a.gen == 0:
 		return "NB may have changed anywhere"
 	case now.Sub(a.at) >= advResync:

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
@@ -19,18 +20,33 @@ import (
 // snapshot selects. Random steps add, change and remove egress IPs and VIPs
 // (with and without endpoints, shared by two Services), with and without
 // an export cap; now and then a network changes (plan.AdvertState then
-// selects everything again, and still names the keys that changed).
+// selects everything again, and still names the keys that changed). Under
+// a drain, tagging or withdrawn, the same holds: the drain is applied to
+// the changed keys alone, and routes advertised lists what it withdrew.
 func TestAdvertiseByChangeEqualsWhole(t *testing.T) {
-	for _, capped := range []bool{false, true} {
-		t.Run(fmt.Sprintf("maxAdvertised=%v", capped), func(t *testing.T) {
+	for _, c := range []struct {
+		capped bool
+		drain  string // "", "tagged", "withdrawn"
+	}{{false, ""}, {true, ""}, {false, "tagged"}, {true, "tagged"}, {false, "withdrawn"}} {
+		capped := c.capped
+		t.Run(fmt.Sprintf("maxAdvertised=%v drain=%s", capped, cmp.Or(c.drain, "none")), func(t *testing.T) {
 			h := start(t, "default", func(h *harness) {
 				h.cfg.advertiseExtra = "  - {name: eips, kind: egressIP}\n  - {name: vips, kind: loadBalancerIP}\n"
 				if capped {
 					h.cfg.peerExtra = ", maxAdvertised: 6"
 				}
 			})
+			if c.drain != "" {
+				needRoot(t, h)
+			}
 			h.nb.set(true, network("default", "10.128.0.0/23"))
 			h.wantPrefixes("tor 10.128.0.0/23")
+			switch c.drain {
+			case "tagged":
+				drainOf(t, h, map[string]any{"wait": "1h"})
+			case "withdrawn":
+				drainOf(t, h, map[string]any{"wait": "0s"})
+			}
 			h.passDone()
 			rng := rand.New(rand.NewPCG(18, 7))
 			addr := func(base byte, i int) netip.Addr { return netip.AddrFrom4([4]byte{198, base, 0, byte(i)}) }
@@ -93,7 +109,8 @@ func TestAdvertiseByChangeEqualsWhole(t *testing.T) {
 				}
 				whole, keyed = whole+w1-w0, keyed+k1-k0
 
-				sent, _ := plan.CappedAdvertisements(h.d.config(), h.nb.snapshotNow(), time.Now())
+				now := time.Now()
+				sent, held := plan.NewDrain(h.d.config(), h.d.drainState(), now).Apply(plan.CappedAdvertisements(h.d.config(), h.nb.snapshotNow(), now))
 				var want, got []string
 				for _, a := range sent {
 					want = append(want, fmt.Sprintf("%s %s %+v", a.Peer, a.Prefix, a.Attrs))
@@ -105,6 +122,18 @@ func TestAdvertiseByChangeEqualsWhole(t *testing.T) {
 				slices.Sort(got)
 				if !slices.Equal(got, want) {
 					t.Fatalf("step %d: the speaker holds\n%q\na whole computation selects\n%q", step, got, want)
+				}
+				var wantHeld, gotHeld []string
+				for _, a := range held {
+					wantHeld = append(wantHeld, fmt.Sprintf("%s %s %s %s", a.Peer, a.Prefix, a.State, a.Reason))
+				}
+				h.d.mu.Lock()
+				for _, a := range h.d.heldAdv {
+					gotHeld = append(gotHeld, fmt.Sprintf("%s %s %s %s", a.Peer, a.Prefix, a.State, a.Reason))
+				}
+				h.d.mu.Unlock()
+				if !slices.Equal(gotHeld, wantHeld) {
+					t.Fatalf("step %d: held back\n%q\na whole computation holds\n%q", step, gotHeld, wantHeld)
 				}
 			}
 			if keyed == 0 || whole != 0 {
