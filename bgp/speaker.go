@@ -13,6 +13,7 @@ import (
 
 	"github.com/osrg/gobgp/v4/api"
 	"github.com/osrg/gobgp/v4/pkg/apiutil"
+	"github.com/osrg/gobgp/v4/pkg/config/oc"
 	bgppkt "github.com/osrg/gobgp/v4/pkg/packet/bgp"
 	"github.com/osrg/gobgp/v4/pkg/server"
 	"go.uber.org/zap"
@@ -197,6 +198,11 @@ func (s *Speaker) start(ctx context.Context) error {
 		RouterId: s.global.RouterID.String(),
 		// ovnbgp listens, not gobgp (see listener.go).
 		ListenPort: -1,
+		// The RIB's families, ovnbgp's two. Without them gobgp makes a
+		// table of 2048 shards for each family it knows, in two RIBs
+		// (4.6 MB of idle heap).
+		Families: []uint32{uint32(oc.AfiSafiTypeToIntMap[oc.AFI_SAFI_TYPE_IPV4_UNICAST]),
+			uint32(oc.AfiSafiTypeToIntMap[oc.AFI_SAFI_TYPE_IPV6_UNICAST])},
 	}
 	if err := s.bgp.StartBgp(ctx, &api.StartBgpRequest{Global: g}); err != nil {
 		return fmt.Errorf("start bgp (asn %d, router id %v): %w", s.global.ASN, s.global.RouterID, err)
