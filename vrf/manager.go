@@ -254,6 +254,10 @@ func (m *Manager) watch(s subscription, consume func()) {
 // costs a full dump.
 const routeRcvBuf = 8 << 20
 
+// routeReadBuf is the buffer one read of the route subscription takes a
+// datagram into (1 MiB before: heap held for nothing).
+const routeReadBuf = 64 << 10
+
 // subscribeRoutes subscribes (a socket of our own in the IPv4 and IPv6
 // route groups), then fills the cache with one dump (events that come
 // meanwhile queue and are replayed over it), and returns the consumer that
@@ -277,7 +281,10 @@ func (m *Manager) subscribeRoutes(onErr func(error)) (func(), error) {
 	m.cmu.Unlock()
 	consume := func() {
 		defer m.endSub(fd)
-		buf := make([]byte, 1<<20)
+		// One datagram a read: the kernel sends route events one
+		// message an skb (at most a page or two); MSG_TRUNC reports a
+		// longer one, which would be an event lost.
+		buf := make([]byte, routeReadBuf)
 		for {
 			if m.closed() {
 				return
@@ -287,7 +294,11 @@ func (m *Manager) subscribeRoutes(onErr func(error)) (func(), error) {
 				m.reloadAndNotify()
 			default:
 			}
-			n, _, err := unix.Recvfrom(fd, buf, unix.MSG_DONTWAIT)
+			n, _, err := unix.Recvfrom(fd, buf, unix.MSG_DONTWAIT|unix.MSG_TRUNC)
+			if err == nil && n > len(buf) {
+				onErr(fmt.Errorf("receive route events: a message of %d bytes is longer than the %d-byte buffer", n, len(buf)))
+				return // as ENOBUFS: watch renews, with a full dump
+			}
 			if err != nil {
 				if errors.Is(err, unix.EAGAIN) {
 					// Nothing queued: sleep until the kernel sends
