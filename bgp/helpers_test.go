@@ -223,9 +223,20 @@ func waitEstablished(t testing.TB, s *Speaker, peer string) model.PeerStatus {
 	var st model.PeerStatus
 	eventually(t, sessionTimeout, "peer "+peer+" established", func() (bool, string) {
 		st = peerState(t, s, peer)
-		return st.State == model.StateEstablished, fmt.Sprintf("%s (%s)", st.State, st.LastError)
+		// gobgp's state may say Established before its event did: Since
+		// is the event's once the session's record says so too.
+		return st.State == model.StateEstablished && s.sessionRecorded(st.Address), fmt.Sprintf("%s (%s)", st.State, st.LastError)
 	})
 	return st
+}
+
+// sessionRecorded reports whether the session record of addr says
+// Established (its state event was handled).
+func (s *Speaker) sessionRecorded(addr netip.Addr) bool {
+	s.sess.mu.Lock()
+	defer s.sess.mu.Unlock()
+	ss := s.sess.all[addr]
+	return ss != nil && ss.state == model.StateEstablished
 }
 
 // learned is what s learned from peer, by prefix.

@@ -177,8 +177,13 @@ func (d *Daemon) importHandlers(mux *http.ServeMux) {
 		defer release()
 		cfg := d.config()
 		var v planView
+		var res plan.ImportResult
 		var perr error
-		if err := d.onLoop(r.Context(), func(ctx context.Context) { v, perr = d.computePlan(ctx, cfg) }); err != nil {
+		if err := d.onLoop(r.Context(), func(ctx context.Context) {
+			if v, perr = d.computePlan(ctx, cfg); perr == nil {
+				res = v.table.Result() // on the loop: the table may be the loop's
+			}
+		}); err != nil {
 			replyError(w, http.StatusServiceUnavailable, err)
 			return
 		}
@@ -186,7 +191,7 @@ func (d *Daemon) importHandlers(mux *http.ServeMux) {
 			replyError(w, http.StatusServiceUnavailable, perr)
 			return
 		}
-		reply(w, plan.Explain(cfg, prefix, v.table.Result(), slices.Concat(advList(v.desired), v.heldAdv), v.plan, v.snap, v.host, time.Now()), nil)
+		reply(w, plan.Explain(cfg, prefix, res, slices.Concat(advList(v.desired), v.heldAdv), v.plan, v.snap, v.host, time.Now()), nil)
 	})
 }
 
@@ -221,7 +226,13 @@ func (d *Daemon) replyPlan(w http.ResponseWriter, r *http.Request, cfgOf func() 
 	var v planView
 	var perr error
 	var cfg *config.Config
-	if err := d.onLoop(r.Context(), func(ctx context.Context) { cfg = cfgOf(); v, perr = compute(ctx, cfg) }); err != nil {
+	var problems []string
+	if err := d.onLoop(r.Context(), func(ctx context.Context) {
+		cfg = cfgOf()
+		if v, perr = compute(ctx, cfg); perr == nil && v.table != nil {
+			problems = v.table.Problems() // on the loop: the next pass changes the loop's table
+		}
+	}); err != nil {
 		replyError(w, http.StatusServiceUnavailable, err)
 		return
 	}
@@ -230,10 +241,6 @@ func (d *Daemon) replyPlan(w http.ResponseWriter, r *http.Request, cfgOf func() 
 		return
 	}
 	_, manual := v.plan.Split(cfg)
-	var problems []string
-	if v.table != nil {
-		problems = v.table.Problems()
-	}
 	if v.hostErr != nil {
 		problems = append(problems, v.hostErr.Error())
 	}
