@@ -99,6 +99,15 @@ func (v NorthdVersion) AtLeast(major, minor int) bool {
 	return v.Known() && (v.Major > major || v.Major == major && v.Minor >= minor)
 }
 
+// MixedFamilyRoutes reports whether this northd takes a static route
+// whose prefix and next hop families differ (an IPv4 prefix via an IPv6
+// next hop): OVN 25.03 is the first release with commit 559924291
+// ("northd: Handle routing for other address families"; OVN's NEWS lists
+// it under 24.09.0, but no 24.09 release has it). Before, northd drops
+// such a route with "Address family doesn't match". An unknown version
+// does not.
+func (v NorthdVersion) MixedFamilyRoutes() bool { return v.AtLeast(25, 3) }
+
 // String is the release as OVN names it ("24.09"), or "unknown".
 func (v NorthdVersion) String() string {
 	if !v.Known() {
