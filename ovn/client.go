@@ -137,6 +137,9 @@ type Status struct {
 	Attempts int `json:"attempts"`
 	// Problems are the NB rows the last Snapshot skipped, and why.
 	Problems []string `json:"problems,omitempty"`
+	// Northd is the version of ovn-northd NB gives; nil before a first
+	// full sync.
+	Northd *model.NorthdVersion `json:"northd,omitempty"`
 }
 
 // Dial returns a Client at once; it connects in the background and keeps
@@ -251,7 +254,13 @@ func (c *Client) Connected() bool {
 func (c *Client) Status() Status {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	var northd *model.NorthdVersion
+	if c.synced {
+		v := parseNorthdVersion(c.rows.Northd)
+		northd = &v
+	}
 	return Status{
+		Northd:      northd,
 		Endpoint:    c.endpoint,
 		Source:      c.target.Source,
 		Tried:       slices.Clone(c.tried),

@@ -61,6 +61,9 @@ func TestNorthdVersion(t *testing.T) {
 	} {
 		setNorthd(s, tt.raw)
 		eventually(t, 10*time.Second, northdIs(c, tt.want))
+		if st := c.Status().Northd; st == nil || *st != tt.want {
+			t.Errorf("%q: status northd %+v, want %+v", tt.raw, st, tt.want)
+		}
 		if d := diff(problems, c.Status().Problems); d != "" {
 			t.Errorf("%q: problems (-want +got):\n%s", tt.raw, d)
 		}
