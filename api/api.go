@@ -313,6 +313,9 @@ type NBStatus struct {
 	Attempts int `json:"attempts,omitempty"`
 	// Problems lists NB rows of unexpected shape that were skipped.
 	Problems []string `json:"problems,omitempty"`
+	// Northd is the version of ovn-northd NB gives (NB_Global
+	// options:northd_internal_version); nil before a first sync.
+	Northd *model.NorthdVersion `json:"northd,omitempty"`
 }
 
 // NBTried is one NB socket path looked at, and what was there.

@@ -40,6 +40,9 @@ func newStatusCommand(o *options) *cobra.Command {
 				if st.NB.LastError != "" {
 					row(w, "northbound error", nbError(st.NB))
 				}
+				if st.NB.Northd != nil {
+					row(w, "northd", northdText(*st.NB.Northd))
+				}
 				for _, p := range st.NB.Problems {
 					row(w, "skipped NB row", p)
 				}
@@ -109,6 +112,24 @@ func nbEndpoint(nb api.NBStatus) string {
 		ep += ", using " + nb.Current
 	}
 	return ep
+}
+
+// northdText is northd's release, the option it comes from, and where an
+// IPv4 route via an IPv6 next hop goes.
+func northdText(v model.NorthdVersion) string {
+	var s string
+	switch {
+	case v.Known():
+		s = fmt.Sprintf("%s (options:northd_internal_version %s)", v, v.Raw)
+	case v.Raw == "":
+		s = "unknown (NB_Global has no options:northd_internal_version)"
+	default:
+		s = fmt.Sprintf("unknown (options:northd_internal_version %q)", v.Raw)
+	}
+	if v.MixedFamilyRoutes() {
+		return s + "; OVN takes IPv4 routes via IPv6 next hops"
+	}
+	return s + "; IPv4 routes via IPv6 next hops go to a kernel target only (northd before OVN 25.03 ignores them)"
 }
 
 // nbTried lists the socket paths looked at and what was there.

@@ -445,3 +445,18 @@ func TestProtectedChangeIsIncremental(t *testing.T) {
 	pass("every VIP removed")
 	wholePlan("every VIP removed")
 }
+
+// TestNorthdChangeIsFull: a new northd version changes what OVN takes (an
+// IPv4 prefix via an IPv6 next hop from OVN 25.03 on): the import
+// environment differs, and the next pass is full.
+func TestNorthdChangeIsFull(t *testing.T) {
+	snap := model.Snapshot{Node: "node1", Routers: []model.GatewayRouter{gr}}
+	env := importEnv(snap)
+	if !sameImportEnv(snap, env) {
+		t.Fatal("a snapshot is not its own import environment")
+	}
+	snap.Northd = model.NorthdVersion{Major: 25, Minor: 3, Raw: "25.03.0-20.41.0-77.1"}
+	if sameImportEnv(snap, env) {
+		t.Error("a new northd version is the same import environment")
+	}
+}

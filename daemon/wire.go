@@ -61,6 +61,6 @@ func (c nbClient) Status() api.NBStatus {
 	}
 	return api.NBStatus{
 		Endpoint: s.Endpoint, Source: string(s.Source), Tried: tried, Current: s.Current, Connected: s.Connected, Synced: s.Synced, Since: s.Since,
-		LastError: s.LastError, LastErrorAt: s.LastErrorAt, Attempts: s.Attempts, Problems: s.Problems,
+		LastError: s.LastError, LastErrorAt: s.LastErrorAt, Attempts: s.Attempts, Problems: s.Problems, Northd: s.Northd,
 	}
 }

@@ -52,7 +52,11 @@ func checkNB(ctx context.Context, s *state) []Result {
 		}
 		how = "discovered: ovn.northbound unset; looked at " + strings.Join(tried, ", ")
 	}
-	out := []Result{pass(idNB, "OVN Northbound answers at %s (%s; %d networks with subnets on node %s)", view.Endpoint, how, len(snap.Networks), c.Node.Name)}
+	northd := "northd " + snap.Northd.String()
+	if !snap.Northd.Known() {
+		northd = "northd version unknown"
+	}
+	out := []Result{pass(idNB, "OVN Northbound answers at %s (%s; %d networks with subnets on node %s; %s)", view.Endpoint, how, len(snap.Networks), c.Node.Name, northd)}
 	out = append(out, routerResults(idRouters, c.Node.Name, snap, ovnNetworks(s))...)
 	out = append(out, routeImportResults(idImport, snap, ovnNetworks(s))...)
 	return out

@@ -10,6 +10,7 @@
 package model
 
 import (
+	"fmt"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -74,6 +75,45 @@ type Snapshot struct {
 	// not the entry (issue 19): the list and the entries are shared
 	// between snapshots and read-only (copy an entry to change it).
 	WorkloadIPs []*WorkloadIP `json:"workloadIPs,omitempty"`
+	// Northd is the version of the ovn-northd that last wrote NB; zero
+	// when NB does not say.
+	Northd NorthdVersion `json:"northd,omitzero"`
+}
+
+// NorthdVersion is the OVN release of ovn-northd, from NB_Global
+// options:northd_internal_version ("24.03.2-20.33.0-72.6": the OVN
+// version, the Southbound schema version, northd's internal version).
+// Major 0 is unknown (no such option, or not of that shape), which import
+// takes as the oldest; Raw is the option as NB holds it, "" when absent.
+type NorthdVersion struct {
+	Major int    `json:"major,omitempty"`
+	Minor int    `json:"minor,omitempty"`
+	Raw   string `json:"raw,omitempty"`
+}
+
+// Known reports whether the release is known.
+func (v NorthdVersion) Known() bool { return v.Major > 0 }
+
+// AtLeast reports whether the release is known and major.minor or later.
+func (v NorthdVersion) AtLeast(major, minor int) bool {
+	return v.Known() && (v.Major > major || v.Major == major && v.Minor >= minor)
+}
+
+// MixedFamilyRoutes reports whether this northd takes a static route
+// whose prefix and next hop families differ (an IPv4 prefix via an IPv6
+// next hop): OVN 25.03 is the first release with commit 559924291
+// ("northd: Handle routing for other address families"; OVN's NEWS lists
+// it under 24.09.0, but no 24.09 release has it). Before, northd drops
+// such a route with "Address family doesn't match". An unknown version
+// does not.
+func (v NorthdVersion) MixedFamilyRoutes() bool { return v.AtLeast(25, 3) }
+
+// String is the release as OVN names it ("24.09"), or "unknown".
+func (v NorthdVersion) String() string {
+	if !v.Known() {
+		return "unknown"
+	}
+	return fmt.Sprintf("%d.%02d", v.Major, v.Minor)
 }
 
 // PathAttrs are the BGP attributes ovnbgp sets on an advertised prefix,

@@ -137,6 +137,9 @@ type Status struct {
 	Attempts int `json:"attempts"`
 	// Problems are the NB rows the last Snapshot skipped, and why.
 	Problems []string `json:"problems,omitempty"`
+	// Northd is the version of ovn-northd NB gives; nil before a first
+	// full sync.
+	Northd *model.NorthdVersion `json:"northd,omitempty"`
 }
 
 // Dial returns a Client at once; it connects in the background and keeps
@@ -251,7 +254,13 @@ func (c *Client) Connected() bool {
 func (c *Client) Status() Status {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	var northd *model.NorthdVersion
+	if c.synced {
+		v := parseNorthdVersion(c.rows.Northd)
+		northd = &v
+	}
 	return Status{
+		Northd:      northd,
 		Endpoint:    c.endpoint,
 		Source:      c.target.Source,
 		Tried:       slices.Clone(c.tried),
@@ -423,12 +432,15 @@ func (c *Client) start(cli client.Client) (nbRows, error) {
 	// pod) are monitored only for a workloadIP rule (config.OVN.Workloads),
 	// and Logical_Switch.ports never: a layer2 switch holds every pod's
 	// port of the network, and libovsdb clones that set on each change.
+	// Of NB_Global only options (northd's version, readNBGlobal): nb_cfg
+	// and the other counters move on every `ovn-nbctl --wait`.
 	ls := &nbdb.LogicalSwitch{}
 	lrp := &nbdb.LogicalRouterPort{}
 	lr := &nbdb.LogicalRouter{}
 	lrsr := &nbdb.LogicalRouterStaticRoute{}
 	lb := &nbdb.LoadBalancer{}
 	nat := &nbdb.NAT{}
+	nbg := &nbdb.NBGlobal{}
 	tables := []client.MonitorOption{
 		client.WithTable(ls, &ls.Name, &ls.ExternalIDs, &ls.OtherConfig),
 		client.WithTable(lrp, &lrp.Name, &lrp.Networks),
@@ -436,6 +448,7 @@ func (c *Client) start(cli client.Client) (nbRows, error) {
 		client.WithTable(lrsr, &lrsr.IPPrefix, &lrsr.Nexthop, &lrsr.OutputPort, &lrsr.ExternalIDs),
 		client.WithTable(lb, &lb.Name, &lb.Vips, &lb.ExternalIDs),
 		client.WithTable(nat, &nat.Type, &nat.ExternalIP, &nat.LogicalIP, &nat.ExternalIDs),
+		client.WithTable(nbg, &nbg.Options),
 	}
 	if c.memo.workloads {
 		lsp := &nbdb.LogicalSwitchPort{}
@@ -552,6 +565,9 @@ func readRows(ctx context.Context, cli client.Client, memo *rowMemo) (nbRows, er
 		return out, err
 	}
 	if err := readRouters(&out, table, prev, same); err != nil {
+		return out, err
+	}
+	if err := readNBGlobal(&out, table, prev, same); err != nil {
 		return out, err
 	}
 	nat, err := readNATs(&out, st)

@@ -138,7 +138,7 @@ func protectedChanged(a, b []model.ProtectedPrefix, cands, listed []netip.Addr) 
 // the host prefixes of own (sorted): the addresses whose egress IP or VIP
 // entries the delta names, whose protected entry comes and goes with them.
 func sameContext(a, b model.Snapshot, own []netip.Addr) bool {
-	return a.Node == b.Node && slices.Equal(a.NodeAddresses, b.NodeAddresses) &&
+	return a.Node == b.Node && a.Northd == b.Northd && slices.Equal(a.NodeAddresses, b.NodeAddresses) &&
 		sameProtectedBut(a.Protected, b.Protected, own) &&
 		reflect.DeepEqual(a.Networks, b.Networks) && sameRoutersBut(a.Routers, b.Routers)
 }

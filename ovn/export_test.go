@@ -32,3 +32,11 @@ func CachedRows(c *Client, table string) int {
 	}
 	return t.Len()
 }
+
+// TableEvents is how many cache events of table the client's memo has
+// recorded (all sessions).
+func TableEvents(c *Client, table string) uint64 {
+	c.memo.mu.Lock()
+	defer c.memo.mu.Unlock()
+	return c.memo.version[table]
+}

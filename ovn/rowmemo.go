@@ -86,7 +86,7 @@ const maxGenLog = 1024
 const maxDirty = 1 << 16
 
 // tableSet names the kinds of rows a generation changed.
-type tableSet uint8
+type tableSet uint16
 
 const (
 	tSwitches tableSet = 1 << iota
@@ -101,6 +101,8 @@ const (
 	tLBProtected
 	// tWorkloads: node's workload addresses may differ.
 	tWorkloads
+	// tNBGlobal: northd's version differs.
+	tNBGlobal
 )
 
 // genChange is what changed from the rows of generation gen-1 to those of
@@ -157,6 +159,8 @@ func rowUUID(m libmodel.Model) (string, bool) {
 	case *nbdb.LogicalSwitchPort:
 		return r.UUID, true
 	case *nbdb.DHCPOptions:
+		return r.UUID, true
+	case *nbdb.NBGlobal:
 		return r.UUID, true
 	}
 	return "", false
@@ -294,6 +298,9 @@ func (s *readState) done(rows *nbRows, lb lbResult, nat natResult, wl wlResult) 
 			ch.tables |= tLBProtected
 		}
 		ch.vips = lb.vips
+		if rows.Northd != p.Northd {
+			ch.tables |= tNBGlobal
+		}
 		if wl.changed {
 			ch.tables |= tWorkloads
 			ch.wls, ch.wlNode, ch.wlsUnknown = wl.keys, wl.node, wl.unknown

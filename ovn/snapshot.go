@@ -114,6 +114,9 @@ type nbRows struct {
 	// (eipIndex); nil in rows made by hand: the builder builds them
 	// (buildEgressIPs).
 	eips *natEIPs
+	// Northd is NB_Global options:northd_internal_version, "" when NB
+	// has none (readNBGlobal).
+	Northd string
 	// VMRoutes are KubeVirt's static routes on ovn_cluster_router
 	// (k8s.ovn.org/vm), by UUID.
 	VMRoutes []vmRouteRow
@@ -332,6 +335,9 @@ func buildNBMemo(in nbRows, node string, memo *buildMemo) buildResult {
 	imp := buildImport(in, node)
 	snap.Routers, snap.OwnedRoutes = imp.Routers, imp.Owned
 	snap.NodeAddresses = nodeAddrs
+	if in.Northd != "" {
+		snap.Northd = parseNorthdVersion(in.Northd)
+	}
 	// addrs is sorted, each address once: merged, not sorted again (the
 	// first of equal prefixes kept, as sortProtected of the three would).
 	if prot.ok {

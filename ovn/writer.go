@@ -97,7 +97,7 @@ func (c *Client) ApplyRoutes(ctx context.Context, node string, ops []model.OVNOp
 	}
 	imp := buildImport(rows, node)
 	exists := func(id string) bool { return cacheHasRoute(cli, id) }
-	good, refused := checkOps(imp, node, ops, exists, len(guards) > 0)
+	good, refused := checkOps(imp, parseNorthdVersion(rows.Northd), node, ops, exists, len(guards) > 0)
 	log := c.log.With(zap.String("node", node))
 
 	if len(guards) > 0 {
@@ -143,9 +143,10 @@ func (c *Client) ApplyRoutes(ctx context.Context, node string, ops []model.OVNOp
 }
 
 // checkOps sorts ops into those that may be written and the refused ones
-// (one error each). In manual mode (strict) a row that changed since the
-// plan is left to staleInCache, which says the plan is stale.
-func checkOps(imp importResult, node string, ops []model.OVNOp, exists func(string) bool, strict bool) (good []checkedOp, refused []error) {
+// (one error each); northd is NB's, as read now. In manual mode (strict)
+// a row that changed since the plan is left to staleInCache, which says
+// the plan is stale.
+func checkOps(imp importResult, northd model.NorthdVersion, node string, ops []model.OVNOp, exists func(string) bool, strict bool) (good []checkedOp, refused []error) {
 	routers := make(map[string]model.GatewayRouter, len(imp.Routers))
 	for _, r := range imp.Routers {
 		routers[r.Name] = r
@@ -171,7 +172,7 @@ func checkOps(imp importResult, node string, ops []model.OVNOp, exists func(stri
 		}
 		switch op.Op {
 		case model.OpAdd:
-			if err := validRoute(r); err != nil {
+			if err := validRoute(r, northd); err != nil {
 				refuse("%v", err)
 				continue
 			}
@@ -189,8 +190,8 @@ func checkOps(imp importResult, node string, ops []model.OVNOp, exists func(stri
 				refuse("static route %s is on router %s, not %s", r.UUID, row.Router, r.Router)
 			case !strict && (row.Prefix != r.Prefix || row.NextHop != r.NextHop):
 				refuse("static route %s is now %s via %s: not written (the next plan starts from it)", r.UUID, row.Prefix, row.NextHop)
-			case op.Op == model.OpReplace && validRoute(r) != nil:
-				refuse("%v", validRoute(r))
+			case op.Op == model.OpReplace && validRoute(r, northd) != nil:
+				refuse("%v", validRoute(r, northd))
 			default:
 				good = append(good, checkedOp{op: op, router: gr, row: row})
 			}
@@ -201,8 +202,11 @@ func checkOps(imp importResult, node string, ops []model.OVNOp, exists func(stri
 	return good, refused
 }
 
-// validRoute checks what a written row is made of.
-func validRoute(r model.OVNRoute) error {
+// validRoute checks what a written row is made of: an IPv4 prefix via an
+// IPv6 next hop only while northd takes one (plan decides the same from
+// the snapshot; this holds if northd changed since).
+func validRoute(r model.OVNRoute, northd model.NorthdVersion) error {
+	mixed := r.Prefix.Addr().Is4() && r.NextHop.Is6() && !r.NextHop.Is4In6()
 	switch {
 	case !r.Prefix.IsValid():
 		return errors.New("no prefix")
@@ -210,7 +214,13 @@ func validRoute(r model.OVNRoute) error {
 		return fmt.Errorf("prefix %s has host bits set", r.Prefix)
 	case !r.NextHop.IsValid():
 		return errors.New("no next hop")
-	case r.NextHop.Is4() != r.Prefix.Addr().Is4() || r.NextHop.Is4In6():
+	case mixed && !northd.MixedFamilyRoutes():
+		who := "northd " + northd.String()
+		if !northd.Known() {
+			who = "northd (version unknown)"
+		}
+		return fmt.Errorf("next hop %s is IPv6 but the prefix %s is IPv4, and %s takes no such route (OVN 25.03 is the first that does)", r.NextHop, r.Prefix, who)
+	case r.NextHop.Is4() != r.Prefix.Addr().Is4() && !mixed || r.NextHop.Is4In6():
 		return fmt.Errorf("next hop %s is not of the family of %s", r.NextHop, r.Prefix)
 	case r.NextHop.Zone() != "":
 		return fmt.Errorf("next hop %s has a zone", r.NextHop)

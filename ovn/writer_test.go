@@ -655,3 +655,56 @@ func TestApplyRoutesMemoryServer(t *testing.T) {
 		t.Fatalf("a stale plan changed NB: %+v", after.OwnedRoutes)
 	}
 }
+
+// TestApplyRoutesMixedFamily: an IPv4 prefix via an IPv6 next hop is
+// written only while NB says its northd takes one (OVN 25.03 on); an IPv6
+// prefix via an IPv4 next hop never; a written one is deleted whatever
+// the version.
+func TestApplyRoutesMixedFamily(t *testing.T) {
+	l := newWriterLab(t)
+	mixed := route("GR_node1", "192.0.2.0/24", "fc00:f853:ccd:e793::5", "rtoe-GR_node1", "uplink", "default")
+	add := []model.OVNOp{{Op: model.OpAdd, Route: mixed}}
+	applied, err := apply(t, l, add, nil)
+	if want := "next hop fc00:f853:ccd:e793::5 is IPv6 but the prefix 192.0.2.0/24 is IPv4, and northd (version unknown) takes no such route (OVN 25.03 is the first that does)"; err == nil || !strings.Contains(err.Error(), want) || len(applied) != 0 {
+		t.Fatalf("northd unknown: applied %+v, err %v; want an error containing %q", applied, err, want)
+	}
+	setNorthd(l.s, "24.09.2-20.37.0-73.4")
+	eventually(t, 10*time.Second, func() (bool, string) {
+		v := l.snap(t).Northd
+		return v.Major == 24, fmt.Sprintf("northd %+v", v)
+	})
+	applied, err = apply(t, l, add, nil)
+	if want := "and northd 24.09 takes no such route"; err == nil || !strings.Contains(err.Error(), want) || len(applied) != 0 {
+		t.Fatalf("northd 24.09: applied %+v, err %v; want an error containing %q", applied, err, want)
+	}
+	l.ownedIs(t, nil)
+
+	setNorthd(l.s, "25.03.0-20.41.0-77.1")
+	eventually(t, 10*time.Second, func() (bool, string) {
+		v := l.snap(t).Northd
+		return v.MixedFamilyRoutes(), fmt.Sprintf("northd %+v", v)
+	})
+	applied, err = apply(t, l, add, nil)
+	if err != nil || len(applied) != 1 {
+		t.Fatalf("northd 25.03: applied %+v, err %v; want the add applied", applied, err)
+	}
+	got := l.ownedIs(t, []model.OVNRoute{mixed})
+	if row := l.s.MustNBCtl("--bare", "--columns=ip_prefix,nexthop", "list", "Logical_Router_Static_Route", got[0].UUID); row != "192.0.2.0/24\nfc00:f853:ccd:e793::5" {
+		t.Errorf("NB row: %q", row)
+	}
+	applied, err = apply(t, l, []model.OVNOp{{Op: model.OpAdd, Route: route("GR_node1", "2001:db8:1::/48", "172.18.0.10", "rtoe-GR_node1", "uplink", "default")}}, nil)
+	if want := "next hop 172.18.0.10 is not of the family of 2001:db8:1::/48"; err == nil || !strings.Contains(err.Error(), want) || len(applied) != 0 {
+		t.Fatalf("IPv6 via IPv4: applied %+v, err %v; want an error containing %q", applied, err, want)
+	}
+
+	// northd goes back to 24.09: the row is deleted.
+	setNorthd(l.s, "24.09.2-20.37.0-73.4")
+	eventually(t, 10*time.Second, func() (bool, string) {
+		v := l.snap(t).Northd
+		return v.Major == 24, fmt.Sprintf("northd %+v", v)
+	})
+	if applied, err := apply(t, l, []model.OVNOp{{Op: model.OpDelete, Route: got[0]}}, nil); err != nil || len(applied) != 1 {
+		t.Fatalf("delete: applied %+v, err %v", applied, err)
+	}
+	l.ownedIs(t, nil)
+}

@@ -157,7 +157,7 @@ func FuzzImportDecision(f *testing.F) {
 	f.Add([]byte{0xc0 | 5<<2, 24, 10, 1, 2, 0, 1, 2, 0, 1, 0})                                           // IPv4 via fe80::…%eth2 from tor-u: accepted, kernel only
 	f.Add([]byte{0xc0 | 5<<2, 24, 10, 1, 2, 0, 1, 4, 0, 1, 0})                                           // the same via fe80::…%eth0: refused
 	f.Add([]byte{0xc0 | 0<<2, 24, 10, 1, 2, 0, 0, 0x10, 0, 1, 0})                                        // IPv4 via 2001:… from tor-a (IPv4 session): refused
-	f.Add([]byte{0xc0 | 3<<2, 24, 10, 1, 2, 0, 0, 0x10, 0, 1, 0})                                        // IPv4 via 2001:… from tor-6: kernel only
+	f.Add([]byte{0xc0 | 3<<2, 24, 10, 1, 2, 0, 0, 0x10, 0, 1, 0})                                        // IPv4 via 2001:… from tor-6: kernel only (and OVN with northd 25.03)
 	f.Add([]byte{0x41 | 7<<2, 48, 0, 1, 0, 0, 1, 4, 0, 1, 0})                                            // IPv6 via fe80::…%eth0 from multihop tor-mh: refused
 	f.Add([]byte{0xc0 | 5<<2, 24, 10, 1, 2, 0, 1, 2, 0, 0x20, 0})                                        // IPv4 via fe80::102:20%eth2, the host's own: refused
 	f.Add([]byte{0x40, 24, 10, 1, 2, 0, 192, 0, 2, 1, 2, 0x44, 24, 10, 1, 2, 0, 192, 0, 2, 2, 1 | 1<<3}) // rejected by community; accepted at metric 5
@@ -169,81 +169,92 @@ func FuzzImportDecision(f *testing.F) {
 		if len(paths) > 64 {
 			paths = paths[:64]
 		}
-		in := fuzzFixture()
-		in.Learned = paths
-		once := NewImportTable(in).Result()
-
-		in.Learned = nil
-		table := NewImportTable(in)
-		half := len(paths) / 2
-		table.Update(TableChange{Paths: paths[:half]})
-		table.Update(TableChange{Paths: paths[half:]})
-		stepped := table.Result()
-		for _, r := range []*ImportResult{&once, &stepped} {
-			slices.SortFunc(r.Paths, func(a, b model.LearnedPath) int {
-				return cmp.Or(strings.Compare(a.Peer, b.Peer), model.ComparePrefix(a.Prefix, b.Prefix))
-			})
-		}
-		if !reflect.DeepEqual(once.Paths, stepped.Paths) || !reflect.DeepEqual(once.OVN, stepped.OVN) || !reflect.DeepEqual(once.Kernel, stepped.Kernel) {
-			t.Fatalf("a table fed in two steps decides differently from one built at once:\nonce %+v\nstepped %+v", once, stepped)
-		}
-
-		accepted := map[netip.Prefix]bool{}
-		bestMetric, hasMetric := map[netip.Prefix]uint32{}, map[netip.Prefix]bool{}
-		for _, p := range once.Paths {
-			if !p.Accepted {
-				if p.Reason == "" {
-					t.Fatalf("rejected without a reason: %+v", p)
-				}
-				continue
-			}
-			accepted[p.Prefix] = true
-			checkImportable(t, prot, p.Prefix, p.NextHop, p.Malformed, p.Peer)
-			for _, c := range p.Communities {
-				if slices.Contains(fuzzRejected, c) {
-					t.Fatalf("%s from %s accepted with community %s, which rejectCommunities lists: %s", p.Prefix, p.Peer, c, p.Reason)
-				}
-			}
-			m, ok := fuzzEntry(&in.Config.Import[0], p)
-			if !ok {
-				t.Fatalf("%s from %s (communities %v, AS path %v) accepted, but no accept entry matches it: %s", p.Prefix, p.Peer, p.Communities, p.ASPath, p.Reason)
-			}
-			if m.Metric < bestMetric[p.Prefix] || !hasMetric[p.Prefix] {
-				bestMetric[p.Prefix], hasMetric[p.Prefix] = m.Metric, true
-			}
-		}
-		for _, r := range once.OVN {
-			if !accepted[r.Prefix] {
-				t.Fatalf("OVN route for %s, which no accepted path has", r.Prefix)
-			}
-			// OVN before 25.03 ignores a static route whose families
-			// differ, and a zone is not valid in NB (issue 20).
-			if r.NextHop.Is4() != r.Prefix.Addr().Is4() || r.NextHop.Zone() != "" || r.NextHop.IsLinkLocalUnicast() {
-				t.Fatalf("OVN route %s via %s", r.Prefix, r.NextHop)
-			}
-			checkImportable(t, prot, r.Prefix, r.NextHop, "", "")
-		}
-		for _, r := range once.Kernel {
-			if !accepted[r.Prefix] {
-				t.Fatalf("kernel route for %s, which no accepted path has", r.Prefix)
-			}
-			if r.Metric != bestMetric[r.Prefix] {
-				t.Fatalf("kernel route for %s has metric %d, not its accepted paths' lowest %d", r.Prefix, r.Metric, bestMetric[r.Prefix])
-			}
-			for _, nh := range r.NextHops {
-				// The kernel's address carries no zone; a link-local one
-				// is through eth2, and not the host's own there.
-				if nh.Addr.Zone() != "" || nh.Addr.IsLinkLocalUnicast() && (nh.Dev != "eth2" || nh.Addr == netip.MustParseAddr("fe80::102:20")) {
-					t.Fatalf("kernel route %s via %+v", r.Prefix, nh)
-				}
-				a := nh.Addr
-				if a.Is6() && a.IsLinkLocalUnicast() {
-					a = a.WithZone(nh.Dev)
-				}
-				checkImportable(t, prot, r.Prefix, a, "", "")
-			}
+		// Every input twice: with a northd of unknown version and with
+		// one that takes an IPv4 prefix via an IPv6 next hop (OVN 25.03).
+		for _, northd := range []model.NorthdVersion{{}, {Major: 25, Minor: 3, Raw: "25.03.0-20.41.0-77.1"}} {
+			fuzzDecide(t, prot, paths, northd)
 		}
 	})
+}
+
+// fuzzDecide is one FuzzImportDecision run of paths with northd.
+func fuzzDecide(t *testing.T, prot []model.ProtectedPrefix, paths []model.LearnedPath, northd model.NorthdVersion) {
+	in := fuzzFixture()
+	in.Snapshot.Northd = northd
+	in.Learned = paths
+	once := NewImportTable(in).Result()
+
+	in.Learned = nil
+	table := NewImportTable(in)
+	half := len(paths) / 2
+	table.Update(TableChange{Paths: paths[:half]})
+	table.Update(TableChange{Paths: paths[half:]})
+	stepped := table.Result()
+	for _, r := range []*ImportResult{&once, &stepped} {
+		slices.SortFunc(r.Paths, func(a, b model.LearnedPath) int {
+			return cmp.Or(strings.Compare(a.Peer, b.Peer), model.ComparePrefix(a.Prefix, b.Prefix))
+		})
+	}
+	if !reflect.DeepEqual(once.Paths, stepped.Paths) || !reflect.DeepEqual(once.OVN, stepped.OVN) || !reflect.DeepEqual(once.Kernel, stepped.Kernel) {
+		t.Fatalf("a table fed in two steps decides differently from one built at once:\nonce %+v\nstepped %+v", once, stepped)
+	}
+
+	accepted := map[netip.Prefix]bool{}
+	bestMetric, hasMetric := map[netip.Prefix]uint32{}, map[netip.Prefix]bool{}
+	for _, p := range once.Paths {
+		if !p.Accepted {
+			if p.Reason == "" {
+				t.Fatalf("rejected without a reason: %+v", p)
+			}
+			continue
+		}
+		accepted[p.Prefix] = true
+		checkImportable(t, prot, p.Prefix, p.NextHop, p.Malformed, p.Peer)
+		for _, c := range p.Communities {
+			if slices.Contains(fuzzRejected, c) {
+				t.Fatalf("%s from %s accepted with community %s, which rejectCommunities lists: %s", p.Prefix, p.Peer, c, p.Reason)
+			}
+		}
+		m, ok := fuzzEntry(&in.Config.Import[0], p)
+		if !ok {
+			t.Fatalf("%s from %s (communities %v, AS path %v) accepted, but no accept entry matches it: %s", p.Prefix, p.Peer, p.Communities, p.ASPath, p.Reason)
+		}
+		if m.Metric < bestMetric[p.Prefix] || !hasMetric[p.Prefix] {
+			bestMetric[p.Prefix], hasMetric[p.Prefix] = m.Metric, true
+		}
+	}
+	for _, r := range once.OVN {
+		if !accepted[r.Prefix] {
+			t.Fatalf("OVN route for %s, which no accepted path has", r.Prefix)
+		}
+		// northd before OVN 25.03 ignores a static route whose
+		// families differ, and a zone is not valid in NB (issue 20).
+		mixed := r.Prefix.Addr().Is4() && r.NextHop.Is6() && !r.NextHop.Is4In6()
+		if r.NextHop.Is4() != r.Prefix.Addr().Is4() && !(mixed && northd.MixedFamilyRoutes()) || r.NextHop.Zone() != "" || r.NextHop.IsLinkLocalUnicast() {
+			t.Fatalf("OVN route %s via %s (northd %s)", r.Prefix, r.NextHop, northd)
+		}
+		checkImportable(t, prot, r.Prefix, r.NextHop, "", "")
+	}
+	for _, r := range once.Kernel {
+		if !accepted[r.Prefix] {
+			t.Fatalf("kernel route for %s, which no accepted path has", r.Prefix)
+		}
+		if r.Metric != bestMetric[r.Prefix] {
+			t.Fatalf("kernel route for %s has metric %d, not its accepted paths' lowest %d", r.Prefix, r.Metric, bestMetric[r.Prefix])
+		}
+		for _, nh := range r.NextHops {
+			// The kernel's address carries no zone; a link-local one
+			// is through eth2, and not the host's own there.
+			if nh.Addr.Zone() != "" || nh.Addr.IsLinkLocalUnicast() && (nh.Dev != "eth2" || nh.Addr == netip.MustParseAddr("fe80::102:20")) {
+				t.Fatalf("kernel route %s via %+v", r.Prefix, nh)
+			}
+			a := nh.Addr
+			if a.Is6() && a.IsLinkLocalUnicast() {
+				a = a.WithZone(nh.Dev)
+			}
+			checkImportable(t, prot, r.Prefix, a, "", "")
+		}
+	}
 }
 
 // fuzzSessions6 are linkLocalFixture's peers whose session runs over IPv6

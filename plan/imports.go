@@ -435,8 +435,8 @@ func (e *importEnv) check(ri int, p model.LearnedPath) (string, RejectCause) {
 	}
 	if gr := e.routers[ri]; gr != nil && e.tables[ri] == 0 {
 		// with a kernel target, the path goes there only (see where)
-		if why := ovnSkips(gr, p); why != "" {
-			if mixedFamily(p) {
+		if why := e.ovnSkips(gr, p); why != "" {
+			if e.mixedSkipped(p) {
 				why += "; only a kernel target installs it"
 			}
 			return why + fmt.Sprintf(" (rule %s, network %s)", r.Name, r.Network), RejectNextHop
@@ -454,23 +454,32 @@ func inExternal(gr *model.GatewayRouter, a netip.Addr) bool {
 // hop (RFC 8950).
 func mixedFamily(p model.LearnedPath) bool { return p.Prefix.Addr().Is4() && p.NextHop.Is6() }
 
+// mixedSkipped reports whether path p is an IPv4 prefix with an IPv6 next
+// hop that NB's northd would drop (model.NorthdVersion.MixedFamilyRoutes).
+func (e *importEnv) mixedSkipped(p model.LearnedPath) bool {
+	return mixedFamily(p) && !e.snap.Northd.MixedFamilyRoutes()
+}
+
 // ovnTakes reports whether gateway router gr takes path p as a static
 // route (ovnSkips says why not).
-func ovnTakes(gr *model.GatewayRouter, p model.LearnedPath) bool {
-	return !mixedFamily(p) && p.NextHop.Zone() == "" && inExternal(gr, p.NextHop)
+func (e *importEnv) ovnTakes(gr *model.GatewayRouter, p model.LearnedPath) bool {
+	return !e.mixedSkipped(p) && p.NextHop.Zone() == "" && inExternal(gr, p.NextHop)
 }
 
 // ovnSkips says why gateway router gr does not take path p as a static
 // route, "" if it does. northd before OVN 25.03 (commit 559924291,
 // "northd: Handle routing for other address families") drops a static
 // route whose prefix and next hop families differ with one log line, and
-// OpenShift 4.16-4.19 ship OVN 24.03 and 24.09 (issue 20): such a path goes
-// to the kernel target only. A link-local next hop is never written to NB
-// (a zone is not valid there, and without one it names no port).
-func ovnSkips(gr *model.GatewayRouter, p model.LearnedPath) string {
+// OpenShift 4.16-4.19 ship OVN 24.03 and 24.09 (issue 20): with such a
+// northd, or one whose version NB does not give, such a path goes to the
+// kernel target only; from 25.03 on, to OVN too. A link-local next hop is
+// never written to NB (a zone is not valid there, and without one it
+// names no port).
+func (e *importEnv) ovnSkips(gr *model.GatewayRouter, p model.LearnedPath) string {
 	switch {
-	case mixedFamily(p):
-		return fmt.Sprintf(`IPv4 prefix with IPv6 next hop %s: OVN before 25.03 ignores a static route whose families differ (northd: "Address family doesn't match")`, p.NextHop)
+	case e.mixedSkipped(p):
+		return fmt.Sprintf(`IPv4 prefix with IPv6 next hop %s: %s ignores a static route whose families differ ("Address family doesn't match")`,
+			p.NextHop, northdBefore(e.snap.Northd))
 	case p.NextHop.Zone() != "":
 		return fmt.Sprintf("next hop %s of %s is link-local: ovnbgp writes no link-local next hop into NB", p.NextHop, p.Prefix)
 	case !inExternal(gr, p.NextHop):
@@ -480,6 +489,17 @@ func ovnSkips(gr *model.GatewayRouter, p model.LearnedPath) string {
 	return ""
 }
 
+// northdBefore says that northd v is, or is taken as, before OVN 25.03.
+func northdBefore(v model.NorthdVersion) string {
+	switch {
+	case v.Known():
+		return fmt.Sprintf("northd %s is before OVN 25.03, and", v)
+	case v.Raw == "":
+		return "northd version unknown (no NB_Global options:northd_internal_version), taken as before OVN 25.03, which"
+	}
+	return fmt.Sprintf("northd version unknown (NB_Global options:northd_internal_version %q), taken as before OVN 25.03, which", v.Raw)
+}
+
 // where says, for path p accepted by rule ri, where it is not installed
 // and why, and where it is: "" when it goes to every target the rule
 // configures.
@@ -487,7 +507,7 @@ func (e *importEnv) where(ri int, p model.LearnedPath) string {
 	r := &e.cfg.Import[ri]
 	ovn, kernel := r.Targets.OVN, r.Targets.Kernel.Table != 0 || r.Targets.Kernel.VRF != ""
 	gr := e.routers[ri]
-	ovnOK := !ovn || gr != nil && ovnTakes(gr, p)
+	ovnOK := !ovn || gr != nil && e.ovnTakes(gr, p)
 	kernelOK := !kernel || e.tables[ri] != 0
 	if ovnOK && kernelOK {
 		// The usual answer, made without a string: it is asked for
@@ -499,8 +519,8 @@ func (e *importEnv) where(ri int, p model.LearnedPath) string {
 		switch {
 		case gr == nil:
 			not = append(not, "not in OVN: "+e.ovnWhy[ri])
-		case !ovnTakes(gr, p):
-			not = append(not, fmt.Sprintf("not in OVN: %s (network %s)", ovnSkips(gr, p), r.Network))
+		case !e.ovnTakes(gr, p):
+			not = append(not, fmt.Sprintf("not in OVN: %s (network %s)", e.ovnSkips(gr, p), r.Network))
 		default:
 			in = append(in, fmt.Sprintf("OVN (%s)", gr.Name))
 		}
@@ -733,7 +753,7 @@ func (e *importEnv) targets(paths []model.LearnedPath, cands []candidate, ovn []
 	}
 	for _, c := range cands {
 		p, r := paths[c.path], &e.cfg.Import[c.rule]
-		if gr := e.routers[c.rule]; gr != nil && ovnTakes(gr, p) {
+		if gr := e.routers[c.rule]; gr != nil && e.ovnTakes(gr, p) {
 			i := slices.IndexFunc(ovnOwner, func(o claim[string]) bool { return o.key == gr.Name })
 			if i < 0 {
 				ovnOwner = append(ovnOwner, claim[string]{gr.Name, c.rule})

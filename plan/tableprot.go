@@ -30,13 +30,14 @@ import (
 //
 // The rest of what the table was built against must be the same: the
 // caller rebuilds when it changed (daemon's fullWhy). ok is false, and
-// nothing changed, when this can tell it did not stay: snap's node or
-// gateway routers (all but their StaticRoutes) differ from the table's.
+// nothing changed, when this can tell it did not stay: snap's node,
+// northd version or gateway routers (all but their StaticRoutes) differ
+// from the table's.
 // What else import reads of a snapshot (OwnedRoutes, for which prefixes a
 // cap keeps first) is read by NewImportTable only.
 func (t *ImportTable) SetSnapshotProtected(snap model.Snapshot) (touched []netip.Prefix, ok bool) {
 	e := t.env
-	if snap.Node != e.snap.Node || !slices.EqualFunc(snap.Routers, e.snap.Routers, sameRouterForImport) {
+	if snap.Node != e.snap.Node || snap.Northd != e.snap.Northd || !slices.EqualFunc(snap.Routers, e.snap.Routers, sameRouterForImport) {
 		return nil, false
 	}
 	prot := Protected(t.cfg, snap, e.host)

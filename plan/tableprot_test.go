@@ -184,8 +184,8 @@ func compareTables(t *testing.T, where string, got, want *ImportTable) {
 	checkCounts(t, got)
 }
 
-// TestTableSetProtectedRefuses: a snapshot whose gateway routers or node
-// differ is not a change of protected entries only: refused, the table
+// TestTableSetProtectedRefuses: a snapshot whose gateway routers, node or
+// northd version differ is not a change of protected entries only: refused, the table
 // unchanged.
 func TestTableSetProtectedRefuses(t *testing.T) {
 	in := tableFixture(0)
@@ -203,6 +203,13 @@ func TestTableSetProtectedRefuses(t *testing.T) {
 	snap.Node = "n2"
 	if _, ok := table.SetSnapshotProtected(snap); ok {
 		t.Fatal("a change of the node was taken")
+	}
+	// northd's version decides whether OVN takes an IPv4 prefix via an
+	// IPv6 next hop.
+	snap = in.Snapshot
+	snap.Northd = model.NorthdVersion{Major: 25, Minor: 3, Raw: "25.03.0-20.41.0-77.1"}
+	if _, ok := table.SetSnapshotProtected(snap); ok {
+		t.Fatal("a change of northd's version was taken")
 	}
 	if got := table.Result(); !reflect.DeepEqual(got, before) {
 		t.Fatalf("a refused change changed the table:\n%s", gocmp.Diff(before, got, cmpAddrs, cmpopts.EquateEmpty()))

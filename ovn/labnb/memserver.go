@@ -20,7 +20,7 @@ import (
 // MemoryServer is libovsdb's in-memory OVSDB server holding the subset of
 // the OVN Northbound schema ovnbgp uses (ovn/nbdb), listening on a unix
 // socket. It is for `ovnbgp lab` and tests: it forgets everything on Close,
-// and it is not a replacement for ovsdb-server (no NB_Global, only the
+// and it is not a replacement for ovsdb-server (an empty NB_Global, only the
 // tables and columns of ovn/nbdb, no persistence). Its own loggers are
 // libovsdb's (stdr to stderr, errors only: see the package doc); they
 // cannot be replaced in libovsdb v0.7.0.

@@ -21,6 +21,7 @@ func FullDatabaseModel() (model.ClientDBModel, error) {
 		"Logical_Switch":              &LogicalSwitch{},
 		"Logical_Switch_Port":         &LogicalSwitchPort{},
 		"NAT":                         &NAT{},
+		"NB_Global":                   &NBGlobal{},
 	})
 }
 
@@ -658,6 +659,59 @@ var schema = `{
           }
         }
       }
+    },
+    "NB_Global": {
+      "columns": {
+        "external_ids": {
+          "type": {
+            "key": {
+              "type": "string"
+            },
+            "value": {
+              "type": "string"
+            },
+            "min": 0,
+            "max": "unlimited"
+          }
+        },
+        "hv_cfg": {
+          "type": "integer"
+        },
+        "hv_cfg_timestamp": {
+          "type": "integer"
+        },
+        "ipsec": {
+          "type": "boolean"
+        },
+        "name": {
+          "type": "string"
+        },
+        "nb_cfg": {
+          "type": "integer"
+        },
+        "nb_cfg_timestamp": {
+          "type": "integer"
+        },
+        "options": {
+          "type": {
+            "key": {
+              "type": "string"
+            },
+            "value": {
+              "type": "string"
+            },
+            "min": 0,
+            "max": "unlimited"
+          }
+        },
+        "sb_cfg": {
+          "type": "integer"
+        },
+        "sb_cfg_timestamp": {
+          "type": "integer"
+        }
+      },
+      "isRoot": true
     }
   }
 }`

@@ -22,8 +22,11 @@ func main() {
 	}
 }
 
-// keep lists the tables ovnbgp reads or writes.
+// keep lists the tables ovnbgp reads or writes. Of NB_Global only options
+// is read (northd's version); its connections and ssl refer to tables left
+// out, and go.
 var keep = map[string]bool{
+	"NB_Global":                   true,
 	"Logical_Switch":              true,
 	"Logical_Switch_Port":         true,
 	"Logical_Router":              true,
