@@ -110,10 +110,17 @@ func (o lowOp) String() string {
 // key: the first is applied).
 type lowering struct {
 	ops    []lowOp
-	update []model.Advertisement
+	update []update
 	forget []model.Key
 	failed map[model.Key]failure
 	errs   []error
+}
+
+// update is an advertisement already in its group gid: only its record
+// changes.
+type update struct {
+	adv model.Advertisement
+	gid groupID
 }
 
 // lower turns a change into gobgp operations, starting from st. It does
@@ -209,7 +216,7 @@ func lower(st installed, ch change) lowering {
 	for _, k := range keys {
 		w := desired[k]
 		if cur, had := st.member[k]; had && cur == w.gid {
-			out.update = append(out.update, w.adv)
+			out.update = append(out.update, update{adv: w.adv, gid: cur})
 			continue
 		}
 		op := grow[w.gid]

@@ -185,18 +185,18 @@ func TestInEffectOfIsSortedInEffect(t *testing.T) {
 	for _, p := range []netip.Prefix{p1, p3} {
 		k := model.Key{Peer: "tor", Prefix: p}
 		a.setMember(k, g0)
-		a.advs[k] = &model.Advertisement{Peer: "tor", Prefix: p, Rule: "r"}
+		a.setAdv(k, g0, model.Advertisement{Peer: "tor", Prefix: p, Rule: "r"})
 	}
 	a.unsynced[model.Key{Peer: "tor", Prefix: p3}] = true
 	var want []string
 	for _, adv := range a.sortedInEffect() {
-		want = append(want, fmt.Sprint(*adv))
+		want = append(want, fmt.Sprint(adv.advertisement()))
 	}
 	var got []string
 	var gids []groupID
 	for _, p := range []netip.Prefix{p1, p2, p3, p4} {
 		if adv, ok := a.inEffectOf(model.Key{Peer: "tor", Prefix: p}, &gids); ok {
-			got = append(got, fmt.Sprint(*adv))
+			got = append(got, fmt.Sprint(adv.advertisement()))
 		}
 	}
 	if !slices.Equal(got, want) {

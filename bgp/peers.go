@@ -187,7 +187,7 @@ func (s *Speaker) SetPeers(ctx context.Context, peers []config.Peer) error {
 	var keep []model.Advertisement
 	for _, k := range sortedAdvKeys(s.adv.advs) {
 		if _, ok := s.peers[k.Peer]; ok {
-			keep = append(keep, *s.adv.advs[k])
+			keep = append(keep, s.adv.advs[k].advertisement())
 		}
 	}
 	if err := s.reconcile(ctx, keep, nil); err != nil {

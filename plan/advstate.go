@@ -402,7 +402,7 @@ func (s *AdvertState) rebuild(snap model.Snapshot) {
 					prefix := sn.Prefix.Masked()
 					for _, p := range r.peers[family(prefix.Addr())] {
 						s.addFirst(model.Key{Peer: p.Name, Prefix: prefix}, r.index, model.Advertisement{Peer: p.Name, Prefix: prefix,
-							Attrs: attrs(*r.rule), Rule: r.rule.Name, Network: nw.Name, Source: sn.Source})
+							Attrs: attrs(r.rule), Rule: r.rule.Name, Network: nw.Name, Source: sn.Source})
 					}
 				}
 			}
@@ -520,7 +520,7 @@ func (s *AdvertState) setEgressIP(a netip.Addr, es []model.EgressIP, t *touched)
 				s.set(k, r.index, nil, t)
 				continue
 			}
-			s.set(k, r.index, &model.Advertisement{Peer: p.Name, Prefix: host, Attrs: attrs(*r.rule), Rule: r.rule.Name,
+			s.set(k, r.index, &model.Advertisement{Peer: p.Name, Prefix: host, Attrs: attrs(r.rule), Rule: r.rule.Name,
 				Network: es[i].Network, Source: es[i].Source}, t)
 		}
 	}
@@ -588,7 +588,7 @@ func (s *AdvertState) setWorkloadIP(a netip.Addr, ws []*model.WorkloadIP, t *tou
 				s.set(k, r.index, nil, t)
 				continue
 			}
-			at := attrs(*r.rule)
+			at := attrs(r.rule)
 			if sk.handover {
 				at = handoverAttrs(s.cfg, r.rule, p)
 			}
@@ -711,7 +711,7 @@ func (s *AdvertState) setAggregate(snap model.Snapshot, r advRule, prefix netip.
 			}
 		}
 		for i, o := range outs {
-			o.Peer, o.Attrs = p.Name, attrs(*r.rule)
+			o.Peer, o.Attrs = p.Name, attrs(r.rule)
 			if handover[i] {
 				o.Attrs = handoverAttrs(s.cfg, r.rule, p)
 			}
