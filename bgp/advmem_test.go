@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"runtime"
+	"slices"
 	"testing"
 
 	"github.com/ovnbgp/ovnbgp/model"
@@ -57,4 +58,70 @@ func TestAdvStateMemoryPerAdvertisement(t *testing.T) {
 	if per > 690 {
 		t.Errorf("the speaker keeps %.0f B an advertisement at %d, want at most 690 (~615 measured): a whole copy per key again?", per, n)
 	}
+}
+
+// TestAdvStateSharesWhys (issue 18, item 5): the records of the
+// advertisements with the same attributes (as given) and explanation share
+// one why, and a why goes with its last record: changing the rule of
+// every advertisement leaves one why, of the new rule; attributes given in
+// another order are another why (Advertised lists them as asked), in the
+// same group; withdrawing everything leaves none.
+func TestAdvStateSharesWhys(t *testing.T) {
+	parallel(t)
+	l := newLab(t, 121)
+	node := l.node(false, l.peerOf("a", 3, freePort(t), provASN))
+	c1, c2 := model.Community(65001<<16|1), model.Community(65001<<16|2)
+	advs := make([]model.Advertisement, 100)
+	for i := range advs {
+		advs[i] = model.Advertisement{Peer: "a", Prefix: netip.PrefixFrom(netip.AddrFrom4([4]byte{198, 18, 0, byte(i)}), 32),
+			Rule: "vips", Network: "default", Source: fmt.Sprintf("lb %d", i), Attrs: model.PathAttrs{Communities: []model.Community{c1, c2}}}
+	}
+	whys := func() []string {
+		node.mu.Lock()
+		defer node.mu.Unlock()
+		var out []string
+		for k, list := range node.adv.whys {
+			for _, w := range list {
+				out = append(out, fmt.Sprintf("%s %v x%d", k.rule, w.attrs.Communities, w.refs))
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	check := func(what string, want ...string) {
+		t.Helper()
+		if got := whys(); !slices.Equal(got, want) {
+			t.Errorf("%s: whys %q, want %q", what, got, want)
+		}
+	}
+	ctx := context.Background()
+	if err := setAll(ctx, node, advs); err != nil {
+		t.Fatal(err)
+	}
+	check("announced", "vips [65001:1 65001:2] x100")
+	for i := range advs {
+		advs[i].Rule = "other"
+		if i%2 == 1 {
+			advs[i].Attrs.Communities = []model.Community{c2, c1}
+		}
+	}
+	// The diff sees no change of what is sent: Apply the records' change.
+	if err := node.Apply(ctx, model.AdvertDiff{Change: advs}); err != nil {
+		t.Fatal(err)
+	}
+	check("rule changed, half the communities given in another order",
+		"other [65001:1 65001:2] x50", "other [65001:2 65001:1] x50")
+	got := node.Advertised()
+	if len(got) != len(advs) {
+		t.Fatalf("%d advertised, want %d", len(got), len(advs))
+	}
+	for i, a := range got {
+		if a.Rule != "other" || a.Source != advs[i].Source || !slices.Equal(a.Attrs.Communities, advs[i].Attrs.Communities) {
+			t.Errorf("advertised %+v, want %+v", a, advs[i])
+		}
+	}
+	if err := setAll(ctx, node, nil); err != nil {
+		t.Fatal(err)
+	}
+	check("withdrawn")
 }
