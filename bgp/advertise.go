@@ -42,17 +42,16 @@ type advState struct {
 	rib map[netip.Prefix]struct{}
 	// groups mirror the export statements and their prefix sets.
 	groups map[groupID]*group
-	// member is the group each wanted advertisement was put in; advs is
-	// that advertisement as given (Rule, Network and Source included), as
-	// a record a third of its size: the attributes and explanation are
-	// shared by every advertisement that has the same (whys).
-	member map[model.Key]groupID
-	// (Pointers: Advertised sorts them on every pass.)
-	advs map[model.Key]*record
+	// member is each wanted advertisement's record: the group it was
+	// put in, and the advertisement as given (Rule, Network and Source
+	// included), the attributes and explanation shared by every
+	// advertisement that has the same (whys). (Pointers: Advertised sorts
+	// them on every pass.)
+	member map[model.Key]*record
 	// whys are the attribute sets and explanations the records share,
 	// by whyKey, each counting its records (released at zero).
 	whys map[whyKey][]*why
-	// refs counts member's keys by prefix (setMember, deleteMember).
+	// refs counts member's keys by prefix (keep, forget).
 	// exact says that rib holds exactly the prefixes with a member and
 	// each group's prefixes are those of its members, so that lower looks
 	// only at what a change names (installed.exact). A failed path or
@@ -79,17 +78,19 @@ type advState struct {
 	// inEffect is what Advertised lists, sorted, without the send state,
 	// kept while nothing above changes: every pass asks for it, and
 	// building it (a map of every key, a sort) was a tenth of a pass.
-	// Whatever changes rib, groups, member, advs or unsynced calls
+	// Whatever changes rib, groups, member or unsynced calls
 	// changed(); nil when it must be built again.
 	inEffect []*record
 }
 
 // record is an advertisement as advState keeps it (issue 18, item 5): at
 // 10,000 VIPs a whole model.Advertisement per key was 256 bytes next to
-// gobgp's path, and what it says besides the key, source and members is
-// the same for every VIP of a rule and network.
+// gobgp's path, in a map of its own beside the map of groups, and what it
+// says besides the key, source and members is the same for every VIP of a
+// rule and network.
 type record struct {
 	key     model.Key
+	gid     groupID
 	why     *why
 	source  string
 	members []netip.Prefix
@@ -101,7 +102,7 @@ type why struct {
 	attrs model.PathAttrs
 	// key is its whyKey in advState.whys, the explanation with it.
 	key whyKey
-	// refs counts the records holding it in advState.advs (0 for a
+	// refs counts the records holding it in advState.member (0 for a
 	// left-over's, which is in no table).
 	refs int
 }
@@ -137,10 +138,10 @@ func sameAsGiven(a, b model.PathAttrs) bool {
 		nilSame(a.LinkBandwidth == nil, b.LinkBandwidth == nil) && (a.LinkBandwidth == nil || *a.LinkBandwidth == *b.LinkBandwidth)
 }
 
-// setAdv records adv as what k was asked for, in group gid (whose key
+// keep records adv as what k was asked for, put in group gid (whose key
 // says adv's normalized attributes), sharing its why with the records
-// that have the same.
-func (a *advState) setAdv(k model.Key, gid groupID, adv model.Advertisement) {
+// that have the same; forget takes k out. Both keep refs.
+func (a *advState) keep(k model.Key, gid groupID, adv model.Advertisement) {
 	wk := whyKey{rule: adv.Rule, network: adv.Network, drain: adv.Drain, attrs: gid.attrs}
 	var w *why
 	for _, x := range a.whys[wk] {
@@ -154,19 +155,24 @@ func (a *advState) setAdv(k model.Key, gid groupID, adv model.Advertisement) {
 		a.whys[wk] = append(a.whys[wk], w)
 	}
 	w.refs++
-	if r := a.advs[k]; r != nil {
+	if r := a.member[k]; r != nil {
 		a.release(r.why)
-		r.why, r.source, r.members = w, adv.Source, adv.Members
+		r.gid, r.why, r.source, r.members = gid, w, adv.Source, adv.Members
 		return
 	}
-	a.advs[k] = &record{key: k, why: w, source: adv.Source, members: adv.Members}
+	a.refs[k.Prefix]++
+	a.member[k] = &record{key: k, gid: gid, why: w, source: adv.Source, members: adv.Members}
 }
 
-// deleteAdv forgets the record of k.
-func (a *advState) deleteAdv(k model.Key) {
-	if r := a.advs[k]; r != nil {
-		a.release(r.why)
-		delete(a.advs, k)
+func (a *advState) forget(k model.Key) {
+	r := a.member[k]
+	if r == nil {
+		return
+	}
+	a.release(r.why)
+	delete(a.member, k)
+	if a.refs[k.Prefix]--; a.refs[k.Prefix] <= 0 {
+		delete(a.refs, k.Prefix)
 	}
 }
 
@@ -189,24 +195,6 @@ func (a *advState) release(w *why) {
 // the state.
 func (a *advState) changed() { a.inEffect = nil }
 
-// setMember puts k in group gid, deleteMember takes it out; both keep refs.
-func (a *advState) setMember(k model.Key, gid groupID) {
-	if _, had := a.member[k]; !had {
-		a.refs[k.Prefix]++
-	}
-	a.member[k] = gid
-}
-
-func (a *advState) deleteMember(k model.Key) {
-	if _, had := a.member[k]; !had {
-		return
-	}
-	delete(a.member, k)
-	if a.refs[k.Prefix]--; a.refs[k.Prefix] <= 0 {
-		delete(a.refs, k.Prefix)
-	}
-}
-
 // broke records a failed path or group operation: the RIB or a group may
 // now differ from the members, and the next lowering looks at everything.
 func (a *advState) broke() {
@@ -224,10 +212,9 @@ func newAdvState() advState {
 	return advState{
 		rib:      map[netip.Prefix]struct{}{},
 		groups:   map[groupID]*group{},
-		member:   map[model.Key]groupID{},
+		member:   map[model.Key]*record{},
 		refs:     map[netip.Prefix]int{},
 		exact:    true,
-		advs:     map[model.Key]*record{},
 		whys:     map[whyKey][]*why{},
 		nbr:      map[string]netip.Addr{},
 		unsynced: map[model.Key]bool{},
@@ -330,10 +317,10 @@ func (a *advState) inEffectOf(k model.Key, gids *[]groupID) (*record, bool) {
 	if _, in := a.rib[k.Prefix]; !in || a.unsynced[k] {
 		return nil, false
 	}
-	if gid, ok := a.member[k]; ok {
-		if g := a.groups[gid]; g != nil {
+	if r := a.member[k]; r != nil {
+		if g := a.groups[r.gid]; g != nil {
 			if _, in := g.prefixes[k.Prefix]; in {
-				return a.advs[k], true
+				return r, true
 			}
 		}
 	}
@@ -369,12 +356,13 @@ func (a *advState) sortedInEffect() []*record {
 				continue
 			}
 			i, seen := pos[k]
+			r := a.member[k]
 			switch {
-			case a.member[k] == gid && seen:
-				all[i] = a.advs[k]
-			case a.member[k] == gid:
+			case r != nil && r.gid == gid && seen:
+				all[i] = r
+			case r != nil && r.gid == gid:
 				pos[k] = len(all)
-				all = append(all, a.advs[k])
+				all = append(all, r)
 			case !seen:
 				// Left over from a failed removal: gobgp still sends it.
 				pos[k] = len(all)
@@ -490,11 +478,10 @@ func (s *Speaker) reconcile(ctx context.Context, want []model.Advertisement, rem
 			errs = append(errs, l.errs...)
 		}
 		for _, k := range l.forget {
-			a.deleteMember(k)
-			a.deleteAdv(k)
+			a.forget(k)
 		}
 		for _, u := range l.update {
-			a.setAdv(u.adv.Key(), u.gid, u.adv)
+			a.keep(u.adv.Key(), u.gid, u.adv)
 		}
 		again := false
 		for _, op := range l.ops {
@@ -646,8 +633,7 @@ func (s *Speaker) grow(ctx context.Context, op lowOp, ch *change) (bool, error) 
 	a := &s.adv
 	in := func(adv model.Advertisement) {
 		k := adv.Key()
-		a.setMember(k, op.gid)
-		a.setAdv(k, op.gid, adv)
+		a.keep(k, op.gid, adv)
 		s.log.Debug("prefix selected for peer", zap.String("op", "select"), zap.String("peer", k.Peer),
 			zap.Stringer("prefix", k.Prefix), zap.Any("attrs", adv.Attrs))
 		if _, inRIB := a.rib[k.Prefix]; inRIB {
