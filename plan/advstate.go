@@ -59,7 +59,11 @@ import (
 //
 // An AdvertState is for one config: a new config needs a new one. It is
 // not safe for concurrent use. The advertisements it returns share their
-// slices (attributes, members) with it: read-only.
+// slices (attributes, members) with it and with cfg's rules: read-only.
+// SentRef and SentRefs return its own, which it never changes: an update
+// replaces an advertisement that changed and keeps one that did not, so
+// that a holder of the pointer (the daemon's tree of desired
+// advertisements) and the state share one copy.
 type AdvertState struct {
 	cfg   *config.Config
 	rules []advRule
