@@ -42,13 +42,16 @@ type advState struct {
 	rib map[netip.Prefix]struct{}
 	// groups mirror the export statements and their prefix sets.
 	groups map[groupID]*group
-	// member is the group each wanted advertisement was put in; advs is
-	// that advertisement as given (Rule, Network and Source included).
-	member map[model.Key]groupID
-	// (Pointers: an advertisement is too big a map value to be stored in
-	// place, and Advertised sorts and copies them on every pass.)
-	advs map[model.Key]*model.Advertisement
-	// refs counts member's keys by prefix (setMember, deleteMember).
+	// member is each wanted advertisement's record: the group it was
+	// put in, and the advertisement as given (Rule, Network and Source
+	// included), the attributes and explanation shared by every
+	// advertisement that has the same (whys). (Pointers: Advertised sorts
+	// them on every pass.)
+	member map[model.Key]*record
+	// whys are the attribute sets and explanations the records share,
+	// by whyKey, each counting its records (released at zero).
+	whys map[whyKey][]*why
+	// refs counts member's keys by prefix (keep, forget).
 	// exact says that rib holds exactly the prefixes with a member and
 	// each group's prefixes are those of its members, so that lower looks
 	// only at what a change names (installed.exact). A failed path or
@@ -75,32 +78,122 @@ type advState struct {
 	// inEffect is what Advertised lists, sorted, without the send state,
 	// kept while nothing above changes: every pass asks for it, and
 	// building it (a map of every key, a sort) was a tenth of a pass.
-	// Whatever changes rib, groups, member, advs or unsynced calls
+	// Whatever changes rib, groups, member or unsynced calls
 	// changed(); nil when it must be built again.
-	inEffect []*model.Advertisement
+	inEffect []*record
 }
 
-// changed drops what Advertised keeps; the caller holds mu and is changing
-// the state.
-func (a *advState) changed() { a.inEffect = nil }
+// record is an advertisement as advState keeps it (issue 18, item 5): at
+// 10,000 VIPs a whole model.Advertisement per key was 256 bytes next to
+// gobgp's path, in a map of its own beside the map of groups, and what it
+// says besides the key, source and members is the same for every VIP of a
+// rule and network.
+type record struct {
+	key     model.Key
+	gid     groupID
+	why     *why
+	source  string
+	members []netip.Prefix
+}
 
-// setMember puts k in group gid, deleteMember takes it out; both keep refs.
-func (a *advState) setMember(k model.Key, gid groupID) {
-	if _, had := a.member[k]; !had {
-		a.refs[k.Prefix]++
+// why is what records share: the attributes as given (not normalized:
+// Advertised lists them as asked) and the explanation but the source.
+type why struct {
+	attrs model.PathAttrs
+	// key is its whyKey in advState.whys, the explanation with it.
+	key whyKey
+	// refs counts the records holding it in advState.member (0 for a
+	// left-over's, which is in no table).
+	refs int
+}
+
+// whyKey finds the whys that may equal an advertisement's: those with
+// the same explanation and normalized attributes (the list holds each
+// way of giving them: communities in another order, nil or empty).
+type whyKey struct {
+	rule, network, drain, attrs string
+}
+
+// advertisement is r as Advertised lists it, without the send state.
+func (r *record) advertisement() model.Advertisement {
+	return model.Advertisement{Peer: r.key.Peer, Prefix: r.key.Prefix, Attrs: r.why.attrs, Rule: r.why.key.rule,
+		Network: r.why.key.network, Source: r.source, Members: r.members, Drain: r.why.key.drain}
+}
+
+// leftOver is the record of a prefix that gobgp still sends to peer in
+// group g, left over from a failed removal (no record of it is kept).
+func leftOver(peer string, p netip.Prefix, g *group) *record {
+	return &record{key: model.Key{Peer: peer, Prefix: p}, why: &why{attrs: g.attrs}}
+}
+
+// sameAsGiven says whether a and b are the same attributes given the same
+// way: the same lists in the same order, nil or not alike, the same
+// optional values set.
+func sameAsGiven(a, b model.PathAttrs) bool {
+	nilSame := func(x, y bool) bool { return x == y }
+	return a.MED == b.MED && a.ASPathPrepend == b.ASPathPrepend &&
+		nilSame(a.Communities == nil, b.Communities == nil) && slices.Equal(a.Communities, b.Communities) &&
+		nilSame(a.LargeCommunities == nil, b.LargeCommunities == nil) && slices.Equal(a.LargeCommunities, b.LargeCommunities) &&
+		nilSame(a.LocalPreference == nil, b.LocalPreference == nil) && (a.LocalPreference == nil || *a.LocalPreference == *b.LocalPreference) &&
+		nilSame(a.LinkBandwidth == nil, b.LinkBandwidth == nil) && (a.LinkBandwidth == nil || *a.LinkBandwidth == *b.LinkBandwidth)
+}
+
+// keep records adv as what k was asked for, put in group gid (whose key
+// says adv's normalized attributes), sharing its why with the records
+// that have the same; forget takes k out. Both keep refs.
+func (a *advState) keep(k model.Key, gid groupID, adv model.Advertisement) {
+	wk := whyKey{rule: adv.Rule, network: adv.Network, drain: adv.Drain, attrs: gid.attrs}
+	var w *why
+	for _, x := range a.whys[wk] {
+		if sameAsGiven(x.attrs, adv.Attrs) {
+			w = x
+			break
+		}
 	}
-	a.member[k] = gid
-}
-
-func (a *advState) deleteMember(k model.Key) {
-	if _, had := a.member[k]; !had {
+	if w == nil {
+		w = &why{attrs: adv.Attrs, key: wk}
+		a.whys[wk] = append(a.whys[wk], w)
+	}
+	w.refs++
+	if r := a.member[k]; r != nil {
+		a.release(r.why)
+		r.gid, r.why, r.source, r.members = gid, w, adv.Source, adv.Members
 		return
 	}
+	a.refs[k.Prefix]++
+	a.member[k] = &record{key: k, gid: gid, why: w, source: adv.Source, members: adv.Members}
+}
+
+func (a *advState) forget(k model.Key) {
+	r := a.member[k]
+	if r == nil {
+		return
+	}
+	a.release(r.why)
 	delete(a.member, k)
 	if a.refs[k.Prefix]--; a.refs[k.Prefix] <= 0 {
 		delete(a.refs, k.Prefix)
 	}
 }
+
+// release drops a record's hold on w; the last one takes it out of
+// whys.
+func (a *advState) release(w *why) {
+	if w.refs--; w.refs > 0 {
+		return
+	}
+	wk := w.key
+	list := slices.DeleteFunc(a.whys[wk], func(x *why) bool { return x == w })
+	if len(list) == 0 {
+		delete(a.whys, wk)
+	} else {
+		a.whys[wk] = list
+	}
+}
+
+// changed drops what Advertised keeps; the caller holds mu and is changing
+// the state.
+func (a *advState) changed() { a.inEffect = nil }
 
 // broke records a failed path or group operation: the RIB or a group may
 // now differ from the members, and the next lowering looks at everything.
@@ -119,10 +212,10 @@ func newAdvState() advState {
 	return advState{
 		rib:      map[netip.Prefix]struct{}{},
 		groups:   map[groupID]*group{},
-		member:   map[model.Key]groupID{},
+		member:   map[model.Key]*record{},
 		refs:     map[netip.Prefix]int{},
 		exact:    true,
-		advs:     map[model.Key]*model.Advertisement{},
+		whys:     map[whyKey][]*why{},
 		nbr:      map[string]netip.Addr{},
 		unsynced: map[model.Key]bool{},
 		resets:   map[string]bool{},
@@ -176,9 +269,9 @@ func (s *Speaker) Advertised() []model.Advertisement {
 		reason string
 	}
 	states := map[peerFamily]sendStatus{}
-	for _, p := range all {
-		adv := *p
-		k := adv.Key()
+	for _, r := range all {
+		adv := r.advertisement()
+		k := r.key
 		pf := peerFamily{k.Peer, k.Prefix.Addr().Is6()}
 		st, ok := states[pf]
 		if !ok {
@@ -204,11 +297,11 @@ func (s *Speaker) AdvertisedOf(keys []model.Key) []model.Advertisement {
 	out := make([]model.Advertisement, 0, len(keys))
 	var gids []groupID // sorted once, for left-overs
 	for _, k := range keys {
-		p, ok := a.inEffectOf(k, &gids)
+		r, ok := a.inEffectOf(k, &gids)
 		if !ok {
 			continue
 		}
-		adv := *p
+		adv := r.advertisement()
 		adv.State, adv.Reason = s.sendState(k)
 		if f, ok := a.failed[k]; ok {
 			adv.Problem = "the last change was not applied (" + f.err + "); these are the last good attributes"
@@ -220,14 +313,14 @@ func (s *Speaker) AdvertisedOf(keys []model.Key) []model.Advertisement {
 
 // inEffectOf is k's entry of sortedInEffect, if any; gids caches the
 // groups in name order. The caller holds mu.
-func (a *advState) inEffectOf(k model.Key, gids *[]groupID) (*model.Advertisement, bool) {
+func (a *advState) inEffectOf(k model.Key, gids *[]groupID) (*record, bool) {
 	if _, in := a.rib[k.Prefix]; !in || a.unsynced[k] {
 		return nil, false
 	}
-	if gid, ok := a.member[k]; ok {
-		if g := a.groups[gid]; g != nil {
+	if r := a.member[k]; r != nil {
+		if g := a.groups[r.gid]; g != nil {
 			if _, in := g.prefixes[k.Prefix]; in {
-				return a.advs[k], true
+				return r, true
 			}
 		}
 	}
@@ -241,7 +334,7 @@ func (a *advState) inEffectOf(k model.Key, gids *[]groupID) (*model.Advertisemen
 		if g := a.groups[gid]; g != nil {
 			if _, in := g.prefixes[k.Prefix]; in {
 				// Left over from a failed removal: gobgp still sends it.
-				return &model.Advertisement{Peer: gid.peer, Prefix: k.Prefix, Attrs: g.attrs}, true
+				return leftOver(gid.peer, k.Prefix, g), true
 			}
 		}
 	}
@@ -250,12 +343,12 @@ func (a *advState) inEffectOf(k model.Key, gids *[]groupID) (*model.Advertisemen
 
 // sortedInEffect lists the advertisements in effect, sorted by peer and
 // prefix (Advertised adds the send state); the caller holds mu.
-func (a *advState) sortedInEffect() []*model.Advertisement {
+func (a *advState) sortedInEffect() []*record {
 	// Built again after each change, over every advertisement: the map
 	// holds positions in all (an advertisement is too big a map value to
 	// be stored in place), and positions are sorted, not advertisements.
 	pos := make(map[model.Key]int, len(a.member))
-	all := make([]*model.Advertisement, 0, len(a.member))
+	all := make([]*record, 0, len(a.member))
 	for gid, g := range a.groups {
 		for p := range g.prefixes {
 			k := model.Key{Peer: gid.peer, Prefix: p}
@@ -263,16 +356,17 @@ func (a *advState) sortedInEffect() []*model.Advertisement {
 				continue
 			}
 			i, seen := pos[k]
+			r := a.member[k]
 			switch {
-			case a.member[k] == gid && seen:
-				all[i] = a.advs[k]
-			case a.member[k] == gid:
+			case r != nil && r.gid == gid && seen:
+				all[i] = r
+			case r != nil && r.gid == gid:
 				pos[k] = len(all)
-				all = append(all, a.advs[k])
+				all = append(all, r)
 			case !seen:
 				// Left over from a failed removal: gobgp still sends it.
 				pos[k] = len(all)
-				all = append(all, &model.Advertisement{Peer: gid.peer, Prefix: p, Attrs: g.attrs})
+				all = append(all, leftOver(gid.peer, p, g))
 			}
 		}
 	}
@@ -281,12 +375,9 @@ func (a *advState) sortedInEffect() []*model.Advertisement {
 		order[i] = int32(i)
 	}
 	slices.SortFunc(order, func(x, y int32) int {
-		if c := strings.Compare(all[x].Peer, all[y].Peer); c != 0 {
-			return c
-		}
-		return model.ComparePrefix(all[x].Prefix, all[y].Prefix)
+		return compareKey(all[x].key, all[y].key)
 	})
-	sorted := make([]*model.Advertisement, len(order))
+	sorted := make([]*record, len(order))
 	for i, j := range order {
 		sorted[i] = all[j]
 	}
@@ -387,11 +478,10 @@ func (s *Speaker) reconcile(ctx context.Context, want []model.Advertisement, rem
 			errs = append(errs, l.errs...)
 		}
 		for _, k := range l.forget {
-			a.deleteMember(k)
-			delete(a.advs, k)
+			a.forget(k)
 		}
-		for _, adv := range l.update {
-			a.setAdv(adv.Key(), adv)
+		for _, u := range l.update {
+			a.keep(u.adv.Key(), u.gid, u.adv)
 		}
 		again := false
 		for _, op := range l.ops {
@@ -543,8 +633,7 @@ func (s *Speaker) grow(ctx context.Context, op lowOp, ch *change) (bool, error) 
 	a := &s.adv
 	in := func(adv model.Advertisement) {
 		k := adv.Key()
-		a.setMember(k, op.gid)
-		a.setAdv(k, adv)
+		a.keep(k, op.gid, adv)
 		s.log.Debug("prefix selected for peer", zap.String("op", "select"), zap.String("peer", k.Peer),
 			zap.Stringer("prefix", k.Prefix), zap.Any("attrs", adv.Attrs))
 		if _, inRIB := a.rib[k.Prefix]; inRIB {
@@ -579,15 +668,6 @@ func (s *Speaker) grow(ctx context.Context, op lowOp, ch *change) (bool, error) 
 		in(adv)
 	}
 	return len(errs) == 0, errors.Join(errs...)
-}
-
-// setAdv records adv as what k was asked for, in place when k had one.
-func (a *advState) setAdv(k model.Key, adv model.Advertisement) {
-	if p := a.advs[k]; p != nil {
-		*p = adv
-		return
-	}
-	a.advs[k] = &adv
 }
 
 func (s *Speaker) clearUnsynced(peer string) {

@@ -33,7 +33,7 @@ func TestAdvertisedKeptUntilChange(t *testing.T) {
 		node.mu.Unlock()
 		return node.Advertised()
 	}
-	kept := func() []*model.Advertisement {
+	kept := func() []*record {
 		node.mu.Lock()
 		defer node.mu.Unlock()
 		return node.adv.inEffect

@@ -18,7 +18,7 @@ import (
 type installed struct {
 	rib    map[netip.Prefix]struct{}
 	groups map[groupID]*group
-	member map[model.Key]groupID
+	member map[model.Key]*record
 	nbr    map[string]netip.Addr
 	resets map[string]bool
 	// refs counts the members of each prefix. exact says that the RIB
@@ -29,6 +29,14 @@ type installed struct {
 	// group's prefixes (after a failure left them apart).
 	refs  map[netip.Prefix]int
 	exact bool
+}
+
+// groupOf is the group k is a member of.
+func (st installed) groupOf(k model.Key) (groupID, bool) {
+	if r := st.member[k]; r != nil {
+		return r.gid, true
+	}
+	return groupID{}, false
 }
 
 // change is what one Apply (or SetPeers) asks: select want, deselect
@@ -110,10 +118,17 @@ func (o lowOp) String() string {
 // key: the first is applied).
 type lowering struct {
 	ops    []lowOp
-	update []model.Advertisement
+	update []update
 	forget []model.Key
 	failed map[model.Key]failure
 	errs   []error
+}
+
+// update is an advertisement already in its group gid: only its record
+// changes.
+type update struct {
+	adv model.Advertisement
+	gid groupID
 }
 
 // lower turns a change into gobgp operations, starting from st. It does
@@ -208,8 +223,8 @@ func lower(st installed, ch change) lowering {
 	var growOrder []groupID
 	for _, k := range keys {
 		w := desired[k]
-		if cur, had := st.member[k]; had && cur == w.gid {
-			out.update = append(out.update, w.adv)
+		if cur, had := st.groupOf(k); had && cur == w.gid {
+			out.update = append(out.update, update{adv: w.adv, gid: cur})
 			continue
 		}
 		op := grow[w.gid]
@@ -243,8 +258,7 @@ func lower(st installed, ch change) lowering {
 		if forget[k] {
 			return groupID{}, false
 		}
-		gid, ok := st.member[k]
-		return gid, ok
+		return st.groupOf(k)
 	}
 
 	// touched are the keys whose group may change: what the change asks
@@ -298,7 +312,7 @@ func lower(st installed, ch change) lowering {
 	if st.exact {
 		leaving = map[groupID][]netip.Prefix{}
 		for _, k := range touched {
-			gid, was := st.member[k]
+			gid, was := st.groupOf(k)
 			if !was {
 				continue
 			}

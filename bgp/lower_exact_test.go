@@ -42,7 +42,7 @@ func applyLowering(st *installed, l lowering) {
 				if _, had := st.member[a.Key()]; !had {
 					st.refs[a.Prefix]++
 				}
-				st.member[a.Key()] = op.gid
+				st.member[a.Key()] = &record{key: a.Key(), gid: op.gid}
 			}
 		case opAddPaths:
 			for _, p := range op.prefixes {
@@ -72,7 +72,8 @@ func applyLowering(st *installed, l lowering) {
 // exactHolds says why st breaks exact's invariants, or "".
 func exactHolds(st installed) string {
 	refs := map[netip.Prefix]int{}
-	for k, gid := range st.member {
+	for k, r := range st.member {
+		gid := r.gid
 		refs[k.Prefix]++
 		g := st.groups[gid]
 		if g == nil {
@@ -97,7 +98,7 @@ func exactHolds(st installed) string {
 	}
 	for gid, g := range st.groups {
 		for p := range g.prefixes {
-			if st.member[model.Key{Peer: gid.peer, Prefix: p}] != gid {
+			if cur, ok := st.groupOf(model.Key{Peer: gid.peer, Prefix: p}); !ok || cur != gid {
 				return fmt.Sprintf("%v's set holds %v, not its member", gid, p)
 			}
 		}
@@ -184,19 +185,18 @@ func TestInEffectOfIsSortedInEffect(t *testing.T) {
 	}
 	for _, p := range []netip.Prefix{p1, p3} {
 		k := model.Key{Peer: "tor", Prefix: p}
-		a.setMember(k, g0)
-		a.advs[k] = &model.Advertisement{Peer: "tor", Prefix: p, Rule: "r"}
+		a.keep(k, g0, model.Advertisement{Peer: "tor", Prefix: p, Rule: "r"})
 	}
 	a.unsynced[model.Key{Peer: "tor", Prefix: p3}] = true
 	var want []string
 	for _, adv := range a.sortedInEffect() {
-		want = append(want, fmt.Sprint(*adv))
+		want = append(want, fmt.Sprint(adv.advertisement()))
 	}
 	var got []string
 	var gids []groupID
 	for _, p := range []netip.Prefix{p1, p2, p3, p4} {
 		if adv, ok := a.inEffectOf(model.Key{Peer: "tor", Prefix: p}, &gids); ok {
-			got = append(got, fmt.Sprint(*adv))
+			got = append(got, fmt.Sprint(adv.advertisement()))
 		}
 	}
 	if !slices.Equal(got, want) {

@@ -17,7 +17,7 @@ type lowerFixture struct{ st installed }
 
 func newLowerFixture() *lowerFixture {
 	return &lowerFixture{st: installed{
-		rib: map[netip.Prefix]struct{}{}, groups: map[groupID]*group{}, member: map[model.Key]groupID{},
+		rib: map[netip.Prefix]struct{}{}, groups: map[groupID]*group{}, member: map[model.Key]*record{},
 		nbr: map[string]netip.Addr{}, resets: map[string]bool{}, refs: map[netip.Prefix]int{},
 	}}
 }
@@ -38,7 +38,7 @@ func (f *lowerFixture) has(a model.Advertisement, addr string) *lowerFixture {
 	if _, had := f.st.member[a.Key()]; !had {
 		f.st.refs[a.Prefix]++
 	}
-	f.st.member[a.Key()] = w.gid
+	f.st.member[a.Key()] = &record{key: a.Key(), gid: w.gid}
 	f.st.rib[a.Prefix] = struct{}{}
 	f.st.nbr[a.Peer] = netip.MustParseAddr(addr)
 	return f
@@ -232,10 +232,18 @@ func TestLower(t *testing.T) {
 // TestLowerChangesNothing: lower only reads the state it is given.
 func TestLowerChangesNothing(t *testing.T) {
 	f := newLowerFixture().has(adv("tor", "10.0.0.0/24", model.PathAttrs{}), "192.0.2.9")
-	before := fmt.Sprint(f.st.rib, f.st.member, f.st.nbr, f.st.resets, len(f.st.groups))
+	// The records by value: their pointers would not show a change.
+	state := func() string {
+		members := map[model.Key]record{}
+		for k, r := range f.st.member {
+			members[k] = *r
+		}
+		return fmt.Sprint(f.st.rib, members, f.st.nbr, f.st.resets, len(f.st.groups))
+	}
+	before := state()
 	lower(f.st, change{want: []model.Advertisement{adv("tor", "10.0.1.0/24", model.PathAttrs{MED: 1})},
 		remove: []model.Key{key("tor", "10.0.0.0/24")}, peers: lowerPeers})
-	if after := fmt.Sprint(f.st.rib, f.st.member, f.st.nbr, f.st.resets, len(f.st.groups)); after != before {
+	if after := state(); after != before {
 		t.Errorf("state changed:\n%s\n%s", before, after)
 	}
 }

@@ -185,9 +185,9 @@ func (s *Speaker) SetPeers(ctx context.Context, peers []config.Peer) error {
 	// peers stay as they are: gobgp no longer sends them, Advertised
 	// lists them as pending, and the daemon's next plan withdraws them.
 	var keep []model.Advertisement
-	for _, k := range sortedAdvKeys(s.adv.advs) {
+	for _, k := range sortedAdvKeys(s.adv.member) {
 		if _, ok := s.peers[k.Peer]; ok {
-			keep = append(keep, *s.adv.advs[k])
+			keep = append(keep, s.adv.member[k].advertisement())
 		}
 	}
 	if err := s.reconcile(ctx, keep, nil); err != nil {

@@ -46,10 +46,10 @@ type advSide struct {
 	// (held, State AdvDrained), by key.
 	at        time.Time
 	drain     string
-	drainHeld *btree.BTreeG[model.Advertisement]
+	drainHeld *advertTree
 	// all are the desired advertisements (drain applied); a pass that
 	// changes it changes a clone (readers keep theirs).
-	all *btree.BTreeG[model.Advertisement]
+	all *advertTree
 }
 
 // advPart is the advertisement side of one pass: the lists its diff
@@ -57,11 +57,19 @@ type advSide struct {
 // every advertisement to make and held back.
 type advPart struct {
 	desired, advertised []model.Advertisement
-	all                 *btree.BTreeG[model.Advertisement]
+	all                 *advertTree
 	held                []model.Advertisement
 }
 
-func advLess(a, b model.Advertisement) bool { return compareKey(a.Key(), b.Key()) < 0 }
+// advertTree is a tree of advertisements by key. It holds pointers, never
+// changed once in it: while no drain is in effect they are the advertisement
+// state's own (plan.AdvertState.SentRef), so that each advertisement is
+// one copy in the planner, not one there and one here (issue 18, item 5).
+type advertTree = btree.BTreeG[*model.Advertisement]
+
+func advLess(a, b *model.Advertisement) bool {
+	return compareKey(model.Key{Peer: a.Peer, Prefix: a.Prefix}, model.Key{Peer: b.Peer, Prefix: b.Prefix}) < 0
+}
 
 func compareKey(a, b model.Key) int {
 	if a.Peer != b.Peer {
@@ -73,7 +81,18 @@ func compareKey(a, b model.Key) int {
 	return model.ComparePrefix(a.Prefix, b.Prefix)
 }
 
-func advTree(advs []model.Advertisement) *btree.BTreeG[model.Advertisement] {
+// advTree is a tree of copies of advs (in one array).
+func advTree(advs []model.Advertisement) *advertTree {
+	advs = slices.Clone(advs)
+	t := btree.NewG(32, advLess)
+	for i := range advs {
+		t.ReplaceOrInsert(&advs[i])
+	}
+	return t
+}
+
+// advRefTree is a tree of advs, which nobody changes.
+func advRefTree(advs []*model.Advertisement) *advertTree {
 	t := btree.NewG(32, advLess)
 	for _, a := range advs {
 		t.ReplaceOrInsert(a)
@@ -81,14 +100,23 @@ func advTree(advs []model.Advertisement) *btree.BTreeG[model.Advertisement] {
 	return t
 }
 
+// advGet is t's advertisement of k.
+func advGet(t *advertTree, k model.Key) (model.Advertisement, bool) {
+	a, ok := t.Get(&model.Advertisement{Peer: k.Peer, Prefix: k.Prefix})
+	if !ok {
+		return model.Advertisement{}, false
+	}
+	return *a, true
+}
+
 // advList is t's advertisements in key order (nil t: none).
-func advList(t *btree.BTreeG[model.Advertisement]) []model.Advertisement {
+func advList(t *advertTree) []model.Advertisement {
 	if t == nil {
 		return nil
 	}
 	out := make([]model.Advertisement, 0, t.Len())
-	t.Ascend(func(a model.Advertisement) bool {
-		out = append(out, a)
+	t.Ascend(func(a *model.Advertisement) bool {
+		out = append(out, *a)
 		return true
 	})
 	return out
@@ -106,25 +134,32 @@ func (pl *planner) adverts(cfg *config.Config, sp Speaker, snap model.Snapshot, 
 	} else {
 		cfg = pl.withheld.advConfig(cfg, sp.Sync(), pl.unresolvedOf(cfg))
 	}
-	drain := plan.NewDrain(cfg, pl.drain(), now)
+	drained := pl.drain()
+	drain := plan.NewDrain(cfg, drained, now)
 	if nr == nil {
 		sent, held := drain.Apply(plan.CappedAdvertisements(cfg, snap, now))
 		return advPart{desired: sent, advertised: sp.Advertised(), all: advTree(sent), held: held}
 	}
 	a := &pl.adv
-	sig := drainSig(cfg, pl.drain(), now)
+	sig := drainSig(cfg, drained, now)
 	if why := pl.advWhy(cfg, sp, nr, sig, now); why != "" {
 		pl.log.Debug("advertise: whole pass", zap.String("why", why))
 		st := plan.NewAdvertState(cfg, snap, now)
-		sent, held := drain.Apply(st.Sent(), st.Held())
-		all := advTree(sent)
-		drained := btree.NewG(32, advLess)
-		for _, h := range held {
-			if h.State == model.AdvDrained {
-				drained.ReplaceOrInsert(h)
+		refs := st.SentRefs()
+		sent, held := drain.Apply(derefs(refs), st.Held())
+		// The tree shares the state's advertisements unless a drain
+		// changed them.
+		all := advRefTree(refs)
+		if sig != "" {
+			all = advTree(sent)
+		}
+		drainHeld := btree.NewG(32, advLess)
+		for i := range held {
+			if held[i].State == model.AdvDrained {
+				drainHeld.ReplaceOrInsert(&held[i])
 			}
 		}
-		*a = advSide{state: st, cfg: cfg, sp: sp, gen: nr.gen, at: now, drain: sig, drainHeld: drained, all: all}
+		*a = advSide{state: st, cfg: cfg, sp: sp, gen: nr.gen, at: now, drain: sig, drainHeld: drainHeld, all: all}
 		return advPart{desired: sent, advertised: sp.Advertised(), all: all, held: held}
 	}
 	keys := a.state.Update(snap, nr.delta, now)
@@ -133,22 +168,28 @@ func (pl *planner) adverts(cfg *config.Config, sp Speaker, snap model.Snapshot, 
 	if len(keys) > 0 {
 		all := a.all.Clone()
 		for _, k := range keys {
-			key := model.Advertisement{Peer: k.Peer, Prefix: k.Prefix}
+			key := &model.Advertisement{Peer: k.Peer, Prefix: k.Prefix}
 			a.drainHeld.Delete(key)
-			adv, sent, _ := a.state.Lookup(k)
-			if !sent {
+			adv := a.state.SentRef(k)
+			switch {
+			case adv == nil:
 				all.Delete(key)
-				continue
-			}
-			// The drain of a key's peer is the same for every key while
-			// sig stands: applied to this one alone.
-			s, h := drain.Apply([]model.Advertisement{adv}, nil)
-			if len(s) == 1 {
-				part.desired = append(part.desired, s[0])
-				all.ReplaceOrInsert(s[0])
-			} else {
-				all.Delete(key)
-				a.drainHeld.ReplaceOrInsert(h[0])
+			case a.drain == "":
+				// What is sent is the state's own advertisement,
+				// shared.
+				part.desired = append(part.desired, *adv)
+				all.ReplaceOrInsert(adv)
+			default:
+				// The drain of a key's peer is the same for every key
+				// while sig stands: applied to this one alone.
+				s, h := drain.Apply([]model.Advertisement{*adv}, nil)
+				if len(s) == 1 {
+					part.desired = append(part.desired, s[0])
+					all.ReplaceOrInsert(&s[0])
+				} else {
+					all.Delete(key)
+					a.drainHeld.ReplaceOrInsert(&h[0])
+				}
 			}
 		}
 		part.advertised = sp.AdvertisedOf(keys)
@@ -177,6 +218,15 @@ func drainSig(cfg *config.Config, st model.Drain, now time.Time) string {
 		}
 	}
 	return b.String()
+}
+
+// derefs copies the advertisements refs point to.
+func derefs(refs []*model.Advertisement) []model.Advertisement {
+	out := make([]model.Advertisement, len(refs))
+	for i, a := range refs {
+		out[i] = *a
+	}
+	return out
 }
 
 // unresolvedOf are cfg's unnumbered peers the speaker does not run yet.

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	sd "github.com/coreos/go-systemd/v22/daemon"
-	"github.com/google/btree"
 	"go.uber.org/zap"
 
 	"github.com/ovnbgp/ovnbgp/api"
@@ -152,7 +151,7 @@ type Daemon struct {
 	synced   bool
 	// desired are the last pass's advertisements to make, by key (the
 	// loop changes a clone, never this one).
-	desired *btree.BTreeG[model.Advertisement]
+	desired *advertTree
 	// heldAdv are what peers' export caps hold back (last pass).
 	heldAdv []model.Advertisement
 	ready   bool
@@ -1049,7 +1048,7 @@ func (d *Daemon) advertised(sp Speaker, peer string) []model.Advertisement {
 		desired = advTree(nil)
 	}
 	why := func(k model.Key) (model.Advertisement, bool) {
-		return desired.Get(model.Advertisement{Peer: k.Peer, Prefix: k.Prefix})
+		return advGet(desired, k)
 	}
 	var out []model.Advertisement
 	for _, a := range sp.Advertised() {

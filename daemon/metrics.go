@@ -218,7 +218,7 @@ func (c *collector) workloads(g func(*prometheus.Desc, float64, ...string)) {
 	addrs := map[[2]string]int{}
 	c.d.mu.Lock()
 	if c.d.desired != nil {
-		c.d.desired.Ascend(func(a model.Advertisement) bool {
+		c.d.desired.Ascend(func(a *model.Advertisement) bool {
 			if kinds[a.Rule] && len(a.Members) == 0 {
 				if routes[a.Network] == nil {
 					routes[a.Network] = map[netip.Prefix]bool{}

@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/btree"
 	"go.uber.org/zap"
 
 	"github.com/ovnbgp/ovnbgp/config"
@@ -57,7 +56,7 @@ type planView struct {
 	snap  model.Snapshot
 	host  model.Host
 	// desired are every advertisement to make (drain applied), by key.
-	desired *btree.BTreeG[model.Advertisement]
+	desired *advertTree
 	// heldAdv are the advertisements peers' export caps hold back.
 	heldAdv []model.Advertisement
 	hostErr error

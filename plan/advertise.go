@@ -141,7 +141,7 @@ func selectAdvertisements(cfg *config.Config, snap model.Snapshot, now time.Time
 			if !speaks(p, prefix) {
 				continue
 			}
-			at := attrs(*rule)
+			at := attrs(rule)
 			if handover {
 				at = handoverAttrs(cfg, rule, p)
 			}
@@ -495,7 +495,7 @@ func (s vipSkip) String() string {
 // community of v's endpoints on this node (issue 21), none when no
 // endpoint is local (never bandwidth 0: docs/config.md).
 func vipAttrs(cfg *config.Config, rule *config.AdvertiseRule, v *model.ServiceVIP, local *localAddrs) model.PathAttrs {
-	a := attrs(*rule)
+	a := attrs(rule)
 	if !rule.WeightByEndpoints {
 		return a
 	}
@@ -597,15 +597,19 @@ func speaks(p config.Peer, prefix netip.Prefix) bool {
 	return slices.Contains(p.Families, fam)
 }
 
-func attrs(r config.AdvertiseRule) model.PathAttrs {
+// attrs are the rule's attributes. They share its community lists
+// (clipped: an append copies) and its local preference: one backing for
+// every advertisement of the rule, not one each (issue 18, item 5). Nobody
+// writes through them (a drain's tagging copies).
+func attrs(r *config.AdvertiseRule) model.PathAttrs {
 	a := model.PathAttrs{
-		Communities:      slices.Clone(r.Communities),
-		LargeCommunities: slices.Clone(r.LargeCommunities),
+		Communities:      slices.Clip(r.Communities),
+		LargeCommunities: slices.Clip(r.LargeCommunities),
 		MED:              r.MED,
 		ASPathPrepend:    r.ASPathPrepend,
 	}
 	if r.LocalPreference > 0 {
-		a.LocalPreference = new(r.LocalPreference)
+		a.LocalPreference = &r.LocalPreference
 	}
 	return a
 }

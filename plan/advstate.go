@@ -59,7 +59,11 @@ import (
 //
 // An AdvertState is for one config: a new config needs a new one. It is
 // not safe for concurrent use. The advertisements it returns share their
-// slices (attributes, members) with it: read-only.
+// slices (attributes, members) with it and with cfg's rules: read-only.
+// SentRef and SentRefs return its own, which it never changes: an update
+// replaces an advertisement that changed and keeps one that did not, so
+// that a holder of the pointer (the daemon's tree of desired
+// advertisements) and the state share one copy.
 type AdvertState struct {
 	cfg   *config.Config
 	rules []advRule
@@ -119,9 +123,13 @@ type advRule struct {
 	peers [2][]config.Peer // speaking IPv4, IPv6
 }
 
+// advCandidate is one rule's candidate for a key. adv is never changed
+// once set (set replaces it): the daemon's tree of desired advertisements
+// holds the same pointer (SentRef, SentRefs), one copy of each (issue 18,
+// item 5).
 type advCandidate struct {
 	rule int
-	adv  model.Advertisement
+	adv  *model.Advertisement
 }
 
 // NewAdvertState is the advertisements of cfg for snap at now.
@@ -310,6 +318,12 @@ func (s *AdvertState) full(snap model.Snapshot) []model.Key {
 		b, bSent, bHeld := s.Lookup(k)
 		if aSent != bSent || aHeld != bHeld || !advEqual(a, b) {
 			out = append(out, k)
+			continue
+		}
+		if aSent || aHeld {
+			// Unchanged: the old advertisement stays, which the
+			// daemon's tree may hold (one copy, SentRef).
+			s.cands[k][0].adv = old.cands[k][0].adv
 		}
 	}
 	return out
@@ -392,7 +406,7 @@ func (s *AdvertState) rebuild(snap model.Snapshot) {
 					prefix := sn.Prefix.Masked()
 					for _, p := range r.peers[family(prefix.Addr())] {
 						s.addFirst(model.Key{Peer: p.Name, Prefix: prefix}, r.index, model.Advertisement{Peer: p.Name, Prefix: prefix,
-							Attrs: attrs(*r.rule), Rule: r.rule.Name, Network: nw.Name, Source: sn.Source})
+							Attrs: attrs(r.rule), Rule: r.rule.Name, Network: nw.Name, Source: sn.Source})
 					}
 				}
 			}
@@ -510,7 +524,7 @@ func (s *AdvertState) setEgressIP(a netip.Addr, es []model.EgressIP, t *touched)
 				s.set(k, r.index, nil, t)
 				continue
 			}
-			s.set(k, r.index, &model.Advertisement{Peer: p.Name, Prefix: host, Attrs: attrs(*r.rule), Rule: r.rule.Name,
+			s.set(k, r.index, &model.Advertisement{Peer: p.Name, Prefix: host, Attrs: attrs(r.rule), Rule: r.rule.Name,
 				Network: es[i].Network, Source: es[i].Source}, t)
 		}
 	}
@@ -578,7 +592,7 @@ func (s *AdvertState) setWorkloadIP(a netip.Addr, ws []*model.WorkloadIP, t *tou
 				s.set(k, r.index, nil, t)
 				continue
 			}
-			at := attrs(*r.rule)
+			at := attrs(r.rule)
 			if sk.handover {
 				at = handoverAttrs(s.cfg, r.rule, p)
 			}
@@ -701,7 +715,7 @@ func (s *AdvertState) setAggregate(snap model.Snapshot, r advRule, prefix netip.
 			}
 		}
 		for i, o := range outs {
-			o.Peer, o.Attrs = p.Name, attrs(*r.rule)
+			o.Peer, o.Attrs = p.Name, attrs(r.rule)
 			if handover[i] {
 				o.Attrs = handoverAttrs(s.cfg, r.rule, p)
 			}
@@ -772,10 +786,9 @@ func (s *AdvertState) addFirst(k model.Key, rule int, adv model.Advertisement) {
 // the keys whose sent or held advertisement changed.
 func (s *AdvertState) set(k model.Key, rule int, adv *model.Advertisement, t *touched) {
 	list := s.cands[k]
-	var was *model.Advertisement
+	var was *model.Advertisement // never changed: set replaces it
 	if len(list) > 0 {
-		w := list[0].adv
-		was = &w
+		was = list[0].adv
 	}
 	i, found := slices.BinarySearchFunc(list, rule, func(c advCandidate, r int) int { return cmp.Compare(c.rule, r) })
 	if adv == nil && !found {
@@ -789,10 +802,12 @@ func (s *AdvertState) set(k model.Key, rule int, adv *model.Advertisement, t *to
 	switch {
 	case adv == nil:
 		list = slices.Delete(list, i, i+1)
+	case found && advEqual(*list[i].adv, *adv):
+		// The one in place stays: the daemon's tree may hold it.
 	case found:
-		list[i].adv = *adv
+		list[i].adv = adv
 	default:
-		list = slices.Insert(list, i, advCandidate{rule: rule, adv: *adv})
+		list = slices.Insert(list, i, advCandidate{rule: rule, adv: adv})
 	}
 	if len(list) == 0 {
 		delete(s.cands, k)
@@ -803,7 +818,7 @@ func (s *AdvertState) set(k model.Key, rule int, adv *model.Advertisement, t *to
 	// with the same advertisement.
 	movedWas := func(p netip.Prefix, sent bool) (model.Key, keyWas) {
 		m := model.Key{Peer: k.Peer, Prefix: p}
-		return m, keyWas{adv: s.cands[m][0].adv, selected: true, sent: sent}
+		return m, keyWas{adv: *s.cands[m][0].adv, selected: true, sent: sent}
 	}
 	switch {
 	case was == nil && len(list) > 0: // selected now
@@ -822,7 +837,7 @@ func (s *AdvertState) set(k model.Key, rule int, adv *model.Advertisement, t *to
 				t.add(movedWas(moved, false))
 			}
 		}
-	case was != nil && advEqual(*was, list[0].adv):
+	case was != nil && advEqual(*was, *list[0].adv):
 		return
 	}
 	t.add(k, before)
@@ -835,7 +850,7 @@ func (s *AdvertState) Lookup(k model.Key) (adv model.Advertisement, sent bool, h
 	if len(list) == 0 {
 		return model.Advertisement{}, false, false
 	}
-	adv = list[0].adv
+	adv = *list[0].adv
 	if c := s.caps[k.Peer]; c != nil && c.held.Has(k.Prefix) {
 		c.hold(&adv, k.Peer)
 		return adv, false, true
@@ -843,9 +858,33 @@ func (s *AdvertState) Lookup(k model.Key) (adv model.Advertisement, sent bool, h
 	return adv, true, false
 }
 
+// SentRef is Lookup's advertisement of k when it is sent (nil when it is
+// not): the state's own, shared, never changed (an update replaces it), to
+// be read only.
+func (s *AdvertState) SentRef(k model.Key) *model.Advertisement {
+	list := s.cands[k]
+	if len(list) == 0 {
+		return nil
+	}
+	if c := s.caps[k.Peer]; c != nil && c.held.Has(k.Prefix) {
+		return nil
+	}
+	return list[0].adv
+}
+
 // Sent is CappedAdvertisements' sent: sorted by peer, then prefix.
 func (s *AdvertState) Sent() []model.Advertisement {
-	out := make([]model.Advertisement, 0, s.order.Len())
+	refs := s.SentRefs()
+	out := make([]model.Advertisement, len(refs))
+	for i, a := range refs {
+		out[i] = *a
+	}
+	return out
+}
+
+// SentRefs is Sent as the state's own advertisements (SentRef).
+func (s *AdvertState) SentRefs() []*model.Advertisement {
+	out := make([]*model.Advertisement, 0, s.order.Len())
 	s.order.Ascend(func(k model.Key) bool {
 		if c := s.caps[k.Peer]; c == nil || !c.held.Has(k.Prefix) {
 			out = append(out, s.cands[k][0].adv)
@@ -871,7 +910,7 @@ func (s *AdvertState) Held() []model.Advertisement {
 		from := len(out)
 		reason := c.reason(p) // the same for each one held
 		c.held.Ascend(func(prefix netip.Prefix) bool {
-			a := s.cands[model.Key{Peer: p, Prefix: prefix}][0].adv
+			a := *s.cands[model.Key{Peer: p, Prefix: prefix}][0].adv
 			a.State, a.Reason = model.AdvHeldBack, reason
 			out = append(out, a)
 			return true
@@ -993,7 +1032,7 @@ func (t *touched) sorted(s *AdvertState) []model.Key {
 		list := s.cands[k]
 		c := s.caps[k.Peer]
 		if was.selected == (len(list) > 0) && (!was.selected ||
-			was.sent == (c == nil || !c.held.Has(k.Prefix)) && advEqual(was.adv, list[0].adv)) {
+			was.sent == (c == nil || !c.held.Has(k.Prefix)) && advEqual(was.adv, *list[0].adv)) {
 			continue
 		}
 		out = append(out, k)

@@ -550,3 +550,57 @@ func BenchmarkNewAdvertState(b *testing.B) {
 	}
 	b.ReportMetric(float64(len(st.Sent())), "advertisements")
 }
+
+// TestAdvertStateKeepsUnchangedAdvertisements (issue 18, item 5): the
+// daemon's tree of desired advertisements holds the state's own (SentRef),
+// so an update that leaves an advertisement as it was keeps it in place,
+// whether it names its address (a VIP row rewritten as it was) or
+// recomputes everything (Context): otherwise the tree keeps the old one
+// and the state a new one, two copies of every unchanged advertisement
+// until the next whole pass. A changed one is a new advertisement, never
+// the old one changed (the tree may hold it).
+func TestAdvertStateKeepsUnchangedAdvertisements(t *testing.T) {
+	cfg := &config.Config{BGP: config.BGP{ASN: 64512, Peers: []config.Peer{peer("tor-a", "192.0.2.1")}},
+		Advertise: []config.AdvertiseRule{{Name: "vips", Kind: config.KindLoadBalancerIP, Communities: []model.Community{65001<<16 | 100}}}}
+	snap := snapshot()
+	for i := range 3 {
+		snap.ServiceVIPs = append(snap.ServiceVIPs, model.ServiceVIP{Service: fmt.Sprintf("ns/s%d", i), Network: "default",
+			VIP: netip.AddrFrom4([4]byte{198, 18, 0, byte(i)}), Backends: addrs("10.128.0.10"), Source: "lb"})
+	}
+	st := NewAdvertState(cfg, snap, testNow)
+	keys := []model.Key{{Peer: "tor-a", Prefix: pfx("198.18.0.0/32")}, {Peer: "tor-a", Prefix: pfx("198.18.0.1/32")}}
+	was := []*model.Advertisement{st.SentRef(keys[0]), st.SentRef(keys[1])}
+	if was[0] == nil || was[1] == nil {
+		t.Fatalf("not sent: %v", was)
+	}
+	if &was[0].Attrs.Communities[0] != &cfg.Advertise[0].Communities[0] {
+		t.Errorf("the advertisement's communities are a copy of the rule's, not the rule's own")
+	}
+	same := func(what string) {
+		t.Helper()
+		for i, k := range keys {
+			if got := st.SentRef(k); got != was[i] {
+				t.Errorf("%s: %v is another advertisement (%p, was %p)", what, k.Prefix, got, was[i])
+			}
+		}
+	}
+	if got := st.Update(snap, model.SnapshotDelta{ServiceVIPs: []netip.Addr{keys[0].Prefix.Addr()}}, testNow); len(got) != 0 {
+		t.Errorf("an update of an unchanged VIP changed %v", got)
+	}
+	same("the VIP named, unchanged")
+	if got := st.Update(snap, model.SnapshotDelta{Context: true}, testNow); len(got) != 0 {
+		t.Errorf("a context update of unchanged VIPs changed %v", got)
+	}
+	same("everything recomputed, unchanged")
+	old := *was[0]
+	snap.ServiceVIPs[0].Source = "lb again"
+	if got := st.Update(snap, model.SnapshotDelta{ServiceVIPs: []netip.Addr{keys[0].Prefix.Addr()}}, testNow); !slices.Equal(got, keys[:1]) {
+		t.Errorf("a changed VIP's update changed %v, want %v", got, keys[:1])
+	}
+	if !advEqual(*was[0], old) {
+		t.Errorf("the advertisement the tree may hold was changed in place: %+v, was %+v", *was[0], old)
+	}
+	if got := st.SentRef(keys[0]); got == was[0] || got.Source != "lb again" {
+		t.Errorf("after the change: %+v (the old one: %v)", got, got == was[0])
+	}
+}

@@ -123,7 +123,7 @@ func workloadSource(rule *config.AdvertiseRule, w *model.WorkloadIP) string {
 // eBGP peers never get one), the rule's asPathPrepend plus handover's, and
 // handover.med when set (else the rule's MED).
 func handoverAttrs(cfg *config.Config, rule *config.AdvertiseRule, p config.Peer) model.PathAttrs {
-	a := attrs(*rule)
+	a := attrs(rule)
 	h := rule.Handover
 	a.ASPathPrepend = rule.ASPathPrepend + h.ASPathPrepend
 	if h.MED != 0 {
