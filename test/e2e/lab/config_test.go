@@ -113,7 +113,7 @@ func TestFRRConfigParses(t *testing.T) {
 	bgpd := filepath.Join(FRRDir, "bgpd")
 	c := FRRConfig{Neighbors: []FRRNeighbor{
 		{Address: NodeIPv4, ASN: 65010, Passive: true, Password: "pw", TTLSecurityHops: 1, Keepalive: 10, HoldTime: 30, BFD: true},
-		{Address: NodeIPv6, ASN: 65010, EBGPMultihop: 2, UpdateSource: "lo"},
+		{Address: NodeIPv6, ASN: 65010, EBGPMultihop: 2, UpdateSource: "lo", ExtendedNextHop: true},
 		{Address: netip.MustParseAddr("198.51.100.10"), ASN: 65010, DisableConnectedCheck: true},
 	}, Originate: []netip.Prefix{netip.MustParsePrefix("203.0.113.0/24")}, GracefulRestart: true}
 	// not t.TempDir(): its parent is 0700 and bgpd reads the file as frr
@@ -131,10 +131,15 @@ func TestFRRConfigParses(t *testing.T) {
 	}
 	for _, want := range []string{"neighbor 192.0.2.0 passive", "neighbor 192.0.2.0 password pw", "neighbor 2001:db8:100:: activate", "network 203.0.113.0/24", "bgp graceful-restart",
 		"neighbor 192.0.2.0 ttl-security hops 1", "neighbor 192.0.2.0 timers 10 30", "neighbor 2001:db8:100:: ebgp-multihop 2",
-		"neighbor 2001:db8:100:: update-source lo", "neighbor 198.51.100.10 disable-connected-check", "neighbor 192.0.2.0 bfd profile lab"} {
+		"neighbor 2001:db8:100:: update-source lo", "neighbor 198.51.100.10 disable-connected-check", "neighbor 192.0.2.0 bfd profile lab",
+		"neighbor 2001:db8:100:: capability extended-nexthop"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("bgpd.conf lacks %q:\n%s", want, text)
 		}
+	}
+	// the extended next hop neighbor is activated in ipv4 unicast too
+	if v4, _, _ := strings.Cut(text, "address-family ipv6 unicast"); !strings.Contains(v4, "neighbor 2001:db8:100:: activate") {
+		t.Errorf("bgpd.conf does not activate 2001:db8:100:: in ipv4 unicast:\n%s", text)
 	}
 	f := filepath.Join(dir, "bgpd.conf")
 	if err := os.WriteFile(f, []byte(text), 0o644); err != nil {

@@ -47,6 +47,11 @@ type FRRNeighbor struct {
 	// BFD sets `neighbor X bfd profile lab`: a single-hop BFD session at
 	// 300 ms x 3 (bfdd runs when a neighbor has it).
 	BFD bool
+	// ExtendedNextHop, on a neighbor with an IPv6 Address, sets
+	// `neighbor X capability extended-nexthop` and activates it in ipv4
+	// unicast too: IPv4 prefixes over the IPv6 session with FRR's IPv6
+	// next hop (RFC 8950; issue 20).
+	ExtendedNextHop bool
 }
 
 // FRRConfig is FRR's bgpd configuration. The zero value of a field takes
@@ -129,6 +134,9 @@ router bgp {{.ASN}}
 {{- if .BFD}}
  neighbor {{.ID}} bfd profile lab
 {{- end}}
+{{- if .ExtendedNextHop}}
+ neighbor {{.ID}} capability extended-nexthop
+{{- end}}
 {{- end}}
 {{- range $af := .Families}}
  !
@@ -206,6 +214,9 @@ func (c FRRConfig) Render(hostname, dir string) (string, error) {
 			continue
 		}
 		fam(n.Address).Neighbors = append(fam(n.Address).Neighbors, n.ID())
+		if n.ExtendedNextHop && n.Address.Is6() {
+			fams[0].Neighbors = append(fams[0].Neighbors, n.ID())
+		}
 	}
 	for _, p := range c.Originate {
 		fam(p.Addr()).Networks = append(fam(p.Addr()).Networks, p)
