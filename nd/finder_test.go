@@ -181,18 +181,37 @@ func TestFinderFromNeighbourTable(t *testing.T) {
 	vethPair(t, a, "va", b, "vb")
 	llB := b.linkLocal("vb")
 	var nb notes
-	newFinder(t, b, &nb, "vb")
+	fb := newFinder(t, b, &nb, "vb")
+	// The precondition is what the Finder reads (readLink), not ip's
+	// text: a router entry in a state the Finder takes.
+	h := a.h
+	r, err := NewReader(&h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
 	eventually(t, 20*time.Second, "a's kernel records b as a router", func() string {
-		if out := a.ip("-6", "neigh", "show", "dev", "va"); !strings.Contains(out, llB.WithZone("").String()) || !strings.Contains(out, "router") {
-			return out
+		fa, err := r.Link("va")
+		if err != nil {
+			return err.Error()
 		}
-		return ""
+		for _, n := range fa.Neighbours {
+			if n.Router && n.Addr == llB.WithZone("va") {
+				return ""
+			}
+		}
+		return fmt.Sprintf("%+v", fa.Neighbours)
 	})
+	// b falls silent: its later solicitations (it sends three) would
+	// otherwise race the table read, and a Finder that learned b from
+	// one of them would pass for the wrong reason or fail for a race
+	// (CI saw "How: router solicitation").
+	fb.Close()
 	var na notes
 	fa := newFinder(t, a, &na, "va")
-	eventually(t, 20*time.Second, "a knows b", func() string {
+	eventually(t, 20*time.Second, "a knows b from the neighbour table", func() string {
 		if s := status(fa, "va"); s.Peer != llB.WithZone("va") || s.How != FromNeighbourTable {
-			return fmt.Sprintf("%+v", s)
+			return fmt.Sprintf("%+v; a's neighbours: %s", s, a.ip("-6", "neigh", "show", "dev", "va"))
 		}
 		return ""
 	})
