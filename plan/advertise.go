@@ -84,7 +84,7 @@ func CappedAdvertisements(cfg *config.Config, snap model.Snapshot, now time.Time
 			a, b := all[x].Prefix, all[y].Prefix
 			return cmp.Or(cmp.Compare(boolInt(a.IsSingleIP()), boolInt(b.IsSingleIP())), model.ComparePrefix(a, b))
 		})
-		reason := fmt.Sprintf("held back: export cap: peer %s takes at most %d prefixes (maxAdvertised), %d selected", peer, max, len(idx))
+		reason := capReason(peer, max)
 		for _, i := range idx[max:] {
 			drop[i] = true
 			a := all[i]

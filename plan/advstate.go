@@ -176,11 +176,9 @@ func ruleAggregates(r *config.AdvertiseRule, f int) bool {
 // advertisement changed (added, removed, changed, moved across an export
 // cap), sorted by peer, then prefix. The workload addresses whose
 // handover hold ended since the last update are selected again whether d
-// names them or not.
-//
-// While a capped peer holds prefixes back, a change of how many it has
-// selected changes the Reason of each one held ("N selected"): those keys
-// are returned too, O(held) for that peer.
+// names them or not. A held Reason does not name how many the peer has
+// selected (HeldBack.Selected has the count): a change of the count
+// changes no key that did not change itself, O(changed × log n).
 func (s *AdvertState) Update(snap model.Snapshot, d model.SnapshotDelta, now time.Time) []model.Key {
 	if now.Before(s.now) {
 		// A hold over may run again.
@@ -196,7 +194,7 @@ func (s *AdvertState) Update(snap model.Snapshot, d model.SnapshotDelta, now tim
 	if d.All || d.Context || s.unsorted != "" {
 		return s.full(snap)
 	}
-	t := &touched{keys: map[model.Key]keyWas{}, peers: map[string]int{}}
+	t := &touched{keys: map[model.Key]keyWas{}}
 	unique := func(as []netip.Addr) []netip.Addr {
 		as = slices.Clone(as)
 		slices.SortFunc(as, netip.Addr.Compare)
@@ -234,47 +232,7 @@ func (s *AdvertState) Update(snap model.Snapshot, d model.SnapshotDelta, now tim
 			}
 		}
 	}
-	out := t.sorted(s)
-	var peers []string
-	for peer, before := range t.peers {
-		if c := s.caps[peer]; c != nil && c.len() != before && c.held.Len() > 0 {
-			peers = append(peers, peer)
-		}
-	}
-	if len(peers) == 0 {
-		return out
-	}
-	// The count in the Reason of every prefix these peers hold back
-	// changed: all their held keys, in key order without a sort (the cap
-	// order is subnets, then single addresses, each in prefix order).
-	slices.Sort(peers)
-	n := 0
-	for _, peer := range peers {
-		n += s.caps[peer].held.Len()
-	}
-	held := make([]model.Key, 0, n)
-	var subnets, singles []netip.Prefix
-	for _, peer := range peers {
-		subnets, singles = subnets[:0], singles[:0]
-		s.caps[peer].held.Ascend(func(p netip.Prefix) bool {
-			if p.IsSingleIP() {
-				singles = append(singles, p)
-			} else {
-				subnets = append(subnets, p)
-			}
-			return true
-		})
-		for len(subnets)+len(singles) > 0 {
-			var p netip.Prefix
-			if len(singles) == 0 || len(subnets) > 0 && model.ComparePrefix(subnets[0], singles[0]) < 0 {
-				p, subnets = subnets[0], subnets[1:]
-			} else {
-				p, singles = singles[0], singles[1:]
-			}
-			held = append(held, model.Key{Peer: peer, Prefix: p})
-		}
-	}
-	return mergeKeys(out, held)
+	return t.sorted(s)
 }
 
 // mergeKeys merges two lists of keys sorted by peer, then prefix, each
@@ -322,8 +280,13 @@ func (s *AdvertState) full(snap model.Snapshot) []model.Key {
 		}
 		if aSent || aHeld {
 			// Unchanged: the old advertisement stays, which the
-			// daemon's tree may hold (one copy, SentRef).
-			s.cands[k][0].adv = old.cands[k][0].adv
+			// daemon's tree (SentRef) or a HeldBack taken before may
+			// hold (one copy).
+			adv := old.cands[k][0].adv
+			s.cands[k][0].adv = adv
+			if bHeld {
+				s.caps[k.Peer].held.ReplaceOrInsert(capItem{prefix: k.Prefix, adv: adv})
+			}
 		}
 	}
 	return out
@@ -797,7 +760,7 @@ func (s *AdvertState) set(k model.Key, rule int, adv *model.Advertisement, t *to
 	c := s.caps[k.Peer]
 	before := keyWas{}
 	if t != nil && was != nil {
-		before = keyWas{adv: *was, selected: true, sent: c == nil || !c.held.Has(k.Prefix)}
+		before = keyWas{adv: *was, selected: true, sent: c == nil || !c.isHeld(k.Prefix)}
 	}
 	switch {
 	case adv == nil:
@@ -824,21 +787,25 @@ func (s *AdvertState) set(k model.Key, rule int, adv *model.Advertisement, t *to
 	case was == nil && len(list) > 0: // selected now
 		s.order.ReplaceOrInsert(k)
 		if c != nil {
-			t.count(k.Peer, c.len())
-			if moved, ok := c.insert(k.Prefix); ok && t != nil {
+			advOf := func(p netip.Prefix) *model.Advertisement { return s.cands[model.Key{Peer: k.Peer, Prefix: p}][0].adv }
+			if moved, ok := c.insert(k.Prefix, list[0].adv, advOf); ok && t != nil {
 				t.add(movedWas(moved, true))
 			}
 		}
 	case was != nil && len(list) == 0: // no longer selected
 		s.order.Delete(k)
 		if c != nil {
-			t.count(k.Peer, c.len())
 			if moved, ok := c.remove(k.Prefix); ok && t != nil {
 				t.add(movedWas(moved, false))
 			}
 		}
-	case was != nil && advEqual(*was, *list[0].adv):
-		return
+	default: // selected still
+		if c != nil && list[0].adv != was && c.isHeld(k.Prefix) {
+			c.held.ReplaceOrInsert(capItem{prefix: k.Prefix, adv: list[0].adv})
+		}
+		if advEqual(*was, *list[0].adv) {
+			return
+		}
 	}
 	t.add(k, before)
 }
@@ -851,7 +818,7 @@ func (s *AdvertState) Lookup(k model.Key) (adv model.Advertisement, sent bool, h
 		return model.Advertisement{}, false, false
 	}
 	adv = *list[0].adv
-	if c := s.caps[k.Peer]; c != nil && c.held.Has(k.Prefix) {
+	if c := s.caps[k.Peer]; c != nil && c.isHeld(k.Prefix) {
 		c.hold(&adv, k.Peer)
 		return adv, false, true
 	}
@@ -866,7 +833,7 @@ func (s *AdvertState) SentRef(k model.Key) *model.Advertisement {
 	if len(list) == 0 {
 		return nil
 	}
-	if c := s.caps[k.Peer]; c != nil && c.held.Has(k.Prefix) {
+	if c := s.caps[k.Peer]; c != nil && c.isHeld(k.Prefix) {
 		return nil
 	}
 	return list[0].adv
@@ -886,7 +853,7 @@ func (s *AdvertState) Sent() []model.Advertisement {
 func (s *AdvertState) SentRefs() []*model.Advertisement {
 	out := make([]*model.Advertisement, 0, s.order.Len())
 	s.order.Ascend(func(k model.Key) bool {
-		if c := s.caps[k.Peer]; c == nil || !c.held.Has(k.Prefix) {
+		if c := s.caps[k.Peer]; c == nil || !c.isHeld(k.Prefix) {
 			out = append(out, s.cands[k][0].adv)
 		}
 		return true
@@ -897,20 +864,105 @@ func (s *AdvertState) SentRefs() []*model.Advertisement {
 // Held is CappedAdvertisements' held: what the export caps hold back
 // (State AdvHeldBack, Reason why), sorted by peer, then prefix.
 func (s *AdvertState) Held() []model.Advertisement {
-	var out []model.Advertisement
-	peers := make([]string, 0, len(s.caps))
+	return s.heldBack(false).List("")
+}
+
+// HeldBack is what the export caps hold back now, to read later or on
+// another goroutine: the state's updates do not change it. It costs
+// O(capped peers): each cap's tree is cloned copy-on-write.
+func (s *AdvertState) HeldBack() HeldBack {
+	return s.heldBack(true)
+}
+
+func (s *AdvertState) heldBack(clone bool) HeldBack {
+	h := HeldBack{caps: make(map[string]heldCap, len(s.caps))}
 	for p, c := range s.caps {
-		if c.held.Len() > 0 {
+		held := c.held
+		if clone {
+			held = held.Clone()
+		}
+		h.caps[p] = heldCap{max: c.max, selected: c.len(), held: held}
+	}
+	return h
+}
+
+func keyLess(a, b model.Key) bool { return compareKeys(a, b) < 0 }
+
+// HeldBack is what the export caps of an AdvertState held back when it was
+// taken (AdvertState.HeldBack), by peer: the counts per peer in O(1), the
+// advertisements looked up or listed when asked. It is read-only and safe
+// for concurrent reads.
+type HeldBack struct {
+	caps map[string]heldCap
+}
+
+// heldCap is one peer's cap in a HeldBack.
+type heldCap struct {
+	max, selected int
+	held          *btree.BTreeG[capItem]
+}
+
+// Count is how many prefixes peer's export cap holds back.
+func (h HeldBack) Count(peer string) int {
+	if c, ok := h.caps[peer]; ok {
+		return c.held.Len()
+	}
+	return 0
+}
+
+// Selected is how many prefixes the rules select for peer, sent and held
+// back, when peer has an export cap (else 0).
+func (h HeldBack) Selected(peer string) int {
+	return h.caps[peer].selected
+}
+
+// Counts is Count of each peer whose cap holds something back: O(capped
+// peers).
+func (h HeldBack) Counts() map[string]int {
+	out := map[string]int{}
+	for p, c := range h.caps {
+		if n := c.held.Len(); n > 0 {
+			out[p] = n
+		}
+	}
+	return out
+}
+
+// Lookup is k's advertisement if its peer's cap holds it back (State
+// AdvHeldBack, Reason why): O(log n).
+func (h HeldBack) Lookup(k model.Key) (model.Advertisement, bool) {
+	c, ok := h.caps[k.Peer]
+	if !ok {
+		return model.Advertisement{}, false
+	}
+	it, ok := c.held.Get(capItem{prefix: k.Prefix})
+	if !ok {
+		return model.Advertisement{}, false
+	}
+	a := *it.adv
+	a.State, a.Reason = model.AdvHeldBack, capReason(k.Peer, c.max)
+	return a, true
+}
+
+// List is what peer's cap holds back ("": every peer's), State
+// AdvHeldBack, Reason why, sorted by peer, then prefix.
+func (h HeldBack) List(peer string) []model.Advertisement {
+	peers := make([]string, 0, len(h.caps))
+	n := 0
+	for p, c := range h.caps {
+		if c.held.Len() > 0 && (peer == "" || p == peer) {
 			peers = append(peers, p)
+			n += c.held.Len()
 		}
 	}
 	slices.Sort(peers)
+	out := make([]model.Advertisement, 0, n)
 	for _, p := range peers {
-		c := s.caps[p]
+		c := h.caps[p]
 		from := len(out)
-		reason := c.reason(p) // the same for each one held
-		c.held.Ascend(func(prefix netip.Prefix) bool {
-			a := *s.cands[model.Key{Peer: p, Prefix: prefix}][0].adv
+		reason := capReason(p, c.max) // the same for each one held
+		c.held.Ascend(func(it capItem) bool {
+			a := *it.adv
 			a.State, a.Reason = model.AdvHeldBack, reason
 			out = append(out, a)
 			return true
@@ -920,18 +972,25 @@ func (s *AdvertState) Held() []model.Advertisement {
 	return out
 }
 
-func keyLess(a, b model.Key) bool { return compareKeys(a, b) < 0 }
+// capItem is a prefix an export cap holds back, with its advertisement
+// (the state's own, never changed: set replaces it).
+type capItem struct {
+	prefix netip.Prefix
+	adv    *model.Advertisement
+}
 
 // exportCap is one peer's maxAdvertised: the first max of its selected
 // prefixes in cap order (capLess) are sent, the rest held. While fewer
 // than max are sent, none is held.
 type exportCap struct {
-	max        int
-	sent, held *btree.BTreeG[netip.Prefix]
+	max  int
+	sent *btree.BTreeG[netip.Prefix]
+	held *btree.BTreeG[capItem]
 }
 
 func newExportCap(max int) *exportCap {
-	return &exportCap{max: max, sent: btree.NewG(32, capLess), held: btree.NewG(32, capLess)}
+	return &exportCap{max: max, sent: btree.NewG(32, capLess),
+		held: btree.NewG(32, func(a, b capItem) bool { return capLess(a.prefix, b.prefix) })}
 }
 
 // capLess is the order a cap sends in: subnets and aggregates, then single
@@ -940,9 +999,12 @@ func capLess(a, b netip.Prefix) bool {
 	return cmp.Or(cmp.Compare(boolInt(a.IsSingleIP()), boolInt(b.IsSingleIP())), model.ComparePrefix(a, b)) < 0
 }
 
-// insert adds p; it returns the prefix that moved from sent to held, if
-// one did.
-func (c *exportCap) insert(p netip.Prefix) (netip.Prefix, bool) {
+// isHeld says whether the cap holds p back.
+func (c *exportCap) isHeld(p netip.Prefix) bool { return c.held.Has(capItem{prefix: p}) }
+
+// insert adds p, whose advertisement is adv; it returns the prefix that
+// moved from sent to held (its advertisement advOf's), if one did.
+func (c *exportCap) insert(p netip.Prefix, adv *model.Advertisement, advOf func(netip.Prefix) *model.Advertisement) (netip.Prefix, bool) {
 	if c.sent.Len() < c.max {
 		c.sent.ReplaceOrInsert(p)
 		return netip.Prefix{}, false
@@ -950,10 +1012,10 @@ func (c *exportCap) insert(p netip.Prefix) (netip.Prefix, bool) {
 	if last, _ := c.sent.Max(); capLess(p, last) {
 		c.sent.DeleteMax()
 		c.sent.ReplaceOrInsert(p)
-		c.held.ReplaceOrInsert(last)
+		c.held.ReplaceOrInsert(capItem{prefix: last, adv: advOf(last)})
 		return last, true
 	}
-	c.held.ReplaceOrInsert(p)
+	c.held.ReplaceOrInsert(capItem{prefix: p, adv: adv})
 	return netip.Prefix{}, false
 }
 
@@ -961,14 +1023,14 @@ func (c *exportCap) insert(p netip.Prefix) (netip.Prefix, bool) {
 // if one did.
 func (c *exportCap) remove(p netip.Prefix) (netip.Prefix, bool) {
 	if _, ok := c.sent.Delete(p); !ok {
-		c.held.Delete(p)
+		c.held.Delete(capItem{prefix: p})
 		return netip.Prefix{}, false
 	}
 	next, ok := c.held.DeleteMin()
 	if ok {
-		c.sent.ReplaceOrInsert(next)
+		c.sent.ReplaceOrInsert(next.prefix)
 	}
-	return next, ok
+	return next.prefix, ok
 }
 
 // len is how many prefixes the peer has selected.
@@ -977,12 +1039,26 @@ func (c *exportCap) len() int { return c.sent.Len() + c.held.Len() }
 // hold marks a as held back by the cap of peer, as CappedAdvertisements
 // says it.
 func (c *exportCap) hold(a *model.Advertisement, peer string) {
-	a.State, a.Reason = model.AdvHeldBack, c.reason(peer)
+	a.State, a.Reason = model.AdvHeldBack, capReason(peer, c.max)
 }
 
-// reason is why the cap of peer holds a prefix back.
-func (c *exportCap) reason(peer string) string {
-	return fmt.Sprintf("held back: export cap: peer %s takes at most %d prefixes (maxAdvertised), %d selected", peer, c.max, c.len())
+// capReason is why the export cap of peer, max prefixes, holds a prefix
+// back. How many the peer has selected is the peer's, not each prefix's
+// (HeldBack.Selected): a views adds it when it shows the list
+// (ShowSelected).
+func capReason(peer string, max int) string {
+	return fmt.Sprintf("held back: export cap: peer %s takes at most %d prefixes (maxAdvertised)", peer, max)
+}
+
+// ShowSelected adds to the Reason of each advertisement of advs held back
+// by an export cap how many its peer has selected (", N selected"), read
+// when the list is shown: `routes advertised` and explain say it.
+func ShowSelected(advs []model.Advertisement, selected func(peer string) int) {
+	for i := range advs {
+		if advs[i].State == model.AdvHeldBack {
+			advs[i].Reason += fmt.Sprintf(", %d selected", selected(advs[i].Peer))
+		}
+	}
 }
 
 // touched collects the keys an Update changed; nil collects nothing (a
@@ -991,9 +1067,6 @@ func (c *exportCap) reason(peer string) string {
 // cap and back by two prefixes of one update) change nothing.
 type touched struct {
 	keys map[model.Key]keyWas
-	// peers are the capped peers whose number selected may have changed,
-	// with the number before.
-	peers map[string]int
 }
 
 // keyWas is what a key was: its selected advertisement, and whether it
@@ -1014,25 +1087,14 @@ func (t *touched) add(k model.Key, before keyWas) {
 	}
 }
 
-// count records that the number selected for peer, n so far, changes.
-func (t *touched) count(peer string, n int) {
-	if t == nil {
-		return
-	}
-	if _, ok := t.peers[peer]; !ok {
-		t.peers[peer] = n
-	}
-}
-
-// sorted are the keys whose advertisement in s differs from what it was
-// (a held one's Reason aside: Update adds those of a changed count).
+// sorted are the keys whose advertisement in s differs from what it was.
 func (t *touched) sorted(s *AdvertState) []model.Key {
 	out := make([]model.Key, 0, len(t.keys))
 	for k, was := range t.keys {
 		list := s.cands[k]
 		c := s.caps[k.Peer]
 		if was.selected == (len(list) > 0) && (!was.selected ||
-			was.sent == (c == nil || !c.held.Has(k.Prefix)) && advEqual(was.adv, *list[0].adv)) {
+			was.sent == (c == nil || !c.isHeld(k.Prefix)) && advEqual(was.adv, *list[0].adv)) {
 			continue
 		}
 		out = append(out, k)

@@ -460,8 +460,8 @@ func advAtScale() (*config.Config, model.Snapshot) {
 // BenchmarkAdvertStateUpdate: one Service VIP among 10,000 changes (its
 // local endpoints go, then come back: withdrawn, then announced again),
 // on BenchmarkAdvertisementsAtScale's fixture. capped: tor-a with
-// maxAdvertised 1,000, so ~10,000 of its prefixes are held back and each
-// change touches all of them (the count in their Reason). aggregate: the
+// maxAdvertised 1,000, so ~10,000 of its prefixes are held back (a
+// change touches the one changed, and one moved across the cap). aggregate: the
 // VIP rule has aggregateLength 24 (40 aggregates of 256 members) and NB
 // protects every VIP and egress IP, as it does: one aggregate is
 // recomputed. full is CappedAdvertisements on the same config, for
@@ -603,4 +603,54 @@ func TestAdvertStateKeepsUnchangedAdvertisements(t *testing.T) {
 	if got := st.SentRef(keys[0]); got == was[0] || got.Source != "lb again" {
 		t.Errorf("after the change: %+v (the old one: %v)", got, got == was[0])
 	}
+}
+
+// TestAdvertStateHeldChangeIsConstant (issue 18, item 2): a capped peer
+// holding 10,000 prefixes back, and one VIP added, removed or changed
+// among those held or sent: Update names the keys whose advertisement or
+// sent/held state changed (the one changed, and one moved across the
+// cap), not every held one (the count of what the peer selected belongs
+// to the peer, not to each held Reason). HeldBack reads the count.
+func TestAdvertStateHeldChangeIsConstant(t *testing.T) {
+	cfg := &config.Config{BGP: config.BGP{ASN: 64512, Peers: []config.Peer{peer("tor-a", "192.0.2.1")}},
+		Advertise: []config.AdvertiseRule{{Name: "vips", Kind: config.KindLoadBalancerIP}}}
+	cfg.BGP.Peers[0].MaxAdvertised = 100
+	snap := snapshot()
+	vip := func(i int) netip.Addr { return netip.AddrFrom4([4]byte{198, 18, byte(i >> 8), byte(i)}) }
+	for i := range 10100 {
+		snap.ServiceVIPs = append(snap.ServiceVIPs, model.ServiceVIP{Service: fmt.Sprintf("ns/s%d", i), Network: "default",
+			VIP: vip(i), Backends: addrs("10.128.0.10"), Source: "lb"})
+	}
+	st := NewAdvertState(cfg, snap, testNow)
+	if n := st.HeldBack().Count("tor-a"); n != 10000 {
+		t.Fatalf("HeldBack().Count = %d, want 10000", n)
+	}
+	one := func(what string, i int, change func()) {
+		t.Helper()
+		change()
+		slices.SortFunc(snap.ServiceVIPs, func(a, b model.ServiceVIP) int { return a.VIP.Compare(b.VIP) })
+		got := st.Update(snap, model.SnapshotDelta{ServiceVIPs: []netip.Addr{vip(i)}}, testNow)
+		if len(got) > 3 {
+			t.Errorf("%s: Update named %d keys, want at most 3 (the changed one, one moved across the cap)", what, len(got))
+		}
+		checkAdvertState(t, cfg, snap, st, nil, nil, testNow, what)
+		sent, held := CappedAdvertisements(cfg, snap, testNow)
+		h := st.HeldBack()
+		if h.Count("tor-a") != len(held) || h.Selected("tor-a") != len(sent)+len(held) {
+			t.Errorf("%s: HeldBack counts %d held of %d selected, want %d of %d", what, h.Count("tor-a"), h.Selected("tor-a"), len(held), len(sent)+len(held))
+		}
+	}
+	at := func(i int) int {
+		j, _ := slices.BinarySearchFunc(snap.ServiceVIPs, vip(i), func(v model.ServiceVIP, a netip.Addr) int { return v.VIP.Compare(a) })
+		return j
+	}
+	one("a held VIP removed", 5000, func() { snap.ServiceVIPs = slices.Delete(snap.ServiceVIPs, at(5000), at(5000)+1) })
+	one("a held VIP added", 5000, func() {
+		snap.ServiceVIPs = append(snap.ServiceVIPs, model.ServiceVIP{Service: "ns/s5000", Network: "default", VIP: vip(5000), Backends: addrs("10.128.0.10"), Source: "lb"})
+	})
+	one("a held VIP changed", 6000, func() { snap.ServiceVIPs[at(6000)].Source = "lb again" })
+	one("a sent VIP removed", 10, func() { snap.ServiceVIPs = slices.Delete(snap.ServiceVIPs, at(10), at(10)+1) })
+	one("a sent VIP added", 10, func() {
+		snap.ServiceVIPs = append(snap.ServiceVIPs, model.ServiceVIP{Service: "ns/s10", Network: "default", VIP: vip(10), Backends: addrs("10.128.0.10"), Source: "lb"})
+	})
 }

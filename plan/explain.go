@@ -66,7 +66,9 @@ type AdvertiseVerdict struct {
 // covering it, where it is installed, the workloads it is the address of,
 // the pending and held operations, the advertisements, and each advertise
 // rule's verdict (cfg nil: none) at now (the handover holds of workload
-// addresses).
+// addresses). adverts are every advertisement, sent, held back and
+// drained: a held back one's Reason says how many its peer selected,
+// counted there.
 func Explain(cfg *config.Config, prefix netip.Prefix, res ImportResult, adverts []model.Advertisement, p Plan, snap model.Snapshot, host model.Host, now time.Time) Explanation {
 	prefix = prefix.Masked()
 	e := Explanation{Prefix: prefix}
@@ -126,10 +128,21 @@ func Explain(cfg *config.Config, prefix netip.Prefix, res ImportResult, adverts 
 			e.Held = append(e.Held, h)
 		}
 	}
+	held := false
 	for _, a := range adverts {
 		if related(a.Prefix) {
 			e.Advertised = append(e.Advertised, a)
+			held = held || a.State == model.AdvHeldBack
 		}
+	}
+	if held {
+		// A held back one says how many its peer selected: every
+		// advertisement of the peer in adverts, sent or not.
+		selected := map[string]int{}
+		for _, a := range adverts {
+			selected[a.Peer]++
+		}
+		ShowSelected(e.Advertised, func(peer string) int { return selected[peer] })
 	}
 	keep := func(as []model.Advertisement) []model.Advertisement {
 		var out []model.Advertisement
