@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -43,10 +44,13 @@ type advSide struct {
 	// at is when the last whole pass was; drain what the drain did then
 	// (drainSig): while it stands, a pass applies the drain to the keys
 	// NB changed only, and drainHeld are the advertisements it withdraws
-	// (held, State AdvDrained), by key.
+	// (held, State AdvDrained), by key, drainN how many per peer. A pass
+	// hands out a clone of drainHeld (heldView): it changes the tree in
+	// place.
 	at        time.Time
 	drain     string
 	drainHeld *advertTree
+	drainN    map[string]int
 	// all are the desired advertisements (drain applied); a pass that
 	// changes it changes a clone (readers keep theirs).
 	all *advertTree
@@ -58,7 +62,53 @@ type advSide struct {
 type advPart struct {
 	desired, advertised []model.Advertisement
 	all                 *advertTree
-	held                []model.Advertisement
+	held                heldView
+}
+
+// heldView is what a pass holds back: by the export caps (the state's
+// HeldBack) and by a drain (a clone of advSide's drainHeld, and how many
+// per peer). Taking one costs O(peers), never O(held); nobody changes it
+// after, so that views read it off the loop and list it when asked.
+type heldView struct {
+	caps   plan.HeldBack
+	drain  *advertTree // nil: none
+	drainN map[string]int
+}
+
+// list is what is held back for peer ("": every peer), sorted by peer,
+// then prefix.
+func (h heldView) list(peer string) []model.Advertisement {
+	out := h.caps.List(peer)
+	if h.drain == nil || h.drain.Len() == 0 {
+		return out
+	}
+	each := func(a *model.Advertisement) bool {
+		if peer != "" && a.Peer != peer {
+			return false
+		}
+		out = append(out, *a)
+		return true
+	}
+	if peer == "" {
+		h.drain.Ascend(each)
+	} else {
+		h.drain.AscendGreaterOrEqual(&model.Advertisement{Peer: peer}, each)
+	}
+	plan.SortAdvertisements(out)
+	return out
+}
+
+// drainedOf is the drain's tree of what it withdrew among held, by key,
+// and how many per peer.
+func drainedOf(held []model.Advertisement) (*advertTree, map[string]int) {
+	t, n := btree.NewG(32, advLess), map[string]int{}
+	for i := range held {
+		if held[i].State == model.AdvDrained {
+			t.ReplaceOrInsert(&held[i])
+			n[held[i].Peer]++
+		}
+	}
+	return t, n
 }
 
 // advertTree is a tree of advertisements by key. It holds pointers, never
@@ -136,31 +186,33 @@ func (pl *planner) adverts(cfg *config.Config, sp Speaker, snap model.Snapshot, 
 	}
 	drained := pl.drain()
 	drain := plan.NewDrain(cfg, drained, now)
-	if nr == nil {
-		sent, held := drain.Apply(plan.CappedAdvertisements(cfg, snap, now))
-		return advPart{desired: sent, advertised: sp.Advertised(), all: advTree(sent), held: held}
-	}
-	a := &pl.adv
 	sig := drainSig(cfg, drained, now)
-	if why := pl.advWhy(cfg, sp, nr, sig, now); why != "" {
-		pl.log.Debug("advertise: whole pass", zap.String("why", why))
+	whole := func() (*plan.AdvertState, advPart) {
 		st := plan.NewAdvertState(cfg, snap, now)
 		refs := st.SentRefs()
-		sent, held := drain.Apply(derefs(refs), st.Held())
+		// What the caps hold back stays as it is (DrainPolicy.Apply):
+		// the drain is applied to what is sent.
+		sent, held := drain.Apply(derefs(refs), nil)
 		// The tree shares the state's advertisements unless a drain
 		// changed them.
 		all := advRefTree(refs)
 		if sig != "" {
 			all = advTree(sent)
 		}
-		drainHeld := btree.NewG(32, advLess)
-		for i := range held {
-			if held[i].State == model.AdvDrained {
-				drainHeld.ReplaceOrInsert(&held[i])
-			}
-		}
-		*a = advSide{state: st, cfg: cfg, sp: sp, gen: nr.gen, at: now, drain: sig, drainHeld: drainHeld, all: all}
-		return advPart{desired: sent, advertised: sp.Advertised(), all: all, held: held}
+		t, n := drainedOf(held)
+		return st, advPart{desired: sent, advertised: sp.Advertised(), all: all, held: heldView{caps: st.HeldBack(), drain: t, drainN: n}}
+	}
+	if nr == nil {
+		_, part := whole()
+		return part
+	}
+	a := &pl.adv
+	if why := pl.advWhy(cfg, sp, nr, sig, now); why != "" {
+		pl.log.Debug("advertise: whole pass", zap.String("why", why))
+		st, part := whole()
+		*a = advSide{state: st, cfg: cfg, sp: sp, gen: nr.gen, at: now, drain: sig, drainHeld: part.held.drain.Clone(),
+			drainN: maps.Clone(part.held.drainN), all: part.all}
+		return part
 	}
 	keys := a.state.Update(snap, nr.delta, now)
 	part := advPart{all: a.all}
@@ -169,7 +221,9 @@ func (pl *planner) adverts(cfg *config.Config, sp Speaker, snap model.Snapshot, 
 		all := a.all.Clone()
 		for _, k := range keys {
 			key := &model.Advertisement{Peer: k.Peer, Prefix: k.Prefix}
-			a.drainHeld.Delete(key)
+			if _, ok := a.drainHeld.Delete(key); ok {
+				a.drainN[k.Peer]--
+			}
 			adv := a.state.SentRef(k)
 			switch {
 			case adv == nil:
@@ -189,17 +243,15 @@ func (pl *planner) adverts(cfg *config.Config, sp Speaker, snap model.Snapshot, 
 				} else {
 					all.Delete(key)
 					a.drainHeld.ReplaceOrInsert(&h[0])
+					a.drainN[k.Peer]++
 				}
 			}
 		}
 		part.advertised = sp.AdvertisedOf(keys)
 		part.all, a.all = all, all
 	}
-	part.held = a.state.Held()
-	if a.drainHeld.Len() > 0 {
-		part.held = slices.Concat(part.held, advList(a.drainHeld))
-		plan.SortAdvertisements(part.held)
-	}
+	// What is held back, for the views: O(peers) to take.
+	part.held = heldView{caps: a.state.HeldBack(), drain: a.drainHeld.Clone(), drainN: maps.Clone(a.drainN)}
 	return part
 }
 

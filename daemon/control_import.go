@@ -191,7 +191,7 @@ func (d *Daemon) importHandlers(mux *http.ServeMux) {
 			replyError(w, http.StatusServiceUnavailable, perr)
 			return
 		}
-		reply(w, plan.Explain(cfg, prefix, res, slices.Concat(advList(v.desired), v.heldAdv), v.plan, v.snap, v.host, time.Now()), nil)
+		reply(w, plan.Explain(cfg, prefix, res, slices.Concat(advList(v.desired), v.held.list("")), v.plan, v.snap, v.host, time.Now()), nil)
 	})
 }
 

@@ -152,8 +152,9 @@ type Daemon struct {
 	// desired are the last pass's advertisements to make, by key (the
 	// loop changes a clone, never this one).
 	desired *advertTree
-	// heldAdv are what peers' export caps hold back (last pass).
-	heldAdv []model.Advertisement
+	// held is what peers' export caps and a drain hold back (last
+	// pass), never changed: the loop replaces it.
+	held    heldView
 	ready   bool
 	peersUp bool // peers added to the speaker (after the first plan)
 	// links is neighbour discovery on the links of on-link peers (nil
@@ -643,8 +644,7 @@ func (d *Daemon) reconcile(ctx context.Context) error {
 	}
 
 	d.mu.Lock()
-	heldBefore := d.heldAdv
-	d.snapshot, d.synced, d.desired, d.heldAdv = snap, true, desired, v.heldAdv
+	d.snapshot, d.synced, d.desired = snap, true, desired
 	d.reconciles++
 	d.lastRun = time.Now()
 	d.lastErr = ""
@@ -652,7 +652,7 @@ func (d *Daemon) reconcile(ctx context.Context) error {
 		d.lastErr = err.Error()
 	}
 	d.mu.Unlock()
-	d.logExportCaps(heldBefore, v.heldAdv)
+	d.keepHeld(v.held)
 	d.log.Debug("reconciled", zap.Int("advertisements", desired.Len()), zap.Duration("took", time.Since(start)))
 	d.markReady(fmt.Sprintf("advertising %d routes", desired.Len()))
 	return err
@@ -1076,12 +1076,12 @@ func (d *Daemon) advertised(sp Speaker, peer string) []model.Advertisement {
 		out = append(out, a)
 	}
 	d.mu.Lock()
-	for _, a := range d.heldAdv {
-		if peer == "" || a.Peer == peer {
-			out = append(out, a)
-		}
-	}
+	held := d.held
 	d.mu.Unlock()
+	// Listed now, with how many each capped peer selected.
+	hl := held.list(peer)
+	plan.ShowSelected(hl, held.caps.Selected)
+	out = append(out, hl...)
 	plan.SortAdvertisements(out)
 	return out
 }
@@ -1089,38 +1089,35 @@ func (d *Daemon) advertised(sp Speaker, peer string) []model.Advertisement {
 // exportCapCounts fills each peer's HeldBack from the last pass.
 func (d *Daemon) exportCapCounts(peers []model.PeerStatus) {
 	d.mu.Lock()
-	defer d.mu.Unlock()
-	n := heldCounts(d.heldAdv)
+	held := d.held
+	d.mu.Unlock()
 	for i := range peers {
-		peers[i].HeldBack = n[peers[i].Name]
+		peers[i].HeldBack = held.caps.Count(peers[i].Name)
 	}
 }
 
-// heldCounts counts held-back advertisements per peer.
-func heldCounts(held []model.Advertisement) map[string]int {
-	n := map[string]int{}
-	for _, a := range held {
-		if a.State == model.AdvHeldBack {
-			n[a.Peer]++
-		}
-	}
-	return n
+// keepHeld keeps what a pass the loop applied holds back, for the views,
+// and logs what the export caps began or stopped holding back: O(peers).
+func (d *Daemon) keepHeld(held heldView) {
+	d.mu.Lock()
+	before := d.held
+	d.held = held
+	d.mu.Unlock()
+	d.logExportCaps(before.caps.Counts(), held.caps.Counts(), func(peer string) (string, int) {
+		return held.caps.Reason(peer), held.caps.Selected(peer)
+	})
 }
 
 // logExportCaps logs, per peer, when its export cap starts or stops
-// holding prefixes back, and how many.
-func (d *Daemon) logExportCaps(heldBefore, held []model.Advertisement) {
-	before, now := heldCounts(heldBefore), heldCounts(held)
-	reason := map[string]string{}
-	for _, a := range held {
-		if a.State == model.AdvHeldBack {
-			reason[a.Peer] = a.Reason
-		}
-	}
+// holding prefixes back, and how many (before and now: the counts of the
+// peers holding some back); why is a peer's Reason and how many it selected.
+func (d *Daemon) logExportCaps(before, now map[string]int, why func(peer string) (string, int)) {
 	for peer, n := range now {
 		switch b := before[peer]; {
 		case b == 0:
-			d.log.Warn("export cap reached: prefixes held back", zap.String("peer", peer), zap.Int("heldBack", n), zap.String("why", reason[peer]))
+			reason, selected := why(peer)
+			d.log.Warn("export cap reached: prefixes held back", zap.String("peer", peer), zap.Int("heldBack", n),
+				zap.Int("selected", selected), zap.String("why", reason))
 		case b != n:
 			// Churn at the cap: the metric and `peers` follow the count;
 			// the log says it once per onset.

@@ -1007,14 +1007,13 @@ func TestLogDiffSummarizes(t *testing.T) {
 func TestExportCapLogOnce(t *testing.T) {
 	core, logs := observer.New(zap.InfoLevel)
 	d := &Daemon{log: zap.New(core)}
-	held := func(n int) []model.Advertisement {
-		var out []model.Advertisement
-		for i := range n {
-			out = append(out, model.Advertisement{Peer: "tor", Prefix: netip.PrefixFrom(netip.AddrFrom4([4]byte{192, 0, 2, byte(i)}), 32),
-				State: model.AdvHeldBack, Reason: "held back: export cap"})
+	held := func(n int) map[string]int {
+		if n == 0 {
+			return map[string]int{}
 		}
-		return out
+		return map[string]int{"tor": n}
 	}
+	why := func(string) (string, int) { return "held back: export cap", 5 }
 	steps := []struct {
 		before, now int
 		want        string
@@ -1027,7 +1026,7 @@ func TestExportCapLogOnce(t *testing.T) {
 		{0, 1, "warn export cap reached: prefixes held back"},
 	}
 	for _, st := range steps {
-		d.logExportCaps(held(st.before), held(st.now))
+		d.logExportCaps(held(st.before), held(st.now), why)
 		var got []string
 		for _, e := range logs.TakeAll() {
 			got = append(got, e.Level.String()+" "+e.Message)
@@ -1069,7 +1068,8 @@ func TestExportCapHeldBack(t *testing.T) {
 		}
 		var held []string
 		for _, a := range advs {
-			if a.State == model.AdvHeldBack && strings.Contains(a.Reason, "export cap: peer tor takes at most 2 prefixes") {
+			// How many tor selected is read when the list is shown.
+			if a.State == model.AdvHeldBack && a.Reason == "held back: export cap: peer tor takes at most 2 prefixes (maxAdvertised), 4 selected" {
 				held = append(held, a.Prefix.String())
 			}
 		}

@@ -406,7 +406,7 @@ func (pl *planner) diffPass(ctx context.Context, cfg *config.Config, sp Speaker,
 	}
 	pl.addHeld(p.Held)
 	pl.mu.Unlock()
-	return planView{plan: p, table: t, snap: snap, host: host, desired: adv.all, heldAdv: adv.held, synced: synced, learnedOK: true}, nil
+	return planView{plan: p, table: t, snap: snap, host: host, desired: adv.all, held: adv.held, synced: synced, learnedOK: true}, nil
 }
 
 // withoutKeys is keys without those in drop.

@@ -179,10 +179,16 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			count[peerState{a.Peer, string(a.State)}]++
 		}
 		c.d.mu.Lock()
-		for _, a := range c.d.heldAdv {
-			count[peerState{a.Peer, string(a.State)}]++
-		}
+		held := c.d.held
 		c.d.mu.Unlock()
+		for peer, n := range held.caps.Counts() {
+			count[peerState{peer, string(model.AdvHeldBack)}] += n
+		}
+		for peer, n := range held.drainN {
+			if n > 0 {
+				count[peerState{peer, string(model.AdvDrained)}] += n
+			}
+		}
 		for k, n := range count {
 			g(c.advertised, float64(n), k.peer, k.state)
 		}

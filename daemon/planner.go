@@ -57,8 +57,8 @@ type planView struct {
 	host  model.Host
 	// desired are every advertisement to make (drain applied), by key.
 	desired *advertTree
-	// heldAdv are the advertisements peers' export caps hold back.
-	heldAdv []model.Advertisement
+	// held is what peers' export caps and a drain hold back.
+	held    heldView
 	hostErr error
 	synced  map[string]bool
 	// learnedOK is false when the walk of the speaker failed and the
@@ -126,7 +126,7 @@ func (pl *planner) planFrom(ctx context.Context, cfg *config.Config, sp Speaker,
 	// too (its owned rows and routes are deleted).
 	p := pl.decide(passInput{cfg: cfg, table: table, touched: touched, whole: true, snap: snap, host: host,
 		synced: synced, holdAll: holdAll, adv: adv, forget: !preview && holdAll == ""})
-	return planView{plan: p, table: table, snap: snap, host: host, desired: adv.all, heldAdv: adv.held, hostErr: hostErr,
+	return planView{plan: p, table: table, snap: snap, host: host, desired: adv.all, held: adv.held, hostErr: hostErr,
 		synced: synced, learnedOK: learnedOK, stale: pl.imp.stale}
 }
 

@@ -916,6 +916,16 @@ func (h HeldBack) Selected(peer string) int {
 	return h.caps[peer].selected
 }
 
+// Reason is why peer's cap holds a prefix back, as each one held says it
+// ("": peer has no cap).
+func (h HeldBack) Reason(peer string) string {
+	c, ok := h.caps[peer]
+	if !ok {
+		return ""
+	}
+	return capReason(peer, c.max)
+}
+
 // Counts is Count of each peer whose cap holds something back: O(capped
 // peers).
 func (h HeldBack) Counts() map[string]int {
