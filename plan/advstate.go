@@ -1054,7 +1054,7 @@ func (c *exportCap) hold(a *model.Advertisement, peer string) {
 
 // capReason is why the export cap of peer, max prefixes, holds a prefix
 // back. How many the peer has selected is the peer's, not each prefix's
-// (HeldBack.Selected): a views adds it when it shows the list
+// (HeldBack.Selected): a view adds it when it shows the list
 // (ShowSelected).
 func capReason(peer string, max int) string {
 	return fmt.Sprintf("held back: export cap: peer %s takes at most %d prefixes (maxAdvertised)", peer, max)

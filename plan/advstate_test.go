@@ -654,3 +654,44 @@ func TestAdvertStateHeldChangeIsConstant(t *testing.T) {
 		snap.ServiceVIPs = append(snap.ServiceVIPs, model.ServiceVIP{Service: "ns/s10", Network: "default", VIP: vip(10), Backends: addrs("10.128.0.10"), Source: "lb"})
 	})
 }
+
+// TestHeldBackIsASnapshot: a HeldBack stays as it was taken while the
+// state's updates go on, and another goroutine may read it meanwhile (run
+// with -race).
+func TestHeldBackIsASnapshot(t *testing.T) {
+	cfg := &config.Config{BGP: config.BGP{ASN: 64512, Peers: []config.Peer{peer("tor-a", "192.0.2.1")}},
+		Advertise: []config.AdvertiseRule{{Name: "vips", Kind: config.KindLoadBalancerIP}}}
+	cfg.BGP.Peers[0].MaxAdvertised = 10
+	snap := snapshot()
+	vip := func(i int) netip.Addr { return netip.AddrFrom4([4]byte{198, 18, byte(i >> 8), byte(i)}) }
+	for i := range 2000 {
+		snap.ServiceVIPs = append(snap.ServiceVIPs, model.ServiceVIP{Service: fmt.Sprintf("ns/s%d", i), Network: "default",
+			VIP: vip(i), Backends: addrs("10.128.0.10"), Source: "lb"})
+	}
+	st := NewAdvertState(cfg, snap, testNow)
+	h := st.HeldBack()
+	want := st.Held()
+	done := make(chan []model.Advertisement)
+	go func() {
+		var got []model.Advertisement
+		for range 20 {
+			got = h.List("")
+		}
+		done <- got
+	}()
+	for i := range 500 {
+		// VIPs go, held and sent alike (one in 4 of them sent).
+		snap.ServiceVIPs[i*4].Backends = nil
+		st.Update(snap, model.SnapshotDelta{ServiceVIPs: []netip.Addr{vip(i * 4)}}, testNow)
+	}
+	got := <-done
+	if !slices.EqualFunc(got, want, sameAdv) || h.Count("tor-a") != len(want) || h.Selected("tor-a") != 2000 {
+		t.Errorf("the HeldBack taken before the updates lists %d (counts %d of %d), want the %d held then", len(got), h.Count("tor-a"), h.Selected("tor-a"), len(want))
+	}
+	if n := st.HeldBack().Count("tor-a"); n != 1500-10 {
+		t.Errorf("after the updates %d held back, want %d", n, 1500-10)
+	}
+	if a, ok := h.Lookup(model.Key{Peer: "tor-a", Prefix: hostPrefix(vip(12))}); !ok || a.State != model.AdvHeldBack {
+		t.Errorf("Lookup of a VIP held then: %+v, %v", a, ok)
+	}
+}
