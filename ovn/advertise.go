@@ -239,7 +239,7 @@ func buildServiceVIPs(lbs []*lbRow) (out []model.ServiceVIP, problems []string) 
 		backends = slices.Clip(backends)
 		out = append(out, model.ServiceVIP{
 			Service: service, Network: names[first.network], VIP: first.vip, Backends: backends,
-			Source: tableLoadBalancer + " " + sourceNames(rows) + " vips",
+			Source: vipSource(lbs[first.lb], rows),
 		})
 	}
 	return out, problems

@@ -81,6 +81,15 @@ func protectWhy(owner, name string) string {
 	return "Service VIP of " + owner + " (" + tableLoadBalancer + " " + name + " vips)"
 }
 
+// source is "Load_Balancer <name> vips", the Source of a Service VIP
+// entry of lb's alone: the end of its protectWhy, which readRows makes
+// once per row version, so that both name one string.
+func (lb *lbRow) source() string {
+	why := lb.protectWhy()
+	n := len(tableLoadBalancer) + len(" ") + len(lb.Name) + len(" vips")
+	return why[len(why)-len(")")-n : len(why)-len(")")]
+}
+
 func (lb *lbRow) parsed() *lbParsed {
 	if lb.Parsed != nil {
 		return lb.Parsed

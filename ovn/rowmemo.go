@@ -58,10 +58,8 @@ type rowMemo struct {
 	// read serializes reads (the session's, ApplyRoutes'): what follows is
 	// updated in place by the read holding it.
 	read sync.Mutex
-	// lbs are the Service load-balancer rows of the last read, by UUID,
-	// with the cached model each was read from (nil when read from a
-	// clone, by UUID).
-	lbs  map[string]lbEntry
+	// vips are the Service load-balancer rows of the last read, by UUID,
+	// and their Service VIPs.
 	vips *vipIndex
 	// nats are the egress IP SNATs of the last read and the routers'
 	// nat columns, with their index (readNATs).
@@ -70,12 +68,6 @@ type rowMemo struct {
 	// (config.OVN.Workloads); wl is their index (readWorkloads).
 	workloads bool
 	wl        *wlIndex
-}
-
-// lbEntry is one Service load balancer of the last read.
-type lbEntry struct {
-	model *nbdb.LoadBalancer
-	row   *lbRow
 }
 
 // maxGenLog is how many generations SnapshotDelta can look back.
@@ -447,12 +439,15 @@ func readLoadBalancers(out *nbRows, s *readState) (lbResult, error) {
 		return lbResult{}, fmt.Errorf("no %s table in the cache", nbdb.LoadBalancerTable)
 	}
 	reset := prev == nil || prev.vips == nil || m.vips == nil
-	last := m.lbs
-	if reset {
-		last = nil
+	var last map[string]lbEntry
+	if !reset {
+		last = m.vips.rows
 	}
-	changes := map[string]*lbRow{}  // UUID -> the new row, nil: gone
-	entries := map[string]lbEntry{} // UUID -> the new entry of m.lbs, zero: delete
+	changes := map[string]*lbRow{} // UUID -> the new row, nil: gone
+	// models are the cached models of the rows read whole, by UUID: of
+	// the new rows, and of the rows whose model changed but not what
+	// they read (the next read compares them by pointer).
+	models := map[string]*nbdb.LoadBalancer{}
 	uuids, byRow := s.changedRows(nbdb.LoadBalancerTable)
 	// A row read by UUID is a clone (~9 µs with its parse), a row of a
 	// whole read a map entry and a pointer compared: beyond ~1/64 of
@@ -475,7 +470,6 @@ func readLoadBalancers(out *nbRows, s *readState) (lbResult, error) {
 				continue
 			}
 			changes[uuid] = row
-			entries[uuid] = lbEntry{row: row}
 		}
 	} else {
 		all := t.RowsShallow()
@@ -489,26 +483,24 @@ func readLoadBalancers(out *nbRows, s *readState) (lbResult, error) {
 				continue
 			}
 			row := lbRowOf(l)
+			if row != nil {
+				models[uuid] = l
+			}
 			if sameLB(e.row, row) {
-				if row != nil {
-					entries[uuid] = lbEntry{model: l, row: e.row}
-				}
 				continue
 			}
 			changes[uuid] = row
-			entries[uuid] = lbEntry{model: l, row: row}
 		}
 		for uuid := range last {
 			if _, ok := all[uuid]; !ok {
 				changes[uuid] = nil
-				entries[uuid] = lbEntry{}
 			}
 		}
 	}
 
 	// Nothing fails from here: the memo is updated.
 	if reset {
-		m.lbs, m.vips = map[string]lbEntry{}, newVIPIndex()
+		m.vips = newVIPIndex()
 	}
 	res := lbResult{changed: len(changes) > 0, prot: reset}
 	olds := make(map[string]*lbRow, len(changes))
@@ -516,27 +508,29 @@ func readLoadBalancers(out *nbRows, s *readState) (lbResult, error) {
 		if row != nil {
 			parse(row)
 		}
-		olds[uuid] = m.lbs[uuid].row
+		olds[uuid] = m.vips.rows[uuid].row
 		if !sameProtected(olds[uuid], row) {
 			res.prot = true
 		}
 	}
-	for uuid, e := range entries {
-		if e.row == nil {
-			delete(m.lbs, uuid)
-		} else {
-			m.lbs[uuid] = e
-		}
+	if len(changes) > 0 {
+		res.vips = m.vips.apply(changes)
+	}
+	for uuid, l := range models {
+		m.vips.setModel(uuid, l)
 	}
 	if !reset && len(changes) == 0 {
 		out.LoadBalancers, out.vips = prev.LoadBalancers, prev.vips
 		return res, nil
 	}
-	res.vips = m.vips.apply(changes)
 	out.vips = &lbVIPs{list: m.vips.list, problems: m.vips.probList,
 		prot: m.vips.prot, protProblems: m.vips.protProbList}
 	if reset || len(changes) > 64 {
-		out.LoadBalancers = slices.SortedFunc(maps.Values(m.vips.rows), compareLB)
+		out.LoadBalancers = make([]*lbRow, 0, len(m.vips.rows))
+		for _, e := range m.vips.rows {
+			out.LoadBalancers = append(out.LoadBalancers, e.row)
+		}
+		slices.SortFunc(out.LoadBalancers, compareLB)
 		return res, nil
 	}
 	// A few rows: the last read's slice, edited (a copy: it is shared).
