@@ -320,6 +320,11 @@ func (s *readState) done(rows *nbRows, lb lbResult, nat natResult, wl wlResult) 
 				delete(d, u)
 			}
 		}
+		if len(d) == 0 {
+			// A map keeps the room of its most rows: 10,000 rows
+			// added in one transaction would keep ~50 B each.
+			delete(m.dirty, t)
+		}
 	}
 }
 
