@@ -76,8 +76,9 @@ type vipMem struct {
 // ovsdb-server, dials a client and waits until its snapshot holds them.
 // total is the heap the client added; own what a second read of its
 // cache (readRows with a fresh memo, as the session's first read) and a
-// snapshot built from it (buildNBMemo) keep: ovnbgp's structures, which
-// share the cached models' strings. With OVNBGP_VIPMEM_PROFILE set, a
+// snapshot built from it (buildNBMemo, with a fresh build memo) keep,
+// with both memos: ovnbgp's structures, which share the cached models'
+// strings. With OVNBGP_VIPMEM_PROFILE set, a
 // heap profile taken while both are live is written there, and one from
 // before the second read to path.base (run with -test.memprofilerate=1
 // and a small OVNBGP_VIPMEM_N; pprof -diff_base path.base path shows the
@@ -148,7 +149,8 @@ func measureVIPMem(t *testing.T, n int, shape vipShape) vipMem {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := buildNBMemo(rows, "node1", &buildMemo{})
+	build := &buildMemo{}
+	res := buildNBMemo(rows, "node1", build)
 	if len(res.Snapshot.ServiceVIPs) != n {
 		t.Fatalf("a second read gave %d VIPs, want %d", len(res.Snapshot.ServiceVIPs), n)
 	}
@@ -157,6 +159,7 @@ func measureVIPMem(t *testing.T, n int, shape vipShape) vipMem {
 		writeProfile(profile)
 	}
 	runtime.KeepAlive(memo)
+	runtime.KeepAlive(build)
 	runtime.KeepAlive(rows)
 	runtime.KeepAlive(res)
 	runtime.KeepAlive(snap)
