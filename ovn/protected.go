@@ -115,6 +115,11 @@ func parseLBVIPs(keys, values []string) *lbParsed {
 		if i < len(values) {
 			bs = values[i]
 		}
+		if bs != "" {
+			// Sized once: appends would leave room for up to twice
+			// the backends.
+			v.Backends = make([]netip.Addr, 0, strings.Count(bs, ",")+1)
+		}
 		for b := range strings.SplitSeq(bs, ",") {
 			b = strings.TrimSpace(b)
 			if b == "" {
@@ -130,7 +135,15 @@ func parseLBVIPs(keys, values []string) *lbParsed {
 			}
 		}
 		slices.SortFunc(v.Backends, netip.Addr.Compare)
-		v.Backends = slices.Compact(v.Backends)
+		v.Backends = slices.Clip(slices.Compact(v.Backends))
+		if len(v.Backends) == 0 {
+			v.Backends = nil
+		}
+		// The ports of one address (keys next to each other) mostly
+		// have the same endpoints: one list, read-only.
+		if i > 0 && len(v.Backends) > 0 && slices.Equal(out[i-1].Backends, v.Backends) {
+			v.Backends = out[i-1].Backends
+		}
 		out[i] = v
 	}
 
