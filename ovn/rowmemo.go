@@ -379,51 +379,17 @@ type lbResult struct {
 	vips    []netip.Addr // the addresses whose Service VIP entries changed
 }
 
-// lbRowOf is the Service load balancer l, nil when l is not one; not
-// parsed.
+// lbRowOf is the Service load balancer l, parsed; nil when l is not one.
 func lbRowOf(l *nbdb.LoadBalancer) *lbRow {
 	if l.ExternalIDs[ovnk.ExtIDLBKind] != ovnk.LBKindService {
 		return nil
 	}
-	vips := slices.Sorted(maps.Keys(l.Vips))
-	backends := make([]string, len(vips))
-	for i, k := range vips {
-		backends[i] = l.Vips[k]
+	keys := slices.Sorted(maps.Keys(l.Vips))
+	values := make([]string, len(keys))
+	for i, k := range keys {
+		values[i] = l.Vips[k]
 	}
-	return &lbRow{UUID: l.UUID, Name: l.Name, Owner: l.ExternalIDs[ovnk.ExtIDLBOwner],
-		Network: l.ExternalIDs[extIDNetwork], VIPs: vips, Backends: backends}
-}
-
-// parse fills row's Parsed.
-func parse(row *lbRow) {
-	row.Parsed = parseLBVIPs(row.VIPs, row.Backends)
-	row.Parsed.Why = protectWhy(row.Owner, row.Name)
-}
-
-// sameLB says whether two versions of a row read the same (nil: not a
-// Service load balancer).
-func sameLB(a, b *lbRow) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return a.UUID == b.UUID && a.Name == b.Name && a.Owner == b.Owner && a.Network == b.Network &&
-		slices.Equal(a.VIPs, b.VIPs) && slices.Equal(a.Backends, b.Backends)
-}
-
-// sameProtected says whether two versions of a row give lbProtected the
-// same: its VIP keys, in rows of the same name and owner (no VIP key: no
-// protected address).
-func sameProtected(a, b *lbRow) bool {
-	if a != nil && len(a.VIPs) == 0 {
-		a = nil
-	}
-	if b != nil && len(b.VIPs) == 0 {
-		b = nil
-	}
-	if a == nil || b == nil {
-		return a == b
-	}
-	return a.Name == b.Name && a.Owner == b.Owner && slices.Equal(a.VIPs, b.VIPs)
+	return newLBRow(l.UUID, l.Name, l.ExternalIDs[ovnk.ExtIDLBOwner], l.ExternalIDs[extIDNetwork], keys, values)
 }
 
 // readLoadBalancers fills out's Service load balancers and their VIPs. A
@@ -510,9 +476,6 @@ func readLoadBalancers(out *nbRows, s *readState) (lbResult, error) {
 	res := lbResult{changed: len(changes) > 0, prot: reset}
 	olds := make(map[string]*lbRow, len(changes))
 	for uuid, row := range changes {
-		if row != nil {
-			parse(row)
-		}
 		olds[uuid] = m.vips.rows[uuid].row
 		if !sameProtected(olds[uuid], row) {
 			res.prot = true

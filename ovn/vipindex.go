@@ -103,7 +103,7 @@ func vipKeys(lb *lbRow) (keys []vipKey) {
 		return nil
 	}
 	network := networkName(lb.Network)
-	for _, a := range lb.parsed().Addrs {
+	for _, a := range lb.Addrs {
 		if !special(a.Addr) {
 			keys = append(keys, vipKey{network: network, vip: a.Addr, service: lb.Owner})
 		}
@@ -127,15 +127,15 @@ func vipProblems(lb *lbRow) (problems []string) {
 		return []string{fmt.Sprintf("%s %s: external_ids %s %q is not <namespace>/<name>; its VIPs are not advertised",
 			tableLoadBalancer, lb.Name, ovnk.ExtIDLBOwner, lb.Owner)}
 	}
-	for _, v := range lb.parsed().VIPs {
-		if v.Template || !v.Addr.IsValid() || isMasquerade(v.Addr) {
+	for j, v := range lb.VIPs {
+		if v.template() || !v.Addr.IsValid() || isMasquerade(v.Addr) {
 			continue
 		}
 		if why := specialPurpose(netip.PrefixFrom(v.Addr, v.Addr.BitLen())); why != "" {
 			problems = append(problems, fmt.Sprintf("%s %s vips[%q]: %s %s: never advertised", tableLoadBalancer, lb.Name, v.Key, v.Addr, why))
 			continue
 		}
-		for _, b := range v.BadBackends {
+		for b := range lb.badOf(j) {
 			problems = append(problems, fmt.Sprintf("%s %s vips[%q] backend %q: not IP:PORT, [IPv6]:PORT or an address; left out",
 				tableLoadBalancer, lb.Name, v.Key, b))
 		}
@@ -144,9 +144,9 @@ func vipProblems(lb *lbRow) (problems []string) {
 }
 
 // backendsOf is the backends row lb holds for address a; ok is false
-// when a is none of its entries' (lbParsed.Addrs).
+// when a is none of its entries' (lbRow.Addrs).
 func backendsOf(lb *lbRow, a netip.Addr) (backends []netip.Addr, ok bool) {
-	addrs := lb.parsed().Addrs
+	addrs := lb.Addrs
 	i, ok := slices.BinarySearchFunc(addrs, a, func(x lbAddr, t netip.Addr) int { return x.Addr.Compare(t) })
 	if !ok {
 		return nil, false
@@ -215,8 +215,8 @@ func sameVIP(a, b model.ServiceVIP) bool {
 // protAddrs is the addresses row lb gives lbProtected, each once,
 // unmapped.
 func protAddrs(lb *lbRow) (addrs []netip.Addr) {
-	for _, vip := range lb.parsed().VIPs {
-		if vip.Template || !vip.Addr.IsValid() {
+	for _, vip := range lb.VIPs {
+		if vip.template() || !vip.Addr.IsValid() {
 			continue
 		}
 		if a := vip.Addr.Unmap(); !slices.Contains(addrs, a) {
@@ -228,8 +228,8 @@ func protAddrs(lb *lbRow) (addrs []netip.Addr) {
 
 // protProblems is what lbProtected says of row lb (the same texts).
 func protProblems(lb *lbRow) (problems []string) {
-	for _, vip := range lb.parsed().VIPs {
-		if !vip.Template && !vip.Addr.IsValid() {
+	for _, vip := range lb.VIPs {
+		if !vip.template() && !vip.Addr.IsValid() {
 			problems = append(problems, fmt.Sprintf("%s %s vips key %q: not IP:PORT, [IPv6]:PORT or an address; not protected nor advertised",
 				tableLoadBalancer, lb.Name, vip.Key))
 		}
