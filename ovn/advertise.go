@@ -159,7 +159,7 @@ func buildServiceVIPs(lbs []*lbRow) (out []model.ServiceVIP, problems []string) 
 	}
 	n := 0
 	for _, lb := range lbs {
-		n += len(lb.Addrs)
+		n += len(lb.VIPs)
 	}
 	refs := make([]ref, 0, n)
 	for i, lb := range lbs {
@@ -184,11 +184,11 @@ func buildServiceVIPs(lbs []*lbRow) (out []model.ServiceVIP, problems []string) 
 			}
 		}
 		r := rank[networkName(lb.Network)]
-		for j, a := range lb.Addrs {
-			if _, special := model.SpecialPurposeOverlap(netip.PrefixFrom(a.Addr, a.Addr.BitLen())); special {
+		for j, a := range lb.addrs() {
+			if special(a) {
 				continue // said above, per vips key
 			}
-			refs = append(refs, ref{vip: a.Addr, network: r, lb: int32(i), a: int32(j)})
+			refs = append(refs, ref{vip: a, network: r, lb: int32(i), a: int32(j)})
 		}
 	}
 	slices.SortFunc(refs, func(a, b ref) int {
@@ -214,7 +214,7 @@ func buildServiceVIPs(lbs []*lbRow) (out []model.ServiceVIP, problems []string) 
 			if len(rows) == 0 || rows[len(rows)-1] != lb.Name {
 				rows = append(rows, lb.Name)
 			}
-			bs := lb.Addrs[refs[i].a].Backends
+			bs := lb.backendsAt(int(refs[i].a))
 			switch {
 			case len(bs) == 0 || slices.Equal(backends, bs):
 			case backends == nil:

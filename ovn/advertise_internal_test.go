@@ -108,7 +108,7 @@ func TestServiceVIPBackendsShared(t *testing.T) {
 	grown := append(first[0].Backends, netip.MustParseAddr("10.128.0.99"))
 	grown[0] = netip.MustParseAddr("10.128.0.98")
 	again, _ := buildServiceVIPs(lbs)
-	if got := fmt.Sprint(again[0].Backends, row.Addrs[0].Backends); got != "[10.128.0.5 10.128.0.6] [10.128.0.5 10.128.0.6]" {
+	if got := fmt.Sprint(again[0].Backends, row.VIPs[0].Backends); got != "[10.128.0.5 10.128.0.6] [10.128.0.5 10.128.0.6]" {
 		t.Errorf("after a reader appended to the first build's list: next build and the row's list are %s", got)
 	}
 }

@@ -27,25 +27,16 @@ type lbRow struct {
 	Name    string
 	Owner   string // external_ids:k8s.ovn.org/owner, "<namespace>/<name>"
 	Network string // external_ids:k8s.ovn.org/network, "" on the default network
-	// VIPs are the entries of vips, sorted by key.
+	// VIPs are the entries of vips, sorted by address (templates and
+	// keys that do not parse first), then key: the entries (ports) of
+	// one address are next to each other (addrs, backendsOf).
 	VIPs []lbVIP
-	// Addrs are the distinct VIP addresses (not templates, not masquerade
-	// addresses, parsed), sorted, each with the backends of all its
-	// entries (ports) merged.
-	Addrs []lbAddr
 	// Bad are the backends that do not parse, in the order of VIPs; nil
 	// in most rows.
 	Bad []lbBad
 	// Why is the reason its VIPs are protected (protectWhy), made once per
 	// row version: every snapshot names it for every VIP.
 	Why string
-}
-
-// lbAddr is one VIP address of a load balancer and its backends, sorted and
-// unique; read-only, shared between builds.
-type lbAddr struct {
-	Addr     netip.Addr
-	Backends []netip.Addr
 }
 
 // lbVIP is one vips entry of a load balancer, parsed.
@@ -98,22 +89,33 @@ func (lb *lbRow) source() string {
 }
 
 // newLBRow is the Service load balancer uuid, parsed: its vips keys
-// (sorted) and values in the same order (missing values are empty).
+// and values in the same order (missing values are empty).
 func newLBRow(uuid, name, owner, network string, keys, values []string) *lbRow {
 	lb := &lbRow{UUID: uuid, Name: name, Owner: owner, Network: network, Why: protectWhy(owner, name)}
-	out := make([]lbVIP, len(keys))
+	type key struct {
+		i    int
+		addr netip.Addr
+	}
+	order := make([]key, len(keys))
 	for i, k := range keys {
-		v := lbVIP{Key: k}
+		order[i].i = i
+		if a, ok := parseVIP(k); ok && !strings.HasPrefix(k, "^") {
+			order[i].addr = a.Unmap()
+		}
+	}
+	slices.SortStableFunc(order, func(a, b key) int {
+		return cmp.Or(a.addr.Compare(b.addr), strings.Compare(keys[a.i], keys[b.i]))
+	})
+	out := make([]lbVIP, len(keys))
+	for i, o := range order {
+		v := lbVIP{Key: keys[o.i], Addr: o.addr}
 		if v.template() {
 			out[i] = v
 			continue
 		}
-		if a, ok := parseVIP(k); ok {
-			v.Addr = a.Unmap()
-		}
 		var bs string
-		if i < len(values) {
-			bs = values[i]
+		if o.i < len(values) {
+			bs = values[o.i]
 		}
 		if bs != "" {
 			// Sized once: appends would leave room for up to twice
@@ -139,32 +141,58 @@ func newLBRow(uuid, name, owner, network string, keys, values []string) *lbRow {
 		if len(v.Backends) == 0 {
 			v.Backends = nil
 		}
-		// The ports of one address (keys next to each other) mostly
-		// have the same endpoints: one list, read-only.
+		// The ports of one address mostly have the same endpoints: one
+		// list, read-only.
 		if i > 0 && len(v.Backends) > 0 && slices.Equal(out[i-1].Backends, v.Backends) {
 			v.Backends = out[i-1].Backends
 		}
 		out[i] = v
 	}
+	lb.VIPs = out
+	return lb
+}
 
-	var addrs []lbAddr
-	for _, v := range out {
-		if v.template() || !v.Addr.IsValid() || isMasquerade(v.Addr) {
-			continue
-		}
-		i, found := slices.BinarySearchFunc(addrs, v.Addr, func(a lbAddr, t netip.Addr) int { return a.Addr.Compare(t) })
-		switch {
-		case !found:
-			addrs = slices.Insert(addrs, i, lbAddr{Addr: v.Addr, Backends: v.Backends})
-		case len(v.Backends) > 0 && !slices.Equal(addrs[i].Backends, v.Backends):
-			// The same address on another port: merge.
-			bs := append(slices.Clip(addrs[i].Backends), v.Backends...)
-			slices.SortFunc(bs, netip.Addr.Compare)
-			addrs[i].Backends = slices.Compact(bs)
+// addrs is lb's distinct VIP addresses (not templates, not masquerade
+// addresses), sorted, each with the index in VIPs of its first entry.
+func (lb *lbRow) addrs() iter.Seq2[int, netip.Addr] {
+	return func(yield func(int, netip.Addr) bool) {
+		for i, v := range lb.VIPs {
+			if !v.Addr.IsValid() || isMasquerade(v.Addr) || i > 0 && lb.VIPs[i-1].Addr == v.Addr {
+				continue
+			}
+			if !yield(i, v.Addr) {
+				return
+			}
 		}
 	}
-	lb.VIPs, lb.Addrs = out, slices.Clip(addrs)
-	return lb
+}
+
+// backendsAt is the backends of the entries of VIPs[i]'s address, from
+// i on: of all its ports, merged (sorted and unique); the entry's own
+// list, shared, when they are equal or the others have none.
+func (lb *lbRow) backendsAt(i int) []netip.Addr {
+	var (
+		backends []netip.Addr
+		merged   bool
+	)
+	for _, v := range lb.VIPs[i:] {
+		if v.Addr != lb.VIPs[i].Addr {
+			break
+		}
+		switch {
+		case len(v.Backends) == 0 || slices.Equal(backends, v.Backends):
+		case backends == nil:
+			backends = v.Backends
+		default:
+			backends = append(slices.Clip(backends), v.Backends...)
+			merged = true
+		}
+	}
+	if merged {
+		slices.SortFunc(backends, netip.Addr.Compare)
+		backends = slices.Clip(slices.Compact(backends))
+	}
+	return backends
 }
 
 // sameLB says whether two versions of a row read the same: what they

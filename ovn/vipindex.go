@@ -103,9 +103,9 @@ func vipKeys(lb *lbRow) (keys []vipKey) {
 		return nil
 	}
 	network := networkName(lb.Network)
-	for _, a := range lb.Addrs {
-		if !special(a.Addr) {
-			keys = append(keys, vipKey{network: network, vip: a.Addr, service: lb.Owner})
+	for _, a := range lb.addrs() {
+		if !special(a) {
+			keys = append(keys, vipKey{network: network, vip: a, service: lb.Owner})
 		}
 	}
 	return keys
@@ -143,15 +143,17 @@ func vipProblems(lb *lbRow) (problems []string) {
 	return problems
 }
 
-// backendsOf is the backends row lb holds for address a; ok is false
-// when a is none of its entries' (lbRow.Addrs).
+// backendsOf is the backends row lb holds for address a (backendsAt);
+// ok is false when a is none of its addresses (lbRow.addrs).
 func backendsOf(lb *lbRow, a netip.Addr) (backends []netip.Addr, ok bool) {
-	addrs := lb.Addrs
-	i, ok := slices.BinarySearchFunc(addrs, a, func(x lbAddr, t netip.Addr) int { return x.Addr.Compare(t) })
+	if !a.IsValid() || isMasquerade(a) {
+		return nil, false
+	}
+	i, ok := slices.BinarySearchFunc(lb.VIPs, a, func(v lbVIP, t netip.Addr) int { return v.Addr.Compare(t) })
 	if !ok {
 		return nil, false
 	}
-	return addrs[i].Backends, true
+	return lb.backendsAt(i), true
 }
 
 // entry builds k's entry from the rows holding it, as buildServiceVIPs
