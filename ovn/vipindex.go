@@ -3,6 +3,7 @@ package ovn
 import (
 	"cmp"
 	"fmt"
+	"iter"
 	"net/netip"
 	"slices"
 	"strings"
@@ -48,11 +49,14 @@ type vipIndex struct {
 	// rows are the indexed rows by UUID, each with the cached model it
 	// was read from (readLoadBalancers; nil when read from a clone).
 	rows map[string]lbEntry
-	// byAddr is, by address, the rows holding it in a vips key (what
-	// protAddrs gives), by compareLB: the rows of an entry are those of
-	// its address that give it (gives), and of a protected address the
-	// first one's reason is kept.
-	byAddr   map[netip.Addr][]*lbRow
+	// byAddr is, by address (addrKey), the first of the rows holding
+	// it in a vips key (what protAddrs gives), by compareLB, and more
+	// the others of an address several rows hold: the rows of an entry
+	// are those of its address that give it (gives), and of a protected
+	// address the first one's reason is kept. Most addresses are one
+	// row's: a pointer each, not a list.
+	byAddr map[[16]byte]*lbRow
+	more   map[[16]byte][]*lbRow
 	problems map[string][]string // UUID -> the row's problems, rows with any
 	list     []model.ServiceVIP  // sorted by compareVIPKey
 	probList []string            // sorted
@@ -73,7 +77,7 @@ type lbEntry struct {
 }
 
 func newVIPIndex() *vipIndex {
-	return &vipIndex{rows: map[string]lbEntry{}, byAddr: map[netip.Addr][]*lbRow{},
+	return &vipIndex{rows: map[string]lbEntry{}, byAddr: map[[16]byte]*lbRow{}, more: map[[16]byte][]*lbRow{},
 		problems: map[string][]string{}, list: []model.ServiceVIP{},
 		protProblems: map[string][]string{}, prot: []model.ProtectedPrefix{}}
 }
@@ -165,7 +169,7 @@ func (x *vipIndex) entry(k vipKey) (v model.ServiceVIP, ok bool) {
 		first    *lbRow
 		names    []string
 	)
-	for _, lb := range x.byAddr[k.vip] {
+	for lb := range x.rowsOf(k.vip) {
 		if !gives(lb, k) {
 			continue
 		}
@@ -255,15 +259,7 @@ func (x *vipIndex) apply(rows map[string]*lbRow) (changed []netip.Addr) {
 			}
 			for _, a := range protAddrs(old) {
 				protAffected[a] = struct{}{}
-				list := x.byAddr[a]
-				if i := slices.Index(list, old); i >= 0 {
-					list = slices.Delete(list, i, i+1)
-				}
-				if len(list) == 0 {
-					delete(x.byAddr, a)
-				} else {
-					x.byAddr[a] = list
-				}
+				x.removeRow(a, old)
 			}
 			if _, had := x.problems[uuid]; had {
 				delete(x.problems, uuid)
@@ -283,9 +279,7 @@ func (x *vipIndex) apply(rows map[string]*lbRow) (changed []netip.Addr) {
 		}
 		for _, a := range protAddrs(lb) {
 			protAffected[a] = struct{}{}
-			list := x.byAddr[a]
-			i, _ := slices.BinarySearchFunc(list, lb, compareLB)
-			x.byAddr[a] = slices.Insert(list, i, lb)
+			x.addRow(a, lb)
 		}
 		if p := vipProblems(lb); len(p) > 0 {
 			x.problems[uuid] = p
@@ -305,8 +299,8 @@ func (x *vipIndex) apply(rows map[string]*lbRow) (changed []netip.Addr) {
 	}
 	if len(protAffected) > 0 {
 		x.prot = editHostProtected(x.prot, protAffected, func(a netip.Addr) (string, bool) {
-			if list := x.byAddr[a]; len(list) > 0 {
-				return list[0].protectWhy(), true
+			if lb := x.byAddr[addrKey(a)]; lb != nil {
+				return lb.protectWhy(), true
 			}
 			return "", false
 		})
@@ -350,6 +344,64 @@ func (x *vipIndex) apply(rows map[string]*lbRow) (changed []netip.Addr) {
 	x.list = slices.Clip(out)
 	slices.SortFunc(changed, netip.Addr.Compare)
 	return slices.Compact(changed)
+}
+
+// addrKey is a as a key of vipIndex.byAddr: the addresses of its rows
+// are unmapped and have no zone (parseVIP), so their 16 bytes name them.
+func addrKey(a netip.Addr) [16]byte { return a.As16() }
+
+// rowsOf is the rows holding address a in a vips key, by compareLB.
+func (x *vipIndex) rowsOf(a netip.Addr) iter.Seq[*lbRow] {
+	return func(yield func(*lbRow) bool) {
+		k := addrKey(a)
+		first := x.byAddr[k]
+		if first == nil || !yield(first) {
+			return
+		}
+		for _, lb := range x.more[k] {
+			if !yield(lb) {
+				return
+			}
+		}
+	}
+}
+
+// addRow records that lb holds address a.
+func (x *vipIndex) addRow(a netip.Addr, lb *lbRow) {
+	k := addrKey(a)
+	first := x.byAddr[k]
+	if first == nil {
+		x.byAddr[k] = lb
+		return
+	}
+	all := append([]*lbRow{first}, x.more[k]...)
+	i, _ := slices.BinarySearchFunc(all, lb, compareLB)
+	all = slices.Insert(all, i, lb)
+	x.byAddr[k], x.more[k] = all[0], all[1:]
+}
+
+// removeRow records that lb no longer holds address a.
+func (x *vipIndex) removeRow(a netip.Addr, lb *lbRow) {
+	k := addrKey(a)
+	rest := x.more[k]
+	switch {
+	case x.byAddr[k] != lb:
+		i := slices.Index(rest, lb)
+		if i < 0 {
+			return
+		}
+		rest = slices.Delete(rest, i, i+1)
+	case len(rest) == 0:
+		delete(x.byAddr, k)
+		return
+	default:
+		x.byAddr[k], rest = rest[0], rest[1:]
+	}
+	if len(rest) == 0 {
+		delete(x.more, k)
+	} else {
+		x.more[k] = rest
+	}
 }
 
 // setModel records that the row of uuid was read from the cached model m.
