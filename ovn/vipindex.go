@@ -55,8 +55,8 @@ type vipIndex struct {
 	// are those of its address that give it (gives), and of a protected
 	// address the first one's reason is kept. Most addresses are one
 	// row's: a pointer each, not a list.
-	byAddr map[[16]byte]*lbRow
-	more   map[[16]byte][]*lbRow
+	byAddr   map[[16]byte]*lbRow
+	more     map[[16]byte][]*lbRow
 	problems map[string][]string // UUID -> the row's problems, rows with any
 	list     []model.ServiceVIP  // sorted by compareVIPKey
 	probList []string            // sorted
