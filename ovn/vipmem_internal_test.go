@@ -173,13 +173,13 @@ func measureVIPMem(t *testing.T, n int, shape vipShape) vipMem {
 // balancers read from a real NB, ovnbgp's own structures (the parsed
 // rows, the VIP index, the rows read and a snapshot, with both memos)
 // keep one copy of what they read. Measured at 10,000 (B a VIP, live
-// heap after a GC): one port and one endpoint (bench's bulk VIPs) 1,358
+// heap after a GC): one port and one endpoint (bench's bulk VIPs) 1,407
 // before (the raw vips beside their parse, a parsed struct, per-row lists
 // of entries and addresses, two maps by UUID, a second protected list),
-// ~620 after; two ports of ten endpoints (bench's NB at scale) 2,230
+// ~620 after; two ports of ten endpoints (bench's NB at scale) 2,279
 // before (each port's backends a list of its own), ~900 after. The
 // client's total (libovsdb's cache of the rows and its buffers too) went
-// from ~3,200 to ~2,370 and from ~5,250 to ~3,820. OVNBGP_VIPMEM_N sets
+// from ~3,205 to ~2,375 and from ~5,245 to ~3,823. OVNBGP_VIPMEM_N sets
 // another size (no bound then).
 func TestNBClientMemoryPerVIP(t *testing.T) {
 	n := 10000
