@@ -20,8 +20,8 @@ const (
 // lbRow is a Service load balancer (external_ids k8s.ovn.org/kind=Service),
 // parsed once per row version (newLBRow): its VIP keys (protected,
 // advertised) and their backends (advertised). It keeps only what the
-// builders read; its strings are the cached model's. Read-only, shared
-// between reads and builds.
+// builders read, in strings of the cached model's but Why. Read-only,
+// shared between reads and builds.
 type lbRow struct {
 	UUID    string
 	Name    string

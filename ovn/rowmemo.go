@@ -396,9 +396,9 @@ func lbRowOf(l *nbdb.LoadBalancer) *lbRow {
 // table with no event since the last read is the last read's; one whose
 // events all named their rows is read at those rows only (RowCache.Row);
 // else the table is read whole and compared with the last read, row by
-// row. Either way, only the rows that changed are parsed again and given
-// to the VIP index, and what they changed is returned. The caller holds
-// s.m.read.
+// row (a cached model read before is not parsed again). Either way, only
+// the rows whose parse differs (sameLB) are given to the VIP index, and
+// what they changed is returned. The caller holds s.m.read.
 func readLoadBalancers(out *nbRows, s *readState) (lbResult, error) {
 	m, prev := s.m, s.prev
 	if prev != nil && s.fresh(nbdb.LoadBalancerTable) {
