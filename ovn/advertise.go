@@ -132,7 +132,7 @@ func buildEgressIPs(nats []natRow, node string) (out []model.EgressIP, problems 
 // left out and reported; the VIP keeps its other backends. A row whose
 // k8s.ovn.org/owner is not <namespace>/<name> is reported and its VIPs left
 // out (they are still protected). The parsing is
-// done once per row version (lbRow.Parsed): after one change, only the
+// done once per row version (newLBRow): after one change, only the
 // merge runs over the other rows.
 func buildServiceVIPs(lbs []*lbRow) (out []model.ServiceVIP, problems []string) {
 	// Networks ranked default first, then by name.
@@ -159,7 +159,7 @@ func buildServiceVIPs(lbs []*lbRow) (out []model.ServiceVIP, problems []string) 
 	}
 	n := 0
 	for _, lb := range lbs {
-		n += len(lb.parsed().Addrs)
+		n += len(lb.VIPs)
 	}
 	refs := make([]ref, 0, n)
 	for i, lb := range lbs {
@@ -168,9 +168,8 @@ func buildServiceVIPs(lbs []*lbRow) (out []model.ServiceVIP, problems []string) 
 				tableLoadBalancer, lb.Name, ovnk.ExtIDLBOwner, lb.Owner))
 			continue
 		}
-		p := lb.parsed()
-		for _, v := range p.VIPs {
-			if v.Template || !v.Addr.IsValid() || isMasquerade(v.Addr) {
+		for j, v := range lb.VIPs {
+			if v.template() || !v.Addr.IsValid() || isMasquerade(v.Addr) {
 				// A template names node addresses; a key that does not
 				// parse is reported by buildProtectedAddresses.
 				continue
@@ -179,17 +178,17 @@ func buildServiceVIPs(lbs []*lbRow) (out []model.ServiceVIP, problems []string) 
 				problems = append(problems, fmt.Sprintf("%s %s vips[%q]: %s %s: never advertised", tableLoadBalancer, lb.Name, v.Key, v.Addr, why))
 				continue
 			}
-			for _, b := range v.BadBackends {
+			for b := range lb.badOf(j) {
 				problems = append(problems, fmt.Sprintf("%s %s vips[%q] backend %q: not IP:PORT, [IPv6]:PORT or an address; left out",
 					tableLoadBalancer, lb.Name, v.Key, b))
 			}
 		}
 		r := rank[networkName(lb.Network)]
-		for j, a := range p.Addrs {
-			if _, special := model.SpecialPurposeOverlap(netip.PrefixFrom(a.Addr, a.Addr.BitLen())); special {
+		for j, a := range lb.addrs() {
+			if special(a) {
 				continue // said above, per vips key
 			}
-			refs = append(refs, ref{vip: a.Addr, network: r, lb: int32(i), a: int32(j)})
+			refs = append(refs, ref{vip: a, network: r, lb: int32(i), a: int32(j)})
 		}
 	}
 	slices.SortFunc(refs, func(a, b ref) int {
@@ -215,7 +214,7 @@ func buildServiceVIPs(lbs []*lbRow) (out []model.ServiceVIP, problems []string) 
 			if len(rows) == 0 || rows[len(rows)-1] != lb.Name {
 				rows = append(rows, lb.Name)
 			}
-			bs := lb.parsed().Addrs[refs[i].a].Backends
+			bs := lb.backendsAt(int(refs[i].a))
 			switch {
 			case len(bs) == 0 || slices.Equal(backends, bs):
 			case backends == nil:
@@ -239,7 +238,7 @@ func buildServiceVIPs(lbs []*lbRow) (out []model.ServiceVIP, problems []string) 
 		backends = slices.Clip(backends)
 		out = append(out, model.ServiceVIP{
 			Service: service, Network: names[first.network], VIP: first.vip, Backends: backends,
-			Source: tableLoadBalancer + " " + sourceNames(rows) + " vips",
+			Source: vipSource(lbs[first.lb], rows),
 		})
 	}
 	return out, problems

@@ -266,8 +266,16 @@ type scaleChanger struct {
 
 func scaleChange(b *testing.B, cli client.Client, rows nbRows) *scaleChanger {
 	row := rows.LoadBalancers[len(rows.LoadBalancers)/2]
-	a, _ := parseVIP(row.VIPs[0])
-	return &scaleChanger{cli: cli, row: row, vip: a, keys: row.VIPs, base: row.Backends}
+	l, ok := cli.Cache().Table(nbdb.LoadBalancerTable).Row(row.UUID).(*nbdb.LoadBalancer)
+	if !ok {
+		b.Fatalf("no %s %s in the cache", nbdb.LoadBalancerTable, row.UUID)
+	}
+	s := &scaleChanger{cli: cli, row: row, vip: row.VIPs[0].Addr}
+	for _, v := range row.VIPs {
+		s.keys = append(s.keys, v.Key)
+		s.base = append(s.base, l.Vips[v.Key])
+	}
+	return s
 }
 
 // write changes the row's backends (each call the other of: as loaded, the
@@ -320,7 +328,7 @@ func (s *scaleChanger) rowHas(rows nbRows, want netip.Addr) bool {
 	i, ok := slices.BinarySearchFunc(rows.LoadBalancers, s.row, func(a, b *lbRow) int {
 		return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.UUID, b.UUID))
 	})
-	return ok && strings.Contains(rows.LoadBalancers[i].Backends[0], want.String()+":")
+	return ok && slices.Contains(rows.LoadBalancers[i].VIPs[0].Backends, want)
 }
 
 // check fails unless vips show the row's VIP with backend want.

@@ -13,7 +13,7 @@ import (
 // masquerade VIPs and backends, templates and unparsable keys left out; a
 // bad backend reported and the VIP kept with the others.
 func TestBuildServiceVIPs(t *testing.T) {
-	lbs := []*lbRow{
+	lbs := lbRows([]lbIn{
 		{UUID: "l1", Name: "Service_ns1/a_TCP_cluster", Owner: "ns1/a",
 			VIPs:     []string{"192.0.2.10:80", "192.0.2.10:443", "[2001:db8::10]:80", "^NODEIP_IPv4_0:30080"},
 			Backends: []string{"10.128.0.5:80, 10.128.0.6:80", "10.128.0.7:443,10.128.0.5:443", "[fd00::5]:80,[fd00::6]", "x"}},
@@ -25,7 +25,7 @@ func TestBuildServiceVIPs(t *testing.T) {
 			VIPs: []string{"192.0.2.10"}, Backends: []string{"10.200.0.5"}},
 		// No owner: which Service it is is unknown.
 		{UUID: "l5", Name: "Service_orphan", VIPs: []string{"192.0.2.99:80"}, Backends: []string{"10.128.0.99:80"}},
-	}
+	})
 	vips, problems := buildServiceVIPs(lbs)
 	var got []string
 	for _, v := range vips {
@@ -92,9 +92,8 @@ func TestBuildEgressIPs(t *testing.T) {
 // must be capped: a reader appending to one never changes the row's list
 // nor the next build; a VIP with no endpoint has an empty, non-nil list.
 func TestServiceVIPBackendsShared(t *testing.T) {
-	row := &lbRow{UUID: "l1", Name: "Service_ns1/a_TCP_cluster", Owner: "ns1/a",
-		VIPs: []string{"192.0.2.10:80", "192.0.2.11:80"}, Backends: []string{"10.128.0.5:80,10.128.0.6:80", ""}}
-	row.Parsed = parseLBVIPs(row.VIPs, row.Backends)
+	row := lbIn{UUID: "l1", Name: "Service_ns1/a_TCP_cluster", Owner: "ns1/a",
+		VIPs: []string{"192.0.2.10:80", "192.0.2.11:80"}, Backends: []string{"10.128.0.5:80,10.128.0.6:80", ""}}.row()
 	lbs := []*lbRow{row}
 	first, _ := buildServiceVIPs(lbs)
 	if len(first) != 2 || len(first[0].Backends) != 2 {
@@ -109,7 +108,7 @@ func TestServiceVIPBackendsShared(t *testing.T) {
 	grown := append(first[0].Backends, netip.MustParseAddr("10.128.0.99"))
 	grown[0] = netip.MustParseAddr("10.128.0.98")
 	again, _ := buildServiceVIPs(lbs)
-	if got := fmt.Sprint(again[0].Backends, row.Parsed.Addrs[0].Backends); got != "[10.128.0.5 10.128.0.6] [10.128.0.5 10.128.0.6]" {
+	if got := fmt.Sprint(again[0].Backends, row.VIPs[0].Backends); got != "[10.128.0.5 10.128.0.6] [10.128.0.5 10.128.0.6]" {
 		t.Errorf("after a reader appended to the first build's list: next build and the row's list are %s", got)
 	}
 }

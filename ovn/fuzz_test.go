@@ -46,7 +46,7 @@ func fuzzRows(text string) nbRows {
 			for len(backends) < len(vips) {
 				backends = append(backends, "")
 			}
-			rows.LoadBalancers = append(rows.LoadBalancers, &lbRow{UUID: uuid, Name: get(1), Network: get(2), Owner: get(3), VIPs: vips, Backends: backends[:len(vips)]})
+			rows.LoadBalancers = append(rows.LoadBalancers, lbIn{UUID: uuid, Name: get(1), Network: get(2), Owner: get(3), VIPs: vips, Backends: backends[:len(vips)]}.row())
 		case "N":
 			rows.NATs = append(rows.NATs, natRow{UUID: uuid, Router: get(1), Type: get(2), ExternalIP: get(3), LogicalIP: get(4), Controller: get(5)})
 		}

@@ -3,6 +3,7 @@ package ovn
 import (
 	"cmp"
 	"fmt"
+	"iter"
 	"net/netip"
 	"slices"
 	"strings"
@@ -16,95 +17,110 @@ const (
 	tableNAT          = "NAT"
 )
 
-// lbRow is a Service load balancer (external_ids k8s.ovn.org/kind=Service):
-// its VIP keys (protected, advertised) and their backends (advertised).
+// lbRow is a Service load balancer (external_ids k8s.ovn.org/kind=Service),
+// parsed once per row version (newLBRow): its VIP keys (protected,
+// advertised) and their backends (advertised). It keeps only what the
+// builders read, in strings of the cached model's but Why. Read-only,
+// shared between reads and builds.
 type lbRow struct {
 	UUID    string
 	Name    string
-	Owner   string   // external_ids:k8s.ovn.org/owner, "<namespace>/<name>"
-	Network string   // external_ids:k8s.ovn.org/network, "" on the default network
-	VIPs    []string // the keys of vips, sorted: "IP:PORT", "[IPv6]:PORT" or "IP"
-	// Backends are the values of vips, in the order of VIPs: "IP:PORT,...",
-	// "[IPv6]:PORT,...", "IP,..." or "" (no endpoint).
-	Backends []string
-	// Parsed is VIPs and Backends parsed: readRows fills it, and reuses it
-	// while the cached row is unchanged. Nil in rows built by hand (parsed
-	// then parses).
-	Parsed *lbParsed
-}
-
-// lbParsed is the vips of a load balancer, parsed.
-type lbParsed struct {
-	// VIPs are the entries, in the order of lbRow.VIPs.
+	Owner   string // external_ids:k8s.ovn.org/owner, "<namespace>/<name>"
+	Network string // external_ids:k8s.ovn.org/network, "" on the default network
+	// VIPs are the entries of vips, sorted by address (templates and
+	// keys that do not parse first), then key: the entries (ports) of
+	// one address are next to each other (addrs, backendsOf).
 	VIPs []lbVIP
-	// Addrs are the distinct VIP addresses (not templates, not masquerade
-	// addresses, parsed), sorted, each with the backends of all its
-	// entries (ports) merged.
-	Addrs []lbAddr
+	// Bad are the backends that do not parse, in the order of VIPs; nil
+	// in most rows.
+	Bad []lbBad
 	// Why is the reason its VIPs are protected (protectWhy), made once per
-	// row version by readRows: every snapshot names it for every VIP.
+	// row version: every snapshot names it for every VIP.
 	Why string
-}
-
-// lbAddr is one VIP address of a load balancer and its backends, sorted and
-// unique; read-only, shared between builds.
-type lbAddr struct {
-	Addr     netip.Addr
-	Backends []netip.Addr
 }
 
 // lbVIP is one vips entry of a load balancer, parsed.
 type lbVIP struct {
-	// Key is the vips key as written.
+	// Key is the vips key as written: "IP:PORT", "[IPv6]:PORT", "IP" or
+	// a template (^NODEIP...).
 	Key string
-	// Template is set for a template key (^NODEIP...): Addr is unset.
-	Template bool
-	// Addr is the VIP address; invalid when Key does not parse.
+	// Addr is the VIP address; invalid when Key is a template or does not
+	// parse.
 	Addr netip.Addr
 	// Backends are the backend addresses, sorted and unique, without the
-	// masquerade ones (isMasquerade); read-only, shared between builds.
+	// masquerade ones (isMasquerade); nil for none. Read-only, shared
+	// between builds (and with the entry before when equal).
 	Backends []netip.Addr
-	// BadBackends are the backends that do not parse, as written.
-	BadBackends []string
 }
 
-// parsed returns lb's vips parsed.
-// protectWhy is why lb's VIPs are protected addresses.
-func (lb *lbRow) protectWhy() string {
-	if lb.Parsed != nil && lb.Parsed.Why != "" {
-		return lb.Parsed.Why
-	}
-	return protectWhy(lb.Owner, lb.Name)
+// template says whether v's key is a template (^NODEIP...): node
+// addresses, not a VIP.
+func (v lbVIP) template() bool { return strings.HasPrefix(v.Key, "^") }
+
+// lbBad is a backend of VIPs[VIP] that does not parse, as written.
+type lbBad struct {
+	VIP     int
+	Backend string
 }
+
+// badOf is the backends of VIPs[i] that do not parse.
+func (lb *lbRow) badOf(i int) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for _, b := range lb.Bad {
+			if b.VIP == i && !yield(b.Backend) {
+				return
+			}
+		}
+	}
+}
+
+// protectWhy is why lb's VIPs are protected addresses.
+func (lb *lbRow) protectWhy() string { return lb.Why }
 
 func protectWhy(owner, name string) string {
 	return "Service VIP of " + owner + " (" + tableLoadBalancer + " " + name + " vips)"
 }
 
-func (lb *lbRow) parsed() *lbParsed {
-	if lb.Parsed != nil {
-		return lb.Parsed
-	}
-	return parseLBVIPs(lb.VIPs, lb.Backends)
+// source is "Load_Balancer <name> vips", the Source of a Service VIP
+// entry of lb's alone: the end of its Why, so that both name one string.
+func (lb *lbRow) source() string {
+	n := len(tableLoadBalancer) + len(" ") + len(lb.Name) + len(" vips")
+	return lb.Why[len(lb.Why)-len(")")-n : len(lb.Why)-len(")")]
 }
 
-// parseLBVIPs parses the vips of a load balancer: keys, and values in the
-// same order (missing values are empty).
-func parseLBVIPs(keys, values []string) *lbParsed {
-	out := make([]lbVIP, len(keys))
+// newLBRow is the Service load balancer uuid, parsed: its vips keys
+// and values in the same order (missing values are empty).
+func newLBRow(uuid, name, owner, network string, keys, values []string) *lbRow {
+	lb := &lbRow{UUID: uuid, Name: name, Owner: owner, Network: network, Why: protectWhy(owner, name)}
+	type key struct {
+		i    int
+		addr netip.Addr
+	}
+	order := make([]key, len(keys))
 	for i, k := range keys {
-		v := lbVIP{Key: k}
-		if strings.HasPrefix(k, "^") {
-			v.Template = true
+		order[i].i = i
+		if a, ok := parseVIP(k); ok && !strings.HasPrefix(k, "^") {
+			order[i].addr = a.Unmap()
+		}
+	}
+	slices.SortStableFunc(order, func(a, b key) int {
+		return cmp.Or(a.addr.Compare(b.addr), strings.Compare(keys[a.i], keys[b.i]))
+	})
+	out := make([]lbVIP, len(keys))
+	for i, o := range order {
+		v := lbVIP{Key: keys[o.i], Addr: o.addr}
+		if v.template() {
 			out[i] = v
 			continue
 		}
-		if a, ok := parseVIP(k); ok {
-			v.Addr = a.Unmap()
-		}
 		var bs string
-		if i < len(values) {
-			bs = values[i]
+		if o.i < len(values) {
+			bs = values[o.i]
+		}
+		if bs != "" {
+			// Sized once: appends would leave room for up to twice
+			// the backends.
+			v.Backends = make([]netip.Addr, 0, strings.Count(bs, ",")+1)
 		}
 		for b := range strings.SplitSeq(bs, ",") {
 			b = strings.TrimSpace(b)
@@ -113,7 +129,7 @@ func parseLBVIPs(keys, values []string) *lbParsed {
 			}
 			a, ok := parseVIP(b)
 			if !ok {
-				v.BadBackends = append(v.BadBackends, b)
+				lb.Bad = append(lb.Bad, lbBad{VIP: i, Backend: b})
 				continue
 			}
 			if a = a.Unmap(); !isMasquerade(a) {
@@ -121,27 +137,91 @@ func parseLBVIPs(keys, values []string) *lbParsed {
 			}
 		}
 		slices.SortFunc(v.Backends, netip.Addr.Compare)
-		v.Backends = slices.Compact(v.Backends)
+		v.Backends = slices.Clip(slices.Compact(v.Backends))
+		if len(v.Backends) == 0 {
+			v.Backends = nil
+		}
+		// The ports of one address mostly have the same endpoints: one
+		// list, read-only.
+		if i > 0 && len(v.Backends) > 0 && slices.Equal(out[i-1].Backends, v.Backends) {
+			v.Backends = out[i-1].Backends
+		}
 		out[i] = v
 	}
+	lb.VIPs = out
+	return lb
+}
 
-	var addrs []lbAddr
-	for _, v := range out {
-		if v.Template || !v.Addr.IsValid() || isMasquerade(v.Addr) {
-			continue
-		}
-		i, found := slices.BinarySearchFunc(addrs, v.Addr, func(a lbAddr, t netip.Addr) int { return a.Addr.Compare(t) })
-		switch {
-		case !found:
-			addrs = slices.Insert(addrs, i, lbAddr{Addr: v.Addr, Backends: v.Backends})
-		case len(v.Backends) > 0 && !slices.Equal(addrs[i].Backends, v.Backends):
-			// The same address on another port: merge.
-			bs := append(slices.Clip(addrs[i].Backends), v.Backends...)
-			slices.SortFunc(bs, netip.Addr.Compare)
-			addrs[i].Backends = slices.Compact(bs)
+// addrs is lb's distinct VIP addresses (not templates, not masquerade
+// addresses), sorted, each with the index in VIPs of its first entry.
+func (lb *lbRow) addrs() iter.Seq2[int, netip.Addr] {
+	return func(yield func(int, netip.Addr) bool) {
+		for i, v := range lb.VIPs {
+			if !v.Addr.IsValid() || isMasquerade(v.Addr) || i > 0 && lb.VIPs[i-1].Addr == v.Addr {
+				continue
+			}
+			if !yield(i, v.Addr) {
+				return
+			}
 		}
 	}
-	return &lbParsed{VIPs: out, Addrs: addrs}
+}
+
+// backendsAt is the backends of the entries of VIPs[i]'s address, from
+// i on: of all its ports, merged (sorted and unique); the entry's own
+// list, shared, when they are equal or the others have none.
+func (lb *lbRow) backendsAt(i int) []netip.Addr {
+	var (
+		backends []netip.Addr
+		merged   bool
+	)
+	for _, v := range lb.VIPs[i:] {
+		if v.Addr != lb.VIPs[i].Addr {
+			break
+		}
+		switch {
+		case len(v.Backends) == 0 || slices.Equal(backends, v.Backends):
+		case backends == nil:
+			backends = v.Backends
+		default:
+			backends = append(slices.Clip(backends), v.Backends...)
+			merged = true
+		}
+	}
+	if merged {
+		slices.SortFunc(backends, netip.Addr.Compare)
+		backends = slices.Clip(slices.Compact(backends))
+	}
+	return backends
+}
+
+// sameLB says whether two versions of a row read the same: what they
+// give the builders (nil: not a Service load balancer).
+func sameLB(a, b *lbRow) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.UUID == b.UUID && a.Name == b.Name && a.Owner == b.Owner && a.Network == b.Network &&
+		slices.EqualFunc(a.VIPs, b.VIPs, func(x, y lbVIP) bool {
+			return x.Key == y.Key && x.Addr == y.Addr && slices.Equal(x.Backends, y.Backends)
+		}) && slices.Equal(a.Bad, b.Bad)
+}
+
+// sameProtected says whether two versions of a row give lbProtected the
+// same: its VIP keys, in rows of the same name and owner (no VIP key: no
+// protected address).
+func sameProtected(a, b *lbRow) bool {
+	if a != nil && len(a.VIPs) == 0 {
+		a = nil
+	}
+	if b != nil && len(b.VIPs) == 0 {
+		b = nil
+	}
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Name == b.Name && a.Owner == b.Owner &&
+		slices.EqualFunc(a.VIPs, b.VIPs, func(x, y lbVIP) bool { return x.Key == y.Key })
 }
 
 // natRow is an egress IP SNAT (external_ids k8s.ovn.org/owner-type=EgressIP).
@@ -260,13 +340,13 @@ func lbProtected(lbs []*lbRow) protectedPart {
 	// Sized once: a big cluster has tens of thousands of VIPs.
 	n := 0
 	for _, lb := range lbs {
-		n += len(lb.parsed().VIPs)
+		n += len(lb.VIPs)
 	}
 	var out protectedPart
 	prot := make([]model.ProtectedPrefix, 0, n)
 	for _, lb := range lbs {
-		for _, vip := range lb.parsed().VIPs {
-			if vip.Template {
+		for _, vip := range lb.VIPs {
+			if vip.template() {
 				continue // a template: node addresses, from the gateway routers
 			}
 			if !vip.Addr.IsValid() {

@@ -20,7 +20,7 @@ func TestBuildProtectedAddresses(t *testing.T) {
 			// Not a gateway router's external port: its addresses are not a node's.
 			{UUID: "p4", Name: "rtos-node1", Networks: []string{"10.128.0.1/23"}},
 		},
-		LoadBalancers: []*lbRow{
+		LoadBalancers: lbRows([]lbIn{
 			{UUID: "l1", Name: "Service_default/kubernetes_TCP_cluster", Owner: "default/kubernetes",
 				VIPs: []string{"10.96.0.1:443", "[fd00:10:96::1]:443"}},
 			{UUID: "l2", Name: "Service_ns1/web_TCP_cluster", Owner: "ns1/web",
@@ -31,7 +31,7 @@ func TestBuildProtectedAddresses(t *testing.T) {
 			// from the gateway routers), not in the key.
 			{UUID: "l4", Name: "Service_ns1/np_TCP_node_switch_template_IPv4", Owner: "ns1/np", VIPs: []string{"^NODEIP_IPv4_0:30080"}},
 			{UUID: "l5", Name: "Service_ns1/bad_TCP_cluster", Owner: "ns1/bad", VIPs: []string{"10.96.0.300:80"}},
-		},
+		}),
 		NATs: []natRow{
 			{UUID: "n1", Router: "GR_node2", Type: "snat", ExternalIP: "172.18.0.100", LogicalIP: "10.128.2.5",
 				Name: "eip1_ns1/pod1", Controller: "default-network-controller"},

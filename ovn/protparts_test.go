@@ -38,7 +38,7 @@ func TestProtectedPartsMerged(t *testing.T) {
 	rows := func() nbRows {
 		var in nbRows
 		for i := range rng.IntN(6) {
-			lb := &lbRow{UUID: fmt.Sprintf("l%d", i), Name: fmt.Sprintf("Service_ns/s%d_TCP_cluster", rng.IntN(3)), Owner: "ns/s"}
+			lb := lbIn{UUID: fmt.Sprintf("l%d", i), Name: fmt.Sprintf("Service_ns/s%d_TCP_cluster", rng.IntN(3)), Owner: "ns/s"}
 			for range 1 + rng.IntN(3) {
 				switch rng.IntN(8) {
 				case 0:
@@ -49,7 +49,8 @@ func TestProtectedPartsMerged(t *testing.T) {
 					lb.VIPs = append(lb.VIPs, hostport(addr()))
 				}
 			}
-			in.LoadBalancers = append(in.LoadBalancers, lb)
+			lb.Backends = make([]string, len(lb.VIPs))
+			in.LoadBalancers = append(in.LoadBalancers, lb.row())
 		}
 		for i := range rng.IntN(6) {
 			ip := addr()
@@ -84,9 +85,6 @@ func TestProtectedPartsMerged(t *testing.T) {
 	}
 	for round := range 500 {
 		in := rows()
-		for _, lb := range in.LoadBalancers {
-			lb.Backends = make([]string, len(lb.VIPs))
-		}
 		wantProt, wantNode, wantProblems := refProtectedAddresses(in)
 		got, gotNode, gotProblems := protectedFrom(in, &buildMemo{})
 		if want := sortProtected(wantProt); !reflect.DeepEqual(got, want) && (len(got) > 0 || len(want) > 0) {
@@ -102,7 +100,7 @@ func TestProtectedPartsMerged(t *testing.T) {
 
 	// The memo: a part is built again only when its rows are other rows.
 	in := nbRows{
-		LoadBalancers: []*lbRow{{UUID: "l1", Name: "Service_ns/web_TCP_cluster", Owner: "ns/web", VIPs: []string{"192.0.2.50:80"}, Backends: []string{""}}},
+		LoadBalancers: lbRows([]lbIn{{UUID: "l1", Name: "Service_ns/web_TCP_cluster", Owner: "ns/web", VIPs: []string{"192.0.2.50:80"}, Backends: []string{""}}}),
 		NATs:          []natRow{{UUID: "n1", Router: "GR_node1", ExternalIP: "172.18.0.100", Name: "eip1_ns/p1"}},
 	}
 	memo := &buildMemo{}
@@ -137,7 +135,7 @@ func refProtectedAddresses(in nbRows) (prot []model.ProtectedPrefix, nodeAddrs [
 	// Sized once: a big cluster has tens of thousands of VIPs.
 	n := len(in.NATs) + len(in.Routes)
 	for _, lb := range in.LoadBalancers {
-		n += len(lb.parsed().VIPs)
+		n += len(lb.VIPs)
 	}
 	for _, p := range in.Ports {
 		n += len(p.Networks)
@@ -159,8 +157,8 @@ func refProtectedAddresses(in nbRows) (prot []model.ProtectedPrefix, nodeAddrs [
 	}
 
 	for _, lb := range in.LoadBalancers {
-		for _, vip := range lb.parsed().VIPs {
-			if vip.Template {
+		for _, vip := range lb.VIPs {
+			if vip.template() {
 				continue // a template: node addresses, from the gateway routers
 			}
 			a := vip.Addr

@@ -58,10 +58,8 @@ type rowMemo struct {
 	// read serializes reads (the session's, ApplyRoutes'): what follows is
 	// updated in place by the read holding it.
 	read sync.Mutex
-	// lbs are the Service load-balancer rows of the last read, by UUID,
-	// with the cached model each was read from (nil when read from a
-	// clone, by UUID).
-	lbs  map[string]lbEntry
+	// vips are the Service load-balancer rows of the last read, by UUID,
+	// and their Service VIPs.
 	vips *vipIndex
 	// nats are the egress IP SNATs of the last read and the routers'
 	// nat columns, with their index (readNATs).
@@ -70,12 +68,6 @@ type rowMemo struct {
 	// (config.OVN.Workloads); wl is their index (readWorkloads).
 	workloads bool
 	wl        *wlIndex
-}
-
-// lbEntry is one Service load balancer of the last read.
-type lbEntry struct {
-	model *nbdb.LoadBalancer
-	row   *lbRow
 }
 
 // maxGenLog is how many generations SnapshotDelta can look back.
@@ -328,6 +320,11 @@ func (s *readState) done(rows *nbRows, lb lbResult, nat natResult, wl wlResult) 
 				delete(d, u)
 			}
 		}
+		if len(d) == 0 {
+			// A map keeps the room of its most rows: 10,000 rows
+			// added in one transaction would keep ~50 B each.
+			delete(m.dirty, t)
+		}
 	}
 }
 
@@ -382,60 +379,26 @@ type lbResult struct {
 	vips    []netip.Addr // the addresses whose Service VIP entries changed
 }
 
-// lbRowOf is the Service load balancer l, nil when l is not one; not
-// parsed.
+// lbRowOf is the Service load balancer l, parsed; nil when l is not one.
 func lbRowOf(l *nbdb.LoadBalancer) *lbRow {
 	if l.ExternalIDs[ovnk.ExtIDLBKind] != ovnk.LBKindService {
 		return nil
 	}
-	vips := slices.Sorted(maps.Keys(l.Vips))
-	backends := make([]string, len(vips))
-	for i, k := range vips {
-		backends[i] = l.Vips[k]
+	keys := slices.Sorted(maps.Keys(l.Vips))
+	values := make([]string, len(keys))
+	for i, k := range keys {
+		values[i] = l.Vips[k]
 	}
-	return &lbRow{UUID: l.UUID, Name: l.Name, Owner: l.ExternalIDs[ovnk.ExtIDLBOwner],
-		Network: l.ExternalIDs[extIDNetwork], VIPs: vips, Backends: backends}
-}
-
-// parse fills row's Parsed.
-func parse(row *lbRow) {
-	row.Parsed = parseLBVIPs(row.VIPs, row.Backends)
-	row.Parsed.Why = protectWhy(row.Owner, row.Name)
-}
-
-// sameLB says whether two versions of a row read the same (nil: not a
-// Service load balancer).
-func sameLB(a, b *lbRow) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return a.UUID == b.UUID && a.Name == b.Name && a.Owner == b.Owner && a.Network == b.Network &&
-		slices.Equal(a.VIPs, b.VIPs) && slices.Equal(a.Backends, b.Backends)
-}
-
-// sameProtected says whether two versions of a row give lbProtected the
-// same: its VIP keys, in rows of the same name and owner (no VIP key: no
-// protected address).
-func sameProtected(a, b *lbRow) bool {
-	if a != nil && len(a.VIPs) == 0 {
-		a = nil
-	}
-	if b != nil && len(b.VIPs) == 0 {
-		b = nil
-	}
-	if a == nil || b == nil {
-		return a == b
-	}
-	return a.Name == b.Name && a.Owner == b.Owner && slices.Equal(a.VIPs, b.VIPs)
+	return newLBRow(l.UUID, l.Name, l.ExternalIDs[ovnk.ExtIDLBOwner], l.ExternalIDs[extIDNetwork], keys, values)
 }
 
 // readLoadBalancers fills out's Service load balancers and their VIPs. A
 // table with no event since the last read is the last read's; one whose
 // events all named their rows is read at those rows only (RowCache.Row);
 // else the table is read whole and compared with the last read, row by
-// row. Either way, only the rows that changed are parsed again and given
-// to the VIP index, and what they changed is returned. The caller holds
-// s.m.read.
+// row (a cached model read before is not parsed again). Either way, only
+// the rows whose parse differs (sameLB) are given to the VIP index, and
+// what they changed is returned. The caller holds s.m.read.
 func readLoadBalancers(out *nbRows, s *readState) (lbResult, error) {
 	m, prev := s.m, s.prev
 	if prev != nil && s.fresh(nbdb.LoadBalancerTable) {
@@ -447,12 +410,15 @@ func readLoadBalancers(out *nbRows, s *readState) (lbResult, error) {
 		return lbResult{}, fmt.Errorf("no %s table in the cache", nbdb.LoadBalancerTable)
 	}
 	reset := prev == nil || prev.vips == nil || m.vips == nil
-	last := m.lbs
-	if reset {
-		last = nil
+	var last map[string]lbEntry
+	if !reset {
+		last = m.vips.rows
 	}
-	changes := map[string]*lbRow{}  // UUID -> the new row, nil: gone
-	entries := map[string]lbEntry{} // UUID -> the new entry of m.lbs, zero: delete
+	changes := map[string]*lbRow{} // UUID -> the new row, nil: gone
+	// models are the cached models of the rows read whole, by UUID: of
+	// the new rows, and of the rows whose model changed but not what
+	// they read (the next read compares them by pointer).
+	models := map[string]*nbdb.LoadBalancer{}
 	uuids, byRow := s.changedRows(nbdb.LoadBalancerTable)
 	// A row read by UUID is a clone (~9 µs with its parse), a row of a
 	// whole read a map entry and a pointer compared: beyond ~1/64 of
@@ -475,7 +441,6 @@ func readLoadBalancers(out *nbRows, s *readState) (lbResult, error) {
 				continue
 			}
 			changes[uuid] = row
-			entries[uuid] = lbEntry{row: row}
 		}
 	} else {
 		all := t.RowsShallow()
@@ -489,54 +454,51 @@ func readLoadBalancers(out *nbRows, s *readState) (lbResult, error) {
 				continue
 			}
 			row := lbRowOf(l)
+			if row != nil {
+				models[uuid] = l
+			}
 			if sameLB(e.row, row) {
-				if row != nil {
-					entries[uuid] = lbEntry{model: l, row: e.row}
-				}
 				continue
 			}
 			changes[uuid] = row
-			entries[uuid] = lbEntry{model: l, row: row}
 		}
 		for uuid := range last {
 			if _, ok := all[uuid]; !ok {
 				changes[uuid] = nil
-				entries[uuid] = lbEntry{}
 			}
 		}
 	}
 
 	// Nothing fails from here: the memo is updated.
 	if reset {
-		m.lbs, m.vips = map[string]lbEntry{}, newVIPIndex()
+		m.vips = newVIPIndex()
 	}
 	res := lbResult{changed: len(changes) > 0, prot: reset}
 	olds := make(map[string]*lbRow, len(changes))
 	for uuid, row := range changes {
-		if row != nil {
-			parse(row)
-		}
-		olds[uuid] = m.lbs[uuid].row
+		olds[uuid] = m.vips.rows[uuid].row
 		if !sameProtected(olds[uuid], row) {
 			res.prot = true
 		}
 	}
-	for uuid, e := range entries {
-		if e.row == nil {
-			delete(m.lbs, uuid)
-		} else {
-			m.lbs[uuid] = e
-		}
+	if len(changes) > 0 {
+		res.vips = m.vips.apply(changes)
+	}
+	for uuid, l := range models {
+		m.vips.setModel(uuid, l)
 	}
 	if !reset && len(changes) == 0 {
 		out.LoadBalancers, out.vips = prev.LoadBalancers, prev.vips
 		return res, nil
 	}
-	res.vips = m.vips.apply(changes)
 	out.vips = &lbVIPs{list: m.vips.list, problems: m.vips.probList,
 		prot: m.vips.prot, protProblems: m.vips.protProbList}
 	if reset || len(changes) > 64 {
-		out.LoadBalancers = slices.SortedFunc(maps.Values(m.vips.rows), compareLB)
+		out.LoadBalancers = make([]*lbRow, 0, len(m.vips.rows))
+		for _, e := range m.vips.rows {
+			out.LoadBalancers = append(out.LoadBalancers, e.row)
+		}
+		slices.SortFunc(out.LoadBalancers, compareLB)
 		return res, nil
 	}
 	// A few rows: the last read's slice, edited (a copy: it is shared).

@@ -170,10 +170,10 @@ func TestReadRowsOnlyChangedTables(t *testing.T) {
 // node) are other rows, the Service VIPs only when the load balancers are
 // (one VIP changed rebuilt every egress IP, and the other way round).
 func TestBuildNBMemo(t *testing.T) {
-	lbs := []*lbRow{
+	lbs := lbRows([]lbIn{
 		{UUID: "l1", Name: "Service_ns1/web_TCP_cluster", Owner: "ns1/web",
 			VIPs: []string{"192.0.2.50:80"}, Backends: []string{"10.128.0.5:8080"}},
-	}
+	})
 	nats := []natRow{
 		{UUID: "n1", Router: "GR_node1", Type: "snat", ExternalIP: "172.18.0.100", LogicalIP: "10.128.0.5",
 			Name: "eip1_ns1/pod1", Controller: "default-network-controller"},

@@ -221,7 +221,8 @@ func buildNBMemo(in nbRows, node string, memo *buildMemo) buildResult {
 	// The protected prefixes of the last build, if built from the same
 	// rows: after one Service's backends changed, none of them differ.
 	prot := memo.protected(in, node)
-	addrs, nodeAddrs, addrProblems := prot.addrs, prot.nodeAddrs, prot.problems
+	var addrs []model.ProtectedPrefix // protectedFrom's, when not prot.final
+	nodeAddrs, addrProblems := prot.nodeAddrs, prot.problems
 	if !prot.ok {
 		addrs, nodeAddrs, addrProblems = protectedFrom(in, memo)
 		slices.SortFunc(nodeAddrs, netip.Addr.Compare)
@@ -344,7 +345,7 @@ func buildNBMemo(in nbRows, node string, memo *buildMemo) buildResult {
 		snap.Protected = prot.final
 	} else {
 		snap.Protected = mergeProtected(sortProtected(slices.Concat(guarded, imp.Protected)), addrs)
-		prot.addrs, prot.nodeAddrs, prot.problems, prot.final = addrs, nodeAddrs, addrProblems, snap.Protected
+		prot.nodeAddrs, prot.problems, prot.final = nodeAddrs, addrProblems, snap.Protected
 		memo.setProtected(prot)
 	}
 	problems = append(problems, imp.Problems...)
@@ -674,7 +675,6 @@ type protBuild struct {
 	lb, nat   []model.ProtectedPrefix
 	in        nbRows
 	node      string
-	addrs     []model.ProtectedPrefix // protectedFrom's
 	nodeAddrs []netip.Addr
 	problems  []string
 	final     []model.ProtectedPrefix // the snapshot's

@@ -35,11 +35,11 @@ func TestSpecialPurposeFromNB(t *testing.T) {
 			{UUID: "n2", Router: "GR_node1", ExternalIP: "127.0.0.5", Name: "eip2_ns1/p2"},
 			{UUID: "n3", Router: "GR_node1", ExternalIP: "ff02::1", Name: "eip3_ns1/p3"},
 		},
-		LoadBalancers: []*lbRow{
+		LoadBalancers: lbRows([]lbIn{
 			{UUID: "l1", Name: "Service_ns1/a_TCP_cluster", Owner: "ns1/a",
 				VIPs:     []string{"198.51.100.7:80", "127.0.0.1:80", "224.1.1.1:80", "[::1]:80", "[fe80::7]:80"},
 				Backends: []string{"10.128.0.5:80", "10.128.0.5:80", "10.128.0.5:80", "[fd00::5]:80", "[fd00::5]:80"}},
-		},
+		}),
 	}
 	got := buildNB(in, "node1")
 	var subnets []string

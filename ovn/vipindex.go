@@ -3,12 +3,14 @@ package ovn
 import (
 	"cmp"
 	"fmt"
+	"iter"
 	"net/netip"
 	"slices"
 	"strings"
 
 	"github.com/ovnbgp/ovnbgp/model"
 	"github.com/ovnbgp/ovnbgp/ovn/internal/ovnk"
+	"github.com/ovnbgp/ovnbgp/ovn/nbdb"
 )
 
 // vipKey names one Service VIP entry: buildServiceVIPs makes one per
@@ -36,32 +38,48 @@ func keyOf(v model.ServiceVIP) vipKey { return vipKey{v.Network, v.VIP, v.Servic
 // one Service, the rows of several Services): its entries are merged from
 // every row holding them, as buildServiceVIPs merges them.
 //
+// What a row gives (its entries, its protected addresses) is not kept
+// beside it: the row is, and gives them again when it goes (vipKeys,
+// protAddrs). One map by address finds the rows of an entry and of a
+// protected address.
+//
 // Not safe for concurrent use: readRows updates it under rowMemo.read. The
 // lists it returns are replaced, never mutated.
 type vipIndex struct {
-	rows     map[string]*lbRow   // UUID -> indexed row
-	rowKeys  map[string][]vipKey // UUID -> the entries the row is in
-	keys     map[vipKey][]*lbRow // entry -> the rows holding it, by (name, UUID)
+	// rows are the indexed rows by UUID, each with the cached model it
+	// was read from (readLoadBalancers; nil when read from a clone).
+	rows map[string]lbEntry
+	// byAddr is, by address (addrKey), the first of the rows holding
+	// it in a vips key (what protAddrs gives), by compareLB, and more
+	// the others of an address several rows hold: the rows of an entry
+	// are those of its address that give it (gives), and of a protected
+	// address the first one's reason is kept. Most addresses are one
+	// row's: a pointer each, not a list.
+	byAddr   map[[16]byte]*lbRow
+	more     map[[16]byte][]*lbRow
 	problems map[string][]string // UUID -> the row's problems, rows with any
 	list     []model.ServiceVIP  // sorted by compareVIPKey
 	probList []string            // sorted
 
 	// The protected addresses of the rows, as lbProtected gives them
-	// over all the rows: by address, the rows holding it (by compareLB:
-	// the first one's reason is kept), each row's addresses and problems,
-	// and the list, sorted by prefix.
-	protRows     map[netip.Addr][]*lbRow
-	protKeys     map[string][]netip.Addr
+	// over all the rows: each row's problems, and the list, sorted by
+	// prefix.
 	protProblems map[string][]string
 	prot         []model.ProtectedPrefix
 	protProbList []string // sorted
 }
 
+// lbEntry is one Service load balancer of the last read, with the cached
+// model it was read from (nil when read from a clone, by UUID).
+type lbEntry struct {
+	model *nbdb.LoadBalancer
+	row   *lbRow
+}
+
 func newVIPIndex() *vipIndex {
-	return &vipIndex{rows: map[string]*lbRow{}, rowKeys: map[string][]vipKey{},
-		keys: map[vipKey][]*lbRow{}, problems: map[string][]string{}, list: []model.ServiceVIP{},
-		protRows: map[netip.Addr][]*lbRow{}, protKeys: map[string][]netip.Addr{}, protProblems: map[string][]string{},
-		prot: []model.ProtectedPrefix{}}
+	return &vipIndex{rows: map[string]lbEntry{}, byAddr: map[[16]byte]*lbRow{}, more: map[[16]byte][]*lbRow{},
+		problems: map[string][]string{}, list: []model.ServiceVIP{},
+		protProblems: map[string][]string{}, prot: []model.ProtectedPrefix{}}
 }
 
 // compareLB is readRows' order of load-balancer rows.
@@ -69,64 +87,99 @@ func compareLB(a, b *lbRow) int {
 	return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.UUID, b.UUID))
 }
 
-// vipContrib is what one row gives buildServiceVIPs: the entries it is in
-// and its problems (the same texts, in the same cases).
-func vipContrib(lb *lbRow) (keys []vipKey, problems []string) {
-	if ns, name, ok := strings.Cut(lb.Owner, "/"); !ok || ns == "" || name == "" || strings.Contains(name, "/") {
-		return nil, []string{fmt.Sprintf("%s %s: external_ids %s %q is not <namespace>/<name>; its VIPs are not advertised",
+// validOwner says whether owner (k8s.ovn.org/owner) is
+// <namespace>/<name>: the rows of other owners give no entry.
+func validOwner(owner string) bool {
+	ns, name, ok := strings.Cut(owner, "/")
+	return ok && ns != "" && name != "" && !strings.Contains(name, "/")
+}
+
+// special says whether a is in special-purpose address space: never an
+// entry.
+func special(a netip.Addr) bool {
+	_, sp := model.SpecialPurposeOverlap(netip.PrefixFrom(a, a.BitLen()))
+	return sp
+}
+
+// vipKeys is the entries row lb is in, as buildServiceVIPs makes them.
+func vipKeys(lb *lbRow) (keys []vipKey) {
+	if !validOwner(lb.Owner) {
+		return nil
+	}
+	network := networkName(lb.Network)
+	for _, a := range lb.addrs() {
+		if !special(a) {
+			keys = append(keys, vipKey{network: network, vip: a, service: lb.Owner})
+		}
+	}
+	return keys
+}
+
+// gives says whether row lb is in entry k (vipKeys).
+func gives(lb *lbRow, k vipKey) bool {
+	if lb.Owner != k.service || networkName(lb.Network) != k.network || !validOwner(lb.Owner) || special(k.vip) {
+		return false
+	}
+	_, ok := backendsOf(lb, k.vip)
+	return ok
+}
+
+// vipProblems is what buildServiceVIPs says of row lb: the same texts,
+// in the same cases.
+func vipProblems(lb *lbRow) (problems []string) {
+	if !validOwner(lb.Owner) {
+		return []string{fmt.Sprintf("%s %s: external_ids %s %q is not <namespace>/<name>; its VIPs are not advertised",
 			tableLoadBalancer, lb.Name, ovnk.ExtIDLBOwner, lb.Owner)}
 	}
-	p := lb.parsed()
-	for _, v := range p.VIPs {
-		if v.Template || !v.Addr.IsValid() || isMasquerade(v.Addr) {
+	for j, v := range lb.VIPs {
+		if v.template() || !v.Addr.IsValid() || isMasquerade(v.Addr) {
 			continue
 		}
 		if why := specialPurpose(netip.PrefixFrom(v.Addr, v.Addr.BitLen())); why != "" {
 			problems = append(problems, fmt.Sprintf("%s %s vips[%q]: %s %s: never advertised", tableLoadBalancer, lb.Name, v.Key, v.Addr, why))
 			continue
 		}
-		for _, b := range v.BadBackends {
+		for b := range lb.badOf(j) {
 			problems = append(problems, fmt.Sprintf("%s %s vips[%q] backend %q: not IP:PORT, [IPv6]:PORT or an address; left out",
 				tableLoadBalancer, lb.Name, v.Key, b))
 		}
 	}
-	network := networkName(lb.Network)
-	for _, a := range p.Addrs {
-		if _, special := model.SpecialPurposeOverlap(netip.PrefixFrom(a.Addr, a.Addr.BitLen())); special {
-			continue
-		}
-		keys = append(keys, vipKey{network: network, vip: a.Addr, service: lb.Owner})
-	}
-	return keys, problems
+	return problems
 }
 
-// backendsOf is the backends row lb holds for address a.
-func backendsOf(lb *lbRow, a netip.Addr) []netip.Addr {
-	addrs := lb.parsed().Addrs
-	i, ok := slices.BinarySearchFunc(addrs, a, func(x lbAddr, t netip.Addr) int { return x.Addr.Compare(t) })
-	if !ok {
-		return nil
+// backendsOf is the backends row lb holds for address a (backendsAt);
+// ok is false when a is none of its addresses (lbRow.addrs).
+func backendsOf(lb *lbRow, a netip.Addr) (backends []netip.Addr, ok bool) {
+	if !a.IsValid() || isMasquerade(a) {
+		return nil, false
 	}
-	return addrs[i].Backends
+	i, ok := slices.BinarySearchFunc(lb.VIPs, a, func(v lbVIP, t netip.Addr) int { return v.Addr.Compare(t) })
+	if !ok {
+		return nil, false
+	}
+	return lb.backendsAt(i), true
 }
 
 // entry builds k's entry from the rows holding it, as buildServiceVIPs
 // merges them; ok is false when no row holds it.
 func (x *vipIndex) entry(k vipKey) (v model.ServiceVIP, ok bool) {
-	rows := x.keys[k]
-	if len(rows) == 0 {
-		return v, false
-	}
 	var (
 		backends []netip.Addr
 		merged   bool
-		names    = make([]string, 0, len(rows))
+		first    *lbRow
+		names    []string
 	)
-	for _, lb := range rows {
+	for lb := range x.rowsOf(k.vip) {
+		if !gives(lb, k) {
+			continue
+		}
+		if first == nil {
+			first = lb
+		}
 		if len(names) == 0 || names[len(names)-1] != lb.Name {
 			names = append(names, lb.Name)
 		}
-		bs := backendsOf(lb, k.vip)
+		bs, _ := backendsOf(lb, k.vip)
 		switch {
 		case len(bs) == 0 || slices.Equal(backends, bs):
 		case backends == nil:
@@ -136,6 +189,9 @@ func (x *vipIndex) entry(k vipKey) (v model.ServiceVIP, ok bool) {
 			merged = true
 		}
 	}
+	if first == nil {
+		return v, false
+	}
 	if merged {
 		slices.SortFunc(backends, netip.Addr.Compare)
 		backends = slices.Compact(backends)
@@ -144,7 +200,17 @@ func (x *vipIndex) entry(k vipKey) (v model.ServiceVIP, ok bool) {
 		backends = []netip.Addr{}
 	}
 	return model.ServiceVIP{Service: k.service, Network: k.network, VIP: k.vip, Backends: slices.Clip(backends),
-		Source: tableLoadBalancer + " " + sourceNames(names) + " vips"}, true
+		Source: vipSource(first, names)}, true
+}
+
+// vipSource is the Source of an entry of the rows named names, the first
+// of them lb: of one row, a part of the row's protectWhy (one string for
+// both, made once per row version).
+func vipSource(lb *lbRow, names []string) string {
+	if len(names) == 1 {
+		return lb.source()
+	}
+	return tableLoadBalancer + " " + sourceNames(names) + " vips"
 }
 
 // sameVIP says whether two entries of one key are equal.
@@ -152,140 +218,92 @@ func sameVIP(a, b model.ServiceVIP) bool {
 	return a.Source == b.Source && slices.Equal(a.Backends, b.Backends)
 }
 
-// protContrib is what one row gives lbProtected: its addresses (each
-// once, unmapped) and its problems (the same texts).
-func protContrib(lb *lbRow) (addrs []netip.Addr, problems []string) {
-	for _, vip := range lb.parsed().VIPs {
-		if vip.Template {
-			continue
-		}
-		if !vip.Addr.IsValid() {
-			problems = append(problems, fmt.Sprintf("%s %s vips key %q: not IP:PORT, [IPv6]:PORT or an address; not protected nor advertised",
-				tableLoadBalancer, lb.Name, vip.Key))
+// protAddrs is the addresses row lb gives lbProtected, each once,
+// unmapped.
+func protAddrs(lb *lbRow) (addrs []netip.Addr) {
+	for _, vip := range lb.VIPs {
+		if vip.template() || !vip.Addr.IsValid() {
 			continue
 		}
 		if a := vip.Addr.Unmap(); !slices.Contains(addrs, a) {
 			addrs = append(addrs, a)
 		}
 	}
-	return addrs, problems
+	return addrs
 }
 
-// applyProtected is apply's part for the protected addresses: O(changed
-// rows × log n) and one copy of the list.
-func (x *vipIndex) applyProtected(rows map[string]*lbRow) {
-	affected := map[netip.Addr]struct{}{}
-	probs := false
-	for uuid, lb := range rows {
-		if old := x.rows[uuid]; old != nil {
-			for _, a := range x.protKeys[uuid] {
-				affected[a] = struct{}{}
-				list := x.protRows[a]
-				if i := slices.Index(list, old); i >= 0 {
-					list = slices.Delete(list, i, i+1)
-				}
-				if len(list) == 0 {
-					delete(x.protRows, a)
-				} else {
-					x.protRows[a] = list
-				}
-			}
-			if _, had := x.protProblems[uuid]; had {
-				delete(x.protProblems, uuid)
-				probs = true
-			}
-			delete(x.protKeys, uuid)
-		}
-		if lb == nil {
-			continue
-		}
-		addrs, problems := protContrib(lb)
-		for _, a := range addrs {
-			affected[a] = struct{}{}
-			list := x.protRows[a]
-			i, _ := slices.BinarySearchFunc(list, lb, compareLB)
-			x.protRows[a] = slices.Insert(list, i, lb)
-		}
-		if len(addrs) > 0 {
-			x.protKeys[uuid] = addrs
-		}
-		if len(problems) > 0 {
-			x.protProblems[uuid] = problems
-			probs = true
+// protProblems is what lbProtected says of row lb (the same texts).
+func protProblems(lb *lbRow) (problems []string) {
+	for _, vip := range lb.VIPs {
+		if !vip.template() && !vip.Addr.IsValid() {
+			problems = append(problems, fmt.Sprintf("%s %s vips key %q: not IP:PORT, [IPv6]:PORT or an address; not protected nor advertised",
+				tableLoadBalancer, lb.Name, vip.Key))
 		}
 	}
-	if probs {
-		var all []string
-		for _, p := range x.protProblems {
-			all = append(all, p...)
-		}
-		slices.Sort(all)
-		x.protProbList = all
-	}
-	if len(affected) == 0 {
-		return
-	}
-	x.prot = editHostProtected(x.prot, affected, func(a netip.Addr) (string, bool) {
-		if list := x.protRows[a]; len(list) > 0 {
-			return list[0].protectWhy(), true
-		}
-		return "", false
-	})
+	return problems
 }
 
 // apply makes the index hold rows: each UUID's row is replaced by the one
 // given, nil removing it (gone, or not a Service load balancer). It
 // returns the addresses whose entries were added, changed or removed,
-// sorted and unique.
+// sorted and unique. A row given is recorded with no model (setModel
+// sets it).
 func (x *vipIndex) apply(rows map[string]*lbRow) (changed []netip.Addr) {
-	x.applyProtected(rows) // before the rows below are replaced
 	affected := map[vipKey]struct{}{}
-	probs := false
+	protAffected := map[netip.Addr]struct{}{}
+	probs, protProbs := false, false
 	for uuid, lb := range rows {
-		if old := x.rows[uuid]; old != nil {
-			for _, k := range x.rowKeys[uuid] {
+		if old := x.rows[uuid].row; old != nil {
+			for _, k := range vipKeys(old) {
 				affected[k] = struct{}{}
-				list := x.keys[k]
-				if i := slices.Index(list, old); i >= 0 {
-					list = slices.Delete(list, i, i+1)
-				}
-				if len(list) == 0 {
-					delete(x.keys, k)
-				} else {
-					x.keys[k] = list
-				}
+			}
+			for _, a := range protAddrs(old) {
+				protAffected[a] = struct{}{}
+				x.removeRow(a, old)
 			}
 			if _, had := x.problems[uuid]; had {
 				delete(x.problems, uuid)
 				probs = true
 			}
+			if _, had := x.protProblems[uuid]; had {
+				delete(x.protProblems, uuid)
+				protProbs = true
+			}
 			delete(x.rows, uuid)
-			delete(x.rowKeys, uuid)
 		}
 		if lb == nil {
 			continue
 		}
-		keys, problems := vipContrib(lb)
-		for _, k := range keys {
+		for _, k := range vipKeys(lb) {
 			affected[k] = struct{}{}
-			list := x.keys[k]
-			i, _ := slices.BinarySearchFunc(list, lb, compareLB)
-			x.keys[k] = slices.Insert(list, i, lb)
 		}
-		if len(problems) > 0 {
-			x.problems[uuid] = problems
+		for _, a := range protAddrs(lb) {
+			protAffected[a] = struct{}{}
+			x.addRow(a, lb)
+		}
+		if p := vipProblems(lb); len(p) > 0 {
+			x.problems[uuid] = p
 			probs = true
 		}
-		x.rows[uuid] = lb
-		x.rowKeys[uuid] = keys
+		if p := protProblems(lb); len(p) > 0 {
+			x.protProblems[uuid] = p
+			protProbs = true
+		}
+		x.rows[uuid] = lbEntry{row: lb}
 	}
 	if probs {
-		var all []string
-		for _, p := range x.problems {
-			all = append(all, p...)
-		}
-		slices.Sort(all)
-		x.probList = all
+		x.probList = allProblems(x.problems)
+	}
+	if protProbs {
+		x.protProbList = allProblems(x.protProblems)
+	}
+	if len(protAffected) > 0 {
+		x.prot = editHostProtected(x.prot, protAffected, func(a netip.Addr) (string, bool) {
+			if lb := x.byAddr[addrKey(a)]; lb != nil {
+				return lb.protectWhy(), true
+			}
+			return "", false
+		})
 	}
 	if len(affected) == 0 {
 		return nil
@@ -326,4 +344,80 @@ func (x *vipIndex) apply(rows map[string]*lbRow) (changed []netip.Addr) {
 	x.list = slices.Clip(out)
 	slices.SortFunc(changed, netip.Addr.Compare)
 	return slices.Compact(changed)
+}
+
+// addrKey is a as a key of vipIndex.byAddr: the addresses of its rows
+// are unmapped and have no zone (parseVIP), so their 16 bytes name them.
+func addrKey(a netip.Addr) [16]byte { return a.As16() }
+
+// rowsOf is the rows holding address a in a vips key, by compareLB.
+func (x *vipIndex) rowsOf(a netip.Addr) iter.Seq[*lbRow] {
+	return func(yield func(*lbRow) bool) {
+		k := addrKey(a)
+		first := x.byAddr[k]
+		if first == nil || !yield(first) {
+			return
+		}
+		for _, lb := range x.more[k] {
+			if !yield(lb) {
+				return
+			}
+		}
+	}
+}
+
+// addRow records that lb holds address a.
+func (x *vipIndex) addRow(a netip.Addr, lb *lbRow) {
+	k := addrKey(a)
+	first := x.byAddr[k]
+	if first == nil {
+		x.byAddr[k] = lb
+		return
+	}
+	all := append([]*lbRow{first}, x.more[k]...)
+	i, _ := slices.BinarySearchFunc(all, lb, compareLB)
+	all = slices.Insert(all, i, lb)
+	x.byAddr[k], x.more[k] = all[0], all[1:]
+}
+
+// removeRow records that lb no longer holds address a.
+func (x *vipIndex) removeRow(a netip.Addr, lb *lbRow) {
+	k := addrKey(a)
+	rest := x.more[k]
+	switch {
+	case x.byAddr[k] != lb:
+		i := slices.Index(rest, lb)
+		if i < 0 {
+			return
+		}
+		rest = slices.Delete(rest, i, i+1)
+	case len(rest) == 0:
+		delete(x.byAddr, k)
+		return
+	default:
+		x.byAddr[k], rest = rest[0], rest[1:]
+	}
+	if len(rest) == 0 {
+		delete(x.more, k)
+	} else {
+		x.more[k] = rest
+	}
+}
+
+// setModel records that the row of uuid was read from the cached model m.
+func (x *vipIndex) setModel(uuid string, m *nbdb.LoadBalancer) {
+	if e, ok := x.rows[uuid]; ok {
+		e.model = m
+		x.rows[uuid] = e
+	}
+}
+
+// allProblems is the problems of every row, sorted.
+func allProblems(byRow map[string][]string) []string {
+	var all []string
+	for _, p := range byRow {
+		all = append(all, p...)
+	}
+	slices.Sort(all)
+	return all
 }

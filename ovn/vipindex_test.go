@@ -64,11 +64,7 @@ func vipIndexRandom(t *testing.T, seed uint64) {
 		for i, k := range keys {
 			values[i] = vm[k]
 		}
-		lb := &lbRow{UUID: uuid, Name: pick(names), Owner: pick(owners), Network: pick(networks), VIPs: keys, Backends: values}
-		if r.IntN(2) == 0 {
-			lb.Parsed = parseLBVIPs(keys, values) // as readRows gives them
-		}
-		return lb
+		return lbIn{UUID: uuid, Name: pick(names), Owner: pick(owners), Network: pick(networks), VIPs: keys, Backends: values}.row()
 	}
 	full := func(rows map[string]*lbRow) ([]model.ServiceVIP, []string) {
 		lbs := slices.SortedFunc(maps.Values(rows), compareLB)
@@ -114,6 +110,27 @@ func vipIndexRandom(t *testing.T, seed uint64) {
 		}
 		before = after
 	}
+}
+
+// lbIn is a Service load balancer as a test writes it: its vips keys
+// and, in the same order, values.
+type lbIn struct {
+	UUID, Name, Owner, Network string
+	VIPs, Backends             []string
+}
+
+// row is in parsed, as readRows gives it.
+func (in lbIn) row() *lbRow {
+	return newLBRow(in.UUID, in.Name, in.Owner, in.Network, in.VIPs, in.Backends)
+}
+
+// lbRows is ins parsed.
+func lbRows(ins []lbIn) []*lbRow {
+	out := make([]*lbRow, len(ins))
+	for i, in := range ins {
+		out[i] = in.row()
+	}
+	return out
 }
 
 func joinComma(s []string) string {
