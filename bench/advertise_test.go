@@ -35,6 +35,11 @@ const (
 	// BenchmarkAdvertiseNBScale's changes (8 s; the pprof build and
 	// OVNBGP_PPROF, as profileDaemon says).
 	envScaleProfile = "OVNBGP_BENCH_SCALE_PROFILE"
+	// envAdvTrace names a file for an execution trace of ovnbgp over
+	// BenchmarkAdvertiseBulk's add (3 s, under the same conditions as
+	// envAdvProfile's bulk profile): where the pipeline waits, not only
+	// where the CPU goes (issue 18).
+	envAdvTrace = "OVNBGP_BENCH_ADV_TRACE"
 	// envBulkVIP lists the sizes of BenchmarkAdvertiseBulk (default
 	// "5000,10000").
 	envBulkVIP = "OVNBGP_BENCH_BULKVIP"
@@ -596,12 +601,16 @@ func BenchmarkAdvertiseBulk(b *testing.B) {
 			w := newWorld(r, c.world, c.name)
 			// One size: a CPU profile of ovnbgp over its bulk add, to set
 			// beside BenchmarkAdvertiseWorkload's (issue 19).
-			wait := func() {}
-			if out := os.Getenv(envAdvProfile); out != "" && c.name == ovnbgpName && len(sizes) == 1 {
-				wait = profileDaemon(b, w.l, "CPU profile over the bulk add", out+"-bulk", "/debug/pprof/profile?seconds=8")
+			cpu, trace := func() {}, func() {}
+			if c.name == ovnbgpName && len(sizes) == 1 {
+				if out := os.Getenv(envAdvProfile); out != "" {
+					cpu = profileDaemon(b, w.l, "CPU profile over the bulk add", out+"-bulk", "/debug/pprof/profile?seconds=8")
+				}
+				trace = profileDaemon(b, w.l, "execution trace over the bulk add", os.Getenv(envAdvTrace), "/debug/pprof/trace?seconds=3")
 			}
 			bulkRun(r, w, sizes, bulkVIPs, "VIP", bulkVIPSettle)
-			wait()
+			cpu()
+			trace()
 		})
 	}
 }

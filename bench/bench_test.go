@@ -284,10 +284,10 @@ func bulkRun(b jobRun, w *world, sizes []int, gen func(int) []netip.Prefix, unit
 		b.metric(rate, "add"+sfx+"-routes/s")
 		b.metric(ms(del.fromStart), "withdraw"+sfx+"-ms")
 		b.metric(mib(after.mem.rss), "rss"+sfx+"-MiB")
-		b.Logf("%s %s: command %v (CPU %v), commit→all received by the ToR %v, commit→all in ToR RIB %v, command start→all %v (%.0f routes/s); "+
+		b.Logf("%s %s: command %v (CPU %v; committed at %s UTC, to set beside the daemon's log), commit→all received by the ToR %v, commit→all in ToR RIB %v, command start→all %v (%.0f routes/s); "+
 			"withdraw: command %v, start→none %v; node daemons %s: CPU %v during the add, RSS %.1f MiB (peak %.1f MiB), before %.1f MiB, "+
 			"%v later %.1f MiB (%.0f B per prefix over the idle %.1f MiB)",
-			name, job, pretty(add.command), pretty(o.cpu), pretty(add.received), pretty(add.fromCommit), pretty(add.fromStart), rate,
+			name, job, pretty(add.command), pretty(o.cpu), o.commit.UTC().Format("15:04:05.000"), pretty(add.received), pretty(add.fromCommit), pretty(add.fromStart), rate,
 			pretty(del.command), pretty(del.fromStart), names(w.c.daemons()), pretty(daemonCPU),
 			mib(after.mem.rss), mib(after.mem.peak), mib(before.mem.rss), settle, mib(settled.mem.rss), perPrefix, mib(idle.mem.rss))
 	}

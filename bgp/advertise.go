@@ -240,7 +240,11 @@ func (s *Speaker) Apply(ctx context.Context, d model.AdvertDiff) error {
 	for _, a := range d.Withdraw {
 		remove = append(remove, a.Key())
 	}
-	return s.reconcile(ctx, slices.Concat(d.Announce, d.Change), remove)
+	want := d.Announce // lower reads it, never changes it: not copied when alone
+	if len(d.Change) > 0 {
+		want = slices.Concat(d.Announce, d.Change)
+	}
+	return s.reconcile(ctx, want, remove)
 }
 
 // Advertised returns the advertisements in effect, sorted by peer and
@@ -582,9 +586,11 @@ func (s *Speaker) execute(ctx context.Context, op lowOp, ch *change) (bool, erro
 			ch.skipGroups[op.gid] = true
 			return false, fmt.Errorf("withdraw %v from peer %q: %w", op.prefixes, op.peer, err)
 		}
-		for _, p := range op.prefixes {
-			s.log.Debug("prefix deselected for peer", zap.String("op", "deselect"), zap.String("peer", op.peer),
-				zap.Stringer("prefix", p))
+		if s.log.Core().Enabled(zap.DebugLevel) {
+			for _, p := range op.prefixes {
+				s.log.Debug("prefix deselected for peer", zap.String("op", "deselect"), zap.String("peer", op.peer),
+					zap.Stringer("prefix", p))
+			}
 		}
 		if op.resync {
 			a.resets[op.peer] = true
@@ -634,8 +640,11 @@ func (s *Speaker) grow(ctx context.Context, op lowOp, ch *change) (bool, error) 
 	in := func(adv model.Advertisement) {
 		k := adv.Key()
 		a.keep(k, op.gid, adv)
-		s.log.Debug("prefix selected for peer", zap.String("op", "select"), zap.String("peer", k.Peer),
-			zap.Stringer("prefix", k.Prefix), zap.Any("attrs", adv.Attrs))
+		// Checked first: the fields cost allocations per prefix even
+		// when debug is off (a bulk is 10,000 prefixes).
+		if ce := s.log.Check(zap.DebugLevel, "prefix selected for peer"); ce != nil {
+			ce.Write(zap.String("op", "select"), zap.String("peer", k.Peer), zap.Stringer("prefix", k.Prefix), zap.Any("attrs", adv.Attrs))
+		}
 		if _, inRIB := a.rib[k.Prefix]; inRIB {
 			// Only a soft reset makes gobgp send it to this peer.
 			a.unsynced[k] = true

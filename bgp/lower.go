@@ -146,48 +146,61 @@ type update struct {
 // never be a key that applied).
 func lower(st installed, ch change) lowering {
 	out := lowering{failed: map[model.Key]failure{}}
-	desired := make(map[model.Key]wanted, len(ch.want))
+	// desired holds positions in ws: a wanted is too big a map value to
+	// be stored in place (each would be allocated apart).
+	desired := make(map[model.Key]int, len(ch.want))
+	ws := make([]wanted, 0, len(ch.want))
 	forget := map[model.Key]bool{}
 	for _, k := range ch.remove {
 		if !ch.skipKeys[k] {
 			forget[k] = true
 		}
 	}
-	asked := make(map[model.Key]model.Advertisement, len(ch.want))
+	// The keys in the order asked: a bulk comes sorted (plan's diffs
+	// are), and is then not sorted again.
+	keys := make([]model.Key, 0, len(ch.want))
+	var memo attrsMemo
 	for _, adv := range ch.want {
 		k := adv.Key()
 		if ch.skipKeys[k] {
 			continue
 		}
-		if _, ok := asked[k]; !ok {
-			asked[k] = adv
-		}
-		w, err := validate(ch.peers, adv)
+		w, err := memo.validate(ch.peers, adv)
 		if err != nil {
-			out.failed[k] = failure{adv: asked[k], err: err.Error()}
+			// A failure names the first advertisement asked for k: the
+			// one failed already, or else the one desired.
+			first := adv
+			if f, ok := out.failed[k]; ok {
+				first = f.adv
+			} else if i, ok := desired[k]; ok {
+				first = ws[i].adv
+			}
+			out.failed[k] = failure{adv: first, err: err.Error()}
 			if _, ok := desired[k]; !ok {
 				forget[k] = true
 			}
 			continue
 		}
-		if prev, dup := desired[k]; dup {
-			if prev.gid != w.gid {
+		if i, dup := desired[k]; dup {
+			if prev := ws[i]; prev.gid != w.gid {
 				out.errs = append(out.errs, fmt.Errorf("advertise %v to peer %q: conflicting attributes %+v and %+v; keeping the first",
 					k.Prefix, k.Peer, prev.adv.Attrs, adv.Attrs))
 			}
 			continue
 		}
-		desired[k] = w
+		desired[k] = len(ws)
+		ws = append(ws, w)
 		delete(forget, k)
-	}
-	keys := make([]model.Key, 0, len(desired))
-	for k := range desired {
-		if ch.skipPeers[k.Peer] {
-			continue
+		if !ch.skipPeers[k.Peer] {
+			keys = append(keys, k)
 		}
-		keys = append(keys, k)
 	}
-	slices.SortFunc(keys, compareKey)
+	// Each key once (its first valid advertisement is desired), in key
+	// order.
+	if !slices.IsSortedFunc(keys, compareKey) {
+		slices.SortFunc(keys, compareKey)
+	}
+	keys = slices.Compact(keys)
 	for k := range forget {
 		out.forget = append(out.forget, k)
 	}
@@ -217,23 +230,36 @@ func lower(st installed, ch change) lowering {
 		}
 	}
 
-	// 2. Grow, one operation per group.
-	grown := map[model.Key]groupID{}
+	// 2. Grow, one operation per group. The keys that move are counted
+	// per group first, so that each group's lists are made once at their
+	// size (a bulk of 10,000 grew them by doubling, copying each
+	// advertisement about twice more).
+	grown := make(map[model.Key]groupID, len(keys))
 	grow := map[groupID]*lowOp{}
 	var growOrder []groupID
-	for _, k := range keys {
-		w := desired[k]
+	moving := make([]int, 0, len(keys))
+	count := map[groupID]int{}
+	for i, k := range keys {
+		w := ws[desired[k]]
 		if cur, had := st.groupOf(k); had && cur == w.gid {
 			out.update = append(out.update, update{adv: w.adv, gid: cur})
 			continue
 		}
+		moving = append(moving, i)
+		count[w.gid]++
+	}
+	for _, i := range moving {
+		k := keys[i]
+		w := ws[desired[k]]
 		op := grow[w.gid]
 		if op == nil {
 			kind := opAddToGroup
 			if st.groups[w.gid] == nil {
 				kind = opCreateGroup
 			}
-			op = &lowOp{kind: kind, peer: k.Peer, gid: w.gid, norm: w.attrs}
+			n := count[w.gid]
+			op = &lowOp{kind: kind, peer: k.Peer, gid: w.gid, norm: w.attrs,
+				prefixes: make([]netip.Prefix, 0, n), advs: make([]model.Advertisement, 0, n)}
 			grow[w.gid] = op
 			growOrder = append(growOrder, w.gid)
 		}
@@ -438,9 +464,52 @@ func wantedPaths(st installed, touched []model.Key, after func(model.Key) (group
 	return want
 }
 
+// attrsMemo keeps the last attributes validate normalized, and their
+// normal form: the advertisements of one rule share their attributes, and
+// a bulk of them is then normalized (and its group key rendered) once,
+// not once per advertisement.
+type attrsMemo struct {
+	set   bool
+	attrs model.PathAttrs
+	norm  normAttrs
+	key   string
+}
+
+// validate is validate with the normal form of the last attributes kept:
+// attributes equal field by field normalize to the same form.
+func (m *attrsMemo) validate(peers map[string]config.Peer, adv model.Advertisement) (wanted, error) {
+	if m.set && sameInput(m.attrs, adv.Attrs) {
+		return validateWith(peers, adv, func(model.PathAttrs) (normAttrs, string) { return m.norm, m.key })
+	}
+	w, err := validate(peers, adv)
+	if err == nil {
+		m.set, m.attrs, m.norm, m.key = true, adv.Attrs, w.attrs, w.gid.attrs
+	}
+	return w, err
+}
+
+// sameInput says whether a and b are equal field by field (the same
+// values in the same order): normalize makes the same of both.
+func sameInput(a, b model.PathAttrs) bool {
+	return a.MED == b.MED && a.ASPathPrepend == b.ASPathPrepend &&
+		(a.LocalPreference == nil) == (b.LocalPreference == nil) && (a.LocalPreference == nil || *a.LocalPreference == *b.LocalPreference) &&
+		(a.LinkBandwidth == nil) == (b.LinkBandwidth == nil) && (a.LinkBandwidth == nil || *a.LinkBandwidth == *b.LinkBandwidth) &&
+		(a.Communities == nil) == (b.Communities == nil) && slices.Equal(a.Communities, b.Communities) &&
+		(a.LargeCommunities == nil) == (b.LargeCommunities == nil) && slices.Equal(a.LargeCommunities, b.LargeCommunities)
+}
+
 // validate checks adv against the configured peers and parses its
 // attributes.
 func validate(peers map[string]config.Peer, adv model.Advertisement) (wanted, error) {
+	return validateWith(peers, adv, func(a model.PathAttrs) (normAttrs, string) {
+		n := normalize(a)
+		return n, n.key()
+	})
+}
+
+// validateWith is validate with norm giving the normal form of the
+// attributes and its key.
+func validateWith(peers map[string]config.Peer, adv model.Advertisement, norm func(model.PathAttrs) (normAttrs, string)) (wanted, error) {
 	p, ok := peers[adv.Peer]
 	if !ok {
 		return wanted{}, errors.New("peer is not configured")
@@ -465,8 +534,8 @@ func validate(peers map[string]config.Peer, adv model.Advertisement) (wanted, er
 	if !slices.Contains(p.Families, fam) {
 		return wanted{}, fmt.Errorf("family %s is not enabled on the peer", fam)
 	}
-	n := normalize(adv.Attrs)
-	return wanted{adv: adv, gid: groupID{peer: adv.Peer, family: fam, attrs: n.key()}, attrs: n}, nil
+	n, key := norm(adv.Attrs)
+	return wanted{adv: adv, gid: groupID{peer: adv.Peer, family: fam, attrs: key}, attrs: n}, nil
 }
 
 func groupName(gid groupID) string {

@@ -219,6 +219,7 @@ func (pl *planner) adverts(cfg *config.Config, sp Speaker, snap model.Snapshot, 
 	a.gen = nr.gen
 	if len(keys) > 0 {
 		all := a.all.Clone()
+		part.desired = make([]model.Advertisement, 0, len(keys))
 		for _, k := range keys {
 			key := &model.Advertisement{Peer: k.Peer, Prefix: k.Prefix}
 			if _, ok := a.drainHeld.Delete(key); ok {

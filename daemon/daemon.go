@@ -668,6 +668,9 @@ func (d *Daemon) logDiff(diff plan.AdvertDiff, err error) {
 		op   string
 		advs []model.Advertisement
 	}{{"announce", diff.Announce}, {"change", diff.Change}, {"withdraw", diff.Withdraw}} {
+		if !d.log.Core().Enabled(zap.DebugLevel) {
+			break // the fields cost allocations per prefix even when debug is off
+		}
 		for _, a := range list.advs {
 			d.log.Debug("advertisement", zap.String("op", list.op), zap.String("peer", a.Peer),
 				zap.Stringer("prefix", a.Prefix), zap.String("rule", a.Rule), zap.String("network", a.Network))

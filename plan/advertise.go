@@ -550,6 +550,15 @@ func SortAdvertisements(advs []model.Advertisement) {
 	cmpAdv := func(a, b *model.Advertisement) int {
 		return cmp.Or(cmp.Compare(a.Peer, b.Peer), model.ComparePrefix(a.Prefix, b.Prefix))
 	}
+	// Most lists come sorted (a pass's changes are taken in key order):
+	// checked in one walk, they are not copied twice over.
+	inOrder := true
+	for i := 1; i < len(advs) && inOrder; i++ {
+		inOrder = cmpAdv(&advs[i-1], &advs[i]) <= 0
+	}
+	if inOrder {
+		return
+	}
 	if len(advs) < 64 {
 		slices.SortFunc(advs, func(a, b model.Advertisement) int { return cmpAdv(&a, &b) })
 		return

@@ -672,3 +672,32 @@ func TestWeightChangeIsAChange(t *testing.T) {
 		t.Errorf("same weight: %+v, want no change", d)
 	}
 }
+
+// TestBulkDiffCopies (issue 18, the bulk of 10,000 VIPs): a bulk's diff
+// makes each list once at its size, and sorting a list already in key
+// order (a pass's changes are taken in that order) copies nothing. Before,
+// the announcements grew by doubling (each advertisement copied about
+// twice more) and the sort copied the whole list twice over.
+func TestBulkDiffCopies(t *testing.T) {
+	const n = 3000
+	desired := make([]model.Advertisement, n)
+	for i := range desired {
+		desired[i] = model.Advertisement{Peer: "tor", Prefix: netip.PrefixFrom(netip.AddrFrom4([4]byte{198, 18, byte(i >> 8), byte(i)}), 32)}
+	}
+	d := DiffAdvertisements(desired, nil)
+	if len(d.Announce) != n || cap(d.Announce) != n {
+		t.Errorf("the diff announces %d in a list of room %d, want %d in %d", len(d.Announce), cap(d.Announce), n, n)
+	}
+	if !cmp.Equal(d.Announce, desired, cmpopts.EquateComparable(netip.Prefix{})) {
+		t.Error("the diff announces other advertisements than desired, or in another order")
+	}
+	if allocs := testing.AllocsPerRun(5, func() { SortAdvertisements(desired) }); allocs != 0 {
+		t.Errorf("sorting %d advertisements in key order allocates %.0f times, want none", n, allocs)
+	}
+	shuffled := slices.Clone(desired)
+	shuffled[0], shuffled[n-1] = shuffled[n-1], shuffled[0]
+	SortAdvertisements(shuffled)
+	if !cmp.Equal(shuffled, desired, cmpopts.EquateComparable(netip.Prefix{})) {
+		t.Error("a list out of order is not sorted")
+	}
+}
