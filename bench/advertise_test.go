@@ -27,7 +27,8 @@ const (
 	// before them, a run each (default "1000,10000", half each).
 	envAdvBase = "OVNBGP_BENCH_ADV_BASE"
 	// envAdvProfile names files (FILE-BASE) for CPU profiles of ovnbgp
-	// over BenchmarkAdvertiseChange's changes (8 s; the pprof build and
+	// over BenchmarkAdvertiseChange's changes (8 s, and FILE-BASE-allocs
+	// for what they allocate over the same 8 s; the pprof build and
 	// OVNBGP_PPROF, as profileDaemon says), and FILE-bulk over
 	// BenchmarkAdvertiseBulk's add when OVNBGP_BENCH_BULKVIP names one size.
 	envAdvProfile = "OVNBGP_BENCH_ADV_PROFILE"
@@ -321,6 +322,9 @@ func changeRun(b jobRun, w *world, preload []netip.Prefix, what string, plan []c
 		// A CPU profile over the changes, for where one change's time
 		// goes at this size.
 		defer profileDaemon(b, w.l, "CPU profile over the changes", profile, "/debug/pprof/profile?seconds=8")()
+		// and what they allocate over the same 8 s (a delta profile:
+		// alloc_space and alloc_objects per change, issue 18).
+		defer profileDaemon(b, w.l, "allocation profile over the changes", profile+"-allocs", "/debug/pprof/allocs?seconds=8")()
 	}
 	// Two phases of changes+4 changes each, the first 4 of each not
 	// counted: "quiet", where nothing asks the ToR anything (the received

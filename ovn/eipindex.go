@@ -433,10 +433,13 @@ type natMemo struct {
 	owners  map[string][]string    // NAT UUID -> the routers holding it, sorted
 }
 
-// routerNATs is a router's name, network and nat column.
+// routerNATs is a router's name, network and nat column: each NAT UUID
+// with the pass of setRouter that last saw it in the column (a removal
+// costs a walk of the map, not a set of the column built for it).
 type routerNATs struct {
 	name, network string
-	nats          map[string]struct{}
+	nats          map[string]uint64
+	pass          uint64
 }
 
 func newNATMemo(idx *eipIndex) *natMemo {
@@ -503,26 +506,24 @@ func (m *natMemo) setRouter(uuid string, r *nbdb.LogicalRouter, affected map[str
 		}
 	}
 	if old == nil {
-		old = &routerNATs{name: r.Name, network: r.ExternalIDs[extIDNetwork], nats: make(map[string]struct{}, len(r.Nat))}
+		old = &routerNATs{name: r.Name, network: r.ExternalIDs[extIDNetwork], nats: make(map[string]uint64, len(r.Nat))}
 		m.routers[uuid] = old
 	}
+	old.pass++
 	for _, id := range r.Nat {
-		if _, ok := old.nats[id]; ok {
+		_, ok := old.nats[id]
+		old.nats[id] = old.pass
+		if ok {
 			continue
 		}
-		old.nats[id] = struct{}{}
 		m.addOwner(id, uuid)
 		affected[id] = struct{}{}
 	}
 	if len(old.nats) == len(r.Nat) {
 		return // nothing removed
 	}
-	now := make(map[string]struct{}, len(r.Nat))
-	for _, id := range r.Nat {
-		now[id] = struct{}{}
-	}
-	for id := range old.nats {
-		if _, ok := now[id]; !ok {
+	for id, pass := range old.nats {
+		if pass != old.pass {
 			delete(old.nats, id)
 			m.removeOwner(id, uuid)
 			affected[id] = struct{}{}

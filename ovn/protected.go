@@ -265,13 +265,20 @@ func buildProtectedAddresses(in nbRows) (prot []model.ProtectedPrefix, nodeAddrs
 // address once with its first reason in the order above: each part is
 // sorted on its own, then the parts are merged, the first part winning.
 func protectedFrom(in nbRows, memo *buildMemo) (prot []model.ProtectedPrefix, nodeAddrs []netip.Addr, problems []string) {
+	runs, nodeAddrs, problems := protectedRuns(in, memo)
+	return mergeProtected(runs...), nodeAddrs, problems
+}
+
+// protectedRuns is protectedFrom's parts before they are merged, in the
+// order mergeProtected takes them: buildNBMemo merges them with the
+// subnets' in one pass.
+func protectedRuns(in nbRows, memo *buildMemo) (runs [][]model.ProtectedPrefix, nodeAddrs []netip.Addr, problems []string) {
 	lb, nat := lbPart(in, memo), natPart(in, memo)
 	ports, nodeAddrs := portProtected(in.Ports)
 	ic := icProtected(in.Routes)
-	prot = mergeProtected(lb.prot, nat.prot, ports.prot, ic.prot)
 	problems = slices.Concat(lb.problems, nat.problems, ports.problems)
 	slices.Sort(problems)
-	return prot, nodeAddrs, problems
+	return [][]model.ProtectedPrefix{lb.prot, nat.prot, ports.prot, ic.prot}, nodeAddrs, problems
 }
 
 // lbPart is the load balancers' protected addresses of in: kept row by
@@ -443,31 +450,82 @@ func icProtected(routes []routeRow) protectedPart {
 
 // mergeProtected merges runs sorted by prefix (sortProtected's order, each
 // prefix once) into one: of equal prefixes, the earliest run's is kept, as
-// sortProtected keeps the first of their concatenation.
+// sortProtected keeps the first of their concatenation. Each step copies
+// the longest stretch of the run with the least head that comes before the
+// other runs' heads, found by a galloping search: runs that interleave
+// little (the Service VIPs and the egress IPs, next to a few node
+// addresses and subnets) cost a copy and O(stretches × log n) comparisons,
+// not a comparison per entry and run (issue 18: one egress IP's change
+// merged every protected address so, twice).
 func mergeProtected(runs ...[]model.ProtectedPrefix) []model.ProtectedPrefix {
+	return mergeProtectedBy(func(a, b netip.Prefix) int { return model.ComparePrefix(a, b) }, runs...)
+}
+
+// mergeProtectedBy is mergeProtected with the order compare (a test counts
+// the comparisons).
+func mergeProtectedBy(compare func(a, b netip.Prefix) int, runs ...[]model.ProtectedPrefix) []model.ProtectedPrefix {
 	n := 0
+	live := make([][]model.ProtectedPrefix, 0, len(runs))
 	for _, r := range runs {
 		n += len(r)
+		if len(r) > 0 {
+			live = append(live, r)
+		}
 	}
 	out := make([]model.ProtectedPrefix, 0, n)
-	next := make([]int, len(runs))
-	for {
-		best := -1
-		for i, r := range runs {
-			if next[i] < len(r) && (best < 0 || model.ComparePrefix(r[next[i]].Prefix, runs[best][next[best]].Prefix) < 0) {
+	for len(live) > 0 {
+		// The run with the least head, the earliest of equal ones, and
+		// the least head of the others.
+		best := 0
+		for i := 1; i < len(live); i++ {
+			if compare(live[i][0].Prefix, live[best][0].Prefix) < 0 {
 				best = i
 			}
 		}
-		if best < 0 {
-			return out
+		r := live[best]
+		k := len(r)
+		if len(out) > 0 && out[len(out)-1].Prefix == r[0].Prefix {
+			k = 1 // an earlier run's entry is out already: skipped
+		} else {
+			var bound netip.Prefix
+			has := false
+			for i, o := range live {
+				if i != best && (!has || compare(o[0].Prefix, bound) < 0) {
+					bound, has = o[0].Prefix, true
+				}
+			}
+			if has {
+				// r's entries before bound; at least its head (equal to
+				// bound: kept, the later runs' equal heads skipped).
+				k = max(1, gallop(r, bound, compare))
+			}
+			out = append(out, r[:k]...)
 		}
-		p := runs[best][next[best]]
-		next[best]++
-		if len(out) > 0 && out[len(out)-1].Prefix == p.Prefix {
-			continue
+		if k == len(r) {
+			live = slices.Delete(live, best, best+1)
+		} else {
+			live[best] = r[k:]
 		}
-		out = append(out, p)
 	}
+	return out
+}
+
+// gallop is the number of r's entries (sorted by compare) before p: an
+// exponential search from r's start, then a binary one, O(log of the
+// answer).
+func gallop(r []model.ProtectedPrefix, p netip.Prefix, compare func(a, b netip.Prefix) int) int {
+	lo, hi := 0, 1 // r[:lo] are before p
+	for hi < len(r) && compare(r[hi].Prefix, p) < 0 {
+		lo, hi = hi, 2*hi
+	}
+	hi = min(hi, len(r))
+	i, _ := slices.BinarySearchFunc(r[lo:hi], p, func(e model.ProtectedPrefix, p netip.Prefix) int {
+		if compare(e.Prefix, p) < 0 {
+			return -1
+		}
+		return 1
+	})
+	return lo + i
 }
 
 // parseVIP reads a vips key of a Load_Balancer: "IP:PORT", "[IPv6]:PORT",

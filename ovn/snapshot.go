@@ -221,10 +221,10 @@ func buildNBMemo(in nbRows, node string, memo *buildMemo) buildResult {
 	// The protected prefixes of the last build, if built from the same
 	// rows: after one Service's backends changed, none of them differ.
 	prot := memo.protected(in, node)
-	var addrs []model.ProtectedPrefix // protectedFrom's, when not prot.final
 	nodeAddrs, addrProblems := prot.nodeAddrs, prot.problems
+	var addrRuns [][]model.ProtectedPrefix // protectedRuns', merged below
 	if !prot.ok {
-		addrs, nodeAddrs, addrProblems = protectedFrom(in, memo)
+		addrRuns, nodeAddrs, addrProblems = protectedRuns(in, memo)
 		slices.SortFunc(nodeAddrs, netip.Addr.Compare)
 		nodeAddrs = slices.Compact(nodeAddrs)
 	}
@@ -339,12 +339,13 @@ func buildNBMemo(in nbRows, node string, memo *buildMemo) buildResult {
 	if in.Northd != "" {
 		snap.Northd = parseNorthdVersion(in.Northd)
 	}
-	// addrs is sorted, each address once: merged, not sorted again (the
-	// first of equal prefixes kept, as sortProtected of the three would).
+	// The address runs are sorted, each address once: merged with the
+	// subnets' in one pass, not sorted again (the first of equal prefixes
+	// kept, as sortProtected of the three would).
 	if prot.ok {
 		snap.Protected = prot.final
 	} else {
-		snap.Protected = mergeProtected(sortProtected(slices.Concat(guarded, imp.Protected)), addrs)
+		snap.Protected = mergeProtected(append([][]model.ProtectedPrefix{sortProtected(slices.Concat(guarded, imp.Protected))}, addrRuns...)...)
 		prot.nodeAddrs, prot.problems, prot.final = nodeAddrs, addrProblems, snap.Protected
 		memo.setProtected(prot)
 	}
