@@ -161,8 +161,45 @@ func sameRoutersBut(a, b []model.GatewayRouter) bool {
 }
 
 // sameProtectedBut says whether a and b are equal once the host prefixes
-// of own (sorted) are left out of both; one walk, no copy.
+// of own (sorted) are left out of both. The host entries of own are found
+// by binary search and the stretches between them compared whole (an
+// egress IP's change compares its few neighbours' positions, then memory,
+// not every entry against own): O(own × log n) searches and one compare
+// of the rest, no copy.
 func sameProtectedBut(a, b []model.ProtectedPrefix, own []netip.Addr) bool {
+	// at is the stretch of l whose prefix is p (l sorted by prefix).
+	at := func(l []model.ProtectedPrefix, p netip.Prefix) (i, j int) {
+		i, _ = slices.BinarySearchFunc(l, p, func(e model.ProtectedPrefix, p netip.Prefix) int { return model.ComparePrefix(e.Prefix, p) })
+		j = i
+		for j < len(l) && l[j].Prefix == p {
+			j++
+		}
+		return i, j
+	}
+	ia, ib := 0, 0
+	for k, o := range own {
+		if k > 0 && own[k-1] == o {
+			continue
+		}
+		p := netip.PrefixFrom(o, o.BitLen())
+		sa, ea := at(a, p)
+		sb, eb := at(b, p)
+		if sa < ia || sb < ib {
+			// own is not sorted as the lists are (an address of another
+			// family first): fall back to a walk of every entry.
+			return sameProtectedButWalk(a, b, own)
+		}
+		if !slices.Equal(a[ia:sa], b[ib:sb]) {
+			return false
+		}
+		ia, ib = ea, eb
+	}
+	return slices.Equal(a[ia:], b[ib:])
+}
+
+// sameProtectedButWalk is sameProtectedBut by one walk of both lists,
+// each entry checked against own.
+func sameProtectedButWalk(a, b []model.ProtectedPrefix, own []netip.Addr) bool {
 	ownHost := func(p netip.Prefix) bool {
 		if len(own) == 0 || !p.IsSingleIP() {
 			return false

@@ -509,18 +509,22 @@ func (m *natMemo) setRouter(uuid string, r *nbdb.LogicalRouter, affected map[str
 		old = &routerNATs{name: r.Name, network: r.ExternalIDs[extIDNetwork], nats: make(map[string]uint64, len(r.Nat))}
 		m.routers[uuid] = old
 	}
-	old.pass++
 	for _, id := range r.Nat {
-		_, ok := old.nats[id]
-		old.nats[id] = old.pass
-		if ok {
+		if _, ok := old.nats[id]; ok {
 			continue
 		}
+		old.nats[id] = old.pass
 		m.addOwner(id, uuid)
 		affected[id] = struct{}{}
 	}
 	if len(old.nats) == len(r.Nat) {
 		return // nothing removed
+	}
+	// Some removed: those the column no longer holds are the ones not
+	// stamped with this pass.
+	old.pass++
+	for _, id := range r.Nat {
+		old.nats[id] = old.pass
 	}
 	for id, pass := range old.nats {
 		if pass != old.pass {

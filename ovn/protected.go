@@ -274,8 +274,7 @@ func protectedFrom(in nbRows, memo *buildMemo) (prot []model.ProtectedPrefix, no
 // subnets' in one pass.
 func protectedRuns(in nbRows, memo *buildMemo) (runs [][]model.ProtectedPrefix, nodeAddrs []netip.Addr, problems []string) {
 	lb, nat := lbPart(in, memo), natPart(in, memo)
-	ports, nodeAddrs := portProtected(in.Ports)
-	ic := icProtected(in.Routes)
+	ports, nodeAddrs, ic := memo.portsAndRoutes(in.Ports, in.Routes)
 	problems = slices.Concat(lb.problems, nat.problems, ports.problems)
 	slices.Sort(problems)
 	return [][]model.ProtectedPrefix{lb.prot, nat.prot, ports.prot, ic.prot}, nodeAddrs, problems

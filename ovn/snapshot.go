@@ -196,6 +196,110 @@ func buildNB(in nbRows, node string) buildResult {
 // from readRows carry their Service VIPs (nbRows.vips, kept row by row),
 // and the load balancers' protected addresses, kept row by row (lbPart).
 func buildNBMemo(in nbRows, node string, memo *buildMemo) buildResult {
+	// The node addresses, for advertisable: no pod subnet may hold one.
+	// The protected prefixes of the last build, if built from the same
+	// rows: after one Service's backends changed, none of them differ.
+	prot := memo.protected(in, node)
+	nodeAddrs, addrProblems := prot.nodeAddrs, prot.problems
+	var addrRuns [][]model.ProtectedPrefix // protectedRuns', merged below
+	if !prot.ok {
+		addrRuns, nodeAddrs, addrProblems = protectedRuns(in, memo)
+		slices.SortFunc(nodeAddrs, netip.Addr.Compare)
+		nodeAddrs = slices.Compact(nodeAddrs)
+	}
+
+	// The switches, router ports, routes and routers: the last build's
+	// when they are the same rows (an egress IP's or a VIP's change
+	// leaves them), else built again.
+	ctx := memo.context(in, node, nodeAddrs)
+
+	snap := model.Snapshot{Node: node, Networks: ctx.networks}
+	snap.Routers, snap.OwnedRoutes = ctx.imp.Routers, ctx.imp.Owned
+	snap.NodeAddresses = nodeAddrs
+	if in.Northd != "" {
+		snap.Northd = parseNorthdVersion(in.Northd)
+	}
+	// The address runs are sorted, each address once: merged with the
+	// subnets' in one pass, not sorted again (the first of equal prefixes
+	// kept, as sortProtected of the three would).
+	if prot.ok {
+		snap.Protected = prot.final
+	} else {
+		snap.Protected = mergeProtected(append([][]model.ProtectedPrefix{ctx.subnetProt}, addrRuns...)...)
+		prot.nodeAddrs, prot.problems, prot.final = nodeAddrs, addrProblems, snap.Protected
+		memo.setProtected(prot)
+	}
+	problems := slices.Concat(ctx.problems, addrProblems)
+	var wlNewer bool
+	if node != "" {
+		// Only a node's snapshot advertises (ClusterSubnets passes "").
+		var eipProblems, vipProblems []string
+		if in.eips != nil {
+			snap.EgressIPs, eipProblems = in.eips.forNode(node)
+		} else {
+			snap.EgressIPs, eipProblems = memo.egressIPs(in.NATs, node)
+		}
+		if in.vips != nil {
+			snap.ServiceVIPs, vipProblems = in.vips.list, in.vips.problems
+		} else {
+			snap.ServiceVIPs, vipProblems = memo.serviceVIPs(in.LoadBalancers)
+		}
+		problems = append(problems, eipProblems...)
+		problems = append(problems, vipProblems...)
+		var wlProblems []string
+		snap.WorkloadIPs, wlProblems, wlNewer = in.wl.forNode(node)
+		problems = append(problems, wlProblems...)
+	}
+
+	slices.Sort(problems)
+	return buildResult{Snapshot: snap, Cluster: ctx.cluster, Problems: slices.Compact(problems), WorkloadsNewer: wlNewer}
+}
+
+// ctxBuild is what buildNBMemo makes of the switches, router ports, routes
+// and routers of node (buildContext), by the rows it was made from
+// (compared as slices); read-only, shared between snapshots.
+type ctxBuild struct {
+	switches []switchRow
+	ports    []routerPortRow
+	routes   []routeRow
+	routers  []routerRow
+	node     string
+	// networks is the snapshot's, cluster the build's (sorted), subnetProt
+	// the protected pod, join and transit subnets and interconnect routes
+	// (sortProtected), problems those of the switches, routes and import.
+	networks   []model.Network
+	cluster    []model.Subnet
+	subnetProt []model.ProtectedPrefix
+	imp        importResult
+	problems   []string
+}
+
+// context returns the last build's ctxBuild when in's switches, router
+// ports, routes and routers and node are what it was made from, else
+// builds it (buildContext) and records it. The node addresses come from the
+// router ports: the same rows, the same addresses.
+func (m *buildMemo) context(in nbRows, node string, nodeAddrs []netip.Addr) *ctxBuild {
+	if m == nil {
+		return buildContext(in, node, nodeAddrs)
+	}
+	m.mu.Lock()
+	c := m.ctx
+	m.mu.Unlock()
+	if c != nil && c.node == node && sameRows(c.switches, in.Switches) && sameRows(c.ports, in.Ports) &&
+		sameRows(c.routes, in.Routes) && sameRows(c.routers, in.Routers) {
+		return c
+	}
+	c = buildContext(in, node, nodeAddrs)
+	m.mu.Lock()
+	m.ctx = c
+	m.mu.Unlock()
+	return c
+}
+
+// buildContext is buildNB's part of the switches (node's networks, every
+// pod subnet), the interconnect routes and the gateway routers
+// (buildImport); nodeAddrs are the node addresses no pod subnet may hold.
+func buildContext(in nbRows, node string, nodeAddrs []netip.Addr) *ctxBuild {
 	rows := slices.Clone(in.Switches)
 	slices.SortFunc(rows, func(a, b switchRow) int {
 		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.UUID, b.UUID))
@@ -215,18 +319,6 @@ func buildNBMemo(in nbRows, node string, memo *buildMemo) buildResult {
 	)
 	problem := func(name, format string, args ...any) {
 		problems = append(problems, fmt.Sprintf("%s %s: %s", tableLogicalSwitch, name, fmt.Sprintf(format, args...)))
-	}
-
-	// The node addresses, for advertisable: no pod subnet may hold one.
-	// The protected prefixes of the last build, if built from the same
-	// rows: after one Service's backends changed, none of them differ.
-	prot := memo.protected(in, node)
-	nodeAddrs, addrProblems := prot.nodeAddrs, prot.problems
-	var addrRuns [][]model.ProtectedPrefix // protectedRuns', merged below
-	if !prot.ok {
-		addrRuns, nodeAddrs, addrProblems = protectedRuns(in, memo)
-		slices.SortFunc(nodeAddrs, netip.Addr.Compare)
-		nodeAddrs = slices.Compact(nodeAddrs)
 	}
 
 	ports := make(map[string]routerPortRow, len(in.Ports))
@@ -312,7 +404,7 @@ func buildNBMemo(in nbRows, node string, memo *buildMemo) buildResult {
 		problem(node, "no such row: the default network has no switch for node %q (is node.name right?)", node)
 	}
 
-	snap := model.Snapshot{Node: node, Networks: []model.Network{}}
+	networks := []model.Network{}
 	for name, n := range nets {
 		if len(netRows[name]) > 1 {
 			problems = append(problems, fmt.Sprintf("network %s: several switches for this node (%s); all skipped",
@@ -320,9 +412,9 @@ func buildNBMemo(in nbRows, node string, memo *buildMemo) buildResult {
 			continue
 		}
 		n.Subnets = sortSubnets(n.Subnets)
-		snap.Networks = append(snap.Networks, *n)
+		networks = append(networks, *n)
 	}
-	slices.SortFunc(snap.Networks, func(a, b model.Network) int {
+	slices.SortFunc(networks, func(a, b model.Network) int {
 		da, db := a.Name == model.DefaultNetwork, b.Name == model.DefaultNetwork
 		if da != db {
 			if da {
@@ -334,46 +426,10 @@ func buildNBMemo(in nbRows, node string, memo *buildMemo) buildResult {
 	})
 
 	imp := buildImport(in, node)
-	snap.Routers, snap.OwnedRoutes = imp.Routers, imp.Owned
-	snap.NodeAddresses = nodeAddrs
-	if in.Northd != "" {
-		snap.Northd = parseNorthdVersion(in.Northd)
-	}
-	// The address runs are sorted, each address once: merged with the
-	// subnets' in one pass, not sorted again (the first of equal prefixes
-	// kept, as sortProtected of the three would).
-	if prot.ok {
-		snap.Protected = prot.final
-	} else {
-		snap.Protected = mergeProtected(append([][]model.ProtectedPrefix{sortProtected(slices.Concat(guarded, imp.Protected))}, addrRuns...)...)
-		prot.nodeAddrs, prot.problems, prot.final = nodeAddrs, addrProblems, snap.Protected
-		memo.setProtected(prot)
-	}
 	problems = append(problems, imp.Problems...)
-	problems = append(problems, addrProblems...)
-	var wlNewer bool
-	if node != "" {
-		// Only a node's snapshot advertises (ClusterSubnets passes "").
-		var eipProblems, vipProblems []string
-		if in.eips != nil {
-			snap.EgressIPs, eipProblems = in.eips.forNode(node)
-		} else {
-			snap.EgressIPs, eipProblems = memo.egressIPs(in.NATs, node)
-		}
-		if in.vips != nil {
-			snap.ServiceVIPs, vipProblems = in.vips.list, in.vips.problems
-		} else {
-			snap.ServiceVIPs, vipProblems = memo.serviceVIPs(in.LoadBalancers)
-		}
-		problems = append(problems, eipProblems...)
-		problems = append(problems, vipProblems...)
-		var wlProblems []string
-		snap.WorkloadIPs, wlProblems, wlNewer = in.wl.forNode(node)
-		problems = append(problems, wlProblems...)
-	}
-
-	slices.Sort(problems)
-	return buildResult{Snapshot: snap, Cluster: sortSubnets(cluster), Problems: slices.Compact(problems), WorkloadsNewer: wlNewer}
+	return &ctxBuild{switches: in.Switches, ports: in.Ports, routes: in.Routes, routers: in.Routers, node: node,
+		networks: networks, cluster: sortSubnets(cluster), subnetProt: sortProtected(slices.Concat(guarded, imp.Protected)),
+		imp: imp, problems: problems}
 }
 
 // classify says whether r is node's switch of its network, and names the
@@ -664,6 +720,15 @@ type buildMemo struct {
 	natProtRows         []natRow
 	natProt             protectedPart
 	prot                *protBuild // the last build's protected prefixes
+	ctx                 *ctxBuild  // the last build's switches, routes and routers
+	// The router ports' and interconnect routes' protected addresses
+	// (portsAndRoutes), by the rows they came from.
+	portsOK, icOK bool
+	portRows      []routerPortRow
+	portProt      protectedPart
+	portAddrs     []netip.Addr
+	icRows        []routeRow
+	icProt        protectedPart
 }
 
 // protBuild is the protected prefixes of one build (buildNBMemo), by the
@@ -735,6 +800,28 @@ func (m *buildMemo) natProtected(nats []natRow) protectedPart {
 		m.natProtRows, m.natProt, m.natProtOK = nats, natProtected(nats), true
 	}
 	return m.natProt
+}
+
+// portsAndRoutes is portProtected(ports) and icProtected(routes), the last
+// build's when they are the same rows: an egress IP's or a VIP's change
+// leaves them (a central NB has every node's).
+func (m *buildMemo) portsAndRoutes(ports []routerPortRow, routes []routeRow) (protectedPart, []netip.Addr, protectedPart) {
+	if m == nil {
+		p, addrs := portProtected(ports)
+		return p, addrs, icProtected(routes)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.portsOK || !sameRows(m.portRows, ports) {
+		m.portRows, m.portsOK = ports, true
+		m.portProt, m.portAddrs = portProtected(ports)
+	}
+	if !m.icOK || !sameRows(m.icRows, routes) {
+		m.icRows, m.icOK = routes, true
+		m.icProt = icProtected(routes)
+	}
+	// A copy of the addresses: buildNBMemo sorts them.
+	return m.portProt, slices.Clone(m.portAddrs), m.icProt
 }
 
 // sameRows says whether a and b are the same slice of rows (both empty
