@@ -195,6 +195,10 @@ func buildNB(in nbRows, node string) buildResult {
 // egress IPs are not built again, nor the VIPs after an egress IP's. Rows
 // from readRows carry their Service VIPs (nbRows.vips, kept row by row),
 // and the load balancers' protected addresses, kept row by row (lbPart).
+// What comes of the switches, router ports, routes and routers (networks,
+// cluster subnets, import, their protected prefixes) is the last build's
+// when they are the same slices (buildMemo.context, portsAndRoutes): one
+// egress IP's or VIP's change costs no walk of every node's rows (issue 18).
 func buildNBMemo(in nbRows, node string, memo *buildMemo) buildResult {
 	// The node addresses, for advertisable: no pod subnet may hold one.
 	// The protected prefixes of the last build, if built from the same
