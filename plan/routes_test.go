@@ -2,6 +2,7 @@ package plan
 
 import (
 	"net/netip"
+	"reflect"
 	"runtime"
 	"testing"
 
@@ -113,6 +114,22 @@ func TestDiffKernelAllocs(t *testing.T) {
 			if per > c.max {
 				t.Errorf("%d routes, %s: %.0f bytes allocated per route, want at most %.0f", n, c.name, per, c.max)
 			}
+		}
+	}
+}
+
+// TestDiffKernelDuplicateDesired: a key desired twice is diffed once, the
+// first route winning, whether desired comes sorted (the table's) or not.
+func TestDiffKernelDuplicateDesired(t *testing.T) {
+	r := func(prefix, nh string) model.KernelRoute {
+		return model.KernelRoute{Table: 100, Prefix: netip.MustParsePrefix(prefix), NextHops: []model.NextHop{{Addr: netip.MustParseAddr(nh)}}, Protocol: 200}
+	}
+	a, a2, b := r("10.1.0.0/24", "192.0.2.1"), r("10.1.0.0/24", "192.0.2.2"), r("10.2.0.0/24", "192.0.2.1")
+	gone := r("10.3.0.0/24", "192.0.2.1")
+	for _, desired := range [][]model.KernelRoute{{a, a2, b}, {b, a, a2}} {
+		ops := DiffKernel(desired, []model.KernelRoute{gone, b})
+		if len(ops) != 2 || ops[0].Op != model.OpAdd || !reflect.DeepEqual(*ops[0].Route, a) || ops[1].Op != model.OpDelete || ops[1].Route.Prefix != gone.Prefix {
+			t.Errorf("desired %v: %d operations %+v, want an add of the first 10.1.0.0/24 and a delete of 10.3.0.0/24", desired, len(ops), ops)
 		}
 	}
 }
