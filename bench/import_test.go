@@ -25,6 +25,11 @@ const envImport = "OVNBGP_BENCH_IMPORT"
 // import job's idle pause and import (8 s), as OVNBGP_BENCH_DROP_PROFILE.
 const envImportProfile = "OVNBGP_BENCH_IMPORT_PROFILE"
 
+// envImportTrace names a file for an execution trace of ovnbgp over the
+// same window as envImportProfile (go tool trace): when the loop waits
+// for paths and when it works.
+const envImportTrace = "OVNBGP_BENCH_IMPORT_TRACE"
+
 // envImportHeap names a file for a heap profile of ovnbgp holding all the
 // routes of an import job (the pprof build, as envImportProfile).
 const envImportHeap = "OVNBGP_BENCH_IMPORT_HEAP"
@@ -290,9 +295,11 @@ import:
 	// The import's profile (OVNBGP_BENCH_IMPORT_PROFILE): from here, over
 	// the idle pause and the import.
 	prof := profileDaemon(b, l, "CPU profile over the import", os.Getenv(envImportProfile), "/debug/pprof/profile?seconds=8")
+	trace := profileDaemon(b, l, "execution trace over the import", os.Getenv(envImportTrace), "/debug/pprof/trace?seconds=8")
 	ob = runImport(b, feed, counter, ovnbgpName, n, ovnbgpImportTable, ovnbgpProto,
 		map[string]int{"ovnbgp": d.pid()}, d.exited, idle)
 	prof()
+	trace()
 	// Its heap holding all n (OVNBGP_BENCH_IMPORT_HEAP), for where the
 	// memory per path goes.
 	profileDaemon(b, l, "heap profile with all routes", os.Getenv(envImportHeap), "/debug/pprof/heap?gc=1")()

@@ -3,6 +3,7 @@ package bgp
 import (
 	"net/netip"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -175,5 +176,50 @@ func TestRemovedPeerLeavesNoRecord(t *testing.T) {
 	}}, time.Now())
 	if n := len(s.sess.all); n != 0 {
 		t.Errorf("%d session records after the event of a removed peer, want none", n)
+	}
+}
+
+// TestQuietStatesNotWalked (issue 18): the steps of a session coming up
+// (Active, OpenSent, OpenConfirm, Established) put the peer in Resync only
+// while gobgp may hold its paths stale (the last session's OPEN had the
+// graceful-restart capability): an empty Adj-RIB-In has nothing to walk.
+// The OpenConfirm just before Established was taken with the first paths
+// of a fast sender, and its walk read all 100k again once they were in.
+// A session's end is always walked.
+func TestQuietStatesNotWalked(t *testing.T) {
+	addr := netip.MustParseAddr("192.0.2.1")
+	c := config.Peer{Name: "tor", Address: addr, ASN: provASN, Families: []config.Family{config.IPv4}}
+	s := &Speaker{log: zap.NewNop(), notify: func() {}, journal: newJournal(),
+		sess: sessions{byAddr: map[netip.Addr]string{addr: "tor"}, learnFrom: map[netip.Addr]config.Peer{addr: c},
+			all: map[netip.Addr]*session{}}, peers: map[string]config.Peer{"tor": c},
+		global: config.BGP{GracefulRestart: config.GracefulRestart{Enabled: true}}}
+	plain := []bgppkt.ParameterCapabilityInterface{bgppkt.NewCapMultiProtocol(bgppkt.RF_IPv4_UC)}
+	withGR := append(slices.Clone(plain), bgppkt.NewCapGracefulRestart(false, false, 90,
+		[]*bgppkt.CapGracefulRestartTuple{bgppkt.NewCapGracefulRestartTuple(bgppkt.RF_IPv4_UC, true)}))
+	step := func(caps []bgppkt.ParameterCapabilityInterface, st bgppkt.FSMState, reason api.PeerState_DisconnectReason, walk bool) {
+		t.Helper()
+		s.onPeerEvent(&apiutil.WatchEventMessage_PeerEvent{Type: apiutil.PEER_EVENT_STATE, Peer: apiutil.Peer{
+			State: apiutil.PeerState{NeighborAddress: addr, SessionState: st, RemoteCap: caps, DisconnectReason: reason},
+		}}, time.Now())
+		if got := s.TakeLearned().Resync; (len(got) > 0) != walk {
+			t.Errorf("after %v: Resync %v, want a walk: %v", st, got, walk)
+		}
+	}
+	none := api.PeerState_DISCONNECT_REASON_UNSPECIFIED
+	for _, st := range []bgppkt.FSMState{bgppkt.BGP_FSM_ACTIVE, bgppkt.BGP_FSM_OPENSENT, bgppkt.BGP_FSM_OPENCONFIRM, bgppkt.BGP_FSM_ESTABLISHED} {
+		step(plain, st, none, false)
+	}
+	step(plain, bgppkt.BGP_FSM_IDLE, api.PeerState_DISCONNECT_REASON_NOTIFICATION_RECEIVED, true)
+	for _, st := range []bgppkt.FSMState{bgppkt.BGP_FSM_ACTIVE, bgppkt.BGP_FSM_OPENSENT, bgppkt.BGP_FSM_OPENCONFIRM} {
+		step(plain, st, none, false)
+	}
+	// A session with graceful restart: its paths stay stale after a
+	// graceful end, and gobgp drops them without an event when the
+	// restart timer expires: every step is walked until a session comes
+	// up again.
+	step(withGR, bgppkt.BGP_FSM_ESTABLISHED, none, true)
+	step(withGR, bgppkt.BGP_FSM_IDLE, api.PeerState_DISCONNECT_REASON_GRACEFUL_RESTART, true)
+	for _, st := range []bgppkt.FSMState{bgppkt.BGP_FSM_ACTIVE, bgppkt.BGP_FSM_OPENSENT, bgppkt.BGP_FSM_OPENCONFIRM} {
+		step(withGR, st, none, true)
 	}
 }

@@ -351,6 +351,9 @@ func (pl *planner) diffPass(ctx context.Context, cfg *config.Config, sp Speaker,
 			pl.imp.toDiff.ReplaceOrInsert(p)
 		}
 		touched = touched[:0]
+		if n := min(pl.lim.passChunk, pl.imp.toDiff.Len()); pl.imp.queue == nil && cap(touched) < n {
+			touched = make([]netip.Prefix, 0, n) // no regrowth a pass
+		}
 		for pl.imp.queue == nil && len(touched) < pl.lim.passChunk {
 			p, ok := pl.imp.toDiff.DeleteMin()
 			if !ok {

@@ -1,9 +1,10 @@
 package plan
 
 import (
-	"container/heap"
 	"encoding/binary"
 	"net/netip"
+
+	"github.com/ovnbgp/ovnbgp/model"
 )
 
 // ChangeQueue is a TableChange too large to decide in one pass (a peer of
@@ -29,6 +30,11 @@ import (
 type ChangeQueue struct {
 	c TableChange
 	h changeHeap
+	// paths and gone back the parts Next returns, reused by the next
+	// one: a 100k table transfer's parts copied 23 MB of paths, one
+	// fresh slice a part (issue 18).
+	paths []model.LearnedPath
+	gone  []model.Key
 }
 
 // queued is one change of c: Gone[i] for i < len(Gone), else
@@ -70,22 +76,54 @@ func (a prefixOrder) less(b prefixOrder) bool {
 	return a.bits < b.bits
 }
 
+// changeHeap is a binary min-heap of queued changes, by prefix order and
+// then position. Typed, not container/heap: its Pop boxed every change in
+// an interface, one allocation per change (100k for a table transfer,
+// issue 18; TestChangeQueueNextAllocs).
 type changeHeap []queued
 
-func (h changeHeap) Len() int { return len(h) }
-func (h changeHeap) Less(i, j int) bool {
+func (h changeHeap) less(i, j int) bool {
 	if h[i].order != h[j].order {
 		return h[i].order.less(h[j].order)
 	}
 	return h[i].i < h[j].i
 }
-func (h changeHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *changeHeap) Push(x any)   { *h = append(*h, x.(queued)) }
-func (h *changeHeap) Pop() any {
+
+// init orders h as a heap: O(n).
+func (h changeHeap) init() {
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
+}
+
+// pop removes and returns the least change.
+func (h *changeHeap) pop() queued {
 	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
+	n := len(old) - 1
+	x := old[0]
+	old[0] = old[n]
+	*h = old[:n]
+	h.down(0)
 	return x
+}
+
+func (h changeHeap) down(i int) {
+	n := len(h)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		j := l
+		if r := l + 1; r < n && h.less(r, l) {
+			j = r
+		}
+		if !h.less(j, i) {
+			return
+		}
+		h[i], h[j] = h[j], h[i]
+		i = j
+	}
 }
 
 // NewChangeQueue queues c; c's slices are not copied and must not
@@ -98,7 +136,7 @@ func NewChangeQueue(c TableChange) *ChangeQueue {
 	for i := range c.Paths {
 		q.h = append(q.h, queued{order: orderOf(c.Paths[i].Prefix), i: int32(len(q.h))})
 	}
-	heap.Init(&q.h)
+	q.h.init()
 	return q
 }
 
@@ -113,14 +151,30 @@ func (q *ChangeQueue) Len() int {
 
 // Next takes the changes of the prefixes first in prefix order: at least
 // n changes (all, if fewer are left), then those of the last prefix that
-// are left, so a prefix is never split.
+// are left, so a prefix is never split. The part's Paths and Gone are the
+// queue's, overwritten by the next Next: decide a part (ImportTable.Update
+// keeps neither slice) before taking the next.
 func (q *ChangeQueue) Next(n int) TableChange {
 	c := TableChange{KernelKeys: q.c.KernelKeys, Foreign: q.c.Foreign}
 	q.c.KernelKeys, q.c.Foreign = nil, nil
+	// The part's slices at their size (a prefix's last changes can add a
+	// few more), kept for the next part.
+	if k := min(n, len(q.h), len(q.c.Gone)); k > 0 {
+		if cap(q.gone) < k {
+			q.gone = make([]model.Key, 0, k)
+		}
+		c.Gone = q.gone[:0]
+	}
+	if k := min(n, len(q.h), len(q.c.Paths)); k > 0 {
+		if cap(q.paths) < k {
+			q.paths = make([]model.LearnedPath, 0, k)
+		}
+		c.Paths = q.paths[:0]
+	}
 	taken := 0
 	var last prefixOrder
 	for len(q.h) > 0 && (taken < n || taken > 0 && q.h[0].order == last) {
-		x := heap.Pop(&q.h).(queued)
+		x := q.h.pop()
 		if i := int(x.i); i < len(q.c.Gone) {
 			c.Gone = append(c.Gone, q.c.Gone[i])
 		} else {
@@ -129,6 +183,7 @@ func (q *ChangeQueue) Next(n int) TableChange {
 		last = x.order
 		taken++
 	}
+	q.paths, q.gone = c.Paths[:0], c.Gone[:0]
 	if len(q.h) == 0 {
 		q.c = TableChange{} // let the change go
 	}

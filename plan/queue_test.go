@@ -236,3 +236,25 @@ func TestDecidedPaths(t *testing.T) {
 		}
 	}
 }
+
+// TestChangeQueueNextAllocs (issue 18, import from a fast injector): taking
+// a part of a queued table transfer allocates nothing once the first part
+// made the part's slices (reused by every part), at two sizes of the
+// queue. container/heap's Pop boxed each change in an interface (100k
+// allocations for 100k paths), and each part was a fresh copy.
+func TestChangeQueueNextAllocs(t *testing.T) {
+	const part = 1024
+	for _, n := range []int{8 * part, 64 * part} {
+		in, keys := capDropInput(n)
+		// Half the changes paths, half withdrawals, shuffled.
+		rand.New(rand.NewPCG(5, 6)).Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
+		c := TableChange{Paths: in.Learned[:n/2], Gone: keys[:n/2]}
+		q := NewChangeQueue(c)
+		allocs := testing.AllocsPerRun(n/part/2, func() {
+			q.Next(part)
+		})
+		if allocs > 0 {
+			t.Errorf("queue of %d changes: %.0f allocations per part of %d, want none", n, allocs, part)
+		}
+	}
+}

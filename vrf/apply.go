@@ -222,14 +222,19 @@ func (m *Manager) applyRoutes(run []routeOp, done []bool, errs *[]error) {
 	if len(run) == 0 {
 		return
 	}
-	sent := make([]routeOp, 0, len(run))
-	msgs := make([][]byte, 0, len(run))
+	// The batch's messages are built in one buffer kept for the next
+	// batch (the caller holds hmu), and its slices are the batch's size:
+	// nothing is allocated per route (issue 18, TestApplyAllocsPerRoute).
+	sent := m.batch.sent[:0]
+	msgs := m.batch.msgs[:0]
+	buf := m.batch.buf[:0]
+	ends := m.batch.ends[:0]
 	for _, o := range run {
 		switch o.kind {
 		case model.OpDelete:
-			msgs = append(msgs, routeMsg(unix.RTM_DELROUTE, 0, m.sock.next(), o.r.Prefix, o.r.Table, uint8(m.protocol), o.k.metric, nil))
+			buf = appendRouteMsg(buf, unix.RTM_DELROUTE, 0, m.sock.next(), o.r.Prefix, o.r.Table, uint8(m.protocol), o.k.metric, nil)
 		case model.OpAdd:
-			msgs = append(msgs, routeMsg(unix.RTM_NEWROUTE, flagsCreate, m.sock.next(), o.r.Prefix, o.r.Table, uint8(m.protocol), o.k.metric, o.hops))
+			buf = appendRouteMsg(buf, unix.RTM_NEWROUTE, flagsCreate, m.sock.next(), o.r.Prefix, o.r.Table, uint8(m.protocol), o.k.metric, o.hops)
 		default: // replace
 			ours, fp, taken := m.owner(o.k)
 			switch {
@@ -237,14 +242,23 @@ func (m *Manager) applyRoutes(run []routeOp, done []bool, errs *[]error) {
 				*errs = append(*errs, m.fail(o, foreignErr(o.r, fp)))
 				continue
 			case ours:
-				msgs = append(msgs, routeMsg(unix.RTM_NEWROUTE, flagsReplace, m.sock.next(), o.r.Prefix, o.r.Table, uint8(m.protocol), o.k.metric, o.hops))
+				buf = appendRouteMsg(buf, unix.RTM_NEWROUTE, flagsReplace, m.sock.next(), o.r.Prefix, o.r.Table, uint8(m.protocol), o.k.metric, o.hops)
 			default:
-				msgs = append(msgs, routeMsg(unix.RTM_NEWROUTE, flagsCreate, m.sock.next(), o.r.Prefix, o.r.Table, uint8(m.protocol), o.k.metric, o.hops))
+				buf = appendRouteMsg(buf, unix.RTM_NEWROUTE, flagsCreate, m.sock.next(), o.r.Prefix, o.r.Table, uint8(m.protocol), o.k.metric, o.hops)
 			}
 		}
+		ends = append(ends, len(buf))
 		sent = append(sent, o)
 	}
-	var taken, written []routeOp
+	start := 0
+	for _, end := range ends {
+		msgs = append(msgs, buf[start:end:end])
+		start = end
+	}
+	m.batch.buf, m.batch.ends, m.batch.msgs, m.batch.sent = buf, ends, msgs, sent
+	var taken []routeOp
+	written := m.batch.written[:0]
+	defer func() { m.batch.written = written[:0] }()
 	defer func() { m.dropOtherMetrics(written) }()
 	for j, err := range m.sock.exchange(msgs) {
 		o := sent[j]

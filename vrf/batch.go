@@ -39,7 +39,8 @@ const (
 	ackTimeoutSec = 30
 )
 
-// nlSocket is a blocking NETLINK_ROUTE socket for batched requests.
+// nlSocket is a blocking NETLINK_ROUTE socket for batched requests, one
+// exchange at a time (the Manager's hmu).
 type nlSocket struct {
 	fd  int
 	seq uint32
@@ -48,6 +49,9 @@ type nlSocket struct {
 	portID uint32
 	// sends counts the sendmsg calls (tests: a batch is one).
 	sends atomic.Int64
+	// wbuf and rbuf are exchange's send and receive buffers, kept for
+	// the next batch (a 100k import is ~400 batches: issue 18).
+	wbuf, rbuf []byte
 }
 
 // openSocket opens the batch socket in ns (nil: the current namespace).
@@ -128,7 +132,11 @@ func (s *nlSocket) exchange(msgs [][]byte) []error {
 		return res
 	}
 	first := binary.NativeEndian.Uint32(msgs[0][8:12])
-	buf := make([]byte, 0, batchBytes)
+	if s.wbuf == nil {
+		s.wbuf, s.rbuf = make([]byte, 0, batchBytes), make([]byte, 64<<10)
+	}
+	buf := s.wbuf[:0]
+	defer func() { s.wbuf = buf[:0] }()
 	for i, m := range msgs {
 		at := len(buf)
 		buf = append(buf, m...)
@@ -146,7 +154,7 @@ func (s *nlSocket) exchange(msgs [][]byte) []error {
 	}
 	acked := make([]bool, len(msgs))
 	last := len(msgs) - 1
-	rb := make([]byte, 64<<10)
+	rb := s.rbuf
 	for !acked[last] {
 		n, _, err := unix.Recvfrom(s.fd, rb, 0)
 		if err != nil {
@@ -260,7 +268,15 @@ type nlHop struct {
 // it (RTA_PRIORITY, import[].accept[].metric, issue 21); an IPv6 delete
 // always names it, an IPv4 one unless it is 0.
 func routeMsg(typ uint16, flags uint16, seq uint32, prefix netip.Prefix, table uint32, protocol uint8, metric uint32, hops []nlHop) []byte {
-	b := make([]byte, unix.SizeofNlMsghdr, 128)
+	return appendRouteMsg(make([]byte, 0, 128), typ, flags, seq, prefix, table, protocol, metric, hops)
+}
+
+// appendRouteMsg appends routeMsg's message to b: a batch is built in one
+// buffer, with no allocation per route (issue 18, TestApplyAllocsPerRoute).
+func appendRouteMsg(b []byte, typ uint16, flags uint16, seq uint32, prefix netip.Prefix, table uint32, protocol uint8, metric uint32, hops []nlHop) []byte {
+	start := len(b)
+	var hdr [unix.SizeofNlMsghdr]byte
+	b = append(b, hdr[:]...)
 	family := uint8(unix.AF_INET)
 	if prefix.Addr().Is6() {
 		family = unix.AF_INET6
@@ -275,15 +291,15 @@ func routeMsg(typ uint16, flags uint16, seq uint32, prefix netip.Prefix, table u
 	}
 	// struct rtmsg
 	b = append(b, family, uint8(prefix.Bits()), 0, 0, rtTable, protocol, scope, rtype, 0, 0, 0, 0)
-	b = appendAttr(b, unix.RTA_DST, prefix.Addr().AsSlice())
-	b = appendAttr(b, unix.RTA_TABLE, binary.NativeEndian.AppendUint32(nil, table))
+	b = appendAddr(b, unix.RTA_DST, prefix.Addr())
+	b = appendU32(b, unix.RTA_TABLE, table)
 	if metric != defaultMetric(prefix) || typ == unix.RTM_DELROUTE && family == unix.AF_INET6 {
 		// An IPv6 delete without a metric removes the lowest-metric
 		// route of our protocol at the prefix, which need not be ours
 		// (someone's `ip -6 route add ... proto 200 metric 100`). IPv4
 		// cannot name metric 0 (0 means any), but its delete takes the
 		// lowest metric first: ours, at 0, when it is there.
-		b = appendAttr(b, unix.RTA_PRIORITY, binary.NativeEndian.AppendUint32(nil, metric))
+		b = appendU32(b, unix.RTA_PRIORITY, metric)
 	}
 	if typ == unix.RTM_NEWROUTE {
 		switch len(hops) {
@@ -293,7 +309,7 @@ func routeMsg(typ uint16, flags uint16, seq uint32, prefix netip.Prefix, table u
 				b = appendGateway(b, family == unix.AF_INET, hops[0].gw)
 			}
 			if hops[0].ifindex != 0 {
-				b = appendAttr(b, unix.RTA_OIF, binary.NativeEndian.AppendUint32(nil, uint32(hops[0].ifindex)))
+				b = appendU32(b, unix.RTA_OIF, uint32(hops[0].ifindex))
 			}
 		default:
 			var mp []byte
@@ -310,11 +326,29 @@ func routeMsg(typ uint16, flags uint16, seq uint32, prefix netip.Prefix, table u
 			b = appendAttr(b, unix.RTA_MULTIPATH, mp)
 		}
 	}
-	binary.NativeEndian.PutUint32(b[0:4], uint32(len(b)))
-	binary.NativeEndian.PutUint16(b[4:6], typ)
-	binary.NativeEndian.PutUint16(b[6:8], unix.NLM_F_REQUEST|unix.NLM_F_ACK|flags)
-	binary.NativeEndian.PutUint32(b[8:12], seq)
+	m := b[start:]
+	binary.NativeEndian.PutUint32(m[0:4], uint32(len(m)))
+	binary.NativeEndian.PutUint16(m[4:6], typ)
+	binary.NativeEndian.PutUint16(m[6:8], unix.NLM_F_REQUEST|unix.NLM_F_ACK|flags)
+	binary.NativeEndian.PutUint32(m[8:12], seq)
 	return b
+}
+
+// appendU32 appends an rtattr of one 32-bit value.
+func appendU32(b []byte, typ uint16, v uint32) []byte {
+	var w [4]byte
+	binary.NativeEndian.PutUint32(w[:], v)
+	return appendAttr(b, typ, w[:])
+}
+
+// appendAddr appends an rtattr of an address (4 or 16 bytes).
+func appendAddr(b []byte, typ uint16, a netip.Addr) []byte {
+	if a.Is4() {
+		w := a.As4()
+		return appendAttr(b, typ, w[:])
+	}
+	w := a.As16()
+	return appendAttr(b, typ, w[:])
 }
 
 // appendGateway appends next hop gw of a route whose prefix is IPv4 (v4)
@@ -324,7 +358,7 @@ func routeMsg(typ uint16, flags uint16, seq uint32, prefix netip.Prefix, table u
 // hop (issue 20, RFC 8950). The kernel needs a device with it (RTA_OIF).
 func appendGateway(b []byte, v4 bool, gw netip.Addr) []byte {
 	if gw.Is4() == v4 {
-		return appendAttr(b, unix.RTA_GATEWAY, gw.AsSlice())
+		return appendAddr(b, unix.RTA_GATEWAY, gw)
 	}
 	fam := uint16(unix.AF_INET6)
 	if gw.Is4() {

@@ -32,6 +32,13 @@ type Manager struct {
 	hmu  sync.Mutex
 	h    *netlink.Handle
 	sock *nlSocket // batched route writes
+	// batch is applyRoutes' scratch, kept for the next batch (hmu).
+	batch struct {
+		buf           []byte
+		ends          []int
+		msgs          [][]byte
+		sent, written []routeOp
+	}
 	// dmu serialises dh, the handle that dumps routes (strict checking
 	// on, so the kernel filters a table's dump itself).
 	dmu      sync.Mutex
