@@ -28,7 +28,10 @@ func TestApplyAllocsPerRoute(t *testing.T) {
 	}
 	defer m.Close()
 	// The first round grows the cache's maps and the batch's buffers
-	// (kept after): not counted.
+	// (kept after): not counted. The bytes are the process's, so a round
+	// in which something else allocated (under load the subscription's
+	// socket can overflow, and the watch renews itself with a dump of
+	// every route) is tried again: the least of three rounds counts.
 	for i, size := range []int{8192, 1024, 8192} {
 		var adds, dels []model.KernelOp
 		for i := range size {
@@ -36,30 +39,41 @@ func TestApplyAllocsPerRoute(t *testing.T) {
 			r := route(100, netip.PrefixFrom(a, 24).String(), hop("192.0.2.2", "a0"))
 			adds, dels = append(adds, add(r)), append(dels, del(r))
 		}
-		for _, s := range []struct {
-			name string
-			ops  []model.KernelOp
-		}{{"adds", adds}, {"deletes", dels}} {
-			var before, after runtime.MemStats
-			runtime.GC()
-			runtime.ReadMemStats(&before)
-			applied, err := m.Apply(context.Background(), s.ops)
-			m.TakeChanges() // every echo of the writes read
-			runtime.ReadMemStats(&after)
-			if err != nil || len(applied) != len(s.ops) {
-				t.Fatalf("%d %s: %d applied: %v", size, s.name, len(applied), err)
+		least := map[string]float64{}
+		for try := 0; try < 3; try++ {
+			for _, s := range []struct {
+				name string
+				ops  []model.KernelOp
+			}{{"adds", adds}, {"deletes", dels}} {
+				var before, after runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+				applied, err := m.Apply(context.Background(), s.ops)
+				m.TakeChanges() // every echo of the writes read
+				runtime.ReadMemStats(&after)
+				if err != nil || len(applied) != len(s.ops) {
+					t.Fatalf("%d %s: %d applied: %v", size, s.name, len(applied), err)
+				}
+				allocs := float64(after.Mallocs-before.Mallocs) / float64(size)
+				bytes := float64(after.TotalAlloc-before.TotalAlloc) / float64(size)
+				t.Logf("%d %s: %.1f allocations, %.0f bytes per route", size, s.name, allocs, bytes)
+				if b, ok := least[s.name]; !ok || bytes < b {
+					least[s.name] = bytes
+				}
 			}
-			allocs := float64(after.Mallocs-before.Mallocs) / float64(size)
-			bytes := float64(after.TotalAlloc-before.TotalAlloc) / float64(size)
-			if i == 0 {
-				continue
+			if i == 0 || least["adds"] <= 900 && least["deletes"] <= 900 {
+				break
 			}
-			t.Logf("%d %s: %.1f allocations, %.0f bytes per route", size, s.name, allocs, bytes)
-			// Measured: 360-570 B a route; 1450-1720 B with a message
-			// and its attributes allocated per route and the batch's
-			// slices and receive buffer per batch.
-			if bytes > 900 {
-				t.Errorf("%d %s: %.0f bytes allocated per route, want at most 900", size, s.name, bytes)
+		}
+		if i == 0 {
+			continue
+		}
+		// Measured: 360-570 B a route; 1450-1720 B with a message and
+		// its attributes allocated per route and the batch's slices and
+		// receive buffer per batch.
+		for _, name := range []string{"adds", "deletes"} {
+			if least[name] > 900 {
+				t.Errorf("%d %s: %.0f bytes allocated per route (the least of three rounds), want at most 900", size, name, least[name])
 			}
 		}
 	}
