@@ -92,8 +92,12 @@ func TestDiffKernel(t *testing.T) {
 // the operations it returns and the map of what is there, with no map of
 // the desired keys: bytes per route at two sizes, all new (a table
 // transfer's passes) and all there. Measured: 217-224 and 320 B; with the
-// map, 329-336 and 432 B.
+// map, 329-336 and 432 B. Not under the race detector, which allocates
+// too (264 B all new).
 func TestDiffKernelAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("byte bounds do not hold under the race detector")
+	}
 	for _, n := range []int{1024, 8192} {
 		desired := make([]model.KernelRoute, n)
 		for i := range desired {
@@ -104,7 +108,7 @@ func TestDiffKernelAllocs(t *testing.T) {
 			name     string
 			observed []model.KernelRoute
 			max      float64
-		}{{"all new", nil, 260}, {"all there", desired, 370}} {
+		}{{"all new", nil, 290}, {"all there", desired, 400}} {
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
 			ops := DiffKernel(desired, c.observed)
